@@ -1,0 +1,1 @@
+//! Helpers shared by tang's example programs (argument parsing, timing, report tables).
