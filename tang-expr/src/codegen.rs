@@ -1,0 +1,311 @@
+//! WGSL code generation for elementwise kernels (layout in [`crate::kernel`]).
+//!
+//! One SSA `let` per live node, in node order; leaves are read where they are used.
+//! Output is a pure function of the graph and the spec: same input, same bytes.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::error::ExprError;
+use crate::graph::{Graph, Node, NodeId, Ty, stable_hash};
+use crate::kernel::{ENTRY_POINT, Kernel, WORKGROUP_SIZE};
+use crate::validate::validate;
+
+/// What an elementwise kernel reads and writes.
+///
+/// `Node::Input(i)` reads element input `i` for `i < inputs.len()`, and the current value
+/// of in-out `i - inputs.len()` above that. `Node::Uniform(j)` reads uniform `j`.
+#[derive(Clone, Debug)]
+pub struct ElementwiseSpec<'g> {
+    /// The kernel's name.
+    pub name: String,
+    /// The graph holding every value the kernel computes.
+    pub graph: &'g Graph,
+    /// Names of the per-element inputs.
+    pub inputs: Vec<String>,
+    /// Names of the uniforms.
+    pub uniforms: Vec<String>,
+    /// Names of the in-out values and the node holding each one's new value.
+    pub inouts: Vec<(String, NodeId)>,
+    /// Names of the outputs and the node each one stores.
+    pub outputs: Vec<(String, NodeId)>,
+}
+
+/// Prints an f32 as a WGSL literal that round-trips: `1.0f`, `(-0.5f)`, `1e-7f`.
+/// Non-finite values have no WGSL literal; they are built at run time from bits (naga's
+/// constant evaluator rejects an infinite or NaN constant), by a bitcast of a value that
+/// depends on `params.n` so it is not constant-folded.
+pub fn wgsl_literal(v: f32) -> String {
+    if !v.is_finite() {
+        return format!("bitcast<f32>(0x{:08x}u | (params.n & 0u))", v.to_bits());
+    }
+    let mut s = format!("{v:?}");
+    if !s.contains(['.', 'e']) {
+        s.push_str(".0");
+    }
+    if let Some(stripped) = s.strip_prefix('-') {
+        format!("(-{stripped}f)")
+    } else {
+        format!("{s}f")
+    }
+}
+
+fn check_name(name: &str, seen: &mut Vec<String>) -> Result<(), ExprError> {
+    let ok = !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && !name.starts_with("__");
+    if !ok || seen.iter().any(|s| s == name) {
+        return Err(ExprError::BadName(name.to_string()));
+    }
+    seen.push(name.to_string());
+    Ok(())
+}
+
+/// Generates the WGSL of an elementwise kernel, validates it with naga and returns the
+/// kernel with its stable id.
+///
+/// # Errors
+/// A bad or repeated name, an input or uniform index the spec does not declare, a root
+/// that is not a float, a kernel that writes nothing, or (a tang bug) a shader naga
+/// rejects.
+pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError> {
+    let g = spec.graph;
+    let mut seen = Vec::new();
+    check_name(&spec.name, &mut Vec::new())?;
+    for n in spec.inputs.iter().chain(&spec.uniforms) {
+        check_name(n, &mut seen)?;
+    }
+    for (n, _) in spec.inouts.iter().chain(&spec.outputs) {
+        check_name(n, &mut seen)?;
+    }
+    if spec.inouts.is_empty() && spec.outputs.is_empty() {
+        return Err(ExprError::NoOutputs);
+    }
+    let roots: Vec<NodeId> = spec
+        .inouts
+        .iter()
+        .chain(&spec.outputs)
+        .map(|(_, id)| *id)
+        .collect();
+    for &r in &roots {
+        if g.ty(r)? != Ty::F32 {
+            return Err(ExprError::Type {
+                op: "store",
+                position: 0,
+                expected: Ty::F32,
+                got: Ty::Bool,
+            });
+        }
+    }
+    let live = g.reachable(&roots);
+    let n_in = spec.inputs.len() as u32;
+    let n_io = spec.inouts.len() as u32;
+
+    // Helper functions, keyed by name so each appears once and in a fixed order.
+    let mut helpers: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut body = String::new();
+    let mut names: Vec<String> = vec![String::new(); g.len()];
+    for id in g.ids() {
+        if !live[id.index()] {
+            continue;
+        }
+        let expr = match g.get(id) {
+            Node::Input(i) if i < n_in => {
+                let name = &spec.inputs[i as usize];
+                names[id.index()] = format!("x_{name}");
+                let _ = writeln!(
+                    body,
+                    "    let x_{name} = in_{name}[select(i % params.p_{name}, i, params.p_{name} == params.n)];"
+                );
+                continue;
+            }
+            Node::Input(i) if i < n_in + n_io => {
+                let name = &spec.inouts[(i - n_in) as usize].0;
+                names[id.index()] = format!("x_{name}");
+                let _ = writeln!(body, "    let x_{name} = io_{name}[i];");
+                continue;
+            }
+            Node::Input(i) => {
+                return Err(ExprError::Index {
+                    what: "input",
+                    index: i,
+                    count: n_in + n_io,
+                });
+            }
+            Node::Uniform(j) => {
+                let name = spec.uniforms.get(j as usize).ok_or(ExprError::Index {
+                    what: "uniform",
+                    index: j,
+                    count: spec.uniforms.len() as u32,
+                })?;
+                names[id.index()] = format!("params.u_{name}");
+                continue;
+            }
+            Node::Const(bits) => {
+                names[id.index()] = wgsl_literal(f32::from_bits(bits));
+                continue;
+            }
+            Node::Bool(b) => {
+                names[id.index()] = b.to_string();
+                continue;
+            }
+            Node::Apply(op, args) => {
+                if let Some((name, text)) = op.wgsl_helper() {
+                    helpers.insert(name, text);
+                }
+                let printed: Vec<String> = args[..op.arity()]
+                    .iter()
+                    .map(|a| names[a.index()].clone())
+                    .collect();
+                op.wgsl(&printed)
+            }
+        };
+        let v = format!("v{}", id.index());
+        let _ = writeln!(body, "    let {v} = {expr};");
+        names[id.index()] = v;
+    }
+    for (name, id) in &spec.inouts {
+        let _ = writeln!(body, "    io_{name}[i] = {};", names[id.index()]);
+    }
+    for (name, id) in &spec.outputs {
+        let _ = writeln!(body, "    out_{name}[i] = {};", names[id.index()]);
+    }
+
+    let mut w = String::new();
+    let _ = writeln!(w, "// tang kernel `{}` (generated)", spec.name);
+    w.push_str("struct Params {\n    n: u32,\n");
+    for n in &spec.inputs {
+        let _ = writeln!(w, "    p_{n}: u32,");
+    }
+    for n in &spec.uniforms {
+        let _ = writeln!(w, "    u_{n}: f32,");
+    }
+    w.push_str("}\n\n@group(0) @binding(0) var<uniform> params: Params;\n");
+    let mut binding = 1;
+    for n in &spec.inputs {
+        let _ = writeln!(
+            w,
+            "@group(0) @binding({binding}) var<storage, read> in_{n}: array<f32>;"
+        );
+        binding += 1;
+    }
+    for (n, _) in &spec.inouts {
+        let _ = writeln!(
+            w,
+            "@group(0) @binding({binding}) var<storage, read_write> io_{n}: array<f32>;"
+        );
+        binding += 1;
+    }
+    for (n, _) in &spec.outputs {
+        let _ = writeln!(
+            w,
+            "@group(0) @binding({binding}) var<storage, read_write> out_{n}: array<f32>;"
+        );
+        binding += 1;
+    }
+    w.push('\n');
+    for text in helpers.values() {
+        w.push_str(text);
+        w.push('\n');
+    }
+    let _ = writeln!(
+        w,
+        "@compute @workgroup_size({WORKGROUP_SIZE})\nfn {ENTRY_POINT}(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{"
+    );
+    let _ = writeln!(
+        w,
+        "    let i = gid.x + gid.y * nwg.x * {WORKGROUP_SIZE}u;\n    if (i >= params.n) {{ return; }}"
+    );
+    w.push_str(&body);
+    w.push_str("}\n");
+
+    validate(&w)?;
+    Ok(Kernel {
+        name: spec.name.clone(),
+        id: stable_hash(&w),
+        wgsl: w,
+        inputs: spec.inputs.clone(),
+        uniforms: spec.uniforms.clone(),
+        inouts: spec.inouts.iter().map(|(n, _)| n.clone()).collect(),
+        outputs: spec.outputs.iter().map(|(n, _)| n.clone()).collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op::{ALL_OPS, Op};
+
+    #[test]
+    fn literals_are_valid_wgsl() {
+        assert_eq!(wgsl_literal(1.0), "1.0f");
+        assert_eq!(wgsl_literal(-0.5), "(-0.5f)");
+        assert_eq!(wgsl_literal(-0.0), "(-0.0f)");
+        assert_eq!(wgsl_literal(1e-7), "1e-7f");
+        assert_eq!(wgsl_literal(3e38), "3e38f");
+        assert!(wgsl_literal(f32::INFINITY).contains("0x7f800000"));
+    }
+
+    #[test]
+    fn every_op_emits_valid_wgsl_and_output_is_deterministic() {
+        let mut g = Graph::new();
+        let a = g.input(0);
+        let b = g.input(1);
+        let c = g.uniform(0);
+        let mut outs = Vec::new();
+        for &op in ALL_OPS {
+            let args: Vec<NodeId> = op
+                .arg_types()
+                .enumerate()
+                .map(|(k, t)| match t {
+                    Ty::Bool => g.app(Op::Lt, &[a, b]),
+                    Ty::F32 => [a, b, c][k],
+                })
+                .collect();
+            let mut r = g.app(op, &args);
+            if op.result_type() == Ty::Bool {
+                r = g.app(Op::Select, &[r, a, b]);
+            }
+            outs.push((format!("o{}", outs.len()), r));
+        }
+        outs.push(("inf".into(), g.constant(f32::NEG_INFINITY)));
+        let spec = ElementwiseSpec {
+            name: "all_ops".into(),
+            graph: &g,
+            inputs: vec!["a".into(), "b".into()],
+            uniforms: vec!["c".into()],
+            inouts: vec![],
+            outputs: outs,
+        };
+        let k1 = emit_elementwise(&spec).unwrap();
+        let k2 = emit_elementwise(&spec).unwrap();
+        assert_eq!(k1, k2);
+    }
+
+    #[test]
+    fn bad_specs_are_errors() {
+        let mut g = Graph::new();
+        let a = g.input(0);
+        let spec = |outputs: Vec<(String, NodeId)>, inputs: Vec<String>| ElementwiseSpec {
+            name: "k".into(),
+            graph: &g,
+            inputs,
+            uniforms: vec![],
+            inouts: vec![],
+            outputs,
+        };
+        assert_eq!(
+            emit_elementwise(&spec(vec![], vec!["a".into()])),
+            Err(ExprError::NoOutputs)
+        );
+        assert!(matches!(
+            emit_elementwise(&spec(vec![("y".into(), a)], vec![])),
+            Err(ExprError::Index { .. })
+        ));
+        assert!(matches!(
+            emit_elementwise(&spec(vec![("a".into(), a)], vec!["a".into()])),
+            Err(ExprError::BadName(_))
+        ));
+    }
+}

@@ -1,0 +1,38 @@
+//! # tang-expr: the scalar expression IR behind tang's kernels
+//!
+//! A [`Graph`] is a hash-consed DAG of scalar nodes (element inputs, uniforms, constants
+//! and [`Op`] applications). On it tang evaluates (f32 and f64), differentiates (reverse
+//! and forward mode, to any order), simplifies, and emits WGSL for an elementwise kernel
+//! whose shader naga validates before anyone runs it.
+//!
+//! ```
+//! use tang_expr::{ElementwiseSpec, Graph, Op, emit_elementwise};
+//!
+//! let mut g = Graph::new();
+//! let x = g.input(0);
+//! let y = g.apply(Op::Tanh, &[x])?;
+//! let kernel = emit_elementwise(&ElementwiseSpec {
+//!     name: "tanh".into(),
+//!     graph: &g,
+//!     inputs: vec!["x".into()],
+//!     uniforms: vec![],
+//!     inouts: vec![],
+//!     outputs: vec![("y".into(), y)],
+//! })?;
+//! assert!(kernel.wgsl.contains("tanh"));
+//! # Ok::<(), tang_expr::ExprError>(())
+//! ```
+
+mod codegen;
+mod error;
+mod graph;
+pub mod kernel;
+mod op;
+mod validate;
+
+pub use codegen::{ElementwiseSpec, emit_elementwise, wgsl_literal};
+pub use error::{ExprError, ValidationError};
+pub use graph::{Graph, Node, NodeId, Ty, stable_hash};
+pub use kernel::{Kernel, KernelDesc};
+pub use op::{ALL_OPS, Float, GELU_C, GELU_K, Op, Partial, TANH_CLAMP};
+pub use validate::validate;

@@ -1,0 +1,1 @@
+//! # tang-macros: `#[kernel]`, `#[fused_grad]`, `#[kernels]`
