@@ -24,15 +24,21 @@
 //! ```
 
 mod codegen;
+mod diff;
 mod error;
+mod eval;
 mod graph;
 pub mod kernel;
 mod op;
+mod simplify;
 mod validate;
 
 pub use codegen::{ElementwiseSpec, emit_elementwise, wgsl_literal};
+pub use diff::{grad, jvp, vjp};
 pub use error::{ExprError, ValidationError};
+pub use eval::{Evaluator, eval_batch, eval_f32, eval_f64};
 pub use graph::{Graph, Node, NodeId, Ty, stable_hash};
 pub use kernel::{Kernel, KernelDesc};
 pub use op::{ALL_OPS, Float, GELU_C, GELU_K, Op, Partial, TANH_CLAMP};
+pub use simplify::{simplify, try_simplify};
 pub use validate::validate;
