@@ -42,6 +42,9 @@ pub enum ExprError {
     BadName(String),
     /// The kernel has nothing to write (no outputs and no in-out values).
     NoOutputs,
+    /// A traced expression ([`crate::Expr`]) used in a trace other than the one that made
+    /// it, or outside any trace.
+    ForeignExpr,
     /// naga rejected a shader. This is a bug in tang's code generator if the shader came
     /// from tang; the message says where.
     Invalid(ValidationError),
@@ -98,6 +101,11 @@ impl fmt::Display for ExprError {
                     "the kernel writes nothing: give it an output or an in-out value"
                 )
             }
+            ExprError::ForeignExpr => write!(
+                f,
+                "a traced value from another trace (or from no trace) was used: build each \
+                 traced function only from its own arguments and constants"
+            ),
             ExprError::Invalid(e) => write!(f, "{e}"),
         }
     }

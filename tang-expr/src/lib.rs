@@ -27,18 +27,25 @@ mod codegen;
 mod diff;
 mod error;
 mod eval;
+pub mod fused;
 mod graph;
 pub mod kernel;
 mod op;
+pub mod scalar_fn;
 mod simplify;
+mod trace;
 mod validate;
 
 pub use codegen::{ElementwiseSpec, emit_elementwise, wgsl_literal};
 pub use diff::{grad, jvp, vjp};
 pub use error::{ExprError, ValidationError};
 pub use eval::{Evaluator, eval_batch, eval_f32, eval_f64};
+pub use fused::{FusedKernels, FusedSpec, fused_grad_kernels};
 pub use graph::{Graph, Node, NodeId, Ty, stable_hash};
 pub use kernel::{Kernel, KernelDesc};
 pub use op::{ALL_OPS, Float, GELU_C, GELU_K, Op, Partial, TANH_CLAMP};
 pub use simplify::{simplify, try_simplify};
+pub use trace::{
+    BoolExpr, Expr, Traced, fused_forward_backward, select, trace, trace_many, trace_with,
+};
 pub use validate::validate;
