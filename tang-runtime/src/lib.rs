@@ -1,8 +1,38 @@
 //! # tang-runtime: runs tang kernels on any GPU that wgpu reaches
+//!
+//! A [`Device`] records launches into one command encoder (consecutive dispatches share
+//! a compute pass) and submits them at sync points: a read ([`Tensor::to_vec`]),
+//! [`Device::sync`], or every `batch_size` launches. [`Tensor`]s come from a size-class
+//! buffer pool and return to it when dropped. Pipelines are cached by the kernel's static
+//! id, so a kernel compiled by `#[kernel]` costs one pipeline creation per process.
+//!
+//! ```no_run
+//! use tang_runtime::{Device, Tensor};
+//! let dev = Device::new()?;
+//! let x = Tensor::from_slice(&dev, &[1.0, 2.0, 3.0], &[3])?;
+//! assert_eq!(x.to_vec()?, vec![1.0, 2.0, 3.0]);
+//! # Ok::<(), tang_runtime::Error>(())
+//! ```
 
 extern crate self as tang_runtime;
 
 pub mod dense;
+mod device;
+mod dispatch;
+mod error;
+mod launch;
+mod pipeline;
+mod pool;
+mod state;
+mod tensor;
 
+pub use device::{Device, DeviceInfo, DeviceOptions, Stats};
+pub use error::Error;
+pub use pipeline::{Binding, RawKernel, fnv1a};
 pub use tang_expr;
+pub use tang_expr::{KernelDesc, kernel::WORKGROUP_SIZE};
+// The kernel macros (`#[kernel]`, `#[fused_grad]`, `#[kernels]`): users need only this crate.
+#[allow(unused_imports)]
 pub use tang_macros::*;
+pub use tensor::{DType, Tensor};
+pub use wgpu;

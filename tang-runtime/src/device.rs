@@ -1,0 +1,389 @@
+//! The GPU device: adapter choice, limits and features, error and device-lost tracking.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::error::Error;
+use crate::state::State;
+
+/// How to open a [`Device`]. `DeviceOptions::default()` reads the environment:
+/// `TANG_ADAPTER` (a substring of the adapter's name), `TANG_BACKEND`
+/// (`vulkan`, `metal`, `dx12` or `gl`) and `TANG_CHECKED=1`.
+#[derive(Clone, Debug)]
+pub struct DeviceOptions {
+    /// Keep wgpu's shader runtime checks (bounds checks) on for every kernel. Off by
+    /// default: tang's kernels guard their own indices (see DESIGN.md). On with the cargo
+    /// feature `checked` or `TANG_CHECKED=1`.
+    pub checked: bool,
+    /// Submit the recorded work after this many launches even with no sync point.
+    pub batch_size: u32,
+    /// Only use an adapter whose name contains this (case-insensitive).
+    pub adapter: Option<String>,
+    /// Only use these backends.
+    pub backends: Option<wgpu::Backends>,
+    /// The most bytes of free buffers the pool keeps for reuse.
+    pub pool_limit: u64,
+}
+
+impl Default for DeviceOptions {
+    fn default() -> Self {
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        DeviceOptions {
+            checked: cfg!(feature = "checked")
+                || env("TANG_CHECKED").is_some_and(|v| v != "0" && v != "false"),
+            batch_size: 256,
+            adapter: env("TANG_ADAPTER"),
+            backends: env("TANG_BACKEND").map(|b| wgpu::Backends::from_comma_list(&b)),
+            pool_limit: 4 << 30,
+        }
+    }
+}
+
+/// What the device is: adapter, backend, limits and the features tang enabled.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    /// The adapter's name, e.g. "NVIDIA H100 80GB HBM3" or "llvmpipe (LLVM 15.0.7, 256 bits)".
+    pub name: String,
+    /// The backend (Vulkan, Metal, DX12, GL).
+    pub backend: wgpu::Backend,
+    /// Discrete, integrated, virtual or CPU.
+    pub device_type: wgpu::DeviceType,
+    /// The driver's name and version.
+    pub driver: String,
+    /// True for a software rasteriser (no GPU): expect it to be slow.
+    pub is_software: bool,
+    /// The limits the device was created with (the adapter's own).
+    pub limits: wgpu::Limits,
+    /// The features the device was created with.
+    pub features: wgpu::Features,
+    /// Whether shader runtime checks are on.
+    pub checked: bool,
+}
+
+/// Counters of the device's resources and work, for tests and tuning.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Bytes of buffers held by live tensors.
+    pub bytes_in_use: u64,
+    /// Bytes of free buffers kept for reuse.
+    pub bytes_pooled: u64,
+    /// Buffers allocated from the driver (pool misses).
+    pub allocations: u64,
+    /// Compute pipelines created (cache misses).
+    pub pipelines_created: u64,
+    /// Shader modules created.
+    pub shader_modules_created: u64,
+    /// Kernel dispatches recorded.
+    pub launches: u64,
+    /// Command buffers submitted.
+    pub submits: u64,
+}
+
+pub(crate) struct Inner {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    pub(crate) info: DeviceInfo,
+    pub(crate) opts: DeviceOptions,
+    pub(crate) lost: Arc<Mutex<Option<String>>>,
+    pub(crate) is_lost: Arc<AtomicBool>,
+    pub(crate) error: Arc<Mutex<Option<String>>>,
+    pub(crate) state: Mutex<State>,
+}
+
+/// A GPU device with its queue, pipeline cache, buffer pool and the batch of recorded
+/// launches. Cheap to clone (shared); usable from several threads.
+#[derive(Clone)]
+pub struct Device {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device")
+            .field("name", &self.inner.info.name)
+            .field("backend", &self.inner.info.backend)
+            .finish()
+    }
+}
+
+/// Features tang uses when the adapter has them.
+fn wanted_features() -> wgpu::Features {
+    wgpu::Features::SUBGROUP
+        | wgpu::Features::SUBGROUP_BARRIER
+        | wgpu::Features::SHADER_F16
+        | wgpu::Features::TIMESTAMP_QUERY
+        | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES
+        | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS
+        | wgpu::Features::PIPELINE_CACHE
+}
+
+fn type_rank(t: wgpu::DeviceType) -> u8 {
+    match t {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Other => 3,
+        wgpu::DeviceType::Cpu => 4,
+    }
+}
+
+fn backend_rank(b: wgpu::Backend) -> u8 {
+    match b {
+        wgpu::Backend::Vulkan | wgpu::Backend::Metal | wgpu::Backend::Dx12 => 0,
+        _ => 1,
+    }
+}
+
+/// The best adapter of `backends` whose name contains `filter` and that runs compute shaders.
+async fn pick_adapter(
+    backends: wgpu::Backends,
+    filter: Option<&str>,
+) -> Option<(wgpu::Adapter, wgpu::AdapterInfo)> {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = backends;
+    let instance = wgpu::Instance::new(desc);
+    let mut best: Option<(wgpu::Adapter, wgpu::AdapterInfo)> = None;
+    for adapter in instance.enumerate_adapters(backends).await {
+        let info = adapter.get_info();
+        if let Some(f) = filter
+            && !info.name.to_lowercase().contains(f)
+        {
+            continue;
+        }
+        let caps = adapter.get_downlevel_capabilities();
+        if !caps.flags.contains(wgpu::DownlevelFlags::COMPUTE_SHADERS) {
+            continue;
+        }
+        let key = |i: &wgpu::AdapterInfo| (type_rank(i.device_type), backend_rank(i.backend));
+        if best.as_ref().is_none_or(|(_, b)| key(&info) < key(b)) {
+            best = Some((adapter, info));
+        }
+    }
+    best
+}
+
+static SOFTWARE_NOTICE: AtomicBool = AtomicBool::new(false);
+
+impl Device {
+    /// Opens the best GPU (discrete > integrated > virtual > software), honouring
+    /// `TANG_ADAPTER`, `TANG_BACKEND` and `TANG_CHECKED`. Blocks until the device is ready.
+    ///
+    /// # Errors
+    /// [`Error::NoAdapter`] when no adapter is available (the message says what to
+    /// install), [`Error::DeviceRequest`] when the adapter refuses.
+    pub fn new() -> Result<Device, Error> {
+        Self::with_options(DeviceOptions::default())
+    }
+
+    /// [`Device::new`] without blocking.
+    ///
+    /// # Errors
+    /// As [`Device::new`].
+    pub async fn new_async() -> Result<Device, Error> {
+        Self::with_options_async(DeviceOptions::default()).await
+    }
+
+    /// Opens a device with explicit options (blocking).
+    ///
+    /// # Errors
+    /// As [`Device::new`].
+    pub fn with_options(opts: DeviceOptions) -> Result<Device, Error> {
+        pollster::block_on(Self::with_options_async(opts))
+    }
+
+    /// Opens a device with explicit options.
+    ///
+    /// # Errors
+    /// As [`Device::new`].
+    pub async fn with_options_async(opts: DeviceOptions) -> Result<Device, Error> {
+        // Without an explicit backend, try the native ones first: probing GL opens a
+        // display connection (and prints errors on headless machines).
+        let tries = match opts.backends {
+            Some(b) => vec![b],
+            None => vec![wgpu::Backends::PRIMARY, wgpu::Backends::SECONDARY],
+        };
+        let backends = opts.backends.unwrap_or(wgpu::Backends::all());
+        let filter = opts.adapter.as_ref().map(|s| s.to_lowercase());
+        let mut best: Option<(wgpu::Adapter, wgpu::AdapterInfo)> = None;
+        for b in tries {
+            best = pick_adapter(b, filter.as_deref()).await;
+            if best.is_some() {
+                break;
+            }
+        }
+        let Some((adapter, ainfo)) = best else {
+            return Err(Error::NoAdapter {
+                detail: format!(
+                    "backends {backends:?}{}",
+                    filter
+                        .map(|f| format!(", name containing {f:?}"))
+                        .unwrap_or_default()
+                ),
+            });
+        };
+        let is_software = ainfo.device_type == wgpu::DeviceType::Cpu;
+        if is_software && !SOFTWARE_NOTICE.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "tang: no hardware GPU found; using the software adapter {:?} (correct but slow)",
+                ainfo.name
+            );
+        }
+        let features = adapter.features() & wanted_features();
+        let limits = adapter.limits();
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("tang"),
+                required_features: features,
+                required_limits: limits.clone(),
+                experimental_features: wgpu::ExperimentalFeatures::disabled(),
+                memory_hints: wgpu::MemoryHints::Performance,
+                trace: wgpu::Trace::Off,
+            })
+            .await
+            .map_err(|e| Error::DeviceRequest(e.to_string()))?;
+
+        let lost = Arc::new(Mutex::new(None));
+        let is_lost = Arc::new(AtomicBool::new(false));
+        {
+            let lost = lost.clone();
+            let is_lost = is_lost.clone();
+            device.set_device_lost_callback(move |reason, msg| {
+                if let Ok(mut l) = lost.lock() {
+                    *l = Some(format!("{reason:?}: {msg}"));
+                }
+                is_lost.store(true, Ordering::SeqCst);
+            });
+        }
+        // wgpu's default handler panics on a validation error; tang records the first one
+        // and returns it from the next call instead.
+        let error = Arc::new(Mutex::new(None::<String>));
+        {
+            let error = error.clone();
+            device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+                if let Ok(mut slot) = error.lock()
+                    && slot.is_none()
+                {
+                    *slot = Some(e.to_string());
+                }
+            }));
+        }
+        let info = DeviceInfo {
+            name: ainfo.name.clone(),
+            backend: ainfo.backend,
+            device_type: ainfo.device_type,
+            driver: format!("{} {}", ainfo.driver, ainfo.driver_info),
+            is_software,
+            limits: limits.clone(),
+            features,
+            checked: opts.checked,
+        };
+        let state = State::new(&device, &limits);
+        Ok(Device {
+            inner: Arc::new(Inner {
+                device,
+                queue,
+                info,
+                opts,
+                lost,
+                is_lost,
+                error,
+                state: Mutex::new(state),
+            }),
+        })
+    }
+
+    /// The adapter, backend, limits and features of this device.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.inner.info
+    }
+
+    /// The underlying wgpu device (for advanced users and the dense kernels).
+    pub fn wgpu_device(&self) -> &wgpu::Device {
+        &self.inner.device
+    }
+
+    /// The underlying wgpu queue.
+    pub fn wgpu_queue(&self) -> &wgpu::Queue {
+        &self.inner.queue
+    }
+
+    /// Whether two handles are the same device.
+    pub fn same(&self, other: &Device) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Fails with [`Error::DeviceLost`] or the first recorded wgpu error, if any.
+    pub(crate) fn check(&self) -> Result<(), Error> {
+        if self.inner.is_lost.load(Ordering::SeqCst) {
+            let msg = self.inner.lost.lock().ok().and_then(|l| l.clone());
+            return Err(Error::DeviceLost(
+                msg.unwrap_or_else(|| "unknown reason".into()),
+            ));
+        }
+        let mut slot = self.inner.error.lock().map_err(|_| Error::Poisoned)?;
+        match slot.take() {
+            Some(e) => Err(Error::Wgpu(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Locks the recording state after checking the device is healthy.
+    pub(crate) fn lock(&self) -> Result<MutexGuard<'_, State>, Error> {
+        self.check()?;
+        self.inner.state.lock().map_err(|_| Error::Poisoned)
+    }
+
+    /// Current resource and work counters.
+    pub fn stats(&self) -> Stats {
+        match self.inner.state.lock() {
+            Ok(s) => s.stats(),
+            Err(p) => p.into_inner().stats(),
+        }
+    }
+
+    /// Submits every recorded launch without waiting for the GPU.
+    ///
+    /// # Errors
+    /// [`Error::DeviceLost`], or a wgpu error raised by recorded work.
+    pub fn flush(&self) -> Result<(), Error> {
+        let mut st = self.lock()?;
+        st.submit(&self.inner);
+        drop(st);
+        self.check()
+    }
+
+    /// Submits every recorded launch and waits until the GPU has finished all of it.
+    ///
+    /// # Errors
+    /// [`Error::DeviceLost`], or a wgpu error raised by recorded work.
+    pub fn sync(&self) -> Result<(), Error> {
+        self.flush()?;
+        self.wait()
+    }
+
+    /// Waits for everything submitted so far.
+    pub(crate) fn wait(&self) -> Result<(), Error> {
+        self.inner
+            .device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| match e {
+                wgpu::PollError::Timeout => Error::DeviceLost(e.to_string()),
+                other => Error::Wgpu(other.to_string()),
+            })?;
+        self.check()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adapter_ranking_prefers_hardware() {
+        assert!(
+            type_rank(wgpu::DeviceType::DiscreteGpu) < type_rank(wgpu::DeviceType::IntegratedGpu)
+        );
+        assert!(type_rank(wgpu::DeviceType::VirtualGpu) < type_rank(wgpu::DeviceType::Cpu));
+        assert!(backend_rank(wgpu::Backend::Vulkan) < backend_rank(wgpu::Backend::Gl));
+    }
+}

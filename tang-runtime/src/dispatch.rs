@@ -1,0 +1,218 @@
+//! Recording one dispatch: binding checks, uniforms into the arena, pipeline from the
+//! cache, bind group, and the dispatch in the shared compute pass.
+
+use std::sync::atomic::Ordering;
+
+use crate::device::Device;
+use crate::error::Error;
+use crate::pipeline::{Binding, Kind, PipelineKey, RawKernel};
+
+/// Bytes a tensor binding covers: its data, at least 4 (wgpu rejects empty bindings).
+fn binding_size(bytes: u64) -> u64 {
+    bytes.max(4)
+}
+
+impl Device {
+    /// Checks a binding list against the device's limits and for aliasing.
+    pub(crate) fn check_bindings(&self, op: &str, bindings: &[Binding<'_>]) -> Result<(), Error> {
+        let limits = &self.inner.info.limits;
+        let mut storage = 0u32;
+        let mut uniform = 0u32;
+        for (i, b) in bindings.iter().enumerate() {
+            match b {
+                Binding::Uniform(bytes) => {
+                    uniform += 1;
+                    let max = limits.max_uniform_buffer_binding_size;
+                    if bytes.len() as u64 > max {
+                        return Err(Error::TooLarge {
+                            what: format!("{op}: uniform binding {i} (bytes)"),
+                            requested: bytes.len() as u64,
+                            limit: max,
+                        });
+                    }
+                }
+                Binding::Read(t) | Binding::ReadWrite(t) => {
+                    storage += 1;
+                    if !t.device().same(self) {
+                        return Err(Error::ShapeMismatch {
+                            op: op.into(),
+                            detail: format!(
+                                "binding {i} is a tensor of another device; copy it to this device first"
+                            ),
+                        });
+                    }
+                    let max = limits.max_storage_buffer_binding_size;
+                    if t.bytes() > max {
+                        return Err(Error::TooLarge {
+                            what: format!("{op}: storage binding {i} (bytes)"),
+                            requested: t.bytes(),
+                            limit: max,
+                        });
+                    }
+                    if let Binding::ReadWrite(_) = b {
+                        for (j, other) in bindings.iter().enumerate() {
+                            if let Binding::Read(o) | Binding::ReadWrite(o) = other
+                                && j != i
+                                && o.same_buffer(t)
+                            {
+                                return Err(Error::Aliasing {
+                                    op: op.into(),
+                                    detail: format!(
+                                        "bindings {i} (written) and {j} are the same tensor"
+                                    ),
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let max_storage = limits.max_storage_buffers_per_shader_stage;
+        if storage > max_storage {
+            return Err(Error::TooLarge {
+                what: format!("{op}: storage buffers in one kernel"),
+                requested: storage.into(),
+                limit: max_storage.into(),
+            });
+        }
+        let max_uniform = limits
+            .max_dynamic_uniform_buffers_per_pipeline_layout
+            .min(limits.max_uniform_buffers_per_shader_stage);
+        if uniform > max_uniform {
+            return Err(Error::TooLarge {
+                what: format!("{op}: uniform buffers in one kernel"),
+                requested: uniform.into(),
+                limit: max_uniform.into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Records a dispatch of any hand-written kernel: binding `i` of group 0 is
+    /// `bindings[i]`; `constants` set WGSL `override` values (part of the pipeline key).
+    /// The work runs at the next sync point (a read, [`Device::sync`], or a full batch).
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] over a device limit (binding sizes, buffer counts, workgroups),
+    /// [`Error::Aliasing`] when a written tensor is bound twice, [`Error::DeviceLost`].
+    pub fn dispatch_raw(
+        &self,
+        kernel: &RawKernel,
+        constants: &[(&str, f64)],
+        bindings: &[Binding<'_>],
+        workgroups: [u32; 3],
+    ) -> Result<(), Error> {
+        self.check_bindings(kernel.name, bindings)?;
+        let max = self.inner.info.limits.max_compute_workgroups_per_dimension;
+        if let Some(&w) = workgroups.iter().find(|&&w| w > max) {
+            return Err(Error::TooLarge {
+                what: format!("{}: workgroups in one dimension", kernel.name),
+                requested: w.into(),
+                limit: max.into(),
+            });
+        }
+        let key = PipelineKey {
+            id: kernel.id,
+            entry_point: kernel.entry_point,
+            constants: constants
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_bits()))
+                .collect(),
+            kinds: bindings.iter().map(Binding::kind).collect(),
+        };
+        self.record(key, kernel.name, kernel.wgsl, bindings, workgroups)
+    }
+
+    /// Records a dispatch whose bindings were already checked.
+    pub(crate) fn record(
+        &self,
+        key: PipelineKey,
+        name: &str,
+        wgsl: &str,
+        bindings: &[Binding<'_>],
+        workgroups: [u32; 3],
+    ) -> Result<(), Error> {
+        let inner = &*self.inner;
+        let mut st = self.lock()?;
+        let uniform_sizes = bindings.iter().filter_map(|b| match b {
+            Binding::Uniform(u) => Some(u.len()),
+            _ => None,
+        });
+        if !st.arena_fits(uniform_sizes) {
+            st.submit(inner);
+        }
+        let arena = st.arena_buf.clone();
+        let mut offsets = Vec::new();
+        let mut ranges = Vec::with_capacity(bindings.len());
+        for b in bindings {
+            if let Binding::Uniform(bytes) = b {
+                let Some((off, size)) = st.push_uniform(bytes) else {
+                    return Err(Error::TooLarge {
+                        what: format!("{name}: uniform bytes in one launch"),
+                        requested: bytes.len() as u64,
+                        limit: 1 << 20,
+                    });
+                };
+                offsets.push(off);
+                ranges.push(size);
+            } else {
+                ranges.push(0);
+            }
+        }
+        let (pipeline, layout) = {
+            let p = st
+                .cache
+                .get(&inner.device, inner.info.checked, key, name, wgsl);
+            (p.pipeline.clone(), p.layout.clone())
+        };
+        let entries: Vec<wgpu::BindGroupEntry<'_>> = bindings
+            .iter()
+            .zip(&ranges)
+            .enumerate()
+            .map(|(i, (b, &size))| {
+                let binding = match b {
+                    Binding::Uniform(_) => wgpu::BufferBinding {
+                        buffer: &arena,
+                        offset: 0,
+                        size: wgpu::BufferSize::new(size),
+                    },
+                    Binding::Read(t) | Binding::ReadWrite(t) => wgpu::BufferBinding {
+                        buffer: t.buffer(),
+                        offset: 0,
+                        size: wgpu::BufferSize::new(binding_size(t.bytes())),
+                    },
+                };
+                wgpu::BindGroupEntry {
+                    binding: i as u32,
+                    resource: wgpu::BindingResource::Buffer(binding),
+                }
+            })
+            .collect();
+        let group = inner.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(name),
+            layout: &layout,
+            entries: &entries,
+        });
+        let batch = st.batch;
+        let pass = st.pass(inner);
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, &group, &offsets);
+        pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
+        for b in bindings {
+            if let Binding::Read(t) | Binding::ReadWrite(t) = b {
+                t.storage.last_batch.store(batch, Ordering::Relaxed);
+            }
+        }
+        st.recorded_dispatch(inner);
+        drop(st);
+        self.check()
+    }
+}
+
+/// The binding kinds of an elementwise kernel (layout in `tang_expr::kernel`).
+pub(crate) fn elementwise_kinds(inputs: usize, writes: usize) -> Vec<Kind> {
+    let mut k = vec![Kind::Uniform];
+    k.extend(std::iter::repeat_n(Kind::Read, inputs));
+    k.extend(std::iter::repeat_n(Kind::ReadWrite, writes));
+    k
+}

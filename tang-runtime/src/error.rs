@@ -1,0 +1,161 @@
+//! The runtime's error type: every public function returns `Result<_, Error>`, and each
+//! message says what went wrong and what to do about it.
+
+use std::fmt;
+
+/// Everything that can go wrong when running tang kernels.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// No GPU adapter (hardware or software) could be found.
+    NoAdapter {
+        /// What was searched for (backends, name filter).
+        detail: String,
+    },
+    /// The adapter refused to create a device.
+    DeviceRequest(String),
+    /// Tensor shapes do not fit together (or a shape does not match its data).
+    ShapeMismatch {
+        /// The kernel or operation.
+        op: String,
+        /// What did not fit.
+        detail: String,
+    },
+    /// The wrong number of tensors, uniforms or bindings was passed.
+    Arity {
+        /// The kernel or operation.
+        op: String,
+        /// Which list (inputs, in-outs, uniforms, bindings).
+        what: &'static str,
+        /// How many the kernel declares.
+        expected: usize,
+        /// How many were passed.
+        got: usize,
+    },
+    /// A tensor of the wrong element type was passed.
+    DType {
+        /// The operation.
+        op: String,
+        /// The element type it needs.
+        expected: crate::DType,
+        /// The element type it got.
+        got: crate::DType,
+    },
+    /// A request exceeds a limit of the device.
+    TooLarge {
+        /// What was too large.
+        what: String,
+        /// The amount requested.
+        requested: u64,
+        /// The device's limit.
+        limit: u64,
+    },
+    /// One tensor was bound twice in one launch where at least one binding writes it.
+    Aliasing {
+        /// The kernel.
+        op: String,
+        /// Which bindings share the buffer.
+        detail: String,
+    },
+    /// The GPU device was lost (driver reset, device removed, or destroyed).
+    DeviceLost(String),
+    /// A kernel could not be generated (a tang bug or an unsupported construct).
+    Shader(tang_expr::ExprError),
+    /// A download from the GPU failed.
+    Map(String),
+    /// wgpu reported a validation or out-of-memory error.
+    Wgpu(String),
+    /// A thread panicked while holding the device's lock; the device state is unusable.
+    Poisoned,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NoAdapter { detail } => write!(
+                f,
+                "no GPU adapter found ({detail}); install a Vulkan, Metal or DX12 driver for your GPU, \
+                 or a software one: on Debian/Ubuntu without a GPU `apt-get install mesa-vulkan-drivers`; \
+                 unset TANG_ADAPTER/TANG_BACKEND if they are set"
+            ),
+            Error::DeviceRequest(e) => write!(
+                f,
+                "the GPU adapter refused to create a device: {e}; update the GPU driver or pick another adapter with TANG_ADAPTER=<name substring>"
+            ),
+            Error::ShapeMismatch { op, detail } => {
+                write!(f, "{op}: shape mismatch: {detail}")
+            }
+            Error::Arity {
+                op,
+                what,
+                expected,
+                got,
+            } => write!(
+                f,
+                "{op}: expected {expected} {what}, got {got}; pass exactly the {what} the kernel declares, in order"
+            ),
+            Error::DType { op, expected, got } => write!(
+                f,
+                "{op}: expected a tensor of {expected:?}, got {got:?}; convert or create the tensor with the right element type"
+            ),
+            Error::TooLarge {
+                what,
+                requested,
+                limit,
+            } => write!(
+                f,
+                "{what}: {requested} exceeds the device limit of {limit}; split the work into smaller pieces"
+            ),
+            Error::Aliasing { op, detail } => write!(
+                f,
+                "{op}: {detail}; a tensor written by a launch cannot also be bound elsewhere in it: pass a copy"
+            ),
+            Error::DeviceLost(e) => write!(
+                f,
+                "the GPU device was lost ({e}); create a new Device and upload the data again"
+            ),
+            Error::Shader(e) => write!(f, "kernel generation failed: {e}"),
+            Error::Map(e) => write!(f, "reading a tensor back from the GPU failed: {e}"),
+            Error::Wgpu(e) => write!(f, "wgpu error: {e}"),
+            Error::Poisoned => write!(
+                f,
+                "a thread panicked while using this device; create a new Device"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Shader(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<tang_expr::ExprError> for Error {
+    fn from(e: tang_expr::ExprError) -> Self {
+        Error::Shader(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_say_what_to_do() {
+        let e = Error::NoAdapter {
+            detail: "backends: all".into(),
+        };
+        assert!(e.to_string().contains("mesa-vulkan-drivers"));
+        let e = Error::Arity {
+            op: "add".into(),
+            what: "inputs",
+            expected: 2,
+            got: 1,
+        };
+        assert!(e.to_string().contains("expected 2 inputs, got 1"));
+    }
+}

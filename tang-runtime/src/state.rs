@@ -1,0 +1,209 @@
+//! The recording state of a device: the open command encoder and compute pass, the
+//! uniform arena of the open batch, the buffer pool and the pipeline cache.
+//!
+//! # Ordering rules (why the code below is shaped as it is)
+//! `queue.write_buffer` takes effect at the *next* submit, *before* the commands recorded
+//! in that batch. So:
+//! - uniforms of a batch live in a CPU-side arena written to the GPU arena buffer just
+//!   before the batch is submitted, and the arena is only reused after that submit;
+//! - a dropped tensor whose buffer the open batch uses goes back to the pool only after
+//!   the batch is submitted (otherwise an upload into the reused buffer would land before
+//!   the pending command that reads the old contents);
+//! - a write into a live tensor that the open batch uses submits the batch first.
+
+use crate::device::{Inner, Stats};
+use crate::error::Error;
+use crate::pipeline::Cache;
+use crate::pool::{Pool, size_class};
+
+/// Bytes of the uniform arena: room for thousands of launches per batch.
+const ARENA_BYTES: u64 = 1 << 20;
+
+/// Usage of every tensor buffer.
+pub(crate) const TENSOR_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
+    .union(wgpu::BufferUsages::COPY_SRC)
+    .union(wgpu::BufferUsages::COPY_DST);
+
+pub(crate) struct State {
+    pass: Option<wgpu::ComputePass<'static>>,
+    encoder: Option<wgpu::CommandEncoder>,
+    /// Id of the open (not yet submitted) batch.
+    pub batch: u64,
+    /// Dispatches recorded in the open batch.
+    recorded: u32,
+    arena: Vec<u8>,
+    pub arena_buf: wgpu::Buffer,
+    align: u64,
+    deferred: Vec<(u64, wgpu::Buffer)>,
+    pub pool: Pool,
+    pub cache: Cache,
+    bytes_in_use: u64,
+    allocations: u64,
+    launches: u64,
+    submits: u64,
+}
+
+impl Drop for State {
+    fn drop(&mut self) {
+        // A pass must end before its encoder goes away.
+        self.pass.take();
+    }
+}
+
+impl State {
+    pub fn new(device: &wgpu::Device, limits: &wgpu::Limits) -> State {
+        let arena_buf = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("tang uniform arena"),
+            size: ARENA_BYTES,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        State {
+            pass: None,
+            encoder: None,
+            batch: 0,
+            recorded: 0,
+            arena: Vec::new(),
+            arena_buf,
+            align: u64::from(limits.min_uniform_buffer_offset_alignment.max(16)),
+            deferred: Vec::new(),
+            pool: Pool::default(),
+            cache: Cache::default(),
+            bytes_in_use: 0,
+            allocations: 0,
+            launches: 0,
+            submits: 0,
+        }
+    }
+
+    pub fn stats(&self) -> Stats {
+        Stats {
+            bytes_in_use: self.bytes_in_use,
+            bytes_pooled: self.pool.bytes_pooled,
+            allocations: self.allocations,
+            pipelines_created: self.cache.pipelines_created,
+            shader_modules_created: self.cache.modules_created,
+            launches: self.launches,
+            submits: self.submits,
+        }
+    }
+
+    /// The open encoder, with any open compute pass ended (for copies and clears).
+    pub fn encoder(&mut self, inner: &Inner) -> &mut wgpu::CommandEncoder {
+        self.pass.take();
+        self.encoder.get_or_insert_with(|| {
+            inner
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("tang batch"),
+                })
+        })
+    }
+
+    /// The open compute pass, begun if needed. Consecutive dispatches share one pass.
+    pub fn pass(&mut self, inner: &Inner) -> &mut wgpu::ComputePass<'static> {
+        let encoder = &mut self.encoder;
+        self.pass.get_or_insert_with(|| {
+            encoder
+                .get_or_insert_with(|| {
+                    inner
+                        .device
+                        .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                            label: Some("tang batch"),
+                        })
+                })
+                .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("tang"),
+                    timestamp_writes: None,
+                })
+                .forget_lifetime()
+        })
+    }
+
+    /// Copies `bytes` (padded to 16) into the arena; returns its offset and padded size,
+    /// or `None` when the arena is full (submit and retry).
+    pub fn push_uniform(&mut self, bytes: &[u8]) -> Option<(u32, u64)> {
+        let offset = (self.arena.len() as u64).next_multiple_of(self.align);
+        let size = (bytes.len() as u64).max(16).next_multiple_of(16);
+        if offset + size > ARENA_BYTES {
+            return None;
+        }
+        self.arena.resize(offset as usize, 0);
+        self.arena.extend_from_slice(bytes);
+        self.arena.resize((offset + size) as usize, 0);
+        Some((offset as u32, size))
+    }
+
+    /// Whether `bytes` more of uniforms fit in the arena of the open batch.
+    pub fn arena_fits(&self, uniform_sizes: impl Iterator<Item = usize>) -> bool {
+        let mut end = self.arena.len() as u64;
+        for s in uniform_sizes {
+            end = end.next_multiple_of(self.align) + (s as u64).max(16).next_multiple_of(16);
+        }
+        end <= ARENA_BYTES
+    }
+
+    /// Counts a recorded dispatch; submits when the batch is full.
+    pub fn recorded_dispatch(&mut self, inner: &Inner) {
+        self.recorded += 1;
+        self.launches += 1;
+        if self.recorded >= inner.opts.batch_size.max(1) {
+            self.submit(inner);
+        }
+    }
+
+    /// Submits the open batch (uniforms first), then releases buffers it kept alive.
+    pub fn submit(&mut self, inner: &Inner) {
+        self.pass.take();
+        if let Some(enc) = self.encoder.take() {
+            if !self.arena.is_empty() {
+                inner.queue.write_buffer(&self.arena_buf, 0, &self.arena);
+                self.arena.clear();
+            }
+            inner.queue.submit([enc.finish()]);
+            self.submits += 1;
+        }
+        self.batch += 1;
+        self.recorded = 0;
+        for (class, buf) in std::mem::take(&mut self.deferred) {
+            self.pool.give(class, buf, inner.opts.pool_limit);
+        }
+    }
+
+    /// A buffer of at least `bytes` bytes (its size class), from the pool when possible.
+    pub fn alloc(&mut self, inner: &Inner, bytes: u64) -> Result<(wgpu::Buffer, u64), Error> {
+        let class = size_class(bytes);
+        let limit = inner.info.limits.max_buffer_size;
+        if class > limit {
+            return Err(Error::TooLarge {
+                what: "tensor buffer (bytes)".into(),
+                requested: bytes,
+                limit,
+            });
+        }
+        let buf = match self.pool.take(class) {
+            Some(b) => b,
+            None => {
+                self.allocations += 1;
+                inner.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("tang tensor"),
+                    size: class,
+                    usage: TENSOR_USAGE,
+                    mapped_at_creation: false,
+                })
+            }
+        };
+        self.bytes_in_use += class;
+        Ok((buf, class))
+    }
+
+    /// Takes back the buffer of a dropped tensor last used by batch `last_batch`.
+    pub fn release(&mut self, inner: &Inner, buf: wgpu::Buffer, class: u64, last_batch: u64) {
+        self.bytes_in_use = self.bytes_in_use.saturating_sub(class);
+        if last_batch == self.batch && self.encoder.is_some() {
+            self.deferred.push((class, buf));
+        } else {
+            self.pool.give(class, buf, inner.opts.pool_limit);
+        }
+    }
+}

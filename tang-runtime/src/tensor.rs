@@ -1,0 +1,441 @@
+//! Tensors: a pooled device buffer with a shape and an element type.
+//!
+//! Reads flush: [`Tensor::to_vec`] submits every launch recorded before it and waits, so
+//! a read never sees stale data.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+
+use crate::device::Device;
+use crate::error::Error;
+
+/// Element type of a tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DType {
+    /// 32-bit float.
+    F32,
+    /// 32-bit unsigned integer (token ids, class labels, indices).
+    U32,
+}
+
+impl DType {
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        4
+    }
+}
+
+/// A device buffer from the pool; gives it back when the last tensor using it drops.
+pub(crate) struct Storage {
+    pub dev: Device,
+    pub buffer: wgpu::Buffer,
+    class: u64,
+    /// The batch that last recorded a command using this buffer (`u64::MAX`: none).
+    pub last_batch: AtomicU64,
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        // Never called with the state lock held: the runtime drops tensors only after
+        // releasing it.
+        let st = self.dev.inner.state.lock();
+        let mut st = match st {
+            Ok(s) => s,
+            Err(p) => p.into_inner(),
+        };
+        st.release(
+            &self.dev.inner,
+            self.buffer.clone(),
+            self.class,
+            self.last_batch.load(Ordering::Relaxed),
+        );
+    }
+}
+
+/// An n-dimensional array on a [`Device`]: cheap to clone (clones share the buffer).
+#[derive(Clone)]
+pub struct Tensor {
+    pub(crate) storage: Arc<Storage>,
+    shape: Arc<[usize]>,
+    dtype: DType,
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tensor")
+            .field("shape", &self.shape)
+            .field("dtype", &self.dtype)
+            .finish()
+    }
+}
+
+/// Number of elements of `shape`, or `TooLarge` when it overflows.
+pub(crate) fn numel(shape: &[usize]) -> Result<usize, Error> {
+    shape
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .ok_or_else(|| Error::TooLarge {
+            what: format!("number of elements of shape {shape:?}"),
+            requested: u64::MAX,
+            limit: usize::MAX as u64,
+        })
+}
+
+impl Device {
+    /// A tensor from the buffer pool; its contents are unspecified (write before reading).
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] over the device's buffer size limit, [`Error::DeviceLost`].
+    pub fn empty(&self, shape: &[usize], dtype: DType) -> Result<Tensor, Error> {
+        let n = numel(shape)?;
+        let bytes = (n as u64)
+            .checked_mul(dtype.size() as u64)
+            .ok_or_else(|| Error::TooLarge {
+                what: "tensor size in bytes".into(),
+                requested: u64::MAX,
+                limit: self.inner.info.limits.max_buffer_size,
+            })?;
+        let (buffer, class) = self.lock()?.alloc(&self.inner, bytes)?;
+        Ok(Tensor {
+            storage: Arc::new(Storage {
+                dev: self.clone(),
+                buffer,
+                class,
+                last_batch: AtomicU64::new(u64::MAX),
+            }),
+            shape: shape.into(),
+            dtype,
+        })
+    }
+}
+
+impl Tensor {
+    fn upload(
+        dev: &Device,
+        bytes: &[u8],
+        shape: &[usize],
+        dtype: DType,
+        len: usize,
+    ) -> Result<Tensor, Error> {
+        let n = numel(shape)?;
+        if n != len {
+            return Err(Error::ShapeMismatch {
+                op: "upload".into(),
+                detail: format!("{len} values do not fill shape {shape:?} ({n} elements)"),
+            });
+        }
+        let t = dev.empty(shape, dtype)?;
+        if !bytes.is_empty() {
+            // The buffer is fresh from the pool, so no unsubmitted command uses it.
+            dev.inner.queue.write_buffer(&t.storage.buffer, 0, bytes);
+        }
+        Ok(t)
+    }
+
+    /// Uploads `data` as an f32 tensor of `shape`.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] when `data.len()` is not the product of `shape`.
+    pub fn from_slice(dev: &Device, data: &[f32], shape: &[usize]) -> Result<Tensor, Error> {
+        Self::upload(
+            dev,
+            bytemuck::cast_slice(data),
+            shape,
+            DType::F32,
+            data.len(),
+        )
+    }
+
+    /// Uploads `data` as a u32 tensor of `shape`.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] when `data.len()` is not the product of `shape`.
+    pub fn from_u32(dev: &Device, data: &[u32], shape: &[usize]) -> Result<Tensor, Error> {
+        Self::upload(
+            dev,
+            bytemuck::cast_slice(data),
+            shape,
+            DType::U32,
+            data.len(),
+        )
+    }
+
+    /// An f32 tensor of zeros.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`], [`Error::DeviceLost`].
+    pub fn zeros(dev: &Device, shape: &[usize]) -> Result<Tensor, Error> {
+        let t = dev.empty(shape, DType::F32)?;
+        let bytes = t.bytes();
+        if bytes > 0 {
+            let mut st = dev.lock()?;
+            st.encoder(&dev.inner)
+                .clear_buffer(&t.storage.buffer, 0, Some(bytes));
+            t.storage.last_batch.store(st.batch, Ordering::Relaxed);
+        }
+        Ok(t)
+    }
+
+    /// An f32 tensor filled with `value`.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`], [`Error::DeviceLost`].
+    pub fn full(dev: &Device, shape: &[usize], value: f32) -> Result<Tensor, Error> {
+        if value.to_bits() == 0 {
+            return Self::zeros(dev, shape);
+        }
+        let n = numel(shape)?;
+        Self::from_slice(dev, &vec![value; n], shape)
+    }
+
+    /// Overwrites the tensor's contents with `data` (same length, f32). Work recorded
+    /// before the write sees the old contents.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] on a length mismatch, [`Error::DType`] for a u32 tensor.
+    pub fn write(&self, data: &[f32]) -> Result<(), Error> {
+        self.expect_dtype("Tensor::write", DType::F32)?;
+        if data.len() != self.len() {
+            return Err(Error::ShapeMismatch {
+                op: "Tensor::write".into(),
+                detail: format!(
+                    "{} values for a tensor of shape {:?}",
+                    data.len(),
+                    self.shape
+                ),
+            });
+        }
+        let dev = self.device();
+        let mut st = dev.lock()?;
+        if self.storage.last_batch.load(Ordering::Relaxed) == st.batch {
+            // `write_buffer` would land before the pending commands that use this buffer.
+            st.submit(&dev.inner);
+        }
+        drop(st);
+        if !data.is_empty() {
+            dev.inner
+                .queue
+                .write_buffer(&self.storage.buffer, 0, bytemuck::cast_slice(data));
+        }
+        Ok(())
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Whether the tensor has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The device holding the tensor.
+    pub fn device(&self) -> &Device {
+        &self.storage.dev
+    }
+
+    /// The wgpu buffer (possibly larger than the tensor: the pool rounds sizes up).
+    pub fn buffer(&self) -> &wgpu::Buffer {
+        &self.storage.buffer
+    }
+
+    /// Size of the tensor's data in bytes.
+    pub fn bytes(&self) -> u64 {
+        (self.len() * self.dtype.size()) as u64
+    }
+
+    /// Whether two tensors share one buffer.
+    pub fn same_buffer(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.storage, &other.storage)
+    }
+
+    /// The same data with another shape of the same element count (no copy).
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] when the element counts differ.
+    pub fn reshape(&self, shape: &[usize]) -> Result<Tensor, Error> {
+        if numel(shape)? != self.len() {
+            return Err(Error::ShapeMismatch {
+                op: "reshape".into(),
+                detail: format!(
+                    "cannot reshape {:?} ({} elements) to {shape:?}",
+                    self.shape,
+                    self.len()
+                ),
+            });
+        }
+        Ok(Tensor {
+            storage: self.storage.clone(),
+            shape: shape.into(),
+            dtype: self.dtype,
+        })
+    }
+
+    pub(crate) fn expect_dtype(&self, op: &str, want: DType) -> Result<(), Error> {
+        if self.dtype != want {
+            return Err(Error::DType {
+                op: op.into(),
+                expected: want,
+                got: self.dtype,
+            });
+        }
+        Ok(())
+    }
+
+    /// Records a copy into a staging buffer and submits everything recorded so far.
+    fn start_read(&self) -> Result<Option<wgpu::Buffer>, Error> {
+        let bytes = self.bytes();
+        if bytes == 0 {
+            return Ok(None);
+        }
+        let dev = self.device();
+        let staging = dev.inner.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("tang read"),
+            size: bytes,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut st = dev.lock()?;
+        st.encoder(&dev.inner)
+            .copy_buffer_to_buffer(&self.storage.buffer, 0, &staging, 0, bytes);
+        st.submit(&dev.inner);
+        drop(st);
+        dev.check()?;
+        Ok(Some(staging))
+    }
+
+    fn finish_read(staging: &wgpu::Buffer) -> Result<Vec<u8>, Error> {
+        let view = staging
+            .get_mapped_range(..)
+            .map_err(|e| Error::Map(e.to_string()))?;
+        let out = view.to_vec();
+        drop(view);
+        staging.unmap();
+        Ok(out)
+    }
+
+    fn read_bytes(&self) -> Result<Vec<u8>, Error> {
+        let Some(staging) = self.start_read()? else {
+            return Ok(Vec::new());
+        };
+        let slot = Arc::new(Mutex::new(None));
+        let s2 = slot.clone();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            if let Ok(mut s) = s2.lock() {
+                *s = Some(r);
+            }
+        });
+        self.device().wait()?;
+        let r = slot.lock().map_err(|_| Error::Poisoned)?.take();
+        match r {
+            Some(Ok(())) => Self::finish_read(&staging),
+            Some(Err(e)) => Err(Error::Map(e.to_string())),
+            None => Err(Error::Map("the GPU did not finish the read".into())),
+        }
+    }
+
+    async fn read_bytes_async(&self) -> Result<Vec<u8>, Error> {
+        let Some(staging) = self.start_read()? else {
+            return Ok(Vec::new());
+        };
+        let slot = Arc::new(Mutex::new(None));
+        let s2 = slot.clone();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            if let Ok(mut s) = s2.lock() {
+                *s = Some(r);
+            }
+        });
+        let dev = self.device().clone();
+        let r = std::future::poll_fn(|cx| {
+            // Native wgpu needs polling to make progress; poll without blocking and
+            // ask to be polled again until the map completes.
+            if let Err(e) = dev.inner.device.poll(wgpu::PollType::Poll) {
+                return Poll::Ready(Err(Error::Wgpu(e.to_string())));
+            }
+            match slot.lock() {
+                Err(_) => Poll::Ready(Err(Error::Poisoned)),
+                Ok(mut s) => match s.take() {
+                    Some(r) => Poll::Ready(r.map_err(|e| Error::Map(e.to_string()))),
+                    None => {
+                        cx.waker().wake_by_ref();
+                        Poll::Pending
+                    }
+                },
+            }
+        })
+        .await;
+        dev.check()?;
+        r?;
+        Self::finish_read(&staging)
+    }
+
+    /// Downloads an f32 tensor (after every launch recorded before this call).
+    ///
+    /// # Errors
+    /// [`Error::DType`] for a u32 tensor, [`Error::DeviceLost`], [`Error::Map`].
+    pub fn to_vec(&self) -> Result<Vec<f32>, Error> {
+        self.expect_dtype("to_vec", DType::F32)?;
+        Ok(f32s(&self.read_bytes()?))
+    }
+
+    /// [`Tensor::to_vec`] without blocking the thread.
+    ///
+    /// # Errors
+    /// As [`Tensor::to_vec`].
+    pub async fn to_vec_async(&self) -> Result<Vec<f32>, Error> {
+        self.expect_dtype("to_vec_async", DType::F32)?;
+        Ok(f32s(&self.read_bytes_async().await?))
+    }
+
+    /// Downloads a u32 tensor.
+    ///
+    /// # Errors
+    /// [`Error::DType`] for an f32 tensor, [`Error::DeviceLost`], [`Error::Map`].
+    pub fn to_vec_u32(&self) -> Result<Vec<u32>, Error> {
+        self.expect_dtype("to_vec_u32", DType::U32)?;
+        Ok(self
+            .read_bytes()?
+            .chunks_exact(4)
+            .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
+    }
+
+    /// Downloads a one-element f32 tensor as a number.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] when the tensor has more than one element; as [`Tensor::to_vec`].
+    pub fn item(&self) -> Result<f32, Error> {
+        if self.len() != 1 {
+            return Err(Error::ShapeMismatch {
+                op: "item".into(),
+                detail: format!(
+                    "item() needs one element, the tensor has shape {:?}",
+                    self.shape
+                ),
+            });
+        }
+        let v = self.to_vec()?;
+        v.first()
+            .copied()
+            .ok_or_else(|| Error::Map("empty download".into()))
+    }
+}
+
+fn f32s(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}

@@ -1,0 +1,102 @@
+//! Shared helpers of the runtime tests: devices (checked and unchecked), small kernels
+//! built with `tang_expr`, and a seeded generator.
+
+#![allow(dead_code)]
+
+use tang_expr::{ElementwiseSpec, Graph, KernelDesc, NodeId, Op, emit_elementwise};
+use tang_runtime::{Device, DeviceOptions};
+
+/// One device with shader runtime checks and one without: every GPU test runs on both.
+pub fn devices() -> Vec<Device> {
+    [false, true]
+        .into_iter()
+        .map(|checked| {
+            Device::with_options(DeviceOptions {
+                checked,
+                ..DeviceOptions::default()
+            })
+            .expect("the test machine has a Vulkan adapter (lavapipe at least)")
+        })
+        .collect()
+}
+
+/// Builds an elementwise kernel from a graph-building closure.
+pub fn kernel(
+    name: &str,
+    inputs: &[&str],
+    uniforms: &[&str],
+    inouts: &[&str],
+    outputs: &[&str],
+    build: impl FnOnce(&mut Graph) -> Vec<NodeId>,
+) -> &'static KernelDesc {
+    let mut g = Graph::new();
+    let roots = build(&mut g);
+    let io = inouts.len();
+    let spec = ElementwiseSpec {
+        name: name.into(),
+        graph: &g,
+        inputs: inputs.iter().map(|s| s.to_string()).collect(),
+        uniforms: uniforms.iter().map(|s| s.to_string()).collect(),
+        inouts: inouts
+            .iter()
+            .zip(&roots[..io])
+            .map(|(s, &r)| (s.to_string(), r))
+            .collect(),
+        outputs: outputs
+            .iter()
+            .zip(&roots[io..])
+            .map(|(s, &r)| (s.to_string(), r))
+            .collect(),
+    };
+    emit_elementwise(&spec).expect("valid test kernel").leak()
+}
+
+/// `out = x + y`.
+pub fn add() -> &'static KernelDesc {
+    kernel("add", &["x", "y"], &[], &[], &["out"], |g| {
+        let (x, y) = (g.input(0), g.input(1));
+        vec![g.apply(Op::Add, &[x, y]).unwrap()]
+    })
+}
+
+/// `out = a * x + y` with uniform `a`.
+pub fn axpy() -> &'static KernelDesc {
+    kernel("axpy", &["x", "y"], &["a"], &[], &["out"], |g| {
+        let (x, y, a) = (g.input(0), g.input(1), g.uniform(0));
+        let ax = g.apply(Op::Mul, &[a, x]).unwrap();
+        vec![g.apply(Op::Add, &[ax, y]).unwrap()]
+    })
+}
+
+/// In place: `p = p - lr * g`.
+pub fn sgd() -> &'static KernelDesc {
+    kernel("sgd", &["g"], &["lr"], &["p"], &[], |gr| {
+        let (grad, lr, p) = (gr.input(0), gr.uniform(0), gr.input(1));
+        let step = gr.apply(Op::Mul, &[lr, grad]).unwrap();
+        vec![gr.apply(Op::Sub, &[p, step]).unwrap()]
+    })
+}
+
+/// Two outputs: `s = x + y`, `d = x - y`.
+pub fn sum_diff() -> &'static KernelDesc {
+    kernel("sum_diff", &["x", "y"], &[], &[], &["s", "d"], |g| {
+        let (x, y) = (g.input(0), g.input(1));
+        vec![
+            g.apply(Op::Add, &[x, y]).unwrap(),
+            g.apply(Op::Sub, &[x, y]).unwrap(),
+        ]
+    })
+}
+
+/// Seeded xorshift values in [-1, 1).
+pub fn random(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
