@@ -1,1 +1,257 @@
-//! (being written)
+//! Softmax and log-softmax over the last axis, forward and backward.
+//!
+//! One workgroup of 256 threads per row, rows on a 2-D grid (any number of rows). Each
+//! thread keeps its share of the row in registers (`vec4` units when the row length is a
+//! multiple of 4: rows up to 4096 floats are read once), finds its local maximum and
+//! sum of exponentials, and the workgroup combines the (max, sum) pairs in one tree
+//! reduction. Longer rows stream their tail with an online max/sum update and read it a
+//! second time for the output.
+
+use super::reduce::{grid, lowest, rows_cols, unit_f1, unit_v4, want_f32, wg_common, words};
+use crate::{Binding, DType, Error, RawKernel, Tensor};
+
+macro_rules! fwd_body {
+    () => {
+        "
+struct P { rows: u32, n: u32, p0: u32, p1: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> x: array<T>;
+@group(0) @binding(2) var<storage, read_write> y: array<T>;
+// true: log_softmax.
+override LOG: bool = false;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let row = group_index(wid, nwg);
+    let n = select(0u, p.n, row < p.rows);
+    let base = row * p.n;
+    var c: array<T, K>;
+    var m = LOWEST;
+    for (var k = 0u; k < K; k = k + 1u) {
+        let u = lid + k * WG;
+        if (u < n) {
+            let v = x[base + u];
+            c[k] = v;
+            m = max(m, hmax(v));
+        }
+    }
+    var s = 0.0;
+    for (var k = 0u; k < K; k = k + 1u) {
+        if (lid + k * WG < n) { s = s + hsum(exp(c[k] - T(m))); }
+    }
+    // The tail beyond the registers: online update of (max, sum).
+    for (var u = lid + K * WG; u < n; u = u + WG) {
+        let v = x[base + u];
+        let mn = max(m, hmax(v));
+        s = s * exp(m - mn) + hsum(exp(v - T(mn)));
+        m = mn;
+    }
+    let r = wg_max_sumexp(m, s, lid);
+    let mx = r.x;
+    let lse = mx + log(r.y);
+    let inv = 1.0 / r.y;
+    for (var k = 0u; k < K; k = k + 1u) {
+        let u = lid + k * WG;
+        if (u < n) {
+            if (LOG) { y[base + u] = c[k] - T(lse); } else { y[base + u] = exp(c[k] - T(mx)) * inv; }
+        }
+    }
+    for (var u = lid + K * WG; u < n; u = u + WG) {
+        let v = x[base + u];
+        if (LOG) { y[base + u] = v - T(lse); } else { y[base + u] = exp(v - T(mx)) * inv; }
+    }
+}
+"
+    };
+}
+
+macro_rules! bwd_body {
+    () => {
+        "
+struct P { rows: u32, n: u32, p0: u32, p1: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> y: array<T>;
+@group(0) @binding(2) var<storage, read_write> dx: array<T>;
+@group(0) @binding(3) var<storage, read> dy: array<T>;
+// false: dx = y * (dy - sum(y * dy)); true (y = log_softmax): dx = dy - exp(y) * sum(dy).
+override LOG: bool = false;
+
+fn term(yv: T, g: T) -> f32 {
+    if (LOG) { return hsum(g); }
+    return hsum(yv * g);
+}
+fn grad(yv: T, g: T, d: f32) -> T {
+    if (LOG) { return g - exp(yv) * d; }
+    return yv * (g - T(d));
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let row = group_index(wid, nwg);
+    let n = select(0u, p.n, row < p.rows);
+    let base = row * p.n;
+    var cy: array<T, K>;
+    var cg: array<T, K>;
+    var acc = 0.0;
+    for (var k = 0u; k < K; k = k + 1u) {
+        let u = lid + k * WG;
+        if (u < n) {
+            let yv = y[base + u];
+            let g = dy[base + u];
+            cy[k] = yv;
+            cg[k] = g;
+            acc = acc + term(yv, g);
+        }
+    }
+    for (var u = lid + K * WG; u < n; u = u + WG) { acc = acc + term(y[base + u], dy[base + u]); }
+    let d = wg_sum(acc, lid);
+    for (var k = 0u; k < K; k = k + 1u) {
+        let u = lid + k * WG;
+        if (u < n) { dx[base + u] = grad(cy[k], cg[k], d); }
+    }
+    for (var u = lid + K * WG; u < n; u = u + WG) { dx[base + u] = grad(y[base + u], dy[base + u], d); }
+}
+"
+    };
+}
+
+const FWD_V4: &str = concat!(unit_v4!(), wg_common!(), lowest!(), fwd_body!());
+const FWD_F1: &str = concat!(unit_f1!(), wg_common!(), lowest!(), fwd_body!());
+const BWD_V4: &str = concat!(unit_v4!(), wg_common!(), bwd_body!());
+const BWD_F1: &str = concat!(unit_f1!(), wg_common!(), bwd_body!());
+
+static K_FWD_V4: RawKernel = RawKernel::new("softmax_v4", FWD_V4, "main");
+static K_FWD_F1: RawKernel = RawKernel::new("softmax", FWD_F1, "main");
+static K_BWD_V4: RawKernel = RawKernel::new("softmax_backward_v4", BWD_V4, "main");
+static K_BWD_F1: RawKernel = RawKernel::new("softmax_backward", BWD_F1, "main");
+
+/// The WGSL of every softmax kernel (for validation in tests).
+pub fn shaders() -> [(&'static str, &'static str); 4] {
+    [
+        ("softmax_v4", FWD_V4),
+        ("softmax", FWD_F1),
+        ("softmax_backward_v4", BWD_V4),
+        ("softmax_backward", BWD_F1),
+    ]
+}
+
+fn check_len(op: &str, x: &Tensor) -> Result<(usize, usize), Error> {
+    want_f32(op, x)?;
+    let (rows, cols) = rows_cols(op, x)?;
+    if x.len() > u32::MAX as usize {
+        return Err(Error::TooLarge {
+            what: format!("{op}: elements"),
+            requested: x.len() as u64,
+            limit: u64::from(u32::MAX),
+        });
+    }
+    Ok((rows, cols))
+}
+
+fn forward(x: &Tensor, log: bool) -> Result<Tensor, Error> {
+    let op = if log { "log_softmax" } else { "softmax" };
+    let (rows, cols) = check_len(op, x)?;
+    let dev = x.device();
+    let y = dev.empty(x.shape(), DType::F32)?;
+    if rows == 0 || cols == 0 {
+        return Ok(y);
+    }
+    let v4 = cols.is_multiple_of(4);
+    let n = if v4 { cols / 4 } else { cols };
+    let u = words(&[rows as u32, n as u32, 0, 0]);
+    let k = if v4 { &K_FWD_V4 } else { &K_FWD_F1 };
+    let g = grid(dev, op, rows as u64)?;
+    let flag = [("LOG", if log { 1.0 } else { 0.0 })];
+    dev.dispatch_raw(
+        k,
+        &flag,
+        &[
+            Binding::Uniform(&u),
+            Binding::Read(x),
+            Binding::ReadWrite(&y),
+        ],
+        g,
+    )?;
+    Ok(y)
+}
+
+fn backward(y: &Tensor, grad_y: &Tensor, log: bool) -> Result<Tensor, Error> {
+    let op = if log {
+        "log_softmax_backward"
+    } else {
+        "softmax_backward"
+    };
+    let (rows, cols) = check_len(op, y)?;
+    want_f32(op, grad_y)?;
+    if grad_y.shape() != y.shape() {
+        return Err(Error::ShapeMismatch {
+            op: op.into(),
+            detail: format!(
+                "grad_y has shape {:?}; expected the shape of the forward output y, {:?}",
+                grad_y.shape(),
+                y.shape()
+            ),
+        });
+    }
+    let dev = y.device();
+    let dx = dev.empty(y.shape(), DType::F32)?;
+    if rows == 0 || cols == 0 {
+        return Ok(dx);
+    }
+    let v4 = cols.is_multiple_of(4);
+    let n = if v4 { cols / 4 } else { cols };
+    let u = words(&[rows as u32, n as u32, 0, 0]);
+    let k = if v4 { &K_BWD_V4 } else { &K_BWD_F1 };
+    let g = grid(dev, op, rows as u64)?;
+    let flag = [("LOG", if log { 1.0 } else { 0.0 })];
+    dev.dispatch_raw(
+        k,
+        &flag,
+        &[
+            Binding::Uniform(&u),
+            Binding::Read(y),
+            Binding::ReadWrite(&dx),
+            Binding::Read(grad_y),
+        ],
+        g,
+    )?;
+    Ok(dx)
+}
+
+/// Softmax over the last axis: `[..., n] -> [..., n]`, `y = exp(x - max) / sum(exp(x - max))`.
+/// A row of all `-inf` gives NaN (as PyTorch).
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] for a scalar, [`Error::DType`] for a u32 tensor,
+/// [`Error::TooLarge`] past 2^32 elements.
+pub fn softmax(x: &Tensor) -> Result<Tensor, Error> {
+    forward(x, false)
+}
+
+/// Log-softmax over the last axis: `[..., n] -> [..., n]`, `y = x - max - log(sum(exp(x - max)))`.
+///
+/// # Errors
+/// As [`softmax`].
+pub fn log_softmax(x: &Tensor) -> Result<Tensor, Error> {
+    forward(x, true)
+}
+
+/// Gradient of [`softmax`]: from its output `y` and the upstream gradient `grad_y` (both
+/// `[..., n]`), `grad_x = y * (grad_y - sum(y * grad_y))` per row.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] when the shapes differ, [`Error::DType`] for u32 tensors.
+pub fn softmax_backward(y: &Tensor, grad_y: &Tensor) -> Result<Tensor, Error> {
+    backward(y, grad_y, false)
+}
+
+/// Gradient of [`log_softmax`]: from its output `y` and `grad_y` (both `[..., n]`),
+/// `grad_x = grad_y - exp(y) * sum(grad_y)` per row.
+///
+/// # Errors
+/// As [`softmax_backward`].
+pub fn log_softmax_backward(y: &Tensor, grad_y: &Tensor) -> Result<Tensor, Error> {
+    backward(y, grad_y, true)
+}

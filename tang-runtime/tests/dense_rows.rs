@@ -1,0 +1,287 @@
+//! Row kernels (reductions, softmax, norms, embedding, cross-entropy) on the software
+//! adapter against CPU f64 references; backwards against central finite differences.
+
+use tang_runtime::dense::{reduce, softmax};
+use tang_runtime::{Device, Tensor};
+
+/// Deterministic xorshift64* numbers, so failures reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    /// Uniform in [-a, a).
+    fn uni(&mut self, a: f32) -> f32 {
+        ((self.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * a
+    }
+    fn vec(&mut self, n: usize, a: f32) -> Vec<f32> {
+        (0..n).map(|_| self.uni(a)).collect()
+    }
+    fn below(&mut self, n: u32) -> u32 {
+        (self.next_u64() % u64::from(n)) as u32
+    }
+}
+
+fn dev() -> Device {
+    Device::new().expect("a Vulkan adapter (lavapipe: apt-get install mesa-vulkan-drivers)")
+}
+
+/// Asserts |got - want| <= atol + rtol * |want| elementwise.
+fn close(what: &str, got: &[f32], want: &[f64], atol: f64, rtol: f64) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let g = f64::from(g);
+        assert!(
+            (g - w).abs() <= atol + rtol * w.abs() || (g.is_nan() && w.is_nan()),
+            "{what}: element {i}: got {g}, want {w}"
+        );
+    }
+}
+
+const SIZES: [usize; 8] = [1, 3, 4, 17, 33, 65, 127, 1000];
+
+#[test]
+fn shaders_validate() {
+    let all = reduce::shaders().into_iter().chain(softmax::shaders());
+    for (name, src) in all {
+        if let Err(e) = tang_runtime::tang_expr::validate(src) {
+            panic!("{name}: {e:?}");
+        }
+    }
+}
+
+fn cpu_reduce(x: &[f32], outer: usize, axis: usize, inner: usize, op: &str) -> Vec<f64> {
+    let mut out = vec![0.0; outer * inner];
+    for o in 0..outer {
+        for i in 0..inner {
+            let vals = (0..axis).map(|a| f64::from(x[(o * axis + a) * inner + i]));
+            out[o * inner + i] = match op {
+                "sum" => vals.sum(),
+                "mean" => vals.sum::<f64>() / axis as f64,
+                _ => vals.fold(f64::NEG_INFINITY, f64::max),
+            };
+        }
+    }
+    out
+}
+
+#[test]
+fn reductions_match_cpu() {
+    let dev = dev();
+    let mut rng = Rng(1);
+    let shapes: &[(usize, usize, usize)] = &[
+        (1, 1, 1),
+        (3, 17, 1),
+        (17, 1000, 1),
+        (2, 33, 4),
+        (5, 65, 3),
+        (1, 127, 8),
+        (4, 1, 5),
+        (1, 300_001, 1),
+        (2, 3000, 7),
+    ];
+    for &(o, a, i) in shapes {
+        let x = rng.vec(o * a * i, 2.0);
+        let t = Tensor::from_slice(&dev, &x, &[o, a, i]).unwrap();
+        for op in ["sum", "mean", "max"] {
+            let got = match op {
+                "sum" => reduce::sum(&t, 1),
+                "mean" => reduce::mean(&t, 1),
+                _ => reduce::max(&t, 1),
+            }
+            .unwrap();
+            assert_eq!(got.shape(), &[o, i]);
+            let want = cpu_reduce(&x, o, a, i, op);
+            close(
+                &format!("{op} {o}x{a}x{i}"),
+                &got.to_vec().unwrap(),
+                &want,
+                1e-4 * (a as f64).sqrt(),
+                1e-5,
+            );
+        }
+    }
+    // Whole-tensor reductions, including a last axis of more than 65,535 rows.
+    let x = rng.vec(70_000 * 3, 1.0);
+    let t = Tensor::from_slice(&dev, &x, &[70_000, 3]).unwrap();
+    let s = reduce::sum(&t, 1).unwrap().to_vec().unwrap();
+    close(
+        "sum 70000x3",
+        &s,
+        &cpu_reduce(&x, 70_000, 3, 1, "sum"),
+        1e-5,
+        1e-5,
+    );
+    let all = reduce::sum_all(&t).unwrap().to_vec().unwrap();
+    close(
+        "sum_all",
+        &all,
+        &[x.iter().map(|&v| f64::from(v)).sum()],
+        2e-2,
+        1e-5,
+    );
+    let m = reduce::max_all(&t).unwrap().to_vec().unwrap();
+    close(
+        "max_all",
+        &m,
+        &[x.iter()
+            .fold(f64::NEG_INFINITY, |a, &v| a.max(f64::from(v)))],
+        0.0,
+        0.0,
+    );
+    let mean = reduce::mean_all(&t).unwrap().to_vec().unwrap();
+    close(
+        "mean_all",
+        &mean,
+        &[x.iter().map(|&v| f64::from(v)).sum::<f64>() / x.len() as f64],
+        1e-6,
+        1e-4,
+    );
+    assert!(reduce::sum(&t, 2).is_err());
+}
+
+fn cpu_softmax(x: &[f32], cols: usize, log: bool) -> Vec<f64> {
+    x.chunks(cols)
+        .flat_map(|r| {
+            let m = r
+                .iter()
+                .fold(f64::NEG_INFINITY, |a, &v| a.max(f64::from(v)));
+            let s: f64 = r.iter().map(|&v| (f64::from(v) - m).exp()).sum();
+            r.iter()
+                .map(move |&v| {
+                    if log {
+                        f64::from(v) - m - s.ln()
+                    } else {
+                        (f64::from(v) - m).exp() / s
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn softmax_forward_matches_cpu() {
+    let dev = dev();
+    let mut rng = Rng(2);
+    let mut cases: Vec<(usize, usize)> = SIZES.iter().map(|&c| (SIZES[(c * 7) % 8], c)).collect();
+    cases.extend([(2, 5000), (3, 4099), (1, 8193)]);
+    for (rows, cols) in cases {
+        let x = rng.vec(rows * cols, 8.0);
+        let t = Tensor::from_slice(&dev, &x, &[rows, cols]).unwrap();
+        for log in [false, true] {
+            let y = if log {
+                softmax::log_softmax(&t)
+            } else {
+                softmax::softmax(&t)
+            }
+            .unwrap();
+            close(
+                &format!("softmax log={log} {rows}x{cols}"),
+                &y.to_vec().unwrap(),
+                &cpu_softmax(&x, cols, log),
+                1e-6,
+                2e-5,
+            );
+        }
+    }
+    // More rows than one grid dimension holds.
+    let (rows, cols) = (66_000, 3);
+    let x = rng.vec(rows * cols, 4.0);
+    let t = Tensor::from_slice(&dev, &x, &[rows, cols]).unwrap();
+    let y = softmax::softmax(&t).unwrap().to_vec().unwrap();
+    close(
+        "softmax 66000x3",
+        &y,
+        &cpu_softmax(&x, cols, false),
+        1e-6,
+        2e-5,
+    );
+}
+
+/// Central differences of `f` at `x` in f64, contracted with `g`: the vector-Jacobian
+/// product a backward must produce.
+fn fd_vjp(x: &[f32], g: &[f64], f: impl Fn(&[f64]) -> Vec<f64>) -> Vec<f64> {
+    let mut xv: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+    let h = 1e-5;
+    (0..x.len())
+        .map(|i| {
+            let x0 = xv[i];
+            xv[i] = x0 + h;
+            let fp = f(&xv);
+            xv[i] = x0 - h;
+            let fm = f(&xv);
+            xv[i] = x0;
+            fp.iter()
+                .zip(&fm)
+                .zip(g)
+                .map(|((a, b), gi)| (a - b) / (2.0 * h) * gi)
+                .sum()
+        })
+        .collect()
+}
+
+fn softmax_f64(x: &[f64], cols: usize, log: bool) -> Vec<f64> {
+    x.chunks(cols)
+        .flat_map(|r| {
+            let m = r.iter().fold(f64::NEG_INFINITY, |a, &v| a.max(v));
+            let s: f64 = r.iter().map(|&v| (v - m).exp()).sum();
+            r.iter()
+                .map(move |&v| {
+                    if log {
+                        v - m - s.ln()
+                    } else {
+                        (v - m).exp() / s
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn softmax_backward_matches_finite_differences() {
+    let dev = dev();
+    let mut rng = Rng(3);
+    for (rows, cols) in [(1, 1), (3, 17), (2, 33), (1, 65), (2, 128), (1, 4100)] {
+        let x = rng.vec(rows * cols, 3.0);
+        let g = rng.vec(rows * cols, 1.0);
+        let g64: Vec<f64> = g.iter().map(|&v| f64::from(v)).collect();
+        let t = Tensor::from_slice(&dev, &x, &[rows, cols]).unwrap();
+        let gt = Tensor::from_slice(&dev, &g, &[rows, cols]).unwrap();
+        for log in [false, true] {
+            let (y, dx) = if log {
+                let y = softmax::log_softmax(&t).unwrap();
+                let dx = softmax::log_softmax_backward(&y, &gt).unwrap();
+                (y, dx)
+            } else {
+                let y = softmax::softmax(&t).unwrap();
+                let dx = softmax::softmax_backward(&y, &gt).unwrap();
+                (y, dx)
+            };
+            drop(y);
+            // Rows are independent: differentiate row by row to keep the test fast.
+            let mut want = Vec::new();
+            for r in 0..rows {
+                let xr = &x[r * cols..(r + 1) * cols];
+                want.extend(fd_vjp(xr, &g64[r * cols..(r + 1) * cols], |v| {
+                    softmax_f64(v, cols, log)
+                }));
+            }
+            close(
+                &format!("softmax_backward log={log} {rows}x{cols}"),
+                &dx.to_vec().unwrap(),
+                &want,
+                2e-5,
+                1e-3,
+            );
+        }
+    }
+    let a = Tensor::from_slice(&dev, &[1.0; 6], &[2, 3]).unwrap();
+    let b = Tensor::from_slice(&dev, &[1.0; 6], &[3, 2]).unwrap();
+    assert!(softmax::softmax_backward(&a, &b).is_err());
+}
