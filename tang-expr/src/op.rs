@@ -440,7 +440,9 @@ impl Op {
                     f((0.5 * v * (1.0 + (GELU_K * (v + GELU_C * v * v * v)).tanh())) as f64)
                 } else {
                     let v = x.to_f64();
-                    let k = (2.0 / std::f64::consts::PI).sqrt();
+                    // the same (f32) constants as the f32 path, the WGSL and the derivative,
+                    // so f64 evaluation is a faithful reference for all of them
+                    let k = GELU_K as f64;
                     f(0.5 * v * (1.0 + (k * (v + GELU_C as f64 * v * v * v)).tanh()))
                 }
             }
@@ -644,32 +646,33 @@ impl Op {
                 [Scale(da), Scale(db), Zero]
             }
             Op::Min => {
-                // the smaller argument takes the adjoint; at a tie, neither does
+                // The smaller argument takes the adjoint; at a tie the second one does, so
+                // `x.min(0.0)` has derivative 0 at 0 and `x.min(x)` derivative 1 (giving
+                // it to neither would make the derivative of `x.min(x) = x` zero).
                 let lt = g.app(Op::Lt, &[a, b]);
-                let gt = g.app(Op::Gt, &[a, b]);
                 [
                     Route {
                         cond: lt,
                         on_true: true,
                     },
                     Route {
-                        cond: gt,
-                        on_true: true,
+                        cond: lt,
+                        on_true: false,
                     },
                     Zero,
                 ]
             }
             Op::Max => {
+                // as min: ties go to the second argument (relu `x.max(0.0)` has 0 at 0)
                 let gt = g.app(Op::Gt, &[a, b]);
-                let lt = g.app(Op::Lt, &[a, b]);
                 [
                     Route {
                         cond: gt,
                         on_true: true,
                     },
                     Route {
-                        cond: lt,
-                        on_true: true,
+                        cond: gt,
+                        on_true: false,
                     },
                     Zero,
                 ]

@@ -9,6 +9,8 @@
 //!   very bits the GPU would, so the build never depends on the host's `libm`, WGSL never
 //!   needs an infinite literal, and a GPU that flushes subnormals cannot disagree.
 //!   `min`/`max` of two zeros of different sign are left alone (their sign is unspecified).
+//!   The result must also be exact (representable in f32: `1 / 4` folds, `1 / 3` does
+//!   not), so a folded constant has the same value in f32, in f64 and on the GPU.
 //! - **Identities**: `x + 0`, `0 + x`, `x - 0`, `x * 1`, `x / 1`, `x * -1 -> -x`, `--x`,
 //!   `select(true, a, b) -> a`, `select(false, a, b) -> b`, `select(c, a, a) -> a`,
 //!   `select(!c, a, b) -> select(c, b, a)`, `!!b`, `true && b`, `false && b`,
@@ -135,7 +137,12 @@ fn fold(g: &mut Graph, op: Op, a: &[NodeId]) -> Option<NodeId> {
     if op.result_type() == Ty::Bool {
         return Some(g.boolean(r != 0.0));
     }
-    foldable(r).then(|| g.constant(r))
+    // Fold only results that f32 represents exactly (`1 / 4` yes, `1 / 3` no): then the
+    // constant is the op's value in every precision, and the f64 reference evaluation of
+    // the simplified graph equals that of the original bit for bit.
+    let wide: Vec<f64> = vals.iter().map(|&v| v as f64).collect();
+    let exact = op.eval::<f64>(&wide) == r as f64;
+    (foldable(r) && exact).then(|| g.constant(r))
 }
 
 fn rewrite(g: &mut Graph, op: Op, a: &[NodeId]) -> NodeId {
@@ -209,8 +216,16 @@ mod tests {
         let big = g.constant(3e38);
         let over = g.apply(Op::Mul, &[big, big]).unwrap();
         let lt = g.apply(Op::Lt, &[two, three]).unwrap();
-        let (h, r) = simplify(&g, &[q, e, inf, over, lt]);
-        assert_eq!(h.get(r[0]).as_const(), Some(5.0f32.sqrt()));
+        let quarter = g.constant(0.25);
+        let four = g.apply(Op::Mul, &[two, two]).unwrap();
+        let sixteen = g.apply(Op::Div, &[four, quarter]).unwrap();
+        let root = g.apply(Op::Sqrt, &[sixteen]).unwrap();
+        let (h, r) = simplify(&g, &[q, e, inf, over, lt, root]);
+        assert_eq!(h.get(r[5]).as_const(), Some(4.0));
+        assert!(
+            matches!(h.get(r[0]), Node::Apply(Op::Sqrt, _)),
+            "sqrt(5) is inexact"
+        );
         assert!(matches!(h.get(r[1]), Node::Apply(Op::Exp, _)));
         assert!(matches!(h.get(r[2]), Node::Apply(Op::Div, _)));
         assert!(matches!(h.get(r[3]), Node::Apply(Op::Mul, _)));
