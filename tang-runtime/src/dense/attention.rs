@@ -1,1 +1,460 @@
-//! (being written)
+//! Causal multi-head attention with grouped query heads: a flash-attention forward
+//! (online softmax, O(T) memory per head, the per-row logsumexp saved for the backward), a
+//! flash-attention-2 backward (dq in one pass per query block, dk/dv in one pass per key
+//! block, both deterministic without atomics) and a KV-cache decode forward.
+//!
+//! Layouts (row-major): queries `[B, H, T, D]`, keys and values `[B, Hkv, T, D]` where
+//! `Hkv` divides `H` and query head `h` reads kv head `h / (H / Hkv)`. Query row `i` attends
+//! keys `0..=i` (with a cache: `0..=past + i`). The scores are `scale * q.k`, `scale`
+//! defaulting to `1 / sqrt(D)`. Head dims up to 128 are supported; each call picks a kernel
+//! compiled for the head dim rounded up to 16, 32, 64 or 128 (the extra dims are zero).
+//!
+//! Performance design (NVIDIA first): a workgroup owns 64 rows of one head and each row is
+//! shared by `SPLIT = DP / 32` threads, each keeping 32 dims of its row (query or key, its
+//! accumulators) in registers, so no variant spills. The other side streams through
+//! workgroup memory in tiles read as vec4 broadcasts; the slices' partial dot products
+//! meet in workgroup memory once per chunk of keys. Tiles past the causal diagonal are
+//! never loaded. Every variant fits 32 KiB of workgroup memory (lavapipe and most GPUs).
+
+use crate::{Binding, DType, Device, Error, RawKernel, Tensor};
+
+/// One compiled shape of the kernels: padded head dim and tile sizes.
+struct Variant {
+    /// Head dim the kernel is compiled for (the real one is at most this).
+    dp: usize,
+    /// Threads per row.
+    split: u32,
+    /// Bytes of workgroup memory the largest of the three kernels uses.
+    shared_bytes: u32,
+    fwd: RawKernel,
+    bwd_dq: RawKernel,
+    bwd_dkv: RawKernel,
+}
+
+/// Rows (queries in the forward and dq pass, keys in the dk/dv pass) per workgroup.
+const ROWS: u32 = 64;
+
+/// WGSL constants for one variant, followed by a kernel body.
+macro_rules! shader {
+    ($dp:literal, $dh:literal, $split:literal, $tile:literal, $ch:literal, $file:literal) => {
+        concat!(
+            "const DP: u32 = ",
+            $dp,
+            "u;\nconst DH: u32 = ",
+            $dh,
+            "u;\nconst SPLIT: u32 = ",
+            $split,
+            "u;\nconst ROWS: u32 = 64u;\nconst TILE: u32 = ",
+            $tile,
+            "u;\nconst CH: u32 = ",
+            $ch,
+            "u;\n",
+            include_str!($file)
+        )
+    };
+}
+
+macro_rules! variant {
+    ($dp:literal, $dh:literal, $split:literal, $tile:literal, $ch:literal) => {
+        Variant {
+            dp: $dp,
+            split: $split,
+            // K/V (or Q/dO) tiles plus the two partial-sum exchange buffers of the backward.
+            shared_bytes: 4 * (2 * $tile * $dp + 2 * $split * $ch * 64),
+            fwd: RawKernel::new(
+                concat!("attention_fwd_d", $dp),
+                shader!($dp, $dh, $split, $tile, $ch, "attention_fwd.wgsl"),
+                "main",
+            ),
+            bwd_dq: RawKernel::new(
+                concat!("attention_bwd_dq_d", $dp),
+                shader!($dp, $dh, $split, $tile, $ch, "attention_bwd_dq.wgsl"),
+                "main",
+            ),
+            bwd_dkv: RawKernel::new(
+                concat!("attention_bwd_dkv_d", $dp),
+                shader!($dp, $dh, $split, $tile, $ch, "attention_bwd_dkv.wgsl"),
+                "main",
+            ),
+        }
+    };
+}
+
+/// Head dims 16, 32, 64 and 128: (DP, DH, SPLIT, TILE, CH), each within 32 KiB.
+const VARIANTS: [Variant; 4] = [
+    variant!(16, 16, 1, 64, 16),
+    variant!(32, 32, 1, 64, 16),
+    variant!(64, 32, 2, 32, 16),
+    variant!(128, 32, 4, 16, 8),
+];
+
+/// Every WGSL source of this module (for validation in tests and tooling).
+pub fn shaders() -> Vec<(&'static str, &'static str)> {
+    VARIANTS
+        .iter()
+        .flat_map(|v| [v.fwd, v.bwd_dq, v.bwd_dkv])
+        .map(|k| (k.name, k.wgsl))
+        .collect()
+}
+
+/// Uniforms shared by the three kernels (WGSL `Params`).
+#[derive(Clone, Copy)]
+struct Params {
+    batch: u32,
+    heads: u32,
+    kv_heads: u32,
+    t: u32,
+    tk_stride: u32,
+    past: u32,
+    d: u32,
+    scale_log2: f32,
+    scale: f32,
+}
+
+impl Params {
+    fn bytes(&self) -> Vec<u8> {
+        let words = [
+            self.batch,
+            self.heads,
+            self.kv_heads,
+            self.t,
+            self.tk_stride,
+            self.past,
+            self.d,
+            self.scale_log2.to_bits(),
+            self.scale.to_bits(),
+        ];
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+}
+
+/// Problem sizes read from the query and key tensors.
+struct Dims {
+    b: usize,
+    h: usize,
+    hkv: usize,
+    tq: usize,
+    /// Rows per kv head in the key/value buffers.
+    tk: usize,
+    d: usize,
+}
+
+fn dims4(op: &str, name: &str, t: &Tensor, what: &str) -> Result<[usize; 4], Error> {
+    if t.dtype() != DType::F32 {
+        return Err(Error::DType {
+            op: op.into(),
+            expected: DType::F32,
+            got: t.dtype(),
+        });
+    }
+    match *t.shape() {
+        [a, b, c, d] if a > 0 && b > 0 && c > 0 && d > 0 => Ok([a, b, c, d]),
+        _ => Err(Error::ShapeMismatch {
+            op: op.into(),
+            detail: format!(
+                "{name} must be a non-empty {what}, got shape {:?}",
+                t.shape()
+            ),
+        }),
+    }
+}
+
+/// Checks q `[B, H, Tq, D]` against k and v `[B, Hkv, Tk, D]`.
+fn check_qkv(op: &str, q: &Tensor, k: &Tensor, v: &Tensor) -> Result<Dims, Error> {
+    let [b, h, tq, d] = dims4(op, "q", q, "[B, H, T, D] tensor")?;
+    let [kb, hkv, tk, kd] = dims4(op, "k", k, "[B, Hkv, T, D] tensor")?;
+    if v.shape() != k.shape() || v.dtype() != DType::F32 {
+        return Err(Error::ShapeMismatch {
+            op: op.into(),
+            detail: format!("v must have k's shape {:?}, got {:?}", k.shape(), v.shape()),
+        });
+    }
+    if kb != b || kd != d || h % hkv != 0 {
+        return Err(Error::ShapeMismatch {
+            op: op.into(),
+            detail: format!(
+                "k and v must be [B={b}, Hkv, T, D={d}] with Hkv dividing H={h}, got {:?}",
+                k.shape()
+            ),
+        });
+    }
+    if d > 128 {
+        return Err(Error::TooLarge {
+            what: format!("{op}: head dim D"),
+            requested: d as u64,
+            limit: 128,
+        });
+    }
+    for (name, t) in [("q", q), ("k", k)] {
+        if t.len() > u32::MAX as usize / 2 {
+            return Err(Error::TooLarge {
+                what: format!("{op}: elements of {name} (indices are 32-bit)"),
+                requested: t.len() as u64,
+                limit: u64::from(u32::MAX / 2),
+            });
+        }
+    }
+    Ok(Dims {
+        b,
+        h,
+        hkv,
+        tq,
+        tk,
+        d,
+    })
+}
+
+/// The kernel variant for head dim `d`, checked against the device's workgroup limits.
+fn variant(dev: &Device, op: &str, d: usize) -> Result<&'static Variant, Error> {
+    let Some(v) = VARIANTS.iter().find(|v| d <= v.dp) else {
+        return Err(Error::TooLarge {
+            what: format!("{op}: head dim D"),
+            requested: d as u64,
+            limit: 128,
+        });
+    };
+    let limits = &dev.info().limits;
+    if v.shared_bytes > limits.max_compute_workgroup_storage_size {
+        return Err(Error::TooLarge {
+            what: format!("{op}: workgroup memory for head dim {d}"),
+            requested: v.shared_bytes.into(),
+            limit: limits.max_compute_workgroup_storage_size.into(),
+        });
+    }
+    let threads = ROWS * v.split;
+    if threads > limits.max_compute_invocations_per_workgroup {
+        return Err(Error::TooLarge {
+            what: format!("{op}: threads per workgroup for head dim {d}"),
+            requested: threads.into(),
+            limit: limits.max_compute_invocations_per_workgroup.into(),
+        });
+    }
+    Ok(v)
+}
+
+fn scale_for(d: usize, scale: Option<f32>) -> f32 {
+    scale.unwrap_or(1.0 / (d as f32).sqrt())
+}
+
+fn blocks(rows: usize) -> u32 {
+    rows.div_ceil(ROWS as usize) as u32
+}
+
+/// Records the forward kernel: writes `o` (q's shape) and `lse` `[B, H, Tq]`.
+fn launch_forward(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    dims: &Dims,
+    past: usize,
+    scale: f32,
+    op: &str,
+) -> Result<(Tensor, Tensor), Error> {
+    let dev = q.device();
+    let var = variant(dev, op, dims.d)?;
+    let o = dev.empty(q.shape(), DType::F32)?;
+    let lse = dev.empty(&[dims.b, dims.h, dims.tq], DType::F32)?;
+    let params = Params {
+        batch: dims.b as u32,
+        heads: dims.h as u32,
+        kv_heads: dims.hkv as u32,
+        t: dims.tq as u32,
+        tk_stride: dims.tk as u32,
+        past: past as u32,
+        d: dims.d as u32,
+        scale_log2: scale * std::f32::consts::LOG2_E,
+        scale,
+    };
+    let bytes = params.bytes();
+    dev.dispatch_raw(
+        &var.fwd,
+        &[],
+        &[
+            Binding::Uniform(&bytes),
+            Binding::Read(q),
+            Binding::Read(k),
+            Binding::Read(v),
+            Binding::ReadWrite(&o),
+            Binding::ReadWrite(&lse),
+        ],
+        [blocks(dims.tq), dims.h as u32, dims.b as u32],
+    )?;
+    Ok((o, lse))
+}
+
+/// Causal attention forward: `softmax(scale * q k^T + causal mask) v` per head.
+///
+/// Shapes: `q` `[B, H, T, D]`, `k` and `v` `[B, Hkv, T, D]` with `Hkv` dividing `H`
+/// (grouped-query attention; `Hkv == H` is ordinary multi-head attention) and `D <= 128`.
+/// `scale` defaults to `1 / sqrt(D)`. Returns `(o, lse)`: `o` `[B, H, T, D]` and the
+/// natural-log logsumexp of each row's scaled, masked scores `[B, H, T]`, which
+/// [`attention_backward`] needs.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] for shapes that do not fit the contract above,
+/// [`Error::TooLarge`] for `D > 128` or a device with less than 32 KiB of workgroup memory.
+pub fn attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    scale: Option<f32>,
+) -> Result<(Tensor, Tensor), Error> {
+    let op = "attention";
+    let dims = check_qkv(op, q, k, v)?;
+    if dims.tk != dims.tq {
+        return Err(Error::ShapeMismatch {
+            op: op.into(),
+            detail: format!(
+                "k and v must have q's sequence length {} (dim 2), got {}; use attention_decode for a KV cache",
+                dims.tq, dims.tk
+            ),
+        });
+    }
+    launch_forward(q, k, v, &dims, 0, scale_for(dims.d, scale), op)
+}
+
+/// Causal attention over a KV cache (forward only): `q` `[B, H, Q, D]` holds `Q >= 1` new
+/// positions that come after `past` cached ones; `k_cache` and `v_cache` `[B, Hkv, Tmax, D]`
+/// already hold the keys and values of positions `0..past + Q` (the new ones included).
+/// Query row `i` attends keys `0..=past + i`; rows of the cache past `past + Q` are never
+/// read. Returns `o` `[B, H, Q, D]`, equal to the last `Q` rows of [`attention`] over the
+/// full sequence.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] when the shapes do not fit or `past + Q > Tmax`;
+/// [`Error::TooLarge`] as for [`attention`].
+pub fn attention_decode(
+    q: &Tensor,
+    k_cache: &Tensor,
+    v_cache: &Tensor,
+    past: usize,
+    scale: Option<f32>,
+) -> Result<Tensor, Error> {
+    let op = "attention_decode";
+    let dims = check_qkv(op, q, k_cache, v_cache)?;
+    if past + dims.tq > dims.tk {
+        return Err(Error::ShapeMismatch {
+            op: op.into(),
+            detail: format!(
+                "past ({past}) + new positions ({}) exceed the cache capacity Tmax = {} (dim 2 of k_cache); \
+                 grow the cache or pass fewer positions",
+                dims.tq, dims.tk
+            ),
+        });
+    }
+    let (o, _lse) = launch_forward(
+        q,
+        k_cache,
+        v_cache,
+        &dims,
+        past,
+        scale_for(dims.d, scale),
+        op,
+    )?;
+    Ok(o)
+}
+
+/// Backward of [`attention`]: from the forward's inputs, its outputs `o` and `lse`, and the
+/// upstream gradient `d_o` (`o`'s shape), returns `(dq, dk, dv)` with the shapes of
+/// `q`, `k`, `v`. For grouped-query attention `dk` and `dv` sum over the query heads that
+/// share each kv head. Deterministic: same inputs, same bits. `scale` must be the one
+/// given to the forward.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] when a shape differs from the forward's contract (`o` and `d_o`
+/// like `q`, `lse` `[B, H, T]`); [`Error::TooLarge`] as for [`attention`].
+pub fn attention_backward(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    o: &Tensor,
+    lse: &Tensor,
+    d_o: &Tensor,
+    scale: Option<f32>,
+) -> Result<(Tensor, Tensor, Tensor), Error> {
+    let op = "attention_backward";
+    let dims = check_qkv(op, q, k, v)?;
+    if dims.tk != dims.tq {
+        return Err(Error::ShapeMismatch {
+            op: op.into(),
+            detail: format!(
+                "k and v must have q's sequence length {}, got {}",
+                dims.tq, dims.tk
+            ),
+        });
+    }
+    for (name, t) in [("o", o), ("d_o", d_o)] {
+        if t.shape() != q.shape() || t.dtype() != DType::F32 {
+            return Err(Error::ShapeMismatch {
+                op: op.into(),
+                detail: format!(
+                    "{name} must have q's shape {:?}, got {:?}",
+                    q.shape(),
+                    t.shape()
+                ),
+            });
+        }
+    }
+    if lse.shape() != [dims.b, dims.h, dims.tq] || lse.dtype() != DType::F32 {
+        return Err(Error::ShapeMismatch {
+            op: op.into(),
+            detail: format!(
+                "lse must be the forward's [B, H, T] = {:?}, got {:?}",
+                [dims.b, dims.h, dims.tq],
+                lse.shape()
+            ),
+        });
+    }
+    let dev = q.device();
+    let var = variant(dev, op, dims.d)?;
+    let scale = scale_for(dims.d, scale);
+    let params = Params {
+        batch: dims.b as u32,
+        heads: dims.h as u32,
+        kv_heads: dims.hkv as u32,
+        t: dims.tq as u32,
+        tk_stride: dims.tk as u32,
+        past: 0,
+        d: dims.d as u32,
+        scale_log2: scale * std::f32::consts::LOG2_E,
+        scale,
+    };
+    let bytes = params.bytes();
+    let dq = dev.empty(q.shape(), DType::F32)?;
+    let delta = dev.empty(&[dims.b, dims.h, dims.tq], DType::F32)?;
+    dev.dispatch_raw(
+        &var.bwd_dq,
+        &[],
+        &[
+            Binding::Uniform(&bytes),
+            Binding::Read(q),
+            Binding::Read(k),
+            Binding::Read(v),
+            Binding::Read(o),
+            Binding::Read(d_o),
+            Binding::Read(lse),
+            Binding::ReadWrite(&dq),
+            Binding::ReadWrite(&delta),
+        ],
+        [blocks(dims.tq), dims.h as u32, dims.b as u32],
+    )?;
+    let dk = dev.empty(k.shape(), DType::F32)?;
+    let dv = dev.empty(v.shape(), DType::F32)?;
+    dev.dispatch_raw(
+        &var.bwd_dkv,
+        &[],
+        &[
+            Binding::Uniform(&bytes),
+            Binding::Read(q),
+            Binding::Read(k),
+            Binding::Read(v),
+            Binding::Read(d_o),
+            Binding::Read(lse),
+            Binding::Read(&delta),
+            Binding::ReadWrite(&dk),
+            Binding::ReadWrite(&dv),
+        ],
+        [blocks(dims.tk), dims.hkv as u32, dims.b as u32],
+    )?;
+    Ok((dq, dk, dv))
+}

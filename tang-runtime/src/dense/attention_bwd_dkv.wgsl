@@ -1,0 +1,217 @@
+// Causal flash-attention backward, key side: dk and dv.
+//
+// Prepended by the Rust module: DP, DH, SPLIT, ROWS, TILE, CH (see attention_fwd.wgsl).
+// A workgroup owns ROWS key rows of one (batch, kv head); thread (slice, row) keeps DH dims
+// of k_j, v_j and both accumulators in registers. Q and dO of every query head sharing
+// this kv head stream through workgroup memory in a fixed order, so the grouped-query sum
+// is deterministic without atomics. P is recomputed from the saved logsumexp and
+// dS = P * (dP - delta) with delta_i = rowsum(dO_i * O_i) from the dq pass.
+
+const DP4: u32 = DP / 4u;
+const DH4: u32 = DH / 4u;
+const NT: u32 = ROWS * SPLIT;
+const LOG2E: f32 = 1.4426950408889634;
+
+struct Params {
+    batch: u32,
+    heads: u32,
+    kv_heads: u32,
+    t: u32,
+    tk_stride: u32,
+    past: u32,
+    d: u32,
+    scale_log2: f32,
+    scale: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<f32>;
+@group(0) @binding(2) var<storage, read> k: array<f32>;
+@group(0) @binding(3) var<storage, read> v: array<f32>;
+@group(0) @binding(4) var<storage, read> go: array<f32>;
+@group(0) @binding(5) var<storage, read> lse: array<f32>;
+@group(0) @binding(6) var<storage, read> delta: array<f32>;
+@group(0) @binding(7) var<storage, read_write> dk: array<f32>;
+@group(0) @binding(8) var<storage, read_write> dv: array<f32>;
+
+var<workgroup> qs: array<vec4<f32>, TILE * DP4>;
+var<workgroup> gs: array<vec4<f32>, TILE * DP4>;
+var<workgroup> part_s: array<f32, SPLIT * CH * ROWS>;
+var<workgroup> part_dp: array<f32, SPLIT * CH * ROWS>;
+
+fn load_q(idx: u32, ok: bool) -> f32 {
+    if ok {
+        return q[idx];
+    }
+    return 0.0;
+}
+
+fn load_go(idx: u32, ok: bool) -> f32 {
+    if ok {
+        return go[idx];
+    }
+    return 0.0;
+}
+
+fn load_k(idx: u32, ok: bool) -> f32 {
+    if ok {
+        return k[idx];
+    }
+    return 0.0;
+}
+
+fn load_v(idx: u32, ok: bool) -> f32 {
+    if ok {
+        return v[idx];
+    }
+    return 0.0;
+}
+
+fn load_row(buf: u32, idx: u32, ok: bool) -> f32 {
+    if ok {
+        if buf == 0u {
+            return lse[idx];
+        }
+        return delta[idx];
+    }
+    return 0.0;
+}
+
+@compute @workgroup_size(NT)
+fn main(
+    @builtin(local_invocation_index) tid: u32,
+    @builtin(workgroup_id) wg: vec3<u32>,
+) {
+    let r = tid % ROWS;
+    let sl = tid / ROWS;
+    // Low key blocks see the most queries; workgroup 0 starts first.
+    let kb = wg.x;
+    let g = wg.y;
+    let b = wg.z;
+    let d = p.d;
+    let n_keys = p.past + p.t;
+    let k0 = kb * ROWS;
+    let j = k0 + r;
+    let row_ok = j < n_keys;
+    let kbase = ((b * p.kv_heads + g) * p.tk_stride + j) * d;
+
+    var kr: array<vec4<f32>, DH4>;
+    var vr: array<vec4<f32>, DH4>;
+    var dka: array<vec4<f32>, DH4>;
+    var dva: array<vec4<f32>, DH4>;
+    for (var c4 = 0u; c4 < DH4; c4++) {
+        let c = sl * DH + c4 * 4u;
+        kr[c4] = vec4<f32>(
+            load_k(kbase + c, row_ok && c < d),
+            load_k(kbase + c + 1u, row_ok && c + 1u < d),
+            load_k(kbase + c + 2u, row_ok && c + 2u < d),
+            load_k(kbase + c + 3u, row_ok && c + 3u < d),
+        );
+        vr[c4] = vec4<f32>(
+            load_v(kbase + c, row_ok && c < d),
+            load_v(kbase + c + 1u, row_ok && c + 1u < d),
+            load_v(kbase + c + 2u, row_ok && c + 2u < d),
+            load_v(kbase + c + 3u, row_ok && c + 3u < d),
+        );
+        dka[c4] = vec4<f32>(0.0);
+        dva[c4] = vec4<f32>(0.0);
+    }
+    // The first query that sees key k0 is k0 - past.
+    let first = select(0u, k0 - p.past, k0 > p.past);
+    let t_start = (first / TILE) * TILE;
+    let group = p.heads / p.kv_heads;
+
+    for (var hh = g * group; hh < (g + 1u) * group; hh++) {
+        let head_row = (b * p.heads + hh) * p.t;
+        for (var t0 = t_start; t0 < p.t; t0 += TILE) {
+            workgroupBarrier();
+            for (var e = tid; e < TILE * DP4; e += NT) {
+                let i = t0 + e / DP4;
+                let c = (e % DP4) * 4u;
+                let base = (head_row + i) * d + c;
+                let ok = i < p.t;
+                qs[e] = vec4<f32>(
+                    load_q(base, ok && c < d),
+                    load_q(base + 1u, ok && c + 1u < d),
+                    load_q(base + 2u, ok && c + 2u < d),
+                    load_q(base + 3u, ok && c + 3u < d),
+                );
+                gs[e] = vec4<f32>(
+                    load_go(base, ok && c < d),
+                    load_go(base + 1u, ok && c + 1u < d),
+                    load_go(base + 2u, ok && c + 2u < d),
+                    load_go(base + 3u, ok && c + 3u < d),
+                );
+            }
+            workgroupBarrier();
+            for (var c0 = 0u; c0 < TILE; c0 += CH) {
+                if t0 + c0 >= p.t {
+                    break;
+                }
+                for (var ii = 0u; ii < CH; ii++) {
+                    let qq = (c0 + ii) * DP4 + sl * DH4;
+                    var s4 = vec4<f32>(0.0);
+                    var p4 = vec4<f32>(0.0);
+                    for (var c4 = 0u; c4 < DH4; c4++) {
+                        s4 = fma(kr[c4], qs[qq + c4], s4);
+                        p4 = fma(vr[c4], gs[qq + c4], p4);
+                    }
+                    let at = (sl * CH + ii) * ROWS + r;
+                    part_s[at] = s4.x + s4.y + s4.z + s4.w;
+                    part_dp[at] = p4.x + p4.y + p4.z + p4.w;
+                }
+                workgroupBarrier();
+                var pr: array<f32, CH>;
+                var ds: array<f32, CH>;
+                for (var ii = 0u; ii < CH; ii++) {
+                    var s = 0.0;
+                    var dp = 0.0;
+                    for (var sp = 0u; sp < SPLIT; sp++) {
+                        let at = (sp * CH + ii) * ROWS + r;
+                        s += part_s[at];
+                        dp += part_dp[at];
+                    }
+                    let i = t0 + c0 + ii;
+                    let vis = i < p.t && p.past + i >= j;
+                    let lse2 = load_row(0u, head_row + i, i < p.t) * LOG2E;
+                    let dl = load_row(1u, head_row + i, i < p.t);
+                    let pij = select(0.0, exp2(s * p.scale_log2 - lse2), vis);
+                    pr[ii] = pij;
+                    ds[ii] = pij * (dp - dl);
+                }
+                workgroupBarrier();
+                for (var ii = 0u; ii < CH; ii++) {
+                    let qq = (c0 + ii) * DP4 + sl * DH4;
+                    for (var c4 = 0u; c4 < DH4; c4++) {
+                        dva[c4] = fma(vec4<f32>(pr[ii]), gs[qq + c4], dva[c4]);
+                        dka[c4] = fma(vec4<f32>(ds[ii]), qs[qq + c4], dka[c4]);
+                    }
+                }
+            }
+        }
+    }
+
+    if row_ok {
+        for (var c4 = 0u; c4 < DH4; c4++) {
+            let c = sl * DH + c4 * 4u;
+            let a = dka[c4] * p.scale;
+            let w = dva[c4];
+            if c < d {
+                dk[kbase + c] = a.x;
+                dv[kbase + c] = w.x;
+            }
+            if c + 1u < d {
+                dk[kbase + c + 1u] = a.y;
+                dv[kbase + c + 1u] = w.y;
+            }
+            if c + 2u < d {
+                dk[kbase + c + 2u] = a.z;
+                dv[kbase + c + 2u] = w.z;
+            }
+            if c + 3u < d {
+                dk[kbase + c + 3u] = a.w;
+                dv[kbase + c + 3u] = w.w;
+            }
+        }
+    }
+}

@@ -1,0 +1,201 @@
+// Causal flash-attention backward, query side: dq, and delta_i = rowsum(dO_i * O_i).
+//
+// Prepended by the Rust module: DP, DH, SPLIT, ROWS, TILE, CH (see attention_fwd.wgsl).
+// A workgroup owns ROWS query rows of one (batch, head); thread (slice, row) keeps DH dims
+// of q_i, dO_i and the dq accumulator in registers. K and V stream through workgroup
+// memory; P is recomputed per tile from the saved logsumexp, so nothing T x T is stored.
+// Each dq row is written by exactly one workgroup: deterministic, no atomics.
+
+const DP4: u32 = DP / 4u;
+const DH4: u32 = DH / 4u;
+const NT: u32 = ROWS * SPLIT;
+const LOG2E: f32 = 1.4426950408889634;
+
+struct Params {
+    batch: u32,
+    heads: u32,
+    kv_heads: u32,
+    t: u32,
+    tk_stride: u32,
+    past: u32,
+    d: u32,
+    scale_log2: f32,
+    scale: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<f32>;
+@group(0) @binding(2) var<storage, read> k: array<f32>;
+@group(0) @binding(3) var<storage, read> v: array<f32>;
+@group(0) @binding(4) var<storage, read> o: array<f32>;
+@group(0) @binding(5) var<storage, read> go: array<f32>;
+@group(0) @binding(6) var<storage, read> lse: array<f32>;
+@group(0) @binding(7) var<storage, read_write> dq: array<f32>;
+@group(0) @binding(8) var<storage, read_write> delta: array<f32>;
+
+var<workgroup> ks: array<vec4<f32>, TILE * DP4>;
+var<workgroup> vs: array<vec4<f32>, TILE * DP4>;
+var<workgroup> part_s: array<f32, SPLIT * CH * ROWS>;
+var<workgroup> part_dp: array<f32, SPLIT * CH * ROWS>;
+
+fn load_q(idx: u32, ok: bool) -> f32 {
+    if ok {
+        return q[idx];
+    }
+    return 0.0;
+}
+
+fn load_go(idx: u32, ok: bool) -> f32 {
+    if ok {
+        return go[idx];
+    }
+    return 0.0;
+}
+
+fn load_k(idx: u32, ok: bool) -> f32 {
+    if ok {
+        return k[idx];
+    }
+    return 0.0;
+}
+
+fn load_v(idx: u32, ok: bool) -> f32 {
+    if ok {
+        return v[idx];
+    }
+    return 0.0;
+}
+
+@compute @workgroup_size(NT)
+fn main(
+    @builtin(local_invocation_index) tid: u32,
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let r = tid % ROWS;
+    let sl = tid / ROWS;
+    let qb = nwg.x - 1u - wg.x;
+    let h = wg.y;
+    let b = wg.z;
+    let g = h / (p.heads / p.kv_heads);
+    let d = p.d;
+    let i = qb * ROWS + r;
+    let row_ok = i < p.t;
+    let row = (b * p.heads + h) * p.t + i;
+    let qbase = row * d;
+    let kvbase = (b * p.kv_heads + g) * p.tk_stride * d;
+
+    var qr: array<vec4<f32>, DH4>;
+    var gr: array<vec4<f32>, DH4>;
+    var acc: array<vec4<f32>, DH4>;
+    for (var c4 = 0u; c4 < DH4; c4++) {
+        let c = sl * DH + c4 * 4u;
+        qr[c4] = vec4<f32>(
+            load_q(qbase + c, row_ok && c < d),
+            load_q(qbase + c + 1u, row_ok && c + 1u < d),
+            load_q(qbase + c + 2u, row_ok && c + 2u < d),
+            load_q(qbase + c + 3u, row_ok && c + 3u < d),
+        );
+        gr[c4] = vec4<f32>(
+            load_go(qbase + c, row_ok && c < d),
+            load_go(qbase + c + 1u, row_ok && c + 1u < d),
+            load_go(qbase + c + 2u, row_ok && c + 2u < d),
+            load_go(qbase + c + 3u, row_ok && c + 3u < d),
+        );
+        acc[c4] = vec4<f32>(0.0);
+    }
+    // delta_i over the whole row (each slice computes it; it is read once per kernel)
+    var dl = 0.0;
+    var lse2 = 0.0;
+    if row_ok {
+        for (var c = 0u; c < d; c++) {
+            dl = fma(go[qbase + c], o[qbase + c], dl);
+        }
+        lse2 = lse[row] * LOG2E;
+    }
+    let n_keys = p.past + min(qb * ROWS + ROWS, p.t);
+    let limit = p.past + i;
+
+    for (var t0 = 0u; t0 < n_keys; t0 += TILE) {
+        workgroupBarrier();
+        for (var e = tid; e < TILE * DP4; e += NT) {
+            let j = t0 + e / DP4;
+            let c = (e % DP4) * 4u;
+            let base = kvbase + j * d + c;
+            let ok = j < n_keys;
+            ks[e] = vec4<f32>(
+                load_k(base, ok && c < d),
+                load_k(base + 1u, ok && c + 1u < d),
+                load_k(base + 2u, ok && c + 2u < d),
+                load_k(base + 3u, ok && c + 3u < d),
+            );
+            vs[e] = vec4<f32>(
+                load_v(base, ok && c < d),
+                load_v(base + 1u, ok && c + 1u < d),
+                load_v(base + 2u, ok && c + 2u < d),
+                load_v(base + 3u, ok && c + 3u < d),
+            );
+        }
+        workgroupBarrier();
+        for (var c0 = 0u; c0 < TILE; c0 += CH) {
+            if t0 + c0 >= n_keys {
+                break;
+            }
+            for (var jj = 0u; jj < CH; jj++) {
+                let kk = (c0 + jj) * DP4 + sl * DH4;
+                var s4 = vec4<f32>(0.0);
+                var p4 = vec4<f32>(0.0);
+                for (var c4 = 0u; c4 < DH4; c4++) {
+                    s4 = fma(qr[c4], ks[kk + c4], s4);
+                    p4 = fma(gr[c4], vs[kk + c4], p4);
+                }
+                let at = (sl * CH + jj) * ROWS + r;
+                part_s[at] = s4.x + s4.y + s4.z + s4.w;
+                part_dp[at] = p4.x + p4.y + p4.z + p4.w;
+            }
+            workgroupBarrier();
+            var ds: array<f32, CH>;
+            for (var jj = 0u; jj < CH; jj++) {
+                var s = 0.0;
+                var dp = 0.0;
+                for (var sp = 0u; sp < SPLIT; sp++) {
+                    let at = (sp * CH + jj) * ROWS + r;
+                    s += part_s[at];
+                    dp += part_dp[at];
+                }
+                let j = t0 + c0 + jj;
+                let pr = select(0.0, exp2(s * p.scale_log2 - lse2), j <= limit && j < n_keys);
+                ds[jj] = pr * (dp - dl);
+            }
+            workgroupBarrier();
+            for (var jj = 0u; jj < CH; jj++) {
+                let kk = (c0 + jj) * DP4 + sl * DH4;
+                for (var c4 = 0u; c4 < DH4; c4++) {
+                    acc[c4] = fma(vec4<f32>(ds[jj]), ks[kk + c4], acc[c4]);
+                }
+            }
+        }
+    }
+
+    if row_ok {
+        for (var c4 = 0u; c4 < DH4; c4++) {
+            let c = sl * DH + c4 * 4u;
+            let a = acc[c4] * p.scale;
+            if c < d {
+                dq[qbase + c] = a.x;
+            }
+            if c + 1u < d {
+                dq[qbase + c + 1u] = a.y;
+            }
+            if c + 2u < d {
+                dq[qbase + c + 2u] = a.z;
+            }
+            if c + 3u < d {
+                dq[qbase + c + 3u] = a.w;
+            }
+        }
+        if sl == 0u {
+            delta[row] = dl;
+        }
+    }
+}

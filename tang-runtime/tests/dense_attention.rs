@@ -1,0 +1,402 @@
+//! Causal attention (forward, backward, grouped-query heads, KV-cache decode) on the
+//! software adapter against a naive CPU f64 implementation.
+
+use tang_runtime::dense::attention::{attention, attention_backward, attention_decode, shaders};
+use tang_runtime::{Device, Error, Tensor};
+
+/// Deterministic uniform numbers in [-1, 1) (64-bit LCG, top bits).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> f32 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+    fn vec(&mut self, n: usize, amp: f32) -> Vec<f32> {
+        (0..n).map(|_| self.next() * amp).collect()
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Cfg {
+    b: usize,
+    h: usize,
+    hkv: usize,
+    t: usize,
+    d: usize,
+}
+
+/// Naive causal attention in f64: returns (o, lse, probabilities per (b, h)).
+fn ref_forward(
+    c: Cfg,
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    scale: f64,
+) -> (Vec<f64>, Vec<f64>, Vec<Vec<f64>>) {
+    let Cfg { b, h, hkv, t, d } = c;
+    let mut o = vec![0.0; b * h * t * d];
+    let mut lse = vec![0.0; b * h * t];
+    let mut probs = Vec::new();
+    for bi in 0..b {
+        for hi in 0..h {
+            let g = hi / (h / hkv);
+            let qo = (bi * h + hi) * t * d;
+            let ko = (bi * hkv + g) * t * d;
+            let mut pm = vec![0.0; t * t];
+            for i in 0..t {
+                let s: Vec<f64> = (0..=i)
+                    .map(|j| {
+                        (0..d)
+                            .map(|x| q[qo + i * d + x] as f64 * k[ko + j * d + x] as f64)
+                            .sum::<f64>()
+                            * scale
+                    })
+                    .collect();
+                let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let l: f64 = s.iter().map(|x| (x - m).exp()).sum();
+                lse[(bi * h + hi) * t + i] = m + l.ln();
+                for j in 0..=i {
+                    let pj = (s[j] - m).exp() / l;
+                    pm[i * t + j] = pj;
+                    for x in 0..d {
+                        o[qo + i * d + x] += pj * v[ko + j * d + x] as f64;
+                    }
+                }
+            }
+            probs.push(pm);
+        }
+    }
+    (o, lse, probs)
+}
+
+/// Analytic gradients of sum(o * go) in f64: (dq, dk, dv).
+fn ref_backward(
+    c: Cfg,
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    go: &[f32],
+    scale: f64,
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let Cfg { b, h, hkv, t, d } = c;
+    let (o, _, probs) = ref_forward(c, q, k, v, scale);
+    let mut dq = vec![0.0; q.len()];
+    let mut dk = vec![0.0; k.len()];
+    let mut dv = vec![0.0; v.len()];
+    for bi in 0..b {
+        for hi in 0..h {
+            let g = hi / (h / hkv);
+            let qo = (bi * h + hi) * t * d;
+            let ko = (bi * hkv + g) * t * d;
+            let pm = &probs[bi * h + hi];
+            for i in 0..t {
+                let delta: f64 = (0..d)
+                    .map(|x| go[qo + i * d + x] as f64 * o[qo + i * d + x])
+                    .sum();
+                for j in 0..=i {
+                    let pij = pm[i * t + j];
+                    let dp: f64 = (0..d)
+                        .map(|x| go[qo + i * d + x] as f64 * v[ko + j * d + x] as f64)
+                        .sum();
+                    let ds = pij * (dp - delta) * scale;
+                    for x in 0..d {
+                        dq[qo + i * d + x] += ds * k[ko + j * d + x] as f64;
+                        dk[ko + j * d + x] += ds * q[qo + i * d + x] as f64;
+                        dv[ko + j * d + x] += pij * go[qo + i * d + x] as f64;
+                    }
+                }
+            }
+        }
+    }
+    (dq, dk, dv)
+}
+
+fn assert_close(what: &str, got: &[f32], want: &[f64], atol: f64, rtol: f64) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    let mut worst = (0.0, 0usize);
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let err = (g as f64 - w).abs();
+        let tol = atol + rtol * w.abs();
+        assert!(
+            err <= tol,
+            "{what}[{i}]: got {g}, want {w} (err {err:e} > tol {tol:e})"
+        );
+        if err > worst.0 {
+            worst = (err, i);
+        }
+    }
+    assert!(
+        got.iter().all(|x| x.is_finite()),
+        "{what}: non-finite output"
+    );
+}
+
+struct Inputs {
+    q: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+    go: Vec<f32>,
+}
+
+fn inputs(c: Cfg, seed: u64, amp: f32) -> Inputs {
+    let mut rng = Rng(seed);
+    Inputs {
+        q: rng.vec(c.b * c.h * c.t * c.d, amp),
+        k: rng.vec(c.b * c.hkv * c.t * c.d, amp),
+        v: rng.vec(c.b * c.hkv * c.t * c.d, 1.0),
+        go: rng.vec(c.b * c.h * c.t * c.d, 1.0),
+    }
+}
+
+fn upload(dev: &Device, c: Cfg, x: &Inputs) -> (Tensor, Tensor, Tensor, Tensor) {
+    let qs = [c.b, c.h, c.t, c.d];
+    let ks = [c.b, c.hkv, c.t, c.d];
+    (
+        Tensor::from_slice(dev, &x.q, &qs).unwrap(),
+        Tensor::from_slice(dev, &x.k, &ks).unwrap(),
+        Tensor::from_slice(dev, &x.v, &ks).unwrap(),
+        Tensor::from_slice(dev, &x.go, &qs).unwrap(),
+    )
+}
+
+/// Forward and backward of one configuration against the f64 reference.
+fn check(dev: &Device, c: Cfg, seed: u64, amp: f32, backward: bool) {
+    let x = inputs(c, seed, amp);
+    let (q, k, v, go) = upload(dev, c, &x);
+    let scale = 1.0 / (c.d as f64).sqrt();
+    let (o, lse) = attention(&q, &k, &v, None).unwrap();
+    let (o_ref, lse_ref, _) = ref_forward(c, &x.q, &x.k, &x.v, scale);
+    assert_close(
+        &format!("o {c:?}"),
+        &o.to_vec().unwrap(),
+        &o_ref,
+        2e-5,
+        1e-4,
+    );
+    assert_close(
+        &format!("lse {c:?}"),
+        &lse.to_vec().unwrap(),
+        &lse_ref,
+        2e-5,
+        1e-5,
+    );
+    if !backward {
+        return;
+    }
+    let (dq, dk, dv) = attention_backward(&q, &k, &v, &o, &lse, &go, None).unwrap();
+    let (dq_ref, dk_ref, dv_ref) = ref_backward(c, &x.q, &x.k, &x.v, &x.go, scale);
+    // Gradients sum up to T terms (and H/Hkv heads); f32 accumulation error grows with both.
+    let atol = 1e-4 * (1.0 + (c.t * c.h / c.hkv) as f64).sqrt();
+    assert_close(
+        &format!("dq {c:?}"),
+        &dq.to_vec().unwrap(),
+        &dq_ref,
+        atol,
+        1e-3,
+    );
+    assert_close(
+        &format!("dk {c:?}"),
+        &dk.to_vec().unwrap(),
+        &dk_ref,
+        atol,
+        1e-3,
+    );
+    assert_close(
+        &format!("dv {c:?}"),
+        &dv.to_vec().unwrap(),
+        &dv_ref,
+        atol,
+        1e-3,
+    );
+}
+
+fn cfg(b: usize, h: usize, hkv: usize, t: usize, d: usize) -> Cfg {
+    Cfg { b, h, hkv, t, d }
+}
+
+#[test]
+fn shaders_validate() {
+    let all = shaders();
+    assert_eq!(all.len(), 12);
+    for (name, wgsl) in all {
+        if let Err(e) = tang_runtime::tang_expr::validate(wgsl) {
+            panic!("{name} does not validate: {e}");
+        }
+    }
+}
+
+#[test]
+fn forward_and_backward_match_reference() {
+    let dev = Device::new().unwrap();
+    // T in {1, 7, 64, 257}; heads 1, 4, 8 and grouped 8 -> 2; D in {16, 64}.
+    check(&dev, cfg(1, 1, 1, 1, 16), 1, 1.0, true);
+    check(&dev, cfg(2, 4, 4, 7, 16), 2, 1.0, true);
+    check(&dev, cfg(1, 8, 2, 64, 64), 3, 1.0, true);
+    check(&dev, cfg(1, 1, 1, 257, 64), 4, 1.0, true);
+    check(&dev, cfg(1, 8, 2, 257, 16), 5, 1.0, true);
+    check(&dev, cfg(2, 4, 4, 64, 64), 6, 1.0, true);
+}
+
+#[test]
+fn other_head_dims_and_peaked_softmax() {
+    let dev = Device::new().unwrap();
+    // Padded variants (D not a multiple of 4, D between variants) and D = 128.
+    check(&dev, cfg(1, 2, 1, 33, 5), 7, 1.0, true);
+    check(&dev, cfg(1, 2, 2, 70, 48), 8, 1.0, true);
+    check(&dev, cfg(1, 2, 1, 40, 128), 9, 1.0, true);
+    check(&dev, cfg(1, 2, 2, 65, 32), 10, 1.0, true);
+    // Large logits: softmax rows close to one-hot, exercising the online rescaling.
+    check(&dev, cfg(1, 2, 2, 100, 16), 11, 6.0, true);
+}
+
+/// Gradient of sum(o * go) by central differences of the f64 reference forward, compared
+/// to both the analytic reference and the GPU backward.
+#[test]
+fn backward_matches_finite_differences() {
+    let dev = Device::new().unwrap();
+    let c = cfg(1, 2, 1, 5, 4);
+    let x = inputs(c, 12, 1.0);
+    let scale = 0.5;
+    let (q, k, v, go) = upload(&dev, c, &x);
+    let (o, lse) = attention(&q, &k, &v, Some(scale as f32)).unwrap();
+    let (dq, dk, dv) = attention_backward(&q, &k, &v, &o, &lse, &go, Some(scale as f32)).unwrap();
+    let loss = |q: &[f32], k: &[f32], v: &[f32]| -> f64 {
+        let (o, _, _) = ref_forward(c, q, k, v, scale);
+        o.iter().zip(&x.go).map(|(a, &b)| a * b as f64).sum()
+    };
+    let eps = 1e-3f32;
+    let fd = |which: usize| -> Vec<f64> {
+        let n = [x.q.len(), x.k.len(), x.v.len()][which];
+        (0..n)
+            .map(|idx| {
+                let mut args = [x.q.clone(), x.k.clone(), x.v.clone()];
+                let base = args[which][idx];
+                args[which][idx] = base + eps;
+                let up = loss(&args[0], &args[1], &args[2]);
+                args[which][idx] = base - eps;
+                let down = loss(&args[0], &args[1], &args[2]);
+                // The perturbation actually applied, after f32 rounding.
+                let h = (base + eps) as f64 - (base - eps) as f64;
+                (up - down) / h
+            })
+            .collect()
+    };
+    let (rq, rk, rv) = ref_backward(c, &x.q, &x.k, &x.v, &x.go, scale);
+    for (name, got, analytic, which) in [
+        ("dq", &dq, &rq, 0),
+        ("dk", &dk, &rk, 1),
+        ("dv", &dv, &rv, 2),
+    ] {
+        let numeric = fd(which);
+        let analytic32: Vec<f32> = analytic.iter().map(|&a| a as f32).collect();
+        assert_close(
+            &format!("{name} reference vs finite differences"),
+            &analytic32,
+            &numeric,
+            1e-4,
+            1e-4,
+        );
+        assert_close(
+            &format!("{name} gpu vs finite differences"),
+            &got.to_vec().unwrap(),
+            &numeric,
+            1e-4,
+            1e-3,
+        );
+    }
+}
+
+#[test]
+fn backward_is_deterministic_with_grouped_heads() {
+    let dev = Device::new().unwrap();
+    let c = cfg(1, 8, 2, 70, 16);
+    let x = inputs(c, 13, 1.0);
+    let (q, k, v, go) = upload(&dev, c, &x);
+    let (o, lse) = attention(&q, &k, &v, None).unwrap();
+    let first = attention_backward(&q, &k, &v, &o, &lse, &go, None).unwrap();
+    let second = attention_backward(&q, &k, &v, &o, &lse, &go, None).unwrap();
+    for (a, b) in [
+        (&first.0, &second.0),
+        (&first.1, &second.1),
+        (&first.2, &second.2),
+    ] {
+        let (a, b) = (a.to_vec().unwrap(), b.to_vec().unwrap());
+        assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()));
+    }
+}
+
+/// The decode kernel over a cache equals the last rows of the full forward; cache rows
+/// past the current length hold NaN, so reading one would show.
+#[test]
+fn decode_matches_full_forward() {
+    let dev = Device::new().unwrap();
+    let (b, h, hkv, t, d, tmax) = (2, 4, 2, 37, 16, 48);
+    let c = cfg(b, h, hkv, t, d);
+    let x = inputs(c, 14, 1.0);
+    let (q, k, v, _) = upload(&dev, c, &x);
+    let (o_full, _) = attention(&q, &k, &v, None).unwrap();
+    let o_full = o_full.to_vec().unwrap();
+    let cache = |src: &[f32]| -> Tensor {
+        let mut buf = vec![f32::NAN; b * hkv * tmax * d];
+        for bh in 0..b * hkv {
+            buf[bh * tmax * d..bh * tmax * d + t * d]
+                .copy_from_slice(&src[bh * t * d..(bh + 1) * t * d]);
+        }
+        Tensor::from_slice(&dev, &buf, &[b, hkv, tmax, d]).unwrap()
+    };
+    let (kc, vc) = (cache(&x.k), cache(&x.v));
+    for q_len in [1, 7] {
+        let past = t - q_len;
+        let mut qn = Vec::new();
+        let mut want = Vec::new();
+        for bh in 0..b * h {
+            let rows = bh * t * d + past * d..(bh + 1) * t * d;
+            qn.extend_from_slice(&x.q[rows.clone()]);
+            want.extend(o_full[rows].iter().map(|&y| y as f64));
+        }
+        let qn = Tensor::from_slice(&dev, &qn, &[b, h, q_len, d]).unwrap();
+        let o = attention_decode(&qn, &kc, &vc, past, None).unwrap();
+        assert_close(
+            &format!("decode q_len={q_len}"),
+            &o.to_vec().unwrap(),
+            &want,
+            1e-6,
+            1e-5,
+        );
+    }
+    let q1 = Tensor::from_slice(&dev, &x.q[..h * d], &[1, h, 1, d]).unwrap();
+    let err = attention_decode(&q1, &kc, &vc, tmax, None).unwrap_err();
+    assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
+}
+
+#[test]
+fn bad_shapes_are_errors() {
+    let dev = Device::new().unwrap();
+    let z = |s: &[usize]| Tensor::zeros(&dev, s).unwrap();
+    let (q, k) = (z(&[1, 4, 8, 16]), z(&[1, 3, 8, 16]));
+    let e = attention(&q, &k, &k, None).unwrap_err();
+    assert!(
+        matches!(e, Error::ShapeMismatch { .. }) && e.to_string().contains("Hkv dividing H"),
+        "{e}"
+    );
+    let e = attention(&q, &z(&[1, 4, 9, 16]), &z(&[1, 4, 9, 16]), None).unwrap_err();
+    assert!(e.to_string().contains("attention_decode"), "{e}");
+    let e = attention(
+        &z(&[1, 1, 2, 129]),
+        &z(&[1, 1, 2, 129]),
+        &z(&[1, 1, 2, 129]),
+        None,
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::TooLarge { .. }), "{e}");
+    let e = attention(&z(&[4, 8, 16]), &k, &k, None).unwrap_err();
+    assert!(e.to_string().contains("[B, H, T, D]"), "{e}");
+    let (o, lse) = attention(&q, &q, &q, None).unwrap();
+    let e = attention_backward(&q, &q, &q, &o, &z(&[1, 4, 9]), &o, None).unwrap_err();
+    assert!(e.to_string().contains("lse"), "{e}");
+    drop(lse);
+}
