@@ -162,7 +162,7 @@ impl Device {
         let (pipeline, layout) = {
             let p = st
                 .cache
-                .get(&inner.device, inner.info.checked, key, name, wgsl);
+                .get(&inner.device, inner.info.checked, key, name, wgsl)?;
             (p.pipeline.clone(), p.layout.clone())
         };
         let entries: Vec<wgpu::BindGroupEntry<'_>> = bindings

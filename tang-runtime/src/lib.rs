@@ -25,14 +25,23 @@ mod pipeline;
 mod pool;
 mod state;
 mod tensor;
+mod traced;
 
 pub use device::{Device, DeviceInfo, DeviceOptions, Stats};
 pub use error::Error;
 pub use pipeline::{Binding, RawKernel, fnv1a};
 pub use tang_expr;
 pub use tang_expr::{KernelDesc, kernel::WORKGROUP_SIZE};
+/// Stable `f32` extras of the kernel language (`x.sigmoid()`, `x.softplus()`, ...), so a
+/// kernel function compiles on the CPU too.
+pub use tang_expr::ext::StableExt;
 // The kernel macros (`#[kernel]`, `#[fused_grad]`, `#[kernels]`): users need only this crate.
 #[allow(unused_imports)]
 pub use tang_macros::*;
 pub use tensor::{DType, Tensor};
 pub use wgpu;
+
+/// Everything a file of kernels needs: `use tang_runtime::prelude::*;`.
+pub mod prelude {
+    pub use crate::{Device, StableExt, Tensor, fused_grad, kernel, kernels, uniform};
+}

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use crate::error::Error;
 use crate::tensor::Tensor;
 
 /// A hand-written compute shader: what the dense kernels pass to
@@ -135,15 +136,20 @@ impl Cache {
         key: PipelineKey,
         name: &str,
         wgsl: &str,
-    ) -> &Pipeline {
-        // Borrow dance: look up first, insert on miss.
+    ) -> Result<&Pipeline, Error> {
         if !self.pipelines.contains_key(&key) {
-            if !self.modules.contains_key(&key.id) {
-                let m = create_module(device, name, wgsl, checked);
-                self.modules_created += 1;
-                self.modules.insert(key.id, m);
-            }
-            let module = &self.modules[&key.id];
+            // Creation errors (bad WGSL, a layout the shader disagrees with) are caught
+            // here, so a broken kernel is an error of its launch and never poisons the
+            // batch it would have been recorded into.
+            let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+            let module = match self.modules.get(&key.id) {
+                Some(m) => m.clone(),
+                None => {
+                    self.modules_created += 1;
+                    create_module(device, name, wgsl, checked)
+                }
+            };
+            let module = &module;
             let entries: Vec<wgpu::BindGroupLayoutEntry> = key
                 .kinds
                 .iter()
@@ -198,10 +204,16 @@ impl Cache {
                 cache: None,
             });
             self.pipelines_created += 1;
+            if let Some(e) = pollster::block_on(scope.pop()) {
+                return Err(Error::Wgpu(format!("kernel `{name}`: {e}")));
+            }
+            self.modules.insert(key.id, module.clone());
             self.pipelines
                 .insert(key.clone(), Pipeline { pipeline, layout });
         }
-        &self.pipelines[&key]
+        self.pipelines
+            .get(&key)
+            .ok_or_else(|| Error::Wgpu(format!("kernel `{name}`: pipeline missing from the cache")))
     }
 }
 

@@ -52,6 +52,16 @@ impl Pool {
         self.bytes_pooled += class;
         self.free.entry(class).or_default().push(buffer);
     }
+
+    /// Moves every buffer into `other` (which destroys what exceeds `cap`).
+    pub fn drain_into(&mut self, other: &mut Pool, cap: u64) {
+        for (class, list) in std::mem::take(&mut self.free) {
+            for b in list {
+                other.give(class, b, cap);
+            }
+        }
+        self.bytes_pooled = 0;
+    }
 }
 
 #[cfg(test)]

@@ -34,7 +34,9 @@ pub(crate) struct State {
     arena: Vec<u8>,
     pub arena_buf: wgpu::Buffer,
     align: u64,
-    deferred: Vec<(u64, wgpu::Buffer)>,
+    /// Buffers of dropped tensors that the open batch uses: reusable by GPU writes
+    /// recorded later in the batch (ordered after it), not by uploads.
+    deferred: Pool,
     pub pool: Pool,
     pub cache: Cache,
     bytes_in_use: u64,
@@ -66,7 +68,7 @@ impl State {
             arena: Vec::new(),
             arena_buf,
             align: u64::from(limits.min_uniform_buffer_offset_alignment.max(16)),
-            deferred: Vec::new(),
+            deferred: Pool::default(),
             pool: Pool::default(),
             cache: Cache::default(),
             bytes_in_use: 0,
@@ -79,7 +81,7 @@ impl State {
     pub fn stats(&self) -> Stats {
         Stats {
             bytes_in_use: self.bytes_in_use,
-            bytes_pooled: self.pool.bytes_pooled,
+            bytes_pooled: self.pool.bytes_pooled + self.deferred.bytes_pooled,
             allocations: self.allocations,
             pipelines_created: self.cache.pipelines_created,
             shader_modules_created: self.cache.modules_created,
@@ -165,13 +167,20 @@ impl State {
         }
         self.batch += 1;
         self.recorded = 0;
-        for (class, buf) in std::mem::take(&mut self.deferred) {
-            self.pool.give(class, buf, inner.opts.pool_limit);
-        }
+        self.deferred
+            .drain_into(&mut self.pool, inner.opts.pool_limit);
     }
 
-    /// A buffer of at least `bytes` bytes (its size class), from the pool when possible.
-    pub fn alloc(&mut self, inner: &Inner, bytes: u64) -> Result<(wgpu::Buffer, u64), Error> {
+    /// A buffer of at least `bytes` bytes (its size class), from the pool when possible,
+    /// with the batch that last used it. `gpu_written`: the buffer's first contents come
+    /// from commands recorded later (a launch output, a clear), so a buffer still used by
+    /// the open batch will do; otherwise (an upload) only an idle one.
+    pub fn alloc(
+        &mut self,
+        inner: &Inner,
+        bytes: u64,
+        gpu_written: bool,
+    ) -> Result<(wgpu::Buffer, u64, u64), Error> {
         let class = size_class(bytes);
         let limit = inner.info.limits.max_buffer_size;
         if class > limit {
@@ -180,6 +189,10 @@ impl State {
                 requested: bytes,
                 limit,
             });
+        }
+        if gpu_written && let Some(b) = self.deferred.take(class) {
+            self.bytes_in_use += class;
+            return Ok((b, class, self.batch));
         }
         let buf = match self.pool.take(class) {
             Some(b) => b,
@@ -194,14 +207,14 @@ impl State {
             }
         };
         self.bytes_in_use += class;
-        Ok((buf, class))
+        Ok((buf, class, u64::MAX))
     }
 
     /// Takes back the buffer of a dropped tensor last used by batch `last_batch`.
     pub fn release(&mut self, inner: &Inner, buf: wgpu::Buffer, class: u64, last_batch: u64) {
         self.bytes_in_use = self.bytes_in_use.saturating_sub(class);
         if last_batch == self.batch && self.encoder.is_some() {
-            self.deferred.push((class, buf));
+            self.deferred.give(class, buf, u64::MAX);
         } else {
             self.pool.give(class, buf, inner.opts.pool_limit);
         }

@@ -88,6 +88,16 @@ impl Device {
     /// # Errors
     /// [`Error::TooLarge`] over the device's buffer size limit, [`Error::DeviceLost`].
     pub fn empty(&self, shape: &[usize], dtype: DType) -> Result<Tensor, Error> {
+        self.alloc_tensor(shape, dtype, true)
+    }
+
+    /// A tensor whose buffer is idle when `gpu_written` is false (safe to upload into).
+    pub(crate) fn alloc_tensor(
+        &self,
+        shape: &[usize],
+        dtype: DType,
+        gpu_written: bool,
+    ) -> Result<Tensor, Error> {
         let n = numel(shape)?;
         let bytes = (n as u64)
             .checked_mul(dtype.size() as u64)
@@ -96,13 +106,13 @@ impl Device {
                 requested: u64::MAX,
                 limit: self.inner.info.limits.max_buffer_size,
             })?;
-        let (buffer, class) = self.lock()?.alloc(&self.inner, bytes)?;
+        let (buffer, class, last) = self.lock()?.alloc(&self.inner, bytes, gpu_written)?;
         Ok(Tensor {
             storage: Arc::new(Storage {
                 dev: self.clone(),
                 buffer,
                 class,
-                last_batch: AtomicU64::new(u64::MAX),
+                last_batch: AtomicU64::new(last),
             }),
             shape: shape.into(),
             dtype,
@@ -125,7 +135,7 @@ impl Tensor {
                 detail: format!("{len} values do not fill shape {shape:?} ({n} elements)"),
             });
         }
-        let t = dev.empty(shape, dtype)?;
+        let t = dev.alloc_tensor(shape, dtype, false)?;
         if !bytes.is_empty() {
             // The buffer is fresh from the pool, so no unsubmitted command uses it.
             dev.inner.queue.write_buffer(&t.storage.buffer, 0, bytes);

@@ -1,0 +1,163 @@
+//! Pipeline cache, buffer pool and batching counters.
+
+mod runtime_support;
+
+use runtime_support::{add, axpy, devices, random};
+use tang_runtime::{Binding, Device, DeviceOptions, RawKernel, Tensor};
+
+#[test]
+fn relaunch_creates_no_pipeline_or_module() {
+    for dev in devices() {
+        let x = Tensor::from_slice(&dev, &random(64, 1), &[64]).unwrap();
+        dev.launch(add(), &[&x, &x], &[], &[]).unwrap();
+        let before = dev.stats();
+        for _ in 0..20 {
+            dev.launch(add(), &[&x, &x], &[], &[]).unwrap();
+        }
+        dev.sync().unwrap();
+        let after = dev.stats();
+        assert_eq!(after.pipelines_created, before.pipelines_created);
+        assert_eq!(after.shader_modules_created, before.shader_modules_created);
+        assert_eq!(after.launches, before.launches + 20);
+        // A different kernel is one more of each.
+        dev.launch(axpy(), &[&x, &x], &[], &[2.0]).unwrap();
+        let third = dev.stats();
+        assert_eq!(third.pipelines_created, after.pipelines_created + 1);
+        assert_eq!(
+            third.shader_modules_created,
+            after.shader_modules_created + 1
+        );
+    }
+}
+
+#[test]
+fn memory_stays_bounded_over_ten_thousand_launch_drop_cycles() {
+    let dev = Device::new().unwrap();
+    let x = Tensor::from_slice(&dev, &random(1000, 2), &[1000]).unwrap();
+    let mut acc = Tensor::zeros(&dev, &[1000]).unwrap();
+    for _ in 0..100 {
+        acc = dev.launch(add(), &[&acc, &x], &[], &[]).unwrap().remove(0);
+    }
+    dev.sync().unwrap();
+    let warm = dev.stats();
+    for _ in 0..10_000 {
+        acc = dev.launch(add(), &[&acc, &x], &[], &[]).unwrap().remove(0);
+    }
+    let got = acc.to_vec().unwrap();
+    let s = dev.stats();
+    assert!(
+        s.allocations - warm.allocations <= 4,
+        "pool misses: {} -> {}",
+        warm.allocations,
+        s.allocations
+    );
+    assert!(
+        s.bytes_in_use + s.bytes_pooled <= warm.bytes_in_use + warm.bytes_pooled + 4 * 4096,
+        "{warm:?} -> {s:?}"
+    );
+    assert!(
+        s.submits >= 10_000 / 256,
+        "batches submit on their own: {s:?}"
+    );
+    let xs = random(1000, 2);
+    let want: Vec<f32> = xs
+        .iter()
+        .map(|&v| (0..10_100).fold(0.0f32, |a, _| a + v))
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn batch_size_option_bounds_unsubmitted_work() {
+    let dev = Device::with_options(DeviceOptions {
+        batch_size: 4,
+        ..DeviceOptions::default()
+    })
+    .unwrap();
+    let x = Tensor::from_slice(&dev, &[1.0; 8], &[8]).unwrap();
+    let before = dev.stats().submits;
+    for _ in 0..12 {
+        dev.launch(add(), &[&x, &x], &[], &[]).unwrap();
+    }
+    assert_eq!(dev.stats().submits - before, 3);
+}
+
+const DOUBLE: RawKernel = RawKernel::new(
+    "double",
+    "struct P { n: u32, scale: f32 }\n\
+     override BLOCK: u32 = 64u;\n\
+     @group(0) @binding(0) var<uniform> p: P;\n\
+     @group(0) @binding(1) var<storage, read> a: array<f32>;\n\
+     @group(0) @binding(2) var<storage, read_write> b: array<f32>;\n\
+     @compute @workgroup_size(BLOCK) fn main(@builtin(global_invocation_id) g: vec3<u32>) {\n\
+       if (g.x < p.n) { b[g.x] = a[g.x] * p.scale; }\n\
+     }",
+    "main",
+);
+
+#[test]
+fn dispatch_raw_with_uniforms_and_override_constants() {
+    for dev in devices() {
+        let n = 1000u32;
+        let a = random(n as usize, 3);
+        let at = Tensor::from_slice(&dev, &a, &[n as usize]).unwrap();
+        let bt = Tensor::zeros(&dev, &[n as usize]).unwrap();
+        let mut params = n.to_ne_bytes().to_vec();
+        params.extend(3.0f32.to_ne_bytes());
+        for block in [64.0, 128.0] {
+            let groups = n.div_ceil(block as u32);
+            dev.dispatch_raw(
+                &DOUBLE,
+                &[("BLOCK", block)],
+                &[
+                    Binding::Uniform(&params),
+                    Binding::Read(&at),
+                    Binding::ReadWrite(&bt),
+                ],
+                [groups, 1, 1],
+            )
+            .unwrap();
+            assert_eq!(
+                bt.to_vec().unwrap(),
+                a.iter().map(|v| v * 3.0).collect::<Vec<_>>()
+            );
+        }
+        let s = dev.stats();
+        dev.dispatch_raw(
+            &DOUBLE,
+            &[("BLOCK", 64.0)],
+            &[
+                Binding::Uniform(&params),
+                Binding::Read(&at),
+                Binding::ReadWrite(&bt),
+            ],
+            [16, 1, 1],
+        )
+        .unwrap();
+        assert_eq!(dev.stats().pipelines_created, s.pipelines_created);
+    }
+}
+
+#[test]
+fn device_is_shareable_across_threads() {
+    let dev = Device::new().unwrap();
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let dev = dev.clone();
+            std::thread::spawn(move || {
+                let x = random(500, t);
+                let xt = Tensor::from_slice(&dev, &x, &[500]).unwrap();
+                let mut acc = xt.clone();
+                for _ in 0..50 {
+                    acc = dev.launch(add(), &[&acc, &xt], &[], &[]).unwrap().remove(0);
+                }
+                let want: Vec<f32> = x.iter().map(|&v| (0..50).fold(v, |a, _| a + v)).collect();
+                assert_eq!(acc.to_vec().unwrap(), want);
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let _: &Device = &dev;
+}
