@@ -1,7 +1,7 @@
 //! Row kernels (reductions, softmax, norms, embedding, cross-entropy) on the software
 //! adapter against CPU f64 references; backwards against central finite differences.
 
-use tang_runtime::dense::{reduce, softmax};
+use tang_runtime::dense::{norm, reduce, softmax};
 use tang_runtime::{Device, Tensor};
 
 /// Deterministic xorshift64* numbers, so failures reproduce.
@@ -204,11 +204,18 @@ fn softmax_forward_matches_cpu() {
 }
 
 /// Central differences of `f` at `x` in f64, contracted with `g`: the vector-Jacobian
-/// product a backward must produce.
-fn fd_vjp(x: &[f32], g: &[f64], f: impl Fn(&[f64]) -> Vec<f64>) -> Vec<f64> {
+/// product a backward must produce, at every `step`-th index (long rows are sampled to
+/// keep the test fast) and the last.
+fn fd_vjp_at(
+    x: &[f32],
+    g: &[f64],
+    step: usize,
+    f: impl Fn(&[f64]) -> Vec<f64>,
+) -> Vec<(usize, f64)> {
     let mut xv: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
     let h = 1e-5;
     (0..x.len())
+        .filter(|i| i % step == 0 || *i + 1 == x.len())
         .map(|i| {
             let x0 = xv[i];
             xv[i] = x0 + h;
@@ -216,13 +223,23 @@ fn fd_vjp(x: &[f32], g: &[f64], f: impl Fn(&[f64]) -> Vec<f64>) -> Vec<f64> {
             xv[i] = x0 - h;
             let fm = f(&xv);
             xv[i] = x0;
-            fp.iter()
-                .zip(&fm)
-                .zip(g)
-                .map(|((a, b), gi)| (a - b) / (2.0 * h) * gi)
-                .sum()
+            (
+                i,
+                fp.iter()
+                    .zip(&fm)
+                    .zip(g)
+                    .map(|((a, b), gi)| (a - b) / (2.0 * h) * gi)
+                    .sum(),
+            )
         })
         .collect()
+}
+
+/// Compares a row of a GPU gradient with sampled finite differences.
+fn close_at(what: &str, got: &[f32], want: &[(usize, f64)], atol: f64, rtol: f64) {
+    let g: Vec<f32> = want.iter().map(|&(i, _)| got[i]).collect();
+    let w: Vec<f64> = want.iter().map(|&(_, v)| v).collect();
+    close(what, &g, &w, atol, rtol);
 }
 
 fn softmax_f64(x: &[f64], cols: usize, log: bool) -> Vec<f64> {
@@ -247,7 +264,15 @@ fn softmax_f64(x: &[f64], cols: usize, log: bool) -> Vec<f64> {
 fn softmax_backward_matches_finite_differences() {
     let dev = dev();
     let mut rng = Rng(3);
-    for (rows, cols) in [(1, 1), (3, 17), (2, 33), (1, 65), (2, 128), (1, 4100)] {
+    for (rows, cols) in [
+        (1, 1),
+        (3, 17),
+        (2, 33),
+        (1, 65),
+        (2, 128),
+        (1, 4100),
+        (1, 16_400),
+    ] {
         let x = rng.vec(rows * cols, 3.0);
         let g = rng.vec(rows * cols, 1.0);
         let g64: Vec<f64> = g.iter().map(|&v| f64::from(v)).collect();
@@ -265,23 +290,169 @@ fn softmax_backward_matches_finite_differences() {
             };
             drop(y);
             // Rows are independent: differentiate row by row to keep the test fast.
-            let mut want = Vec::new();
+            let got = dx.to_vec().unwrap();
+            let step = if cols > 1000 { 97 } else { 1 };
             for r in 0..rows {
-                let xr = &x[r * cols..(r + 1) * cols];
-                want.extend(fd_vjp(xr, &g64[r * cols..(r + 1) * cols], |v| {
+                let sl = r * cols..(r + 1) * cols;
+                let want = fd_vjp_at(&x[sl.clone()], &g64[sl.clone()], step, |v| {
                     softmax_f64(v, cols, log)
-                }));
+                });
+                close_at(
+                    &format!("softmax_backward log={log} {rows}x{cols}"),
+                    &got[sl],
+                    &want,
+                    2e-5,
+                    1e-3,
+                );
             }
-            close(
-                &format!("softmax_backward log={log} {rows}x{cols}"),
-                &dx.to_vec().unwrap(),
-                &want,
-                2e-5,
-                1e-3,
-            );
         }
     }
     let a = Tensor::from_slice(&dev, &[1.0; 6], &[2, 3]).unwrap();
     let b = Tensor::from_slice(&dev, &[1.0; 6], &[3, 2]).unwrap();
     assert!(softmax::softmax_backward(&a, &b).is_err());
+}
+
+/// Layer norm (or RMS norm) in f64: x [rows, cols], w, b [cols].
+fn norm_f64(x: &[f64], w: &[f64], b: &[f64], cols: usize, eps: f64, rms: bool) -> Vec<f64> {
+    x.chunks(cols)
+        .flat_map(|r| {
+            let n = cols as f64;
+            let mean = if rms { 0.0 } else { r.iter().sum::<f64>() / n };
+            let var = r.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+            let rstd = 1.0 / (var + eps).sqrt();
+            r.iter()
+                .enumerate()
+                .map(move |(j, v)| (v - mean) * rstd * w[j] + if rms { 0.0 } else { b[j] })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn to64(v: &[f32]) -> Vec<f64> {
+    v.iter().map(|&a| f64::from(a)).collect()
+}
+
+#[test]
+fn norms_forward_match_cpu() {
+    let dev = dev();
+    let mut rng = Rng(4);
+    let mut cases: Vec<(usize, usize)> = SIZES.iter().map(|&c| (SIZES[(c * 3) % 8], c)).collect();
+    cases.extend([(2, 4100), (1, 8195), (66_000, 3)]);
+    for (rows, cols) in cases {
+        let x = rng.vec(rows * cols, 3.0);
+        let w = rng.vec(cols, 1.5);
+        let b = rng.vec(cols, 1.0);
+        let (xt, wt, bt) = (
+            Tensor::from_slice(&dev, &x, &[rows, cols]).unwrap(),
+            Tensor::from_slice(&dev, &w, &[cols]).unwrap(),
+            Tensor::from_slice(&dev, &b, &[cols]).unwrap(),
+        );
+        for rms in [false, true] {
+            let out = if rms {
+                norm::rms_norm(&xt, &wt, 1e-5)
+            } else {
+                norm::layer_norm(&xt, &wt, &bt, 1e-5)
+            }
+            .unwrap();
+            let want = norm_f64(&to64(&x), &to64(&w), &to64(&b), cols, 1e-5, rms);
+            // cols == 1: x - mean is a rounding residue amplified by rstd = 1/sqrt(eps).
+            let atol = if cols == 1 && !rms { 1e-2 } else { 1e-4 };
+            close(
+                &format!("norm rms={rms} {rows}x{cols}"),
+                &out.y.to_vec().unwrap(),
+                &want,
+                atol,
+                1e-4,
+            );
+            assert_eq!(out.stats.shape(), &[rows, 2]);
+        }
+    }
+    let x = Tensor::from_slice(&dev, &[0.0; 6], &[2, 3]).unwrap();
+    let w = Tensor::from_slice(&dev, &[1.0; 4], &[4]).unwrap();
+    assert!(norm::layer_norm(&x, &w, &w, 1e-5).is_err());
+}
+
+#[test]
+fn norms_backward_match_finite_differences() {
+    let dev = dev();
+    let mut rng = Rng(5);
+    // 2100 rows: several rows per workgroup in the backward's partial sums.
+    for (rows, cols) in [
+        (1, 3),
+        (3, 17),
+        (2, 33),
+        (5, 64),
+        (1, 4101),
+        (2, 16_400),
+        (2100, 5),
+    ] {
+        let x = rng.vec(rows * cols, 2.0);
+        let w = rng.vec(cols, 1.5);
+        let b = rng.vec(cols, 1.0);
+        let g = rng.vec(rows * cols, 1.0);
+        let (x64, w64, b64, g64) = (to64(&x), to64(&w), to64(&b), to64(&g));
+        let xt = Tensor::from_slice(&dev, &x, &[rows, cols]).unwrap();
+        let wt = Tensor::from_slice(&dev, &w, &[cols]).unwrap();
+        let bt = Tensor::from_slice(&dev, &b, &[cols]).unwrap();
+        let gt = Tensor::from_slice(&dev, &g, &[rows, cols]).unwrap();
+        let eps = 1e-5;
+        for rms in [false, true] {
+            let (gx, gw, gb) = if rms {
+                let o = norm::rms_norm(&xt, &wt, eps as f32).unwrap();
+                let r = norm::rms_norm_backward(&xt, &wt, &o.stats, &gt).unwrap();
+                (r.grad_x, r.grad_weight, None)
+            } else {
+                let o = norm::layer_norm(&xt, &wt, &bt, eps as f32).unwrap();
+                let r = norm::layer_norm_backward(&xt, &wt, &o.stats, &gt).unwrap();
+                (r.grad_x, r.grad_weight, Some(r.grad_bias))
+            };
+            let what = format!("norm backward rms={rms} {rows}x{cols}");
+            // Input gradient row by row (rows are independent).
+            let got = gx.to_vec().unwrap();
+            let step = if cols > 1000 { 97 } else { 1 };
+            for r in (0..rows).step_by(rows.div_ceil(8)) {
+                let sl = r * cols..(r + 1) * cols;
+                let want = fd_vjp_at(&x[sl.clone()], &g64[sl.clone()], step, |v| {
+                    norm_f64(v, &w64, &b64, cols, eps, rms)
+                });
+                close_at(
+                    &format!("{what}: grad_x row {r}"),
+                    &got[sl],
+                    &want,
+                    1e-3,
+                    1e-3,
+                );
+            }
+            // The weight and bias gradients are linear in the row terms: exact sums in f64.
+            let mut ww = vec![0.0; cols];
+            let mut wb = vec![0.0; cols];
+            for r in 0..rows {
+                let row = &x64[r * cols..(r + 1) * cols];
+                let ones = vec![1.0; cols];
+                let zeros = vec![0.0; cols];
+                let xhat = norm_f64(row, &ones, &zeros, cols, eps, rms);
+                for j in 0..cols {
+                    ww[j] += g64[r * cols + j] * xhat[j];
+                    wb[j] += g64[r * cols + j];
+                }
+            }
+            let tol = 1e-4 * (rows as f64).sqrt();
+            close(
+                &format!("{what}: grad_weight"),
+                &gw.to_vec().unwrap(),
+                &ww,
+                tol,
+                1e-4,
+            );
+            if let Some(gb) = gb {
+                close(
+                    &format!("{what}: grad_bias"),
+                    &gb.to_vec().unwrap(),
+                    &wb,
+                    tol,
+                    1e-4,
+                );
+            }
+        }
+    }
 }

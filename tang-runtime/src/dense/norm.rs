@@ -1,1 +1,411 @@
-//! (being written)
+//! Layer norm and RMS norm over the last axis, forward and backward.
+//!
+//! Forward: one workgroup of 256 threads per row (2-D grid, any number of rows); the row
+//! stays in registers (`vec4` units when its length is a multiple of 4, up to 4096
+//! floats), so it is read once even though the variance is taken around the mean (two
+//! reductions, no `E[x^2] - mean^2` cancellation). The per-row mean and reciprocal standard
+//! deviation are saved for the backward.
+//!
+//! Backward: one kernel computes the input gradient and, in the same pass, per-workgroup
+//! partial sums of the weight and bias gradients: each workgroup walks a block of rows and
+//! every thread accumulates the columns it owns in registers. A second, column reduction
+//! (the deterministic tree of [`super::reduce`]) sums the partials: no float atomics, the
+//! same bits on every run, and `x` and `grad_y` are read once.
+
+use super::reduce::{grid, rows_cols, sum, unit_f1, unit_v4, want_f32, wg_common, words};
+use crate::{Binding, DType, Error, RawKernel, Tensor};
+
+macro_rules! fwd_body {
+    () => {
+        "
+struct P { rows: u32, n: u32, eps: f32, p0: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> x: array<T>;
+@group(0) @binding(2) var<storage, read_write> y: array<T>;
+@group(0) @binding(3) var<storage, read> w: array<T>;
+@group(0) @binding(4) var<storage, read> b: array<T>;
+// Per row: mean (0 for RMS norm), reciprocal standard deviation (or RMS).
+@group(0) @binding(5) var<storage, read_write> stats: array<f32>;
+// true: RMS norm (no mean, no bias; `b` is not read).
+override RMS: bool = false;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let row = group_index(wid, nwg);
+    let live = row < p.rows;
+    let n = select(0u, p.n, live);
+    let base = row * p.n;
+    let cnt = f32(p.n * W);
+    var c: array<T, K>;
+    var mean = 0.0;
+    if (!RMS) {
+        var s1 = 0.0;
+        for (var k = 0u; k < K; k = k + 1u) {
+            let u = lid + k * WG;
+            if (u < n) { let v = x[base + u]; c[k] = v; s1 = s1 + hsum(v); }
+        }
+        for (var u = lid + K * WG; u < n; u = u + WG) { s1 = s1 + hsum(x[base + u]); }
+        mean = wg_sum(s1, lid) / cnt;
+    } else {
+        for (var k = 0u; k < K; k = k + 1u) {
+            let u = lid + k * WG;
+            if (u < n) { c[k] = x[base + u]; }
+        }
+    }
+    var s2 = 0.0;
+    for (var k = 0u; k < K; k = k + 1u) {
+        if (lid + k * WG < n) { let d = c[k] - T(mean); s2 = s2 + hsum(d * d); }
+    }
+    for (var u = lid + K * WG; u < n; u = u + WG) { let d = x[base + u] - T(mean); s2 = s2 + hsum(d * d); }
+    let rstd = inverseSqrt(wg_sum(s2, lid) / cnt + p.eps);
+    for (var k = 0u; k < K; k = k + 1u) {
+        let u = lid + k * WG;
+        if (u < n) {
+            var o = (c[k] - T(mean)) * rstd * w[u];
+            if (!RMS) { o = o + b[u]; }
+            y[base + u] = o;
+        }
+    }
+    for (var u = lid + K * WG; u < n; u = u + WG) {
+        var o = (x[base + u] - T(mean)) * rstd * w[u];
+        if (!RMS) { o = o + b[u]; }
+        y[base + u] = o;
+    }
+    if (lid == 0u && live) {
+        stats[2u * row] = mean;
+        stats[2u * row + 1u] = rstd;
+    }
+}
+"
+    };
+}
+
+macro_rules! bwd_body {
+    () => {
+        "
+struct P { rows: u32, n: u32, rpg: u32, p0: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> x: array<T>;
+@group(0) @binding(2) var<storage, read> w: array<T>;
+@group(0) @binding(3) var<storage, read> stats: array<f32>;
+@group(0) @binding(4) var<storage, read> dy: array<T>;
+@group(0) @binding(5) var<storage, read_write> dx: array<T>;
+// Per workgroup partial sums [groups, n] of grad_y * xhat (weight) and grad_y (bias).
+@group(0) @binding(6) var<storage, read_write> pw: array<T>;
+@group(0) @binding(7) var<storage, read_write> pb: array<T>;
+override RMS: bool = false;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let g = group_index(wid, nwg);
+    let r0 = g * p.rpg;
+    let r1 = min(r0 + p.rpg, p.rows);
+    let live = r0 < p.rows;
+    let n = select(0u, p.n, live);
+    let pbase = g * p.n;
+    let cnt = f32(p.n * W);
+    // Columns past the registers accumulate in this group's partial rows directly.
+    for (var u = lid + K * WG; u < n; u = u + WG) { pw[pbase + u] = T(0.0); pb[pbase + u] = T(0.0); }
+    var aw: array<T, K>;
+    var ab: array<T, K>;
+    var cx: array<T, K>;
+    var cg: array<T, K>;
+    for (var row = r0; row < r1; row = row + 1u) {
+        let base = row * p.n;
+        let mean = stats[2u * row];
+        let rstd = stats[2u * row + 1u];
+        var sg = 0.0;
+        var sgx = 0.0;
+        for (var k = 0u; k < K; k = k + 1u) {
+            let u = lid + k * WG;
+            if (u < n) {
+                let d = dy[base + u];
+                let xh = (x[base + u] - T(mean)) * T(rstd);
+                let gw = d * w[u];
+                cx[k] = xh;
+                cg[k] = gw;
+                sg = sg + hsum(gw);
+                sgx = sgx + hsum(gw * xh);
+                aw[k] = aw[k] + d * xh;
+                ab[k] = ab[k] + d;
+            }
+        }
+        for (var u = lid + K * WG; u < n; u = u + WG) {
+            let d = dy[base + u];
+            let xh = (x[base + u] - T(mean)) * T(rstd);
+            let gw = d * w[u];
+            sg = sg + hsum(gw);
+            sgx = sgx + hsum(gw * xh);
+            pw[pbase + u] = pw[pbase + u] + d * xh;
+            pb[pbase + u] = pb[pbase + u] + d;
+        }
+        let r = wg_sum2(sg, sgx, lid);
+        var mg = r.x / cnt;
+        if (RMS) { mg = 0.0; }
+        let mgx = r.y / cnt;
+        for (var k = 0u; k < K; k = k + 1u) {
+            let u = lid + k * WG;
+            if (u < n) { dx[base + u] = T(rstd) * (cg[k] - T(mg) - cx[k] * mgx); }
+        }
+        for (var u = lid + K * WG; u < n; u = u + WG) {
+            let xh = (x[base + u] - T(mean)) * T(rstd);
+            let gw = dy[base + u] * w[u];
+            dx[base + u] = T(rstd) * (gw - T(mg) - xh * mgx);
+        }
+    }
+    for (var k = 0u; k < K; k = k + 1u) {
+        let u = lid + k * WG;
+        if (u < n) { pw[pbase + u] = aw[k]; pb[pbase + u] = ab[k]; }
+    }
+}
+"
+    };
+}
+
+const FWD_V4: &str = concat!(unit_v4!(), wg_common!(), fwd_body!());
+const FWD_F1: &str = concat!(unit_f1!(), wg_common!(), fwd_body!());
+const BWD_V4: &str = concat!(unit_v4!(), wg_common!(), bwd_body!());
+const BWD_F1: &str = concat!(unit_f1!(), wg_common!(), bwd_body!());
+
+static K_FWD_V4: RawKernel = RawKernel::new("norm_v4", FWD_V4, "main");
+static K_FWD_F1: RawKernel = RawKernel::new("norm", FWD_F1, "main");
+static K_BWD_V4: RawKernel = RawKernel::new("norm_backward_v4", BWD_V4, "main");
+static K_BWD_F1: RawKernel = RawKernel::new("norm_backward", BWD_F1, "main");
+
+/// The WGSL of every norm kernel (for validation in tests).
+pub fn shaders() -> [(&'static str, &'static str); 4] {
+    [
+        ("norm_v4", FWD_V4),
+        ("norm", FWD_F1),
+        ("norm_backward_v4", BWD_V4),
+        ("norm_backward", BWD_F1),
+    ]
+}
+
+/// A norm's output and what its backward needs.
+#[derive(Clone, Debug)]
+pub struct NormOutput {
+    /// The normalised, scaled (and for layer norm shifted) input, shape of `x`.
+    pub y: Tensor,
+    /// `[rows, 2]`: per row the mean (0 for RMS norm) and the reciprocal standard
+    /// deviation (reciprocal RMS), for [`layer_norm_backward`] / [`rms_norm_backward`].
+    pub stats: Tensor,
+}
+
+/// Gradients of [`layer_norm`].
+#[derive(Clone, Debug)]
+pub struct LayerNormGrads {
+    /// Gradient w.r.t. the input, shape of `x`.
+    pub grad_x: Tensor,
+    /// Gradient w.r.t. the weight, `[cols]`.
+    pub grad_weight: Tensor,
+    /// Gradient w.r.t. the bias, `[cols]`.
+    pub grad_bias: Tensor,
+}
+
+/// Gradients of [`rms_norm`].
+#[derive(Clone, Debug)]
+pub struct RmsNormGrads {
+    /// Gradient w.r.t. the input, shape of `x`.
+    pub grad_x: Tensor,
+    /// Gradient w.r.t. the weight, `[cols]`.
+    pub grad_weight: Tensor,
+}
+
+fn check_vec(op: &str, what: &str, t: &Tensor, cols: usize) -> Result<(), Error> {
+    want_f32(op, t)?;
+    if t.shape() != [cols] {
+        return Err(Error::ShapeMismatch {
+            op: op.into(),
+            detail: format!(
+                "{what} has shape {:?}; expected [{cols}] (the last axis of x)",
+                t.shape()
+            ),
+        });
+    }
+    Ok(())
+}
+
+fn check_x(op: &str, x: &Tensor) -> Result<(usize, usize), Error> {
+    want_f32(op, x)?;
+    let (rows, cols) = rows_cols(op, x)?;
+    if x.len() > u32::MAX as usize / 2 {
+        return Err(Error::TooLarge {
+            what: format!("{op}: elements"),
+            requested: x.len() as u64,
+            limit: u64::from(u32::MAX / 2),
+        });
+    }
+    Ok((rows, cols))
+}
+
+fn forward(x: &Tensor, w: &Tensor, b: &Tensor, eps: f32, rms: bool) -> Result<NormOutput, Error> {
+    let op = if rms { "rms_norm" } else { "layer_norm" };
+    let (rows, cols) = check_x(op, x)?;
+    check_vec(op, "weight", w, cols)?;
+    check_vec(op, "bias", b, cols)?;
+    let dev = x.device();
+    let y = dev.empty(x.shape(), DType::F32)?;
+    let stats = dev.empty(&[rows, 2], DType::F32)?;
+    if rows == 0 || cols == 0 {
+        return Ok(NormOutput { y, stats });
+    }
+    let v4 = cols.is_multiple_of(4);
+    let n = if v4 { cols / 4 } else { cols };
+    let u = words(&[rows as u32, n as u32, eps.to_bits(), 0]);
+    let k = if v4 { &K_FWD_V4 } else { &K_FWD_F1 };
+    let g = grid(dev, op, rows as u64)?;
+    let flag = [("RMS", if rms { 1.0 } else { 0.0 })];
+    let binds = [
+        Binding::Uniform(&u),
+        Binding::Read(x),
+        Binding::ReadWrite(&y),
+        Binding::Read(w),
+        Binding::Read(b),
+        Binding::ReadWrite(&stats),
+    ];
+    dev.dispatch_raw(k, &flag, &binds, g)?;
+    Ok(NormOutput { y, stats })
+}
+
+/// Workgroups of the backward: enough for several waves on a large GPU, so the partial
+/// sums (`groups x cols` floats, twice) stay a few percent of the traffic.
+const BWD_GROUPS: usize = 2048;
+
+fn backward(
+    x: &Tensor,
+    w: &Tensor,
+    stats: &Tensor,
+    grad_y: &Tensor,
+    rms: bool,
+) -> Result<(Tensor, Tensor, Option<Tensor>), Error> {
+    let op = if rms {
+        "rms_norm_backward"
+    } else {
+        "layer_norm_backward"
+    };
+    let (rows, cols) = check_x(op, x)?;
+    check_vec(op, "weight", w, cols)?;
+    want_f32(op, stats)?;
+    want_f32(op, grad_y)?;
+    if stats.shape() != [rows, 2] {
+        return Err(Error::ShapeMismatch {
+            op: op.into(),
+            detail: format!(
+                "stats has shape {:?}; expected [{rows}, 2] (NormOutput::stats of the forward)",
+                stats.shape()
+            ),
+        });
+    }
+    if grad_y.shape() != x.shape() {
+        return Err(Error::ShapeMismatch {
+            op: op.into(),
+            detail: format!(
+                "grad_y has shape {:?}; expected the shape of x, {:?}",
+                grad_y.shape(),
+                x.shape()
+            ),
+        });
+    }
+    let dev = x.device();
+    let dx = dev.empty(x.shape(), DType::F32)?;
+    if rows == 0 || cols == 0 {
+        return Ok((
+            dx,
+            Tensor::zeros(dev, &[cols])?,
+            Some(Tensor::zeros(dev, &[cols])?),
+        ));
+    }
+    let rpg = rows.div_ceil(BWD_GROUPS.min(rows));
+    let groups = rows.div_ceil(rpg);
+    let pw = dev.empty(&[groups, cols], DType::F32)?;
+    let pb = dev.empty(&[groups, cols], DType::F32)?;
+    let v4 = cols.is_multiple_of(4);
+    let n = if v4 { cols / 4 } else { cols };
+    let u = words(&[rows as u32, n as u32, rpg as u32, 0]);
+    let k = if v4 { &K_BWD_V4 } else { &K_BWD_F1 };
+    let g = grid(dev, op, groups as u64)?;
+    let flag = [("RMS", if rms { 1.0 } else { 0.0 })];
+    let binds = [
+        Binding::Uniform(&u),
+        Binding::Read(x),
+        Binding::Read(w),
+        Binding::Read(stats),
+        Binding::Read(grad_y),
+        Binding::ReadWrite(&dx),
+        Binding::ReadWrite(&pw),
+        Binding::ReadWrite(&pb),
+    ];
+    dev.dispatch_raw(k, &flag, &binds, g)?;
+    let gw = sum(&pw, 0)?;
+    let gb = if rms { None } else { Some(sum(&pb, 0)?) };
+    Ok((dx, gw, gb))
+}
+
+/// Layer norm over the last axis: `x [..., n]`, `weight [n]`, `bias [n]` ->
+/// `y = (x - mean) / sqrt(var + eps) * weight + bias` (biased variance, as PyTorch), plus
+/// the per-row statistics the backward needs. Pass ones and zeros for no affine part.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] when `weight`/`bias` are not `[n]` or `x` is a scalar,
+/// [`Error::DType`] for u32 tensors, [`Error::TooLarge`] past 2^31 elements.
+pub fn layer_norm(
+    x: &Tensor,
+    weight: &Tensor,
+    bias: &Tensor,
+    eps: f32,
+) -> Result<NormOutput, Error> {
+    forward(x, weight, bias, eps, false)
+}
+
+/// RMS norm over the last axis: `x [..., n]`, `weight [n]` ->
+/// `y = x / sqrt(mean(x^2) + eps) * weight`, plus the per-row statistics.
+///
+/// # Errors
+/// As [`layer_norm`].
+pub fn rms_norm(x: &Tensor, weight: &Tensor, eps: f32) -> Result<NormOutput, Error> {
+    forward(x, weight, weight, eps, true)
+}
+
+/// Gradients of [`layer_norm`] from its input `x [..., n]`, `weight [n]`, the forward's
+/// `stats [rows, 2]` and the upstream gradient `grad_y` (shape of `x`).
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] when the shapes do not fit, [`Error::DType`] for u32 tensors.
+pub fn layer_norm_backward(
+    x: &Tensor,
+    weight: &Tensor,
+    stats: &Tensor,
+    grad_y: &Tensor,
+) -> Result<LayerNormGrads, Error> {
+    let (grad_x, grad_weight, grad_bias) = backward(x, weight, stats, grad_y, false)?;
+    let grad_bias = match grad_bias {
+        Some(t) => t,
+        None => Tensor::zeros(x.device(), &[weight.len()])?,
+    };
+    Ok(LayerNormGrads {
+        grad_x,
+        grad_weight,
+        grad_bias,
+    })
+}
+
+/// Gradients of [`rms_norm`] from its input `x [..., n]`, `weight [n]`, the forward's
+/// `stats [rows, 2]` and the upstream gradient `grad_y` (shape of `x`).
+///
+/// # Errors
+/// As [`layer_norm_backward`].
+pub fn rms_norm_backward(
+    x: &Tensor,
+    weight: &Tensor,
+    stats: &Tensor,
+    grad_y: &Tensor,
+) -> Result<RmsNormGrads, Error> {
+    let (grad_x, grad_weight, _) = backward(x, weight, stats, grad_y, true)?;
+    Ok(RmsNormGrads {
+        grad_x,
+        grad_weight,
+    })
+}
