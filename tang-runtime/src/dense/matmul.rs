@@ -1,1 +1,479 @@
-//! (being written)
+//! Matrix multiplication: `C = op(A) · op(B)` in f32, with either operand read transposed
+//! in place, batched (a rank-2 operand is broadcast over the other's batch, as a Linear
+//! layer needs), an optional bias row and an elementwise [`Epilogue`] fused into the
+//! store; and its backward.
+//!
+//! The shader is generated per variant (tile shape, transposes, which operands allow
+//! vec4 access, bias, epilogue: see `codegen`) and validated by naga the first time it
+//! is used. [`RawKernel`] needs `&'static str`, so each distinct shader text is leaked
+//! once and kept for the life of the process: the count is bounded by the variants
+//! (at most a few hundred) times the distinct epilogues a program uses.
+
+mod codegen;
+mod epilogue;
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+pub use codegen::TileConfig;
+pub use epilogue::Epilogue;
+
+use codegen::{ENTRY, Params, Variant};
+
+use crate::{Binding, DType, Device, Error, RawKernel, Tensor};
+
+/// How to multiply: transposes, bias, epilogue and (optionally) a forced tile shape.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MatmulOptions<'a> {
+    /// A is stored `[.., k, m]` and used transposed (no copy is made).
+    pub transpose_a: bool,
+    /// B is stored `[.., n, k]` and used transposed (no copy is made).
+    pub transpose_b: bool,
+    /// A row of `n` values added to every row of C before the epilogue.
+    pub bias: Option<&'a Tensor>,
+    /// A function applied to every element of C as it is stored.
+    pub epilogue: Option<&'a Epilogue>,
+    /// A tile shape to use instead of the automatic choice (benchmarks and tuning);
+    /// it must satisfy [`TileConfig::is_valid`] and the device's limits.
+    pub tile: Option<TileConfig>,
+}
+
+/// `A · B` for `a: [.., m, k]`, `b: [.., k, n]` (see [`matmul_with`]).
+///
+/// # Errors
+/// As [`matmul_with`].
+pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor, Error> {
+    matmul_with(a, b, &MatmulOptions::default())
+}
+
+/// The shapes of one matmul after the arguments were checked.
+#[derive(Clone, Debug)]
+struct Dims {
+    m: usize,
+    n: usize,
+    k: usize,
+    batch: usize,
+    a_bstride: usize,
+    b_bstride: usize,
+    out_shape: Vec<usize>,
+}
+
+fn mismatch(detail: String) -> Error {
+    Error::ShapeMismatch {
+        op: "matmul".into(),
+        detail,
+    }
+}
+
+fn dims(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Dims, Error> {
+    for (name, t) in [("a", a), ("b", b)] {
+        if t.dtype() != DType::F32 {
+            return Err(Error::DType {
+                op: format!("matmul ({name})"),
+                expected: DType::F32,
+                got: t.dtype(),
+            });
+        }
+    }
+    let (sa, sb) = (a.shape(), b.shape());
+    if sa.len() < 2 || sb.len() < 2 {
+        return Err(mismatch(format!(
+            "both operands need rank >= 2 ([.., rows, cols]), got a {sa:?} and b {sb:?}; reshape a vector to [1, n] or [n, 1]"
+        )));
+    }
+    let (ra, ca) = (sa[sa.len() - 2], sa[sa.len() - 1]);
+    let (rb, cb) = (sb[sb.len() - 2], sb[sb.len() - 1]);
+    let (m, k) = if o.transpose_a { (ca, ra) } else { (ra, ca) };
+    let (k2, n) = if o.transpose_b { (cb, rb) } else { (rb, cb) };
+    if k != k2 {
+        return Err(mismatch(format!(
+            "inner dimensions differ: op(a) is [{m}, {k}] (a {sa:?}, transpose_a = {}) but op(b) is [{k2}, {n}] (b {sb:?}, transpose_b = {}); expected b to have {k} {}",
+            o.transpose_a,
+            o.transpose_b,
+            if o.transpose_b { "columns" } else { "rows" }
+        )));
+    }
+    let (la, lb) = (&sa[..sa.len() - 2], &sb[..sb.len() - 2]);
+    let (ba, bb): (usize, usize) = (la.iter().product(), lb.iter().product());
+    let (batch, lead, a_bstride, b_bstride) = match (la.is_empty(), lb.is_empty()) {
+        (true, true) => (1, vec![], 0, 0),
+        (false, true) => (ba, la.to_vec(), m * k, 0),
+        (true, false) => (bb, lb.to_vec(), 0, k * n),
+        (false, false) => {
+            if la != lb {
+                return Err(mismatch(format!(
+                    "batch dimensions differ: a {sa:?} has batch {la:?}, b {sb:?} has batch {lb:?}; use equal batch dimensions, or a rank-2 operand to broadcast it"
+                )));
+            }
+            (ba, la.to_vec(), m * k, k * n)
+        }
+    };
+    if let Some(bias) = o.bias {
+        if bias.dtype() != DType::F32 {
+            return Err(Error::DType {
+                op: "matmul (bias)".into(),
+                expected: DType::F32,
+                got: bias.dtype(),
+            });
+        }
+        if bias.len() != n || bias.shape().iter().rev().skip(1).any(|&d| d != 1) {
+            return Err(mismatch(format!(
+                "bias has shape {:?}, expected [{n}] (one value per column of C)",
+                bias.shape()
+            )));
+        }
+    }
+    let mut out_shape = lead;
+    out_shape.extend([m, n]);
+    let limit = u32::MAX as usize;
+    let out_len = batch.checked_mul(m).and_then(|x| x.checked_mul(n));
+    for (what, len) in [
+        ("a", Some(a.len())),
+        ("b", Some(b.len())),
+        ("output", out_len),
+    ] {
+        match len {
+            Some(l) if l <= limit => {}
+            _ => {
+                return Err(Error::TooLarge {
+                    what: format!("matmul: elements of {what}"),
+                    requested: len.map_or(u64::MAX, |l| l as u64),
+                    limit: limit as u64,
+                });
+            }
+        }
+    }
+    Ok(Dims {
+        m,
+        n,
+        k,
+        batch,
+        a_bstride,
+        b_bstride,
+        out_shape,
+    })
+}
+
+impl TileConfig {
+    /// Whether this tile is valid and within `dev`'s limits (threads per workgroup,
+    /// workgroup memory).
+    pub fn fits(&self, dev: &Device) -> bool {
+        let l = &dev.info().limits;
+        self.is_valid()
+            && self.threads() <= l.max_compute_invocations_per_workgroup
+            && self.threads() <= l.max_compute_workgroup_size_x
+            && self.workgroup_bytes() <= l.max_compute_workgroup_storage_size
+    }
+}
+
+fn fits(dev: &Device, tile: &TileConfig) -> bool {
+    tile.fits(dev)
+}
+
+/// The automatic tile choice: the largest block that still gives enough workgroups to
+/// fill a big GPU (about two per SM on a 132-SM part), since a large block has the most
+/// arithmetic per byte of workgroup memory read.
+fn choose_tile(dev: &Device, m: usize, n: usize, batch: usize) -> Option<TileConfig> {
+    let blocks = |t: &TileConfig| m.div_ceil(t.bm as usize) * n.div_ceil(t.bn as usize) * batch;
+    let ladder = [
+        (TileConfig::LARGE, 192),
+        (TileConfig::WIDE, 192),
+        (TileConfig::MEDIUM, 64),
+    ];
+    for (t, min_blocks) in ladder {
+        if fits(dev, &t) && blocks(&t) >= min_blocks {
+            return Some(t);
+        }
+    }
+    [TileConfig::SMALL, TileConfig::MEDIUM, TileConfig::LARGE]
+        .into_iter()
+        .find(|t| fits(dev, t))
+}
+
+type KernelCache = Mutex<HashMap<(Variant, u64), RawKernel>>;
+
+fn cache() -> &'static KernelCache {
+    static CACHE: OnceLock<KernelCache> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// The kernel for `v` (and `epi`), generated, validated and leaked on first use.
+fn kernel(v: &Variant, epi: Option<&Epilogue>) -> Result<RawKernel, Error> {
+    let key = (*v, epi.map_or(0, Epilogue::hash));
+    let mut map = cache().lock().map_err(|_| Error::Poisoned)?;
+    if let Some(k) = map.get(&key) {
+        return Ok(*k);
+    }
+    let text = codegen::generate(v, epi.map_or("", Epilogue::wgsl));
+    tang_expr::validate(&text).map_err(|e| Error::Shader(tang_expr::ExprError::Invalid(e)))?;
+    let text: &'static str = Box::leak(text.into_boxed_str());
+    let k = RawKernel::new("matmul", text, ENTRY);
+    map.insert(key, k);
+    Ok(k)
+}
+
+/// `C = op(A) · op(B) (+ bias) |> epilogue`.
+///
+/// Shapes: `op(a)` is `[.., m, k]` (`a` is `[.., k, m]` when `transpose_a`), `op(b)` is
+/// `[.., k, n]` (`b` is `[.., n, k]` when `transpose_b`); the result is `[.., m, n]`.
+/// Batch dimensions (everything before the last two) must be equal, or one operand is
+/// rank 2 and is used for every batch. `bias` has `n` elements. Any sizes work
+/// (including `k = 0`, where C is the bias passed through the epilogue).
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] (the message gives the expected shape), [`Error::DType`] for
+/// a u32 tensor, [`Error::TooLarge`] for more than 2^32 - 1 elements in one operand or a
+/// forced tile the device cannot run, [`Error::Shader`] (a bug) if a generated shader
+/// fails validation.
+pub fn matmul_with(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Tensor, Error> {
+    let d = dims(a, b, o)?;
+    let dev = a.device();
+    let out = dev.empty(&d.out_shape, DType::F32)?;
+    if out.is_empty() {
+        return Ok(out);
+    }
+    let tile = match o.tile {
+        Some(t) if fits(dev, &t) => t,
+        Some(t) => {
+            return Err(Error::TooLarge {
+                what: format!(
+                    "matmul: tile {t:?} ({} threads, {} bytes of workgroup memory; it must also satisfy TileConfig::is_valid)",
+                    t.threads(),
+                    t.workgroup_bytes()
+                ),
+                requested: t.workgroup_bytes().into(),
+                limit: dev.info().limits.max_compute_workgroup_storage_size.into(),
+            });
+        }
+        None => choose_tile(dev, d.m, d.n, d.batch).ok_or_else(|| Error::TooLarge {
+            what: "matmul: the smallest tile's workgroup memory".into(),
+            requested: TileConfig::SMALL.workgroup_bytes().into(),
+            limit: dev.info().limits.max_compute_workgroup_storage_size.into(),
+        })?,
+    };
+    let v = Variant {
+        tile,
+        ta: o.transpose_a,
+        tb: o.transpose_b,
+        // vec4 access needs a 16-byte binding: an empty operand (k = 0) stays scalar.
+        va: (if o.transpose_a { d.m } else { d.k }).is_multiple_of(4) && !a.is_empty(),
+        vb: (if o.transpose_b { d.k } else { d.n }).is_multiple_of(4) && !b.is_empty(),
+        vc: d.n.is_multiple_of(4),
+        bias: o.bias.is_some(),
+        epilogue: o.epilogue.is_some(),
+    };
+    let k = kernel(&v, o.epilogue)?;
+    let p = Params {
+        m: d.m as u32,
+        n: d.n as u32,
+        k: d.k as u32,
+        a_bstride: d.a_bstride as u32,
+        b_bstride: d.b_bstride as u32,
+        batch: d.batch as u32,
+    };
+    let max = dev.info().limits.max_compute_workgroups_per_dimension;
+    let (uniform, grid) = codegen::launch_shape(&p, &tile, o.transpose_a, o.transpose_b, max)
+        .ok_or_else(|| Error::TooLarge {
+            what: "matmul: workgroups (batch x row blocks x column blocks)".into(),
+            requested: (d.m.div_ceil(tile.bm as usize) * d.n.div_ceil(tile.bn as usize) * d.batch)
+                as u64,
+            limit: (max as u64).pow(3).min(u32::MAX as u64),
+        })?;
+    let mut bindings = vec![
+        Binding::Uniform(&uniform),
+        Binding::Read(a),
+        Binding::Read(b),
+    ];
+    if let Some(bias) = o.bias {
+        bindings.push(Binding::Read(bias));
+    }
+    bindings.push(Binding::ReadWrite(&out));
+    dev.dispatch_raw(&k, &[], &bindings, grid)?;
+    Ok(out)
+}
+
+/// Gradients of `C = op(A) · op(B)` (bias and epilogue excluded: for those, pass the
+/// gradient with respect to the pre-epilogue value, and get the bias gradient from
+/// [`bias_backward`]). Same shapes and flags as the forward; returns
+/// `(grad_a, grad_b)` shaped like `a` and `b`. A broadcast (rank-2) operand's gradient
+/// is summed over the batch.
+///
+/// # Errors
+/// As [`matmul_with`], plus [`Error::ShapeMismatch`] when `grad_c` is not shaped like C.
+pub fn matmul_backward(
+    a: &Tensor,
+    b: &Tensor,
+    grad_c: &Tensor,
+    transpose_a: bool,
+    transpose_b: bool,
+) -> Result<(Tensor, Tensor), Error> {
+    let o = MatmulOptions {
+        transpose_a,
+        transpose_b,
+        ..Default::default()
+    };
+    let d = dims(a, b, &o)?;
+    if grad_c.shape() != d.out_shape.as_slice() {
+        return Err(mismatch(format!(
+            "grad_c has shape {:?}, expected the output's shape {:?}",
+            grad_c.shape(),
+            d.out_shape
+        )));
+    }
+    let mm = |x: &Tensor, y: &Tensor, ta: bool, tb: bool| {
+        matmul_with(
+            x,
+            y,
+            &MatmulOptions {
+                transpose_a: ta,
+                transpose_b: tb,
+                ..Default::default()
+            },
+        )
+    };
+    let (ta, tb) = (transpose_a, transpose_b);
+    let a_batched = a.shape().len() > 2;
+    let b_batched = b.shape().len() > 2;
+    let g = grad_c;
+    // d op(A) = G op(B)^T, d op(B) = op(A)^T G.
+    let grad_a = |bb: &Tensor| {
+        if ta {
+            mm(bb, g, tb, true)
+        } else {
+            mm(g, bb, false, !tb)
+        }
+    };
+    let grad_b = |aa: &Tensor| {
+        if tb {
+            mm(g, aa, true, ta)
+        } else {
+            mm(aa, g, !ta, false)
+        }
+    };
+    let ga = if a_batched || !b_batched {
+        grad_a(b)?
+    } else {
+        sum_batch(&grad_a(b)?, a.shape())?
+    };
+    let gb = if b_batched || !a_batched {
+        grad_b(a)?
+    } else if !ta {
+        // Linear layers: A is [batch.., m, k]; fold the batch into m and the sum over
+        // the batch becomes part of one matmul's reduction.
+        let rows = d.batch * d.m;
+        let af = a.reshape(&[rows, d.k])?;
+        let gf = g.reshape(&[rows, d.n])?;
+        if tb {
+            mm(&gf, &af, true, false)?
+        } else {
+            mm(&af, &gf, true, false)?
+        }
+    } else {
+        sum_batch(&grad_b(a)?, b.shape())?
+    };
+    Ok((ga.reshape(a.shape())?, gb.reshape(b.shape())?))
+}
+
+/// Sums `t: [batch.., r, c]` over its batch into `shape` (`[r, c]`), as one matmul with a
+/// row of ones.
+fn sum_batch(t: &Tensor, shape: &[usize]) -> Result<Tensor, Error> {
+    let inner: usize = shape.iter().product();
+    let batch = t.len() / inner.max(1);
+    let ones = Tensor::full(t.device(), &[1, batch], 1.0)?;
+    matmul(&ones, &t.reshape(&[batch, inner])?)?.reshape(shape)
+}
+
+/// The gradient of a bias added to every row of C: `grad_c` (`[.., n]`) summed over all
+/// leading dimensions, shape `[n]`.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] for a tensor of rank 0.
+pub fn bias_backward(grad_c: &Tensor) -> Result<Tensor, Error> {
+    let Some(&n) = grad_c.shape().last() else {
+        return Err(mismatch("grad_c must have rank >= 1 ([.., n])".into()));
+    };
+    if n == 0 {
+        return grad_c.device().empty(&[0], DType::F32);
+    }
+    let rows = grad_c.len() / n;
+    let ones = Tensor::full(grad_c.device(), &[1, rows], 1.0)?;
+    matmul(&ones, &grad_c.reshape(&[rows, n])?)?.reshape(&[n])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::codegen::{Variant, generate};
+    use super::*;
+
+    /// Every variant of every preset tile passes naga.
+    #[test]
+    fn every_variant_validates() {
+        let presets = [
+            TileConfig::LARGE,
+            TileConfig::LARGE_K16,
+            TileConfig::WIDE,
+            TileConfig::MEDIUM,
+            TileConfig::MEDIUM_T256,
+            TileConfig::SMALL,
+        ];
+        let epi = "fn tang_epilogue(x: f32) -> f32 { return max(x, 0.0f); }\n";
+        for tile in presets {
+            assert!(tile.is_valid(), "{tile:?}");
+            for bits in 0..256u32 {
+                let f = |i: u32| bits & (1 << i) != 0;
+                let v = Variant {
+                    tile,
+                    ta: f(0),
+                    tb: f(1),
+                    va: f(2),
+                    vb: f(3),
+                    vc: f(4),
+                    bias: f(5),
+                    epilogue: f(6),
+                };
+                // The other flags are covered on the preset that matters most.
+                if f(7) || (tile != TileConfig::LARGE && bits > 32) {
+                    continue;
+                }
+                let text = generate(&v, epi);
+                if let Err(e) = tang_expr::validate(&text) {
+                    panic!("{v:?}: {e}\n{text}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn invalid_tiles_are_rejected() {
+        assert!(
+            !TileConfig {
+                bm: 128,
+                bn: 128,
+                bk: 8,
+                tm: 6,
+                tn: 8
+            }
+            .is_valid()
+        );
+        assert!(
+            !TileConfig {
+                bm: 64,
+                bn: 64,
+                bk: 4,
+                tm: 4,
+                tn: 4
+            }
+            .is_valid()
+        );
+        assert!(
+            !TileConfig {
+                bm: 128,
+                bn: 128,
+                bk: 6,
+                tm: 8,
+                tn: 8
+            }
+            .is_valid()
+        );
+    }
+}

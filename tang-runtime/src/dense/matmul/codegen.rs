@@ -1,0 +1,551 @@
+//! The matmul shader generator: one WGSL text per (tile, layout, alignment, bias,
+//! epilogue) variant, with every constant baked in and the inner loops unrolled in the
+//! text, so the SPIR-V handed to the driver already has the register-blocked shape
+//! (naga does not unroll loops, and a driver may not promote a dynamically indexed
+//! private array to registers).
+//!
+//! Scheme (the classic register-blocked SGEMM):
+//! - A workgroup computes a `bm x bn` block of C; each thread a `tm x tn` micro-tile
+//!   held in `tm * tn / 4` vec4 accumulators. With `tm = 8` a thread owns rows
+//!   `4 ty .. 4 ty + 4` and `bm/2 + 4 ty ..`, so a warp reads each operand as a few
+//!   contiguous or broadcast vec4s (conflict-free) and its stores are coalesced.
+//! - Both operands are staged in workgroup memory as `[bk][rows]` (A transposed), so the
+//!   inner product reads `vec4`s along m and along n: per k step a thread issues
+//!   `tm/4 + tn/4` vec4 loads for `tm * tn` FMAs.
+//! - Double buffering with a register prefetch: the global loads of tile `t + 1` are
+//!   issued before the FMAs of tile `t` and stored to the other buffer afterwards, so
+//!   there is one barrier per k tile and global latency hides behind the arithmetic.
+//! - Global loads are `vec4` when the operand's contiguous dimension is a multiple of 4
+//!   (the tensors start at offset 0, so every row then starts 16-byte aligned); bounds
+//!   guards are only evaluated on edge tiles (a workgroup-uniform branch).
+//! - Workgroups are ordered in groups of `GROUP_M` block rows so the ones running at the
+//!   same time share panels of A and B in L2.
+
+use std::fmt::Write as _;
+
+/// Block rows walked together by consecutive workgroups (L2 reuse).
+const GROUP_M: u32 = 8;
+
+/// The tile shape of a matmul kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TileConfig {
+    /// Rows of C per workgroup.
+    pub bm: u32,
+    /// Columns of C per workgroup.
+    pub bn: u32,
+    /// Depth of one k tile staged in workgroup memory.
+    pub bk: u32,
+    /// Rows of C per thread (4 or 8).
+    pub tm: u32,
+    /// Columns of C per thread (4 or 8).
+    pub tn: u32,
+}
+
+impl TileConfig {
+    /// 128 x 128 block, k tiles of 8, 8 x 8 per thread, 256 threads: large matrices.
+    pub const LARGE: TileConfig = TileConfig {
+        bm: 128,
+        bn: 128,
+        bk: 8,
+        tm: 8,
+        tn: 8,
+    };
+    /// 128 x 128 block with k tiles of 16 (half the barriers, twice the staging memory).
+    pub const LARGE_K16: TileConfig = TileConfig {
+        bm: 128,
+        bn: 128,
+        bk: 16,
+        tm: 8,
+        tn: 8,
+    };
+    /// 128 x 64 block, 8 x 8 per thread, 128 threads.
+    pub const WIDE: TileConfig = TileConfig {
+        bm: 128,
+        bn: 64,
+        bk: 8,
+        tm: 8,
+        tn: 8,
+    };
+    /// 64 x 64 block, 8 x 8 per thread, 64 threads.
+    pub const MEDIUM: TileConfig = TileConfig {
+        bm: 64,
+        bn: 64,
+        bk: 8,
+        tm: 8,
+        tn: 8,
+    };
+    /// 64 x 64 block, 4 x 4 per thread, 256 threads (more threads per block).
+    pub const MEDIUM_T256: TileConfig = TileConfig {
+        bm: 64,
+        bn: 64,
+        bk: 16,
+        tm: 4,
+        tn: 4,
+    };
+    /// 32 x 32 block, 4 x 4 per thread, 64 threads: small matrices and small limits.
+    pub const SMALL: TileConfig = TileConfig {
+        bm: 32,
+        bn: 32,
+        bk: 16,
+        tm: 4,
+        tn: 4,
+    };
+
+    /// Threads per workgroup.
+    pub fn threads(&self) -> u32 {
+        (self.bm / self.tm) * (self.bn / self.tn)
+    }
+
+    /// Bytes of workgroup memory the kernel declares (both buffers of both operands,
+    /// with the padding a transposing store adds).
+    pub fn workgroup_bytes(&self) -> u32 {
+        2 * self.bk * ((self.bm + 4) + (self.bn + 4)) * 4
+    }
+
+    /// Whether the generator supports this shape: `tm, tn` in {4, 8}, the block a
+    /// multiple of the micro-tile, and the vec4 loads of each tile spread evenly over
+    /// the threads.
+    pub fn is_valid(&self) -> bool {
+        let t = self.threads();
+        matches!(self.tm, 4 | 8)
+            && matches!(self.tn, 4 | 8)
+            && self.bm.is_multiple_of(self.tm)
+            && self.bn.is_multiple_of(self.tn)
+            && self.bk.is_multiple_of(4)
+            && self.bk > 0
+            && t > 0
+            && t <= 1024
+            && (self.bm * self.bk / 4).is_multiple_of(t)
+            && (self.bn * self.bk / 4).is_multiple_of(t)
+            && (self.bm * self.bk / 4) >= t
+            && (self.bn * self.bk / 4) >= t
+    }
+}
+
+/// Everything that changes the shader text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Variant {
+    /// The tile shape.
+    pub tile: TileConfig,
+    /// A is stored `[k, m]`.
+    pub ta: bool,
+    /// B is stored `[n, k]`.
+    pub tb: bool,
+    /// A's contiguous dimension is a multiple of 4 (vec4 loads).
+    pub va: bool,
+    /// B's contiguous dimension is a multiple of 4.
+    pub vb: bool,
+    /// n is a multiple of 4 (vec4 stores of C and loads of the bias).
+    pub vc: bool,
+    /// A bias row is bound (binding 3) and added on store.
+    pub bias: bool,
+    /// An epilogue function `tang_epilogue` is applied on store.
+    pub epilogue: bool,
+}
+
+/// The entry point of every generated matmul shader.
+pub const ENTRY: &str = "main";
+
+/// The uniform block (16 u32 words), in the order [`params_bytes`] writes them.
+const PARAMS: &str = "struct Params {
+    m: u32, n: u32, k: u32, k_tiles: u32,
+    a_bstride: u32, b_bstride: u32, c_bstride: u32, lda: u32,
+    ldb: u32, m_tiles: u32, n_tiles: u32, total: u32,
+    grid_x: u32, grid_xy: u32, pad0: u32, pad1: u32,
+}
+";
+
+/// The uniform values of one launch.
+#[derive(Clone, Copy, Debug)]
+pub struct Params {
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub a_bstride: u32,
+    pub b_bstride: u32,
+    pub batch: u32,
+}
+
+/// Uniform bytes and workgroup grid for a launch of `tile`.
+/// Returns `None` when the grid does not fit in `max_per_dim` per dimension.
+pub fn launch_shape(
+    p: &Params,
+    tile: &TileConfig,
+    ta: bool,
+    tb: bool,
+    max_per_dim: u32,
+) -> Option<(Vec<u8>, [u32; 3])> {
+    let m_tiles = p.m.div_ceil(tile.bm);
+    let n_tiles = p.n.div_ceil(tile.bn);
+    let total = (m_tiles as u64) * (n_tiles as u64) * (p.batch as u64);
+    if total > u32::MAX as u64 {
+        return None;
+    }
+    let total = total as u32;
+    let gx = total.min(max_per_dim).max(1);
+    let rest = total.div_ceil(gx);
+    let gy = rest.min(max_per_dim).max(1);
+    let gz = rest.div_ceil(gy).max(1);
+    if gz > max_per_dim {
+        return None;
+    }
+    let lda = if ta { p.m } else { p.k };
+    let ldb = if tb { p.k } else { p.n };
+    let words: [u32; 16] = [
+        p.m,
+        p.n,
+        p.k,
+        p.k.div_ceil(tile.bk),
+        p.a_bstride,
+        p.b_bstride,
+        p.m * p.n,
+        lda,
+        ldb,
+        m_tiles,
+        n_tiles,
+        total,
+        gx,
+        gx * gy,
+        0,
+        0,
+    ];
+    Some((bytemuck::cast_slice(&words).to_vec(), [gx, gy, gz]))
+}
+
+/// One operand's staging plan.
+struct Operand {
+    /// `a` or `b` (the buffer) and `sa`/`sb` (its workgroup array).
+    name: char,
+    /// Rows of the tile (bm for A, bn for B).
+    rows: u32,
+    /// Elements along k are contiguous in memory (A not transposed, B transposed).
+    kcontig: bool,
+    /// vec4 global loads.
+    vec: bool,
+    /// Padding of each `[rows]` line in workgroup memory.
+    pad: u32,
+}
+
+impl Operand {
+    fn width(&self) -> u32 {
+        if self.vec { 4 } else { 1 }
+    }
+    fn line(&self) -> u32 {
+        self.rows + self.pad
+    }
+    /// Floats in one buffer of the staged tile.
+    fn buf(&self, bk: u32) -> u32 {
+        bk * self.line()
+    }
+}
+
+/// Emits the statements that load the operand's part of k tile `kt` (a WGSL expression)
+/// into the prefetch registers `p<name><i>`, guarded or not.
+fn emit_loads(w: &mut String, op: &Operand, v: &Variant, guarded: bool, kt: &str) {
+    let t = v.tile.threads();
+    let bk = v.tile.bk;
+    let wd = op.width();
+    let units = op.rows * bk / wd;
+    let n = op.name;
+    let (r0, rmax, ld, base) = if n == 'a' {
+        ("m0", "p.m", "p.lda", "a_base")
+    } else {
+        ("n0", "p.n", "p.ldb", "b_base")
+    };
+    for i in 0..units / t {
+        let _ = writeln!(w, "        {{\n            let u = lid + {}u;", i * t);
+        if op.kcontig {
+            let per = bk / wd;
+            let _ = writeln!(
+                w,
+                "            let r = {r0} + u / {per}u;\n            let kk = {kt} * {bk}u + (u % {per}u) * {wd}u;\n            let gi = {base} + r * {ld} + kk;"
+            );
+        } else {
+            let per = op.rows / wd;
+            let _ = writeln!(
+                w,
+                "            let r = {r0} + (u % {per}u) * {wd}u;\n            let kk = {kt} * {bk}u + u / {per}u;\n            let gi = {base} + kk * {ld} + r;"
+            );
+        }
+        let load = if op.vec {
+            format!("{n}[gi >> 2u]")
+        } else {
+            format!("{n}[gi]")
+        };
+        if guarded {
+            // With vec4 loads the contiguous extent is a multiple of 4 and the vector
+            // starts at a multiple of 4, so checking its first element is exact.
+            let zero = if op.vec { "vec4<f32>()" } else { "0.0f" };
+            let _ = writeln!(
+                w,
+                "            p{n}{i} = {zero};\n            if (r < {rmax} && kk < p.k) {{ p{n}{i} = {load}; }}"
+            );
+        } else {
+            let _ = writeln!(w, "            p{n}{i} = {load};");
+        }
+        w.push_str("        }\n");
+    }
+}
+
+/// Emits the stores of the prefetch registers into workgroup buffer `sel` (a WGSL u32).
+fn emit_stage(w: &mut String, op: &Operand, v: &Variant, sel: &str) {
+    let t = v.tile.threads();
+    let bk = v.tile.bk;
+    let wd = op.width();
+    let units = op.rows * bk / wd;
+    let n = op.name;
+    let line = op.line();
+    let buf = op.buf(bk);
+    for i in 0..units / t {
+        let _ = writeln!(w, "    {{\n        let u = lid + {}u;", i * t);
+        if op.kcontig {
+            let per = bk / wd;
+            let _ = writeln!(
+                w,
+                "        let s = {sel} * {buf}u + (u % {per}u) * {wd}u * {line}u + u / {per}u;"
+            );
+            if op.vec {
+                // Transposing store: four scalars into four lines (component writes).
+                for (j, c) in ['x', 'y', 'z', 'w'].iter().enumerate() {
+                    let off = j as u32 * line;
+                    let _ = writeln!(
+                        w,
+                        "        s{n}[(s + {off}u) >> 2u][(s + {off}u) & 3u] = p{n}{i}.{c};"
+                    );
+                }
+            } else {
+                let _ = writeln!(w, "        s{n}[s >> 2u][s & 3u] = p{n}{i};");
+            }
+        } else {
+            let per = op.rows / wd;
+            let _ = writeln!(
+                w,
+                "        let s = {sel} * {buf}u + (u / {per}u) * {line}u + (u % {per}u) * {wd}u;"
+            );
+            if op.vec {
+                let _ = writeln!(w, "        s{n}[s >> 2u] = p{n}{i};");
+            } else {
+                let _ = writeln!(w, "        s{n}[s >> 2u][s & 3u] = p{n}{i};");
+            }
+        }
+        w.push_str("    }\n");
+    }
+}
+
+/// The WGSL of `v`, with `epilogue` (the text of `fn tang_epilogue(x: f32) -> f32` and
+/// its helpers) pasted in when `v.epilogue` is set.
+pub fn generate(v: &Variant, epilogue: &str) -> String {
+    let tile = v.tile;
+    let (bm, bn, bk, tm, tn) = (tile.bm, tile.bn, tile.bk, tile.tm, tile.tn);
+    let threads = tile.threads();
+    let opa = Operand {
+        name: 'a',
+        rows: bm,
+        kcontig: !v.ta,
+        vec: v.va,
+        pad: if v.ta { 0 } else { 4 },
+    };
+    let opb = Operand {
+        name: 'b',
+        rows: bn,
+        kcontig: v.tb,
+        vec: v.vb,
+        pad: if v.tb { 4 } else { 0 },
+    };
+    let ty_a = |vec: bool| if vec { "vec4<f32>" } else { "f32" };
+
+    let mut w = String::with_capacity(16 * 1024);
+    let _ = writeln!(
+        w,
+        "// tang matmul {bm}x{bn}x{bk} ({tm}x{tn} per thread), A{} B{} (generated)",
+        if v.ta { "^T" } else { "" },
+        if v.tb { "^T" } else { "" }
+    );
+    w.push_str(PARAMS);
+    w.push_str("@group(0) @binding(0) var<uniform> p: Params;\n");
+    let _ = writeln!(
+        w,
+        "@group(0) @binding(1) var<storage, read> a: array<{}>;",
+        ty_a(v.va)
+    );
+    let _ = writeln!(
+        w,
+        "@group(0) @binding(2) var<storage, read> b: array<{}>;",
+        ty_a(v.vb)
+    );
+    let mut binding = 3;
+    if v.bias {
+        let _ = writeln!(
+            w,
+            "@group(0) @binding(3) var<storage, read> bias: array<{}>;",
+            ty_a(v.vc)
+        );
+        binding = 4;
+    }
+    let _ = writeln!(
+        w,
+        "@group(0) @binding({binding}) var<storage, read_write> c: array<{}>;",
+        ty_a(v.vc)
+    );
+    let _ = writeln!(
+        w,
+        "var<workgroup> sa: array<vec4<f32>, {}>;",
+        2 * opa.buf(bk) / 4
+    );
+    let _ = writeln!(
+        w,
+        "var<workgroup> sb: array<vec4<f32>, {}>;",
+        2 * opb.buf(bk) / 4
+    );
+    if v.epilogue {
+        w.push_str(epilogue);
+        w.push('\n');
+    }
+
+    let _ = writeln!(
+        w,
+        "@compute @workgroup_size({threads})
+fn {ENTRY}(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{
+    let lin = wg.x + wg.y * p.grid_x + wg.z * p.grid_xy;
+    if (lin >= p.total) {{ return; }}
+    let per = p.m_tiles * p.n_tiles;
+    let bat = lin / per;
+    let rem = lin - bat * per;
+    // Grouped order: {GROUP_M} block rows at a time share A and B panels in L2.
+    let width = {GROUP_M}u * p.n_tiles;
+    let grp = rem / width;
+    let first_m = grp * {GROUP_M}u;
+    let gsize = min(p.m_tiles - first_m, {GROUP_M}u);
+    let rr = rem - grp * width;
+    let m0 = (first_m + rr % gsize) * {bm}u;
+    let n0 = (rr / gsize) * {bn}u;
+    let a_base = bat * p.a_bstride;
+    let b_base = bat * p.b_bstride;
+    let c_base = bat * p.c_bstride;
+    let tx = lid % {}u;
+    let ty = lid / {}u;
+    let full_mn = m0 + {bm}u <= p.m && n0 + {bn}u <= p.n;",
+        bn / tn,
+        bn / tn
+    );
+    for i in 0..tm {
+        for j in 0..tn / 4 {
+            let _ = writeln!(w, "    var c{i}_{j} = vec4<f32>();");
+        }
+    }
+    for (op, n) in [(&opa, bm), (&opb, bn)] {
+        for i in 0..(n * bk / op.width()) / threads {
+            let _ = writeln!(w, "    var p{}{i}: {};", op.name, ty_a(op.vec));
+        }
+    }
+
+    // Loads of k tile `kt` into the prefetch registers (guarded only on edge tiles).
+    let loads = |w: &mut String, kt: &str| {
+        let _ = writeln!(w, "    if (full_mn && ({kt} + 1u) * {bk}u <= p.k) {{");
+        emit_loads(w, &opa, v, false, kt);
+        emit_loads(w, &opb, v, false, kt);
+        w.push_str("    } else {\n");
+        emit_loads(w, &opa, v, true, kt);
+        emit_loads(w, &opb, v, true, kt);
+        w.push_str("    }\n");
+    };
+
+    w.push_str("    if (p.k_tiles > 0u) {\n");
+    loads(&mut w, "0u");
+    emit_stage(&mut w, &opa, v, "0u");
+    emit_stage(&mut w, &opb, v, "0u");
+    w.push_str("    }\n    workgroupBarrier();\n");
+    w.push_str("    for (var t = 0u; t < p.k_tiles; t++) {\n");
+    w.push_str("        let cur = t & 1u;\n        let has_next = t + 1u < p.k_tiles;\n");
+    w.push_str("        if (has_next) {\n");
+    let mut inner = String::new();
+    loads(&mut inner, "(t + 1u)");
+    w.push_str(&inner);
+    w.push_str("        }\n");
+    let _ = writeln!(
+        w,
+        "        let oa = cur * {}u + ty;\n        let ob = cur * {}u + tx;",
+        opa.buf(bk) / 4,
+        opb.buf(bk) / 4
+    );
+    for kk in 0..bk {
+        let la = kk * opa.line() / 4;
+        let lb = kk * opb.line() / 4;
+        let _ = writeln!(w, "        {{\n            let a0 = sa[oa + {la}u];");
+        if tm == 8 {
+            let _ = writeln!(w, "            let a1 = sa[oa + {}u];", la + bm / 8);
+        }
+        let _ = writeln!(w, "            let b0 = sb[ob + {lb}u];");
+        if tn == 8 {
+            let _ = writeln!(w, "            let b1 = sb[ob + {}u];", lb + bn / 8);
+        }
+        for i in 0..tm {
+            let a = format!("a{}.{}", i / 4, ['x', 'y', 'z', 'w'][(i % 4) as usize]);
+            for j in 0..tn / 4 {
+                let _ = writeln!(
+                    w,
+                    "            c{i}_{j} = fma(vec4<f32>({a}), b{j}, c{i}_{j});"
+                );
+            }
+        }
+        w.push_str("        }\n");
+    }
+    w.push_str("        if (has_next) {\n");
+    let mut st = String::new();
+    emit_stage(&mut st, &opa, v, "(cur ^ 1u)");
+    emit_stage(&mut st, &opb, v, "(cur ^ 1u)");
+    w.push_str(&st);
+    w.push_str("        }\n        workgroupBarrier();\n    }\n");
+
+    // Store: bias and epilogue applied on the way out.
+    for i in 0..tm {
+        let roff = if i < 4 {
+            format!("ty * 4u + {i}u")
+        } else {
+            format!("{}u + ty * 4u + {}u", bm / 2, i - 4)
+        };
+        let _ = writeln!(w, "    {{\n        let row = m0 + {roff};");
+        for j in 0..tn / 4 {
+            let _ = writeln!(
+                w,
+                "        {{\n            let col = n0 + tx * 4u + {}u;\n            var v = c{i}_{j};",
+                j * bn / 2
+            );
+            if v.vc {
+                w.push_str("            if (row < p.m && col < p.n) {\n");
+                if v.bias {
+                    w.push_str("                v = v + bias[col >> 2u];\n");
+                }
+                if v.epilogue {
+                    w.push_str("                v = vec4<f32>(tang_epilogue(v.x), tang_epilogue(v.y), tang_epilogue(v.z), tang_epilogue(v.w));\n");
+                }
+                w.push_str(
+                    "                c[(c_base + row * p.n + col) >> 2u] = v;\n            }\n",
+                );
+            } else {
+                w.push_str("            if (row < p.m) {\n");
+                for (e, comp) in ['x', 'y', 'z', 'w'].iter().enumerate() {
+                    let _ = writeln!(
+                        w,
+                        "                if (col + {e}u < p.n) {{\n                    var s = v.{comp};"
+                    );
+                    if v.bias {
+                        let _ = writeln!(w, "                    s = s + bias[col + {e}u];");
+                    }
+                    if v.epilogue {
+                        w.push_str("                    s = tang_epilogue(s);\n");
+                    }
+                    let _ = writeln!(
+                        w,
+                        "                    c[c_base + row * p.n + col + {e}u] = s;\n                }}"
+                    );
+                }
+                w.push_str("            }\n");
+            }
+            w.push_str("        }\n");
+        }
+        w.push_str("    }\n");
+    }
+    w.push_str("}\n");
+    w
+}
