@@ -63,7 +63,7 @@ impl Device {
         let k = kernel_for(Kind::Map, &traced)?;
         self.launch(k, inputs, &[], &[])?
             .pop()
-            .ok_or_else(|| Error::Shader(tang_expr::ExprError::NoOutputs))
+            .ok_or(Error::Shader(tang_expr::ExprError::NoOutputs))
     }
 
     /// Evaluates `f` and all its partial derivatives elementwise in one dispatch:
