@@ -27,9 +27,12 @@ mod codegen;
 mod diff;
 mod error;
 mod eval;
+pub mod ext;
 pub mod fused;
 mod graph;
 pub mod kernel;
+#[cfg(feature = "lower")]
+pub mod lower;
 mod op;
 pub mod scalar_fn;
 mod simplify;

@@ -1,0 +1,831 @@
+//! Lowering statements and control flow: blocks, `let`, assignment, `if`/`else` (merged
+//! with `select`), unrolled `for` loops and inlined calls.
+
+use std::collections::BTreeMap;
+
+use proc_macro2::Span;
+use quote::ToTokens;
+use syn::spanned::Spanned;
+use syn::{Block, Expr, ExprForLoop, ExprIf, ItemFn, Pat, Stmt};
+
+use super::env::{Binding, Env, Kind, Val};
+use super::errors::Errors;
+use super::sig::{Param, ParamKind, Ret, is_f32, is_uniform_attr, type_problem};
+use crate::graph::{Graph, Node, NodeId, Ty};
+use crate::op::Op;
+
+/// The functions a kernel may call (inlined): those of its `#[kernels] mod`.
+pub(crate) type FnTable<'a> = BTreeMap<String, &'a ItemFn>;
+
+/// Most nodes one kernel may build (loops are unrolled; this keeps expansion fast).
+const MAX_NODES: usize = 100_000;
+/// Most statements one kernel may lower, counting every unrolled iteration.
+const MAX_STEPS: usize = 200_000;
+/// Most iterations of one unrolled loop.
+const MAX_UNROLL: i64 = 4096;
+
+/// Builds a graph from a function body, collecting errors instead of stopping at the first.
+pub(crate) struct Lowerer<'a> {
+    /// The graph being built.
+    pub g: Graph,
+    /// The span of the Rust expression each node first came from (by node index).
+    pub spans: Vec<Option<Span>>,
+    /// Everything rejected so far.
+    pub errors: Errors,
+    pub(crate) env: Env,
+    fns: &'a FnTable<'a>,
+    stack: Vec<String>,
+    steps: usize,
+    too_big: bool,
+}
+
+/// What lowering a kernel body produced.
+pub(crate) struct Lowered {
+    /// The value of each output, in order.
+    pub outputs: Vec<NodeId>,
+    /// The final value of each in-out parameter, in order.
+    pub inouts: Vec<NodeId>,
+}
+
+impl<'a> Lowerer<'a> {
+    /// A lowerer for the function `name` that can inline the functions of `fns` (a call
+    /// back to `name` is reported as recursion).
+    pub(crate) fn new(name: &str, fns: &'a FnTable<'a>) -> Self {
+        Lowerer {
+            g: Graph::new(),
+            spans: Vec::new(),
+            errors: Errors::default(),
+            env: Env::new(),
+            fns,
+            stack: vec![name.to_string()],
+            steps: 0,
+            too_big: false,
+        }
+    }
+
+    /// Remembers that `id` came from the code at `span` (the first origin wins).
+    pub(crate) fn record(&mut self, id: NodeId, span: Span) {
+        if self.spans.len() < self.g.len() {
+            self.spans.resize(self.g.len(), None);
+        }
+        if let Some(slot) = self.spans.get_mut(id.index())
+            && slot.is_none()
+        {
+            *slot = Some(span);
+        }
+    }
+
+    /// A float constant that came from `at`.
+    pub(crate) fn konst(&mut self, v: f32, at: &impl ToTokens) -> NodeId {
+        let id = self.g.constant(v);
+        self.record(id, at.span());
+        id
+    }
+
+    /// `op(args)`, or an error at `at`.
+    pub(crate) fn apply(&mut self, op: Op, args: &[NodeId], at: &impl ToTokens) -> Val {
+        if self.g.len() >= MAX_NODES {
+            self.too_large(at);
+            return Val::Poison;
+        }
+        match self.g.apply(op, args) {
+            Ok(id) => {
+                self.record(id, at.span());
+                Val::Node(id)
+            }
+            Err(e) => {
+                self.errors.at(at, e);
+                Val::Poison
+            }
+        }
+    }
+
+    fn too_large(&mut self, at: &impl ToTokens) {
+        if !self.too_big {
+            self.too_big = true;
+            self.errors.at(
+                at,
+                format!(
+                    "this kernel is too large (more than {MAX_NODES} operations or {MAX_STEPS} \
+                     statements once loops are unrolled): use fewer loop iterations"
+                ),
+            );
+        }
+    }
+
+    /// Whether lowering stopped because the kernel grew too large.
+    pub(crate) fn aborted(&self) -> bool {
+        self.too_big
+    }
+
+    /// The value as a float node, or an error at `at` saying what was found instead.
+    pub(crate) fn float(&mut self, v: Val, at: &impl ToTokens) -> Option<NodeId> {
+        match v {
+            Val::Node(id) => match self.g.ty(id) {
+                Ok(Ty::F32) => Some(id),
+                _ => {
+                    self.errors.at(
+                        at,
+                        "expected an `f32` value, found a condition: to turn a condition into \
+                         a number write `if c { 1.0 } else { 0.0 }`",
+                    );
+                    None
+                }
+            },
+            Val::Int(i) => Some(self.konst(i as f32, at)),
+            Val::Tuple(_) => {
+                self.errors.at(
+                    at,
+                    "expected an `f32` value, found a tuple: destructure it with `let (a, b) = ...;`",
+                );
+                None
+            }
+            Val::Unit => {
+                self.errors
+                    .at(at, "expected an `f32` value, found `()` (a statement)");
+                None
+            }
+            Val::Poison => None,
+        }
+    }
+
+    /// The value as a condition node, or an error at `at`.
+    pub(crate) fn cond(&mut self, v: Val, at: &impl ToTokens) -> Option<NodeId> {
+        match v {
+            Val::Node(id) if self.g.ty(id) == Ok(Ty::Bool) => Some(id),
+            Val::Poison => None,
+            _ => {
+                self.errors.at(
+                    at,
+                    "expected a condition (a comparison such as `x > 0.0`, `&&`, `||`, `!`), \
+                     found a number",
+                );
+                None
+            }
+        }
+    }
+
+    /// `if c { a } else { b }` for values of any shape (used by `if` and by merging the
+    /// variables the branches assigned).
+    fn select(&mut self, c: NodeId, a: Val, b: Val, at: &impl ToTokens) -> Val {
+        if a == b {
+            return a;
+        }
+        match (a, b) {
+            (Val::Poison, _) | (_, Val::Poison) => Val::Poison,
+            (Val::Tuple(xs), Val::Tuple(ys)) if xs.len() == ys.len() => Val::Tuple(
+                xs.into_iter()
+                    .zip(ys)
+                    .map(|(x, y)| self.select(c, x, y, at))
+                    .collect(),
+            ),
+            (Val::Unit, Val::Unit) => Val::Unit,
+            (a @ (Val::Node(_) | Val::Int(_)), b @ (Val::Node(_) | Val::Int(_))) => {
+                let is_bool =
+                    |s: &Self, v: &Val| matches!(v, Val::Node(id) if s.g.ty(*id) == Ok(Ty::Bool));
+                match (is_bool(self, &a), is_bool(self, &b)) {
+                    (false, false) => {
+                        let (Some(x), Some(y)) = (self.float(a, at), self.float(b, at)) else {
+                            return Val::Poison;
+                        };
+                        self.apply(Op::Select, &[c, x, y], at)
+                    }
+                    (true, true) => {
+                        // (c && a) || (!c && b): a select between conditions
+                        let (Val::Node(x), Val::Node(y)) = (a, b) else {
+                            return Val::Poison;
+                        };
+                        let (Val::Node(l), Val::Node(nc)) = (
+                            self.apply(Op::And, &[c, x], at),
+                            self.apply(Op::Not, &[c], at),
+                        ) else {
+                            return Val::Poison;
+                        };
+                        let Val::Node(r) = self.apply(Op::And, &[nc, y], at) else {
+                            return Val::Poison;
+                        };
+                        self.apply(Op::Or, &[l, r], at)
+                    }
+                    _ => {
+                        self.errors.at(
+                            at,
+                            "the branches give different types (a number and a condition)",
+                        );
+                        Val::Poison
+                    }
+                }
+            }
+            _ => {
+                self.errors.at(
+                    at,
+                    "the branches give values of different shapes (a tuple, a number or `()`)",
+                );
+                Val::Poison
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- functions
+
+    /// Lowers the body of kernel `sig`: binds the parameters, lowers the block and reads
+    /// the outputs and the final in-out values.
+    pub(crate) fn kernel_body(&mut self, params: &[Param], ret: Ret, block: &Block) -> Lowered {
+        let n_in = params.iter().filter(|p| p.kind == ParamKind::Input).count() as u32;
+        let (mut i, mut u, mut io) = (0u32, 0u32, 0u32);
+        for p in params {
+            let (kind, id) = match p.kind {
+                ParamKind::Input => {
+                    i += 1;
+                    (Kind::Input, self.g.input(i - 1))
+                }
+                ParamKind::Uniform => {
+                    u += 1;
+                    (Kind::Uniform, self.g.uniform(u - 1))
+                }
+                ParamKind::InOut => {
+                    io += 1;
+                    (Kind::InOut, self.g.input(n_in + io - 1))
+                }
+            };
+            self.record(id, p.ident.span());
+            self.env.bind(Binding {
+                name: p.name.clone(),
+                kind,
+                mutable: p.mutable,
+                val: Val::Node(id),
+            });
+        }
+        let v = self.fn_block(block);
+        let tail: &dyn ToTokens = match block.stmts.last() {
+            Some(s) => s,
+            None => block,
+        };
+        let outputs = match ret {
+            Ret::Unit => Vec::new(),
+            Ret::Scalar => self.float(v, &tail).into_iter().collect(),
+            Ret::Tuple(n) => {
+                match v {
+                    Val::Tuple(vs) if vs.len() == n => vs
+                        .into_iter()
+                        .filter_map(|x| self.float(x, &tail))
+                        .collect(),
+                    Val::Poison => Vec::new(),
+                    _ => {
+                        self.errors.at(
+                        tail,
+                        format!("the function returns a tuple of {n} `f32`: end it with `(a, b, ...)`"),
+                    );
+                        Vec::new()
+                    }
+                }
+            }
+        };
+        let mut inouts = Vec::new();
+        for p in params.iter().filter(|p| p.kind == ParamKind::InOut) {
+            let val = self
+                .env
+                .scopes
+                .first()
+                .and_then(|s| s.iter().find(|b| b.name == p.name))
+                .map(|b| b.val.clone())
+                .unwrap_or(Val::Poison);
+            if let Some(id) = self.float(val, &p.ident) {
+                inouts.push(id);
+            }
+        }
+        Lowered { outputs, inouts }
+    }
+
+    /// A function's block: like any block, except that a final `return x;` is its value.
+    fn fn_block(&mut self, block: &Block) -> Val {
+        self.env.push();
+        let mut value = Val::Unit;
+        let last = block.stmts.len().saturating_sub(1);
+        for (k, stmt) in block.stmts.iter().enumerate() {
+            if self.too_big {
+                break;
+            }
+            if k == last
+                && let Stmt::Expr(Expr::Return(r), _) = stmt
+            {
+                value = match &r.expr {
+                    Some(e) => self.expr(e),
+                    None => Val::Unit,
+                };
+                break;
+            }
+            value = self.stmt(stmt, k == last);
+        }
+        self.env.pop();
+        value
+    }
+
+    /// Inlines a call of `name` (a function of the same `#[kernels] mod`).
+    pub(crate) fn call(&mut self, at: &syn::ExprCall, name: &str, args: Vec<Val>) -> Val {
+        let Some(&f) = self.fns.get(name) else {
+            self.errors.at(
+                &at.func,
+                format!(
+                    "unknown function `{name}`: a kernel can call `f32` methods (`x.exp()`), \
+                     `f32::max(a, b)`-style functions, and functions defined in the same \
+                     `#[kernels] mod`"
+                ),
+            );
+            return Val::Poison;
+        };
+        if self.stack.iter().any(|s| s == name) {
+            self.errors.at(
+                at,
+                format!(
+                    "recursion is not supported: `{name}` calls itself (calls are inlined into \
+                     one shader); rewrite it without the recursive call"
+                ),
+            );
+            return Val::Poison;
+        }
+        let mut params = Vec::new();
+        let mut ok = true;
+        if !f.sig.generics.params.is_empty() {
+            self.errors.at(
+                &f.sig.generics,
+                "generic functions cannot be called from a kernel: write it over `f32`",
+            );
+            ok = false;
+        }
+        for arg in &f.sig.inputs {
+            match arg {
+                syn::FnArg::Typed(pt) => {
+                    // A called kernel's `#[uniform]` parameter is just a value here.
+                    let (ident, mutable) = match &*pt.pat {
+                        Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                            (pi.ident.to_string(), pi.mutability.is_some())
+                        }
+                        other => {
+                            self.errors.at(
+                                other,
+                                "parameters of a function called from a kernel are written `x: f32`",
+                            );
+                            ok = false;
+                            continue;
+                        }
+                    };
+                    if !is_f32(&pt.ty) {
+                        let msg = if matches!(&*pt.ty, syn::Type::Reference(_)) {
+                            "a function called from a kernel takes `f32` values; `&mut f32` \
+                             parameters belong to the kernel itself"
+                                .to_string()
+                        } else {
+                            type_problem(&pt.ty)
+                        };
+                        self.errors.at(&pt.ty, msg);
+                        ok = false;
+                        continue;
+                    }
+                    params.push((ident, mutable));
+                }
+                syn::FnArg::Receiver(r) => {
+                    self.errors.at(r, "methods cannot be called from a kernel");
+                    ok = false;
+                }
+            }
+        }
+        if !ok {
+            return Val::Poison;
+        }
+        if params.len() != args.len() {
+            self.errors.at(
+                at,
+                format!(
+                    "`{name}` takes {} argument(s), but {} were given",
+                    params.len(),
+                    args.len()
+                ),
+            );
+            return Val::Poison;
+        }
+        let mut bound = Vec::new();
+        for ((pname, mutable), (v, e)) in params.into_iter().zip(args.into_iter().zip(&at.args)) {
+            let Some(id) = self.float(v, e) else {
+                return Val::Poison;
+            };
+            bound.push(Binding {
+                name: pname,
+                kind: Kind::Local,
+                mutable,
+                val: Val::Node(id),
+            });
+        }
+        let saved = std::mem::replace(&mut self.env, Env::new());
+        for b in bound {
+            self.env.bind(b);
+        }
+        self.stack.push(name.to_string());
+        let v = self.fn_block(&f.block);
+        self.stack.pop();
+        self.env = saved;
+        v
+    }
+
+    // ---------------------------------------------------------------- statements
+
+    /// Lowers a block in its own scope; its value is its tail expression.
+    pub(crate) fn block(&mut self, block: &Block) -> Val {
+        self.env.push();
+        let mut value = Val::Unit;
+        let last = block.stmts.len().saturating_sub(1);
+        for (k, stmt) in block.stmts.iter().enumerate() {
+            if self.too_big {
+                break;
+            }
+            value = self.stmt(stmt, k == last);
+        }
+        self.env.pop();
+        value
+    }
+
+    fn stmt(&mut self, stmt: &Stmt, last: bool) -> Val {
+        self.steps += 1;
+        if self.steps > MAX_STEPS {
+            self.too_large(stmt);
+            return Val::Poison;
+        }
+        match stmt {
+            Stmt::Local(local) => {
+                self.local(local);
+                Val::Unit
+            }
+            Stmt::Expr(e, semi) => {
+                let v = self.expr(e);
+                if semi.is_none() && last { v } else { Val::Unit }
+            }
+            Stmt::Item(item) => {
+                self.errors.at(
+                    item,
+                    "items inside a kernel body are not supported: define them outside the \
+                     function (helper functions go in the same `#[kernels] mod`)",
+                );
+                Val::Unit
+            }
+            Stmt::Macro(m) => {
+                self.errors.at(
+                    m,
+                    format!(
+                        "macro calls are not supported in kernels (`{}!`): a kernel is plain \
+                         arithmetic on `f32`",
+                        m.mac.path.to_token_stream().to_string().replace(' ', "")
+                    ),
+                );
+                Val::Unit
+            }
+        }
+    }
+
+    fn local(&mut self, local: &syn::Local) {
+        for attr in &local.attrs {
+            if is_uniform_attr(attr) {
+                self.errors.at(
+                    attr,
+                    "`#[uniform]` marks a kernel parameter (`#[uniform] lr: f32`), not a local \
+                     variable",
+                );
+            } else {
+                self.errors
+                    .at(attr, "attributes on `let` are not supported in kernels");
+            }
+        }
+        let Some(init) = &local.init else {
+            self.errors.at(
+                local,
+                "declare the variable with a value: `let x = ...;` (assign later with `let mut`)",
+            );
+            self.bind_pat(&local.pat, Val::Poison);
+            return;
+        };
+        if let Some((else_token, _)) = &init.diverge {
+            self.errors
+                .at(else_token, "`let ... else` is not supported in kernels");
+        }
+        let v = self.expr(&init.expr);
+        self.bind_pat(&local.pat, v);
+    }
+
+    /// Binds the names of a `let` pattern to (parts of) `v`.
+    fn bind_pat(&mut self, pat: &Pat, v: Val) {
+        match pat {
+            Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                self.env.bind(Binding {
+                    name: pi.ident.to_string(),
+                    kind: Kind::Local,
+                    mutable: pi.mutability.is_some(),
+                    val: v,
+                });
+            }
+            Pat::Type(pt) => {
+                let ok = match &*pt.ty {
+                    t if is_f32(t) => true,
+                    syn::Type::Tuple(t) => t.elems.iter().all(is_f32),
+                    syn::Type::Infer(_) => true,
+                    other => {
+                        self.errors.at(other, type_problem(other));
+                        false
+                    }
+                };
+                self.bind_pat(&pt.pat, if ok { v } else { Val::Poison });
+            }
+            Pat::Wild(_) => {}
+            Pat::Paren(p) => self.bind_pat(&p.pat, v),
+            Pat::Tuple(t) => {
+                let parts = match v {
+                    Val::Tuple(parts) if parts.len() == t.elems.len() => parts,
+                    Val::Poison => vec![Val::Poison; t.elems.len()],
+                    _ => {
+                        self.errors.at(
+                            t,
+                            format!(
+                                "this pattern takes a tuple of {} values, but the value is not \
+                                 one",
+                                t.elems.len()
+                            ),
+                        );
+                        vec![Val::Poison; t.elems.len()]
+                    }
+                };
+                for (p, part) in t.elems.iter().zip(parts) {
+                    self.bind_pat(p, part);
+                }
+            }
+            other => {
+                self.errors.at(
+                    other,
+                    "this pattern is not supported in a kernel: bind a name (`let x = ...`) \
+                     or a tuple of names (`let (a, b) = ...`)",
+                );
+                // Bind the pattern's names anyway, so their uses do not add errors.
+                struct Names(Vec<String>);
+                impl<'ast> syn::visit::Visit<'ast> for Names {
+                    fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+                        self.0.push(p.ident.to_string());
+                    }
+                }
+                let mut names = Names(Vec::new());
+                syn::visit::Visit::visit_pat(&mut names, other);
+                for name in names.0 {
+                    self.env.bind(Binding {
+                        name,
+                        kind: Kind::Local,
+                        mutable: true,
+                        val: Val::Poison,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Assigns `v` to the place `target` (`x` for a `let mut x`, or `*p` for a `&mut f32`).
+    pub(crate) fn assign(&mut self, target: &Expr, v: Val) {
+        match target {
+            Expr::Paren(p) => self.assign(&p.expr, v),
+            Expr::Group(g) => self.assign(&g.expr, v),
+            Expr::Infer(_) => {}
+            Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
+                let name = p
+                    .path
+                    .get_ident()
+                    .map(|i| i.to_string())
+                    .unwrap_or_default();
+                let Some(b) = self.env.lookup(&name) else {
+                    self.errors.at(target, format!("unknown variable `{name}`"));
+                    return;
+                };
+                let msg = match (b.kind, b.mutable) {
+                    (Kind::Local | Kind::Input, true) => None,
+                    (Kind::Local, false) => Some(format!(
+                        "cannot assign to `{name}`: it is not mutable; declare it with \
+                         `let mut {name}`"
+                    )),
+                    (Kind::Input, false) => Some(format!(
+                        "cannot assign to `{name}`: it is a by-value input, read-only; copy it \
+                         into a local (`let mut y = {name};`), or take it as `{name}: &mut f32` \
+                         to update it in place"
+                    )),
+                    (Kind::Uniform, _) => Some(format!(
+                        "cannot assign to `{name}`: it is a uniform (one read-only value for the \
+                         whole launch); copy it into a local with `let mut`"
+                    )),
+                    (Kind::InOut, _) => Some(format!(
+                        "`{name}` is a `&mut f32` parameter: assign through it with `*{name} = ...`"
+                    )),
+                    (Kind::LoopVar, _) => {
+                        Some(format!("cannot assign to the loop counter `{name}`"))
+                    }
+                };
+                if let Some(msg) = msg {
+                    self.errors.at(target, msg);
+                    return;
+                }
+                if let Some(b) = self.env.lookup_mut(&name) {
+                    b.val = v;
+                }
+            }
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => {
+                let Some(name) = self.inout_name(&u.expr) else {
+                    return;
+                };
+                let v = match self.float(v, target) {
+                    Some(id) => Val::Node(id),
+                    None => Val::Poison,
+                };
+                if let Some(b) = self.env.lookup_mut(&name) {
+                    b.val = v;
+                }
+            }
+            other => self.errors.at(
+                other,
+                "cannot assign to this expression: assign to a `let mut` local or through a \
+                 `&mut f32` parameter (`*p = ...`)",
+            ),
+        }
+    }
+
+    /// The name of the `&mut f32` parameter `e` names (for `*e`), or an error.
+    pub(crate) fn inout_name(&mut self, e: &Expr) -> Option<String> {
+        if let Expr::Path(p) = e
+            && p.qself.is_none()
+            && let Some(ident) = p.path.get_ident()
+        {
+            let name = ident.to_string();
+            match self.env.lookup(&name) {
+                Some(b) if b.kind == Kind::InOut => return Some(name),
+                Some(_) => {
+                    self.errors.at(
+                        e,
+                        format!(
+                            "`{name}` is not a reference: only `&mut f32` parameters can be \
+                             dereferenced"
+                        ),
+                    );
+                    return None;
+                }
+                None => {
+                    self.errors.at(e, format!("unknown variable `{name}`"));
+                    return None;
+                }
+            }
+        }
+        self.errors
+            .at(e, "only `&mut f32` parameters can be dereferenced (`*p`)");
+        None
+    }
+
+    // ---------------------------------------------------------------- control flow
+
+    /// `if`/`else`: both branches are lowered from the same state; the result and every
+    /// variable they assign become `select(cond, then, else)`.
+    pub(crate) fn if_expr(&mut self, e: &ExprIf) -> Val {
+        let c = self.expr(&e.cond);
+        let c = self.cond(c, &e.cond);
+        let before = self.env.clone();
+        let then_v = self.block(&e.then_branch);
+        let then_env = std::mem::replace(&mut self.env, before);
+        let else_v = match &e.else_branch {
+            Some((_, else_e)) => self.expr(else_e),
+            None => Val::Unit,
+        };
+        let else_env = std::mem::take(&mut self.env);
+        let at = &e.if_token;
+        let Some(c) = c else {
+            // The condition was rejected: keep going without guessing the values.
+            self.env = poison_differences(then_env, else_env);
+            return Val::Poison;
+        };
+        // A constant condition (e.g. `i == 0` on an unrolled counter) picks a branch.
+        if let Ok(Node::Bool(b)) = self.g.node(c) {
+            if b {
+                self.env = then_env;
+                return then_v;
+            }
+            self.env = else_env;
+            return else_v;
+        }
+        let mut merged = else_env.clone();
+        for (s, (ts, es)) in then_env.scopes.iter().zip(&else_env.scopes).enumerate() {
+            for (k, (tb, eb)) in ts.iter().zip(es).enumerate() {
+                if tb.val != eb.val {
+                    let v = self.select(c, tb.val.clone(), eb.val.clone(), at);
+                    if let Some(b) = merged.scopes.get_mut(s).and_then(|sc| sc.get_mut(k)) {
+                        b.val = v;
+                    }
+                }
+            }
+        }
+        self.env = merged;
+        if e.else_branch.is_none() {
+            return Val::Unit;
+        }
+        self.select(c, then_v, else_v, at)
+    }
+
+    /// `for i in a..b { ... }` with constant bounds, unrolled.
+    pub(crate) fn for_loop(&mut self, f: &ExprForLoop) -> Val {
+        if let Some(label) = &f.label {
+            self.errors.at(
+                label,
+                "loop labels are not supported in kernels (there is no `break`)",
+            );
+        }
+        let var = match &*f.pat {
+            Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                Some(pi.ident.to_string())
+            }
+            Pat::Wild(_) => None,
+            other => {
+                self.errors
+                    .at(other, "the loop variable must be a name: `for i in 0..4`");
+                return Val::Unit;
+            }
+        };
+        let range = match &*f.expr {
+            Expr::Range(r) => r,
+            Expr::Paren(p) if matches!(&*p.expr, Expr::Range(_)) => match &*p.expr {
+                Expr::Range(r) => r,
+                _ => return Val::Unit,
+            },
+            other => {
+                self.errors.at(
+                    other,
+                    "only `for i in A..B` over integer constants is supported (the loop is \
+                     unrolled at compile time)",
+                );
+                return Val::Unit;
+            }
+        };
+        let bound = |s: &mut Self, e: Option<&Expr>| -> Option<i64> {
+            let Some(e) = e else {
+                s.errors.at(
+                    range,
+                    "the loop range needs both bounds: `for i in 0..4` (the loop is unrolled)",
+                );
+                return None;
+            };
+            match s.expr(e) {
+                Val::Int(i) => Some(i),
+                Val::Poison => None,
+                _ => {
+                    s.errors.at(
+                        e,
+                        "loop bounds must be integer constants, like `0..4`: the loop is \
+                         unrolled at compile time, so a bound known only at run time is not \
+                         supported",
+                    );
+                    None
+                }
+            }
+        };
+        let lo = bound(self, range.start.as_deref());
+        let hi = bound(self, range.end.as_deref());
+        let (Some(lo), Some(hi)) = (lo, hi) else {
+            return Val::Unit;
+        };
+        let end = match range.limits {
+            syn::RangeLimits::HalfOpen(_) => hi,
+            syn::RangeLimits::Closed(_) => hi.saturating_add(1),
+        };
+        if end.saturating_sub(lo) > MAX_UNROLL {
+            self.errors.at(
+                range,
+                format!("at most {MAX_UNROLL} iterations can be unrolled"),
+            );
+            return Val::Unit;
+        }
+        for i in lo..end {
+            if self.too_big {
+                break;
+            }
+            self.env.push();
+            if let Some(name) = &var {
+                self.env.bind(Binding {
+                    name: name.clone(),
+                    kind: Kind::LoopVar,
+                    mutable: false,
+                    val: Val::Int(i),
+                });
+            }
+            self.block(&f.body);
+            self.env.pop();
+        }
+        Val::Unit
+    }
+}
+
+/// After an `if` whose condition was rejected: variables the branches disagree on become
+/// [`Val::Poison`], so no error follows from them.
+fn poison_differences(then_env: Env, mut else_env: Env) -> Env {
+    for (ts, es) in then_env.scopes.iter().zip(else_env.scopes.iter_mut()) {
+        for (tb, eb) in ts.iter().zip(es.iter_mut()) {
+            if tb.val != eb.val {
+                eb.val = Val::Poison;
+            }
+        }
+    }
+    else_env
+}

@@ -1,0 +1,339 @@
+//! The items emitted beside a kernel function: `WGSL`, `KERNEL`, `launch`, and for
+//! `#[fused_grad]` also `GRAD`, `VJP`, their launchers and the CPU twins `grad`/`vjp`.
+
+use proc_macro2::{Ident, Literal, Span, TokenStream};
+use quote::{format_ident, quote};
+
+use super::sig::{ParamKind, Ret, Sig};
+use super::twin::twin_body;
+use crate::fused::FusedKernels;
+use crate::graph::Node;
+use crate::kernel::Kernel;
+
+fn strs(names: &[String]) -> TokenStream {
+    quote!(&[#(#names),*])
+}
+
+/// A `KernelDesc` literal for `k`, whose WGSL is the constant `wgsl`.
+fn desc(k: &Kernel, wgsl: &Ident) -> TokenStream {
+    let name = &k.name;
+    let inputs = strs(&k.inputs);
+    let uniforms = strs(&k.uniforms);
+    let inouts = strs(&k.inouts);
+    let outputs = strs(&k.outputs);
+    let id = Literal::u64_suffixed(k.id);
+    quote! {
+        ::tang_runtime::KernelDesc {
+            name: #name,
+            entry_point: ::tang_runtime::tang_expr::kernel::ENTRY_POINT,
+            wgsl: #wgsl,
+            inputs: #inputs,
+            uniforms: #uniforms,
+            inouts: #inouts,
+            outputs: #outputs,
+            id: #id,
+        }
+    }
+}
+
+fn ident(name: &str) -> Ident {
+    Ident::new(name, Span::call_site())
+}
+
+/// Code turning the `Vec<Tensor>` in `__tang_outs` into the value `shape` builds from
+/// `count` tensors named `__tang_o0, __tang_o1, ...`.
+fn unpack(desc: &Ident, count: usize, shape: TokenStream) -> TokenStream {
+    let names: Vec<Ident> = (0..count).map(|i| format_ident!("__tang_o{i}")).collect();
+    let somes = names
+        .iter()
+        .map(|n| quote!(::core::option::Option::Some(#n)));
+    let nexts = names.iter().map(|_| quote!(__tang_it.next()));
+    quote! {
+        let __tang_got = __tang_outs.len();
+        let mut __tang_it = __tang_outs.into_iter();
+        match (#(#nexts,)*) {
+            (#(#somes,)*) => ::core::result::Result::Ok(#shape),
+            _ => ::core::result::Result::Err(::tang_runtime::Error::Arity {
+                op: #desc.name.into(),
+                what: "outputs",
+                expected: #count,
+                got: __tang_got,
+            }),
+        }
+    }
+}
+
+/// `(o0, [o1, o2])`-style shapes: values first (a tensor, or a tuple of them), then for
+/// each value its partials (an array, or an array of arrays for a tuple).
+fn value_shape(ret: Ret, names: &[Ident]) -> TokenStream {
+    match ret {
+        Ret::Unit => quote!(()),
+        Ret::Scalar => names.first().map(|n| quote!(#n)).unwrap_or_default(),
+        Ret::Tuple(_) => quote!((#(#names,)*)),
+    }
+}
+
+fn value_type(ret: Ret, elem: &TokenStream) -> TokenStream {
+    match ret {
+        Ret::Unit => quote!(()),
+        Ret::Scalar => elem.clone(),
+        Ret::Tuple(n) => {
+            let elems = (0..n).map(|_| elem);
+            quote!((#(#elems,)*))
+        }
+    }
+}
+
+fn partials_type(ret: Ret, n: usize, elem: &TokenStream) -> TokenStream {
+    match ret {
+        Ret::Tuple(m) => quote!([[#elem; #n]; #m]),
+        _ => quote!([#elem; #n]),
+    }
+}
+
+fn partials_shape(ret: Ret, n: usize, names: &[TokenStream]) -> TokenStream {
+    match ret {
+        Ret::Tuple(_) => {
+            let rows = names.chunks(n.max(1)).map(|row| quote!([#(#row),*]));
+            quote!([#(#rows),*])
+        }
+        _ => quote!([#(#names),*]),
+    }
+}
+
+/// Everything `#[kernel]` / `#[fused_grad]` emits for `sig`, as the body of `mod f`.
+pub(crate) fn module(
+    vis: &syn::Visibility,
+    sig: &Sig,
+    value: &Kernel,
+    fused: Option<&FusedKernels>,
+) -> TokenStream {
+    let fname = sig.ident.to_string();
+    let tensor = quote!(::tang_runtime::Tensor);
+    let dev = if sig.params.iter().any(|p| p.name == "dev") {
+        ident("tang_dev")
+    } else {
+        ident("dev")
+    };
+    let launch_params: Vec<TokenStream> = sig
+        .params
+        .iter()
+        .map(|p| {
+            let id = &p.ident;
+            match p.kind {
+                ParamKind::Uniform => quote!(#id: f32),
+                ParamKind::Input | ParamKind::InOut => quote!(#id: &#tensor),
+            }
+        })
+        .collect();
+    let inputs: Vec<&Ident> = sig.inputs().map(|p| &p.ident).collect();
+    let uniforms: Vec<&Ident> = sig.uniforms().map(|p| &p.ident).collect();
+    let inouts: Vec<&Ident> = sig.inouts().map(|p| &p.ident).collect();
+    let n_out = value.outputs.len();
+    let out_names: Vec<Ident> = (0..n_out).map(|i| format_ident!("__tang_o{i}")).collect();
+    let kernel_desc = desc(value, &ident("WGSL"));
+    let wgsl = &value.wgsl;
+    let ret_ty = value_type(sig.ret, &tensor);
+    let unpack_value = unpack(&ident("KERNEL"), n_out, value_shape(sig.ret, &out_names));
+    let kind_doc = format!(
+        "GPU kernel of [`{fname}`](fn@super::{fname}), generated at compile time by `#[kernel]`."
+    );
+    let launch_doc = format!(
+        "Runs [`KERNEL`] on `{dev}`: one element per position of the tensors (inputs of \
+         one element, or of a trailing shape of the launch, broadcast); `&mut f32` \
+         parameters are updated in place. Recorded now, run at the next sync point.\n\n\
+         # Errors\nShape, arity or device errors from `Device::launch`."
+    );
+    let mut items = quote! {
+        /// The kernel's WGSL source, validated by naga when it was generated.
+        pub const WGSL: &str = #wgsl;
+        /// The kernel's descriptor: what `Device::launch` runs.
+        pub const KERNEL: ::tang_runtime::KernelDesc = #kernel_desc;
+        #[doc = #launch_doc]
+        pub fn launch(#dev: &::tang_runtime::Device, #(#launch_params),*)
+            -> ::core::result::Result<#ret_ty, ::tang_runtime::Error>
+        {
+            let __tang_outs = #dev.launch(&KERNEL, &[#(#inputs),*], &[#(#inouts),*], &[#(#uniforms),*])?;
+            #unpack_value
+        }
+    };
+    let Some(fk) = fused else {
+        return wrap(vis, sig, kind_doc, items);
+    };
+
+    // ---- #[fused_grad]: GRAD, VJP, their launchers, the CPU twins.
+    let n_wrt = sig.wrt.len();
+    let value_params: Vec<TokenStream> = sig
+        .params
+        .iter()
+        .filter(|p| p.kind != ParamKind::InOut)
+        .map(|p| {
+            let id = &p.ident;
+            match p.kind {
+                ParamKind::Uniform => quote!(#id: f32),
+                _ => quote!(#id: &#tensor),
+            }
+        })
+        .collect();
+    let g_names: Vec<Ident> = value
+        .outputs
+        .iter()
+        .map(|o| format_ident!("g_{}", o))
+        .collect();
+    let grad_desc = desc(&fk.grad, &ident("GRAD_WGSL"));
+    let vjp_desc = desc(&fk.vjp, &ident("VJP_WGSL"));
+    let (grad_wgsl, vjp_wgsl) = (&fk.grad.wgsl, &fk.vjp.wgsl);
+    let n_grad = fk.grad.outputs.len();
+    let grad_out: Vec<Ident> = (0..n_grad).map(|i| format_ident!("__tang_o{i}")).collect();
+    let grad_part: Vec<TokenStream> = grad_out.iter().skip(n_out).map(|n| quote!(#n)).collect();
+    let grad_shape_v = value_shape(sig.ret, grad_out.get(..n_out).unwrap_or(&[]));
+    let grad_shape_p = partials_shape(sig.ret, n_wrt, &grad_part);
+    let unpack_grad = unpack(
+        &ident("GRAD"),
+        n_grad,
+        quote!((#grad_shape_v, #grad_shape_p)),
+    );
+    let grad_ty_t = {
+        let v = value_type(sig.ret, &tensor);
+        let p = partials_type(sig.ret, n_wrt, &tensor);
+        quote!((#v, #p))
+    };
+    let vjp_out: Vec<TokenStream> = (0..n_wrt)
+        .map(|i| {
+            let n = format_ident!("__tang_o{i}");
+            quote!(#n)
+        })
+        .collect();
+    let unpack_vjp = unpack(&ident("VJP"), n_wrt, quote!([#(#vjp_out),*]));
+
+    // CPU twins from the simplified graph: leaves are the parameters.
+    let input_ids: Vec<Ident> = sig.inputs().map(|p| p.ident.clone()).collect();
+    let uniform_ids: Vec<Ident> = sig.uniforms().map(|p| p.ident.clone()).collect();
+    let n_in = input_ids.len();
+    let leaf = |node: Node| -> Option<TokenStream> {
+        let id = match node {
+            Node::Input(i) if (i as usize) < n_in => input_ids.get(i as usize)?.clone(),
+            Node::Input(i) => g_names.get(i as usize - n_in)?.clone(),
+            Node::Uniform(j) => uniform_ids.get(j as usize)?.clone(),
+            _ => return None,
+        };
+        Some(quote!(#id))
+    };
+    let twins =
+        twin_body(&fk.graph, &fk.grad_roots, &leaf).zip(twin_body(&fk.graph, &fk.vjp_roots, &leaf));
+    let Some(((grad_body, grad_roots), (vjp_body, vjp_roots))) = twins else {
+        return wrap(vis, sig, kind_doc, items);
+    };
+    let cpu_v = value_shape_tokens(sig.ret, grad_roots.get(..n_out).unwrap_or(&[]));
+    let cpu_p = partials_shape(sig.ret, n_wrt, grad_roots.get(n_out..).unwrap_or(&[]));
+    let f32_t = quote!(f32);
+    let cpu_grad_ty = {
+        let v = value_type(sig.ret, &f32_t);
+        let p = partials_type(sig.ret, n_wrt, &f32_t);
+        quote!((#v, #p))
+    };
+    let cpu_params: Vec<TokenStream> = sig
+        .params
+        .iter()
+        .filter(|p| p.kind != ParamKind::InOut)
+        .map(|p| {
+            let id = &p.ident;
+            quote!(#id: f32)
+        })
+        .collect();
+    let wrt_names: Vec<String> = sig
+        .wrt
+        .iter()
+        .filter_map(|&i| {
+            sig.inputs()
+                .nth(i as usize)
+                .map(|p| format!("`{}`", p.name))
+        })
+        .collect();
+    let wrt_list = wrt_names.join(", ");
+    let grad_doc = format!(
+        "CPU twin of [`GRAD`]: the value of [`{fname}`](fn@super::{fname}) and its partial \
+         derivatives with respect to {wrt_list}, in that order. For a function returning a \
+         tuple, the values come as that tuple and the partials as one row per output \
+         (`[[f32; N]; M]`, row `k` holds the partials of output `k`). Emitted from the same \
+         simplified graph as the GPU kernel."
+    );
+    let vjp_doc = format!(
+        "CPU twin of [`VJP`]: given the inputs and one upstream gradient per output (`g_out` \
+         for a single output, `g_out0, g_out1, ...` for a tuple), the gradient with respect \
+         to {wrt_list}: `sum over outputs of g * d(output)/d(input)`."
+    );
+    let launch_grad_doc = format!(
+        "Runs [`GRAD`]: the values and, per output, the partials with respect to {wrt_list}, \
+         in one dispatch (same shapes as [`grad`]).\n\n# Errors\nAs [`launch`]."
+    );
+    let launch_vjp_doc = format!(
+        "Runs [`VJP`]: input gradients for {wrt_list} from the inputs and the upstream \
+         gradients (the backward pass), in one dispatch.\n\n# Errors\nAs [`launch`]."
+    );
+    items.extend(quote! {
+        /// WGSL of [`GRAD`] (values and partials in one dispatch), validated by naga.
+        pub const GRAD_WGSL: &str = #grad_wgsl;
+        /// Values and every partial derivative, in one dispatch: outputs are the values,
+        /// then `d_<output>_<input>` for each output and each differentiated input.
+        pub const GRAD: ::tang_runtime::KernelDesc = #grad_desc;
+        /// WGSL of [`VJP`] (the backward pass), validated by naga.
+        pub const VJP_WGSL: &str = #vjp_wgsl;
+        /// The backward pass in one dispatch: inputs are the function's inputs then
+        /// `g_<output>` per output; outputs are `grad_<input>` per differentiated input.
+        pub const VJP: ::tang_runtime::KernelDesc = #vjp_desc;
+        #[doc = #launch_grad_doc]
+        pub fn launch_grad(#dev: &::tang_runtime::Device, #(#value_params),*)
+            -> ::core::result::Result<#grad_ty_t, ::tang_runtime::Error>
+        {
+            let __tang_outs = #dev.launch(&GRAD, &[#(#inputs),*], &[], &[#(#uniforms),*])?;
+            #unpack_grad
+        }
+        #[doc = #launch_vjp_doc]
+        pub fn launch_vjp(#dev: &::tang_runtime::Device, #(#value_params,)* #(#g_names: &#tensor),*)
+            -> ::core::result::Result<[#tensor; #n_wrt], ::tang_runtime::Error>
+        {
+            let __tang_outs = #dev.launch(&VJP, &[#(#inputs,)* #(#g_names),*], &[], &[#(#uniforms),*])?;
+            #unpack_vjp
+        }
+        #[doc = #grad_doc]
+        #[inline]
+        pub fn grad(#(#cpu_params),*) -> #cpu_grad_ty {
+            #grad_body
+            (#cpu_v, #cpu_p)
+        }
+        #[doc = #vjp_doc]
+        #[inline]
+        pub fn vjp(#(#cpu_params,)* #(#g_names: f32),*) -> [f32; #n_wrt] {
+            #vjp_body
+            [#(#vjp_roots),*]
+        }
+    });
+    wrap(
+        vis,
+        sig,
+        kind_doc.replace("`#[kernel]`", "`#[fused_grad]`"),
+        items,
+    )
+}
+
+fn value_shape_tokens(ret: Ret, exprs: &[TokenStream]) -> TokenStream {
+    match ret {
+        Ret::Unit => quote!(()),
+        Ret::Scalar => exprs.first().cloned().unwrap_or_default(),
+        Ret::Tuple(_) => quote!((#(#exprs,)*)),
+    }
+}
+
+/// `mod f { ... }` beside `fn f`, with the function's visibility. Lints that generated
+/// code cannot act on are allowed (a CPU twin may not use every parameter).
+fn wrap(vis: &syn::Visibility, sig: &Sig, doc: String, items: TokenStream) -> TokenStream {
+    let name = &sig.ident;
+    quote! {
+        #[doc = #doc]
+        #[allow(unused_variables, non_snake_case, clippy::all, clippy::pedantic, clippy::nursery)]
+        #vis mod #name {
+            #items
+        }
+    }
+}
