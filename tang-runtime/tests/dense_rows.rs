@@ -1,7 +1,7 @@
 //! Row kernels (reductions, softmax, norms, embedding, cross-entropy) on the software
 //! adapter against CPU f64 references; backwards against central finite differences.
 
-use tang_runtime::dense::{norm, reduce, softmax};
+use tang_runtime::dense::{embedding, norm, reduce, softmax};
 use tang_runtime::{Device, Tensor};
 
 /// Deterministic xorshift64* numbers, so failures reproduce.
@@ -455,4 +455,87 @@ fn norms_backward_match_finite_differences() {
             }
         }
     }
+}
+
+#[test]
+fn embedding_forward_and_deterministic_backward() {
+    let dev = dev();
+    let mut rng = Rng(6);
+    // (positions, vocab, dim); the last case puts one id at more than 1024 positions.
+    for (n, vocab, dim) in [
+        (1, 1, 1),
+        (17, 5, 3),
+        (1000, 127, 8),
+        (65, 1000, 33),
+        (4000, 2, 4),
+    ] {
+        let mut ids: Vec<u32> = (0..n).map(|_| rng.below(vocab as u32 + 1)).collect();
+        ids[0] = vocab as u32 + 7; // out of range: zeros forward, no gradient
+        let w = rng.vec(vocab * dim, 1.0);
+        let it = Tensor::from_u32(&dev, &ids, &[n]).unwrap();
+        let wt = Tensor::from_slice(&dev, &w, &[vocab, dim]).unwrap();
+        let out = embedding::embedding(&it, &wt).unwrap();
+        assert_eq!(out.shape(), &[n, dim]);
+        let want: Vec<f64> = ids
+            .iter()
+            .flat_map(|&id| {
+                (0..dim).map(move |j| {
+                    if (id as usize) < vocab {
+                        id as usize * dim + j
+                    } else {
+                        usize::MAX
+                    }
+                })
+            })
+            .map(|k| {
+                if k == usize::MAX {
+                    0.0
+                } else {
+                    f64::from(w[k])
+                }
+            })
+            .collect();
+        close(
+            &format!("embedding {n}x{vocab}x{dim}"),
+            &out.to_vec().unwrap(),
+            &want,
+            0.0,
+            0.0,
+        );
+
+        let g = rng.vec(n * dim, 1.0);
+        let gt = Tensor::from_slice(&dev, &g, &[n, dim]).unwrap();
+        let a = embedding::embedding_backward(&it, &gt, vocab)
+            .unwrap()
+            .to_vec()
+            .unwrap();
+        let b = embedding::embedding_backward(&it, &gt, vocab)
+            .unwrap()
+            .to_vec()
+            .unwrap();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            bits(&a),
+            bits(&b),
+            "embedding_backward {n}x{vocab}x{dim}: runs differ"
+        );
+        let mut want = vec![0.0f64; vocab * dim];
+        for (i, &id) in ids.iter().enumerate() {
+            if (id as usize) < vocab {
+                for j in 0..dim {
+                    want[id as usize * dim + j] += f64::from(g[i * dim + j]);
+                }
+            }
+        }
+        close(
+            &format!("embedding_backward {n}x{vocab}x{dim}"),
+            &a,
+            &want,
+            1e-5 * (n as f64).sqrt(),
+            1e-5,
+        );
+    }
+    let it = Tensor::from_u32(&dev, &[0, 1], &[2]).unwrap();
+    let gt = Tensor::from_slice(&dev, &[0.0; 6], &[3, 2]).unwrap();
+    assert!(embedding::embedding_backward(&it, &gt, 4).is_err());
 }

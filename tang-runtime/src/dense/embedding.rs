@@ -1,1 +1,349 @@
-//! (being written)
+//! Embedding lookup (`[ids] -> [ids, dim]`) and its deterministic backward.
+//!
+//! An id at or past the vocabulary size never reads out of bounds: its output row is
+//! zeros, and the backward gives it no gradient.
+//!
+//! The backward is a counting sort of the ids on the GPU, so that every vocabulary row
+//! sums its gradient rows in increasing position order, the same bits on every run (a
+//! float scatter-add with atomics would depend on thread timing):
+//! 1. histogram of the ids (integer atomics: exact);
+//! 2. exclusive scan of the counts (one workgroup) -> each row's slice of a position list;
+//! 3. fill the position list (integer atomics: the order inside a slice varies);
+//! 4. one workgroup per vocabulary row sorts its slice in workgroup memory (rank sort, up to
+//!    1024 positions) and sums `grad[pos, :]` in position order, coalesced over `dim`. A row
+//!    with more positions scans the ids in order instead (at most `n / 1024` such rows).
+
+use super::reduce::{WG, grid, unit_f1, unit_v4, want_f32, want_u32, wg_common, words};
+use crate::{Binding, DType, Error, RawKernel, Tensor};
+
+macro_rules! fwd_body {
+    () => {
+        "
+struct P { n: u32, units: u32, vocab: u32, p0: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> ids: array<u32>;
+@group(0) @binding(2) var<storage, read> w: array<T>;
+@group(0) @binding(3) var<storage, read_write> out: array<T>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let idx = group_index(wid, nwg) * WG + lid;
+    if (idx >= p.n * p.units) { return; }
+    let i = idx / p.units;
+    let u = idx % p.units;
+    let id = ids[i];
+    var v = T(0.0);
+    if (id < p.vocab) { v = w[id * p.units + u]; }
+    out[idx] = v;
+}
+"
+    };
+}
+
+const FWD_V4: &str = concat!(unit_v4!(), wg_common!(), fwd_body!());
+const FWD_F1: &str = concat!(unit_f1!(), wg_common!(), fwd_body!());
+
+const COUNT: &str = "
+struct P { n: u32, vocab: u32, p0: u32, p1: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> ids: array<u32>;
+@group(0) @binding(2) var<storage, read_write> counts: array<atomic<u32>>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let i = (wid.x + wid.y * nwg.x) * 256u + lid;
+    if (i >= p.n) { return; }
+    let id = ids[i];
+    if (id < p.vocab) { atomicAdd(&counts[id], 1u); }
+}
+";
+
+const SCAN: &str = "
+struct P { n: u32, vocab: u32, p0: u32, p1: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> counts: array<u32>;
+// [vocab + 1]: start of each row's slice of the position list; the last is the total.
+@group(0) @binding(2) var<storage, read_write> offsets: array<u32>;
+var<workgroup> sc: array<u32, 256>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32) {
+    // Each thread scans a contiguous block; the 256 block totals are scanned in
+    // workgroup memory (Hillis-Steele).
+    let per = (p.vocab + 255u) / 256u;
+    let lo = min(lid * per, p.vocab);
+    let hi = min(lo + per, p.vocab);
+    var s = 0u;
+    for (var i = lo; i < hi; i = i + 1u) { s = s + counts[i]; }
+    sc[lid] = s;
+    workgroupBarrier();
+    for (var off = 1u; off < 256u; off = off * 2u) {
+        var t = 0u;
+        if (lid >= off) { t = sc[lid - off]; }
+        workgroupBarrier();
+        sc[lid] = sc[lid] + t;
+        workgroupBarrier();
+    }
+    var run = sc[lid] - s;
+    for (var i = lo; i < hi; i = i + 1u) {
+        offsets[i] = run;
+        run = run + counts[i];
+    }
+    if (lid == 255u) { offsets[p.vocab] = sc[255]; }
+}
+";
+
+const FILL: &str = "
+struct P { n: u32, vocab: u32, p0: u32, p1: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> ids: array<u32>;
+@group(0) @binding(2) var<storage, read> offsets: array<u32>;
+@group(0) @binding(3) var<storage, read_write> counts: array<atomic<u32>>;
+@group(0) @binding(4) var<storage, read_write> pos: array<u32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let i = (wid.x + wid.y * nwg.x) * 256u + lid;
+    if (i >= p.n) { return; }
+    let id = ids[i];
+    if (id < p.vocab) {
+        // counts[id] >= 1 here (the histogram counted this position), so no wrap.
+        let c = atomicSub(&counts[id], 1u);
+        let slot = offsets[id] + c - 1u;
+        if (slot < p.n) { pos[slot] = i; }
+    }
+}
+";
+
+macro_rules! gather_body {
+    () => {
+        "
+struct P { n: u32, units: u32, vocab: u32, p0: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> ids: array<u32>;
+@group(0) @binding(2) var<storage, read> offsets: array<u32>;
+@group(0) @binding(3) var<storage, read> pos: array<u32>;
+@group(0) @binding(4) var<storage, read> dy: array<T>;
+@group(0) @binding(5) var<storage, read_write> dw: array<T>;
+const S: u32 = 1024u;
+var<workgroup> sp: array<u32, 1024>;
+var<workgroup> ss: array<u32, 1024>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let v = group_index(wid, nwg);
+    let live = v < p.vocab;
+    var off = 0u;
+    var b = 0u;
+    if (live) { off = offsets[v]; b = offsets[v + 1u] - off; }
+    let bs = select(0u, b, b <= S);
+    for (var k = lid; k < bs; k = k + WG) {
+        let q = off + k;
+        if (q < p.n) { sp[k] = pos[q]; }
+    }
+    workgroupBarrier();
+    // Rank sort: positions are distinct, so ranks are a permutation of 0..bs.
+    for (var k = lid; k < bs; k = k + WG) {
+        let e = sp[k];
+        var r = 0u;
+        for (var j = 0u; j < bs; j = j + 1u) { r = r + select(0u, 1u, sp[j] < e); }
+        if (r < S) { ss[r] = e; }
+    }
+    workgroupBarrier();
+    let units = select(0u, p.units, live);
+    for (var u = lid; u < units; u = u + WG) {
+        var acc = T(0.0);
+        if (b <= S) {
+            for (var k = 0u; k < bs; k = k + 1u) {
+                let i = ss[k];
+                if (i < p.n) { acc = acc + dy[i * p.units + u]; }
+            }
+        } else {
+            for (var j = 0u; j < p.n; j = j + 1u) {
+                if (ids[j] == v) { acc = acc + dy[j * p.units + u]; }
+            }
+        }
+        dw[v * p.units + u] = acc;
+    }
+}
+"
+    };
+}
+
+const GATHER_V4: &str = concat!(unit_v4!(), wg_common!(), gather_body!());
+const GATHER_F1: &str = concat!(unit_f1!(), wg_common!(), gather_body!());
+
+static K_FWD_V4: RawKernel = RawKernel::new("embedding_v4", FWD_V4, "main");
+static K_FWD_F1: RawKernel = RawKernel::new("embedding", FWD_F1, "main");
+static K_COUNT: RawKernel = RawKernel::new("embedding_backward_count", COUNT, "main");
+static K_SCAN: RawKernel = RawKernel::new("embedding_backward_scan", SCAN, "main");
+static K_FILL: RawKernel = RawKernel::new("embedding_backward_fill", FILL, "main");
+static K_GATHER_V4: RawKernel = RawKernel::new("embedding_backward_v4", GATHER_V4, "main");
+static K_GATHER_F1: RawKernel = RawKernel::new("embedding_backward", GATHER_F1, "main");
+
+/// The WGSL of every embedding kernel (for validation in tests).
+pub fn shaders() -> [(&'static str, &'static str); 7] {
+    [
+        ("embedding_v4", FWD_V4),
+        ("embedding", FWD_F1),
+        ("embedding_backward_count", COUNT),
+        ("embedding_backward_scan", SCAN),
+        ("embedding_backward_fill", FILL),
+        ("embedding_backward_v4", GATHER_V4),
+        ("embedding_backward", GATHER_F1),
+    ]
+}
+
+fn too_large(op: &str, n: usize) -> Error {
+    Error::TooLarge {
+        what: format!("{op}: elements"),
+        requested: n as u64,
+        limit: u64::from(u32::MAX),
+    }
+}
+
+/// Embedding lookup: `ids` (u32, any shape `[...]`) and `weight [vocab, dim]` ->
+/// `[..., dim]`, row `ids[i]` of the weight. An id `>= vocab` gives a row of zeros (it is
+/// never read out of bounds).
+///
+/// # Errors
+/// [`Error::DType`] unless `ids` is u32 and `weight` f32, [`Error::ShapeMismatch`] unless
+/// `weight` is 2-D, [`Error::TooLarge`] past 2^32 output elements.
+pub fn embedding(ids: &Tensor, weight: &Tensor) -> Result<Tensor, Error> {
+    let op = "embedding";
+    want_u32(op, ids)?;
+    want_f32(op, weight)?;
+    let &[vocab, dim] = weight.shape() else {
+        return Err(Error::ShapeMismatch {
+            op: op.into(),
+            detail: format!(
+                "weight has shape {:?}; expected [vocab, dim]",
+                weight.shape()
+            ),
+        });
+    };
+    let n = ids.len();
+    let mut shape = ids.shape().to_vec();
+    shape.push(dim);
+    if n.checked_mul(dim).is_none_or(|t| t > u32::MAX as usize) || weight.len() > u32::MAX as usize
+    {
+        return Err(too_large(op, n.saturating_mul(dim)));
+    }
+    let dev = ids.device();
+    let out = dev.empty(&shape, DType::F32)?;
+    if n == 0 || dim == 0 {
+        return Ok(out);
+    }
+    let v4 = dim.is_multiple_of(4);
+    let units = if v4 { dim / 4 } else { dim };
+    let u = words(&[
+        n as u32,
+        units as u32,
+        vocab.min(u32::MAX as usize) as u32,
+        0,
+    ]);
+    let k = if v4 { &K_FWD_V4 } else { &K_FWD_F1 };
+    let g = grid(dev, op, (n * units).div_ceil(WG as usize) as u64)?;
+    dev.dispatch_raw(
+        k,
+        &[],
+        &[
+            Binding::Uniform(&u),
+            Binding::Read(ids),
+            Binding::Read(weight),
+            Binding::ReadWrite(&out),
+        ],
+        g,
+    )?;
+    Ok(out)
+}
+
+/// Gradient of [`embedding`] w.r.t. the weight: `ids` (u32, `[...]`) and `grad_out`
+/// (`[..., dim]`) -> `[vocab, dim]`, row `v` the sum of `grad_out` rows whose id is `v`,
+/// in increasing position order (bit-identical on every run). Ids `>= vocab` contribute
+/// nothing.
+///
+/// # Errors
+/// [`Error::DType`] unless `ids` is u32 and `grad_out` f32, [`Error::ShapeMismatch`] when
+/// `grad_out` is not `ids.shape() + [dim]`, [`Error::TooLarge`] past 2^32 elements.
+pub fn embedding_backward(ids: &Tensor, grad_out: &Tensor, vocab: usize) -> Result<Tensor, Error> {
+    let op = "embedding_backward";
+    want_u32(op, ids)?;
+    want_f32(op, grad_out)?;
+    let gs = grad_out.shape();
+    let dim = gs.last().copied().unwrap_or(0);
+    if gs.len() != ids.shape().len() + 1 || &gs[..gs.len() - 1] != ids.shape() {
+        return Err(Error::ShapeMismatch {
+            op: op.into(),
+            detail: format!(
+                "grad_out has shape {gs:?}; expected the ids' shape {:?} followed by [dim]",
+                ids.shape()
+            ),
+        });
+    }
+    let n = ids.len();
+    if grad_out.len() > u32::MAX as usize
+        || vocab
+            .checked_mul(dim)
+            .is_none_or(|t| t >= u32::MAX as usize)
+    {
+        return Err(too_large(op, vocab.saturating_mul(dim).max(grad_out.len())));
+    }
+    let dev = ids.device();
+    if n == 0 || dim == 0 || vocab == 0 {
+        return Tensor::zeros(dev, &[vocab, dim]);
+    }
+    // The counters are bound as atomic<u32>: a zeroed buffer is 0u whatever its dtype.
+    let counts = Tensor::zeros(dev, &[vocab])?;
+    let offsets = dev.empty(&[vocab + 1], DType::U32)?;
+    let pos = dev.empty(&[n], DType::U32)?;
+    let dw = dev.empty(&[vocab, dim], DType::F32)?;
+    let u = words(&[n as u32, vocab as u32, 0, 0]);
+    let per_id = grid(dev, op, n.div_ceil(WG as usize) as u64)?;
+    dev.dispatch_raw(
+        &K_COUNT,
+        &[],
+        &[
+            Binding::Uniform(&u),
+            Binding::Read(ids),
+            Binding::ReadWrite(&counts),
+        ],
+        per_id,
+    )?;
+    dev.dispatch_raw(
+        &K_SCAN,
+        &[],
+        &[
+            Binding::Uniform(&u),
+            Binding::Read(&counts),
+            Binding::ReadWrite(&offsets),
+        ],
+        [1, 1, 1],
+    )?;
+    let fill = [
+        Binding::Uniform(&u),
+        Binding::Read(ids),
+        Binding::Read(&offsets),
+        Binding::ReadWrite(&counts),
+        Binding::ReadWrite(&pos),
+    ];
+    dev.dispatch_raw(&K_FILL, &[], &fill, per_id)?;
+    let v4 = dim.is_multiple_of(4);
+    let units = if v4 { dim / 4 } else { dim };
+    let ug = words(&[n as u32, units as u32, vocab as u32, 0]);
+    let k = if v4 { &K_GATHER_V4 } else { &K_GATHER_F1 };
+    let binds = [
+        Binding::Uniform(&ug),
+        Binding::Read(ids),
+        Binding::Read(&offsets),
+        Binding::Read(&pos),
+        Binding::Read(grad_out),
+        Binding::ReadWrite(&dw),
+    ];
+    dev.dispatch_raw(k, &[], &binds, grid(dev, op, vocab as u64)?)?;
+    Ok(dw)
+}
