@@ -2,7 +2,7 @@
 //! software adapter against a naive CPU f64 implementation.
 
 use tang_runtime::dense::attention::{attention, attention_backward, attention_decode, shaders};
-use tang_runtime::{Device, Error, Tensor};
+use tang_runtime::{Device, DeviceOptions, Error, Tensor};
 
 /// Deterministic uniform numbers in [-1, 1) (64-bit LCG, top bits).
 struct Rng(u64);
@@ -251,6 +251,20 @@ fn other_head_dims_and_peaked_softmax() {
     check(&dev, cfg(1, 2, 2, 65, 32), 10, 1.0, true);
     // Large logits: softmax rows close to one-hot, exercising the online rescaling.
     check(&dev, cfg(1, 2, 2, 100, 16), 11, 6.0, true);
+}
+
+/// The kernels guard their own indices; with wgpu's runtime checks back on the results
+/// must not change (a guard that relied on a clamped read would show here).
+#[test]
+fn checked_mode_gives_the_same_results() {
+    let dev = Device::with_options(DeviceOptions {
+        checked: true,
+        ..DeviceOptions::default()
+    })
+    .unwrap();
+    assert!(dev.info().checked);
+    check(&dev, cfg(1, 4, 2, 70, 64), 15, 1.0, true);
+    check(&dev, cfg(1, 2, 1, 19, 5), 16, 1.0, true);
 }
 
 /// Gradient of sum(o * go) by central differences of the f64 reference forward, compared
