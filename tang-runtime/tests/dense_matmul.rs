@@ -119,6 +119,23 @@ fn awkward_shapes_all_transposes() {
 }
 
 #[test]
+fn more_row_blocks_than_one_grid_dimension() {
+    let dev = Device::new().unwrap();
+    let mut rng = Rng(6);
+    // 2.1M rows in 32-row blocks: more than 65,535 workgroups.
+    check(
+        &dev,
+        &mut rng,
+        2_100_000,
+        2,
+        3,
+        false,
+        false,
+        Some(TileConfig::SMALL),
+    );
+}
+
+#[test]
 fn every_tile_preset_aligned_and_not() {
     let dev = Device::new().unwrap();
     let mut rng = Rng(2);

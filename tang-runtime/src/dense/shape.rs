@@ -1,1 +1,363 @@
-//! (being written)
+//! Shape operations on the GPU: transpose of the last two dimensions (tiled through
+//! workgroup memory so reads and writes are both coalesced), and concatenation and
+//! splitting along any axis (one strided block copy per piece). The kernels move 32-bit
+//! words, so f32 and u32 tensors are copied bit for bit.
+
+use crate::{Binding, Device, Error, RawKernel, Tensor};
+
+/// 32 x 32 tile, 32 x 8 threads, 4 elements each. The tile row is padded to 33 words so
+/// the column-wise reads of the write phase fall in distinct banks. Every loop bound is
+/// workgroup-uniform (the barriers need that); tiles beyond the grid are walked in a
+/// grid-stride loop, so any shape fits in the grid.
+const TRANSPOSE_WGSL: &str = "
+struct P { rows: u32, cols: u32, xtiles: u32, ytiles: u32, count: u32, pad0: u32, pad1: u32, pad2: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> src: array<u32>;
+@group(0) @binding(2) var<storage, read_write> dst: array<u32>;
+var<workgroup> tile: array<u32, 1056>;
+
+@compute @workgroup_size(32, 8)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_id) l: vec3<u32>) {
+    for (var tx = wg.x; tx < p.xtiles; tx += nwg.x) {
+        let c0 = tx * 32u;
+        for (var t = wg.y + wg.z * nwg.y; t < p.count; t += nwg.y * nwg.z) {
+            let b = t / p.ytiles;
+            let r0 = (t - b * p.ytiles) * 32u;
+            let base = b * p.rows * p.cols;
+            for (var i = 0u; i < 32u; i += 8u) {
+                let r = r0 + l.y + i;
+                let c = c0 + l.x;
+                if (r < p.rows && c < p.cols) {
+                    tile[(l.y + i) * 33u + l.x] = src[base + r * p.cols + c];
+                }
+            }
+            workgroupBarrier();
+            for (var i = 0u; i < 32u; i += 8u) {
+                let c = c0 + l.y + i;
+                let r = r0 + l.x;
+                if (c < p.cols && r < p.rows) {
+                    dst[base + c * p.rows + r] = tile[l.x * 33u + l.y + i];
+                }
+            }
+            workgroupBarrier();
+        }
+    }
+}
+";
+
+/// `dst[o * dst_ld + dst_off + j] = src[o * src_ld + src_off + j]` for `o < outer`,
+/// `j < inner`: one piece of a concat or split. `{T}` is `u32` or `vec4<u32>` (then
+/// every quantity is in units of 4 words).
+const COPY_WGSL: &str = "
+struct P { inner: u32, src_ld: u32, src_off: u32, dst_ld: u32, dst_off: u32, total: u32, row: u32, pad0: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> src: array<{T}>;
+@group(0) @binding(2) var<storage, read_write> dst: array<{T}>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    let i = g.x + g.y * p.row;
+    if (i >= p.total) { return; }
+    let o = i / p.inner;
+    let j = i - o * p.inner;
+    dst[o * p.dst_ld + p.dst_off + j] = src[o * p.src_ld + p.src_off + j];
+}
+";
+
+/// The copy shader with its element type filled in (the two texts are fixed, so each
+/// is built and leaked once).
+fn copy_kernel(vec4: bool) -> RawKernel {
+    use std::sync::OnceLock;
+    static K: [OnceLock<RawKernel>; 2] = [OnceLock::new(), OnceLock::new()];
+    *K[vec4 as usize].get_or_init(|| {
+        let text = COPY_WGSL.replace("{T}", if vec4 { "vec4<u32>" } else { "u32" });
+        RawKernel::new("block_copy", Box::leak(text.into_boxed_str()), "main")
+    })
+}
+
+const TRANSPOSE: RawKernel = RawKernel::new("transpose", TRANSPOSE_WGSL, "main");
+
+/// Every shader of this module, for validation in tests.
+pub fn shaders() -> Vec<String> {
+    vec![
+        TRANSPOSE_WGSL.to_string(),
+        copy_kernel(false).wgsl.to_string(),
+        copy_kernel(true).wgsl.to_string(),
+    ]
+}
+
+fn too_large(what: &str, n: usize) -> Error {
+    Error::TooLarge {
+        what: format!("{what}: elements"),
+        requested: n as u64,
+        limit: u32::MAX as u64,
+    }
+}
+
+fn fits_u32(what: &str, n: usize) -> Result<u32, Error> {
+    u32::try_from(n).map_err(|_| too_large(what, n))
+}
+
+/// Swaps the last two dimensions: `[.., r, c]` to `[.., c, r]` (a copy in the new
+/// layout). f32 and u32 tensors.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] for a tensor of rank < 2, [`Error::TooLarge`] beyond
+/// 2^32 - 1 elements.
+pub fn transpose(x: &Tensor) -> Result<Tensor, Error> {
+    let s = x.shape();
+    if s.len() < 2 {
+        return Err(Error::ShapeMismatch {
+            op: "transpose".into(),
+            detail: format!(
+                "expected rank >= 2 ([.., rows, cols]), got {s:?}; reshape a vector to [1, n] first"
+            ),
+        });
+    }
+    let (rows, cols) = (s[s.len() - 2], s[s.len() - 1]);
+    let mut out_shape = s.to_vec();
+    let rank = s.len();
+    out_shape.swap(rank - 2, rank - 1);
+    let dev = x.device();
+    let out = dev.empty(&out_shape, x.dtype())?;
+    if out.is_empty() {
+        return Ok(out);
+    }
+    fits_u32("transpose", x.len())?;
+    let batch = x.len() / (rows * cols);
+    let (xtiles, ytiles) = (cols.div_ceil(32), rows.div_ceil(32));
+    let count = fits_u32("transpose: tiles", ytiles * batch)?;
+    let max = dev.info().limits.max_compute_workgroups_per_dimension as usize;
+    let gx = xtiles.min(max);
+    let gy = (count as usize).min(max);
+    let gz = (count as usize).div_ceil(gy).min(max);
+    let words = [
+        rows as u32,
+        cols as u32,
+        xtiles as u32,
+        ytiles as u32,
+        count,
+        0,
+        0,
+        0,
+    ];
+    dev.dispatch_raw(
+        &TRANSPOSE,
+        &[],
+        &[
+            Binding::Uniform(bytemuck::cast_slice(&words)),
+            Binding::Read(x),
+            Binding::ReadWrite(&out),
+        ],
+        [gx as u32, gy as u32, gz as u32],
+    )?;
+    Ok(out)
+}
+
+/// The gradient of [`transpose`]: the upstream gradient transposed back.
+///
+/// # Errors
+/// As [`transpose`].
+pub fn transpose_backward(grad: &Tensor) -> Result<Tensor, Error> {
+    transpose(grad)
+}
+
+/// One block copy: `outer` rows of `inner` words from `src` (row stride `src_ld`,
+/// starting at column `src_off`) to `dst` (likewise).
+#[allow(clippy::too_many_arguments)]
+fn block_copy(
+    dev: &Device,
+    src: &Tensor,
+    dst: &Tensor,
+    outer: usize,
+    inner: usize,
+    (src_ld, src_off): (usize, usize),
+    (dst_ld, dst_off): (usize, usize),
+) -> Result<(), Error> {
+    let total = outer * inner;
+    if total == 0 {
+        return Ok(());
+    }
+    let v4 = [inner, src_ld, src_off, dst_ld, dst_off]
+        .iter()
+        .all(|x| x % 4 == 0);
+    let w = if v4 { 4 } else { 1 };
+    let total_u = fits_u32("concat/split", total / w)?;
+    let groups = (total / w).div_ceil(256);
+    let max = dev.info().limits.max_compute_workgroups_per_dimension as usize;
+    let gx = groups.min(max);
+    let gy = groups.div_ceil(gx);
+    if gy > max {
+        return Err(too_large("concat/split", total));
+    }
+    let words = [
+        (inner / w) as u32,
+        (src_ld / w) as u32,
+        (src_off / w) as u32,
+        (dst_ld / w) as u32,
+        (dst_off / w) as u32,
+        total_u,
+        (gx * 256) as u32,
+        0,
+    ];
+    dev.dispatch_raw(
+        &copy_kernel(v4),
+        &[],
+        &[
+            Binding::Uniform(bytemuck::cast_slice(&words)),
+            Binding::Read(src),
+            Binding::ReadWrite(dst),
+        ],
+        [gx as u32, gy as u32, 1],
+    )
+}
+
+/// `(outer, axis length, inner)` of `shape` around `axis`.
+fn around(shape: &[usize], axis: usize) -> (usize, usize, usize) {
+    (
+        shape[..axis].iter().product(),
+        shape[axis],
+        shape[axis + 1..].iter().product(),
+    )
+}
+
+/// Joins tensors along `axis`: all have the same rank, dtype and sizes except along
+/// `axis`; the result's `axis` is the sum of theirs.
+///
+/// # Errors
+/// [`Error::Arity`] for an empty list, [`Error::ShapeMismatch`] (an axis out of range,
+/// ranks or other dimensions that differ), [`Error::DType`] for mixed dtypes,
+/// [`Error::TooLarge`] beyond 2^32 - 1 elements.
+pub fn concat(xs: &[&Tensor], axis: usize) -> Result<Tensor, Error> {
+    let Some(first) = xs.first() else {
+        return Err(Error::Arity {
+            op: "concat".into(),
+            what: "tensors (at least one)",
+            expected: 1,
+            got: 0,
+        });
+    };
+    let s0 = first.shape();
+    if axis >= s0.len() {
+        return Err(Error::ShapeMismatch {
+            op: "concat".into(),
+            detail: format!(
+                "axis {axis} is out of range for shape {s0:?}; use an axis below {}",
+                s0.len()
+            ),
+        });
+    }
+    let mut total_axis = 0;
+    for (i, x) in xs.iter().enumerate() {
+        let s = x.shape();
+        let same = s.len() == s0.len()
+            && s.iter()
+                .zip(s0)
+                .enumerate()
+                .all(|(d, (a, b))| d == axis || a == b);
+        if !same {
+            return Err(Error::ShapeMismatch {
+                op: "concat".into(),
+                detail: format!(
+                    "tensor {i} has shape {s:?}, expected {s0:?} in every dimension except axis {axis}"
+                ),
+            });
+        }
+        if x.dtype() != first.dtype() {
+            return Err(Error::DType {
+                op: format!("concat (tensor {i})"),
+                expected: first.dtype(),
+                got: x.dtype(),
+            });
+        }
+        total_axis += s[axis];
+    }
+    let mut out_shape = s0.to_vec();
+    out_shape[axis] = total_axis;
+    let dev = first.device();
+    let out = dev.empty(&out_shape, first.dtype())?;
+    fits_u32("concat", out.len())?;
+    let (outer, _, inner) = around(&out_shape, axis);
+    let dst_ld = total_axis * inner;
+    let mut off = 0;
+    for x in xs {
+        let piece = x.shape()[axis] * inner;
+        block_copy(dev, x, &out, outer, piece, (piece, 0), (dst_ld, off))?;
+        off += piece;
+    }
+    Ok(out)
+}
+
+/// The gradient of [`concat`]: the upstream gradient split into pieces of the inputs'
+/// sizes along `axis`.
+///
+/// # Errors
+/// As [`split`].
+pub fn concat_backward(grad: &Tensor, sizes: &[usize], axis: usize) -> Result<Vec<Tensor>, Error> {
+    split(grad, axis, sizes)
+}
+
+/// Cuts `x` along `axis` into pieces of `sizes` (which must sum to `x.shape()[axis]`).
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] for an axis out of range or sizes that do not sum to the
+/// axis length, [`Error::TooLarge`] beyond 2^32 - 1 elements.
+pub fn split(x: &Tensor, axis: usize, sizes: &[usize]) -> Result<Vec<Tensor>, Error> {
+    let s = x.shape();
+    if axis >= s.len() {
+        return Err(Error::ShapeMismatch {
+            op: "split".into(),
+            detail: format!(
+                "axis {axis} is out of range for shape {s:?}; use an axis below {}",
+                s.len()
+            ),
+        });
+    }
+    let sum: usize = sizes.iter().sum();
+    if sum != s[axis] {
+        return Err(Error::ShapeMismatch {
+            op: "split".into(),
+            detail: format!(
+                "sizes {sizes:?} sum to {sum}, expected {} (axis {axis} of {s:?})",
+                s[axis]
+            ),
+        });
+    }
+    fits_u32("split", x.len())?;
+    let dev = x.device();
+    let (outer, _, inner) = around(s, axis);
+    let src_ld = s[axis] * inner;
+    let mut off = 0;
+    let mut out = Vec::with_capacity(sizes.len());
+    for &size in sizes {
+        let mut shape = s.to_vec();
+        shape[axis] = size;
+        let piece = dev.empty(&shape, x.dtype())?;
+        let w = size * inner;
+        block_copy(dev, x, &piece, outer, w, (src_ld, off), (w, 0))?;
+        off += w;
+        out.push(piece);
+    }
+    Ok(out)
+}
+
+/// The gradient of [`split`]: the pieces' gradients concatenated along `axis`.
+///
+/// # Errors
+/// As [`concat`].
+pub fn split_backward(grads: &[&Tensor], axis: usize) -> Result<Tensor, Error> {
+    concat(grads, axis)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn shaders_validate() {
+        for s in super::shaders() {
+            if let Err(e) = tang_expr::validate(&s) {
+                panic!("{e}\n{s}");
+            }
+        }
+    }
+}
