@@ -1,0 +1,190 @@
+//! Matmul cases: square fp32 at 1024/2048/4096 and 4096x4096x1024 with each operand
+//! stored transposed (names as in `torch_anchors.py`: NT means B is stored `[n, k]`, TN
+//! means A is stored `[k, m]`). TFLOP/s = 2mnk / time.
+//!
+//! PyTorch times one launch with CUDA events (GPU time only); here each repeat records
+//! enough launches to keep the GPU busy for a few milliseconds, waits for completion
+//! and divides, so the per-submit cost of the host does not count against the kernel
+//! either. Every case first checks a sample of C against a CPU dot product, so a fast
+//! wrong kernel is reported as a failure, not a speed. Without `--quick`, every tile
+//! preset is also timed at 1024 and 4096 (`..._tile<bm>x<bn>x<bk>_<tm>x<tn>`) to tune
+//! the automatic choice.
+
+use tang_runtime::dense::matmul::{Epilogue, MatmulOptions, TileConfig, matmul_with};
+use tang_runtime::{Device, Error, Tensor};
+
+use super::Report;
+use super::elementwise::{random, time};
+
+/// One problem: op(A) is [m, k], op(B) is [k, n].
+struct Case {
+    m: usize,
+    n: usize,
+    k: usize,
+    ta: bool,
+    tb: bool,
+}
+
+fn run_case(
+    dev: &Device,
+    c: &Case,
+    tile: Option<TileConfig>,
+    epi: Option<&Epilogue>,
+    quick: bool,
+) -> Result<(f64, f64), Error> {
+    let a = random(c.m * c.k, 11);
+    let b = random(c.k * c.n, 12);
+    let at = Tensor::from_slice(dev, &a, &if c.ta { [c.k, c.m] } else { [c.m, c.k] })?;
+    let bt = Tensor::from_slice(dev, &b, &if c.tb { [c.n, c.k] } else { [c.k, c.n] })?;
+    let o = MatmulOptions {
+        transpose_a: c.ta,
+        transpose_b: c.tb,
+        tile,
+        epilogue: epi,
+        ..Default::default()
+    };
+    // Correctness on a sample of elements (rows and columns spread over the matrix).
+    let out = matmul_with(&at, &bt, &o)?.to_vec()?;
+    for s in 0..16usize {
+        let (i, j) = ((s * 7919) % c.m, (s * 104_729) % c.n);
+        let mut want = 0.0f64;
+        for p in 0..c.k {
+            let x = a[if c.ta { p * c.m + i } else { i * c.k + p }] as f64;
+            let y = b[if c.tb { j * c.k + p } else { p * c.n + j }] as f64;
+            want += x * y;
+        }
+        if let Some(e) = epi {
+            want = e.eval_f64(want)?;
+        }
+        let got = out[i * c.n + j] as f64;
+        if (got - want).abs() > 1e-3 * (1.0 + want.abs()) * (c.k as f64).sqrt() {
+            return Err(Error::ShapeMismatch {
+                op: "bench matmul".into(),
+                detail: format!("wrong result at [{i}, {j}]: {got} vs {want}"),
+            });
+        }
+    }
+    let flops = 2.0 * (c.m * c.n * c.k) as f64;
+    // ~4 ms of work per repeat at 40 TFLOP/s.
+    let per_rep = ((160e9 / flops) as usize).clamp(1, 64);
+    let reps = if quick { 3 } else { 10 };
+    let ms = time(dev, 2, reps, || {
+        for _ in 0..per_rep {
+            matmul_with(&at, &bt, &o)?;
+        }
+        Ok(())
+    })? / per_rep as f64;
+    Ok((ms, flops / ms / 1e9))
+}
+
+fn case(
+    dev: &Device,
+    report: &mut Report,
+    name: &str,
+    c: &Case,
+    tile: Option<TileConfig>,
+    epi: Option<&Epilogue>,
+    quick: bool,
+) {
+    if !report.wants(name) {
+        return;
+    }
+    match run_case(dev, c, tile, epi, quick) {
+        Ok((ms, tflops)) => report.add_rate(name, ms, tflops, "TFLOP/s"),
+        Err(e) => report.fail(name, &e),
+    }
+}
+
+/// Runs the matmul cases.
+pub fn run(dev: &Device, quick: bool, report: &mut Report) {
+    let sizes: &[usize] = if quick { &[2048] } else { &[1024, 2048, 4096] };
+    for &s in sizes {
+        let c = Case {
+            m: s,
+            n: s,
+            k: s,
+            ta: false,
+            tb: false,
+        };
+        case(
+            dev,
+            report,
+            &format!("matmul_fp32_{s}"),
+            &c,
+            None,
+            None,
+            quick,
+        );
+    }
+    for (tag, ta, tb) in [
+        ("NN", false, false),
+        ("NT", false, true),
+        ("TN", true, false),
+    ] {
+        let c = Case {
+            m: 4096,
+            n: 4096,
+            k: 1024,
+            ta,
+            tb,
+        };
+        case(
+            dev,
+            report,
+            &format!("matmul_fp32_4096x4096x1024_{tag}"),
+            &c,
+            None,
+            None,
+            quick,
+        );
+    }
+    if quick {
+        return;
+    }
+    // Fused epilogue: the store applies GELU (the cost of the epilogue over plain).
+    match Epilogue::from_traced(&tang_runtime::tang_expr::trace(1, |v| v[0].gelu_tanh())) {
+        Ok(gelu) => {
+            let c = Case {
+                m: 4096,
+                n: 4096,
+                k: 1024,
+                ta: false,
+                tb: false,
+            };
+            case(
+                dev,
+                report,
+                "matmul_fp32_4096x4096x1024_NN_gelu",
+                &c,
+                None,
+                Some(&gelu),
+                quick,
+            );
+        }
+        Err(e) => report.fail("matmul_fp32_4096x4096x1024_NN_gelu", &e),
+    }
+    let presets = [
+        TileConfig::LARGE,
+        TileConfig::LARGE_K16,
+        TileConfig::WIDE,
+        TileConfig::MEDIUM,
+        TileConfig::MEDIUM_T256,
+        TileConfig::SMALL,
+    ];
+    for s in [1024, 4096] {
+        for t in presets.into_iter().filter(|t| t.fits(dev)) {
+            let name = format!(
+                "matmul_fp32_{s}_tile{}x{}x{}_{}x{}",
+                t.bm, t.bn, t.bk, t.tm, t.tn
+            );
+            let c = Case {
+                m: s,
+                n: s,
+                k: s,
+                ta: false,
+                tb: false,
+            };
+            case(dev, report, &name, &c, Some(t), None, quick);
+        }
+    }
+}
