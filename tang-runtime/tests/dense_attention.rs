@@ -239,6 +239,8 @@ fn forward_and_backward_match_reference() {
     check(&dev, cfg(1, 1, 1, 257, 64), 4, 1.0, true);
     check(&dev, cfg(1, 8, 2, 257, 16), 5, 1.0, true);
     check(&dev, cfg(2, 4, 4, 64, 64), 6, 1.0, true);
+    check(&dev, cfg(1, 8, 8, 7, 64), 17, 1.0, true);
+    check(&dev, cfg(2, 8, 2, 1, 64), 18, 1.0, true);
 }
 
 #[test]

@@ -88,13 +88,15 @@ const VARIANTS: [Variant; 4] = [
     variant!(128, 32, 4, 16, 8),
 ];
 
-/// Every WGSL source of this module (for validation in tests and tooling).
-pub fn shaders() -> Vec<(&'static str, &'static str)> {
-    VARIANTS
-        .iter()
-        .flat_map(|v| [v.fwd, v.bwd_dq, v.bwd_dkv])
-        .map(|k| (k.name, k.wgsl))
-        .collect()
+/// Every WGSL source of this module as `(name, source)`: forward, dq pass and dk/dv pass
+/// for each head-dim variant (for validation in tests and tooling).
+pub fn shaders() -> [(&'static str, &'static str); 12] {
+    let mut out = [("", ""); 12];
+    let kernels = VARIANTS.iter().flat_map(|v| [v.fwd, v.bwd_dq, v.bwd_dkv]);
+    for (slot, k) in out.iter_mut().zip(kernels) {
+        *slot = (k.name, k.wgsl);
+    }
+    out
 }
 
 /// Uniforms shared by the three kernels (WGSL `Params`).
