@@ -1,7 +1,7 @@
 //! Row kernels (reductions, softmax, norms, embedding, cross-entropy) on the software
 //! adapter against CPU f64 references; backwards against central finite differences.
 
-use tang_runtime::dense::{embedding, norm, reduce, softmax};
+use tang_runtime::dense::{cross_entropy, embedding, norm, reduce, softmax};
 use tang_runtime::{Device, Tensor};
 
 /// Deterministic xorshift64* numbers, so failures reproduce.
@@ -538,4 +538,100 @@ fn embedding_forward_and_deterministic_backward() {
     let it = Tensor::from_u32(&dev, &[0, 1], &[2]).unwrap();
     let gt = Tensor::from_slice(&dev, &[0.0; 6], &[3, 2]).unwrap();
     assert!(embedding::embedding_backward(&it, &gt, 4).is_err());
+}
+
+/// Mean cross-entropy in f64 over rows whose target is not `ignore`, and each row's loss.
+fn ce_f64(x: &[f64], t: &[u32], classes: usize, ignore: u32) -> (f64, Vec<f64>) {
+    let mut rows = Vec::new();
+    let mut count = 0.0;
+    for (r, &ti) in t.iter().enumerate() {
+        if ti == ignore {
+            rows.push(0.0);
+            continue;
+        }
+        let row = &x[r * classes..(r + 1) * classes];
+        let m = row.iter().fold(f64::NEG_INFINITY, |a, &v| a.max(v));
+        let lse = m + row.iter().map(|v| (v - m).exp()).sum::<f64>().ln();
+        rows.push(lse - row[ti as usize]);
+        count += 1.0;
+    }
+    (rows.iter().sum::<f64>() / count, rows)
+}
+
+#[test]
+fn cross_entropy_matches_cpu_and_finite_differences() {
+    let dev = dev();
+    let mut rng = Rng(7);
+    let ignore = 2;
+    for (rows, classes) in [
+        (1, 1),
+        (3, 17),
+        (17, 4),
+        (33, 65),
+        (65, 127),
+        (5, 1000),
+        (2, 5000),
+        (1, 16_400),
+        (66_000, 3),
+    ] {
+        let x = rng.vec(rows * classes, 4.0);
+        let mut t: Vec<u32> = (0..rows).map(|_| rng.below(classes as u32)).collect();
+        if rows > 1 {
+            t[1] = ignore;
+        }
+        let xt = Tensor::from_slice(&dev, &x, &[rows, classes]).unwrap();
+        let tt = Tensor::from_u32(&dev, &t, &[rows]).unwrap();
+        let out = cross_entropy::cross_entropy(&xt, &tt, Some(ignore)).unwrap();
+        let x64 = to64(&x);
+        let (mean, per_row) = ce_f64(&x64, &t, classes, ignore);
+        let what = format!("cross_entropy {rows}x{classes}");
+        close(
+            &format!("{what}: row_loss"),
+            &out.row_loss.to_vec().unwrap(),
+            &per_row,
+            1e-5,
+            1e-5,
+        );
+        close(
+            &format!("{what}: loss"),
+            &out.loss.to_vec().unwrap(),
+            &[mean],
+            1e-5,
+            1e-5,
+        );
+        let count = t.iter().filter(|&&v| v != ignore).count();
+        assert_eq!(out.count.to_vec().unwrap(), vec![count as f32]);
+        // Gradient: finite differences of the mean loss on small cases, the closed form
+        // (softmax - onehot) / count on all.
+        let grad = out.grad.to_vec().unwrap();
+        if rows * classes <= 600 {
+            let want = fd_vjp_at(&x, &[1.0], 1, |v| vec![ce_f64(v, &t, classes, ignore).0]);
+            close_at(
+                &format!("{what}: grad (finite differences)"),
+                &grad,
+                &want,
+                1e-5,
+                1e-3,
+            );
+        }
+        let sm = cpu_softmax(&x, classes, false);
+        let want: Vec<f64> = (0..rows * classes)
+            .map(|i| {
+                let (r, j) = (i / classes, i % classes);
+                if t[r] == ignore {
+                    0.0
+                } else {
+                    (sm[i] - f64::from(u8::from(t[r] as usize == j))) / count as f64
+                }
+            })
+            .collect();
+        close(&format!("{what}: grad"), &grad, &want, 1e-7, 1e-4);
+    }
+    // An out-of-range target makes the loss NaN, without reading out of bounds.
+    let xt = Tensor::from_slice(&dev, &[0.0; 6], &[2, 3]).unwrap();
+    let tt = Tensor::from_u32(&dev, &[0, 9], &[2]).unwrap();
+    let out = cross_entropy::cross_entropy(&xt, &tt, None).unwrap();
+    assert!(out.loss.to_vec().unwrap()[0].is_nan());
+    let bad = Tensor::from_u32(&dev, &[0, 1, 2], &[3]).unwrap();
+    assert!(cross_entropy::cross_entropy(&xt, &bad, None).is_err());
 }

@@ -1,1 +1,255 @@
-//! (being written)
+//! Cross-entropy over logits `[rows, classes]` with u32 targets and an ignore index:
+//! loss and gradient together, in three dispatches, with nothing read back to the CPU.
+//!
+//! 1. one workgroup counts the rows whose target is not ignored;
+//! 2. one workgroup per row (2-D grid) keeps the row in registers (`vec4` when `classes`
+//!    is a multiple of 4), computes log-sum-exp with online max/sum, the row's loss, and
+//!    the gradient of the mean loss `(softmax - onehot) / count`: logits are read once;
+//! 3. one workgroup sums the per-row losses (fixed tree order: deterministic) / count.
+//!
+//! A target `>= classes` that is not the ignore index gives that row a NaN loss (so the
+//! mean is NaN, visibly) and a zero gradient row; it is never read out of bounds.
+
+use super::reduce::{grid, lowest, unit_f1, unit_v4, want_f32, want_u32, wg_common, words};
+use crate::{Binding, DType, Error, RawKernel, Tensor};
+
+const COUNT: &str = "
+struct P { rows: u32, n: u32, classes: u32, ignore: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> targets: array<u32>;
+@group(0) @binding(2) var<storage, read_write> cnt: array<f32>;
+var<workgroup> red: array<u32, 256>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32) {
+    var c = 0u;
+    for (var i = lid; i < p.rows; i = i + 256u) { c = c + select(1u, 0u, targets[i] == p.ignore); }
+    red[lid] = c;
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s = s >> 1u) {
+        if (lid < s) { red[lid] = red[lid] + red[lid + s]; }
+        workgroupBarrier();
+    }
+    if (lid == 0u) { cnt[0] = f32(red[0]); }
+}
+";
+
+macro_rules! main_body {
+    () => {
+        "
+struct P { rows: u32, n: u32, classes: u32, ignore: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> x: array<T>;
+@group(0) @binding(2) var<storage, read> targets: array<u32>;
+@group(0) @binding(3) var<storage, read> cnt: array<f32>;
+@group(0) @binding(4) var<storage, read_write> loss: array<f32>;
+@group(0) @binding(5) var<storage, read_write> dx: array<T>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let row = group_index(wid, nwg);
+    let live = row < p.rows;
+    let n = select(0u, p.n, live);
+    let base = row * p.n;
+    var t = p.ignore;
+    if (live) { t = targets[row]; }
+    let ignored = t == p.ignore;
+    let valid = !ignored && t < p.classes;
+    let total = cnt[0];
+    // Ignored and invalid rows get a zero gradient.
+    let scale = select(0.0, 1.0 / max(total, 1.0), valid);
+    var c: array<T, K>;
+    var m = LOWEST;
+    for (var k = 0u; k < K; k = k + 1u) {
+        let u = lid + k * WG;
+        if (u < n) { let v = x[base + u]; c[k] = v; m = max(m, hmax(v)); }
+    }
+    var s = 0.0;
+    for (var k = 0u; k < K; k = k + 1u) {
+        if (lid + k * WG < n) { s = s + hsum(exp(c[k] - T(m))); }
+    }
+    for (var u = lid + K * WG; u < n; u = u + WG) {
+        let v = x[base + u];
+        let mn = max(m, hmax(v));
+        s = s * exp(m - mn) + hsum(exp(v - T(mn)));
+        m = mn;
+    }
+    let r = wg_max_sumexp(m, s, lid);
+    let mx = r.x;
+    let inv = 1.0 / r.y;
+    let tu = t / W;
+    for (var k = 0u; k < K; k = k + 1u) {
+        let u = lid + k * WG;
+        if (u < n) {
+            var g = exp(c[k] - T(mx)) * inv;
+            if (u == tu) { g = g - onehot(t % W); }
+            dx[base + u] = g * scale;
+        }
+    }
+    for (var u = lid + K * WG; u < n; u = u + WG) {
+        var g = exp(x[base + u] - T(mx)) * inv;
+        if (u == tu) { g = g - onehot(t % W); }
+        dx[base + u] = g * scale;
+    }
+    if (lid == 0u && live) {
+        var l = 0.0;
+        if (valid) {
+            l = mx + log(r.y) - elem(x[base + tu], t % W);
+        } else if (!ignored) {
+            l = bitcast<f32>(0x7fc00000u);
+        }
+        loss[row] = l;
+    }
+}
+"
+    };
+}
+
+const MAIN_V4: &str = concat!(unit_v4!(), wg_common!(), lowest!(), main_body!());
+const MAIN_F1: &str = concat!(unit_f1!(), wg_common!(), lowest!(), main_body!());
+
+const MEAN: &str = concat!(
+    wg_common!(),
+    "
+struct P { rows: u32, n: u32, classes: u32, ignore: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> loss: array<f32>;
+@group(0) @binding(2) var<storage, read> cnt: array<f32>;
+@group(0) @binding(3) var<storage, read_write> mean: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32) {
+    var s = 0.0;
+    for (var i = lid; i < p.rows; i = i + WG) { s = s + loss[i]; }
+    let total = wg_sum(s, lid);
+    // 0 / 0 = NaN when every row is ignored, as PyTorch.
+    if (lid == 0u) { mean[0] = total / cnt[0]; }
+}
+"
+);
+
+static K_COUNT: RawKernel = RawKernel::new("cross_entropy_count", COUNT, "main");
+static K_MAIN_V4: RawKernel = RawKernel::new("cross_entropy_v4", MAIN_V4, "main");
+static K_MAIN_F1: RawKernel = RawKernel::new("cross_entropy", MAIN_F1, "main");
+static K_MEAN: RawKernel = RawKernel::new("cross_entropy_mean", MEAN, "main");
+
+/// The WGSL of every cross-entropy kernel (for validation in tests).
+pub fn shaders() -> [(&'static str, &'static str); 4] {
+    [
+        ("cross_entropy_count", COUNT),
+        ("cross_entropy_v4", MAIN_V4),
+        ("cross_entropy", MAIN_F1),
+        ("cross_entropy_mean", MEAN),
+    ]
+}
+
+/// What [`cross_entropy`] computes in one call.
+#[derive(Clone, Debug)]
+pub struct CrossEntropy {
+    /// `[1]`: the mean loss over rows whose target is not ignored (NaN if there are none).
+    pub loss: Tensor,
+    /// `[rows]`: each row's loss (0 for ignored rows).
+    pub row_loss: Tensor,
+    /// `[rows, classes]`: the gradient of `loss` w.r.t. the logits,
+    /// `(softmax(logits) - onehot(target)) / count`, zero for ignored rows.
+    pub grad: Tensor,
+    /// `[1]`: the number of rows not ignored, as f32.
+    pub count: Tensor,
+}
+
+/// Cross-entropy of `logits [..., classes]` against class indices `targets [...]` (u32),
+/// mean over the rows whose target is not `ignore_index` (PyTorch's `reduction="mean"`;
+/// pass `None` to use every row), with the gradient w.r.t. the logits from the same pass.
+/// A target `>= classes` (other than the ignore index) makes its row's loss NaN.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] unless `targets.shape()` is `logits.shape()` without its last
+/// axis, [`Error::DType`] unless logits are f32 and targets u32, [`Error::TooLarge`].
+pub fn cross_entropy(
+    logits: &Tensor,
+    targets: &Tensor,
+    ignore_index: Option<u32>,
+) -> Result<CrossEntropy, Error> {
+    let op = "cross_entropy";
+    want_f32(op, logits)?;
+    want_u32(op, targets)?;
+    let ls = logits.shape();
+    let Some((&classes, lead)) = ls.split_last() else {
+        return Err(Error::ShapeMismatch {
+            op: op.into(),
+            detail: "logits is a scalar; expected [..., classes]".into(),
+        });
+    };
+    if targets.shape() != lead {
+        return Err(Error::ShapeMismatch {
+            op: op.into(),
+            detail: format!(
+                "targets has shape {:?}; expected {lead:?} (logits {ls:?} without the class axis)",
+                targets.shape()
+            ),
+        });
+    }
+    if logits.len() > u32::MAX as usize || classes > u32::MAX as usize {
+        return Err(Error::TooLarge {
+            what: format!("{op}: elements"),
+            requested: logits.len() as u64,
+            limit: u64::from(u32::MAX),
+        });
+    }
+    let rows = targets.len();
+    let dev = logits.device();
+    let ignore = ignore_index.unwrap_or(u32::MAX);
+    let count = dev.empty(&[1], DType::F32)?;
+    let row_loss = dev.empty(&[rows.max(1)], DType::F32)?;
+    let grad = dev.empty(ls, DType::F32)?;
+    let loss = dev.empty(&[1], DType::F32)?;
+    let v4 = classes.is_multiple_of(4);
+    let n = if v4 { classes / 4 } else { classes };
+    let u = words(&[rows as u32, n as u32, classes as u32, ignore]);
+    dev.dispatch_raw(
+        &K_COUNT,
+        &[],
+        &[
+            Binding::Uniform(&u),
+            Binding::Read(targets),
+            Binding::ReadWrite(&count),
+        ],
+        [1, 1, 1],
+    )?;
+    if rows > 0 && classes > 0 {
+        let k = if v4 { &K_MAIN_V4 } else { &K_MAIN_F1 };
+        let binds = [
+            Binding::Uniform(&u),
+            Binding::Read(logits),
+            Binding::Read(targets),
+            Binding::Read(&count),
+            Binding::ReadWrite(&row_loss),
+            Binding::ReadWrite(&grad),
+        ];
+        dev.dispatch_raw(k, &[], &binds, grid(dev, op, rows as u64)?)?;
+    }
+    let rl = if rows > 0 {
+        row_loss
+    } else {
+        Tensor::zeros(dev, &[1])?
+    };
+    dev.dispatch_raw(
+        &K_MEAN,
+        &[],
+        &[
+            Binding::Uniform(&u),
+            Binding::Read(&rl),
+            Binding::Read(&count),
+            Binding::ReadWrite(&loss),
+        ],
+        [1, 1, 1],
+    )?;
+    let row_loss = rl.reshape(&[rows.max(1)])?;
+    Ok(CrossEntropy {
+        loss,
+        row_loss,
+        grad,
+        count,
+    })
+}

@@ -27,6 +27,8 @@ const W: u32 = 4u;
 const K: u32 = 4u;
 fn hsum(v: T) -> f32 { return (v.x + v.y) + (v.z + v.w); }
 fn hmax(v: T) -> f32 { return max(max(v.x, v.y), max(v.z, v.w)); }
+fn elem(v: T, j: u32) -> f32 { return v[min(j, 3u)]; }
+fn onehot(j: u32) -> T { return select(T(0.0), T(1.0), vec4<u32>(0u, 1u, 2u, 3u) == vec4<u32>(j)); }
 "
     };
 }
@@ -41,6 +43,8 @@ const W: u32 = 1u;
 const K: u32 = 8u;
 fn hsum(v: T) -> f32 { return v; }
 fn hmax(v: T) -> f32 { return v; }
+fn elem(v: T, j: u32) -> f32 { return v; }
+fn onehot(j: u32) -> T { return 1.0; }
 "
     };
 }
