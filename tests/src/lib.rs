@@ -1,5 +1,7 @@
 //! Helpers shared by tang's cross-crate tests: a seeded random generator and tolerances.
 
+pub mod kernels;
+
 /// A small, seeded, deterministic random generator (SplitMix64) so tests are repeatable
 /// without pulling in a random-number crate.
 #[derive(Clone, Debug)]

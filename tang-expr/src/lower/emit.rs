@@ -219,11 +219,25 @@ pub(crate) fn module(
         };
         Some(quote!(#id))
     };
-    let twins =
-        twin_body(&fk.graph, &fk.grad_roots, &leaf).zip(twin_body(&fk.graph, &fk.vjp_roots, &leaf));
-    let Some(((grad_body, grad_roots), (vjp_body, vjp_roots))) = twins else {
+    let twins = twin_body(&fk.graph, &fk.grad_roots, &leaf, false)
+        .zip(twin_body(&fk.graph, &fk.vjp_roots, &leaf, false))
+        .zip(twin_body(&fk.graph, &fk.value_roots, &leaf, true));
+    let Some((((grad_body, grad_roots), (vjp_body, vjp_roots)), (f64_body, f64_roots))) = twins
+    else {
         return wrap(vis, sig, kind_doc, items);
     };
+    let f64_t = quote!(f64);
+    let f64_ty = value_type(sig.ret, &f64_t);
+    let f64_v = value_shape_tokens(sig.ret, &f64_roots);
+    let f64_params: Vec<TokenStream> = sig
+        .params
+        .iter()
+        .filter(|p| p.kind != ParamKind::InOut)
+        .map(|p| {
+            let id = &p.ident;
+            quote!(#id: f64)
+        })
+        .collect();
     let cpu_v = value_shape_tokens(sig.ret, grad_roots.get(..n_out).unwrap_or(&[]));
     let cpu_p = partials_shape(sig.ret, n_wrt, grad_roots.get(n_out..).unwrap_or(&[]));
     let f32_t = quote!(f32);
@@ -301,6 +315,13 @@ pub(crate) fn module(
         pub fn grad(#(#cpu_params),*) -> #cpu_grad_ty {
             #grad_body
             (#cpu_v, #cpu_p)
+        }
+        /// The function's value computed in f64 from the same simplified graph (each op
+        /// as the IR evaluates it in f64): a reference for finite-difference checks of
+        /// [`grad`] and [`vjp`].
+        pub fn value_f64(#(#f64_params),*) -> #f64_ty {
+            #f64_body
+            #f64_v
         }
         #[doc = #vjp_doc]
         #[inline]

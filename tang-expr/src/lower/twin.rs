@@ -28,12 +28,20 @@ fn op_tokens(op: Op) -> TokenStream {
 }
 
 /// Statements computing `roots` in `g`, and the expression of each root. `leaf` gives
-/// the tokens of an input or uniform node (a parameter's name).
+/// the tokens of an input or uniform node (a parameter's name); `f64` picks the precision
+/// (the f32 twins match the GPU; the f64 one is a reference for finite differences).
 pub(crate) fn twin_body(
     g: &Graph,
     roots: &[NodeId],
     leaf: &dyn Fn(Node) -> Option<TokenStream>,
+    f64: bool,
 ) -> Option<(TokenStream, Vec<TokenStream>)> {
+    let ty = if f64 { quote!(f64) } else { quote!(f32) };
+    let (one, zero) = if f64 {
+        (quote!(1.0f64), quote!(0.0f64))
+    } else {
+        (quote!(1.0f32), quote!(0.0f32))
+    };
     let live = g.reachable(roots);
     let mut names: Vec<TokenStream> = vec![TokenStream::new(); g.len()];
     let mut body = TokenStream::new();
@@ -45,13 +53,17 @@ pub(crate) fn twin_body(
             Node::Input(_) | Node::Uniform(_) => leaf(*node)?,
             Node::Const(bits) => {
                 let bits = Literal::u32_suffixed(bits);
-                quote!(f32::from_bits(#bits))
+                if f64 {
+                    quote!((f32::from_bits(#bits) as f64))
+                } else {
+                    quote!(f32::from_bits(#bits))
+                }
             }
             Node::Bool(b) => {
                 if b {
-                    quote!(1.0f32)
+                    one.clone()
                 } else {
-                    quote!(0.0f32)
+                    zero.clone()
                 }
             }
             Node::Apply(op, _) => {
@@ -63,7 +75,7 @@ pub(crate) fn twin_body(
                 let op = op_tokens(op);
                 let v = Ident::new(&format!("v{}", id.index()), Span::call_site());
                 body.extend(quote! {
-                    let #v: f32 = ::tang_runtime::tang_expr::Op::#op.eval::<f32>(&[#(#args),*]);
+                    let #v: #ty = ::tang_runtime::tang_expr::Op::#op.eval::<#ty>(&[#(#args),*]);
                 });
                 quote!(#v)
             }
@@ -90,10 +102,15 @@ mod tests {
         let two = g.constant(2.0);
         let y = g.apply(Op::Mul, &[x, two]).unwrap();
         let z = g.apply(Op::PowI(-3), &[y]).unwrap();
-        let (body, roots) = twin_body(&g, &[z, x], &|n| match n {
-            Node::Input(0) => Some(quote!(x)),
-            _ => None,
-        })
+        let (body, roots) = twin_body(
+            &g,
+            &[z, x],
+            &|n| match n {
+                Node::Input(0) => Some(quote!(x)),
+                _ => None,
+            },
+            false,
+        )
         .unwrap();
         let text = body.to_string();
         assert_eq!(text.matches("let").count(), 2, "{text}");
@@ -102,6 +119,8 @@ mod tests {
         assert_eq!(roots[1].to_string(), "x");
         // A leaf the caller does not know is a failure, not a panic.
         let u = g.uniform(0);
-        assert!(twin_body(&g, &[u], &|_| None).is_none());
+        assert!(twin_body(&g, &[u], &|_| None, false).is_none());
+        let (body, _) = twin_body(&g, &[y], &|_| Some(quote!(x)), true).unwrap();
+        assert!(body.to_string().contains("eval :: < f64 >"));
     }
 }
