@@ -118,6 +118,29 @@ fn awkward_shapes_all_transposes() {
     }
 }
 
+/// The same kernels with wgpu's runtime bounds checks on give the same results.
+#[test]
+fn checked_mode_matches() {
+    let dev = Device::with_options(tang_runtime::DeviceOptions {
+        checked: true,
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(dev.info().checked);
+    let mut rng = Rng(7);
+    check(&dev, &mut rng, 70, 45, 37, true, false, None);
+    check(
+        &dev,
+        &mut rng,
+        136,
+        72,
+        40,
+        false,
+        true,
+        Some(TileConfig::LARGE),
+    );
+}
+
 #[test]
 fn more_row_blocks_than_one_grid_dimension() {
     let dev = Device::new().unwrap();

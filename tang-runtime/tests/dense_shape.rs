@@ -134,6 +134,23 @@ fn concat_and_split_any_axis() {
     }
 }
 
+/// wgpu's runtime bounds checks on: same results.
+#[test]
+fn checked_mode_matches() {
+    let dev = Device::with_options(tang_runtime::DeviceOptions {
+        checked: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let x = data(33 * 65, 3);
+    let t = Tensor::from_slice(&dev, &x, &[33, 65]).unwrap();
+    let y = transpose(&t).unwrap().to_vec().unwrap();
+    assert_eq!(y[64 * 33 + 32], x[32 * 65 + 64]);
+    let parts = split(&t, 1, &[1, 64]).unwrap();
+    let refs: Vec<&Tensor> = parts.iter().collect();
+    assert_eq!(concat(&refs, 1).unwrap().to_vec().unwrap(), x);
+}
+
 #[test]
 fn shape_errors_say_what_was_expected() {
     let dev = Device::new().unwrap();
