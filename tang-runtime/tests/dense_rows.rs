@@ -189,7 +189,8 @@ fn softmax_forward_matches_cpu() {
             );
         }
     }
-    // More rows than one grid dimension holds.
+    // More rows than one grid dimension holds (the 2-D grid every row kernel shares; one
+    // case, since 66,000 workgroups are slow on a software adapter).
     let (rows, cols) = (66_000, 3);
     let x = rng.vec(rows * cols, 4.0);
     let t = Tensor::from_slice(&dev, &x, &[rows, cols]).unwrap();
@@ -337,7 +338,7 @@ fn norms_forward_match_cpu() {
     let dev = dev();
     let mut rng = Rng(4);
     let mut cases: Vec<(usize, usize)> = SIZES.iter().map(|&c| (SIZES[(c * 3) % 8], c)).collect();
-    cases.extend([(2, 4100), (1, 8195), (66_000, 3)]);
+    cases.extend([(2, 4100), (1, 8195)]);
     for (rows, cols) in cases {
         let x = rng.vec(rows * cols, 3.0);
         let w = rng.vec(cols, 1.5);
@@ -572,7 +573,6 @@ fn cross_entropy_matches_cpu_and_finite_differences() {
         (5, 1000),
         (2, 5000),
         (1, 16_400),
-        (66_000, 3),
     ] {
         let x = rng.vec(rows * classes, 4.0);
         let mut t: Vec<u32> = (0..rows).map(|_| rng.below(classes as u32)).collect();
