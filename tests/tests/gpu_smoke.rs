@@ -235,9 +235,9 @@ fn one_mlp_training_step_matches_finite_differences_and_the_cpu_adam() {
         );
         let mut nonzero = 0;
         let mut worst = 0f64;
-        for i in 0..p64[k].len() {
+        for (i, &g) in gpu_grads[k].iter().enumerate() {
             let fd = (loss_at(k, i, H) - loss_at(k, i, -H)) / (2.0 * H);
-            let g = f64::from(gpu_grads[k][i]);
+            let g = f64::from(g);
             worst = worst.max((g - fd).abs() / (abs + rel * fd.abs()));
             assert!(
                 close(g, fd, abs, rel),
