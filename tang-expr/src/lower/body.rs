@@ -229,7 +229,21 @@ impl<'a> Lowerer<'a> {
 
     /// Lowers the body of kernel `sig`: binds the parameters, lowers the block and reads
     /// the outputs and the final in-out values.
-    pub(crate) fn kernel_body(&mut self, params: &[Param], ret: Ret, block: &Block) -> Lowered {
+    pub(crate) fn kernel_body(
+        &mut self,
+        params: &[Param],
+        rejected: &[String],
+        ret: Ret,
+        block: &Block,
+    ) -> Lowered {
+        for name in rejected {
+            self.env.bind(Binding {
+                name: name.clone(),
+                kind: Kind::Local,
+                mutable: true,
+                val: Val::Poison,
+            });
+        }
         let n_in = params.iter().filter(|p| p.kind == ParamKind::Input).count() as u32;
         let (mut i, mut u, mut io) = (0u32, 0u32, 0u32);
         for p in params {
@@ -459,6 +473,21 @@ impl<'a> Lowerer<'a> {
                 if semi.is_none() && last { v } else { Val::Unit }
             }
             Stmt::Item(item) => {
+                // Its name is known from here on, so uses of it add no errors.
+                let name = match item {
+                    syn::Item::Const(c) => Some(&c.ident),
+                    syn::Item::Static(c) => Some(&c.ident),
+                    syn::Item::Fn(f) => Some(&f.sig.ident),
+                    _ => None,
+                };
+                if let Some(name) = name {
+                    self.env.bind(Binding {
+                        name: name.to_string(),
+                        kind: Kind::Local,
+                        mutable: false,
+                        val: Val::Poison,
+                    });
+                }
                 self.errors.at(
                     item,
                     "items inside a kernel body are not supported: define them outside the \
@@ -656,6 +685,8 @@ impl<'a> Lowerer<'a> {
             let name = ident.to_string();
             match self.env.lookup(&name) {
                 Some(b) if b.kind == Kind::InOut => return Some(name),
+                // Already reported (e.g. a rejected reference): nothing more to say.
+                Some(b) if b.val == Val::Poison => return None,
                 Some(_) => {
                     self.errors.at(
                         e,
@@ -767,6 +798,21 @@ impl<'a> Lowerer<'a> {
                 );
                 return None;
             };
+            // `0..(n as usize)`: a bound computed at run time, whatever the cast says.
+            let mut inner = e;
+            while let Expr::Paren(p) = inner {
+                inner = &p.expr;
+            }
+            if let Expr::Cast(c) = inner
+                && !is_f32(&c.ty)
+            {
+                s.errors.at(
+                    e,
+                    "loop bounds must be integer constants, like `0..4`: the loop is unrolled at \
+                     compile time, so a bound known only at run time is not supported",
+                );
+                return None;
+            }
             match s.expr(e) {
                 Val::Int(i) => Some(i),
                 Val::Poison => None,

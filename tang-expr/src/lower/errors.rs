@@ -31,6 +31,11 @@ impl Errors {
         self.push(syn::Error::new(span, message));
     }
 
+    /// Number of distinct errors so far.
+    pub(crate) fn count(&self) -> usize {
+        self.list.len()
+    }
+
     /// Whether nothing went wrong.
     pub(crate) fn is_empty(&self) -> bool {
         self.list.is_empty()

@@ -408,13 +408,20 @@ impl Lowerer<'_> {
         let recv = match receiver {
             Val::Poison => return Val::Poison,
             Val::Node(id) if self.g.ty(id) == Ok(crate::graph::Ty::F32) => id,
-            _ => {
+            other => {
+                let what = match other {
+                    Val::Int(_) => format!(
+                        "an integer (a loop counter or literal): convert it first, as in \
+                         `(i as f32).{method}(...)`"
+                    ),
+                    Val::Node(_) => "a condition (`bool`); to turn it into a number write \
+                                     `if c { 1.0 } else { 0.0 }`"
+                        .to_string(),
+                    _ => "a tuple or `()`".to_string(),
+                };
                 self.errors.at(
                     receiver_expr,
-                    format!(
-                        "`{method}` is an `f32` method, but this value is not an `f32` (write \
-                         `(i as f32).{method}()` for a loop counter)"
-                    ),
+                    format!("`{method}` is an `f32` method, but this value is {what}"),
                 );
                 return Val::Poison;
             }
@@ -510,6 +517,15 @@ impl Lowerer<'_> {
         match p.path.get_ident() {
             Some(ident) if p.qself.is_none() => {
                 let args: Vec<Val> = c.args.iter().map(|a| self.expr(a)).collect();
+                let name = ident.to_string();
+                if let Some(b) = self.env.lookup(&name) {
+                    // A local (e.g. a rejected closure) shadows any function of that name.
+                    if b.val != Val::Poison {
+                        self.errors
+                            .at(&c.func, format!("`{name}` is a variable, not a function"));
+                    }
+                    return Val::Poison;
+                }
                 self.call(c, &ident.to_string(), args)
             }
             _ => {

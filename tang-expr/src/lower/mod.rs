@@ -279,7 +279,7 @@ fn compile_fn(
     let sig = sig::check_signature(&f.sig, &mode, &wrt, &mut errors);
     let name = f.sig.ident.unraw().to_string();
     let mut lw = Lowerer::new(&name, fns);
-    let lowered = lw.kernel_body(&sig.params, sig.ret, &f.block);
+    let lowered = lw.kernel_body(&sig.params, &sig.rejected, sig.ret, &f.block);
     errors.extend(std::mem::take(&mut lw.errors));
     if !errors.is_empty() {
         return Err(errors);

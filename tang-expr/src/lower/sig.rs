@@ -57,6 +57,9 @@ pub(crate) struct Sig {
     pub ident: Ident,
     pub params: Vec<Param>,
     pub ret: Ret,
+    /// Names of parameters that were rejected (bound to nothing in the body, silently, so
+    /// their uses add no errors).
+    pub rejected: Vec<String>,
     /// The inputs `#[fused_grad]` differentiates with respect to, as indices into the
     /// by-value inputs (in order); empty for `#[kernel]`.
     pub wrt: Vec<u32>,
@@ -102,7 +105,7 @@ pub(crate) fn is_f32(ty: &Type) -> bool {
 
 /// Why a non-`f32` type is rejected, and what to write instead.
 pub(crate) fn type_problem(ty: &Type) -> String {
-    let shown = ty.to_token_stream().to_string();
+    let shown = ty.to_token_stream().to_string().replace("& ", "&");
     match ty {
         Type::Path(p) if p.path.is_ident("f64") => {
             "`f64` is not supported: kernels compute in `f32` (GPUs have no fast f64); use `f32`"
@@ -174,6 +177,7 @@ pub(crate) fn check_signature(
     }
 
     let mut params: Vec<Param> = Vec::new();
+    let mut rejected = Vec::new();
     for arg in &sig.inputs {
         let pt = match arg {
             FnArg::Receiver(r) => {
@@ -246,6 +250,7 @@ pub(crate) fn check_signature(
             }
             other => {
                 errors.at(other, type_problem(other));
+                rejected.push(ident.to_string());
                 continue;
             }
         };
@@ -262,10 +267,13 @@ pub(crate) fn check_signature(
         });
     }
 
+    let before = errors.count();
     let ret = match &sig.output {
         ReturnType::Default => Ret::Unit,
         ReturnType::Type(_, ty) => check_return(ty, errors),
     };
+    // A rejected return type is reported once, not again as "writes nothing".
+    let ret_ok = errors.count() == before;
 
     let mut wrt_idx = Vec::new();
     if let Mode::FusedGrad = mode {
@@ -281,7 +289,7 @@ pub(crate) fn check_signature(
                 );
             }
         }
-        if ret == Ret::Unit {
+        if ret == Ret::Unit && ret_ok {
             errors.at(
                 &sig.ident,
                 "`#[fused_grad]` differentiates the returned value: return an `f32` or a tuple of \
@@ -328,6 +336,7 @@ pub(crate) fn check_signature(
         wrt_idx.sort_unstable();
     }
     if ret == Ret::Unit
+        && ret_ok
         && !params.iter().any(|p| p.kind == ParamKind::InOut)
         && !matches!(mode, Mode::FusedGrad)
         && sig.inputs.len() == params.len()
@@ -342,6 +351,7 @@ pub(crate) fn check_signature(
         ident: sig.ident.clone(),
         params,
         ret,
+        rejected,
         wrt: wrt_idx,
     }
 }

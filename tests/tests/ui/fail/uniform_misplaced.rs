@@ -1,0 +1,8 @@
+use tang_runtime::prelude::*;
+
+#[uniform]
+fn f(x: f32) -> f32 {
+    x
+}
+
+fn main() {}
