@@ -10,11 +10,20 @@
 //! compiled for the head dim rounded up to 16, 32, 64 or 128 (the extra dims are zero).
 //!
 //! Performance design (NVIDIA first): a workgroup owns 64 rows of one head and each row is
-//! shared by `SPLIT = DP / 32` threads, each keeping 32 dims of its row (query or key, its
-//! accumulators) in registers, so no variant spills. The other side streams through
-//! workgroup memory in tiles read as vec4 broadcasts; the slices' partial dot products
-//! meet in workgroup memory once per chunk of keys. Tiles past the causal diagonal are
-//! never loaded. Every variant fits 32 KiB of workgroup memory (lavapipe and most GPUs).
+//! shared by `SPLIT = DP / 32` threads (one for D <= 32), each keeping up to 32 dims of its
+//! row (query or key, and its accumulators) in registers: at most four 32-float arrays per
+//! thread, so even the dk/dv pass stays well under the 255-register limit. The other side
+//! streams through workgroup memory in tiles read as vec4 broadcasts (the threads of a
+//! warp share a slice, so they read one address); the slices' partial dot products meet in
+//! workgroup memory once per chunk of keys. Tiles past the causal diagonal are never
+//! loaded, and the heaviest blocks are dispatched first. The tile sizes are WGSL `const`s
+//! prepended per variant (not `override`s: the per-thread arrays need constant sizes so
+//! the driver can unroll the loops and keep them in registers). Every variant fits 32 KiB
+//! of workgroup memory (lavapipe and most GPUs; NVIDIA has 48 KiB).
+//!
+//! Decoding runs the forward kernel with the cache as keys: right for any `Q`, but one new
+//! position per head keeps only one row of a 64-row workgroup busy, so single-token
+//! decoding over long caches is latency-bound (a split-key variant would fix that).
 
 use crate::{Binding, DType, Device, Error, RawKernel, Tensor};
 
@@ -31,7 +40,8 @@ struct Variant {
     bwd_dkv: RawKernel,
 }
 
-/// Rows (queries in the forward and dq pass, keys in the dk/dv pass) per workgroup.
+/// Rows (queries in the forward and dq pass, keys in the dk/dv pass) per workgroup; the
+/// `shader!` macro writes the same number into the WGSL.
 const ROWS: u32 = 64;
 
 /// WGSL constants for one variant, followed by a kernel body.
