@@ -16,7 +16,12 @@
 //! streams through workgroup memory in tiles read as vec4 broadcasts (the threads of a
 //! warp share a slice, so they read one address); the slices' partial dot products meet in
 //! workgroup memory once per chunk of keys. Tiles past the causal diagonal are never
-//! loaded, and the heaviest blocks are dispatched first. The tile sizes are WGSL `const`s
+//! loaded, and the heaviest blocks are dispatched first. The forward gives each thread two
+//! rows (`RPT`), so every vec4 read from workgroup memory feeds eight FMAs instead of four:
+//! on NVIDIA a broadcast vec4 read takes two cycles of the shared-memory pipe while four
+//! FMAs take one, so with one row per thread that pipe, not the FMA units, is the limit.
+//! The backward passes keep one row per thread: their four register arrays per row leave
+//! no room for a second. The tile sizes are WGSL `const`s
 //! prepended per variant (not `override`s: the per-thread arrays need constant sizes so
 //! the driver can unroll the loops and keep them in registers). Every variant fits 32 KiB
 //! of workgroup memory (lavapipe and most GPUs; NVIDIA has 48 KiB).
@@ -54,7 +59,7 @@ macro_rules! shader {
             $dh,
             "u;\nconst SPLIT: u32 = ",
             $split,
-            "u;\nconst ROWS: u32 = 64u;\nconst TILE: u32 = ",
+            "u;\nconst ROWS: u32 = 64u;\nconst RPT: u32 = 2u;\nconst TILE: u32 = ",
             $tile,
             "u;\nconst CH: u32 = ",
             $ch,

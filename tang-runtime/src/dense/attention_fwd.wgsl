@@ -2,18 +2,22 @@
 //
 // Prepended by the Rust module: the tile constants DP (head dim padded to 16/32/64/128),
 // DH (dims owned by one thread), SPLIT = DP / DH (threads per query row), ROWS (query rows
-// per workgroup), TILE (keys staged per barrier), CH (keys per softmax chunk).
+// per workgroup), RPT (query rows per thread), TILE (keys staged per barrier), CH (keys
+// per softmax chunk).
 //
-// A workgroup handles ROWS query rows of one (batch, head). Thread (slice, row) owns
-// `DH` dims of its row's query and output accumulator in registers. Keys and values are
-// staged TILE rows at a time in workgroup memory and read as vec4 broadcasts (all threads
-// of a warp share a slice, so they read the same address). Partial q.k dot products of the
-// SPLIT slices meet in `part`. Scores live in log2 units: q is pre-scaled by
-// scale * log2(e) so each probability is one exp2.
+// A workgroup handles ROWS query rows of one (batch, head). Thread (slice, rr) owns `DH`
+// dims of rows rr, rr + ROWS / RPT, ... : their queries and output accumulators live in
+// registers. Keys and values are staged TILE rows at a time in workgroup memory and read
+// as vec4 broadcasts (all threads of a warp share a slice, so they read the same address);
+// each value read serves RPT rows, which halves workgroup-memory traffic per FMA (the
+// limit on NVIDIA, where a broadcast vec4 read costs two cycles of the shared-memory
+// pipe). Partial q.k dot products of the SPLIT slices meet in `part`. Scores live in log2
+// units: q is pre-scaled by scale * log2(e) so each probability is one exp2.
 
 const DP4: u32 = DP / 4u;
 const DH4: u32 = DH / 4u;
-const NT: u32 = ROWS * SPLIT;
+const RR: u32 = ROWS / RPT;
+const NT: u32 = RR * SPLIT;
 const NEG: f32 = -3.0e38;
 
 struct Params {
@@ -69,34 +73,38 @@ fn main(
     @builtin(workgroup_id) wg: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
-    let r = tid % ROWS;
-    let sl = tid / ROWS;
+    let rr = tid % RR;
+    let sl = tid / RR;
     // The last query blocks see the most keys: start them first to shorten the tail.
     let qb = nwg.x - 1u - wg.x;
     let h = wg.y;
     let b = wg.z;
     let g = h / (p.heads / p.kv_heads);
     let d = p.d;
-    let i = qb * ROWS + r;
-    let row_ok = i < p.tq;
-    let qbase = ((b * p.heads + h) * p.tq + i) * d;
+    let head_row = (b * p.heads + h) * p.tq;
     let kvbase = (b * p.kv_heads + g) * p.tk_stride * d;
 
-    var qr: array<vec4<f32>, DH4>;
-    var acc: array<vec4<f32>, DH4>;
-    for (var c4 = 0u; c4 < DH4; c4++) {
-        let c = sl * DH + c4 * 4u;
-        qr[c4] = vec4<f32>(
-            load_q(qbase + c, row_ok && c < d),
-            load_q(qbase + c + 1u, row_ok && c + 1u < d),
-            load_q(qbase + c + 2u, row_ok && c + 2u < d),
-            load_q(qbase + c + 3u, row_ok && c + 3u < d),
-        ) * p.scale_log2;
-        acc[c4] = vec4<f32>(0.0);
+    var qr: array<vec4<f32>, RPT * DH4>;
+    var acc: array<vec4<f32>, RPT * DH4>;
+    var m: array<f32, RPT>;
+    var l: array<f32, RPT>;
+    for (var x = 0u; x < RPT; x++) {
+        let i = qb * ROWS + rr + x * RR;
+        let ok = i < p.tq;
+        let qbase = (head_row + i) * d;
+        for (var c4 = 0u; c4 < DH4; c4++) {
+            let c = sl * DH + c4 * 4u;
+            qr[x * DH4 + c4] = vec4<f32>(
+                load_q(qbase + c, ok && c < d),
+                load_q(qbase + c + 1u, ok && c + 1u < d),
+                load_q(qbase + c + 2u, ok && c + 2u < d),
+                load_q(qbase + c + 3u, ok && c + 3u < d),
+            ) * p.scale_log2;
+            acc[x * DH4 + c4] = vec4<f32>(0.0);
+        }
+        m[x] = -1.0e30;
+        l[x] = 0.0;
     }
-    var m = -1.0e30;
-    var l = 0.0;
-    let limit = p.past + i;
     // Keys this block can see at all (the causal mask skips every tile past it).
     let n_keys = p.past + min(qb * ROWS + ROWS, p.tq);
 
@@ -127,63 +135,87 @@ fn main(
             }
             for (var jj = 0u; jj < CH; jj++) {
                 let kk = (c0 + jj) * DP4 + sl * DH4;
-                var dot4 = vec4<f32>(0.0);
+                var dot4: array<vec4<f32>, RPT>;
                 for (var c4 = 0u; c4 < DH4; c4++) {
-                    dot4 = fma(qr[c4], ks[kk + c4], dot4);
+                    let kv = ks[kk + c4];
+                    for (var x = 0u; x < RPT; x++) {
+                        dot4[x] = fma(qr[x * DH4 + c4], kv, dot4[x]);
+                    }
                 }
-                part[(sl * CH + jj) * ROWS + r] = dot4.x + dot4.y + dot4.z + dot4.w;
+                for (var x = 0u; x < RPT; x++) {
+                    let t = dot4[x];
+                    part[(sl * CH + jj) * ROWS + rr + x * RR] = t.x + t.y + t.z + t.w;
+                }
             }
             workgroupBarrier();
-            var s: array<f32, CH>;
-            var mx = m;
-            for (var jj = 0u; jj < CH; jj++) {
-                var sum = 0.0;
-                for (var sp = 0u; sp < SPLIT; sp++) {
-                    sum += part[(sp * CH + jj) * ROWS + r];
+            var s: array<f32, RPT * CH>;
+            var alpha: array<f32, RPT>;
+            for (var x = 0u; x < RPT; x++) {
+                let r = rr + x * RR;
+                let limit = p.past + qb * ROWS + r;
+                var mx = m[x];
+                for (var jj = 0u; jj < CH; jj++) {
+                    var sum = 0.0;
+                    for (var sp = 0u; sp < SPLIT; sp++) {
+                        sum += part[(sp * CH + jj) * ROWS + r];
+                    }
+                    let j = t0 + c0 + jj;
+                    let sv = select(NEG, sum, j <= limit && j < n_keys);
+                    s[x * CH + jj] = sv;
+                    mx = max(mx, sv);
                 }
-                let j = t0 + c0 + jj;
-                s[jj] = select(NEG, sum, j <= limit && j < n_keys);
-                mx = max(mx, s[jj]);
+                alpha[x] = exp2(m[x] - mx);
+                m[x] = mx;
+                l[x] *= alpha[x];
             }
             workgroupBarrier();
-            let alpha = exp2(m - mx);
-            m = mx;
-            l *= alpha;
-            for (var c4 = 0u; c4 < DH4; c4++) {
-                acc[c4] *= alpha;
+            for (var x = 0u; x < RPT; x++) {
+                for (var c4 = 0u; c4 < DH4; c4++) {
+                    acc[x * DH4 + c4] *= alpha[x];
+                }
             }
             for (var jj = 0u; jj < CH; jj++) {
-                let pj = exp2(s[jj] - m);
-                l += pj;
+                var pj: array<f32, RPT>;
+                for (var x = 0u; x < RPT; x++) {
+                    pj[x] = exp2(s[x * CH + jj] - m[x]);
+                    l[x] += pj[x];
+                }
                 let vv = (c0 + jj) * DP4 + sl * DH4;
                 for (var c4 = 0u; c4 < DH4; c4++) {
-                    acc[c4] = fma(vec4<f32>(pj), vs[vv + c4], acc[c4]);
+                    let val = vs[vv + c4];
+                    for (var x = 0u; x < RPT; x++) {
+                        acc[x * DH4 + c4] = fma(vec4<f32>(pj[x]), val, acc[x * DH4 + c4]);
+                    }
                 }
             }
         }
     }
 
-    if row_ok {
-        let inv = 1.0 / l;
-        for (var c4 = 0u; c4 < DH4; c4++) {
-            let c = sl * DH + c4 * 4u;
-            let a = acc[c4] * inv;
-            if c < d {
-                o[qbase + c] = a.x;
+    for (var x = 0u; x < RPT; x++) {
+        let i = qb * ROWS + rr + x * RR;
+        if i < p.tq {
+            let qbase = (head_row + i) * d;
+            let inv = 1.0 / l[x];
+            for (var c4 = 0u; c4 < DH4; c4++) {
+                let c = sl * DH + c4 * 4u;
+                let a = acc[x * DH4 + c4] * inv;
+                if c < d {
+                    o[qbase + c] = a.x;
+                }
+                if c + 1u < d {
+                    o[qbase + c + 1u] = a.y;
+                }
+                if c + 2u < d {
+                    o[qbase + c + 2u] = a.z;
+                }
+                if c + 3u < d {
+                    o[qbase + c + 3u] = a.w;
+                }
             }
-            if c + 1u < d {
-                o[qbase + c + 1u] = a.y;
+            if sl == 0u {
+                // natural-log logsumexp of the scaled scores (m and log2(l) are in log2 units)
+                lse[head_row + i] = (m[x] + log2(l[x])) * 0.6931471805599453;
             }
-            if c + 2u < d {
-                o[qbase + c + 2u] = a.z;
-            }
-            if c + 3u < d {
-                o[qbase + c + 3u] = a.w;
-            }
-        }
-        if sl == 0u {
-            // natural-log logsumexp of the scaled scores (m and log2(l) are in log2 units)
-            lse[(b * p.heads + h) * p.tq + i] = (m + log2(l)) * 0.6931471805599453;
         }
     }
 }
