@@ -2,7 +2,7 @@
 //! `#[fused_grad]` also `GRAD`, `VJP`, their launchers and the CPU twins `grad`/`vjp`.
 
 use proc_macro2::{Ident, Literal, Span, TokenStream};
-use quote::{format_ident, quote};
+use quote::{ToTokens, format_ident, quote};
 
 use super::sig::{ParamKind, Ret, Sig};
 use super::twin::twin_body;
@@ -34,6 +34,22 @@ fn desc(k: &Kernel, wgsl: &Ident) -> TokenStream {
             id: #id,
         }
     }
+}
+
+/// A WGSL source as a raw string literal (one token, no escaping: WGSL has no quotes).
+fn wgsl_literal(wgsl: &str) -> TokenStream {
+    if !wgsl.contains("\"#")
+        && let Ok(ts) = format!("r#\"{wgsl}\"#").parse::<TokenStream>()
+    {
+        return ts;
+    }
+    Literal::string(wgsl).into_token_stream()
+}
+
+/// Parses generated Rust source; failing is a tang bug, reported as such.
+fn parse(code: &str) -> Result<TokenStream, String> {
+    code.parse::<TokenStream>()
+        .map_err(|e| format!("internal error: generated CPU twin does not tokenize: {e}"))
 }
 
 fn ident(name: &str) -> Ident {
@@ -107,7 +123,7 @@ pub(crate) fn module(
     sig: &Sig,
     value: &Kernel,
     fused: Option<&FusedKernels>,
-) -> TokenStream {
+) -> Result<TokenStream, String> {
     let fname = sig.ident.to_string();
     let tensor = quote!(::tang_runtime::Tensor);
     let dev = if sig.params.iter().any(|p| p.name == "dev") {
@@ -132,7 +148,7 @@ pub(crate) fn module(
     let n_out = value.outputs.len();
     let out_names: Vec<Ident> = (0..n_out).map(|i| format_ident!("__tang_o{i}")).collect();
     let kernel_desc = desc(value, &ident("WGSL"));
-    let wgsl = &value.wgsl;
+    let wgsl = wgsl_literal(&value.wgsl);
     let ret_ty = value_type(sig.ret, &tensor);
     let unpack_value = unpack(&ident("KERNEL"), n_out, value_shape(sig.ret, &out_names));
     let kind_doc = format!(
@@ -158,7 +174,7 @@ pub(crate) fn module(
         }
     };
     let Some(fk) = fused else {
-        return wrap(vis, sig, kind_doc, items);
+        return Ok(wrap(vis, sig, kind_doc, items));
     };
 
     // ---- #[fused_grad]: GRAD, VJP, their launchers, the CPU twins.
@@ -182,7 +198,7 @@ pub(crate) fn module(
         .collect();
     let grad_desc = desc(&fk.grad, &ident("GRAD_WGSL"));
     let vjp_desc = desc(&fk.vjp, &ident("VJP_WGSL"));
-    let (grad_wgsl, vjp_wgsl) = (&fk.grad.wgsl, &fk.vjp.wgsl);
+    let (grad_wgsl, vjp_wgsl) = (wgsl_literal(&fk.grad.wgsl), wgsl_literal(&fk.vjp.wgsl));
     let n_grad = fk.grad.outputs.len();
     let grad_out: Vec<Ident> = (0..n_grad).map(|i| format_ident!("__tang_o{i}")).collect();
     let grad_part: Vec<TokenStream> = grad_out.iter().skip(n_out).map(|n| quote!(#n)).collect();
@@ -210,22 +226,28 @@ pub(crate) fn module(
     let input_ids: Vec<Ident> = sig.inputs().map(|p| p.ident.clone()).collect();
     let uniform_ids: Vec<Ident> = sig.uniforms().map(|p| p.ident.clone()).collect();
     let n_in = input_ids.len();
-    let leaf = |node: Node| -> Option<TokenStream> {
+    let leaf = |node: Node| -> Option<String> {
         let id = match node {
-            Node::Input(i) if (i as usize) < n_in => input_ids.get(i as usize)?.clone(),
-            Node::Input(i) => g_names.get(i as usize - n_in)?.clone(),
-            Node::Uniform(j) => uniform_ids.get(j as usize)?.clone(),
+            Node::Input(i) if (i as usize) < n_in => input_ids.get(i as usize)?,
+            Node::Input(i) => g_names.get(i as usize - n_in)?,
+            Node::Uniform(j) => uniform_ids.get(j as usize)?,
             _ => return None,
         };
-        Some(quote!(#id))
+        Some(id.to_string())
     };
-    let twins = twin_body(&fk.graph, &fk.grad_roots, &leaf, false)
-        .zip(twin_body(&fk.graph, &fk.vjp_roots, &leaf, false))
-        .zip(twin_body(&fk.graph, &fk.value_roots, &leaf, true));
-    let Some((((grad_body, grad_roots), (vjp_body, vjp_roots)), (f64_body, f64_roots))) = twins
-    else {
-        return wrap(vis, sig, kind_doc, items);
-    };
+    let twin =
+        |roots: &[crate::NodeId], f64: bool| -> Result<(TokenStream, Vec<TokenStream>), String> {
+            let (body, roots) = twin_body(&fk.graph, roots, &leaf, f64)
+                .ok_or("internal error: a CPU twin reads a value that is not a parameter")?;
+            let roots = roots
+                .iter()
+                .map(|r| parse(r))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((parse(&body)?, roots))
+        };
+    let (grad_body, grad_roots) = twin(&fk.grad_roots, false)?;
+    let (vjp_body, vjp_roots) = twin(&fk.vjp_roots, false)?;
+    let (f64_body, f64_roots) = twin(&fk.value_roots, true)?;
     let f64_t = quote!(f64);
     let f64_ty = value_type(sig.ret, &f64_t);
     let f64_v = value_shape_tokens(sig.ret, &f64_roots);
@@ -330,12 +352,12 @@ pub(crate) fn module(
             [#(#vjp_roots),*]
         }
     });
-    wrap(
+    Ok(wrap(
         vis,
         sig,
         kind_doc.replace("`#[kernel]`", "`#[fused_grad]`"),
         items,
-    )
+    ))
 }
 
 fn value_shape_tokens(ret: Ret, exprs: &[TokenStream]) -> TokenStream {

@@ -343,7 +343,11 @@ fn compile_fn(
             (fk.value.clone(), Some(fk))
         }
     };
-    let module = emit::module(&f.vis, &sig, &value, fused.as_ref());
+    let module = emit::module(&f.vis, &sig, &value, fused.as_ref()).map_err(|e| {
+        let mut errs = Errors::default();
+        errs.span(f.sig.ident.span(), e);
+        errs
+    })?;
     let mut kernels = vec![value];
     if let Some(fk) = fused {
         kernels.push(fk.grad);

@@ -1,87 +1,77 @@
 //! CPU twins: Rust code emitted from a simplified graph, one `let` per node, each calling
-//! the op's own f32 evaluation, so the twin computes exactly what the IR defines without
-//! building a graph at run time.
+//! the op's own evaluation (`Op::eval`), so the twin computes exactly what the IR defines
+//! without building a graph at run time.
+//!
+//! The code is printed as text and tokenized once: twins have one statement per node of
+//! the derivative graph, and building them token by token dominated expansion time.
 
-use proc_macro2::{Ident, Literal, Span, TokenStream};
-use quote::quote;
+use std::fmt::Write as _;
 
 use crate::graph::{Graph, Node, NodeId};
 use crate::op::Op;
 
-/// The tokens naming `op` as a value of `tang_expr::Op`.
-fn op_tokens(op: Op) -> TokenStream {
+/// The Rust expression naming `op` as a value of `tang_expr::Op`.
+fn op_text(op: Op) -> String {
     match op {
-        Op::PowI(i32::MIN) => quote!(PowI(i32::MIN)),
-        Op::PowI(n) if n < 0 => {
-            let m = Literal::i32_suffixed(-n);
-            quote!(PowI(-#m))
-        }
-        Op::PowI(n) => {
-            let n = Literal::i32_suffixed(n);
-            quote!(PowI(#n))
-        }
-        other => {
-            let name = Ident::new(&format!("{other:?}"), Span::call_site());
-            quote!(#name)
-        }
+        Op::PowI(i32::MIN) => "PowI(i32::MIN)".to_string(),
+        Op::PowI(n) => format!("PowI({n}i32)"),
+        other => format!("{other:?}"),
     }
 }
 
-/// Statements computing `roots` in `g`, and the expression of each root. `leaf` gives
-/// the tokens of an input or uniform node (a parameter's name); `f64` picks the precision
-/// (the f32 twins match the GPU; the f64 one is a reference for finite differences).
+/// Statements computing `roots` in `g`, and the expression of each root, as Rust source.
+/// `leaf` names an input or uniform node (a parameter); `f64` picks the precision (the
+/// f32 twins match the GPU; the f64 one is a reference for finite differences). `None`
+/// when a leaf has no name.
 pub(crate) fn twin_body(
     g: &Graph,
     roots: &[NodeId],
-    leaf: &dyn Fn(Node) -> Option<TokenStream>,
+    leaf: &dyn Fn(Node) -> Option<String>,
     f64: bool,
-) -> Option<(TokenStream, Vec<TokenStream>)> {
-    let ty = if f64 { quote!(f64) } else { quote!(f32) };
-    let (one, zero) = if f64 {
-        (quote!(1.0f64), quote!(0.0f64))
-    } else {
-        (quote!(1.0f32), quote!(0.0f32))
-    };
+) -> Option<(String, Vec<String>)> {
+    let ty = if f64 { "f64" } else { "f32" };
     let live = g.reachable(roots);
-    let mut names: Vec<TokenStream> = vec![TokenStream::new(); g.len()];
-    let mut body = TokenStream::new();
+    let mut names: Vec<String> = vec![String::new(); g.len()];
+    // Every local starts with `__`: parameter names cannot (WGSL reserves the prefix, and
+    // the kernel emitter rejects it), so a parameter is never shadowed.
+    let mut body = format!(
+        "use ::tang_runtime::tang_expr::Op as __O;\n\
+         #[inline(always)] fn __e(o: __O, a: &[{ty}]) -> {ty} {{ o.eval::<{ty}>(a) }}\n"
+    );
     for (id, node) in g.ids().zip(g.nodes()) {
         if !live.get(id.index()).copied().unwrap_or(false) {
             continue;
         }
-        let expr = match *node {
-            Node::Input(_) | Node::Uniform(_) => leaf(*node)?,
-            Node::Const(bits) => {
-                let bits = Literal::u32_suffixed(bits);
-                if f64 {
-                    quote!((f32::from_bits(#bits) as f64))
-                } else {
-                    quote!(f32::from_bits(#bits))
+        let v = format!("__v{}", id.index());
+        match *node {
+            Node::Input(_) | Node::Uniform(_) => {
+                if let Some(slot) = names.get_mut(id.index()) {
+                    *slot = leaf(*node)?;
                 }
+                continue;
+            }
+            Node::Const(bits) if f64 => {
+                let _ = writeln!(body, "let {v} = f32::from_bits({bits}u32) as f64;");
+            }
+            Node::Const(bits) => {
+                let _ = writeln!(body, "let {v} = f32::from_bits({bits}u32);");
             }
             Node::Bool(b) => {
-                if b {
-                    one.clone()
-                } else {
-                    zero.clone()
-                }
+                let _ = writeln!(body, "let {v} = {}.0{ty};", b as u8);
             }
             Node::Apply(op, _) => {
-                let args: Vec<&TokenStream> = node
-                    .args()
-                    .iter()
-                    .map(|a| names.get(a.index()))
-                    .collect::<Option<_>>()?;
-                let op = op_tokens(op);
-                let v = Ident::new(&format!("v{}", id.index()), Span::call_site());
-                body.extend(quote! {
-                    let #v: #ty = ::tang_runtime::tang_expr::Op::#op.eval::<#ty>(&[#(#args),*]);
-                });
-                quote!(#v)
+                let _ = write!(body, "let {v} = __e(__O::{}, &[", op_text(op));
+                for (k, a) in node.args().iter().enumerate() {
+                    if k > 0 {
+                        body.push_str(", ");
+                    }
+                    body.push_str(names.get(a.index())?);
+                }
+                body.push_str("]);\n");
             }
-        };
+        }
         if let Some(slot) = names.get_mut(id.index()) {
-            *slot = expr;
+            *slot = v;
         }
     }
     let exprs = roots
@@ -102,25 +92,23 @@ mod tests {
         let two = g.constant(2.0);
         let y = g.apply(Op::Mul, &[x, two]).unwrap();
         let z = g.apply(Op::PowI(-3), &[y]).unwrap();
-        let (body, roots) = twin_body(
-            &g,
-            &[z, x],
-            &|n| match n {
-                Node::Input(0) => Some(quote!(x)),
-                _ => None,
-            },
-            false,
-        )
-        .unwrap();
-        let text = body.to_string();
-        assert_eq!(text.matches("let").count(), 2, "{text}");
-        assert!(text.contains("PowI (- 3i32)"), "{text}");
-        assert!(text.contains("f32 :: from_bits (1073741824u32)"), "{text}");
-        assert_eq!(roots[1].to_string(), "x");
-        // A leaf the caller does not know is a failure, not a panic.
+        let name = |n| match n {
+            Node::Input(0) => Some("x".to_string()),
+            _ => None,
+        };
+        let (body, roots) = twin_body(&g, &[z, x], &name, false).unwrap();
+        assert_eq!(body.matches("let").count(), 3, "{body}");
+        assert!(body.contains("PowI(-3i32)"), "{body}");
+        assert!(body.contains("f32::from_bits(1073741824u32)"), "{body}");
+        assert_eq!(roots[1], "x");
         let u = g.uniform(0);
+        // A leaf the caller does not name is a failure, not a panic.
         assert!(twin_body(&g, &[u], &|_| None, false).is_none());
-        let (body, _) = twin_body(&g, &[y], &|_| Some(quote!(x)), true).unwrap();
-        assert!(body.to_string().contains("eval :: < f64 >"));
+        let (body, _) = twin_body(&g, &[y], &name, true).unwrap();
+        assert!(
+            body.contains("eval::<f64>") && body.contains("as f64"),
+            "{body}"
+        );
+        assert!(body.parse::<proc_macro2::TokenStream>().is_ok());
     }
 }
