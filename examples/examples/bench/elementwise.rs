@@ -1,0 +1,301 @@
+//! Memory-bound cases: copy bandwidth, a fused elementwise chain, GELU forward and its
+//! fused VJP, tiny launches, and an Adam step over 124M parameters.
+
+use std::time::Instant;
+
+use tang_runtime::{Binding, Device, Error, RawKernel, Tensor, fused_grad, kernel};
+
+use super::Report;
+
+/// Uniform numbers in [-1, 1): real random data (never zeros).
+pub fn random(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// Median milliseconds of `f`, each repeat ending with a wait for the GPU.
+pub fn time(
+    dev: &Device,
+    warm: usize,
+    reps: usize,
+    mut f: impl FnMut() -> Result<(), Error>,
+) -> Result<f64, Error> {
+    for _ in 0..warm {
+        f()?;
+    }
+    dev.sync()?;
+    let mut ms = Vec::with_capacity(reps);
+    for _ in 0..reps.max(1) {
+        let t = Instant::now();
+        f()?;
+        dev.sync()?;
+        ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    ms.sort_by(f64::total_cmp);
+    Ok(ms[ms.len() / 2])
+}
+
+/// A vec4 copy over a 2-D grid (any length that is a multiple of 4).
+const COPY: RawKernel = RawKernel::new(
+    "copy_vec4",
+    "struct P { n4: u32 }\n\
+     @group(0) @binding(0) var<uniform> p: P;\n\
+     @group(0) @binding(1) var<storage, read> src: array<vec4<f32>>;\n\
+     @group(0) @binding(2) var<storage, read_write> dst: array<vec4<f32>>;\n\
+     @compute @workgroup_size(256) fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n\
+       let i = g.x + g.y * nwg.x * 256u;\n\
+       if (i < p.n4) { dst[i] = src[i]; }\n\
+     }",
+    "main",
+);
+
+/// GELU, tanh form (what `torch_anchors.py` times).
+#[fused_grad]
+pub fn gelu(x: f32) -> f32 {
+    0.5 * x * (1.0 + (0.797_884_6 * (x + 0.044_715 * x * x * x)).tanh())
+}
+
+/// Adam with bias corrections passed in (PyTorch's update).
+#[kernel]
+#[allow(clippy::too_many_arguments)]
+pub fn adam(
+    p: &mut f32,
+    m: &mut f32,
+    v: &mut f32,
+    g: f32,
+    #[uniform] lr: f32,
+    #[uniform] b1: f32,
+    #[uniform] b2: f32,
+    #[uniform] eps: f32,
+    #[uniform] bc1: f32,
+    #[uniform] bc2: f32,
+) {
+    *m = b1 * *m + (1.0 - b1) * g;
+    *v = b2 * *v + (1.0 - b2) * g * g;
+    *p -= lr * (*m / bc1) / ((*v / bc2).sqrt() + eps);
+}
+
+fn size_name(n: usize) -> String {
+    if n >= 1 << 20 {
+        format!("{}M", n >> 20)
+    } else {
+        format!("{}K", n >> 10)
+    }
+}
+
+fn case(
+    report: &mut Report,
+    name: &str,
+    r: Result<f64, Error>,
+    rate: impl Fn(f64) -> f64,
+    unit: &str,
+) {
+    match r {
+        Ok(ms) => report.add_rate(name, ms, rate(ms), unit),
+        Err(e) => report.fail(name, &e),
+    }
+}
+
+/// Runs the memory-bound cases.
+pub fn run(dev: &Device, quick: bool, report: &mut Report) {
+    let n: usize = if quick { 1 << 22 } else { 1 << 26 };
+    let (warm, reps) = if quick { (1, 3) } else { (5, 30) };
+    let sz = size_name(n);
+    let x = Tensor::from_slice(dev, &random(n, 1), &[n]);
+    let g = Tensor::from_slice(dev, &random(n, 2), &[n]);
+    let (x, g) = match (x, g) {
+        (Ok(x), Ok(g)) => (x, g),
+        (Err(e), _) | (_, Err(e)) => return report.fail("elementwise setup", &e),
+    };
+    let gb = |bytes: f64| move |ms: f64| bytes / ms / 1e6;
+
+    let copy_name = format!("copy_{}MiB", n * 4 >> 20);
+    let mut copy_ms = None;
+    if report.wants(&copy_name) {
+        let r = dev.empty(&[n], tang_runtime::DType::F32).and_then(|dst| {
+            let n4 = (n / 4) as u32;
+            let groups = n4.div_ceil(256);
+            let (gx, gy) = if groups > 65_535 {
+                (65_535, groups.div_ceil(65_535))
+            } else {
+                (groups, 1)
+            };
+            time(dev, warm, reps, || {
+                dev.dispatch_raw(
+                    &COPY,
+                    &[],
+                    &[
+                        Binding::Uniform(&n4.to_ne_bytes()),
+                        Binding::Read(&x),
+                        Binding::ReadWrite(&dst),
+                    ],
+                    [gx, gy, 1],
+                )
+            })
+        });
+        copy_ms = r.as_ref().ok().copied();
+        case(report, &copy_name, r, gb(2.0 * n as f64 * 4.0), "GB/s");
+    }
+
+    let chain = format!("elementwise_chain_{sz}");
+    if report.wants(&chain) {
+        let f = |v: &[tang_runtime::tang_expr::Expr]| {
+            let a = (v[0] * 1.5 + 0.25).tanh() * v[0];
+            let b = (v[0] * v[0] + 1.0).sqrt() - a.max(0.0) * 0.5;
+            b.exp().min(4.0) + a * b
+        };
+        let r = time(dev, warm, reps, || dev.map(&[&x], f).map(drop));
+        if let (Ok(ms), Some(c)) = (&r, copy_ms) {
+            println!(
+                "  (elementwise chain at {:.0}% of copy bandwidth)",
+                100.0 * c / ms
+            );
+        }
+        case(report, &chain, r, gb(2.0 * n as f64 * 4.0), "GB/s");
+    }
+
+    let fwd = format!("gelu_tanh_fwd_{sz}");
+    if report.wants("gelu")
+        && let Err(e) = check_gelu(dev)
+    {
+        report.fail("gelu_tanh_check", &e);
+    }
+    if report.wants(&fwd) {
+        let r = time(dev, warm, reps, || {
+            dev.launch(&gelu::KERNEL, &[&x], &[], &[]).map(drop)
+        });
+        case(report, &fwd, r, gb(n as f64 * 8.0), "GB/s(min traffic)");
+    }
+    let vjp = format!("gelu_tanh_vjp_{sz}");
+    if report.wants(&vjp) {
+        let r = time(dev, warm, reps, || {
+            dev.launch(&gelu::VJP, &[&x, &g], &[], &[]).map(drop)
+        });
+        case(report, &vjp, r, gb(n as f64 * 12.0), "GB/s(min traffic)");
+    }
+    let fb = format!("gelu_tanh_fwd_bwd_{sz}");
+    if report.wants(&fb) {
+        let r = time(dev, warm, reps, || {
+            let y = dev.launch(&gelu::KERNEL, &[&x], &[], &[])?;
+            let dx = dev.launch(&gelu::VJP, &[&x, &g], &[], &[])?;
+            drop((y, dx));
+            Ok(())
+        });
+        case(report, &fb, r, gb(n as f64 * 16.0), "GB/s(min traffic)");
+    }
+    drop((x, g));
+
+    for launches in [100usize, 1000] {
+        let name = format!("tiny_add_x{launches}");
+        if !report.wants(&name) {
+            continue;
+        }
+        let r = Tensor::from_slice(dev, &random(1024, 3), &[1024]).and_then(|t| {
+            let one = Tensor::full(dev, &[1], 1.0)?;
+            let mut t = t;
+            time(dev, 3, if quick { 5 } else { 20 }, || {
+                for _ in 0..launches {
+                    t = dev.map(&[&t, &one], |v| v[0] + v[1])?;
+                }
+                Ok(())
+            })
+        });
+        case(
+            report,
+            &name,
+            r,
+            |ms| ms * 1000.0 / launches as f64,
+            "us/launch",
+        );
+    }
+
+    let total: usize = if quick { 12_000_000 } else { 124_000_000 };
+    let name = format!("adam_step_{}M", total / 1_000_000);
+    if report.wants(&name) {
+        let r = adam_step(dev, total, warm, reps);
+        case(report, &name, r, gb(total as f64 * 28.0), "GB/s(28B/param)");
+    }
+}
+
+/// The GPU GELU against its CPU twin (a benchmark of wrong results is worthless).
+fn check_gelu(dev: &Device) -> Result<(), String> {
+    let xs: Vec<f32> = random(4096, 9).iter().map(|v| v * 6.0).collect();
+    let x = Tensor::from_slice(dev, &xs, &[xs.len()]).map_err(|e| e.to_string())?;
+    let y = dev
+        .launch(&gelu::KERNEL, &[&x], &[], &[])
+        .map_err(|e| e.to_string())?;
+    let got = y[0].to_vec().map_err(|e| e.to_string())?;
+    for (i, (&xv, &gv)) in xs.iter().zip(&got).enumerate() {
+        let want = gelu(xv);
+        if (gv - want).abs() > 1e-5 * want.abs().max(1.0) {
+            return Err(format!(
+                "element {i}: gelu({xv}) = {gv} on the GPU, {want} on the CPU"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The GPU Adam update against its CPU twin on a few elements.
+fn check_adam(dev: &Device, u: &[f32; 6]) -> Result<(), Error> {
+    let vals = random(12, 99);
+    let (p0, m0, v0, g0) = (
+        &vals[0..3],
+        &vals[3..6],
+        vals[6..9].iter().map(|v| v * v).collect::<Vec<_>>(),
+        &vals[9..12],
+    );
+    let p = Tensor::from_slice(dev, p0, &[3])?;
+    let m = Tensor::from_slice(dev, m0, &[3])?;
+    let v = Tensor::from_slice(dev, &v0, &[3])?;
+    let g = Tensor::from_slice(dev, g0, &[3])?;
+    dev.launch(&adam::KERNEL, &[&g], &[&p, &m, &v], u)?;
+    let got = p.to_vec()?;
+    for i in 0..3 {
+        let (mut pc, mut mc, mut vc) = (p0[i], m0[i], v0[i]);
+        adam(
+            &mut pc, &mut mc, &mut vc, g0[i], u[0], u[1], u[2], u[3], u[4], u[5],
+        );
+        if (got[i] - pc).abs() > 1e-6 * pc.abs().max(1.0) {
+            return Err(Error::Map(format!(
+                "adam check: element {i}: GPU {} vs CPU {pc}",
+                got[i]
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// One Adam step over `total` parameters in 12 tensors: 12 in-place launches.
+fn adam_step(dev: &Device, total: usize, warm: usize, reps: usize) -> Result<f64, Error> {
+    let each = total / 12;
+    let mut state = Vec::new();
+    for i in 0..12u64 {
+        let p = Tensor::from_slice(dev, &random(each, 10 + i), &[each])?;
+        let m = Tensor::from_slice(dev, &random(each, 30 + i), &[each])?;
+        let v = dev.map(
+            &[&Tensor::from_slice(dev, &random(each, 50 + i), &[each])?],
+            |a| a[0] * a[0],
+        )?;
+        let g = Tensor::from_slice(dev, &random(each, 70 + i), &[each])?;
+        state.push((p, m, v, g));
+    }
+    let (b1, b2) = (0.9f32, 0.999f32);
+    check_adam(dev, &[1e-3, b1, b2, 1e-8, 1.0 - b1, 1.0 - b2])?;
+    let mut step = 0i32;
+    time(dev, warm, reps, || {
+        step += 1;
+        let u = [1e-3, b1, b2, 1e-8, 1.0 - b1.powi(step), 1.0 - b2.powi(step)];
+        for (p, m, v, g) in &state {
+            dev.launch(&adam::KERNEL, &[g], &[p, m, v], &u)?;
+        }
+        Ok(())
+    })
+}

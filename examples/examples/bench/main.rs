@@ -1,0 +1,112 @@
+//! tang's benchmark program: GPU cases timed with completion waits after a warm-up
+//! (median of repeats, random data), printed as a table and written as JSON.
+//!
+//! `cargo run --release -p tang-examples --example bench -- [--quick] [--json PATH] [--only SUBSTRING]`
+//!
+//! Case names match `torch_anchors.py` where PyTorch has a counterpart, so the two JSON
+//! files compare by name. `--cold-start` is internal: the program re-runs itself with it
+//! to time process start to the first downloaded result.
+
+mod attention;
+mod elementwise;
+mod matmul;
+mod report;
+mod rows;
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use report::Report;
+use tang_runtime::{Device, Tensor};
+
+fn cold_start_child() -> ExitCode {
+    let run = || -> Result<f32, tang_runtime::Error> {
+        let dev = Device::new()?;
+        let x = Tensor::from_slice(&dev, &[1.0, 2.0, 3.0, 4.0], &[4])?;
+        let y = dev.map(&[&x], |v| v[0] * 2.0 + 1.0)?;
+        Ok(y.to_vec()?.iter().sum())
+    };
+    match run() {
+        Ok(s) if s == 24.0 => ExitCode::SUCCESS,
+        Ok(s) => {
+            eprintln!("cold start: wrong result {s}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("cold start: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Spawns this program with `--cold-start` and times it to exit (median of a few).
+fn cold_start(report: &mut Report, quick: bool) {
+    let name = "cold_start_first_result";
+    if !report.wants(name) {
+        return;
+    }
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => return report.fail(name, &e),
+    };
+    let mut ms = Vec::new();
+    for _ in 0..if quick { 1 } else { 5 } {
+        let t = Instant::now();
+        match std::process::Command::new(&exe)
+            .arg("--cold-start")
+            .status()
+        {
+            Ok(s) if s.success() => ms.push(t.elapsed().as_secs_f64() * 1e3),
+            Ok(s) => return report.fail(name, &format!("child exited with {s}")),
+            Err(e) => return report.fail(name, &e),
+        }
+    }
+    ms.sort_by(f64::total_cmp);
+    report.add(name, ms[ms.len() / 2]);
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--cold-start") {
+        return cold_start_child();
+    }
+    let quick = args.iter().any(|a| a == "--quick");
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let json = value("--json");
+    let only = value("--only");
+    let dev = match Device::new() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let info = dev.info();
+    let mut report = Report::new(
+        format!("{} ({:?}, {:?})", info.name, info.backend, info.device_type),
+        only,
+    );
+
+    elementwise::run(&dev, quick, &mut report);
+    matmul::run(&dev, quick, &mut report);
+    rows::run(&dev, quick, &mut report);
+    attention::run(&dev, quick, &mut report);
+    cold_start(&mut report, quick);
+
+    if let Some(path) = json
+        && let Err(e) = std::fs::write(&path, report.to_json())
+    {
+        eprintln!("bench: cannot write {path}: {e}");
+        return ExitCode::FAILURE;
+    }
+    if report.failures() > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
