@@ -93,9 +93,19 @@ fn main() -> ExitCode {
     );
 
     elementwise::run(&dev, quick, &mut report);
-    matmul::run(&dev, quick, &mut report);
-    rows::run(&dev, quick, &mut report);
-    attention::run(&dev, quick, &mut report);
+    // Groups are skipped whole when `--only` names none of their cases.
+    if report.wants("matmul") {
+        matmul::run(&dev, quick, &mut report);
+    }
+    if ["rows", "softmax", "layer_norm"]
+        .iter()
+        .any(|g| report.wants(g))
+    {
+        rows::run(&dev, quick, &mut report);
+    }
+    if report.wants("attention") {
+        attention::run(&dev, quick, &mut report);
+    }
     cold_start(&mut report, quick);
 
     if let Some(path) = json
