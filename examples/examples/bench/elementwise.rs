@@ -116,7 +116,7 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
     };
     let gb = |bytes: f64| move |ms: f64| bytes / ms / 1e6;
 
-    let copy_name = format!("copy_{}MiB", n * 4 >> 20);
+    let copy_name = format!("copy_{}MiB", (n * 4) >> 20);
     let mut copy_ms = None;
     if report.wants(&copy_name) {
         let r = dev.empty(&[n], tang_runtime::DType::F32).and_then(|dst| {
