@@ -359,3 +359,6 @@ fn compile_fn(
         nodes,
     })
 }
+
+#[cfg(test)]
+mod tests;
