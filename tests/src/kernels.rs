@@ -251,7 +251,7 @@ pub mod composite {
         let mut fact = 1.0;
         for i in 1..5 {
             fact *= i as f32;
-            acc = acc + x.powi(i) / fact;
+            acc += x.powi(i) / fact;
         }
         acc
     }

@@ -6,6 +6,13 @@ use tang_runtime::{Device, Error, KernelDesc, Tensor};
 
 use super::composite;
 
+/// A CPU twin of GRAD behind slices: the values, then the partials (output-major).
+pub type GradFn = fn(&[f32]) -> (Vec<f32>, Vec<f32>);
+/// A GPU launcher behind slices: tensors in, output tensors out.
+pub type LaunchFn = fn(&Device, &[&Tensor]) -> Result<Vec<Tensor>, Error>;
+/// A VJP launcher behind slices: inputs and upstream gradients in, input gradients out.
+pub type LaunchVjpFn = fn(&Device, &[&Tensor], &[&Tensor]) -> Result<Vec<Tensor>, Error>;
+
 /// One `#[fused_grad]` kernel, with its uniforms (if any) fixed.
 pub struct FusedCase {
     /// The function's name.
@@ -21,18 +28,18 @@ pub struct FusedCase {
     /// `f::value_f64`: the lowered graph evaluated in f64.
     pub value_f64: fn(&[f64]) -> Vec<f64>,
     /// `f::grad`: the values, then the partials (output-major).
-    pub grad: fn(&[f32]) -> (Vec<f32>, Vec<f32>),
+    pub grad: GradFn,
     /// `f::vjp`: inputs and one upstream gradient per output in, one gradient per `wrt`
     /// input out.
     pub vjp: fn(&[f32], &[f32]) -> Vec<f32>,
     /// `KERNEL`, `GRAD`, `VJP`.
     pub descs: [&'static KernelDesc; 3],
     /// `f::launch`, outputs flattened.
-    pub launch: fn(&Device, &[&Tensor]) -> Result<Vec<Tensor>, Error>,
+    pub launch: LaunchFn,
     /// `f::launch_grad`, values then partials.
-    pub launch_grad: fn(&Device, &[&Tensor]) -> Result<Vec<Tensor>, Error>,
+    pub launch_grad: LaunchFn,
     /// `f::launch_vjp`: inputs, then upstream gradients.
-    pub launch_vjp: fn(&Device, &[&Tensor], &[&Tensor]) -> Result<Vec<Tensor>, Error>,
+    pub launch_vjp: LaunchVjpFn,
 }
 
 fn t<'a>(ts: &[&'a Tensor], i: usize) -> Result<&'a Tensor, Error> {
