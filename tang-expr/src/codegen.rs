@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use crate::error::ExprError;
 use crate::graph::{Graph, Node, NodeId, Ty, stable_hash};
 use crate::kernel::{ENTRY_POINT, Kernel, WORKGROUP_SIZE};
+use crate::op_wgsl::Lanes;
 use crate::validate::validate;
 
 /// What an elementwise kernel reads and writes.
@@ -103,7 +104,9 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
     let n_io = spec.inouts.len() as u32;
 
     // Helper functions, keyed by name so each appears once and in a fixed order.
-    let mut helpers: BTreeMap<&str, &str> = BTreeMap::new();
+    let lanes = Lanes::Vec4;
+    let t = lanes.float();
+    let mut helpers: BTreeMap<&str, String> = BTreeMap::new();
     let mut body = String::new();
     let mut names: Vec<String> = vec![String::new(); g.len()];
     for id in g.ids() {
@@ -112,18 +115,20 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
         }
         let expr = match g.get(id) {
             Node::Input(i) if i < n_in => {
+                // A full-length input is one 128-bit load; a broadcast one (a scalar or a
+                // row, see the layout) gathers its four lanes. The branch is uniform.
                 let name = &spec.inputs[i as usize];
                 names[id.index()] = format!("x_{name}");
                 let _ = writeln!(
                     body,
-                    "    let x_{name} = in_{name}[select(i % params.p_{name}, i, params.p_{name} == params.n)];"
+                    "    var x_{name}: {t};\n    if (params.p_{name} == params.n) {{ x_{name} = in_{name}[q]; }} else {{\n        for (var l = 0u; l < 4u; l++) {{ let j = (i + l) % params.p_{name}; x_{name}[l] = in_{name}[j >> 2u][j & 3u]; }}\n    }}"
                 );
                 continue;
             }
             Node::Input(i) if i < n_in + n_io => {
                 let name = &spec.inouts[(i - n_in) as usize].0;
                 names[id.index()] = format!("x_{name}");
-                let _ = writeln!(body, "    let x_{name} = io_{name}[i];");
+                let _ = writeln!(body, "    let x_{name} = io_{name}[q];");
                 continue;
             }
             Node::Input(i) => {
@@ -139,38 +144,53 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
                     index: j,
                     count: spec.uniforms.len() as u32,
                 })?;
-                names[id.index()] = format!("params.u_{name}");
+                names[id.index()] = format!("{t}(params.u_{name})");
                 continue;
             }
             Node::Const(bits) => {
-                names[id.index()] = wgsl_literal(f32::from_bits(bits));
+                names[id.index()] = format!("{t}({})", wgsl_literal(f32::from_bits(bits)));
                 continue;
             }
             Node::Bool(b) => {
-                names[id.index()] = b.to_string();
+                names[id.index()] = format!("{}({b})", lanes.bool());
                 continue;
             }
             Node::Apply(op, args) => {
-                if let Some((name, text)) = op.wgsl_helper() {
+                if let Some((name, text)) = op.wgsl_helper(lanes) {
                     helpers.insert(name, text);
                 }
                 let printed: Vec<String> = args[..op.arity()]
                     .iter()
                     .map(|a| names[a.index()].clone())
                     .collect();
-                op.wgsl(&printed)
+                op.wgsl(&printed, t)
             }
         };
         let v = format!("v{}", id.index());
         let _ = writeln!(body, "    let {v} = {expr};");
         names[id.index()] = v;
     }
-    for (name, id) in &spec.inouts {
-        let _ = writeln!(body, "    io_{name}[i] = {};", names[id.index()]);
+    // Stores: whole vec4s, except in the last group when n is not a multiple of 4, where
+    // only the lanes below n are written (so nothing past a tensor's end changes).
+    let stores: Vec<(String, &str)> = spec
+        .inouts
+        .iter()
+        .map(|(name, id)| (format!("io_{name}"), names[id.index()].as_str()))
+        .chain(
+            spec.outputs
+                .iter()
+                .map(|(name, id)| (format!("out_{name}"), names[id.index()].as_str())),
+        )
+        .collect();
+    body.push_str("    if (i + 4u <= params.n) {\n");
+    for (dst, v) in &stores {
+        let _ = writeln!(body, "        {dst}[q] = {v};");
     }
-    for (name, id) in &spec.outputs {
-        let _ = writeln!(body, "    out_{name}[i] = {};", names[id.index()]);
+    body.push_str("    } else {\n        for (var l = 0u; l < 4u; l++) {\n            if (i + l < params.n) {\n");
+    for (dst, v) in &stores {
+        let _ = writeln!(body, "                {dst}[q][l] = {v}[l];");
     }
+    body.push_str("            }\n        }\n    }\n");
 
     let mut w = String::new();
     let _ = writeln!(w, "// tang kernel `{}` (generated)", spec.name);
@@ -186,21 +206,21 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
     for n in &spec.inputs {
         let _ = writeln!(
             w,
-            "@group(0) @binding({binding}) var<storage, read> in_{n}: array<f32>;"
+            "@group(0) @binding({binding}) var<storage, read> in_{n}: array<{t}>;"
         );
         binding += 1;
     }
     for (n, _) in &spec.inouts {
         let _ = writeln!(
             w,
-            "@group(0) @binding({binding}) var<storage, read_write> io_{n}: array<f32>;"
+            "@group(0) @binding({binding}) var<storage, read_write> io_{n}: array<{t}>;"
         );
         binding += 1;
     }
     for (n, _) in &spec.outputs {
         let _ = writeln!(
             w,
-            "@group(0) @binding({binding}) var<storage, read_write> out_{n}: array<f32>;"
+            "@group(0) @binding({binding}) var<storage, read_write> out_{n}: array<{t}>;"
         );
         binding += 1;
     }
@@ -215,7 +235,7 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
     );
     let _ = writeln!(
         w,
-        "    let i = gid.x + gid.y * nwg.x * {WORKGROUP_SIZE}u;\n    if (i >= params.n) {{ return; }}"
+        "    // thread q computes elements i .. i + 4\n    let q = gid.x + gid.y * nwg.x * {WORKGROUP_SIZE}u;\n    let i = q * 4u;\n    if (i >= params.n) {{ return; }}"
     );
     w.push_str(&body);
     w.push_str("}\n");

@@ -34,6 +34,7 @@ pub mod kernel;
 #[cfg(feature = "lower")]
 pub mod lower;
 mod op;
+mod op_wgsl;
 pub mod scalar_fn;
 mod simplify;
 mod trace;
@@ -47,6 +48,7 @@ pub use fused::{FusedKernels, FusedSpec, fused_grad_kernels};
 pub use graph::{Graph, Node, NodeId, Ty, stable_hash};
 pub use kernel::{Kernel, KernelDesc};
 pub use op::{ALL_OPS, Float, GELU_C, GELU_K, Op, Partial, TANH_CLAMP};
+pub use op_wgsl::Lanes;
 pub use simplify::{simplify, try_simplify};
 pub use trace::{
     BoolExpr, Expr, Traced, fused_forward_backward, select, trace, trace_many, trace_with,

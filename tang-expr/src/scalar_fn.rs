@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use crate::codegen::wgsl_literal;
 use crate::error::ExprError;
 use crate::graph::{Graph, Node, NodeId, Ty};
+use crate::op_wgsl::Lanes;
 
 /// Prints the sub-graph under `root` as `fn <name>(x: f32) -> f32`, where
 /// `Node::Input(0)` is `x`, preceded by the helper functions its ops call.
@@ -38,7 +39,7 @@ pub fn emit_scalar_fn(name: &str, graph: &Graph, root: NodeId) -> Result<String,
         });
     }
     let live = graph.reachable(&[root]);
-    let mut helpers: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut helpers: BTreeMap<&str, String> = BTreeMap::new();
     let mut body = String::new();
     let mut names: Vec<String> = vec![String::new(); graph.len()];
     for id in graph.ids() {
@@ -80,14 +81,14 @@ pub fn emit_scalar_fn(name: &str, graph: &Graph, root: NodeId) -> Result<String,
                 continue;
             }
             Node::Apply(op, args) => {
-                if let Some((hname, text)) = op.wgsl_helper() {
+                if let Some((hname, text)) = op.wgsl_helper(Lanes::Scalar) {
                     helpers.insert(hname, text);
                 }
                 let printed: Vec<String> = args[..op.arity()]
                     .iter()
                     .map(|a| names[a.index()].clone())
                     .collect();
-                op.wgsl(&printed)
+                op.wgsl(&printed, "f32")
             }
         };
         let v = format!("v{}", id.index());

@@ -7,9 +7,13 @@ use crate::device::Device;
 use crate::error::Error;
 use crate::pipeline::{Binding, Kind, PipelineKey, RawKernel};
 
-/// Bytes a tensor binding covers: its data, at least 4 (wgpu rejects empty bindings).
+/// Bytes a tensor binding covers: its data rounded up to whole 16-byte `vec4`s, at least
+/// one (wgpu rejects empty bindings, and kernels that read `array<vec4<f32>>` need the
+/// last partial vec4 inside the binding). Pool buffers are allocated in size classes of at
+/// least 256 bytes, and every class is a multiple of 16, so the rounded range is always
+/// inside the buffer.
 fn binding_size(bytes: u64) -> u64 {
-    bytes.max(4)
+    bytes.div_ceil(16).max(1) * 16
 }
 
 impl Device {

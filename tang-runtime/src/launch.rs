@@ -6,7 +6,7 @@
 //! trailing dimensions of the full shape (a row, e.g. a bias, repeated over every row).
 
 use tang_expr::KernelDesc;
-use tang_expr::kernel::dispatch_size;
+use tang_expr::kernel::elementwise_dispatch;
 
 use crate::device::Device;
 use crate::dispatch::elementwise_kinds;
@@ -115,11 +115,12 @@ impl Device {
             params.push(period(op, name, t.shape(), &full, n)? as u32);
         }
         params.extend(uniforms.iter().map(|u| u.to_bits()));
-        let (gx, gy) = dispatch_size(n as u64).ok_or_else(|| Error::TooLarge {
+        let (gx, gy) = elementwise_dispatch(n as u64).ok_or_else(|| Error::TooLarge {
             what: format!("{op}: elements in one launch"),
             requested: n as u64,
             limit: u64::from(tang_expr::kernel::MAX_WORKGROUPS_PER_DIM).pow(2)
-                * u64::from(tang_expr::kernel::WORKGROUP_SIZE),
+                * u64::from(tang_expr::kernel::WORKGROUP_SIZE)
+                * u64::from(tang_expr::kernel::ELEMENTS_PER_THREAD),
         })?;
         let mut outputs = Vec::with_capacity(kernel.outputs.len());
         for _ in kernel.outputs {
