@@ -92,6 +92,10 @@ fn main() -> ExitCode {
         only,
     );
 
+    if let Err(e) = elementwise::warm_up(&dev, if quick { 0.2 } else { 2.0 }) {
+        eprintln!("bench: warm-up failed: {e}");
+        return ExitCode::FAILURE;
+    }
     elementwise::run(&dev, quick, &mut report);
     // Groups are skipped whole when `--only` names none of their cases.
     if report.wants("matmul") {
