@@ -221,7 +221,7 @@ fn cfg(b: usize, h: usize, hkv: usize, t: usize, d: usize) -> Cfg {
 #[test]
 fn shaders_validate() {
     let all = shaders();
-    assert_eq!(all.len(), 12);
+    assert_eq!(all.len(), 14);
     for (name, wgsl) in all {
         if let Err(e) = tang_runtime::tang_expr::validate(wgsl) {
             panic!("{name} does not validate: {e}");
@@ -253,6 +253,8 @@ fn other_head_dims_and_peaked_softmax() {
     check(&dev, cfg(1, 2, 2, 65, 32), 10, 1.0, true);
     // Large logits: softmax rows close to one-hot, exercising the online rescaling.
     check(&dev, cfg(1, 2, 2, 100, 16), 11, 6.0, true);
+    check(&dev, cfg(1, 2, 2, 130, 64), 19, 6.0, true);
+    check(&dev, cfg(1, 2, 1, 97, 32), 20, 6.0, true);
 }
 
 /// The kernels guard their own indices; with wgpu's runtime checks back on the results
@@ -349,8 +351,14 @@ fn backward_is_deterministic_with_grouped_heads() {
 /// past the current length hold NaN, so reading one would show.
 #[test]
 fn decode_matches_full_forward() {
+    // D = 16 runs the row-per-thread kernel, D = 64 the register-blocked one; T = 100
+    // spans several key tiles and two query blocks.
+    decode_case(2, 4, 2, 37, 16, 48);
+    decode_case(1, 4, 1, 100, 64, 130);
+}
+
+fn decode_case(b: usize, h: usize, hkv: usize, t: usize, d: usize, tmax: usize) {
     let dev = Device::new().unwrap();
-    let (b, h, hkv, t, d, tmax) = (2, 4, 2, 37, 16, 48);
     let c = cfg(b, h, hkv, t, d);
     let x = inputs(c, 14, 1.0);
     let (q, k, v, _) = upload(&dev, c, &x);
@@ -365,7 +373,7 @@ fn decode_matches_full_forward() {
         Tensor::from_slice(&dev, &buf, &[b, hkv, tmax, d]).unwrap()
     };
     let (kc, vc) = (cache(&x.k), cache(&x.v));
-    for q_len in [1, 7] {
+    for q_len in [1, 7, 70].into_iter().filter(|&n| n <= t) {
         let past = t - q_len;
         let mut qn = Vec::new();
         let mut want = Vec::new();

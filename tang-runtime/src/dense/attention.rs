@@ -9,6 +9,11 @@
 //! defaulting to `1 / sqrt(D)`. Head dims up to 128 are supported; each call picks a kernel
 //! compiled for the head dim rounded up to 16, 32, 64 or 128 (the extra dims are zero).
 //!
+//! Forward for head dims 17 to 64: a register-blocked kernel generated in `tiled.rs`
+//! (S = Q K^T and O += P V as micro-matmuls with 4 x 4 and 4 x 8 tiles per thread). The
+//! rest of this section describes the row-per-thread kernels, which run the backward and
+//! the forward for other head dims.
+//!
 //! Performance design (NVIDIA first): a workgroup owns 64 rows of one head and each row is
 //! shared by `SPLIT = DP / 32` threads (one for D <= 32), each keeping up to 32 dims of its
 //! row (query or key, and its accumulators) in registers: at most four 32-float arrays per
@@ -30,7 +35,11 @@
 //! position per head keeps only one row of a 64-row workgroup busy, so single-token
 //! decoding over long caches is latency-bound (a split-key variant would fix that).
 
+use std::sync::OnceLock;
+
 use crate::{Binding, DType, Device, Error, RawKernel, Tensor};
+
+mod tiled;
 
 /// One compiled shape of the kernels: padded head dim and tile sizes.
 struct Variant {
@@ -103,11 +112,46 @@ const VARIANTS: [Variant; 4] = [
     variant!(128, 32, 4, 16, 8),
 ];
 
+/// The register-blocked forward kernels for padded head dims 32 and 64, generated once.
+fn tiled_forward() -> &'static [RawKernel; 2] {
+    static KERNELS: OnceLock<[RawKernel; 2]> = OnceLock::new();
+    KERNELS.get_or_init(|| {
+        [
+            (32, "attention_fwd_tiled_d32"),
+            (64, "attention_fwd_tiled_d64"),
+        ]
+        .map(|(dp, name)| {
+            let text: &'static str = Box::leak(tiled::forward(dp).into_boxed_str());
+            RawKernel::new(name, text, "main")
+        })
+    })
+}
+
+/// The register-blocked forward for head dim `d`, when there is one for it and the
+/// device has room: head dims 17 to 64 (padded to 32 or 64). Smaller and larger head dims
+/// use the row-per-thread kernels: at D <= 16 a row's work is too small to block, and at
+/// D = 128 the Q tile alone would fill 32 KiB of workgroup memory.
+fn tiled_forward_for(dev: &Device, d: usize) -> Option<&'static RawKernel> {
+    let (dp, idx) = match d {
+        17..=32 => (32, 0),
+        33..=64 => (64, 1),
+        _ => return None,
+    };
+    let limits = &dev.info().limits;
+    let fits = tiled::fwd_shared_bytes(dp) <= limits.max_compute_workgroup_storage_size
+        && tiled::THREADS <= limits.max_compute_invocations_per_workgroup;
+    fits.then(|| &tiled_forward()[idx])
+}
+
 /// Every WGSL source of this module as `(name, source)`: forward, dq pass and dk/dv pass
-/// for each head-dim variant (for validation in tests and tooling).
-pub fn shaders() -> [(&'static str, &'static str); 12] {
-    let mut out = [("", ""); 12];
-    let kernels = VARIANTS.iter().flat_map(|v| [v.fwd, v.bwd_dq, v.bwd_dkv]);
+/// for each head-dim variant of the row-per-thread kernels, then the register-blocked
+/// forwards (for validation in tests and tooling).
+pub fn shaders() -> [(&'static str, &'static str); 14] {
+    let mut out = [("", ""); 14];
+    let kernels = VARIANTS
+        .iter()
+        .flat_map(|v| [v.fwd, v.bwd_dq, v.bwd_dkv])
+        .chain(tiled_forward().iter().copied());
     for (slot, k) in out.iter_mut().zip(kernels) {
         *slot = (k.name, k.wgsl);
     }
@@ -283,8 +327,9 @@ fn launch_forward(
         scale,
     };
     let bytes = params.bytes();
+    let kernel = tiled_forward_for(dev, dims.d).unwrap_or(&var.fwd);
     dev.dispatch_raw(
-        &var.fwd,
+        kernel,
         &[],
         &[
             Binding::Uniform(&bytes),

@@ -1,0 +1,287 @@
+//! Generated register-blocked forward kernel for padded head dims 32 and 64.
+//!
+//! A workgroup of 128 threads owns 64 query rows of one (batch, head) and walks the keys
+//! in tiles of 32. Thread `(ry, cx)` (`ry = tid % 16`, `cx = tid / 16`) owns query rows
+//! `4 ry .. 4 ry + 4` and, per tile, keys `4 cx .. 4 cx + 4` of S and head dims
+//! `4 NV cx .. 4 NV (cx + 1)` of O (`NV = DP / 32` vec4s). Every accumulator is a `vec4`
+//! over the thread's four rows, so each step of both micro-matmuls is outer products of
+//! `vec4` reads from workgroup memory: per head dim, one Q read (`qs` is `[DP][64 rows]`)
+//! and one K read (`kp` is `[DP][32 keys]`) feed 16 FMAs; per key, one P read
+//! (`[32 keys][64 rows]`) and `NV` V reads feed `16 NV` FMAs. That is 4 to 8 FMAs per
+//! vec4 load instead of the 1 of a row-per-thread kernel, so the FMA units, not the
+//! workgroup-memory pipe, are the limit on NVIDIA.
+//!
+//! Lanes vary `ry` fastest, so within a warp the 16 threads that share a key column read
+//! 16 consecutive vec4s of Q or P (no bank conflicts) and the K and V reads are broadcasts,
+//! and the transposed store of P is conflict-free.
+//!
+//! The row maximum of the online softmax is combined across the 8 threads that share a
+//! row through workgroup memory (portable: no subgroup feature or subgroup size assumed);
+//! the row sums stay per-thread partials, rescaled with the same factors, and are combined
+//! once at the end. The K tile, the row-max partials and P share one buffer (`kp`), which
+//! keeps the kernel at 32 KiB of workgroup memory for DP = 64 (the lavapipe limit; NVIDIA
+//! has 48 KiB) at the price of two extra barriers per tile.
+//!
+//! naga does not unroll loops, so the inner steps are written out here (8 per loop trip)
+//! with every accumulator a separate named variable the driver keeps in registers.
+
+use std::fmt::Write as _;
+
+/// Query rows per workgroup.
+pub const ROWS: u32 = 64;
+/// Threads per workgroup.
+pub const THREADS: u32 = 128;
+/// Keys per tile.
+const KT: u32 = 32;
+
+/// Bytes of workgroup memory of the forward kernel for padded head dim `dp`.
+pub const fn fwd_shared_bytes(dp: u32) -> u32 {
+    let kp = if dp * KT > KT * ROWS {
+        dp * KT
+    } else {
+        KT * ROWS
+    };
+    4 * (dp * ROWS + kp + KT * dp)
+}
+
+const PARAMS: &str = "struct Params {
+    batch: u32,
+    heads: u32,
+    kv_heads: u32,
+    tq: u32,
+    tk_stride: u32,
+    past: u32,
+    d: u32,
+    scale_log2: f32,
+    scale: f32,
+}
+";
+
+/// The forward kernel's WGSL for padded head dim `dp` (32 or 64).
+pub fn forward(dp: u32) -> String {
+    assert!(
+        dp == 32 || dp == 64,
+        "tiled attention supports DP 32 and 64"
+    );
+    let nv = dp / 32;
+    let d4 = dp / 4;
+    let kp_len = fwd_shared_bytes(dp) / 4 - dp * ROWS - KT * dp;
+    let mut w = String::new();
+    w.push_str("// Causal flash-attention forward, register-blocked (generated; see attention/tiled.rs).\n");
+    w.push_str(PARAMS);
+    let _ = write!(
+        w,
+        "
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<f32>;
+@group(0) @binding(2) var<storage, read> k: array<f32>;
+@group(0) @binding(3) var<storage, read> v: array<f32>;
+@group(0) @binding(4) var<storage, read_write> o: array<f32>;
+@group(0) @binding(5) var<storage, read_write> lse: array<f32>;
+
+// Q^T pre-scaled by scale * log2(e): [DP][64 rows]
+var<workgroup> qs: array<vec4<f32>, {qs}>;
+// K^T [DP][32 keys], then the row-max partials [8][64 rows], then P [32 keys][64 rows]
+var<workgroup> kp: array<vec4<f32>, {kp}>;
+// V [32 keys][DP]
+var<workgroup> vs: array<vec4<f32>, {vs}>;
+
+const NEG: f32 = -3.0e38;
+
+@compute @workgroup_size({THREADS})
+fn main(
+    @builtin(local_invocation_index) tid: u32,
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {{
+    let ry = tid % 16u;
+    let cx = tid / 16u;
+    // The last query blocks see the most keys: start them first to shorten the tail.
+    let qb = nwg.x - 1u - wg.x;
+    let h = wg.y;
+    let b = wg.z;
+    let g = h / (p.heads / p.kv_heads);
+    let d = p.d;
+    let row0 = qb * {ROWS}u;
+    let head_row = (b * p.heads + h) * p.tq;
+    let kvrow = (b * p.kv_heads + g) * p.tk_stride;
+    for (var e = tid; e < {qn}u; e += {THREADS}u) {{
+        let r = e % {ROWS}u;
+        let c = e / {ROWS}u;
+        let i = row0 + r;
+        var x = 0.0;
+        if (i < p.tq && c < d) {{
+            x = q[(head_row + i) * d + c];
+        }}
+        qs[c * 16u + r / 4u][r % 4u] = x * p.scale_log2;
+    }}
+    // Keys this block can see at all: every tile past the causal diagonal is skipped.
+    let n_keys = p.past + min(row0 + {ROWS}u, p.tq);
+    // Last key visible to each of the thread's four rows.
+    let lim = vec4<u32>(p.past + row0 + 4u * ry) + vec4<u32>(0u, 1u, 2u, 3u);
+    var m = vec4<f32>(-1.0e30);
+    var l = vec4<f32>(0.0);
+",
+        qs = dp * 16,
+        kp = kp_len / 4,
+        vs = KT * dp / 4,
+        qn = ROWS * dp,
+    );
+    for a in 0..4 * nv {
+        let _ = writeln!(w, "    var o{a} = vec4<f32>(0.0);");
+    }
+    let _ = write!(
+        w,
+        "    for (var t0 = 0u; t0 < n_keys; t0 += {KT}u) {{
+        workgroupBarrier();
+        for (var e = tid; e < {kn}u; e += {THREADS}u) {{
+            let j = e % {KT}u;
+            let c = e / {KT}u;
+            var x = 0.0;
+            if (t0 + j < n_keys && c < d) {{
+                x = k[(kvrow + t0 + j) * d + c];
+            }}
+            kp[c * {kt4}u + j / 4u][j % 4u] = x;
+        }}
+        for (var e = tid; e < {kn}u; e += {THREADS}u) {{
+            let c = e % {dp}u;
+            let j = e / {dp}u;
+            var x = 0.0;
+            if (t0 + j < n_keys && c < d) {{
+                x = v[(kvrow + t0 + j) * d + c];
+            }}
+            vs[j * {d4}u + c / 4u][c % 4u] = x;
+        }}
+        workgroupBarrier();
+        var s0 = vec4<f32>(0.0);
+        var s1 = vec4<f32>(0.0);
+        var s2 = vec4<f32>(0.0);
+        var s3 = vec4<f32>(0.0);
+        for (var c0 = 0u; c0 < {dp}u; c0 += 8u) {{
+",
+        kn = KT * dp,
+        kt4 = KT / 4,
+    );
+    for u in 0..8 {
+        let _ = writeln!(
+            w,
+            "            {{
+                let a = qs[(c0 + {u}u) * 16u + ry];
+                let bk = kp[(c0 + {u}u) * {kt4}u + cx];
+                s0 = fma(a, vec4<f32>(bk.x), s0);
+                s1 = fma(a, vec4<f32>(bk.y), s1);
+                s2 = fma(a, vec4<f32>(bk.z), s2);
+                s3 = fma(a, vec4<f32>(bk.w), s3);
+            }}",
+            kt4 = KT / 4
+        );
+    }
+    w.push_str(
+        "        }
+        // Only tiles that cross the diagonal (or the end of the keys) need the mask.
+        if (t0 + 31u > p.past + row0) {
+            let kj = t0 + 4u * cx;
+            s0 = select(vec4<f32>(NEG), s0, vec4<u32>(kj) <= lim);
+            s1 = select(vec4<f32>(NEG), s1, vec4<u32>(kj + 1u) <= lim);
+            s2 = select(vec4<f32>(NEG), s2, vec4<u32>(kj + 2u) <= lim);
+            s3 = select(vec4<f32>(NEG), s3, vec4<u32>(kj + 3u) <= lim);
+        }
+        workgroupBarrier();
+        kp[cx * 16u + ry] = max(max(s0, s1), max(s2, s3));
+        workgroupBarrier();
+        var mn = m;
+",
+    );
+    for c in 0..8 {
+        let _ = writeln!(w, "        mn = max(mn, kp[{}u + ry]);", c * 16);
+    }
+    w.push_str(
+        "        let alpha = exp2(m - mn);
+        m = mn;
+        s0 = exp2(s0 - mn);
+        s1 = exp2(s1 - mn);
+        s2 = exp2(s2 - mn);
+        s3 = exp2(s3 - mn);
+        l = l * alpha + ((s0 + s1) + (s2 + s3));
+",
+    );
+    for a in 0..4 * nv {
+        let _ = writeln!(w, "        o{a} *= alpha;");
+    }
+    w.push_str(
+        "        workgroupBarrier();
+        kp[(4u * cx) * 16u + ry] = s0;
+        kp[(4u * cx + 1u) * 16u + ry] = s1;
+        kp[(4u * cx + 2u) * 16u + ry] = s2;
+        kp[(4u * cx + 3u) * 16u + ry] = s3;
+        workgroupBarrier();
+        for (var j0 = 0u; j0 < 32u; j0 += 8u) {
+",
+    );
+    for u in 0..8 {
+        let _ = writeln!(
+            w,
+            "            {{\n                let pa = kp[(j0 + {u}u) * 16u + ry];"
+        );
+        for x in 0..nv {
+            let _ = writeln!(
+                w,
+                "                let v{x} = vs[(j0 + {u}u) * {d4}u + {nv}u * cx + {x}u];"
+            );
+            for (ci, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+                let a = 4 * x + ci as u32;
+                let _ = writeln!(
+                    w,
+                    "                o{a} = fma(pa, vec4<f32>(v{x}.{comp}), o{a});"
+                );
+            }
+        }
+        w.push_str("            }\n");
+    }
+    w.push_str(
+        "        }
+    }
+    // Combine the per-thread partial row sums.
+    workgroupBarrier();
+    kp[cx * 16u + ry] = l;
+    workgroupBarrier();
+    var lt = vec4<f32>(0.0);
+",
+    );
+    for c in 0..8 {
+        let _ = writeln!(w, "    lt += kp[{}u + ry];", c * 16);
+    }
+    w.push_str("    let inv = 1.0 / lt;\n");
+    for (i, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+        let _ = writeln!(
+            w,
+            "    {{
+        let i = row0 + 4u * ry + {i}u;
+        if (i < p.tq) {{
+            let base = (head_row + i) * d;"
+        );
+        for a in 0..4 * nv {
+            let (x, ci) = (a / 4, a % 4);
+            let _ = writeln!(
+                w,
+                "            {{
+                let c = 4u * ({nv}u * cx + {x}u) + {ci}u;
+                if (c < d) {{
+                    o[base + c] = o{a}.{comp} * inv.{comp};
+                }}
+            }}"
+            );
+        }
+        let _ = writeln!(
+            w,
+            "            if (cx == 0u) {{
+                // natural-log logsumexp (m and log2(l) are in log2 units)
+                lse[head_row + i] = (m.{comp} + log2(lt.{comp})) * 0.6931471805599453;
+            }}
+        }}
+    }}"
+        );
+    }
+    w.push_str("}\n");
+    w
+}
