@@ -175,7 +175,11 @@ fn fits(dev: &Device, tile: &TileConfig) -> bool {
 /// arithmetic per byte of workgroup memory read.
 fn choose_tile(dev: &Device, m: usize, n: usize, batch: usize) -> Option<TileConfig> {
     let blocks = |t: &TileConfig| m.div_ceil(t.bm as usize) * n.div_ceil(t.bn as usize) * batch;
+    // Measured on an H200 (BENCHMARKS.md): at 4096³ the 128×128 tile with BK = 16 ran at
+    // 40.2 TFLOP/s against 36.5 with BK = 8; it needs 33 KB of workgroup memory, so
+    // adapters with a 32 KB limit (lavapipe) take the BK = 8 tile instead.
     let ladder = [
+        (TileConfig::LARGE_K16, 192),
         (TileConfig::LARGE, 192),
         (TileConfig::WIDE, 192),
         (TileConfig::MEDIUM, 64),
