@@ -221,7 +221,7 @@ fn cfg(b: usize, h: usize, hkv: usize, t: usize, d: usize) -> Cfg {
 #[test]
 fn shaders_validate() {
     let all = shaders();
-    assert_eq!(all.len(), 14);
+    assert_eq!(all.len(), 16);
     for (name, wgsl) in all {
         if let Err(e) = tang_runtime::tang_expr::validate(wgsl) {
             panic!("{name} does not validate: {e}");

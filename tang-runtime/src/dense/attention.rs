@@ -9,10 +9,10 @@
 //! defaulting to `1 / sqrt(D)`. Head dims up to 128 are supported; each call picks a kernel
 //! compiled for the head dim rounded up to 16, 32, 64 or 128 (the extra dims are zero).
 //!
-//! Forward for head dims 17 to 64: a register-blocked kernel generated in `tiled.rs`
-//! (S = Q K^T and O += P V as micro-matmuls with 4 x 4 and 4 x 8 tiles per thread). The
-//! rest of this section describes the row-per-thread kernels, which run the backward and
-//! the forward for other head dims.
+//! Forward and dq pass for head dims 17 to 64: register-blocked kernels generated in
+//! `tiled.rs` (every product a micro-matmul with 4 x 4 or 4 x 8 tiles per thread). The
+//! rest of this section describes the row-per-thread kernels, which run the dk/dv pass
+//! and every kernel for other head dims.
 //!
 //! Performance design (NVIDIA first): a workgroup owns 64 rows of one head and each row is
 //! shared by `SPLIT = DP / 32` threads (one for D <= 32), each keeping up to 32 dims of its
@@ -112,46 +112,56 @@ const VARIANTS: [Variant; 4] = [
     variant!(128, 32, 4, 16, 8),
 ];
 
-/// The register-blocked forward kernels for padded head dims 32 and 64, generated once.
-fn tiled_forward() -> &'static [RawKernel; 2] {
-    static KERNELS: OnceLock<[RawKernel; 2]> = OnceLock::new();
+/// The register-blocked kernels for padded head dims 32 and 64, generated once:
+/// `[forward d32, forward d64, dq pass d32, dq pass d64]`.
+fn tiled_kernels() -> &'static [RawKernel; 4] {
+    static KERNELS: OnceLock<[RawKernel; 4]> = OnceLock::new();
     KERNELS.get_or_init(|| {
+        let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
         [
-            (32, "attention_fwd_tiled_d32"),
-            (64, "attention_fwd_tiled_d64"),
+            RawKernel::new("attention_fwd_tiled_d32", leak(tiled::forward(32)), "main"),
+            RawKernel::new("attention_fwd_tiled_d64", leak(tiled::forward(64)), "main"),
+            RawKernel::new(
+                "attention_bwd_dq_tiled_d32",
+                leak(tiled::backward_dq(32)),
+                "main",
+            ),
+            RawKernel::new(
+                "attention_bwd_dq_tiled_d64",
+                leak(tiled::backward_dq(64)),
+                "main",
+            ),
         ]
-        .map(|(dp, name)| {
-            let text: &'static str = Box::leak(tiled::forward(dp).into_boxed_str());
-            RawKernel::new(name, text, "main")
-        })
     })
 }
 
-/// The register-blocked forward for head dim `d`, when there is one for it and the
-/// device has room: head dims 17 to 64 (padded to 32 or 64). Smaller and larger head dims
-/// use the row-per-thread kernels: at D <= 16 a row's work is too small to block, and at
-/// D = 128 the Q tile alone would fill 32 KiB of workgroup memory.
-fn tiled_forward_for(dev: &Device, d: usize) -> Option<&'static RawKernel> {
+/// The register-blocked kernels for head dim `d` (forward, dq pass), when there are ones
+/// for it and the device has room: head dims 17 to 64 (padded to 32 or 64). Smaller and
+/// larger head dims use the row-per-thread kernels: at D <= 16 a row's work is too small
+/// to block, and at D = 128 the Q tile alone would fill 32 KiB of workgroup memory.
+fn tiled_for(dev: &Device, d: usize) -> Option<(&'static RawKernel, &'static RawKernel)> {
     let (dp, idx) = match d {
         17..=32 => (32, 0),
         33..=64 => (64, 1),
         _ => return None,
     };
     let limits = &dev.info().limits;
-    let fits = tiled::fwd_shared_bytes(dp) <= limits.max_compute_workgroup_storage_size
+    let shared = tiled::fwd_shared_bytes(dp).max(tiled::dq_shared_bytes(dp));
+    let fits = shared <= limits.max_compute_workgroup_storage_size
         && tiled::THREADS <= limits.max_compute_invocations_per_workgroup;
-    fits.then(|| &tiled_forward()[idx])
+    let k = tiled_kernels();
+    fits.then(|| (&k[idx], &k[idx + 2]))
 }
 
 /// Every WGSL source of this module as `(name, source)`: forward, dq pass and dk/dv pass
 /// for each head-dim variant of the row-per-thread kernels, then the register-blocked
 /// forwards (for validation in tests and tooling).
-pub fn shaders() -> [(&'static str, &'static str); 14] {
-    let mut out = [("", ""); 14];
+pub fn shaders() -> [(&'static str, &'static str); 16] {
+    let mut out = [("", ""); 16];
     let kernels = VARIANTS
         .iter()
         .flat_map(|v| [v.fwd, v.bwd_dq, v.bwd_dkv])
-        .chain(tiled_forward().iter().copied());
+        .chain(tiled_kernels().iter().copied());
     for (slot, k) in out.iter_mut().zip(kernels) {
         *slot = (k.name, k.wgsl);
     }
@@ -327,7 +337,7 @@ fn launch_forward(
         scale,
     };
     let bytes = params.bytes();
-    let kernel = tiled_forward_for(dev, dims.d).unwrap_or(&var.fwd);
+    let kernel = tiled_for(dev, dims.d).map_or(&var.fwd, |k| k.0);
     dev.dispatch_raw(
         kernel,
         &[],
@@ -484,8 +494,13 @@ pub fn attention_backward(
     let bytes = params.bytes();
     let dq = dev.empty(q.shape(), DType::F32)?;
     let delta = dev.empty(&[dims.b, dims.h, dims.tq], DType::F32)?;
+    let tiled = tiled_for(dev, dims.d);
+    let (dq_kernel, dq_blocks) = match tiled {
+        Some((_, k)) => (k, dims.tq.div_ceil(tiled::DQ_ROWS as usize) as u32),
+        None => (&var.bwd_dq, blocks(dims.tq)),
+    };
     dev.dispatch_raw(
-        &var.bwd_dq,
+        dq_kernel,
         &[],
         &[
             Binding::Uniform(&bytes),
@@ -498,7 +513,7 @@ pub fn attention_backward(
             Binding::ReadWrite(&dq),
             Binding::ReadWrite(&delta),
         ],
-        [blocks(dims.tq), dims.h as u32, dims.b as u32],
+        [dq_blocks, dims.h as u32, dims.b as u32],
     )?;
     let dk = dev.empty(k.shape(), DType::F32)?;
     let dv = dev.empty(v.shape(), DType::F32)?;

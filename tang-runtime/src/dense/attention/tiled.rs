@@ -285,3 +285,229 @@ fn main(
     w.push_str("}\n");
     w
 }
+
+/// Query rows per workgroup of the dq pass.
+pub const DQ_ROWS: u32 = 32;
+/// Threads per workgroup of the dq pass.
+pub const DQ_THREADS: u32 = 64;
+/// Line of the K^T tile in vec4s (the 32 keys). Not padded: one more vec4 per line would
+/// spread the dS K reads over more banks but take the kernel past 32 KiB at DP = 64.
+const KT_LINE: u32 = 8;
+
+/// Bytes of workgroup memory of the dq pass for padded head dim `dp`.
+pub const fn dq_shared_bytes(dp: u32) -> u32 {
+    // Q^T and dO^T [dp][32 rows], K^T [dp][32 keys], V^T then dS (dS needs 32 x 32)
+    let vt = if dp * KT > KT * DQ_ROWS {
+        dp * KT
+    } else {
+        KT * DQ_ROWS
+    };
+    4 * (2 * dp * DQ_ROWS + dp * KT_LINE * 4 + vt)
+}
+
+// Both kernels must fit the 32 KiB of lavapipe (and most GPUs), or `attention.rs` falls
+// back to the row-per-thread kernels there and CI would stop testing these.
+const _: () = assert!(fwd_shared_bytes(64) <= 32 * 1024 && dq_shared_bytes(64) <= 32 * 1024);
+
+/// The dq pass of the backward (dq and delta = rowsum(dO * O)) for padded head dim `dp`
+/// (32 or 64), register-blocked like [`forward`]: a workgroup of 64 threads owns 32 query
+/// rows and walks key tiles of 32; thread `(ry, cx)` (`ry = tid % 8`) computes a 4 x 4
+/// block of S = Q K^T and of dP = dO V^T (two vec4 reads feed 16 FMAs each), turns it
+/// into dS = P (dP - delta) with P recomputed from the saved logsumexp, stores dS in
+/// workgroup memory and accumulates 4 rows x `DP / 8` dims of dQ += dS K. The smaller
+/// block (32 rows) keeps Q, dO, K and V tiles within 32 KiB; K and V are read from L2 by
+/// twice as many workgroups, which is cheap next to the arithmetic.
+pub fn backward_dq(dp: u32) -> String {
+    assert!(
+        dp == 32 || dp == 64,
+        "tiled attention supports DP 32 and 64"
+    );
+    let nv = dp / 32;
+    let vt_len = dq_shared_bytes(dp) / 4 - 2 * dp * DQ_ROWS - dp * KT_LINE * 4;
+    let mut w = String::new();
+    w.push_str("// Causal flash-attention backward, dq pass, register-blocked (generated; see attention/tiled.rs).\n");
+    w.push_str(PARAMS);
+    let _ = write!(
+        w,
+        "
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<f32>;
+@group(0) @binding(2) var<storage, read> k: array<f32>;
+@group(0) @binding(3) var<storage, read> v: array<f32>;
+@group(0) @binding(4) var<storage, read> o: array<f32>;
+@group(0) @binding(5) var<storage, read> go: array<f32>;
+@group(0) @binding(6) var<storage, read> lse: array<f32>;
+@group(0) @binding(7) var<storage, read_write> dq: array<f32>;
+@group(0) @binding(8) var<storage, read_write> delta: array<f32>;
+
+// Q^T pre-scaled by scale * log2(e), and dO^T: [DP][32 rows]
+var<workgroup> qs: array<vec4<f32>, {rows_len}>;
+var<workgroup> gs: array<vec4<f32>, {rows_len}>;
+// K^T [DP][32 keys]
+var<workgroup> kt: array<vec4<f32>, {kt_len}>;
+// V^T [DP][32 keys], then dS [32 keys][32 rows]
+var<workgroup> vt: array<vec4<f32>, {vt_len}>;
+
+const LOG2E: f32 = 1.4426950408889634;
+
+@compute @workgroup_size({DQ_THREADS})
+fn main(
+    @builtin(local_invocation_index) tid: u32,
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {{
+    let ry = tid % 8u;
+    let cx = tid / 8u;
+    let qb = nwg.x - 1u - wg.x;
+    let h = wg.y;
+    let b = wg.z;
+    let g = h / (p.heads / p.kv_heads);
+    let d = p.d;
+    let row0 = qb * {DQ_ROWS}u;
+    let head_row = (b * p.heads + h) * p.tq;
+    let kvrow = (b * p.kv_heads + g) * p.tk_stride;
+    for (var e = tid; e < {qn}u; e += {DQ_THREADS}u) {{
+        let r = e % {DQ_ROWS}u;
+        let c = e / {DQ_ROWS}u;
+        let i = row0 + r;
+        var x = 0.0;
+        var y = 0.0;
+        if (i < p.tq && c < d) {{
+            x = q[(head_row + i) * d + c];
+            y = go[(head_row + i) * d + c];
+        }}
+        qs[c * 8u + r / 4u][r % 4u] = x * p.scale_log2;
+        gs[c * 8u + r / 4u][r % 4u] = y;
+    }}
+    // delta and logsumexp (log2 units) of the thread's four rows
+    var dl = vec4<f32>(0.0);
+    var lse2 = vec4<f32>(0.0);
+    for (var i = 0u; i < 4u; i++) {{
+        let r = row0 + 4u * ry + i;
+        if (r < p.tq) {{
+            let base = (head_row + r) * d;
+            var acc = 0.0;
+            for (var c = 0u; c < d; c++) {{
+                acc = fma(go[base + c], o[base + c], acc);
+            }}
+            dl[i] = acc;
+            lse2[i] = lse[head_row + r] * LOG2E;
+            if (cx == 0u) {{
+                delta[head_row + r] = acc;
+            }}
+        }}
+    }}
+    let n_keys = min(row0 + {DQ_ROWS}u, p.tq);
+    let lim = vec4<u32>(row0 + 4u * ry) + vec4<u32>(0u, 1u, 2u, 3u);
+",
+        rows_len = dp * DQ_ROWS / 4,
+        kt_len = dp * KT_LINE,
+        vt_len = vt_len / 4,
+        qn = DQ_ROWS * dp,
+    );
+    for a in 0..4 * nv {
+        let _ = writeln!(w, "    var a{a} = vec4<f32>(0.0);");
+    }
+    let _ = write!(
+        w,
+        "    for (var t0 = 0u; t0 < n_keys; t0 += {KT}u) {{
+        workgroupBarrier();
+        for (var e = tid; e < {kn}u; e += {DQ_THREADS}u) {{
+            let j = e % {KT}u;
+            let c = e / {KT}u;
+            var x = 0.0;
+            var y = 0.0;
+            if (t0 + j < n_keys && c < d) {{
+                x = k[(kvrow + t0 + j) * d + c];
+                y = v[(kvrow + t0 + j) * d + c];
+            }}
+            kt[c * {KT_LINE}u + j / 4u][j % 4u] = x;
+            vt[c * 8u + j / 4u][j % 4u] = y;
+        }}
+        workgroupBarrier();
+",
+        kn = KT * dp,
+    );
+    for j in 0..4 {
+        let _ = writeln!(
+            w,
+            "        var s{j} = vec4<f32>(0.0);\n        var p{j} = vec4<f32>(0.0);"
+        );
+    }
+    let _ = writeln!(w, "        for (var c0 = 0u; c0 < {dp}u; c0 += 8u) {{");
+    for u in 0..8 {
+        let _ = writeln!(
+            w,
+            "            {{
+                let a = qs[(c0 + {u}u) * 8u + ry];
+                let ga = gs[(c0 + {u}u) * 8u + ry];
+                let bk = kt[(c0 + {u}u) * {KT_LINE}u + cx];
+                let bv = vt[(c0 + {u}u) * 8u + cx];"
+        );
+        for (j, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+            let _ = writeln!(
+                w,
+                "                s{j} = fma(a, vec4<f32>(bk.{comp}), s{j});\n                p{j} = fma(ga, vec4<f32>(bv.{comp}), p{j});"
+            );
+        }
+        w.push_str("            }\n");
+    }
+    w.push_str("        }\n        let kj = t0 + 4u * cx;\n");
+    for j in 0..4 {
+        let _ = writeln!(
+            w,
+            "        s{j} = select(vec4<f32>(0.0), exp2(s{j} - lse2), vec4<u32>(kj + {j}u) <= lim);
+        s{j} = s{j} * (p{j} - dl);"
+        );
+    }
+    w.push_str("        workgroupBarrier();\n");
+    for j in 0..4 {
+        let _ = writeln!(w, "        vt[(4u * cx + {j}u) * 8u + ry] = s{j};");
+    }
+    w.push_str("        workgroupBarrier();\n        for (var j0 = 0u; j0 < 32u; j0 += 4u) {\n");
+    // Thread cx owns dims 4 (cx + 8 x) + comp, so a warp's K^T reads are 4 dims apart.
+    let _ = writeln!(w, "            let kq = j0 / 4u;");
+    for u in 0..4 {
+        let _ = writeln!(w, "            let ds{u} = vt[(j0 + {u}u) * 8u + ry];");
+    }
+    for a in 0..4 * nv {
+        let (x, ci) = (a / 4, a % 4);
+        let _ = writeln!(
+            w,
+            "            {{
+                let kv = kt[(4u * (cx + {}u) + {ci}u) * {KT_LINE}u + kq];
+                a{a} = fma(ds0, vec4<f32>(kv.x), a{a});
+                a{a} = fma(ds1, vec4<f32>(kv.y), a{a});
+                a{a} = fma(ds2, vec4<f32>(kv.z), a{a});
+                a{a} = fma(ds3, vec4<f32>(kv.w), a{a});
+            }}",
+            8 * x
+        );
+    }
+    w.push_str("        }\n    }\n");
+    for (i, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+        let _ = writeln!(
+            w,
+            "    {{
+        let r = row0 + 4u * ry + {i}u;
+        if (r < p.tq) {{
+            let base = (head_row + r) * d;"
+        );
+        for a in 0..4 * nv {
+            let (x, ci) = (a / 4, a % 4);
+            let _ = writeln!(
+                w,
+                "            {{
+                let c = 4u * (cx + {}u) + {ci}u;
+                if (c < d) {{
+                    dq[base + c] = a{a}.{comp} * p.scale;
+                }}
+            }}",
+                8 * x
+            );
+        }
+        w.push_str("        }\n    }\n");
+    }
+    w.push_str("}\n");
+    w
+}
