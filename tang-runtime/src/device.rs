@@ -58,6 +58,11 @@ pub struct DeviceInfo {
     pub features: wgpu::Features,
     /// Whether shader runtime checks are on.
     pub checked: bool,
+    /// The smallest subgroup (warp, wave) size the adapter may use: 32 on NVIDIA, 8 on
+    /// lavapipe (meaningful when `features` contains `SUBGROUP`).
+    pub subgroup_min_size: u32,
+    /// The largest subgroup size the adapter may use.
+    pub subgroup_max_size: u32,
 }
 
 /// Counters of the device's resources and work, for tests and tuning.
@@ -276,6 +281,8 @@ impl Device {
             limits: limits.clone(),
             features,
             checked: opts.checked,
+            subgroup_min_size: ainfo.subgroup_min_size,
+            subgroup_max_size: ainfo.subgroup_max_size,
         };
         let state = State::new(&device, &limits);
         Ok(Device {

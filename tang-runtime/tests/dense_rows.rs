@@ -1,7 +1,7 @@
 //! Row kernels (reductions, softmax, norms, embedding, cross-entropy) on the software
 //! adapter against CPU f64 references; backwards against central finite differences.
 
-use tang_runtime::dense::{cross_entropy, embedding, norm, reduce, softmax};
+use tang_runtime::dense::{cross_entropy, embedding, norm, reduce, rows_team, softmax};
 use tang_runtime::{Device, Tensor};
 
 /// Deterministic xorshift64* numbers, so failures reproduce.
@@ -189,12 +189,13 @@ fn softmax_forward_matches_cpu() {
             );
         }
     }
-    // More rows than one grid dimension holds (the 2-D grid every row kernel shares; one
-    // case, since 66,000 workgroups are slow on a software adapter).
+    // More rows than one grid dimension holds on the workgroup-per-row fallback (the 2-D
+    // grid every row kernel shares; one case, since 66,000 workgroups are slow on a
+    // software adapter). dense_rows_paths covers the subgroup path's grid.
     let (rows, cols) = (66_000, 3);
     let x = rng.vec(rows * cols, 4.0);
     let t = Tensor::from_slice(&dev, &x, &[rows, cols]).unwrap();
-    let y = softmax::softmax(&t).unwrap().to_vec().unwrap();
+    let y = rows_team::with_workgroup_path(|| softmax::softmax(&t).unwrap().to_vec().unwrap());
     close(
         "softmax 66000x3",
         &y,

@@ -2,15 +2,17 @@
 //! loss and gradient together, in three dispatches, with nothing read back to the CPU.
 //!
 //! 1. one workgroup counts the rows whose target is not ignored;
-//! 2. one workgroup per row (2-D grid) keeps the row in registers (`vec4` when `classes`
-//!    is a multiple of 4), computes log-sum-exp with online max/sum, the row's loss, and
-//!    the gradient of the mean loss `(softmax - onehot) / count`: logits are read once;
+//! 2. a subgroup team per row ([`super::rows_team`]) or, for long rows and adapters
+//!    without subgroups, one workgroup per row (2-D grid) keeps the row in registers
+//!    (`vec4` when `classes` is a multiple of 4), computes log-sum-exp, the row's loss,
+//!    and the gradient of the mean loss `(softmax - onehot) / count`: logits are read once;
 //! 3. one workgroup sums the per-row losses (fixed tree order: deterministic) / count.
 //!
 //! A target `>= classes` that is not the ignore index gives that row a NaN loss (so the
 //! mean is NaN, visibly) and a zero gradient row; it is never read out of bounds.
 
 use super::reduce::{grid, lowest, unit_f1, unit_v4, want_f32, want_u32, wg_common, words};
+use super::rows_team::{Kind, team_kernel};
 use crate::{Binding, DType, Error, RawKernel, Tensor};
 
 const COUNT: &str = "
@@ -218,7 +220,13 @@ pub fn cross_entropy(
         [1, 1, 1],
     )?;
     if rows > 0 && classes > 0 {
-        let k = if v4 { &K_MAIN_V4 } else { &K_MAIN_F1 };
+        let (k, g) = match team_kernel(dev, Kind::CrossEntropy, classes) {
+            Some((k, rpg)) => (k, grid(dev, op, rows.div_ceil(rpg as usize) as u64)?),
+            None => (
+                if v4 { &K_MAIN_V4 } else { &K_MAIN_F1 },
+                grid(dev, op, rows as u64)?,
+            ),
+        };
         let binds = [
             Binding::Uniform(&u),
             Binding::Read(logits),
@@ -227,7 +235,7 @@ pub fn cross_entropy(
             Binding::ReadWrite(&row_loss),
             Binding::ReadWrite(&grad),
         ];
-        dev.dispatch_raw(k, &[], &binds, grid(dev, op, rows as u64)?)?;
+        dev.dispatch_raw(k, &[], &binds, g)?;
     }
     let rl = if rows > 0 {
         row_loss

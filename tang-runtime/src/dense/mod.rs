@@ -8,5 +8,6 @@ pub mod embedding;
 pub mod matmul;
 pub mod norm;
 pub mod reduce;
+pub mod rows_team;
 pub mod shape;
 pub mod softmax;

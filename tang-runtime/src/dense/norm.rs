@@ -1,5 +1,10 @@
 //! Layer norm and RMS norm over the last axis, forward and backward.
 //!
+//! Rows that fit in the registers of one subgroup team take the path of
+//! [`super::rows_team`] (a team of lanes per row, several rows per workgroup, shuffle
+//! reductions; in the backward each team walks several rows and the workgroup's teams
+//! combine their weight/bias sums in workgroup memory in a fixed order). The fallback:
+//!
 //! Forward: one workgroup of 256 threads per row (2-D grid, any number of rows); the row
 //! stays in registers (`vec4` units when its length is a multiple of 4, up to 4096
 //! floats), so it is read once even though the variance is taken around the mean (two
@@ -13,6 +18,7 @@
 //! same bits on every run, and `x` and `grad_y` are read once.
 
 use super::reduce::{grid, rows_cols, sum, unit_f1, unit_v4, want_f32, wg_common, words};
+use super::rows_team::{Kind, team_kernel};
 use crate::{Binding, DType, Error, RawKernel, Tensor};
 
 macro_rules! fwd_body {
@@ -255,9 +261,19 @@ fn forward(x: &Tensor, w: &Tensor, b: &Tensor, eps: f32, rms: bool) -> Result<No
     let v4 = cols.is_multiple_of(4);
     let n = if v4 { cols / 4 } else { cols };
     let u = words(&[rows as u32, n as u32, eps.to_bits(), 0]);
-    let k = if v4 { &K_FWD_V4 } else { &K_FWD_F1 };
-    let g = grid(dev, op, rows as u64)?;
     let flag = [("RMS", if rms { 1.0 } else { 0.0 })];
+    let (k, g, flag) = match team_kernel(dev, Kind::NormFwd { rms }, cols) {
+        Some((k, rpg)) => (
+            k,
+            grid(dev, op, rows.div_ceil(rpg as usize) as u64)?,
+            &[][..],
+        ),
+        None => (
+            if v4 { &K_FWD_V4 } else { &K_FWD_F1 },
+            grid(dev, op, rows as u64)?,
+            &flag[..],
+        ),
+    };
     let binds = [
         Binding::Uniform(&u),
         Binding::Read(x),
@@ -266,7 +282,7 @@ fn forward(x: &Tensor, w: &Tensor, b: &Tensor, eps: f32, rms: bool) -> Result<No
         Binding::Read(b),
         Binding::ReadWrite(&stats),
     ];
-    dev.dispatch_raw(k, &flag, &binds, g)?;
+    dev.dispatch_raw(k, flag, &binds, g)?;
     Ok(NormOutput { y, stats })
 }
 
@@ -318,16 +334,24 @@ fn backward(
             Some(Tensor::zeros(dev, &[cols])?),
         ));
     }
-    let rpg = rows.div_ceil(BWD_GROUPS.min(rows));
-    let groups = rows.div_ceil(rpg);
+    let flag = [("RMS", if rms { 1.0 } else { 0.0 })];
+    // Rows per workgroup step: one per team on the subgroup path, one on the fallback.
+    let team = team_kernel(dev, Kind::NormBwd { rms }, cols);
+    let step = team.map_or(1, |(_, r)| r as usize);
+    // Rows per team (or per fallback workgroup): as few as keep the workgroups near
+    // BWD_GROUPS, so the partial sums stay small next to x, grad_y and grad_x.
+    let rpt = rows.div_ceil(BWD_GROUPS * step).max(1);
+    let groups = rows.div_ceil(rpt * step);
     let pw = dev.empty(&[groups, cols], DType::F32)?;
     let pb = dev.empty(&[groups, cols], DType::F32)?;
     let v4 = cols.is_multiple_of(4);
     let n = if v4 { cols / 4 } else { cols };
-    let u = words(&[rows as u32, n as u32, rpg as u32, 0]);
-    let k = if v4 { &K_BWD_V4 } else { &K_BWD_F1 };
+    let u = words(&[rows as u32, n as u32, rpt as u32, 0]);
     let g = grid(dev, op, groups as u64)?;
-    let flag = [("RMS", if rms { 1.0 } else { 0.0 })];
+    let (k, flag) = match team {
+        Some((k, _)) => (k, &[][..]),
+        None => (if v4 { &K_BWD_V4 } else { &K_BWD_F1 }, &flag[..]),
+    };
     let binds = [
         Binding::Uniform(&u),
         Binding::Read(x),
@@ -338,7 +362,7 @@ fn backward(
         Binding::ReadWrite(&pw),
         Binding::ReadWrite(&pb),
     ];
-    dev.dispatch_raw(k, &flag, &binds, g)?;
+    dev.dispatch_raw(k, flag, &binds, g)?;
     let gw = sum(&pw, 0)?;
     let gb = if rms { None } else { Some(sum(&pb, 0)?) };
     Ok((dx, gw, gb))

@@ -1,6 +1,9 @@
 //! Softmax and log-softmax over the last axis, forward and backward.
 //!
-//! One workgroup of 256 threads per row, rows on a 2-D grid (any number of rows). Each
+//! Rows that fit in the registers of one subgroup team take the path of
+//! [`super::rows_team`] (several rows per workgroup, shuffle reductions, no barriers).
+//! Otherwise (and without subgroups): one workgroup of 256 threads per row, rows on a 2-D
+//! grid (any number of rows). Each
 //! thread keeps its share of the row in registers (`vec4` units when the row length is a
 //! multiple of 4: rows up to 4096 floats are read once), finds its local maximum and
 //! sum of exponentials, and the workgroup combines the (max, sum) pairs in one tree
@@ -8,6 +11,7 @@
 //! second time for the output.
 
 use super::reduce::{grid, lowest, rows_cols, unit_f1, unit_v4, want_f32, wg_common, words};
+use super::rows_team::{Kind, team_kernel};
 use crate::{Binding, DType, Error, RawKernel, Tensor};
 
 macro_rules! fwd_body {
@@ -161,12 +165,22 @@ fn forward(x: &Tensor, log: bool) -> Result<Tensor, Error> {
     let v4 = cols.is_multiple_of(4);
     let n = if v4 { cols / 4 } else { cols };
     let u = words(&[rows as u32, n as u32, 0, 0]);
-    let k = if v4 { &K_FWD_V4 } else { &K_FWD_F1 };
-    let g = grid(dev, op, rows as u64)?;
     let flag = [("LOG", if log { 1.0 } else { 0.0 })];
+    let (k, g, flag) = match team_kernel(dev, Kind::SoftmaxFwd { log }, cols) {
+        Some((k, rpg)) => (
+            k,
+            grid(dev, op, rows.div_ceil(rpg as usize) as u64)?,
+            &[][..],
+        ),
+        None => (
+            if v4 { &K_FWD_V4 } else { &K_FWD_F1 },
+            grid(dev, op, rows as u64)?,
+            &flag[..],
+        ),
+    };
     dev.dispatch_raw(
         k,
-        &flag,
+        flag,
         &[
             Binding::Uniform(&u),
             Binding::Read(x),
@@ -203,12 +217,22 @@ fn backward(y: &Tensor, grad_y: &Tensor, log: bool) -> Result<Tensor, Error> {
     let v4 = cols.is_multiple_of(4);
     let n = if v4 { cols / 4 } else { cols };
     let u = words(&[rows as u32, n as u32, 0, 0]);
-    let k = if v4 { &K_BWD_V4 } else { &K_BWD_F1 };
-    let g = grid(dev, op, rows as u64)?;
     let flag = [("LOG", if log { 1.0 } else { 0.0 })];
+    let (k, g, flag) = match team_kernel(dev, Kind::SoftmaxBwd { log }, cols) {
+        Some((k, rpg)) => (
+            k,
+            grid(dev, op, rows.div_ceil(rpg as usize) as u64)?,
+            &[][..],
+        ),
+        None => (
+            if v4 { &K_BWD_V4 } else { &K_BWD_F1 },
+            grid(dev, op, rows as u64)?,
+            &flag[..],
+        ),
+    };
     dev.dispatch_raw(
         k,
-        &flag,
+        flag,
         &[
             Binding::Uniform(&u),
             Binding::Read(y),
