@@ -219,9 +219,11 @@ fn a_200_node_kernel_expands_fast() {
          diff, 3 shaders, CPU twins) {fused_ms:.2} ms"
     );
     assert!(nodes >= 200, "only {nodes} nodes");
-    // Generous bounds (debug build, loaded machine); the figures above are the measure.
+    // The target is 20 ms for the whole #[fused_grad] expansion. The library is built as
+    // the macro is during `cargo build` (opt-level 2, see the workspace profiles); the
+    // bound leaves room for a loaded 2-core CI machine, the figure above is the measure.
     assert!(
-        kernel_ms < 200.0 && fused_ms < 500.0,
+        kernel_ms < 20.0 && fused_ms < 50.0,
         "{kernel_ms} / {fused_ms} ms"
     );
 }
