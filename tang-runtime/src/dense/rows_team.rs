@@ -323,6 +323,45 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     )
 }
 
+/// The team's row and its bounds, for kernels with one row per team: `n` (units of the
+/// row, 0 for a dead team past the last row), `base` (the lane's first unit) and `last`
+/// (the last unit of the tensor, which clamps masked loads).
+const ROW: &str = "    let row = g * ROWS + slot;
+    let live = row < p.rows;
+    let n = select(0u, p.n, live);
+    let base = row * p.n + lane;
+    let last = p.rows * p.n - 1u;
+";
+
+/// Slot `k` of buffer `buf` into `buf{k}`, declaring its mask `ok{k}`.
+fn load(buf: &str, k: u32, team: u32, fill: &str) -> String {
+    load_as(buf, buf, k, team, fill, true)
+}
+
+/// `text` with every line indented by `n` spaces.
+fn pad(text: &str, n: usize) -> String {
+    let sp = " ".repeat(n);
+    text.lines()
+        .map(|l| format!("{sp}{l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Slot `k` of buffer `buf` into `{var}{k}`; `mask`: also declare the slot's mask `ok{k}`
+/// (once per slot, by its first load). The load is unconditional at an index clamped into the tensor, and a masked
+/// slot takes `fill` by `select`: no branch around loads, so the compiler issues every
+/// slot's load back to back, and a masked slot never carries another row's inf or NaN
+/// into the sums.
+fn load_as(buf: &str, var: &str, k: u32, team: u32, fill: &str, mask: bool) -> String {
+    let o = k * team;
+    let mask = if mask {
+        format!("let ok{k} = lane + {o}u < n;\n")
+    } else {
+        String::new()
+    };
+    format!("{mask}let {var}{k} = select(T({fill}), {buf}[min(base + {o}u, last)], ok{k});")
+}
+
 /// Generates one variant: `(kernel name, WGSL)`. Control flow around every shuffle and
 /// barrier is uniform (dead rows compute on masked values and skip only their stores).
 fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, String) {
@@ -344,19 +383,9 @@ fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, String) {
 ",
             );
             s.push_str(&entry(kind));
-            s.push_str(
-                "    let row = g * ROWS + slot;
-    let n = select(0u, p.n, row < p.rows);
-    let base = row * p.n + lane;
-",
-            );
+            s.push_str(ROW);
             for k in 0..v {
-                let o = off(k);
-                let _ = writeln!(
-                    s,
-                    "    let ok{k} = lane + {o} < n;\n    var x{k} = T(LOWEST);\n    \
-                     if (ok{k}) {{ x{k} = x[base + {o}]; }}"
-                );
+                let _ = writeln!(s, "{}", pad(&load("x", k, team, "LOWEST"), 4));
             }
             let _ = writeln!(
                 s,
@@ -399,19 +428,10 @@ fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, String) {
 ",
             );
             s.push_str(&entry(kind));
-            s.push_str(
-                "    let row = g * ROWS + slot;
-    let n = select(0u, p.n, row < p.rows);
-    let base = row * p.n + lane;
-",
-            );
+            s.push_str(ROW);
             for k in 0..v {
-                let o = off(k);
-                let _ = writeln!(
-                    s,
-                    "    let ok{k} = lane + {o} < n;\n    var y{k} = T(0.0);\n    var g{k} = T(0.0);\n    \
-                     if (ok{k}) {{ y{k} = y[base + {o}]; g{k} = dy[base + {o}]; }}"
-                );
+                let _ = writeln!(s, "{}", pad(&load("y", k, team, "0.0"), 4));
+                let _ = writeln!(s, "{}", pad(&load_as("dy", "g", k, team, "0.0", false), 4));
             }
             let terms = if log {
                 each(v, |k| format!("g{k}"))
@@ -442,21 +462,10 @@ fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, String) {
 ",
             );
             s.push_str(&entry(kind));
-            s.push_str(
-                "    let row = g * ROWS + slot;
-    let live = row < p.rows;
-    let n = select(0u, p.n, live);
-    let base = row * p.n + lane;
-    let cnt = f32(p.n * W);
-",
-            );
+            s.push_str(ROW);
+            s.push_str("    let cnt = f32(p.n * W);\n");
             for k in 0..v {
-                let o = off(k);
-                let _ = writeln!(
-                    s,
-                    "    let ok{k} = lane + {o} < n;\n    var x{k} = T(0.0);\n    \
-                     if (ok{k}) {{ x{k} = x[base + {o}]; }}"
-                );
+                let _ = writeln!(s, "{}", pad(&load("x", k, team, "0.0"), 4));
             }
             if rms {
                 s.push_str("    let mean = 0.0;\n");
@@ -476,16 +485,25 @@ fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, String) {
                 "    let rstd = inverseSqrt(team_sum(hsum({})) / cnt + p.eps);",
                 tree(&each(v, |k| format!("d{k} * d{k}")), &add)
             );
+            // Weight and bias loads outside the store branches (clamped to the row), so
+            // they are all in flight before the first store.
+            for k in 0..v {
+                let o = off(k);
+                let _ = writeln!(s, "    let w{k} = w[min(lane + {o}, p.n - 1u)];");
+                if !rms {
+                    let _ = writeln!(s, "    let b{k} = b[min(lane + {o}, p.n - 1u)];");
+                }
+            }
             for k in 0..v {
                 let o = off(k);
                 let bias = if rms {
                     String::new()
                 } else {
-                    format!(" + b[lane + {o}]")
+                    format!(" + b{k}")
                 };
                 let _ = writeln!(
                     s,
-                    "    if (ok{k}) {{ y[base + {o}] = d{k} * rstd * w[lane + {o}]{bias}; }}"
+                    "    if (ok{k}) {{ y[base + {o}] = d{k} * rstd * w{k}{bias}; }}"
                 );
             }
             s.push_str(
@@ -529,20 +547,29 @@ fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, String) {
         let live = row < p.rows;
         let n = select(0u, p.n, live);
         let base = row * p.n + lane;
-        var mean = 0.0;
-        var rstd = 0.0;
-        if (live) { mean = stats[2u * row]; rstd = stats[2u * row + 1u]; }
+        let last = p.rows * p.n - 1u;
+        let srow = min(row, p.rows - 1u);
+        let mean = select(0.0, stats[2u * srow], live);
+        let rstd = select(0.0, stats[2u * srow + 1u], live);
 ",
             );
             for k in 0..v {
                 let o = off(k);
                 let _ = writeln!(
                     s,
-                    "        let ok{k} = lane + {o} < n;\n        var x{k} = T(0.0);\n        \
-                     var d{k} = T(0.0);\n        var w{k} = T(0.0);\n        \
-                     if (ok{k}) {{ x{k} = x[base + {o}]; d{k} = dy[base + {o}]; w{k} = w[lane + {o}]; }}\n        \
-                     let xh{k} = (x{k} - T(mean)) * rstd;\n        let gw{k} = d{k} * w{k};"
+                    "{}\n{}\n        let w{k} = w[min(lane + {o}, p.n - 1u)];\n        \
+                     let xh{k} = (x{k} - T(mean)) * rstd;\n        let gw{k} = d{k} * w{k};",
+                    pad(&load("x", k, team, "0.0"), 8),
+                    pad(&load_as("dy", "d", k, team, "0.0", false), 8)
                 );
+            }
+            // The column sums first: `d` is then dead before the reduction, which keeps
+            // fewer registers live across it.
+            for k in 0..v {
+                let _ = writeln!(s, "        aw{k} = aw{k} + d{k} * xh{k};");
+                if !rms {
+                    let _ = writeln!(s, "        ab{k} = ab{k} + d{k};");
+                }
             }
             let _ = writeln!(
                 s,
@@ -560,12 +587,8 @@ fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, String) {
                 let o = off(k);
                 let _ = writeln!(
                     s,
-                    "        if (ok{k}) {{ dx[base + {o}] = rstd * (gw{k} - T(mg) - xh{k} * mgx); }}\n        \
-                     aw{k} = aw{k} + d{k} * xh{k};"
+                    "        if (ok{k}) {{ dx[base + {o}] = rstd * (gw{k} - T(mg) - xh{k} * mgx); }}"
                 );
-                if !rms {
-                    let _ = writeln!(s, "        ab{k} = ab{k} + d{k};");
-                }
             }
             s.push_str("    }\n");
             // The teams' partial sums in a fixed order (deterministic, no atomics), then
@@ -618,8 +641,8 @@ fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, String) {
     let n = select(0u, p.n, live);
     let rbase = row * p.n;
     let base = rbase + lane;
-    var t = p.ignore;
-    if (live) { t = targets[row]; }
+    let last = p.rows * p.n - 1u;
+    let t = select(p.ignore, targets[min(row, p.rows - 1u)], live);
     let ignored = t == p.ignore;
     let valid = !ignored && t < p.classes;
     // Ignored and invalid rows get a zero gradient.
@@ -629,12 +652,7 @@ fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, String) {
 ",
             );
             for k in 0..v {
-                let o = off(k);
-                let _ = writeln!(
-                    s,
-                    "    let ok{k} = lane + {o} < n;\n    var x{k} = T(LOWEST);\n    \
-                     if (ok{k}) {{ x{k} = x[base + {o}]; }}"
-                );
+                let _ = writeln!(s, "{}", pad(&load("x", k, team, "LOWEST"), 4));
             }
             let _ = writeln!(
                 s,
