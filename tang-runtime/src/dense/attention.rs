@@ -9,10 +9,11 @@
 //! defaulting to `1 / sqrt(D)`. Head dims up to 128 are supported; each call picks a kernel
 //! compiled for the head dim rounded up to 16, 32, 64 or 128 (the extra dims are zero).
 //!
-//! Forward and dq pass for head dims 17 to 64: register-blocked kernels generated in
-//! `tiled.rs` (every product a micro-matmul with 4 x 4 or 4 x 8 tiles per thread). The
-//! rest of this section describes the row-per-thread kernels, which run the dk/dv pass
-//! and every kernel for other head dims.
+//! Head dims 17 to 64: register-blocked kernels generated in `tiled.rs` for all three
+//! passes (every product a micro-matmul with 4 x 4 or 4 x 8 tiles per thread; the dk/dv
+//! pass keeps 32 keys' K and V resident and streams 16-query tiles). The rest of this
+//! section describes the row-per-thread kernels, which run every pass for other head dims
+//! and on devices with less than 32 KiB of workgroup memory.
 //!
 //! Performance design (NVIDIA first): a workgroup owns 64 rows of one head and each row is
 //! shared by `SPLIT = DP / 32` threads (one for D <= 32), each keeping up to 32 dims of its
@@ -112,56 +113,63 @@ const VARIANTS: [Variant; 4] = [
     variant!(128, 32, 4, 16, 8),
 ];
 
-/// The register-blocked kernels for padded head dims 32 and 64, generated once:
-/// `[forward d32, forward d64, dq pass d32, dq pass d64]`.
-fn tiled_kernels() -> &'static [RawKernel; 4] {
-    static KERNELS: OnceLock<[RawKernel; 4]> = OnceLock::new();
+/// The register-blocked kernels of one padded head dim.
+struct Tiled {
+    fwd: RawKernel,
+    bwd_dq: RawKernel,
+    bwd_dkv: RawKernel,
+}
+
+/// The register-blocked kernels for padded head dims 32 and 64, generated once.
+fn tiled_kernels() -> &'static [Tiled; 2] {
+    static KERNELS: OnceLock<[Tiled; 2]> = OnceLock::new();
     KERNELS.get_or_init(|| {
         let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
-        [
-            RawKernel::new("attention_fwd_tiled_d32", leak(tiled::forward(32)), "main"),
-            RawKernel::new("attention_fwd_tiled_d64", leak(tiled::forward(64)), "main"),
-            RawKernel::new(
-                "attention_bwd_dq_tiled_d32",
-                leak(tiled::backward_dq(32)),
-                "main",
-            ),
-            RawKernel::new(
-                "attention_bwd_dq_tiled_d64",
-                leak(tiled::backward_dq(64)),
-                "main",
-            ),
-        ]
+        [32, 64].map(|dp| {
+            let name =
+                |kind: &str| -> &'static str { leak(format!("attention_{kind}_tiled_d{dp}")) };
+            Tiled {
+                fwd: RawKernel::new(name("fwd"), leak(tiled::forward(dp)), "main"),
+                bwd_dq: RawKernel::new(name("bwd_dq"), leak(tiled::backward_dq(dp)), "main"),
+                bwd_dkv: RawKernel::new(name("bwd_dkv"), leak(tiled::backward_dkv(dp)), "main"),
+            }
+        })
     })
 }
 
-/// The register-blocked kernels for head dim `d` (forward, dq pass), when there are ones
-/// for it and the device has room: head dims 17 to 64 (padded to 32 or 64). Smaller and
-/// larger head dims use the row-per-thread kernels: at D <= 16 a row's work is too small
-/// to block, and at D = 128 the Q tile alone would fill 32 KiB of workgroup memory.
-fn tiled_for(dev: &Device, d: usize) -> Option<(&'static RawKernel, &'static RawKernel)> {
+/// The register-blocked kernels for head dim `d`, when there are ones for it and the
+/// device has room: head dims 17 to 64 (padded to 32 or 64). Smaller and larger head dims
+/// use the row-per-thread kernels: at D <= 16 a row's work is too small to block, and at
+/// D = 128 the Q tile alone would fill 32 KiB of workgroup memory.
+fn tiled_for(dev: &Device, d: usize) -> Option<&'static Tiled> {
     let (dp, idx) = match d {
         17..=32 => (32, 0),
         33..=64 => (64, 1),
         _ => return None,
     };
     let limits = &dev.info().limits;
-    let shared = tiled::fwd_shared_bytes(dp).max(tiled::dq_shared_bytes(dp));
+    let shared = tiled::fwd_shared_bytes(dp)
+        .max(tiled::dq_shared_bytes(dp))
+        .max(tiled::dkv_shared_bytes(dp));
     let fits = shared <= limits.max_compute_workgroup_storage_size
         && tiled::THREADS <= limits.max_compute_invocations_per_workgroup;
-    let k = tiled_kernels();
-    fits.then(|| (&k[idx], &k[idx + 2]))
+    fits.then(|| &tiled_kernels()[idx])
 }
 
 /// Every WGSL source of this module as `(name, source)`: forward, dq pass and dk/dv pass
-/// for each head-dim variant of the row-per-thread kernels, then the register-blocked
-/// forwards (for validation in tests and tooling).
-pub fn shaders() -> [(&'static str, &'static str); 16] {
-    let mut out = [("", ""); 16];
+/// for each head-dim variant of the row-per-thread kernels, then the same three
+/// register-blocked kernels for padded head dims 32 and 64 (for validation in tests and
+/// tooling).
+pub fn shaders() -> [(&'static str, &'static str); 18] {
+    let mut out = [("", ""); 18];
     let kernels = VARIANTS
         .iter()
         .flat_map(|v| [v.fwd, v.bwd_dq, v.bwd_dkv])
-        .chain(tiled_kernels().iter().copied());
+        .chain(
+            tiled_kernels()
+                .iter()
+                .flat_map(|t| [t.fwd, t.bwd_dq, t.bwd_dkv]),
+        );
     for (slot, k) in out.iter_mut().zip(kernels) {
         *slot = (k.name, k.wgsl);
     }
@@ -337,7 +345,7 @@ fn launch_forward(
         scale,
     };
     let bytes = params.bytes();
-    let kernel = tiled_for(dev, dims.d).map_or(&var.fwd, |k| k.0);
+    let kernel = tiled_for(dev, dims.d).map_or(&var.fwd, |k| &k.fwd);
     dev.dispatch_raw(
         kernel,
         &[],
@@ -496,7 +504,7 @@ pub fn attention_backward(
     let delta = dev.empty(&[dims.b, dims.h, dims.tq], DType::F32)?;
     let tiled = tiled_for(dev, dims.d);
     let (dq_kernel, dq_blocks) = match tiled {
-        Some((_, k)) => (k, dims.tq.div_ceil(tiled::DQ_ROWS as usize) as u32),
+        Some(k) => (&k.bwd_dq, dims.tq.div_ceil(tiled::DQ_ROWS as usize) as u32),
         None => (&var.bwd_dq, blocks(dims.tq)),
     };
     dev.dispatch_raw(
@@ -517,8 +525,16 @@ pub fn attention_backward(
     )?;
     let dk = dev.empty(k.shape(), DType::F32)?;
     let dv = dev.empty(v.shape(), DType::F32)?;
+    // The dk/dv pass reads the delta the dq pass wrote (recorded in order on one encoder).
+    let (dkv_kernel, dkv_blocks) = match tiled {
+        Some(k) => (
+            &k.bwd_dkv,
+            dims.tk.div_ceil(tiled::DKV_KEYS as usize) as u32,
+        ),
+        None => (&var.bwd_dkv, blocks(dims.tk)),
+    };
     dev.dispatch_raw(
-        &var.bwd_dkv,
+        dkv_kernel,
         &[],
         &[
             Binding::Uniform(&bytes),
@@ -531,7 +547,7 @@ pub fn attention_backward(
             Binding::ReadWrite(&dk),
             Binding::ReadWrite(&dv),
         ],
-        [blocks(dims.tk), dims.hkv as u32, dims.b as u32],
+        [dkv_blocks, dims.hkv as u32, dims.b as u32],
     )?;
     Ok((dq, dk, dv))
 }

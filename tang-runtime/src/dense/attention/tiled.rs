@@ -1,4 +1,5 @@
-//! Generated register-blocked forward kernel for padded head dims 32 and 64.
+//! Generated register-blocked kernels (forward, dq pass, dk/dv pass) for padded head dims
+//! 32 and 64. The forward:
 //!
 //! A workgroup of 128 threads owns 64 query rows of one (batch, head) and walks the keys
 //! in tiles of 32. Thread `(ry, cx)` (`ry = tid % 16`, `cx = tid / 16`) owns query rows
@@ -504,6 +505,284 @@ fn main(
                 }}
             }}",
                 8 * x
+            );
+        }
+        w.push_str("        }\n    }\n");
+    }
+    w.push_str("}\n");
+    w
+}
+
+/// Keys per workgroup of the dk/dv pass.
+pub const DKV_KEYS: u32 = 32;
+/// Threads per workgroup of the dk/dv pass.
+pub const DKV_THREADS: u32 = 64;
+/// Queries per tile of the dk/dv pass.
+const DKV_QT: u32 = 16;
+/// Line of the Q^T and dO^T tiles in vec4s: the 16 queries plus one vec4 of padding, so
+/// the four dims a warp reads in the accumulation step (`cx .. cx + 4`, 5 vec4s apart)
+/// land in four different bank groups.
+const DKV_QL: u32 = DKV_QT / 4 + 1;
+
+/// Bytes of workgroup memory of the dk/dv pass for padded head dim `dp`.
+pub const fn dkv_shared_bytes(dp: u32) -> u32 {
+    // K^T and V^T [dp][32 keys], Q^T and dO^T [dp][QL vec4s], P and dS [16 queries][32 keys]
+    4 * (2 * dp * DKV_KEYS + 2 * dp * DKV_QL * 4 + 2 * DKV_QT * DKV_KEYS)
+}
+
+// The dk/dv pass must fit the same 32 KiB as the others. This is what sets its query tile
+// at 16: with 32 queries the Q and dO tiles alone would take the kernel to 40 KiB at
+// DP = 64, since K and V stay resident for the whole pass.
+const _: () = assert!(dkv_shared_bytes(64) <= 32 * 1024);
+
+/// The dk/dv pass of the backward for padded head dim `dp` (32 or 64), register-blocked
+/// like [`backward_dq`]. A workgroup of 64 threads owns 32 keys of one (batch, kv head) and
+/// keeps K^T (pre-scaled by scale * log2(e)) and V^T resident in workgroup memory; it walks
+/// the query heads that share the kv head in a fixed order (the grouped-query sum is
+/// deterministic without atomics) and, per head, the query tiles of 16 from the block's
+/// first key on (earlier queries see none of its keys; only the tiles that cross the
+/// diagonal are masked).
+///
+/// Per tile, the first 32 threads compute S^T = K Q^T and the other 32 dP^T = V dO^T, each
+/// a 4 keys x 4 queries block (one code path: the half only picks the operands' offsets),
+/// so each step reads two vec4s for 16 FMAs, where a 4 x 2 block per thread over 64
+/// threads would read four for the same work. P = exp2(S - lse) and dS = P (dP - delta)
+/// (delta from the dq pass) go to workgroup memory as [query][32 keys]. Then every thread
+/// accumulates 4 keys x `DP / 8` dims of dV += P^T dO and dK += dS^T Q: per four queries,
+/// eight vec4 reads of P and dS shared by all its dims and one dO and one Q read per dim,
+/// each feeding four FMAs.
+pub fn backward_dkv(dp: u32) -> String {
+    assert!(
+        dp == 32 || dp == 64,
+        "tiled attention supports DP 32 and 64"
+    );
+    let na = dp / 8;
+    let kt_line = DKV_KEYS / 4;
+    let mut w = String::new();
+    w.push_str("// Causal flash-attention backward, dk/dv pass, register-blocked (generated; see attention/tiled.rs).\n");
+    w.push_str(PARAMS);
+    let _ = write!(
+        w,
+        "
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<f32>;
+@group(0) @binding(2) var<storage, read> k: array<f32>;
+@group(0) @binding(3) var<storage, read> v: array<f32>;
+@group(0) @binding(4) var<storage, read> go: array<f32>;
+@group(0) @binding(5) var<storage, read> lse: array<f32>;
+@group(0) @binding(6) var<storage, read> delta: array<f32>;
+@group(0) @binding(7) var<storage, read_write> dk: array<f32>;
+@group(0) @binding(8) var<storage, read_write> dv: array<f32>;
+
+// K^T pre-scaled by scale * log2(e), then V^T: [2][DP][32 keys]
+var<workgroup> kv: array<vec4<f32>, {kv_len}>;
+// Q^T, then dO^T: [2][DP][{ql} vec4s] (16 queries and a padding vec4)
+var<workgroup> qg: array<vec4<f32>, {qg_len}>;
+// P, then dS: [2][16 queries][32 keys]
+var<workgroup> pd: array<vec4<f32>, {pd_len}>;
+
+const LOG2E: f32 = 1.4426950408889634;
+
+@compute @workgroup_size({DKV_THREADS})
+fn main(
+    @builtin(local_invocation_index) tid: u32,
+    @builtin(workgroup_id) wg: vec3<u32>,
+) {{
+    // Low key blocks see the most queries; workgroup 0 starts first.
+    let kb = wg.x;
+    let gh = wg.y;
+    let b = wg.z;
+    let d = p.d;
+    let k0 = kb * {DKV_KEYS}u;
+    let kvrow = (b * p.kv_heads + gh) * p.tk_stride;
+    for (var e = tid; e < {kn}u; e += {DKV_THREADS}u) {{
+        let j = e % {DKV_KEYS}u;
+        let c = e / {DKV_KEYS}u;
+        var x = 0.0;
+        var y = 0.0;
+        if (k0 + j < p.tq && c < d) {{
+            x = k[(kvrow + k0 + j) * d + c];
+            y = v[(kvrow + k0 + j) * d + c];
+        }}
+        kv[c * {kt_line}u + j / 4u][j % 4u] = x * p.scale_log2;
+        kv[{dp}u * {kt_line}u + c * {kt_line}u + j / 4u][j % 4u] = y;
+    }}
+    // Score phase: half 0 computes S^T, half 1 dP^T, for keys 4 sy .. and queries 4 sx ..
+    let half = tid / 32u;
+    let sy = tid % 8u;
+    let sx = (tid % 32u) / 8u;
+    let kvo = half * {dp}u * {kt_line}u;
+    let qgo = half * {dp}u * {DKV_QL}u;
+    let keys = vec4<u32>(k0 + 4u * sy) + vec4<u32>(0u, 1u, 2u, 3u);
+    // Accumulation phase: keys 4 ry .., dims cx + 8 a.
+    let ry = tid % 8u;
+    let cx = tid / 8u;
+    let group = p.heads / p.kv_heads;
+",
+        kv_len = 2 * dp * kt_line,
+        ql = DKV_QL,
+        qg_len = 2 * dp * DKV_QL,
+        pd_len = 2 * DKV_QT * kt_line,
+        kn = DKV_KEYS * dp,
+    );
+    for a in 0..na {
+        let _ = writeln!(
+            w,
+            "    var dk{a} = vec4<f32>(0.0);\n    var dv{a} = vec4<f32>(0.0);"
+        );
+    }
+    let _ = write!(
+        w,
+        "    for (var hh = gh * group; hh < (gh + 1u) * group; hh++) {{
+        let head_row = (b * p.heads + hh) * p.tq;
+        // The block's first key is a multiple of the query tile, so no tile straddles it.
+        for (var t0 = k0; t0 < p.tq; t0 += {DKV_QT}u) {{
+            workgroupBarrier();
+            for (var e = tid; e < {qn}u; e += {DKV_THREADS}u) {{
+                let r = e % {DKV_QT}u;
+                let c = e / {DKV_QT}u;
+                let i = t0 + r;
+                var x = 0.0;
+                var y = 0.0;
+                if (i < p.tq && c < d) {{
+                    x = q[(head_row + i) * d + c];
+                    y = go[(head_row + i) * d + c];
+                }}
+                qg[c * {DKV_QL}u + r / 4u][r % 4u] = x;
+                qg[{dp}u * {DKV_QL}u + c * {DKV_QL}u + r / 4u][r % 4u] = y;
+            }}
+            // Per query of the block: logsumexp (log2 units) for half 0, delta for half 1.
+            // A query past the end gets a logsumexp no score reaches, so its P is 0.
+            var rs = vec4<f32>(3.0e38);
+            if (half == 1u) {{
+                rs = vec4<f32>(0.0);
+            }}
+            // (Components by name, not a dynamic index, so rs stays in registers.)
+{rs_loads}            workgroupBarrier();
+            var s0 = vec4<f32>(0.0);
+            var s1 = vec4<f32>(0.0);
+            var s2 = vec4<f32>(0.0);
+            var s3 = vec4<f32>(0.0);
+            for (var c0 = 0u; c0 < {dp}u; c0 += 8u) {{
+",
+        qn = DKV_QT * dp,
+        rs_loads = ["x", "y", "z", "w"]
+            .iter()
+            .enumerate()
+            .map(|(jq, comp)| format!(
+                "            {{
+                let i = t0 + 4u * sx + {jq}u;
+                if (i < p.tq) {{
+                    if (half == 0u) {{
+                        rs.{comp} = lse[head_row + i] * LOG2E;
+                    }} else {{
+                        rs.{comp} = delta[head_row + i];
+                    }}
+                }}
+            }}
+"
+            ))
+            .collect::<String>(),
+    );
+    for u in 0..8 {
+        let _ = writeln!(
+            w,
+            "                {{
+                    let a = kv[kvo + (c0 + {u}u) * {kt_line}u + sy];
+                    let bq = qg[qgo + (c0 + {u}u) * {DKV_QL}u + sx];
+                    s0 = fma(a, vec4<f32>(bq.x), s0);
+                    s1 = fma(a, vec4<f32>(bq.y), s1);
+                    s2 = fma(a, vec4<f32>(bq.z), s2);
+                    s3 = fma(a, vec4<f32>(bq.w), s3);
+                }}"
+        );
+    }
+    let _ = writeln!(
+        w,
+        "            }}
+            let i0 = t0 + 4u * sx;
+            if (half == 0u) {{"
+    );
+    for (j, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+        let _ = writeln!(w, "                s{j} = exp2(s{j} - rs.{comp});");
+    }
+    let _ = writeln!(
+        w,
+        "                // Only tiles that cross the diagonal hold keys after their queries.
+                if (t0 < k0 + {last}u) {{",
+        last = DKV_KEYS - 1
+    );
+    for j in 0..4 {
+        let _ = writeln!(
+            w,
+            "                    s{j} = select(vec4<f32>(0.0), s{j}, keys <= vec4<u32>(i0 + {j}u));"
+        );
+    }
+    w.push_str("                }\n");
+    for j in 0..4 {
+        let _ = writeln!(
+            w,
+            "                pd[(4u * sx + {j}u) * {kt_line}u + sy] = s{j};"
+        );
+    }
+    w.push_str("            }\n            workgroupBarrier();\n            if (half == 1u) {\n");
+    for (j, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+        let _ = writeln!(
+            w,
+            "                pd[{o}u + (4u * sx + {j}u) * {kt_line}u + sy] = pd[(4u * sx + {j}u) * {kt_line}u + sy] * (s{j} - rs.{comp});",
+            o = DKV_QT * kt_line
+        );
+    }
+    w.push_str("            }\n            workgroupBarrier();\n");
+    for i0 in (0..DKV_QT).step_by(4) {
+        w.push_str("            {\n");
+        for u in 0..4 {
+            let _ = writeln!(
+                w,
+                "                let p{u} = pd[{pi}u + ry];\n                let ds{u} = pd[{di}u + ry];",
+                pi = (i0 + u) * kt_line,
+                di = DKV_QT * kt_line + (i0 + u) * kt_line,
+            );
+        }
+        for a in 0..na {
+            let _ = writeln!(
+                w,
+                "                {{
+                    let gv = qg[{go}u + (cx + {c8}u) * {DKV_QL}u];
+                    dv{a} = fma(p0, vec4<f32>(gv.x), dv{a});
+                    dv{a} = fma(p1, vec4<f32>(gv.y), dv{a});
+                    dv{a} = fma(p2, vec4<f32>(gv.z), dv{a});
+                    dv{a} = fma(p3, vec4<f32>(gv.w), dv{a});
+                    let qv = qg[{qo}u + (cx + {c8}u) * {DKV_QL}u];
+                    dk{a} = fma(ds0, vec4<f32>(qv.x), dk{a});
+                    dk{a} = fma(ds1, vec4<f32>(qv.y), dk{a});
+                    dk{a} = fma(ds2, vec4<f32>(qv.z), dk{a});
+                    dk{a} = fma(ds3, vec4<f32>(qv.w), dk{a});
+                }}",
+                go = dp * DKV_QL + i0 / 4,
+                qo = i0 / 4,
+                c8 = 8 * a,
+            );
+        }
+        w.push_str("            }\n");
+    }
+    w.push_str("        }\n    }\n");
+    for (i, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+        let _ = writeln!(
+            w,
+            "    {{
+        let j = k0 + 4u * ry + {i}u;
+        if (j < p.tq) {{
+            let base = (kvrow + j) * d;"
+        );
+        for a in 0..na {
+            let _ = writeln!(
+                w,
+                "            if (cx + {c8}u < d) {{
+                dk[base + cx + {c8}u] = dk{a}.{comp} * p.scale;
+                dv[base + cx + {c8}u] = dv{a}.{comp};
+            }}",
+                c8 = 8 * a
             );
         }
         w.push_str("        }\n    }\n");
