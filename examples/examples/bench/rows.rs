@@ -1,12 +1,17 @@
 //! Row kernels over `[65536, 1024]`: softmax and layer norm, forward and forward +
-//! backward, the cases `torch_anchors.py` times under the same names.
+//! backward, the cases `torch_anchors.py` times under the same names; tang-only cases
+//! for RMS norm, cross-entropy, and the workgroup-per-row fallback (`_workgroup`, the
+//! path of adapters without subgroups) for comparison in the same run. Before timing,
+//! sampled rows of every output are checked against f64 on the CPU: a case whose result
+//! is wrong fails instead of reporting a time.
 //!
 //! Each repeat records `inner` steps and waits for the GPU once, so the per-step time is
 //! GPU time plus the amortised submit (PyTorch's CUDA events also exclude the host).
 
 use std::time::Instant;
 
-use tang_runtime::dense::{norm, softmax};
+use tang_runtime::dense::rows_team::{self, RowOp};
+use tang_runtime::dense::{cross_entropy, norm, softmax};
 use tang_runtime::{Device, Error, Tensor};
 
 use super::Report;
@@ -52,6 +57,97 @@ fn time(
     Ok(ms[reps / 2])
 }
 
+/// Rows checked against the CPU: first, last and a few between.
+const CHECK_ROWS: [usize; 5] = [0, 1, R / 3, R / 2 + 7, R - 1];
+
+/// Worst |got - want| / (1e-5 + |want|) over the checked rows; `want` maps a row's
+/// index to its expected values.
+fn worst(got: &[f32], want: impl Fn(usize) -> Vec<f64>) -> f64 {
+    let mut w: f64 = 0.0;
+    for r in CHECK_ROWS {
+        for (g, e) in got[r * C..(r + 1) * C].iter().zip(want(r)) {
+            let err = (f64::from(*g) - e).abs() / (1e-5 + e.abs());
+            w = w.max(if err.is_nan() { f64::INFINITY } else { err });
+        }
+    }
+    w
+}
+
+/// Checks softmax, its backward, layer norm and its backward on sampled rows.
+fn check(x: &Tensor, g: &Tensor, w: &Tensor, b: &Tensor) -> Result<Result<(), String>, Error> {
+    let (xv, gv, wv, bv) = (x.to_vec()?, g.to_vec()?, w.to_vec()?, b.to_vec()?);
+    let row = |v: &[f32], r: usize| -> Vec<f64> {
+        v[r * C..(r + 1) * C]
+            .iter()
+            .map(|&a| f64::from(a))
+            .collect()
+    };
+    let sm = |r: usize| {
+        let x = row(&xv, r);
+        let m = x.iter().fold(f64::NEG_INFINITY, |a, &v| a.max(v));
+        let s: f64 = x.iter().map(|v| (v - m).exp()).sum();
+        x.iter().map(|v| (v - m).exp() / s).collect::<Vec<f64>>()
+    };
+    let y = softmax::softmax(x)?;
+    let yv = y.to_vec()?;
+    let dx = softmax::softmax_backward(&y, g)?.to_vec()?;
+    let ln = norm::layer_norm(x, w, b, 1e-5)?;
+    let lv = ln.y.to_vec()?;
+    let lg = norm::layer_norm_backward(x, w, &ln.stats, g)?
+        .grad_x
+        .to_vec()?;
+    let n = C as f64;
+    let xhat = |r: usize| {
+        let x = row(&xv, r);
+        let mean = x.iter().sum::<f64>() / n;
+        let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+        let rstd = 1.0 / (var + 1e-5).sqrt();
+        (
+            x.iter().map(|v| (v - mean) * rstd).collect::<Vec<f64>>(),
+            rstd,
+        )
+    };
+    let errs = [
+        ("softmax", worst(&yv, sm)),
+        (
+            "softmax_backward",
+            worst(&dx, |r| {
+                let (y, g) = (row(&yv, r), row(&gv, r));
+                let d: f64 = y.iter().zip(&g).map(|(a, b)| a * b).sum();
+                y.iter().zip(&g).map(|(y, g)| y * (g - d)).collect()
+            }),
+        ),
+        (
+            "layer_norm",
+            worst(&lv, |r| {
+                let (xh, _) = xhat(r);
+                (0..C)
+                    .map(|j| xh[j] * f64::from(wv[j]) + f64::from(bv[j]))
+                    .collect()
+            }),
+        ),
+        (
+            "layer_norm_backward",
+            worst(&lg, |r| {
+                let (xh, rstd) = xhat(r);
+                let gw: Vec<f64> = (0..C)
+                    .map(|j| f64::from(gv[r * C + j]) * f64::from(wv[j]))
+                    .collect();
+                let mg = gw.iter().sum::<f64>() / n;
+                let mgx = gw.iter().zip(&xh).map(|(a, b)| a * b).sum::<f64>() / n;
+                (0..C).map(|j| rstd * (gw[j] - mg - xh[j] * mgx)).collect()
+            }),
+        ),
+    ];
+    // Relative to 1e-5 + |want|: outputs near zero are judged by an absolute 1e-5 scale.
+    match errs.iter().find(|(_, e)| *e > 2e-2) {
+        Some((what, e)) => Ok(Err(format!(
+            "{what}: wrong result (relative error {e:.3e})"
+        ))),
+        None => Ok(Ok(())),
+    }
+}
+
 fn case(report: &mut Report, name: &str, bytes: f64, r: Result<f64, Error>) {
     match r {
         Ok(ms) => report.add_rate(
@@ -70,7 +166,13 @@ fn case(report: &mut Report, name: &str, bytes: f64, r: Result<f64, Error>) {
 
 /// Runs the row-kernel cases and records them in `report`.
 pub fn run(dev: &Device, quick: bool, report: &mut Report) {
-    if !report.wants("softmax_65536x1024") && !report.wants("layer_norm_65536x1024") {
+    let group = [
+        "softmax_65536x1024",
+        "layer_norm_65536x1024",
+        "rms_norm_65536x1024",
+        "cross_entropy_65536x1024",
+    ];
+    if !group.iter().any(|n| report.wants(n)) {
         return;
     }
     let setup = || -> Result<(Tensor, Tensor, Tensor, Tensor), Error> {
@@ -85,6 +187,31 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
         Ok(t) => t,
         Err(e) => return report.fail("softmax_65536x1024_fwd", &e),
     };
+    for op in [
+        RowOp::Softmax,
+        RowOp::SoftmaxBackward,
+        RowOp::Norm,
+        RowOp::NormBackward,
+    ] {
+        eprintln!(
+            "rows: {op:?} over {C} columns: {:?}",
+            rows_team::row_path(dev, op, C)
+        );
+    }
+    for (path, r) in [
+        ("auto", check(&x, &g, &w, &b)),
+        (
+            "workgroup",
+            rows_team::with_workgroup_path(|| check(&x, &g, &w, &b)),
+        ),
+    ] {
+        let bad = match r {
+            Ok(Ok(())) => continue,
+            Ok(Err(msg)) => msg,
+            Err(e) => e.to_string(),
+        };
+        return report.fail("softmax_65536x1024_fwd", &format!("{path} path: {bad}"));
+    }
     let fwd = 2.0 * (R * C * 4) as f64;
     let fwd_bwd = 5.0 * (R * C * 4) as f64;
     let name = "softmax_65536x1024_fwd";
@@ -105,6 +232,17 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
             time(dev, quick, || norm::layer_norm(&x, &w, &b, 1e-5).map(drop)),
         );
     }
+    let name = "softmax_65536x1024_fwd_workgroup";
+    if report.wants(name) {
+        let step = || rows_team::with_workgroup_path(|| softmax::softmax(&x).map(drop));
+        case(report, name, fwd, time(dev, quick, step));
+    }
+    let name = "layer_norm_65536x1024_fwd_workgroup";
+    if report.wants(name) {
+        let step =
+            || rows_team::with_workgroup_path(|| norm::layer_norm(&x, &w, &b, 1e-5).map(drop));
+        case(report, name, fwd, time(dev, quick, step));
+    }
     let name = "softmax_65536x1024_fwd_bwd";
     if report.wants(name) {
         let step = || {
@@ -120,5 +258,27 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
             norm::layer_norm_backward(&x, &w, &o.stats, &g).map(drop)
         };
         case(report, name, fwd_bwd, time(dev, quick, step));
+    }
+    let name = "rms_norm_65536x1024_fwd_bwd";
+    if report.wants(name) {
+        let step = || {
+            let o = norm::rms_norm(&x, &w, 1e-5)?;
+            norm::rms_norm_backward(&x, &w, &o.stats, &g).map(drop)
+        };
+        case(report, name, fwd_bwd, time(dev, quick, step));
+    }
+    let name = "cross_entropy_65536x1024";
+    if report.wants(name) {
+        let t: Vec<u32> = (0..R as u32)
+            .map(|i| i.wrapping_mul(2_654_435_761) % C as u32)
+            .collect();
+        match Tensor::from_u32(dev, &t, &[R]) {
+            Ok(tt) => {
+                let step = || cross_entropy::cross_entropy(&x, &tt, None).map(drop);
+                // Logits read once, gradient written once.
+                case(report, name, fwd, time(dev, quick, step));
+            }
+            Err(e) => report.fail(name, &e),
+        }
     }
 }
