@@ -31,10 +31,10 @@ pub use device::{Device, DeviceInfo, DeviceOptions, Stats};
 pub use error::Error;
 pub use pipeline::{Binding, RawKernel, fnv1a};
 pub use tang_expr;
-pub use tang_expr::{KernelDesc, kernel::WORKGROUP_SIZE};
 /// Stable `f32` extras of the kernel language (`x.sigmoid()`, `x.softplus()`, ...), so a
 /// kernel function compiles on the CPU too.
 pub use tang_expr::ext::StableExt;
+pub use tang_expr::{KernelDesc, kernel::WORKGROUP_SIZE};
 // The kernel macros (`#[kernel]`, `#[fused_grad]`, `#[kernels]`): users need only this crate.
 #[allow(unused_imports)]
 pub use tang_macros::*;

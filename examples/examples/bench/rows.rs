@@ -8,7 +8,6 @@
 //! Each repeat records `inner` steps and waits for the GPU once, so the per-step time is
 //! GPU time plus the amortised submit (PyTorch's CUDA events also exclude the host).
 
-use std::time::Instant;
 
 use tang_runtime::dense::rows_team::{self, RowOp};
 use tang_runtime::dense::{cross_entropy, norm, softmax};
@@ -32,29 +31,14 @@ fn random(n: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
-/// Median milliseconds per step: warm-up, then `reps` repeats of `inner` steps each
-/// followed by a wait for completion.
+/// Median milliseconds per step (the bench's common method: see `elementwise::time`).
 fn time(
     dev: &Device,
     quick: bool,
-    mut step: impl FnMut() -> Result<(), Error>,
+    step: impl FnMut() -> Result<(), Error>,
 ) -> Result<f64, Error> {
-    let (warm, reps, inner) = if quick { (2, 5, 4) } else { (5, 21, 10) };
-    for _ in 0..warm {
-        step()?;
-    }
-    dev.sync()?;
-    let mut ms = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let t = Instant::now();
-        for _ in 0..inner {
-            step()?;
-        }
-        dev.sync()?;
-        ms.push(t.elapsed().as_secs_f64() * 1e3 / inner as f64);
-    }
-    ms.sort_by(f64::total_cmp);
-    Ok(ms[reps / 2])
+    let (warm, reps) = if quick { (2, 5) } else { (5, 21) };
+    super::elementwise::time(dev, warm, reps, step)
 }
 
 /// Rows checked against the CPU: first, last and a few between.
