@@ -5,9 +5,9 @@
 //! sampled rows of every output are checked against f64 on the CPU: a case whose result
 //! is wrong fails instead of reporting a time.
 //!
-//! Each repeat records `inner` steps and waits for the GPU once, so the per-step time is
-//! GPU time plus the amortised submit (PyTorch's CUDA events also exclude the host).
-
+//! Timing is the bench's common method (`elementwise::time`): each repeat records enough
+//! steps for about 20 ms of GPU work and waits once, so the per-step time is GPU time plus
+//! a small share of the submit (PyTorch's CUDA events also exclude the host).
 
 use tang_runtime::dense::rows_team::{self, RowOp};
 use tang_runtime::dense::{cross_entropy, norm, softmax};
@@ -32,11 +32,7 @@ fn random(n: usize, seed: u64) -> Vec<f32> {
 }
 
 /// Median milliseconds per step (the bench's common method: see `elementwise::time`).
-fn time(
-    dev: &Device,
-    quick: bool,
-    step: impl FnMut() -> Result<(), Error>,
-) -> Result<f64, Error> {
+fn time(dev: &Device, quick: bool, step: impl FnMut() -> Result<(), Error>) -> Result<f64, Error> {
     let (warm, reps) = if quick { (2, 5) } else { (5, 21) };
     super::elementwise::time(dev, warm, reps, step)
 }
