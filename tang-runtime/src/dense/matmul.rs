@@ -216,6 +216,41 @@ fn kernel(v: &Variant, epi: Option<&Epilogue>) -> Result<RawKernel, Error> {
     Ok(k)
 }
 
+/// The WGSL of every matmul variant tang can generate without an epilogue: every tile
+/// preset, transpose, vec4 and bias combination (for validation; kernels with an
+/// epilogue are validated when they are first generated).
+pub fn shaders() -> Vec<(String, String)> {
+    let tiles = [
+        TileConfig::LARGE,
+        TileConfig::LARGE_K16,
+        TileConfig::WIDE,
+        TileConfig::MEDIUM,
+        TileConfig::MEDIUM_T256,
+        TileConfig::SMALL,
+    ];
+    let mut out = Vec::new();
+    for (i, tile) in tiles.into_iter().enumerate() {
+        for flags in 0u32..64 {
+            let bit = |k: u32| flags & (1 << k) != 0;
+            let v = Variant {
+                tile,
+                ta: bit(0),
+                tb: bit(1),
+                va: bit(2),
+                vb: bit(3),
+                vc: bit(4),
+                bias: bit(5),
+                epilogue: false,
+            };
+            out.push((
+                format!("matmul_tile{i}_flags{flags:02}"),
+                codegen::generate(&v, ""),
+            ));
+        }
+    }
+    out
+}
+
 /// `C = op(A) · op(B) (+ bias) |> epilogue`.
 ///
 /// Shapes: `op(a)` is `[.., m, k]` (`a` is `[.., k, m]` when `transpose_a`), `op(b)` is
