@@ -1,17 +1,17 @@
-//! Lowering statements and control flow: blocks, `let`, assignment, `if`/`else` (merged
-//! with `select`), unrolled `for` loops and inlined calls.
+//! Lowering function bodies: the lowerer's state, blocks, statements, `let` and inlined
+//! calls. Control flow is in `control.rs`, bindings and assignment in `assign.rs`.
 
 use std::collections::BTreeMap;
 
 use proc_macro2::Span;
 use quote::ToTokens;
 use syn::spanned::Spanned;
-use syn::{Block, Expr, ExprForLoop, ExprIf, ItemFn, Pat, Stmt};
+use syn::{Block, Expr, ItemFn, Pat, Stmt};
 
 use super::env::{Binding, Env, Kind, Val};
 use super::errors::Errors;
 use super::sig::{Param, ParamKind, Ret, is_f32, is_uniform_attr, type_problem};
-use crate::graph::{Graph, Node, NodeId, Ty};
+use crate::graph::{Graph, NodeId, Ty};
 use crate::op::Op;
 
 /// The functions a kernel may call (inlined): those of its `#[kernels] mod`.
@@ -22,7 +22,7 @@ const MAX_NODES: usize = 100_000;
 /// Most statements one kernel may lower, counting every unrolled iteration.
 const MAX_STEPS: usize = 200_000;
 /// Most iterations of one unrolled loop.
-const MAX_UNROLL: i64 = 4096;
+pub(super) const MAX_UNROLL: i64 = 4096;
 
 /// Builds a graph from a function body, collecting errors instead of stopping at the first.
 pub(crate) struct Lowerer<'a> {
@@ -36,7 +36,7 @@ pub(crate) struct Lowerer<'a> {
     fns: &'a FnTable<'a>,
     stack: Vec<String>,
     steps: usize,
-    too_big: bool,
+    pub(super) too_big: bool,
 }
 
 /// What lowering a kernel body produced.
@@ -167,7 +167,7 @@ impl<'a> Lowerer<'a> {
 
     /// `if c { a } else { b }` for values of any shape (used by `if` and by merging the
     /// variables the branches assigned).
-    fn select(&mut self, c: NodeId, a: Val, b: Val, at: &impl ToTokens) -> Val {
+    pub(super) fn select(&mut self, c: NodeId, a: Val, b: Val, at: &impl ToTokens) -> Val {
         if a == b {
             return a;
         }
@@ -537,341 +537,4 @@ impl<'a> Lowerer<'a> {
         let v = self.expr(&init.expr);
         self.bind_pat(&local.pat, v);
     }
-
-    /// Binds the names of a `let` pattern to (parts of) `v`.
-    fn bind_pat(&mut self, pat: &Pat, v: Val) {
-        match pat {
-            Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
-                self.env.bind(Binding {
-                    name: pi.ident.to_string(),
-                    kind: Kind::Local,
-                    mutable: pi.mutability.is_some(),
-                    val: v,
-                });
-            }
-            Pat::Type(pt) => {
-                let ok = match &*pt.ty {
-                    t if is_f32(t) => true,
-                    syn::Type::Tuple(t) => t.elems.iter().all(is_f32),
-                    syn::Type::Infer(_) => true,
-                    other => {
-                        self.errors.at(other, type_problem(other));
-                        false
-                    }
-                };
-                self.bind_pat(&pt.pat, if ok { v } else { Val::Poison });
-            }
-            Pat::Wild(_) => {}
-            Pat::Paren(p) => self.bind_pat(&p.pat, v),
-            Pat::Tuple(t) => {
-                let parts = match v {
-                    Val::Tuple(parts) if parts.len() == t.elems.len() => parts,
-                    Val::Poison => vec![Val::Poison; t.elems.len()],
-                    _ => {
-                        self.errors.at(
-                            t,
-                            format!(
-                                "this pattern takes a tuple of {} values, but the value is not \
-                                 one",
-                                t.elems.len()
-                            ),
-                        );
-                        vec![Val::Poison; t.elems.len()]
-                    }
-                };
-                for (p, part) in t.elems.iter().zip(parts) {
-                    self.bind_pat(p, part);
-                }
-            }
-            other => {
-                self.errors.at(
-                    other,
-                    "this pattern is not supported in a kernel: bind a name (`let x = ...`) \
-                     or a tuple of names (`let (a, b) = ...`)",
-                );
-                // Bind the pattern's names anyway, so their uses do not add errors.
-                struct Names(Vec<String>);
-                impl<'ast> syn::visit::Visit<'ast> for Names {
-                    fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
-                        self.0.push(p.ident.to_string());
-                    }
-                }
-                let mut names = Names(Vec::new());
-                syn::visit::Visit::visit_pat(&mut names, other);
-                for name in names.0 {
-                    self.env.bind(Binding {
-                        name,
-                        kind: Kind::Local,
-                        mutable: true,
-                        val: Val::Poison,
-                    });
-                }
-            }
-        }
-    }
-
-    /// Assigns `v` to the place `target` (`x` for a `let mut x`, or `*p` for a `&mut f32`).
-    pub(crate) fn assign(&mut self, target: &Expr, v: Val) {
-        match target {
-            Expr::Paren(p) => self.assign(&p.expr, v),
-            Expr::Group(g) => self.assign(&g.expr, v),
-            Expr::Infer(_) => {}
-            Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
-                let name = p
-                    .path
-                    .get_ident()
-                    .map(|i| i.to_string())
-                    .unwrap_or_default();
-                let Some(b) = self.env.lookup(&name) else {
-                    self.errors.at(target, format!("unknown variable `{name}`"));
-                    return;
-                };
-                let msg = match (b.kind, b.mutable) {
-                    (Kind::Local | Kind::Input, true) => None,
-                    (Kind::Local, false) => Some(format!(
-                        "cannot assign to `{name}`: it is not mutable; declare it with \
-                         `let mut {name}`"
-                    )),
-                    (Kind::Input, false) => Some(format!(
-                        "cannot assign to `{name}`: it is a by-value input, read-only; copy it \
-                         into a local (`let mut y = {name};`), or take it as `{name}: &mut f32` \
-                         to update it in place"
-                    )),
-                    (Kind::Uniform, _) => Some(format!(
-                        "cannot assign to `{name}`: it is a uniform (one read-only value for the \
-                         whole launch); copy it into a local with `let mut`"
-                    )),
-                    (Kind::InOut, _) => Some(format!(
-                        "`{name}` is a `&mut f32` parameter: assign through it with `*{name} = ...`"
-                    )),
-                    (Kind::LoopVar, _) => {
-                        Some(format!("cannot assign to the loop counter `{name}`"))
-                    }
-                };
-                if let Some(msg) = msg {
-                    self.errors.at(target, msg);
-                    return;
-                }
-                if let Some(b) = self.env.lookup_mut(&name) {
-                    b.val = v;
-                }
-            }
-            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => {
-                let Some(name) = self.inout_name(&u.expr) else {
-                    return;
-                };
-                let v = match self.float(v, target) {
-                    Some(id) => Val::Node(id),
-                    None => Val::Poison,
-                };
-                if let Some(b) = self.env.lookup_mut(&name) {
-                    b.val = v;
-                }
-            }
-            other => self.errors.at(
-                other,
-                "cannot assign to this expression: assign to a `let mut` local or through a \
-                 `&mut f32` parameter (`*p = ...`)",
-            ),
-        }
-    }
-
-    /// The name of the `&mut f32` parameter `e` names (for `*e`), or an error.
-    pub(crate) fn inout_name(&mut self, e: &Expr) -> Option<String> {
-        if let Expr::Path(p) = e
-            && p.qself.is_none()
-            && let Some(ident) = p.path.get_ident()
-        {
-            let name = ident.to_string();
-            match self.env.lookup(&name) {
-                Some(b) if b.kind == Kind::InOut => return Some(name),
-                // Already reported (e.g. a rejected reference): nothing more to say.
-                Some(b) if b.val == Val::Poison => return None,
-                Some(_) => {
-                    self.errors.at(
-                        e,
-                        format!(
-                            "`{name}` is not a reference: only `&mut f32` parameters can be \
-                             dereferenced"
-                        ),
-                    );
-                    return None;
-                }
-                None => {
-                    self.errors.at(e, format!("unknown variable `{name}`"));
-                    return None;
-                }
-            }
-        }
-        self.errors
-            .at(e, "only `&mut f32` parameters can be dereferenced (`*p`)");
-        None
-    }
-
-    // ---------------------------------------------------------------- control flow
-
-    /// `if`/`else`: both branches are lowered from the same state; the result and every
-    /// variable they assign become `select(cond, then, else)`.
-    pub(crate) fn if_expr(&mut self, e: &ExprIf) -> Val {
-        let c = self.expr(&e.cond);
-        let c = self.cond(c, &e.cond);
-        let before = self.env.clone();
-        let then_v = self.block(&e.then_branch);
-        let then_env = std::mem::replace(&mut self.env, before);
-        let else_v = match &e.else_branch {
-            Some((_, else_e)) => self.expr(else_e),
-            None => Val::Unit,
-        };
-        let else_env = std::mem::take(&mut self.env);
-        let at = &e.if_token;
-        let Some(c) = c else {
-            // The condition was rejected: keep going without guessing the values.
-            self.env = poison_differences(then_env, else_env);
-            return Val::Poison;
-        };
-        // A constant condition (e.g. `i == 0` on an unrolled counter) picks a branch.
-        if let Ok(Node::Bool(b)) = self.g.node(c) {
-            if b {
-                self.env = then_env;
-                return then_v;
-            }
-            self.env = else_env;
-            return else_v;
-        }
-        let mut merged = else_env.clone();
-        for (s, (ts, es)) in then_env.scopes.iter().zip(&else_env.scopes).enumerate() {
-            for (k, (tb, eb)) in ts.iter().zip(es).enumerate() {
-                if tb.val != eb.val {
-                    let v = self.select(c, tb.val.clone(), eb.val.clone(), at);
-                    if let Some(b) = merged.scopes.get_mut(s).and_then(|sc| sc.get_mut(k)) {
-                        b.val = v;
-                    }
-                }
-            }
-        }
-        self.env = merged;
-        if e.else_branch.is_none() {
-            return Val::Unit;
-        }
-        self.select(c, then_v, else_v, at)
-    }
-
-    /// `for i in a..b { ... }` with constant bounds, unrolled.
-    pub(crate) fn for_loop(&mut self, f: &ExprForLoop) -> Val {
-        if let Some(label) = &f.label {
-            self.errors.at(
-                label,
-                "loop labels are not supported in kernels (there is no `break`)",
-            );
-        }
-        let var = match &*f.pat {
-            Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
-                Some(pi.ident.to_string())
-            }
-            Pat::Wild(_) => None,
-            other => {
-                self.errors
-                    .at(other, "the loop variable must be a name: `for i in 0..4`");
-                return Val::Unit;
-            }
-        };
-        let range = match &*f.expr {
-            Expr::Range(r) => r,
-            Expr::Paren(p) if matches!(&*p.expr, Expr::Range(_)) => match &*p.expr {
-                Expr::Range(r) => r,
-                _ => return Val::Unit,
-            },
-            other => {
-                self.errors.at(
-                    other,
-                    "only `for i in A..B` over integer constants is supported (the loop is \
-                     unrolled at compile time)",
-                );
-                return Val::Unit;
-            }
-        };
-        let bound = |s: &mut Self, e: Option<&Expr>| -> Option<i64> {
-            let Some(e) = e else {
-                s.errors.at(
-                    range,
-                    "the loop range needs both bounds: `for i in 0..4` (the loop is unrolled)",
-                );
-                return None;
-            };
-            // `0..(n as usize)`: a bound computed at run time, whatever the cast says.
-            let mut inner = e;
-            while let Expr::Paren(p) = inner {
-                inner = &p.expr;
-            }
-            if let Expr::Cast(c) = inner
-                && !is_f32(&c.ty)
-            {
-                s.errors.at(
-                    e,
-                    "loop bounds must be integer constants, like `0..4`: the loop is unrolled at \
-                     compile time, so a bound known only at run time is not supported",
-                );
-                return None;
-            }
-            match s.expr(e) {
-                Val::Int(i) => Some(i),
-                Val::Poison => None,
-                _ => {
-                    s.errors.at(
-                        e,
-                        "loop bounds must be integer constants, like `0..4`: the loop is \
-                         unrolled at compile time, so a bound known only at run time is not \
-                         supported",
-                    );
-                    None
-                }
-            }
-        };
-        let lo = bound(self, range.start.as_deref());
-        let hi = bound(self, range.end.as_deref());
-        let (Some(lo), Some(hi)) = (lo, hi) else {
-            return Val::Unit;
-        };
-        let end = match range.limits {
-            syn::RangeLimits::HalfOpen(_) => hi,
-            syn::RangeLimits::Closed(_) => hi.saturating_add(1),
-        };
-        if end.saturating_sub(lo) > MAX_UNROLL {
-            self.errors.at(
-                range,
-                format!("at most {MAX_UNROLL} iterations can be unrolled"),
-            );
-            return Val::Unit;
-        }
-        for i in lo..end {
-            if self.too_big {
-                break;
-            }
-            self.env.push();
-            if let Some(name) = &var {
-                self.env.bind(Binding {
-                    name: name.clone(),
-                    kind: Kind::LoopVar,
-                    mutable: false,
-                    val: Val::Int(i),
-                });
-            }
-            self.block(&f.body);
-            self.env.pop();
-        }
-        Val::Unit
-    }
-}
-
-/// After an `if` whose condition was rejected: variables the branches disagree on become
-/// [`Val::Poison`], so no error follows from them.
-fn poison_differences(then_env: Env, mut else_env: Env) -> Env {
-    for (ts, es) in then_env.scopes.iter().zip(else_env.scopes.iter_mut()) {
-        for (tb, eb) in ts.iter().zip(es.iter_mut()) {
-            if tb.val != eb.val {
-                eb.val = Val::Poison;
-            }
-        }
-    }
-    else_env
 }

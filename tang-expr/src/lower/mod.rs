@@ -23,8 +23,10 @@
 //! assert!(done.tokens.to_string().contains("pub fn grad"));
 //! ```
 
+mod assign;
 mod body;
 mod builtins;
+mod control;
 mod emit;
 mod env;
 mod errors;
