@@ -1,7 +1,10 @@
 //! Causal attention (forward, backward, grouped-query heads, KV-cache decode) on the
 //! software adapter against a naive CPU f64 implementation.
 
-use tang_runtime::dense::attention::{attention, attention_backward, attention_decode, shaders};
+use tang_runtime::dense::attention::{
+    attention, attention_backward, attention_backward_dkv, attention_backward_dq, attention_decode,
+    backward_tiles, shaders,
+};
 use tang_runtime::{Device, DeviceOptions, Error, Tensor};
 
 /// Deterministic uniform numbers in [-1, 1) (64-bit LCG, top bits).
@@ -221,7 +224,7 @@ fn cfg(b: usize, h: usize, hkv: usize, t: usize, d: usize) -> Cfg {
 #[test]
 fn shaders_validate() {
     let all = shaders();
-    assert_eq!(all.len(), 18);
+    assert_eq!(all.len(), 22);
     for (name, wgsl) in all {
         if let Err(e) = tang_runtime::tang_expr::validate(wgsl) {
             panic!("{name} does not validate: {e}");
@@ -331,8 +334,10 @@ fn backward_matches_finite_differences() {
 #[test]
 fn backward_is_deterministic_with_grouped_heads() {
     let dev = Device::new().unwrap();
-    // D = 16: the row-per-thread kernels; D = 64: the register-blocked ones.
+    // D = 16: the row-per-thread kernels; D = 32 and 64: the register-blocked ones (on
+    // lavapipe in the large and the small tile shape).
     deterministic_case(&dev, cfg(1, 8, 2, 70, 16));
+    deterministic_case(&dev, cfg(1, 8, 2, 70, 32));
     deterministic_case(&dev, cfg(1, 8, 2, 70, 64));
 }
 
@@ -428,4 +433,45 @@ fn bad_shapes_are_errors() {
     let e = attention_backward(&q, &q, &q, &o, &z(&[1, 4, 9]), &o, None).unwrap_err();
     assert!(e.to_string().contains("lse"), "{e}");
     drop(lse);
+}
+
+/// The device the tests run on must take the register-blocked backward (or the tests
+/// above would only cover the row-per-thread kernels), in the tile shape its workgroup
+/// memory allows. At DP = 32 the large shape fits 32 KiB, so lavapipe runs it there and
+/// the small one at DP = 64; with 48 KiB (NVIDIA) the large one runs at both. Every
+/// shape's WGSL is validated by naga in `shaders_validate`.
+#[test]
+fn backward_uses_the_tile_shape_the_limits_allow() {
+    let dev = Device::new().unwrap();
+    let shared = dev.info().limits.max_compute_workgroup_storage_size;
+    let (large, small) = (Some((64, 128)), Some((32, 64)));
+    let at64 = if shared >= 48 * 1024 { large } else { small };
+    eprintln!("workgroup memory {shared} bytes: backward tiles {at64:?} at D = 64");
+    for (d, want) in [(20, large), (32, large), (48, at64), (64, at64)] {
+        assert_eq!(backward_tiles(&dev, d), want, "D = {d}");
+    }
+    for d in [5, 16, 65, 128] {
+        assert_eq!(backward_tiles(&dev, d), None, "D = {d}");
+    }
+}
+
+/// The two passes run apart (as the benchmark times them) give the combined backward's
+/// bits, and the dk/dv pass checks the shape of the delta it is given.
+#[test]
+fn backward_passes_apart_match_the_backward() {
+    let dev = Device::new().unwrap();
+    for c in [cfg(1, 4, 2, 70, 64), cfg(1, 2, 2, 33, 16)] {
+        let x = inputs(c, 21, 1.0);
+        let (q, k, v, go) = upload(&dev, c, &x);
+        let (o, lse) = attention(&q, &k, &v, None).unwrap();
+        let (dq, dk, dv) = attention_backward(&q, &k, &v, &o, &lse, &go, None).unwrap();
+        let (dq2, delta) = attention_backward_dq(&q, &k, &v, &o, &lse, &go, None).unwrap();
+        let (dk2, dv2) = attention_backward_dkv(&q, &k, &v, &lse, &go, &delta, None).unwrap();
+        for (a, b) in [(&dq, &dq2), (&dk, &dk2), (&dv, &dv2)] {
+            let (a, b) = (a.to_vec().unwrap(), b.to_vec().unwrap());
+            assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()));
+        }
+        let e = attention_backward_dkv(&q, &k, &v, &lse, &go, &o, None).unwrap_err();
+        assert!(e.to_string().contains("delta"), "{e}");
+    }
 }

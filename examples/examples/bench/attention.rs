@@ -1,12 +1,17 @@
 //! Causal attention at GPT-2-small-like sizes (B=8, H=8, T=1024, D=64): forward + backward,
-//! the case `torch_anchors.py` times as explicit T x T attention and as fused SDPA, and
-//! the forward alone. TFLOP/s counts the causal half of the useful work: 4 T^2 D per head
-//! forward (QK^T and PV), 2.5x that for the backward.
+//! the case `torch_anchors.py` times as explicit T x T attention and as fused SDPA, the
+//! forward alone, the backward alone and each backward pass alone (to show where the
+//! backward's time goes). TFLOP/s counts the causal half of the work: 4 T^2 D per head
+//! forward (QK^T and PV), 2.5x that for the backward (five products); the dq pass does
+//! three of those products (S, dP, dQ: 1.5x) and the dk/dv pass four (S and dP again,
+//! dV, dK: 2x), so the passes' rates count the recomputation too.
 //!
 //! Before timing, sampled output rows are checked against a CPU f64 computation, so a
 //! fast wrong kernel is reported as a failure, not a speed.
 
-use tang_runtime::dense::attention::{attention, attention_backward};
+use tang_runtime::dense::attention::{
+    attention, attention_backward, attention_backward_dkv, attention_backward_dq, backward_tiles,
+};
 use tang_runtime::{Device, Error, Tensor};
 
 use super::Report;
@@ -14,6 +19,10 @@ use super::elementwise::{random, time};
 
 const FWD_BWD: &str = "attention_B8_H8_T1024_d64_fwd_bwd";
 const FWD: &str = "attention_B8_H8_T1024_d64_fwd";
+const BWD: &str = "attention_B8_H8_T1024_d64_bwd";
+const BWD_DQ: &str = "attention_B8_H8_T1024_d64_bwd_dq";
+const BWD_DKV: &str = "attention_B8_H8_T1024_d64_bwd_dkv";
+const CASES: [&str; 5] = [FWD_BWD, FWD, BWD, BWD_DQ, BWD_DKV];
 const SHAPE: [usize; 4] = [8, 8, 1024, 64];
 
 /// Causal FLOPs of the forward over all heads (the masked half excluded).
@@ -51,17 +60,91 @@ fn check_rows(o: &[f32], q: &[f32], k: &[f32], v: &[f32]) -> Result<(), String> 
     Ok(())
 }
 
+/// Compares sampled gradients (dq of one row, dk and dv of two keys, all of one head) with
+/// an f64 computation of that head's whole backward for those rows.
+fn check_backward(
+    grads: [&[f32]; 3],
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    go: &[f32],
+) -> Result<(), String> {
+    let [_, h, t, d] = SHAPE;
+    let scale = 1.0 / (d as f64).sqrt();
+    let bh = h + 5;
+    let base = bh * t * d;
+    let row = |x: &[f32], i: usize| -> Vec<f64> {
+        x[base + i * d..base + (i + 1) * d]
+            .iter()
+            .map(|&y| y as f64)
+            .collect()
+    };
+    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+    let (qs, ks, vs, gs): (Vec<_>, Vec<_>, Vec<_>, Vec<_>) = (
+        (0..t).map(|i| row(q, i)).collect(),
+        (0..t).map(|i| row(k, i)).collect(),
+        (0..t).map(|i| row(v, i)).collect(),
+        (0..t).map(|i| row(go, i)).collect(),
+    );
+    // Per query row: probabilities over keys 0..=i and delta = dO . O.
+    let mut probs = Vec::with_capacity(t);
+    let mut delta = Vec::with_capacity(t);
+    for i in 0..t {
+        let s: Vec<f64> = (0..=i).map(|j| dot(&qs[i], &ks[j]) * scale).collect();
+        let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let l: f64 = s.iter().map(|x| (x - m).exp()).sum();
+        let p: Vec<f64> = s.iter().map(|x| (x - m).exp() / l).collect();
+        let o: Vec<f64> = (0..d)
+            .map(|x| (0..=i).map(|j| p[j] * vs[j][x]).sum())
+            .collect();
+        delta.push(dot(&gs[i], &o));
+        probs.push(p);
+    }
+    let ds = |i: usize, j: usize| probs[i][j] * (dot(&gs[i], &vs[j]) - delta[i]) * scale;
+    let close = |what: &str, got: f32, want: f64| -> Result<(), String> {
+        if (got as f64 - want).abs() > 1e-3 + 1e-3 * want.abs() {
+            return Err(format!("{what} = {got}, expected {want}"));
+        }
+        Ok(())
+    };
+    let [dq, dk, dv] = grads;
+    let i = t - 3;
+    for x in 0..d {
+        let want: f64 = (0..=i).map(|j| ds(i, j) * ks[j][x]).sum();
+        close(&format!("dq[{bh}, {i}, {x}]"), dq[base + i * d + x], want)?;
+    }
+    for j in [0, 700] {
+        for x in 0..d {
+            let want_k: f64 = (j..t).map(|i| ds(i, j) * qs[i][x]).sum();
+            let want_v: f64 = (j..t).map(|i| probs[i][j] * gs[i][x]).sum();
+            close(&format!("dk[{bh}, {j}, {x}]"), dk[base + j * d + x], want_k)?;
+            close(&format!("dv[{bh}, {j}, {x}]"), dv[base + j * d + x], want_v)?;
+        }
+    }
+    Ok(())
+}
+
 fn run_cases(dev: &Device, quick: bool, report: &mut Report) -> Result<(), Error> {
     let n = SHAPE.iter().product();
     let (hq, hk, hv) = (random(n, 21), random(n, 22), random(n, 23));
     let q = Tensor::from_slice(dev, &hq, &SHAPE)?;
     let k = Tensor::from_slice(dev, &hk, &SHAPE)?;
     let v = Tensor::from_slice(dev, &hv, &SHAPE)?;
-    let go = Tensor::from_slice(dev, &random(n, 24), &SHAPE)?;
-    let (o, _) = attention(&q, &k, &v, None)?;
+    let hgo = random(n, 24);
+    let go = Tensor::from_slice(dev, &hgo, &SHAPE)?;
+    let (o, lse) = attention(&q, &k, &v, None)?;
     if let Err(e) = check_rows(&o.to_vec()?, &hq, &hk, &hv) {
-        report.fail(FWD_BWD, &e);
-        report.fail(FWD, &e);
+        for case in CASES {
+            report.fail(case, &e);
+        }
+        return Ok(());
+    }
+    let (dq, dk, dv) = attention_backward(&q, &k, &v, &o, &lse, &go, None)?;
+    let grads = [dq.to_vec()?, dk.to_vec()?, dv.to_vec()?];
+    if let Err(e) = check_backward([&grads[0], &grads[1], &grads[2]], &hq, &hk, &hv, &hgo) {
+        for case in [FWD_BWD, BWD, BWD_DQ, BWD_DKV] {
+            report.fail(case, &e);
+        }
         return Ok(());
     }
     let (warm, reps) = if quick { (2, 5) } else { (5, 30) };
@@ -76,12 +159,39 @@ fn run_cases(dev: &Device, quick: bool, report: &mut Report) -> Result<(), Error
         let ms = time(dev, warm, reps, || attention(&q, &k, &v, None).map(drop))?;
         report.add_rate(FWD, ms, forward_flops() / ms / 1e9, "TFLOP/s");
     }
+    if [BWD, BWD_DQ, BWD_DKV].iter().any(|c| report.wants(c)) {
+        match backward_tiles(dev, SHAPE[3]) {
+            Some((rows, threads)) => println!(
+                "attention backward: register-blocked, dq pass {rows} rows, dk/dv pass {threads} threads"
+            ),
+            None => println!("attention backward: row-per-thread kernels"),
+        }
+    }
+    if report.wants(BWD) {
+        let ms = time(dev, warm, reps, || {
+            attention_backward(&q, &k, &v, &o, &lse, &go, None).map(drop)
+        })?;
+        report.add_rate(BWD, ms, forward_flops() * 2.5 / ms / 1e9, "TFLOP/s");
+    }
+    if report.wants(BWD_DQ) {
+        let ms = time(dev, warm, reps, || {
+            attention_backward_dq(&q, &k, &v, &o, &lse, &go, None).map(drop)
+        })?;
+        report.add_rate(BWD_DQ, ms, forward_flops() * 1.5 / ms / 1e9, "TFLOP/s");
+    }
+    if report.wants(BWD_DKV) {
+        let (_, delta) = attention_backward_dq(&q, &k, &v, &o, &lse, &go, None)?;
+        let ms = time(dev, warm, reps, || {
+            attention_backward_dkv(&q, &k, &v, &lse, &go, &delta, None).map(drop)
+        })?;
+        report.add_rate(BWD_DKV, ms, forward_flops() * 2.0 / ms / 1e9, "TFLOP/s");
+    }
     Ok(())
 }
 
 /// Runs the attention cases and records them in `report` (ms; lower is better).
 pub fn run(dev: &Device, quick: bool, report: &mut Report) {
-    if !report.wants(FWD_BWD) && !report.wants(FWD) {
+    if !CASES.iter().any(|c| report.wants(c)) {
         return;
     }
     if let Err(e) = run_cases(dev, quick, report) {

@@ -11,7 +11,12 @@
 //!
 //! Head dims 17 to 64: register-blocked kernels generated in `tiled.rs` for all three
 //! passes (every product a micro-matmul with 4 x 4 or 4 x 8 tiles per thread; the dk/dv
-//! pass keeps 32 keys' K and V resident and streams 16-query tiles). The rest of this
+//! pass keeps 32 keys' K and V resident and streams query tiles). Their global loads are
+//! coalesced (a warp reads whole 32-byte sectors along D) and transposed on the way into
+//! workgroup memory. The backward has two tile shapes: a small one within 32 KiB of
+//! workgroup memory (dq blocks of 32 rows, dk/dv query tiles of 16 on 64 threads) and a
+//! large one (64 rows; 32-query tiles on 128 threads) taken where the device has room
+//! (48 KiB at D = 64, i.e. NVIDIA; at D <= 32 every device). The rest of this
 //! section describes the row-per-thread kernels, which run every pass for other head dims
 //! and on devices with less than 32 KiB of workgroup memory.
 //!
@@ -113,11 +118,14 @@ const VARIANTS: [Variant; 4] = [
     variant!(128, 32, 4, 16, 8),
 ];
 
-/// The register-blocked kernels of one padded head dim.
+/// The register-blocked kernels of one padded head dim: the forward and both backward
+/// passes in the small tile shape, and the backward passes in the large one.
 struct Tiled {
     fwd: RawKernel,
     bwd_dq: RawKernel,
     bwd_dkv: RawKernel,
+    bwd_dq_large: RawKernel,
+    bwd_dkv_large: RawKernel,
 }
 
 /// The register-blocked kernels for padded head dims 32 and 64, generated once.
@@ -128,52 +136,114 @@ fn tiled_kernels() -> &'static [Tiled; 2] {
         [32, 64].map(|dp| {
             let name =
                 |kind: &str| -> &'static str { leak(format!("attention_{kind}_tiled_d{dp}")) };
+            let (small, large) = (tiled::BWD_SMALL, tiled::BWD_LARGE);
             Tiled {
                 fwd: RawKernel::new(name("fwd"), leak(tiled::forward(dp)), "main"),
-                bwd_dq: RawKernel::new(name("bwd_dq"), leak(tiled::backward_dq(dp)), "main"),
-                bwd_dkv: RawKernel::new(name("bwd_dkv"), leak(tiled::backward_dkv(dp)), "main"),
+                bwd_dq: RawKernel::new(
+                    name("bwd_dq"),
+                    leak(tiled::backward_dq(dp, small.dq_rows)),
+                    "main",
+                ),
+                bwd_dkv: RawKernel::new(
+                    name("bwd_dkv"),
+                    leak(tiled::backward_dkv(dp, small.dkv_threads)),
+                    "main",
+                ),
+                bwd_dq_large: RawKernel::new(
+                    name("bwd_dq_large"),
+                    leak(tiled::backward_dq(dp, large.dq_rows)),
+                    "main",
+                ),
+                bwd_dkv_large: RawKernel::new(
+                    name("bwd_dkv_large"),
+                    leak(tiled::backward_dkv(dp, large.dkv_threads)),
+                    "main",
+                ),
             }
         })
     })
 }
 
+/// The register-blocked kernels a device runs for one head dim, with the backward's
+/// tile shape.
+struct TiledPick {
+    fwd: &'static RawKernel,
+    bwd_dq: &'static RawKernel,
+    bwd_dkv: &'static RawKernel,
+    shape: tiled::BwdShape,
+}
+
 /// The register-blocked kernels for head dim `d`, when there are ones for it and the
 /// device has room: head dims 17 to 64 (padded to 32 or 64). Smaller and larger head dims
 /// use the row-per-thread kernels: at D <= 16 a row's work is too small to block, and at
-/// D = 128 the Q tile alone would fill 32 KiB of workgroup memory.
-fn tiled_for(dev: &Device, d: usize) -> Option<&'static Tiled> {
+/// D = 128 the Q tile alone would fill 32 KiB of workgroup memory. The backward takes the
+/// large tile shape where the device has room for it (48 KiB at DP = 64: NVIDIA; 28 KiB
+/// at DP = 32: every device that runs these kernels, lavapipe included) and the small one
+/// elsewhere.
+fn tiled_for(dev: &Device, d: usize) -> Option<TiledPick> {
     let (dp, idx) = match d {
         17..=32 => (32, 0),
         33..=64 => (64, 1),
         _ => return None,
     };
     let limits = &dev.info().limits;
-    let shared = tiled::fwd_shared_bytes(dp)
-        .max(tiled::dq_shared_bytes(dp))
-        .max(tiled::dkv_shared_bytes(dp));
-    let fits = shared <= limits.max_compute_workgroup_storage_size
-        && tiled::THREADS <= limits.max_compute_invocations_per_workgroup;
-    fits.then(|| &tiled_kernels()[idx])
+    let fits = |shape: tiled::BwdShape| {
+        let shared = tiled::fwd_shared_bytes(dp).max(shape.shared_bytes(dp));
+        let threads = tiled::THREADS
+            .max(shape.dq_threads())
+            .max(shape.dkv_threads);
+        shared <= limits.max_compute_workgroup_storage_size
+            && threads <= limits.max_compute_invocations_per_workgroup
+    };
+    let k = &tiled_kernels()[idx];
+    if fits(tiled::BWD_LARGE) {
+        Some(TiledPick {
+            fwd: &k.fwd,
+            bwd_dq: &k.bwd_dq_large,
+            bwd_dkv: &k.bwd_dkv_large,
+            shape: tiled::BWD_LARGE,
+        })
+    } else {
+        fits(tiled::BWD_SMALL).then_some(TiledPick {
+            fwd: &k.fwd,
+            bwd_dq: &k.bwd_dq,
+            bwd_dkv: &k.bwd_dkv,
+            shape: tiled::BWD_SMALL,
+        })
+    }
 }
 
+/// Number of WGSL sources [`shaders`] returns.
+const SHADER_COUNT: usize = 22;
+
 /// Every WGSL source of this module as `(name, source)`: forward, dq pass and dk/dv pass
-/// for each head-dim variant of the row-per-thread kernels, then the same three
-/// register-blocked kernels for padded head dims 32 and 64 (for validation in tests and
-/// tooling).
-pub fn shaders() -> [(&'static str, &'static str); 18] {
-    let mut out = [("", ""); 18];
+/// for each head-dim variant of the row-per-thread kernels, then for padded head dims 32
+/// and 64 the register-blocked forward, the backward passes in the small tile shape and
+/// the backward passes in the large one (for validation in tests and tooling: a device
+/// with 32 KiB of workgroup memory never runs the large shape at DP = 64).
+pub fn shaders() -> [(&'static str, &'static str); SHADER_COUNT] {
+    let mut out = [("", ""); SHADER_COUNT];
     let kernels = VARIANTS
         .iter()
         .flat_map(|v| [v.fwd, v.bwd_dq, v.bwd_dkv])
         .chain(
             tiled_kernels()
                 .iter()
-                .flat_map(|t| [t.fwd, t.bwd_dq, t.bwd_dkv]),
+                .flat_map(|t| [t.fwd, t.bwd_dq, t.bwd_dkv, t.bwd_dq_large, t.bwd_dkv_large]),
         );
     for (slot, k) in out.iter_mut().zip(kernels) {
         *slot = (k.name, k.wgsl);
     }
     out
+}
+
+/// The tile shape of the register-blocked backward on `dev` for head dim `d`, as
+/// `(query rows per workgroup of the dq pass, threads per workgroup of the dk/dv pass)`:
+/// `(64, 128)` for the large shape, `(32, 64)` for the small one; `None` where the
+/// row-per-thread kernels run. For tests and benchmark printouts.
+#[doc(hidden)]
+pub fn backward_tiles(dev: &Device, d: usize) -> Option<(u32, u32)> {
+    tiled_for(dev, d).map(|t| (t.shape.dq_rows, t.shape.dkv_threads))
 }
 
 /// Uniforms shared by the three kernels (WGSL `Params`).
@@ -345,7 +415,7 @@ fn launch_forward(
         scale,
     };
     let bytes = params.bytes();
-    let kernel = tiled_for(dev, dims.d).map_or(&var.fwd, |k| &k.fwd);
+    let kernel = tiled_for(dev, dims.d).map_or(&var.fwd, |k| k.fwd);
     dev.dispatch_raw(
         kernel,
         &[],
@@ -434,6 +504,151 @@ pub fn attention_decode(
     Ok(o)
 }
 
+/// Checks the backward's inputs against the forward's contract and builds its uniforms:
+/// `like_q` are the tensors that must have q's shape (`o`, `d_o`), `rows` those that must
+/// be `[B, H, T]` (`lse`, `delta`).
+fn check_backward(
+    op: &str,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    like_q: &[(&str, &Tensor)],
+    rows: &[(&str, &Tensor)],
+    scale: Option<f32>,
+) -> Result<(Dims, Vec<u8>), Error> {
+    let dims = check_qkv(op, q, k, v)?;
+    if dims.tk != dims.tq {
+        return Err(Error::ShapeMismatch {
+            op: op.into(),
+            detail: format!(
+                "k and v must have q's sequence length {}, got {}",
+                dims.tq, dims.tk
+            ),
+        });
+    }
+    for &(name, t) in like_q {
+        if t.shape() != q.shape() || t.dtype() != DType::F32 {
+            return Err(Error::ShapeMismatch {
+                op: op.into(),
+                detail: format!(
+                    "{name} must have q's shape {:?}, got {:?}",
+                    q.shape(),
+                    t.shape()
+                ),
+            });
+        }
+    }
+    for &(name, t) in rows {
+        if t.shape() != [dims.b, dims.h, dims.tq] || t.dtype() != DType::F32 {
+            return Err(Error::ShapeMismatch {
+                op: op.into(),
+                detail: format!(
+                    "{name} must be the forward's [B, H, T] = {:?}, got {:?}",
+                    [dims.b, dims.h, dims.tq],
+                    t.shape()
+                ),
+            });
+        }
+    }
+    variant(q.device(), op, dims.d)?;
+    let scale = scale_for(dims.d, scale);
+    let params = Params {
+        batch: dims.b as u32,
+        heads: dims.h as u32,
+        kv_heads: dims.hkv as u32,
+        t: dims.tq as u32,
+        tk_stride: dims.tk as u32,
+        past: 0,
+        d: dims.d as u32,
+        scale_log2: scale * std::f32::consts::LOG2_E,
+        scale,
+    };
+    Ok((dims, params.bytes()))
+}
+
+/// Records the dq pass: returns `dq` and `delta = rowsum(d_o * o)` `[B, H, T]`.
+#[allow(clippy::too_many_arguments)]
+fn launch_dq(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    o: &Tensor,
+    lse: &Tensor,
+    d_o: &Tensor,
+    dims: &Dims,
+    params: &[u8],
+) -> Result<(Tensor, Tensor), Error> {
+    let dev = q.device();
+    let dq = dev.empty(q.shape(), DType::F32)?;
+    let delta = dev.empty(&[dims.b, dims.h, dims.tq], DType::F32)?;
+    let (kernel, n_blocks) = match tiled_for(dev, dims.d) {
+        Some(t) => (t.bwd_dq, dims.tq.div_ceil(t.shape.dq_rows as usize) as u32),
+        None => (
+            &variant(dev, "attention_backward", dims.d)?.bwd_dq,
+            blocks(dims.tq),
+        ),
+    };
+    dev.dispatch_raw(
+        kernel,
+        &[],
+        &[
+            Binding::Uniform(params),
+            Binding::Read(q),
+            Binding::Read(k),
+            Binding::Read(v),
+            Binding::Read(o),
+            Binding::Read(d_o),
+            Binding::Read(lse),
+            Binding::ReadWrite(&dq),
+            Binding::ReadWrite(&delta),
+        ],
+        [n_blocks, dims.h as u32, dims.b as u32],
+    )?;
+    Ok((dq, delta))
+}
+
+/// Records the dk/dv pass, which reads the `delta` of the dq pass (recorded before it on
+/// the same encoder, so it sees it written).
+#[allow(clippy::too_many_arguments)]
+fn launch_dkv(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    lse: &Tensor,
+    d_o: &Tensor,
+    delta: &Tensor,
+    dims: &Dims,
+    params: &[u8],
+) -> Result<(Tensor, Tensor), Error> {
+    let dev = q.device();
+    let dk = dev.empty(k.shape(), DType::F32)?;
+    let dv = dev.empty(v.shape(), DType::F32)?;
+    let (kernel, n_blocks) = match tiled_for(dev, dims.d) {
+        Some(t) => (t.bwd_dkv, dims.tk.div_ceil(tiled::DKV_KEYS as usize) as u32),
+        None => (
+            &variant(dev, "attention_backward", dims.d)?.bwd_dkv,
+            blocks(dims.tk),
+        ),
+    };
+    dev.dispatch_raw(
+        kernel,
+        &[],
+        &[
+            Binding::Uniform(params),
+            Binding::Read(q),
+            Binding::Read(k),
+            Binding::Read(v),
+            Binding::Read(d_o),
+            Binding::Read(lse),
+            Binding::Read(delta),
+            Binding::ReadWrite(&dk),
+            Binding::ReadWrite(&dv),
+        ],
+        [n_blocks, dims.hkv as u32, dims.b as u32],
+    )?;
+    Ok((dk, dv))
+}
+
 /// Backward of [`attention`]: from the forward's inputs, its outputs `o` and `lse`, and the
 /// upstream gradient `d_o` (`o`'s shape), returns `(dq, dk, dv)` with the shapes of
 /// `q`, `k`, `v`. For grouped-query attention `dk` and `dv` sum over the query heads that
@@ -452,102 +667,71 @@ pub fn attention_backward(
     d_o: &Tensor,
     scale: Option<f32>,
 ) -> Result<(Tensor, Tensor, Tensor), Error> {
-    let op = "attention_backward";
-    let dims = check_qkv(op, q, k, v)?;
-    if dims.tk != dims.tq {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
-                "k and v must have q's sequence length {}, got {}",
-                dims.tq, dims.tk
-            ),
-        });
-    }
-    for (name, t) in [("o", o), ("d_o", d_o)] {
-        if t.shape() != q.shape() || t.dtype() != DType::F32 {
-            return Err(Error::ShapeMismatch {
-                op: op.into(),
-                detail: format!(
-                    "{name} must have q's shape {:?}, got {:?}",
-                    q.shape(),
-                    t.shape()
-                ),
-            });
-        }
-    }
-    if lse.shape() != [dims.b, dims.h, dims.tq] || lse.dtype() != DType::F32 {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
-                "lse must be the forward's [B, H, T] = {:?}, got {:?}",
-                [dims.b, dims.h, dims.tq],
-                lse.shape()
-            ),
-        });
-    }
-    let dev = q.device();
-    let var = variant(dev, op, dims.d)?;
-    let scale = scale_for(dims.d, scale);
-    let params = Params {
-        batch: dims.b as u32,
-        heads: dims.h as u32,
-        kv_heads: dims.hkv as u32,
-        t: dims.tq as u32,
-        tk_stride: dims.tk as u32,
-        past: 0,
-        d: dims.d as u32,
-        scale_log2: scale * std::f32::consts::LOG2_E,
+    let (dims, params) = check_backward(
+        "attention_backward",
+        q,
+        k,
+        v,
+        &[("o", o), ("d_o", d_o)],
+        &[("lse", lse)],
         scale,
-    };
-    let bytes = params.bytes();
-    let dq = dev.empty(q.shape(), DType::F32)?;
-    let delta = dev.empty(&[dims.b, dims.h, dims.tq], DType::F32)?;
-    let tiled = tiled_for(dev, dims.d);
-    let (dq_kernel, dq_blocks) = match tiled {
-        Some(k) => (&k.bwd_dq, dims.tq.div_ceil(tiled::DQ_ROWS as usize) as u32),
-        None => (&var.bwd_dq, blocks(dims.tq)),
-    };
-    dev.dispatch_raw(
-        dq_kernel,
-        &[],
-        &[
-            Binding::Uniform(&bytes),
-            Binding::Read(q),
-            Binding::Read(k),
-            Binding::Read(v),
-            Binding::Read(o),
-            Binding::Read(d_o),
-            Binding::Read(lse),
-            Binding::ReadWrite(&dq),
-            Binding::ReadWrite(&delta),
-        ],
-        [dq_blocks, dims.h as u32, dims.b as u32],
     )?;
-    let dk = dev.empty(k.shape(), DType::F32)?;
-    let dv = dev.empty(v.shape(), DType::F32)?;
-    // The dk/dv pass reads the delta the dq pass wrote (recorded in order on one encoder).
-    let (dkv_kernel, dkv_blocks) = match tiled {
-        Some(k) => (
-            &k.bwd_dkv,
-            dims.tk.div_ceil(tiled::DKV_KEYS as usize) as u32,
-        ),
-        None => (&var.bwd_dkv, blocks(dims.tk)),
-    };
-    dev.dispatch_raw(
-        dkv_kernel,
-        &[],
-        &[
-            Binding::Uniform(&bytes),
-            Binding::Read(q),
-            Binding::Read(k),
-            Binding::Read(v),
-            Binding::Read(d_o),
-            Binding::Read(lse),
-            Binding::Read(&delta),
-            Binding::ReadWrite(&dk),
-            Binding::ReadWrite(&dv),
-        ],
-        [dkv_blocks, dims.hkv as u32, dims.b as u32],
-    )?;
+    let (dq, delta) = launch_dq(q, k, v, o, lse, d_o, &dims, &params)?;
+    let (dk, dv) = launch_dkv(q, k, v, lse, d_o, &delta, &dims, &params)?;
     Ok((dq, dk, dv))
+}
+
+/// The first pass of [`attention_backward`] alone: returns `dq` and `delta`, the
+/// `[B, H, T]` row sums of `d_o * o` that [`attention_backward_dkv`] takes. For
+/// benchmarks that time the passes apart.
+///
+/// # Errors
+/// As [`attention_backward`].
+#[doc(hidden)]
+pub fn attention_backward_dq(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    o: &Tensor,
+    lse: &Tensor,
+    d_o: &Tensor,
+    scale: Option<f32>,
+) -> Result<(Tensor, Tensor), Error> {
+    let (dims, params) = check_backward(
+        "attention_backward_dq",
+        q,
+        k,
+        v,
+        &[("o", o), ("d_o", d_o)],
+        &[("lse", lse)],
+        scale,
+    )?;
+    launch_dq(q, k, v, o, lse, d_o, &dims, &params)
+}
+
+/// The second pass of [`attention_backward`] alone: returns `(dk, dv)` from the `delta`
+/// of [`attention_backward_dq`]. For benchmarks that time the passes apart.
+///
+/// # Errors
+/// As [`attention_backward`], and [`Error::ShapeMismatch`] when `delta` is not `[B, H, T]`.
+#[doc(hidden)]
+pub fn attention_backward_dkv(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    lse: &Tensor,
+    d_o: &Tensor,
+    delta: &Tensor,
+    scale: Option<f32>,
+) -> Result<(Tensor, Tensor), Error> {
+    let (dims, params) = check_backward(
+        "attention_backward_dkv",
+        q,
+        k,
+        v,
+        &[("d_o", d_o)],
+        &[("lse", lse), ("delta", delta)],
+        scale,
+    )?;
+    launch_dkv(q, k, v, lse, d_o, delta, &dims, &params)
 }
