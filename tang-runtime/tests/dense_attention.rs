@@ -3,7 +3,7 @@
 
 use tang_runtime::dense::attention::{
     attention, attention_backward, attention_backward_dkv, attention_backward_dq, attention_decode,
-    backward_tiles, shaders,
+    backward_tiles, forward_tiles, shaders,
 };
 use tang_runtime::{Device, DeviceOptions, Error, Tensor};
 
@@ -224,7 +224,7 @@ fn cfg(b: usize, h: usize, hkv: usize, t: usize, d: usize) -> Cfg {
 #[test]
 fn shaders_validate() {
     let all = shaders();
-    assert_eq!(all.len(), 22);
+    assert_eq!(all.len(), 24);
     for (name, wgsl) in all {
         if let Err(e) = tang_runtime::tang_expr::validate(wgsl) {
             panic!("{name} does not validate: {e}");
@@ -258,6 +258,8 @@ fn other_head_dims_and_peaked_softmax() {
     check(&dev, cfg(1, 2, 2, 100, 16), 11, 6.0, true);
     check(&dev, cfg(1, 2, 2, 130, 64), 19, 6.0, true);
     check(&dev, cfg(1, 2, 1, 97, 32), 20, 6.0, true);
+    // The large forward over several 64-key tiles, padded dims (24 of 32), grouped heads.
+    check(&dev, cfg(2, 4, 2, 200, 24), 22, 2.0, false);
 }
 
 /// The kernels guard their own indices; with wgpu's runtime checks back on the results
@@ -365,6 +367,9 @@ fn decode_matches_full_forward() {
     // spans several key tiles and two query blocks.
     decode_case(2, 4, 2, 37, 16, 48);
     decode_case(1, 4, 1, 100, 64, 130);
+    // D = 32: the large forward (64-key tiles) on every device; the past shifts the
+    // diagonal off the tile boundaries.
+    decode_case(1, 4, 2, 150, 32, 160);
 }
 
 fn decode_case(b: usize, h: usize, hkv: usize, t: usize, d: usize, tmax: usize) {
@@ -452,6 +457,24 @@ fn backward_uses_the_tile_shape_the_limits_allow() {
     }
     for d in [5, 16, 65, 128] {
         assert_eq!(backward_tiles(&dev, d), None, "D = {d}");
+    }
+}
+
+/// Likewise for the forward: 64-key tiles where the large shape fits (32 KiB at D <= 32,
+/// so lavapipe runs it there; 48 KiB at D = 64), 32-key tiles elsewhere. Both shapes'
+/// WGSL is validated by naga in `shaders_validate`, and every test above that runs
+/// D = 17 to 32 runs the large shape here, D = 33 to 64 the small one.
+#[test]
+fn forward_uses_the_tile_shape_the_limits_allow() {
+    let dev = Device::new().unwrap();
+    let shared = dev.info().limits.max_compute_workgroup_storage_size;
+    let at64 = if shared >= 48 * 1024 { 64 } else { 32 };
+    eprintln!("workgroup memory {shared} bytes: forward key tiles {at64} at D = 64");
+    for (d, want) in [(20, 64), (32, 64), (48, at64), (64, at64)] {
+        assert_eq!(forward_tiles(&dev, d), Some(want), "D = {d}");
+    }
+    for d in [5, 16, 65, 128] {
+        assert_eq!(forward_tiles(&dev, d), None, "D = {d}");
     }
 }
 

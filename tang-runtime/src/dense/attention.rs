@@ -13,10 +13,12 @@
 //! passes (every product a micro-matmul with 4 x 4 or 4 x 8 tiles per thread; the dk/dv
 //! pass keeps 32 keys' K and V resident and streams query tiles). Their global loads are
 //! coalesced (a warp reads whole 32-byte sectors along D) and transposed on the way into
-//! workgroup memory. The backward has two tile shapes: a small one within 32 KiB of
-//! workgroup memory (dq blocks of 32 rows, dk/dv query tiles of 16 on 64 threads) and a
-//! large one (64 rows; 32-query tiles on 128 threads) taken where the device has room
-//! (48 KiB at D = 64, i.e. NVIDIA; at D <= 32 every device). The rest of this
+//! workgroup memory. Every pass has two tile shapes: a small one within 32 KiB of
+//! workgroup memory (forward key tiles of 32, dq blocks of 32 rows, dk/dv query tiles of
+//! 16 on 64 threads) and a large one (64-key tiles with a 4 x 8 score block per thread,
+//! five barriers per tile and the next tile's loads issued before the current tile's
+//! math, see `fwd_large.rs`; 64 rows; 32-query tiles on 128 threads) taken where the
+//! device has room (48 KiB at D = 64, i.e. NVIDIA; at D <= 32 every device). The rest of this
 //! section describes the row-per-thread kernels, which run every pass for other head dims
 //! and on devices with less than 32 KiB of workgroup memory.
 //!
@@ -45,6 +47,7 @@ use std::sync::OnceLock;
 
 use crate::{Binding, DType, Device, Error, RawKernel, Tensor};
 
+mod fwd_large;
 mod tiled;
 
 /// One compiled shape of the kernels: padded head dim and tile sizes.
@@ -119,9 +122,10 @@ const VARIANTS: [Variant; 4] = [
 ];
 
 /// The register-blocked kernels of one padded head dim: the forward and both backward
-/// passes in the small tile shape, and the backward passes in the large one.
+/// passes in the small tile shape, and all three in the large one.
 struct Tiled {
     fwd: RawKernel,
+    fwd_large: RawKernel,
     bwd_dq: RawKernel,
     bwd_dkv: RawKernel,
     bwd_dq_large: RawKernel,
@@ -139,6 +143,7 @@ fn tiled_kernels() -> &'static [Tiled; 2] {
             let (small, large) = (tiled::BWD_SMALL, tiled::BWD_LARGE);
             Tiled {
                 fwd: RawKernel::new(name("fwd"), leak(tiled::forward(dp)), "main"),
+                fwd_large: RawKernel::new(name("fwd_large"), leak(fwd_large::forward(dp)), "main"),
                 bwd_dq: RawKernel::new(
                     name("bwd_dq"),
                     leak(tiled::backward_dq(dp, small.dq_rows)),
@@ -164,10 +169,11 @@ fn tiled_kernels() -> &'static [Tiled; 2] {
     })
 }
 
-/// The register-blocked kernels a device runs for one head dim, with the backward's
-/// tile shape.
+/// The register-blocked kernels a device runs for one head dim, with the forward's keys
+/// per tile and the backward's tile shape.
 struct TiledPick {
     fwd: &'static RawKernel,
+    fwd_keys: u32,
     bwd_dq: &'static RawKernel,
     bwd_dkv: &'static RawKernel,
     shape: tiled::BwdShape,
@@ -176,8 +182,8 @@ struct TiledPick {
 /// The register-blocked kernels for head dim `d`, when there are ones for it and the
 /// device has room: head dims 17 to 64 (padded to 32 or 64). Smaller and larger head dims
 /// use the row-per-thread kernels: at D <= 16 a row's work is too small to block, and at
-/// D = 128 the Q tile alone would fill 32 KiB of workgroup memory. The backward takes the
-/// large tile shape where the device has room for it (48 KiB at DP = 64: NVIDIA; 28 KiB
+/// D = 128 the Q tile alone would fill 32 KiB of workgroup memory. Each pass takes its
+/// large tile shape where the device has room for it (48 KiB at DP = 64: NVIDIA; 32 KiB
 /// at DP = 32: every device that runs these kernels, lavapipe included) and the small one
 /// elsewhere.
 fn tiled_for(dev: &Device, d: usize) -> Option<TiledPick> {
@@ -187,50 +193,63 @@ fn tiled_for(dev: &Device, d: usize) -> Option<TiledPick> {
         _ => return None,
     };
     let limits = &dev.info().limits;
-    let fits = |shape: tiled::BwdShape| {
-        let shared = tiled::fwd_shared_bytes(dp).max(shape.shared_bytes(dp));
-        let threads = tiled::THREADS
-            .max(shape.dq_threads())
-            .max(shape.dkv_threads);
+    let fits = |shared: u32, threads: u32| {
         shared <= limits.max_compute_workgroup_storage_size
             && threads <= limits.max_compute_invocations_per_workgroup
     };
+    let bwd_fits = |shape: tiled::BwdShape| {
+        fits(
+            shape.shared_bytes(dp),
+            shape.dq_threads().max(shape.dkv_threads),
+        )
+    };
     let k = &tiled_kernels()[idx];
-    if fits(tiled::BWD_LARGE) {
-        Some(TiledPick {
-            fwd: &k.fwd,
-            bwd_dq: &k.bwd_dq_large,
-            bwd_dkv: &k.bwd_dkv_large,
-            shape: tiled::BWD_LARGE,
-        })
+    let (fwd, fwd_keys) = if fits(fwd_large::shared_bytes(dp), tiled::THREADS) {
+        (&k.fwd_large, fwd_large::KT)
+    } else if fits(tiled::fwd_shared_bytes(dp), tiled::THREADS) {
+        (&k.fwd, tiled::FWD_KEYS)
     } else {
-        fits(tiled::BWD_SMALL).then_some(TiledPick {
-            fwd: &k.fwd,
-            bwd_dq: &k.bwd_dq,
-            bwd_dkv: &k.bwd_dkv,
-            shape: tiled::BWD_SMALL,
-        })
-    }
+        return None;
+    };
+    let (bwd_dq, bwd_dkv, shape) = if bwd_fits(tiled::BWD_LARGE) {
+        (&k.bwd_dq_large, &k.bwd_dkv_large, tiled::BWD_LARGE)
+    } else if bwd_fits(tiled::BWD_SMALL) {
+        (&k.bwd_dq, &k.bwd_dkv, tiled::BWD_SMALL)
+    } else {
+        return None;
+    };
+    Some(TiledPick {
+        fwd,
+        fwd_keys,
+        bwd_dq,
+        bwd_dkv,
+        shape,
+    })
 }
 
 /// Number of WGSL sources [`shaders`] returns.
-const SHADER_COUNT: usize = 22;
+const SHADER_COUNT: usize = 24;
 
 /// Every WGSL source of this module as `(name, source)`: forward, dq pass and dk/dv pass
 /// for each head-dim variant of the row-per-thread kernels, then for padded head dims 32
-/// and 64 the register-blocked forward, the backward passes in the small tile shape and
-/// the backward passes in the large one (for validation in tests and tooling: a device
-/// with 32 KiB of workgroup memory never runs the large shape at DP = 64).
+/// and 64 the register-blocked forward and backward passes in the small tile shape and
+/// the three in the large one (for validation in tests and tooling: a device with 32 KiB
+/// of workgroup memory never runs the large shapes at DP = 64).
 pub fn shaders() -> [(&'static str, &'static str); SHADER_COUNT] {
     let mut out = [("", ""); SHADER_COUNT];
     let kernels = VARIANTS
         .iter()
         .flat_map(|v| [v.fwd, v.bwd_dq, v.bwd_dkv])
-        .chain(
-            tiled_kernels()
-                .iter()
-                .flat_map(|t| [t.fwd, t.bwd_dq, t.bwd_dkv, t.bwd_dq_large, t.bwd_dkv_large]),
-        );
+        .chain(tiled_kernels().iter().flat_map(|t| {
+            [
+                t.fwd,
+                t.bwd_dq,
+                t.bwd_dkv,
+                t.fwd_large,
+                t.bwd_dq_large,
+                t.bwd_dkv_large,
+            ]
+        }));
     for (slot, k) in out.iter_mut().zip(kernels) {
         *slot = (k.name, k.wgsl);
     }
@@ -244,6 +263,14 @@ pub fn shaders() -> [(&'static str, &'static str); SHADER_COUNT] {
 #[doc(hidden)]
 pub fn backward_tiles(dev: &Device, d: usize) -> Option<(u32, u32)> {
     tiled_for(dev, d).map(|t| (t.shape.dq_rows, t.shape.dkv_threads))
+}
+
+/// Keys per tile of the register-blocked forward on `dev` for head dim `d`: 64 for the
+/// large shape, 32 for the small one; `None` where the row-per-thread kernel runs. For
+/// tests and benchmark printouts.
+#[doc(hidden)]
+pub fn forward_tiles(dev: &Device, d: usize) -> Option<u32> {
+    tiled_for(dev, d).map(|t| t.fwd_keys)
 }
 
 /// Uniforms shared by the three kernels (WGSL `Params`).

@@ -38,6 +38,8 @@ pub const ROWS: u32 = 64;
 pub const THREADS: u32 = 128;
 /// Keys per tile.
 const KT: u32 = 32;
+/// Keys per tile of the forward in this (small) shape.
+pub const FWD_KEYS: u32 = KT;
 
 /// Bytes of workgroup memory of the forward kernel for padded head dim `dp`.
 pub const fn fwd_shared_bytes(dp: u32) -> u32 {
@@ -49,7 +51,8 @@ pub const fn fwd_shared_bytes(dp: u32) -> u32 {
     4 * (dp * ROWS + kp + KT * dp)
 }
 
-const PARAMS: &str = "struct Params {
+/// The uniforms every kernel here reads (`Params` of `attention.rs`).
+pub(super) const PARAMS: &str = "struct Params {
     batch: u32,
     heads: u32,
     kv_heads: u32,
@@ -142,7 +145,7 @@ fn load_transposed(
 
 /// The vec4 index of vec4 `rv` of dim `c` in a swizzled tile with `line` vec4s per dim
 /// (WGSL; `c8` is `c % 8`, often a constant of the unrolled loop).
-fn slot(c: &str, line: u32, rv: &str, c8: &str) -> String {
+pub(super) fn slot(c: &str, line: u32, rv: &str, c8: &str) -> String {
     format!("({c}) * {line}u + (({rv}) ^ ({c8}))")
 }
 
@@ -206,23 +209,7 @@ fn main(
         vs = KT * dp / 4,
         q_load = {
             let mut l = String::new();
-            load_transposed(
-                &mut l,
-                "    ",
-                THREADS,
-                ROWS,
-                dp,
-                ROWS / 4,
-                true,
-                "head_row + row0 + r",
-                "row0 + r < p.tq",
-                &[Tile {
-                    dst: "qs",
-                    off: "0u".into(),
-                    src: "q",
-                    scale: "p.scale_log2",
-                }],
-            );
+            load_q(&mut l, dp);
             l
         },
     );
@@ -363,6 +350,37 @@ fn main(
         let _ = writeln!(w, "    lt += kp[{}u + ry];", c * 16);
     }
     w.push_str("    let inv = 1.0 / lt;\n");
+    store_o(&mut w, nv);
+    w.push_str("}\n");
+    w
+}
+
+/// Emits the forward's load of the block's 64 query rows into `qs` as Q^T `[dp][64 rows]`
+/// (swizzled), pre-scaled by scale * log2(e) so the scores come out in log2 units.
+pub(super) fn load_q(w: &mut String, dp: u32) {
+    load_transposed(
+        w,
+        "    ",
+        THREADS,
+        ROWS,
+        dp,
+        ROWS / 4,
+        true,
+        "head_row + row0 + r",
+        "row0 + r < p.tq",
+        &[Tile {
+            dst: "qs",
+            off: "0u".into(),
+            src: "q",
+            scale: "p.scale_log2",
+        }],
+    );
+}
+
+/// Emits the forward's epilogue: O (accumulators `o0 ..`, `4 nv` of them, over dims
+/// `4 (nv cx + x) ..`) divided by the row sums `lt` (`inv`), and the natural-log
+/// logsumexp of each row from the running maximum `m` and `lt`, both in log2 units.
+pub(super) fn store_o(w: &mut String, nv: u32) {
     for (i, comp) in ["x", "y", "z", "w"].iter().enumerate() {
         let _ = writeln!(
             w,
@@ -393,8 +411,6 @@ fn main(
     }}"
         );
     }
-    w.push_str("}\n");
-    w
 }
 
 /// Tile shape of the two backward passes. [`BWD_SMALL`] fits the 32 KiB of workgroup memory
