@@ -398,8 +398,16 @@ impl Op {
         )
     }
 
-    /// Evaluates the op on the CPU in the precision of `F`. Booleans are 0 or 1.
-    pub fn eval<F: Float>(self, a: &[F]) -> F {
+    /// Evaluates the op on the CPU in the precision of `F`. Booleans are 0 or 1. Pass
+    /// [`Op::arity`] values; a missing argument reads as NaN (so a wrong call gives a NaN
+    /// result rather than a panic).
+    pub fn eval<F: Float>(self, args: &[F]) -> F {
+        let nan = F::from_f64(f64::NAN);
+        let a = [
+            args.first().copied().unwrap_or(nan),
+            args.get(1).copied().unwrap_or(nan),
+            args.get(2).copied().unwrap_or(nan),
+        ];
         let x = a[0];
         let f = |v: f64| F::from_f64(v);
         match self {
@@ -738,6 +746,13 @@ mod tests {
             let args: Vec<String> = (0..op.arity()).map(|i| format!("a{i}")).collect();
             assert!(!op.wgsl(&args, "f32").is_empty());
         }
+    }
+
+    #[test]
+    fn missing_arguments_read_as_nan() {
+        assert!(Op::Add.eval::<f64>(&[1.0]).is_nan());
+        assert!(Op::Exp.eval::<f32>(&[]).is_nan());
+        assert_eq!(Op::Add.eval::<f64>(&[1.0, 2.0, 99.0]), 3.0);
     }
 
     #[test]
