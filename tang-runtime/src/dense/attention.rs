@@ -316,13 +316,7 @@ struct Dims {
 }
 
 fn dims4(op: &str, name: &str, t: &Tensor, what: &str) -> Result<[usize; 4], Error> {
-    if t.dtype() != DType::F32 {
-        return Err(Error::DType {
-            op: op.into(),
-            expected: DType::F32,
-            got: t.dtype(),
-        });
-    }
+    t.expect_dtype(op, DType::F32)?;
     match *t.shape() {
         [a, b, c, d] if a > 0 && b > 0 && c > 0 && d > 0 => Ok([a, b, c, d]),
         _ => Err(Error::ShapeMismatch {

@@ -67,13 +67,7 @@ fn mismatch(detail: String) -> Error {
 
 fn dims(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Dims, Error> {
     for (name, t) in [("a", a), ("b", b)] {
-        if t.dtype() != DType::F32 {
-            return Err(Error::DType {
-                op: format!("matmul ({name})"),
-                expected: DType::F32,
-                got: t.dtype(),
-            });
-        }
+        t.expect_dtype(&format!("matmul ({name})"), DType::F32)?;
     }
     let (sa, sb) = (a.shape(), b.shape());
     if sa.len() < 2 || sb.len() < 2 {
@@ -109,13 +103,7 @@ fn dims(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Dims, Error> {
         }
     };
     if let Some(bias) = o.bias {
-        if bias.dtype() != DType::F32 {
-            return Err(Error::DType {
-                op: "matmul (bias)".into(),
-                expected: DType::F32,
-                got: bias.dtype(),
-            });
-        }
+        bias.expect_dtype("matmul (bias)", DType::F32)?;
         if bias.len() != n || bias.shape().iter().rev().skip(1).any(|&d| d != 1) {
             return Err(mismatch(format!(
                 "bias has shape {:?}, expected [{n}] (one value per column of C)",

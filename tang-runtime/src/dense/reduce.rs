@@ -152,26 +152,12 @@ pub(crate) fn grid(dev: &Device, op: &str, groups: u64) -> Result<[u32; 3], Erro
 
 /// Checks that `t` is an f32 tensor.
 pub(crate) fn want_f32(op: &str, t: &Tensor) -> Result<(), Error> {
-    if t.dtype() != DType::F32 {
-        return Err(Error::DType {
-            op: op.into(),
-            expected: DType::F32,
-            got: t.dtype(),
-        });
-    }
-    Ok(())
+    t.expect_dtype(op, DType::F32)
 }
 
 /// Checks that `t` is a u32 tensor.
 pub(crate) fn want_u32(op: &str, t: &Tensor) -> Result<(), Error> {
-    if t.dtype() != DType::U32 {
-        return Err(Error::DType {
-            op: op.into(),
-            expected: DType::U32,
-            got: t.dtype(),
-        });
-    }
-    Ok(())
+    t.expect_dtype(op, DType::U32)
 }
 
 /// Splits a tensor of rank >= 1 into `(rows, cols)` over its last axis.

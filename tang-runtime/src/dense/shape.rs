@@ -185,12 +185,7 @@ fn block_copy(
     let w = if v4 { 4 } else { 1 };
     let total_u = fits_u32("concat/split", total / w)?;
     let groups = (total / w).div_ceil(256);
-    let max = dev.info().limits.max_compute_workgroups_per_dimension as usize;
-    let gx = groups.min(max);
-    let gy = groups.div_ceil(gx);
-    if gy > max {
-        return Err(too_large("concat/split", total));
-    }
+    let grid = super::reduce::grid(dev, "concat/split", groups as u64)?;
     let words = [
         (inner / w) as u32,
         (src_ld / w) as u32,
@@ -198,7 +193,7 @@ fn block_copy(
         (dst_ld / w) as u32,
         (dst_off / w) as u32,
         total_u,
-        (gx * 256) as u32,
+        grid[0] * 256,
         0,
     ];
     dev.dispatch_raw(
@@ -209,7 +204,7 @@ fn block_copy(
             Binding::Read(src),
             Binding::ReadWrite(dst),
         ],
-        [gx as u32, gy as u32, 1],
+        grid,
     )
 }
 
@@ -264,13 +259,7 @@ pub fn concat(xs: &[&Tensor], axis: usize) -> Result<Tensor, Error> {
                 ),
             });
         }
-        if x.dtype() != first.dtype() {
-            return Err(Error::DType {
-                op: format!("concat (tensor {i})"),
-                expected: first.dtype(),
-                got: x.dtype(),
-            });
-        }
+        x.expect_dtype(&format!("concat (tensor {i})"), first.dtype())?;
         total_axis += s[axis];
     }
     let mut out_shape = s0.to_vec();
