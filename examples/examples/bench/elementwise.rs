@@ -95,6 +95,20 @@ const COPY: RawKernel = RawKernel::new(
     "main",
 );
 
+/// A copy with one `f32` per thread (compare with [`COPY`]).
+const COPY_SCALAR: RawKernel = RawKernel::new(
+    "copy_scalar",
+    "struct P { n: u32 }\n\
+     @group(0) @binding(0) var<uniform> p: P;\n\
+     @group(0) @binding(1) var<storage, read> src: array<f32>;\n\
+     @group(0) @binding(2) var<storage, read_write> dst: array<f32>;\n\
+     @compute @workgroup_size(256) fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n\
+       let i = g.x + g.y * nwg.x * 256u;\n\
+       if (i < p.n) { dst[i] = src[i]; }\n\
+     }",
+    "main",
+);
+
 /// GELU, tanh form (what `torch_anchors.py` times).
 #[fused_grad]
 pub fn gelu(x: f32) -> f32 {
@@ -178,6 +192,58 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
         });
         copy_ms = r.as_ref().ok().copied();
         case(report, &copy_name, r, gb(2.0 * n as f64 * 4.0), "GB/s");
+        // The evidence for two design choices: one f32 per thread against the vec4 copy
+        // above (why generated kernels compute four elements per thread), and one launch
+        // per wait (what a submit-and-wait costs, why timing amortises it).
+        let scalar = format!("{copy_name}_scalar");
+        let r = dev.empty(&[n], tang_runtime::DType::F32).and_then(|dst| {
+            let (gx, gy) = tang_runtime::tang_expr::kernel::dispatch_size(n as u64)
+                .ok_or_else(|| Error::Map("copy: too many elements".into()))?;
+            time(dev, warm, reps, || {
+                dev.dispatch_raw(
+                    &COPY_SCALAR,
+                    &[],
+                    &[
+                        Binding::Uniform(&(n as u32).to_ne_bytes()),
+                        Binding::Read(&x),
+                        Binding::ReadWrite(&dst),
+                    ],
+                    [gx, gy, 1],
+                )
+            })
+        });
+        case(report, &scalar, r, gb(2.0 * n as f64 * 4.0), "GB/s");
+        let each = format!("{copy_name}_wait_each");
+        let r = dev.empty(&[n], tang_runtime::DType::F32).and_then(|dst| {
+            let n4 = (n / 4) as u32;
+            let (gx, gy) = tang_runtime::tang_expr::kernel::dispatch_size(u64::from(n4))
+                .ok_or_else(|| Error::Map("copy: too many elements".into()))?;
+            let mut ms = Vec::new();
+            for _ in 0..reps.max(1) {
+                let t = Instant::now();
+                dev.dispatch_raw(
+                    &COPY,
+                    &[],
+                    &[
+                        Binding::Uniform(&n4.to_ne_bytes()),
+                        Binding::Read(&x),
+                        Binding::ReadWrite(&dst),
+                    ],
+                    [gx, gy, 1],
+                )?;
+                dev.sync()?;
+                ms.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            ms.sort_by(f64::total_cmp);
+            Ok(ms[ms.len() / 2])
+        });
+        if let (Ok(one), Some(c)) = (&r, copy_ms) {
+            println!(
+                "  (one launch per wait costs {:.3} ms more than back to back)",
+                one - c
+            );
+        }
+        case(report, &each, r, gb(2.0 * n as f64 * 4.0), "GB/s");
     }
 
     let chain = format!("elementwise_chain_{sz}");
