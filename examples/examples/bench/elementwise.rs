@@ -22,8 +22,9 @@ pub fn random(n: usize, seed: u64) -> Vec<f32> {
 
 /// Median milliseconds of one call of `f`. Each repeat records `k` calls back to back and
 /// then waits for the GPU once, with `k` chosen so a repeat holds about 20 ms of GPU work:
-/// a submit-and-wait costs about 0.3 ms on an H200 through wgpu, which would otherwise
-/// swamp sub-millisecond kernels (PyTorch's CUDA-event timing does not include it).
+/// a submit-and-wait costs 0.05 ms on a warm H200 through wgpu (`copy_256MiB_wait_each`
+/// against `copy_256MiB`) and far more on a GPU that has idled, a large share of a
+/// sub-millisecond kernel (PyTorch's CUDA-event timing does not include it).
 pub fn time(
     dev: &Device,
     warm: usize,
