@@ -327,15 +327,25 @@ impl Graph {
 /// Rust releases, and ids derived from them must not).
 pub(crate) struct Fnv(u64);
 
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// Continues an FNV-1a hash `h` over `bytes` (usable in constants).
+const fn fnv_extend(mut h: u64, bytes: &[u8]) -> u64 {
+    let mut i = 0;
+    while i < bytes.len() {
+        h ^= bytes[i] as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        i += 1;
+    }
+    h
+}
+
 impl Fnv {
     pub(crate) fn new() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
+        Fnv(FNV_OFFSET)
     }
     pub(crate) fn write(&mut self, bytes: &[u8]) -> &mut Self {
-        for &b in bytes {
-            self.0 ^= b as u64;
-            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
-        }
+        self.0 = fnv_extend(self.0, bytes);
         self
     }
     pub(crate) fn finish(&self) -> u64 {
@@ -343,9 +353,10 @@ impl Fnv {
     }
 }
 
-/// The stable id of a piece of text (FNV-1a, 64 bit), e.g. a kernel's WGSL.
-pub fn stable_hash(text: &str) -> u64 {
-    Fnv::new().write(text.as_bytes()).finish()
+/// The stable id of a piece of text (FNV-1a, 64 bit), e.g. a kernel's WGSL. A `const fn`,
+/// so hand-written kernels get their ids at compile time.
+pub const fn stable_hash(text: &str) -> u64 {
+    fnv_extend(FNV_OFFSET, text.as_bytes())
 }
 
 #[cfg(test)]

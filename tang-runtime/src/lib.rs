@@ -29,7 +29,7 @@ mod traced;
 
 pub use device::{Device, DeviceInfo, DeviceOptions, Stats};
 pub use error::Error;
-pub use pipeline::{Binding, RawKernel, fnv1a};
+pub use pipeline::{Binding, RawKernel};
 pub use tang_expr;
 /// Stable `f32` extras of the kernel language (`x.sigmoid()`, `x.softplus()`, ...), so a
 /// kernel function compiles on the CPU too.

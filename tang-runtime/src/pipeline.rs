@@ -24,23 +24,11 @@ pub struct RawKernel {
     pub id: u64,
 }
 
-/// 64-bit FNV-1a, usable in constants.
-pub const fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut i = 0;
-    while i < bytes.len() {
-        h ^= bytes[i] as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        i += 1;
-    }
-    h
-}
-
 impl RawKernel {
     /// A kernel whose id is the FNV-1a hash of its source and entry point (a `const fn`:
     /// `const K: RawKernel = RawKernel::new("sum", WGSL, "main");`).
     pub const fn new(name: &'static str, wgsl: &'static str, entry_point: &'static str) -> Self {
-        let id = fnv1a(wgsl.as_bytes()) ^ fnv1a(entry_point.as_bytes()).rotate_left(17);
+        let id = tang_expr::stable_hash(wgsl) ^ tang_expr::stable_hash(entry_point).rotate_left(17);
         RawKernel {
             name,
             wgsl,
