@@ -9,14 +9,9 @@ use super::Report;
 
 /// Uniform numbers in [-1, 1): real random data (never zeros).
 pub fn random(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut rng = tang_examples::rng::SplitMix64::new(seed);
     (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
+        .map(|_| (rng.next_f64() * 2.0 - 1.0) as f32)
         .collect()
 }
 

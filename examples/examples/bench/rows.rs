@@ -18,16 +18,11 @@ use super::Report;
 const R: usize = 65536;
 const C: usize = 1024;
 
-/// Uniform numbers in [-2, 2) from a 64-bit LCG: random data, reproducible.
+/// Uniform numbers in [-2, 2): random data, reproducible (the bench's common generator).
 fn random(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
-        })
+    super::elementwise::random(n, seed)
+        .into_iter()
+        .map(|v| 2.0 * v)
         .collect()
 }
 
