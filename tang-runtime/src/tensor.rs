@@ -10,6 +10,10 @@ use std::task::Poll;
 use crate::device::Device;
 use crate::error::Error;
 
+/// How long a blocking read waits for wgpu to deliver a finished map (run by another
+/// thread's poll) before reporting [`Error::Map`].
+const READ_CALLBACK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Element type of a tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
@@ -347,12 +351,25 @@ impl Tensor {
                 *s = Some(r);
             }
         });
-        self.device().wait()?;
-        let r = slot.lock().map_err(|_| Error::Poisoned)?.take();
-        match r {
-            Some(Ok(())) => Self::finish_read(&staging),
-            Some(Err(e)) => Err(Error::Map(e.to_string())),
-            None => Err(Error::Map("the GPU did not finish the read".into())),
+        // wgpu runs map callbacks on whichever thread polls, after releasing its locks: when
+        // another thread polls the same device at the same time, our `wait` can return while
+        // that thread is still about to run our callback. So wait until the callback has
+        // run, polling again in between (a finished poll returns at once).
+        let started = std::time::Instant::now();
+        loop {
+            self.device().wait()?;
+            let r = slot.lock().map_err(|_| Error::Poisoned)?.take();
+            match r {
+                Some(Ok(())) => return Self::finish_read(&staging),
+                Some(Err(e)) => return Err(Error::Map(e.to_string())),
+                None if started.elapsed() > READ_CALLBACK_TIMEOUT => {
+                    return Err(Error::Map(format!(
+                        "the GPU finished but the read was not delivered within {} s",
+                        READ_CALLBACK_TIMEOUT.as_secs()
+                    )));
+                }
+                None => std::thread::sleep(std::time::Duration::from_micros(20)),
+            }
         }
     }
 
