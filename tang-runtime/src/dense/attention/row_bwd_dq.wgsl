@@ -1,6 +1,6 @@
 // Causal flash-attention backward, query side: dq, and delta_i = rowsum(dO_i * O_i).
 //
-// Prepended by the Rust module: DP, DH, SPLIT, ROWS, TILE, CH (see attention_fwd.wgsl).
+// Prepended by the Rust module: DP, DH, SPLIT, ROWS, TILE, CH (see row_fwd.wgsl).
 // A workgroup owns ROWS query rows of one (batch, head); thread (slice, row) keeps DH dims
 // of q_i, dO_i and the dq accumulator in registers. K and V stream through workgroup
 // memory; P is recomputed per tile from the saved logsumexp, so nothing T x T is stored.

@@ -1,6 +1,6 @@
 // Causal flash-attention backward, key side: dk and dv.
 //
-// Prepended by the Rust module: DP, DH, SPLIT, ROWS, TILE, CH (see attention_fwd.wgsl).
+// Prepended by the Rust module: DP, DH, SPLIT, ROWS, TILE, CH (see row_fwd.wgsl).
 // A workgroup owns ROWS key rows of one (batch, kv head); thread (slice, row) keeps DH dims
 // of k_j, v_j and both accumulators in registers. Q and dO of every query head sharing
 // this kv head stream through workgroup memory in a fixed order, so the grouped-query sum

@@ -1,0 +1,313 @@
+//! The dk/dv pass of the register-blocked backward (padded head dims 32 and 64): per key
+//! block, dK and dV summed over the query heads that share its kv head. Tile loads and
+//! layout conventions are those of `tiled.rs`.
+
+use std::fmt::Write as _;
+
+use super::tiled::{PARAMS, Tile, load_transposed, slot};
+
+/// Keys per workgroup of the dk/dv pass.
+pub const DKV_KEYS: u32 = 32;
+
+/// Bytes of workgroup memory of the dk/dv pass for padded head dim `dp` and `threads`
+/// threads (query tile `threads / 4`).
+pub const fn dkv_shared_bytes(dp: u32, threads: u32) -> u32 {
+    let qt = threads / 4;
+    let ql = qt / 4 + 1;
+    // K^T and V^T [dp][32 keys], Q^T and dO^T [dp][ql vec4s], P and dS [qt queries][32 keys]
+    4 * (2 * dp * DKV_KEYS + 2 * dp * ql * 4 + 2 * qt * DKV_KEYS)
+}
+
+/// The dk/dv pass of the backward for padded head dim `dp` (32 or 64) and `threads` (64
+/// or 128) threads per workgroup, register-blocked like [`backward_dq`]. A workgroup owns
+/// 32 keys of one (batch, kv head) and keeps K^T (pre-scaled by scale * log2(e)) and V^T
+/// resident in workgroup memory; it walks the query heads that share the kv head in a
+/// fixed order (the grouped-query sum is deterministic without atomics) and, per head,
+/// the query tiles of `QT = threads / 4` from the block's first key on (earlier queries
+/// see none of its keys; only the tile that crosses the diagonal is masked). With 64
+/// threads (QT = 16) the pass fits 32 KiB; with 128 (QT = 32) it needs 42 KiB.
+///
+/// Per tile, the first half of the threads compute S^T = K Q^T and the other half
+/// dP^T = V dO^T, each a 4 keys x 4 queries block (one code path: the half only picks the
+/// operands' offsets), so each step reads two vec4s for 16 FMAs. P = exp2(S - lse) and
+/// dS = P (dP - delta) (delta from the dq pass) go to workgroup memory as [query][32 keys].
+/// Then every thread accumulates 4 keys x `DP / (threads / 8)` dims of dV += P^T dO and
+/// dK += dS^T Q: per four queries, eight vec4 reads of P and dS shared by all its dims
+/// and one dO and one Q read per dim, each feeding four FMAs.
+pub fn backward_dkv(dp: u32, threads: u32) -> String {
+    assert!(
+        dp == 32 || dp == 64,
+        "tiled attention supports DP 32 and 64"
+    );
+    assert!(
+        threads == 64 || threads == 128,
+        "dk/dv pass threads are 64 or 128"
+    );
+    let qt = threads / 4;
+    // Line of the Q^T and dO^T tiles in vec4s: the queries plus one vec4 of padding, an
+    // odd count, so the dims a warp touches (in the accumulation step and in the
+    // transposed stores of the tile loads) land in different bank groups.
+    let ql = qt / 4 + 1;
+    let half_n = threads / 2;
+    let cxn = threads / 8;
+    let na = dp / cxn;
+    let kt_line = DKV_KEYS / 4;
+    let mut w = String::new();
+    w.push_str("// Causal flash-attention backward, dk/dv pass, register-blocked (generated; see attention/bwd_dkv.rs).\n");
+    w.push_str(PARAMS);
+    let mut kv_load = String::new();
+    load_transposed(
+        &mut kv_load,
+        "    ",
+        threads,
+        DKV_KEYS,
+        dp,
+        kt_line,
+        true,
+        "kvrow + k0 + r",
+        "k0 + r < p.tq",
+        &[
+            Tile {
+                dst: "kv",
+                off: "0u".into(),
+                src: "k",
+                scale: "p.scale_log2",
+            },
+            Tile {
+                dst: "kv",
+                off: format!("{}u", dp * kt_line),
+                src: "v",
+                scale: "1.0",
+            },
+        ],
+    );
+    let _ = write!(
+        w,
+        "
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<f32>;
+@group(0) @binding(2) var<storage, read> k: array<f32>;
+@group(0) @binding(3) var<storage, read> v: array<f32>;
+@group(0) @binding(4) var<storage, read> go: array<f32>;
+@group(0) @binding(5) var<storage, read> lse: array<f32>;
+@group(0) @binding(6) var<storage, read> delta: array<f32>;
+@group(0) @binding(7) var<storage, read_write> dk: array<f32>;
+@group(0) @binding(8) var<storage, read_write> dv: array<f32>;
+
+// K^T pre-scaled by scale * log2(e), then V^T: [2][DP][32 keys], swizzled
+var<workgroup> kv: array<vec4<f32>, {kv_len}>;
+// Q^T, then dO^T: [2][DP][{ql} vec4s] ({qt} queries and a padding vec4)
+var<workgroup> qg: array<vec4<f32>, {qg_len}>;
+// P, then dS: [2][{qt} queries][32 keys]
+var<workgroup> pd: array<vec4<f32>, {pd_len}>;
+
+const LOG2E: f32 = 1.4426950408889634;
+
+@compute @workgroup_size({threads})
+fn main(
+    @builtin(local_invocation_index) tid: u32,
+    @builtin(workgroup_id) wg: vec3<u32>,
+) {{
+    // Low key blocks see the most queries; workgroup 0 starts first.
+    let kb = wg.x;
+    let gh = wg.y;
+    let b = wg.z;
+    let d = p.d;
+    let k0 = kb * {DKV_KEYS}u;
+    let kvrow = (b * p.kv_heads + gh) * p.tk_stride;
+{kv_load}    // Score phase: half 0 computes S^T, half 1 dP^T, for keys 4 sy .. and queries 4 sx ..
+    let half = tid / {half_n}u;
+    let sy = tid % 8u;
+    let sx = (tid % {half_n}u) / 8u;
+    let kvo = half * {dp}u * {kt_line}u;
+    let qgo = half * {dp}u * {ql}u;
+    let keys = vec4<u32>(k0 + 4u * sy) + vec4<u32>(0u, 1u, 2u, 3u);
+    // Accumulation phase: keys 4 ry .., dims cx + {cxn} a.
+    let ry = tid % 8u;
+    let cx = tid / 8u;
+    let group = p.heads / p.kv_heads;
+",
+        kv_len = 2 * dp * kt_line,
+        qg_len = 2 * dp * ql,
+        pd_len = 2 * qt * kt_line,
+    );
+    for a in 0..na {
+        let _ = writeln!(
+            w,
+            "    var dk{a} = vec4<f32>(0.0);\n    var dv{a} = vec4<f32>(0.0);"
+        );
+    }
+    let _ = writeln!(
+        w,
+        "    for (var hh = gh * group; hh < (gh + 1u) * group; hh++) {{
+        let head_row = (b * p.heads + hh) * p.tq;
+        // The block's first key is a multiple of the query tile, so no tile straddles it.
+        for (var t0 = k0; t0 < p.tq; t0 += {qt}u) {{
+            workgroupBarrier();"
+    );
+    load_transposed(
+        &mut w,
+        "            ",
+        threads,
+        qt,
+        dp,
+        ql,
+        false,
+        "head_row + t0 + r",
+        "t0 + r < p.tq",
+        &[
+            Tile {
+                dst: "qg",
+                off: "0u".into(),
+                src: "q",
+                scale: "1.0",
+            },
+            Tile {
+                dst: "qg",
+                off: format!("{}u", dp * ql),
+                src: "go",
+                scale: "1.0",
+            },
+        ],
+    );
+    let _ = write!(
+        w,
+        "            // Per query of the block: logsumexp (log2 units) for half 0, delta for half 1.
+            // A query past the end gets a logsumexp no score reaches, so its P is 0.
+            var rs = vec4<f32>(3.0e38);
+            if (half == 1u) {{
+                rs = vec4<f32>(0.0);
+            }}
+            // (Components by name, not a dynamic index, so rs stays in registers.)
+{rs_loads}            workgroupBarrier();
+            var s0 = vec4<f32>(0.0);
+            var s1 = vec4<f32>(0.0);
+            var s2 = vec4<f32>(0.0);
+            var s3 = vec4<f32>(0.0);
+            for (var c0 = 0u; c0 < {dp}u; c0 += 8u) {{
+",
+        rs_loads = ["x", "y", "z", "w"]
+            .iter()
+            .enumerate()
+            .map(|(jq, comp)| format!(
+                "            {{
+                let i = t0 + 4u * sx + {jq}u;
+                if (i < p.tq) {{
+                    if (half == 0u) {{
+                        rs.{comp} = lse[head_row + i] * LOG2E;
+                    }} else {{
+                        rs.{comp} = delta[head_row + i];
+                    }}
+                }}
+            }}
+"
+            ))
+            .collect::<String>(),
+    );
+    for u in 0..8 {
+        let _ = writeln!(
+            w,
+            "                {{
+                    let a = kv[kvo + {ka}];
+                    let bq = qg[qgo + (c0 + {u}u) * {ql}u + sx];
+                    s0 = fma(a, vec4<f32>(bq.x), s0);
+                    s1 = fma(a, vec4<f32>(bq.y), s1);
+                    s2 = fma(a, vec4<f32>(bq.z), s2);
+                    s3 = fma(a, vec4<f32>(bq.w), s3);
+                }}",
+            ka = slot(&format!("c0 + {u}u"), kt_line, "sy", &format!("{u}u")),
+        );
+    }
+    let _ = writeln!(
+        w,
+        "            }}
+            let i0 = t0 + 4u * sx;
+            if (half == 0u) {{"
+    );
+    for (j, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+        let _ = writeln!(w, "                s{j} = exp2(s{j} - rs.{comp});");
+    }
+    let _ = writeln!(
+        w,
+        "                // Only tiles that cross the diagonal hold keys after their queries.
+                if (t0 < k0 + {last}u) {{",
+        last = DKV_KEYS - 1
+    );
+    for j in 0..4 {
+        let _ = writeln!(
+            w,
+            "                    s{j} = select(vec4<f32>(0.0), s{j}, keys <= vec4<u32>(i0 + {j}u));"
+        );
+    }
+    w.push_str("                }\n");
+    for j in 0..4 {
+        let _ = writeln!(
+            w,
+            "                pd[(4u * sx + {j}u) * {kt_line}u + sy] = s{j};"
+        );
+    }
+    w.push_str("            }\n            workgroupBarrier();\n            if (half == 1u) {\n");
+    for (j, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+        let _ = writeln!(
+            w,
+            "                pd[{o}u + (4u * sx + {j}u) * {kt_line}u + sy] = pd[(4u * sx + {j}u) * {kt_line}u + sy] * (s{j} - rs.{comp});",
+            o = qt * kt_line
+        );
+    }
+    w.push_str("            }\n            workgroupBarrier();\n");
+    for i0 in (0..qt).step_by(4) {
+        w.push_str("            {\n");
+        for u in 0..4 {
+            let _ = writeln!(
+                w,
+                "                let p{u} = pd[{pi}u + ry];\n                let ds{u} = pd[{di}u + ry];",
+                pi = (i0 + u) * kt_line,
+                di = qt * kt_line + (i0 + u) * kt_line,
+            );
+        }
+        for a in 0..na {
+            let _ = writeln!(
+                w,
+                "                {{
+                    let gv = qg[{go}u + (cx + {ca}u) * {ql}u];
+                    dv{a} = fma(p0, vec4<f32>(gv.x), dv{a});
+                    dv{a} = fma(p1, vec4<f32>(gv.y), dv{a});
+                    dv{a} = fma(p2, vec4<f32>(gv.z), dv{a});
+                    dv{a} = fma(p3, vec4<f32>(gv.w), dv{a});
+                    let qv = qg[{qo}u + (cx + {ca}u) * {ql}u];
+                    dk{a} = fma(ds0, vec4<f32>(qv.x), dk{a});
+                    dk{a} = fma(ds1, vec4<f32>(qv.y), dk{a});
+                    dk{a} = fma(ds2, vec4<f32>(qv.z), dk{a});
+                    dk{a} = fma(ds3, vec4<f32>(qv.w), dk{a});
+                }}",
+                go = dp * ql + i0 / 4,
+                qo = i0 / 4,
+                ca = cxn * a,
+            );
+        }
+        w.push_str("            }\n");
+    }
+    w.push_str("        }\n    }\n");
+    for (i, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+        let _ = writeln!(
+            w,
+            "    {{
+        let j = k0 + 4u * ry + {i}u;
+        if (j < p.tq) {{
+            let base = (kvrow + j) * d;"
+        );
+        for a in 0..na {
+            let _ = writeln!(
+                w,
+                "            if (cx + {ca}u < d) {{
+                dk[base + cx + {ca}u] = dk{a}.{comp} * p.scale;
+                dv[base + cx + {ca}u] = dv{a}.{comp};
+            }}",
+                ca = cxn * a
+            );
+        }
+        w.push_str("        }\n    }\n");
+    }
+    w.push_str("}\n");
+    w
+}
