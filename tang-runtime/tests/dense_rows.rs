@@ -46,7 +46,10 @@ const SIZES: [usize; 8] = [1, 3, 4, 17, 33, 65, 127, 1000];
 
 #[test]
 fn shaders_validate() {
-    let all = reduce::shaders().into_iter().chain(softmax::shaders());
+    let all = reduce::shaders()
+        .into_iter()
+        .chain(reduce::backward_shaders())
+        .chain(softmax::shaders());
     for (name, src) in all {
         if let Err(e) = tang_runtime::tang_expr::validate(src) {
             panic!("{name}: {e:?}");

@@ -20,6 +20,7 @@ fn every_dense_shader_passes_naga() {
     all.extend(owned(embedding::shaders()));
     all.extend(owned(norm::shaders()));
     all.extend(owned(reduce::shaders()));
+    all.extend(owned(reduce::backward_shaders()));
     all.extend(owned(softmax::shaders()));
     all.extend(rows_team::shaders());
     all.extend(matmul::shaders());

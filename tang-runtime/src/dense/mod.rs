@@ -8,6 +8,7 @@ pub mod embedding;
 pub mod matmul;
 pub mod norm;
 pub mod reduce;
+mod reduce_backward;
 pub mod rows_team;
 pub mod shape;
 pub mod softmax;

@@ -11,8 +11,16 @@
 //! chunks whose partial results are reduced again by the same kernels (multi-pass), so a
 //! reduction over 100 million elements still uses every core. The order of operations
 //! depends only on the shapes: results are bit-identical from run to run.
+//!
+//! The backward passes ([`sum_backward`], [`mean_backward`], [`max_backward`] and their
+//! whole-tensor forms) live in their own file and are reached through this module.
 
 use crate::{Binding, DType, Device, Error, RawKernel, Tensor};
+
+pub use super::reduce_backward::{
+    max_all_backward, max_backward, mean_all_backward, mean_backward, shaders as backward_shaders,
+    sum_all_backward, sum_backward,
+};
 
 /// Threads per workgroup of every row kernel (a multiple of 32, so whole warps).
 pub(crate) const WG: u32 = 256;
@@ -306,9 +314,9 @@ impl Op {
 }
 
 /// Enough workgroups to fill a large GPU (132 SMs x several resident groups).
-const TARGET_GROUPS: usize = 1024;
+pub(crate) const TARGET_GROUPS: usize = 1024;
 /// Enough threads to fill a large GPU for the column kernel.
-const TARGET_THREADS: usize = 128 * 1024;
+pub(crate) const TARGET_THREADS: usize = 128 * 1024;
 
 /// Reduces `[outer, axis, inner]` (a flat tensor) to `[outer, inner]`, recursing on
 /// chunked partial results. `scale` multiplies the final sums (1/axis for a mean).
@@ -423,22 +431,27 @@ fn reduce3(
     }
 }
 
-fn reduce_axis(x: &Tensor, axis: usize, op: Op) -> Result<Tensor, Error> {
-    let name = op.name();
-    want_f32(name, x)?;
-    let s = x.shape();
+/// `shape` viewed as `[outer, len, inner]` around `axis`, and the shape of a reduction
+/// along it (the axis removed; `[1]` for rank 1). The caller checks that `shape` has no
+/// more than `usize::MAX` elements.
+pub(crate) struct AxisView {
+    pub outer: usize,
+    pub len: usize,
+    pub inner: usize,
+    pub out_shape: Vec<usize>,
+}
+
+/// Splits `shape` around `axis`; [`Error::ShapeMismatch`] when `axis >= rank`.
+pub(crate) fn axis_view(op: &str, s: &[usize], axis: usize) -> Result<AxisView, Error> {
     if axis >= s.len() {
         return Err(Error::ShapeMismatch {
-            op: name.into(),
+            op: op.into(),
             detail: format!(
                 "axis {axis} is out of range for a tensor of shape {s:?}; pass an axis < {}",
                 s.len()
             ),
         });
     }
-    let outer: usize = s[..axis].iter().product();
-    let inner: usize = s[axis + 1..].iter().product();
-    let len = s[axis];
     let mut out_shape: Vec<usize> = s
         .iter()
         .enumerate()
@@ -448,6 +461,24 @@ fn reduce_axis(x: &Tensor, axis: usize, op: Op) -> Result<Tensor, Error> {
     if out_shape.is_empty() {
         out_shape.push(1);
     }
+    Ok(AxisView {
+        outer: s[..axis].iter().product(),
+        len: s[axis],
+        inner: s[axis + 1..].iter().product(),
+        out_shape,
+    })
+}
+
+fn reduce_axis(x: &Tensor, axis: usize, op: Op) -> Result<Tensor, Error> {
+    let name = op.name();
+    want_f32(name, x)?;
+    let s = x.shape();
+    let AxisView {
+        outer,
+        len,
+        inner,
+        out_shape,
+    } = axis_view(name, s, axis)?;
     if outer * inner == 0 {
         return Tensor::zeros(x.device(), &out_shape);
     }

@@ -1,0 +1,492 @@
+//! Backward passes of the reductions of [`super::reduce`], which re-exports them: the
+//! public path is `dense::reduce::{sum_backward, mean_backward, max_backward, ...}`.
+//!
+//! Sum and mean: `dx` is `dy` broadcast back along the reduced axis (times `1/n` for a
+//! mean), one thread per element of `dx`, or per `vec4` of `dx` when its four elements
+//! read one `dy` value (the last axis, of a length that is a multiple of 4) or four
+//! neighbouring ones (an inner extent that is a multiple of 4).
+//!
+//! Max: `dx` is zero except at one index per reduced slice, which receives `dy`. Three
+//! launches: `dx` is cleared; a search kernel finds, per slice and per chunk of the axis,
+//! the first index whose value equals the forward output `y`; a scatter kernel takes the
+//! smallest of the chunks' indices (an exact `min`, so no float atomics and the same bits
+//! on every run) and writes `dy` there. The search follows the forward's layout: a
+//! workgroup per long last-axis row (or per chunk of one), otherwise one thread per
+//! output column, coalesced across the inner extent; the axis is split into chunks only
+//! when the outputs alone would leave the GPU idle.
+//!
+//! Ties and NaN (see [`max_backward`]): the first index along the axis that matches `y`
+//! gets all of `dy`, as the indices of PyTorch's `max(dim)`; a NaN `y` matches the first
+//! NaN of its slice.
+
+use super::reduce::{
+    AxisView, TARGET_GROUPS, TARGET_THREADS, WG, axis_view, grid, want_f32, words,
+};
+use crate::tensor::numel;
+use crate::{Binding, DType, Error, RawKernel, Tensor};
+
+/// Declarations every kernel of this file shares.
+macro_rules! common {
+    () => {
+        "const WG: u32 = 256u;
+// No index matched (also the identity of the `min` that combines chunks).
+const NONE: u32 = 0xffffffffu;
+fn group_index(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return wid.x + wid.y * nwg.x; }
+"
+    };
+}
+
+/// `vec4` units; `first_lane` is the lowest lane set in a mask.
+macro_rules! unit_v4 {
+    () => {
+        "alias T = vec4<f32>;
+alias U = vec4<u32>;
+alias B = vec4<bool>;
+const W: u32 = 4u;
+fn first_lane(m: B) -> u32 { return select(select(select(3u, 2u, m.z), 1u, m.y), 0u, m.x); }
+"
+    };
+}
+
+/// Scalar units, for any length.
+macro_rules! unit_f1 {
+    () => {
+        "alias T = f32;
+alias U = u32;
+alias B = bool;
+const W: u32 = 1u;
+fn first_lane(m: B) -> u32 { return 0u; }
+"
+    };
+}
+
+/// Four consecutive `dy` values as one unit of `dx` (the broadcast kernel's `dy` is
+/// scalar: with an inner extent of 1 one value fills a whole unit).
+macro_rules! gather_v4 {
+    () => {
+        "fn gather(b: u32) -> T { return T(dy[b], dy[b + 1u], dy[b + 2u], dy[b + 3u]); }\n"
+    };
+}
+macro_rules! gather_f1 {
+    () => {
+        "fn gather(b: u32) -> T { return dy[b]; }\n"
+    };
+}
+
+macro_rules! broadcast_body {
+    () => {
+        "
+struct P { units: u32, axis: u32, inner: u32, scale: f32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> dy: array<f32>;
+@group(0) @binding(2) var<storage, read_write> dx: array<T>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let u = group_index(wid, nwg) * WG + lid;
+    if (u >= p.units) { return; }
+    let e = u * W;
+    let o = e / (p.axis * p.inner);
+    // vec4 units are launched only for inner == 1 with an axis of a multiple of 4 (the
+    // four elements share one dy) or an inner extent of a multiple of 4 (four neighbouring
+    // dy values); scalar units take either branch.
+    if (p.inner == 1u) {
+        dx[u] = T(dy[o] * p.scale);
+    } else {
+        dx[u] = gather(o * p.inner + e % p.inner) * p.scale;
+    }
+}
+"
+    };
+}
+
+/// The match rule of the max backward: IEEE equality (so -0 == +0), and NaN matches NaN.
+/// NaN is tested on the bits: a compiler may fold `v != v` away.
+macro_rules! match_rule {
+    () => {
+        "
+fn is_nan(v: T) -> B { return (bitcast<U>(v) & U(0x7fffffffu)) > U(0x7f800000u); }
+fn matches(v: T, y: T) -> B { return (v == y) | (is_nan(v) & is_nan(y)); }
+"
+    };
+}
+
+macro_rules! search_rows_body {
+    () => {
+        "
+struct P { rows: u32, n: u32, chunk: u32, chunks: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> x: array<T>;
+@group(0) @binding(2) var<storage, read> y: array<f32>;
+@group(0) @binding(3) var<storage, read_write> first: array<u32>;
+var<workgroup> red: array<u32, 256>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let g = group_index(wid, nwg);
+    let row = g / p.chunks;
+    let c = g % p.chunks;
+    let live = row < p.rows;
+    let lo = c * p.chunk;
+    let hi = select(0u, min(lo + p.chunk, p.n), live);
+    let yv = T(y[min(row, p.rows - 1u)]);
+    // Each thread walks its units in increasing order, so its first match is its least.
+    var best = NONE;
+    for (var u = lo + lid; u < hi; u = u + WG) {
+        let m = matches(x[row * p.n + u], yv);
+        if (any(m)) {
+            best = u * W + first_lane(m);
+            break;
+        }
+    }
+    red[lid] = best;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
+        if (lid < s) { red[lid] = min(red[lid], red[lid + s]); }
+        workgroupBarrier();
+    }
+    if (lid == 0u && live) { first[row * p.chunks + c] = red[0]; }
+}
+"
+    };
+}
+
+macro_rules! search_cols_body {
+    () => {
+        "
+struct P { outer: u32, axis: u32, inner: u32, chunk: u32, chunks: u32, p0: u32, p1: u32, p2: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> x: array<T>;
+@group(0) @binding(2) var<storage, read> y: array<T>;
+@group(0) @binding(3) var<storage, read_write> first: array<U>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let idx = group_index(wid, nwg) * WG + lid;
+    if (idx >= p.outer * p.chunks * p.inner) { return; }
+    let i = idx % p.inner;
+    let t = idx / p.inner;
+    let c = t % p.chunks;
+    let o = t / p.chunks;
+    let yv = y[o * p.inner + i];
+    let lo = c * p.chunk;
+    let hi = min(lo + p.chunk, p.axis);
+    var best = U(NONE);
+    for (var a = lo; a < hi; a = a + 1u) {
+        let m = matches(x[(o * p.axis + a) * p.inner + i], yv) & (best == U(NONE));
+        best = select(best, U(a), m);
+        if (all(best != U(NONE))) { break; }
+    }
+    first[idx] = best;
+}
+"
+    };
+}
+
+const SCATTER: &str = concat!(
+    common!(),
+    "
+struct P { outer: u32, axis: u32, inner: u32, chunks: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> first: array<u32>;
+@group(0) @binding(2) var<storage, read> dy: array<f32>;
+@group(0) @binding(3) var<storage, read_write> dx: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let idx = group_index(wid, nwg) * WG + lid;
+    if (idx >= p.outer * p.inner) { return; }
+    let i = idx % p.inner;
+    let o = idx / p.inner;
+    var a = NONE;
+    for (var c = 0u; c < p.chunks; c = c + 1u) {
+        a = min(a, first[(o * p.chunks + c) * p.inner + i]);
+    }
+    // NONE (no element matched y) leaves the slice's gradient at zero.
+    if (a < p.axis) { dx[(o * p.axis + a) * p.inner + i] = dy[idx]; }
+}
+"
+);
+
+const BCAST_V4: &str = concat!(common!(), unit_v4!(), gather_v4!(), broadcast_body!());
+const BCAST_F1: &str = concat!(common!(), unit_f1!(), gather_f1!(), broadcast_body!());
+const ROWS_V4: &str = concat!(common!(), unit_v4!(), match_rule!(), search_rows_body!());
+const ROWS_F1: &str = concat!(common!(), unit_f1!(), match_rule!(), search_rows_body!());
+const COLS_V4: &str = concat!(common!(), unit_v4!(), match_rule!(), search_cols_body!());
+const COLS_F1: &str = concat!(common!(), unit_f1!(), match_rule!(), search_cols_body!());
+
+static K_BCAST_V4: RawKernel = RawKernel::new("reduce_broadcast_v4", BCAST_V4, "main");
+static K_BCAST_F1: RawKernel = RawKernel::new("reduce_broadcast", BCAST_F1, "main");
+static K_ROWS_V4: RawKernel = RawKernel::new("max_backward_search_rows_v4", ROWS_V4, "main");
+static K_ROWS_F1: RawKernel = RawKernel::new("max_backward_search_rows", ROWS_F1, "main");
+static K_COLS_V4: RawKernel = RawKernel::new("max_backward_search_cols_v4", COLS_V4, "main");
+static K_COLS_F1: RawKernel = RawKernel::new("max_backward_search_cols", COLS_F1, "main");
+static K_SCATTER: RawKernel = RawKernel::new("max_backward_scatter", SCATTER, "main");
+
+/// The WGSL of every reduction backward kernel, as `(name, source)` (for validation in
+/// tests). Public as `dense::reduce::backward_shaders`.
+pub fn shaders() -> [(&'static str, &'static str); 7] {
+    [
+        ("reduce_broadcast_v4", BCAST_V4),
+        ("reduce_broadcast", BCAST_F1),
+        ("max_backward_search_rows_v4", ROWS_V4),
+        ("max_backward_search_rows", ROWS_F1),
+        ("max_backward_search_cols_v4", COLS_V4),
+        ("max_backward_search_cols", COLS_F1),
+        ("max_backward_scatter", SCATTER),
+    ]
+}
+
+/// Rows of the last axis at least this long get a workgroup each in the max search;
+/// shorter ones a thread each (a workgroup of 256 threads for a few elements would mostly
+/// idle, and the software adapter pays for every idle invocation).
+const SEARCH_ROW_MIN: usize = 256;
+
+fn want_shape(op: &str, what: &str, got: &[usize], want: &[usize]) -> Result<(), Error> {
+    if got == want {
+        return Ok(());
+    }
+    Err(Error::ShapeMismatch {
+        op: op.into(),
+        detail: format!(
+            "{what} has shape {got:?}; expected the shape of the forward output, {want:?}"
+        ),
+    })
+}
+
+fn want_u32_len(op: &str, n: usize) -> Result<(), Error> {
+    if n > u32::MAX as usize {
+        return Err(Error::TooLarge {
+            what: format!("{op}: elements"),
+            requested: n as u64,
+            limit: u64::from(u32::MAX),
+        });
+    }
+    Ok(())
+}
+
+/// `dy` broadcast to `input_shape` along `axis`, times `1/n` when `mean`.
+fn broadcast(
+    op: &str,
+    dy: &Tensor,
+    input_shape: &[usize],
+    axis: usize,
+    mean: bool,
+) -> Result<Tensor, Error> {
+    want_f32(op, dy)?;
+    let total = numel(input_shape)?;
+    let AxisView {
+        outer: _,
+        len,
+        inner,
+        out_shape,
+    } = axis_view(op, input_shape, axis)?;
+    want_shape(op, "dy", dy.shape(), &out_shape)?;
+    want_u32_len(op, total)?;
+    let dev = dy.device();
+    if total == 0 {
+        return Tensor::zeros(dev, input_shape);
+    }
+    let v4 = inner.is_multiple_of(4) || (inner == 1 && len.is_multiple_of(4));
+    let w = if v4 { 4 } else { 1 };
+    let units = total / w;
+    // The forward's mean multiplies by the same f32 reciprocal.
+    let scale = if mean { 1.0 / len as f32 } else { 1.0 };
+    let dx = dev.empty(input_shape, DType::F32)?;
+    let u = words(&[units as u32, len as u32, inner as u32, scale.to_bits()]);
+    let k = if v4 { &K_BCAST_V4 } else { &K_BCAST_F1 };
+    let groups = grid(dev, op, units.div_ceil(WG as usize) as u64)?;
+    dev.dispatch_raw(
+        k,
+        &[],
+        &[
+            Binding::Uniform(&u),
+            Binding::Read(dy),
+            Binding::ReadWrite(&dx),
+        ],
+        groups,
+    )?;
+    Ok(dx)
+}
+
+fn max_axis_backward(
+    op: &str,
+    x: &Tensor,
+    y: &Tensor,
+    dy: &Tensor,
+    axis: usize,
+) -> Result<Tensor, Error> {
+    want_f32(op, x)?;
+    want_f32(op, y)?;
+    want_f32(op, dy)?;
+    let AxisView {
+        outer,
+        len,
+        inner,
+        out_shape,
+    } = axis_view(op, x.shape(), axis)?;
+    want_shape(op, "y", y.shape(), &out_shape)?;
+    want_shape(op, "dy", dy.shape(), &out_shape)?;
+    want_u32_len(op, x.len())?;
+    let dev = x.device();
+    let dx = Tensor::zeros(dev, x.shape())?;
+    if x.is_empty() {
+        return Ok(dx);
+    }
+    let (first, chunks) = if inner == 1 && len >= SEARCH_ROW_MIN {
+        let v4 = len.is_multiple_of(4);
+        let n = if v4 { len / 4 } else { len };
+        // Chunks only when the rows alone cannot fill the GPU; each chunk >= 4096 elements.
+        let chunks = if outer >= TARGET_GROUPS {
+            1
+        } else {
+            TARGET_GROUPS.div_ceil(outer).min(len.div_ceil(4096)).max(1)
+        };
+        let chunk = n.div_ceil(chunks);
+        let chunks = n.div_ceil(chunk);
+        let first = dev.empty(&[outer * chunks], DType::U32)?;
+        let u = words(&[outer as u32, n as u32, chunk as u32, chunks as u32]);
+        let k = if v4 { &K_ROWS_V4 } else { &K_ROWS_F1 };
+        let groups = grid(dev, op, (outer * chunks) as u64)?;
+        dev.dispatch_raw(
+            k,
+            &[],
+            &[
+                Binding::Uniform(&u),
+                Binding::Read(x),
+                Binding::Read(y),
+                Binding::ReadWrite(&first),
+            ],
+            groups,
+        )?;
+        (first, chunks)
+    } else {
+        let v4 = inner.is_multiple_of(4);
+        let iu = if v4 { inner / 4 } else { inner };
+        let cols = outer * iu;
+        let chunks = if cols >= TARGET_THREADS {
+            1
+        } else {
+            TARGET_THREADS.div_ceil(cols).min(len.div_ceil(64)).max(1)
+        };
+        let chunk = len.div_ceil(chunks);
+        let chunks = len.div_ceil(chunk);
+        let first = dev.empty(&[outer * chunks * inner], DType::U32)?;
+        let u = words(&[
+            outer as u32,
+            len as u32,
+            iu as u32,
+            chunk as u32,
+            chunks as u32,
+            0,
+            0,
+            0,
+        ]);
+        let k = if v4 { &K_COLS_V4 } else { &K_COLS_F1 };
+        let groups = grid(dev, op, (cols * chunks).div_ceil(WG as usize) as u64)?;
+        dev.dispatch_raw(
+            k,
+            &[],
+            &[
+                Binding::Uniform(&u),
+                Binding::Read(x),
+                Binding::Read(y),
+                Binding::ReadWrite(&first),
+            ],
+            groups,
+        )?;
+        (first, chunks)
+    };
+    let u = words(&[outer as u32, len as u32, inner as u32, chunks as u32]);
+    let groups = grid(dev, op, (outer * inner).div_ceil(WG as usize) as u64)?;
+    dev.dispatch_raw(
+        &K_SCATTER,
+        &[],
+        &[
+            Binding::Uniform(&u),
+            Binding::Read(&first),
+            Binding::Read(dy),
+            Binding::ReadWrite(&dx),
+        ],
+        groups,
+    )?;
+    Ok(dx)
+}
+
+/// Gradient of [`sum`](super::reduce::sum) along `axis`: `dy` (the forward output's shape:
+/// `input_shape` with the axis removed, or `[1]` for a 1-D input) repeated along the axis,
+/// giving a tensor of `input_shape`. An input with no elements gives an empty gradient.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] when `axis >= input_shape.len()` or `dy`'s shape is not the
+/// forward output's; [`Error::DType`] for a u32 `dy`; [`Error::TooLarge`] past 2^32
+/// elements; [`Error::DeviceLost`].
+pub fn sum_backward(dy: &Tensor, input_shape: &[usize], axis: usize) -> Result<Tensor, Error> {
+    broadcast("sum_backward", dy, input_shape, axis, false)
+}
+
+/// Gradient of [`mean`](super::reduce::mean) along `axis`: as [`sum_backward`], each value
+/// times `1/n` (`n = input_shape[axis]`, the same f32 reciprocal the forward multiplies by).
+///
+/// # Errors
+/// As [`sum_backward`].
+pub fn mean_backward(dy: &Tensor, input_shape: &[usize], axis: usize) -> Result<Tensor, Error> {
+    broadcast("mean_backward", dy, input_shape, axis, true)
+}
+
+/// Gradient of [`max`](super::reduce::max) along `axis`, from the input `x`, the forward
+/// output `y` and its gradient `dy` (both of the forward output's shape). Each slice along
+/// the axis sends all of its `dy` to one index; every other element of `dx` is 0.
+///
+/// - Ties: the FIRST index along the axis whose value equals `y` gets `dy` (the index
+///   PyTorch's `max(dim)` returns); equality is IEEE, so `-0.0` and `+0.0` tie.
+/// - NaN: a NaN `y` goes to the first NaN of its slice (PyTorch's max propagates NaN and
+///   points at it); a NaN in a slice whose `y` is a number gets 0.
+/// - A slice with no element equal to its `y` (a `y` not computed from this `x`) gets 0.
+///
+/// The result depends only on the values: the same bits on every run.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] when `axis >= rank` of `x`, or `y` or `dy` does not have the
+/// forward output's shape (`x`'s with the axis removed, `[1]` for 1-D); [`Error::DType`]
+/// for a u32 tensor; [`Error::TooLarge`] past 2^32 elements; [`Error::DeviceLost`].
+pub fn max_backward(x: &Tensor, y: &Tensor, dy: &Tensor, axis: usize) -> Result<Tensor, Error> {
+    max_axis_backward("max_backward", x, y, dy, axis)
+}
+
+/// Gradient of [`sum_all`](super::reduce::sum_all): `dy` (shape `[1]`) repeated over
+/// `input_shape`.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] when `dy` is not `[1]`; [`Error::DType`] for a u32 `dy`;
+/// [`Error::TooLarge`] past 2^32 elements; [`Error::DeviceLost`].
+pub fn sum_all_backward(dy: &Tensor, input_shape: &[usize]) -> Result<Tensor, Error> {
+    let n = numel(input_shape)?;
+    broadcast("sum_all_backward", dy, &[n], 0, false)?.reshape(input_shape)
+}
+
+/// Gradient of [`mean_all`](super::reduce::mean_all): `dy` (shape `[1]`) times `1/n`
+/// repeated over `input_shape` (`n` its element count).
+///
+/// # Errors
+/// As [`sum_all_backward`].
+pub fn mean_all_backward(dy: &Tensor, input_shape: &[usize]) -> Result<Tensor, Error> {
+    let n = numel(input_shape)?;
+    broadcast("mean_all_backward", dy, &[n], 0, true)?.reshape(input_shape)
+}
+
+/// Gradient of [`max_all`](super::reduce::max_all): `dy` (shape `[1]`) goes to the first
+/// element, in row-major order, equal to `y` (shape `[1]`); the tie and NaN rules of
+/// [`max_backward`].
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] when `y` or `dy` is not `[1]`; [`Error::DType`] for a u32
+/// tensor; [`Error::TooLarge`] past 2^32 elements; [`Error::DeviceLost`].
+pub fn max_all_backward(x: &Tensor, y: &Tensor, dy: &Tensor) -> Result<Tensor, Error> {
+    let flat = x.reshape(&[x.len()])?;
+    max_axis_backward("max_all_backward", &flat, y, dy, 0)?.reshape(x.shape())
+}
