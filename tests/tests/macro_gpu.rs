@@ -42,26 +42,94 @@ fn download(ts: Vec<Tensor>) -> Vec<Vec<f32>> {
     ts.iter().map(|t| t.to_vec().unwrap()).collect()
 }
 
-fn check(name: &str, what: &str, got: &[Vec<f32>], want: &[Vec<f32>], x: &[Vec<f32>]) {
+/// A CPU twin for one check: element index and inputs to every output of that element.
+type Twin<'a> = dyn Fn(usize, &[f32]) -> Vec<f32> + 'a;
+
+/// Every input within one ulp of `x` (each coordinate at `x`, one float below or one above).
+fn neighbours(x: &[f32]) -> Vec<Vec<f32>> {
+    let mut out = vec![Vec::new()];
+    for &v in x {
+        out = out
+            .into_iter()
+            .flat_map(|pre| {
+                [v, v.next_down(), v.next_up()].map(|n| {
+                    let mut p = pre.clone();
+                    p.push(n);
+                    p
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+/// Compares the GPU's outputs with the CPU's at every element (tolerance 1e-5 + 2e-4 |x|).
+///
+/// Where they differ and `twin` (the CPU twin of this check: element index and inputs to
+/// all outputs of that element)
+/// is given, the GPU's value is also accepted when the twin gives it for an input one ulp
+/// away: GPUs round some operations differently from the CPU (division on NVIDIA's Vulkan
+/// driver is not correctly rounded, and drivers may fuse `a * b + c`), which near a kink
+/// (`hardsigmoid` at -3, where `x / 6 + 0.5` is exactly 0 on the CPU) picks the other
+/// side's derivative. Such elements are counted and printed, and a difference that no
+/// neighbouring input explains still fails.
+fn check(
+    name: &str,
+    what: &str,
+    got: &[Vec<f32>],
+    want: &[Vec<f32>],
+    x: &[Vec<f32>],
+    twin: Option<&Twin>,
+) {
+    if let Err(e) = compare(name, what, got, want, x, twin) {
+        panic!("{e}");
+    }
+}
+
+/// [`check`] as a `Result`: the first difference that no neighbouring input explains.
+fn compare(
+    name: &str,
+    what: &str,
+    got: &[Vec<f32>],
+    want: &[Vec<f32>],
+    x: &[Vec<f32>],
+    twin: Option<&Twin>,
+) -> Result<(), String> {
     assert_eq!(got.len(), want.len(), "{name} {what}: output count");
+    let ok = |g: f32, w: f32| close(g as f64, w as f64, 1e-5, 2e-4);
+    let mut at_kinks = 0;
     for (o, (g, w)) in got.iter().zip(want).enumerate() {
         assert_eq!(g.len(), N);
         let mut bad = 0;
         let mut first = None;
         for e in 0..N {
-            if !close(g[e] as f64, w[e] as f64, 1e-5, 2e-4) {
-                bad += 1;
-                first.get_or_insert(e);
+            if ok(g[e], w[e]) {
+                continue;
             }
+            let at: Vec<f32> = x.iter().map(|c| c[e]).collect();
+            if let Some(twin) = twin
+                && neighbours(&at).iter().any(|n| ok(g[e], twin(e, n)[o]))
+            {
+                at_kinks += 1;
+                continue;
+            }
+            bad += 1;
+            first.get_or_insert(e);
         }
         if let Some(e) = first {
             let at: Vec<f32> = x.iter().map(|c| c[e]).collect();
-            panic!(
+            return Err(format!(
                 "{name} {what}[{o}]: {bad} of {N} differ; first at {at:?}: GPU {} vs CPU {}",
                 g[e], w[e]
-            );
+            ));
         }
     }
+    if at_kinks > 0 {
+        println!(
+            "{name} {what}: {at_kinks} element(s) match the CPU twin at an input one ulp away"
+        );
+    }
+    Ok(())
 }
 
 fn run_case(dev: &Device, c: &FusedCase, rng: &mut Rng) {
@@ -93,12 +161,18 @@ fn run_case(dev: &Device, c: &FusedCase, rng: &mut Rng) {
             vjp[k].push(v);
         }
     }
+    let value_twin = |_: usize, xe: &[f32]| (c.value)(xe);
+    let grad_twin = |_: usize, xe: &[f32]| {
+        let (v, d) = (c.grad)(xe);
+        v.into_iter().chain(d).collect()
+    };
     check(
         c.name,
         "value",
         &download((c.launch)(dev, &xr).unwrap()),
         &value,
         &x,
+        Some(&value_twin),
     );
     check(
         c.name,
@@ -106,13 +180,20 @@ fn run_case(dev: &Device, c: &FusedCase, rng: &mut Rng) {
         &download((c.launch_grad)(dev, &xr).unwrap()),
         &grad,
         &x,
+        Some(&grad_twin),
     );
+    // The upstream gradient is an input of the VJP too; the neighbours vary `x` only.
+    let vjp_twin = |e: usize, xe: &[f32]| {
+        let ge: Vec<f32> = g.iter().map(|col| col[e]).collect();
+        (c.vjp)(xe, &ge)
+    };
     check(
         c.name,
         "vjp",
         &download((c.launch_vjp)(dev, &xr, &gr).unwrap()),
         &vjp,
         &x,
+        Some(&vjp_twin),
     );
 }
 
@@ -175,6 +256,7 @@ fn optimizer_updates_match_the_cpu_in_place() {
         &download(vec![pt, mt, vt]),
         &[cp, cm, cv],
         &x,
+        None,
     );
 
     let (pt, mt, vt, gt) = (t(&p), t(&m), t(&v), t(&g));
@@ -191,6 +273,7 @@ fn optimizer_updates_match_the_cpu_in_place() {
         &download(vec![pt, mt, vt]),
         &[cp, cm, cv],
         &x,
+        None,
     );
 
     let (pt, bt, gt) = (t(&p), t(&m), t(&g));
@@ -205,5 +288,42 @@ fn optimizer_updates_match_the_cpu_in_place() {
         &download(vec![pt, bt]),
         &[cp, cb],
         &x,
+        None,
+    );
+}
+
+/// The one-ulp allowance accepts what NVIDIA's driver computes for `hardsigmoid`'s
+/// derivative at -3 (the other side of the kink) and nothing further away.
+#[test]
+fn kink_allowance_covers_one_ulp_of_input_only() {
+    use tang_tests::kernels::hardsigmoid;
+    let x = vec![vec![-3.0f32; N]];
+    let twin = |_: usize, xe: &[f32]| hardsigmoid::grad(xe[0]).1.to_vec();
+    let cpu = vec![vec![hardsigmoid::grad(-3.0).1[0]; N]];
+    assert!(cpu[0][0] > 0.1, "the CPU takes the inner side at -3");
+    check(
+        "hardsigmoid",
+        "grad",
+        &[vec![0.0; N]],
+        &cpu,
+        &x,
+        Some(&twin),
+    );
+    let wrong = compare(
+        "hardsigmoid",
+        "grad",
+        &[vec![0.5; N]],
+        &cpu,
+        &x,
+        Some(&twin),
+    );
+    assert!(
+        wrong.is_err(),
+        "a value no neighbouring input gives must fail"
+    );
+    let no_twin = compare("hardsigmoid", "grad", &[vec![0.0; N]], &cpu, &x, None);
+    assert!(
+        no_twin.is_err(),
+        "without a twin only the tolerance applies"
     );
 }

@@ -60,6 +60,11 @@ pub fn add() -> &'static KernelDesc {
 }
 
 /// `out = a * x + y` with uniform `a`.
+///
+/// GPU drivers may fuse `a * x + y` into one fused multiply-add (SPIR-V allows it unless an
+/// operation is marked `NoContraction`; NVIDIA's driver does it), which rounds once where
+/// the CPU rounds twice. Tests that compare exactly therefore use inputs whose product is
+/// exact ([`coarse`] values times a few-bit `a`): both roundings then agree.
 pub fn axpy() -> &'static KernelDesc {
     kernel("axpy", &["x", "y"], &["a"], &[], &["out"], |g| {
         let (x, y, a) = (g.input(0), g.input(1), g.uniform(0));
@@ -68,7 +73,7 @@ pub fn axpy() -> &'static KernelDesc {
     })
 }
 
-/// In place: `p = p - lr * g`.
+/// In place: `p = p - lr * g` (exact tests use a power-of-two `lr`: see [`axpy`]).
 pub fn sgd() -> &'static KernelDesc {
     kernel("sgd", &["g"], &["lr"], &["p"], &[], |gr| {
         let (grad, lr, p) = (gr.input(0), gr.uniform(0), gr.input(1));
@@ -98,5 +103,14 @@ pub fn random(n: usize, seed: u64) -> Vec<f32> {
             s ^= s << 17;
             ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
         })
+        .collect()
+}
+
+/// Seeded values in [-2, 2] that are multiples of 1/64 (at most 8 significant bits), so
+/// their product with a few-bit factor is exact in f32 (see [`axpy`]).
+pub fn coarse(n: usize, seed: u64) -> Vec<f32> {
+    random(n, seed)
+        .into_iter()
+        .map(|v| (v * 128.0).round() / 64.0)
         .collect()
 }
