@@ -4,6 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::Error;
+use crate::lifecycle::LifecycleToken;
 use crate::state::State;
 
 /// How to open a [`Device`]. `DeviceOptions::default()` reads the environment:
@@ -93,6 +94,16 @@ pub(crate) struct Inner {
     pub(crate) is_lost: Arc<AtomicBool>,
     pub(crate) error: Arc<Mutex<Option<String>>>,
     pub(crate) state: Mutex<State>,
+    /// Filled when the device is dropped. Declared last, so it is released after the other
+    /// fields (the pipelines, buffers and the wgpu device itself) are gone: see
+    /// `lifecycle.rs` for why teardown is serialised.
+    teardown: Option<LifecycleToken>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.teardown = Some(LifecycleToken::acquire());
+    }
 }
 
 /// A GPU device with its queue, pipeline cache, buffer pool and the batch of recorded
@@ -203,6 +214,8 @@ impl Device {
     pub async fn with_options_async(opts: DeviceOptions) -> Result<Device, Error> {
         // Without an explicit backend, try the native ones first: probing GL opens a
         // display connection (and prints errors on headless machines).
+        // Serialised with other devices' creation and teardown (see `lifecycle.rs`).
+        let _lifecycle = LifecycleToken::acquire();
         let tries = match opts.backends {
             Some(b) => vec![b],
             None => vec![wgpu::Backends::PRIMARY, wgpu::Backends::SECONDARY],
@@ -295,6 +308,7 @@ impl Device {
                 is_lost,
                 error,
                 state: Mutex::new(state),
+                teardown: None,
             }),
         })
     }

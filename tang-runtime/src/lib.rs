@@ -21,6 +21,7 @@ mod device;
 mod dispatch;
 mod error;
 mod launch;
+mod lifecycle;
 mod pipeline;
 mod pool;
 mod state;
