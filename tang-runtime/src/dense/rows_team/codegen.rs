@@ -1,0 +1,451 @@
+//! WGSL generation for the row kernels of `rows_team.rs`: one kernel per kind, unit
+//! (`vec4` or `f32`), team size and values per lane, with every per-lane slot unrolled.
+
+use std::fmt::Write as _;
+
+use super::super::reduce::{unit_f1, unit_v4};
+use super::Kind;
+
+/// `a op b op c ...` as a balanced tree (independent operations for the scheduler).
+fn tree(terms: &[String], op: &dyn Fn(&str, &str) -> String) -> String {
+    match terms {
+        [] => unreachable!("a row holds at least one unit per lane"),
+        [t] => t.clone(),
+        _ => {
+            let (a, b) = terms.split_at(terms.len() / 2);
+            op(&tree(a, op), &tree(b, op))
+        }
+    }
+}
+
+fn add(a: &str, b: &str) -> String {
+    format!("({a} + {b})")
+}
+
+fn maxf(a: &str, b: &str) -> String {
+    format!("max({a}, {b})")
+}
+
+/// `name{k}` for every slot, optionally wrapped as `f(name{k})`.
+fn each(v: u32, f: impl Fn(u32) -> String) -> Vec<String> {
+    (0..v).map(f).collect()
+}
+
+/// Text shared by every variant: the unit, the team constants and butterfly reductions
+/// (every lane of a team ends with the same bits: `a + b == b + a`).
+fn header(kind: Kind, vec4: bool, team: u32) -> String {
+    let wg = kind.op().workgroup_size();
+    // No `enable subgroups;`: naga 30 rejects the directive and accepts the builtins
+    // when the device has the feature (the validator runs with SUBGROUP capabilities).
+    let mut s = String::from(if vec4 { unit_v4!() } else { unit_f1!() });
+    let _ = writeln!(
+        s,
+        "const TEAM: u32 = {team}u;\nconst WGS: u32 = {wg}u;\nconst ROWS: u32 = {}u;\n\
+         const LOWEST: f32 = -3.4028235e38;",
+        wg / team
+    );
+    let steps = |ty: &str, name: &str, comb: &str| {
+        let mut f = format!("fn {name}(v: {ty}) -> {ty} {{\n    var s = v;\n");
+        let mut m = team / 2;
+        while m > 0 {
+            let _ = writeln!(
+                f,
+                "    s = {};",
+                comb.replace("{o}", &format!("subgroupShuffleXor(s, {m}u)"))
+            );
+            m /= 2;
+        }
+        f.push_str("    return s;\n}\n");
+        f
+    };
+    s.push_str(&steps("f32", "team_sum", "s + {o}"));
+    s.push_str(&steps("vec2<f32>", "team_sum2", "s + {o}"));
+    s.push_str(&steps("f32", "team_max", "max(s, {o})"));
+    s
+}
+
+/// The entry point's signature and the team's place: `slot` (team within the
+/// workgroup), `lane` (within the team), `g` (the workgroup's linear index).
+fn entry(kind: Kind) -> String {
+    format!(
+        "@compute @workgroup_size({})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32, @builtin(subgroup_id) sg: u32,
+        @builtin(subgroup_size) sgs: u32, @builtin(subgroup_invocation_id) sgi: u32) {{
+    let slot = sg * (sgs / TEAM) + sgi / TEAM;
+    let lane = sgi % TEAM;
+    let g = wid.x + wid.y * nwg.x;
+",
+        kind.op().workgroup_size()
+    )
+}
+
+/// The team's row and its bounds, for kernels with one row per team: `n` (units of the
+/// row, 0 for a dead team past the last row), `base` (the lane's first unit) and `last`
+/// (the last unit of the tensor, which clamps masked loads).
+const ROW: &str = "    let row = g * ROWS + slot;
+    let live = row < p.rows;
+    let n = select(0u, p.n, live);
+    let base = row * p.n + lane;
+    let last = p.rows * p.n - 1u;
+";
+
+/// Slot `k` of buffer `buf` into `buf{k}`, declaring its mask `ok{k}`.
+fn load(buf: &str, k: u32, team: u32, fill: &str) -> String {
+    load_as(buf, buf, k, team, fill, true)
+}
+
+/// `text` with every line indented by `n` spaces.
+fn pad(text: &str, n: usize) -> String {
+    let sp = " ".repeat(n);
+    text.lines()
+        .map(|l| format!("{sp}{l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Slot `k` of buffer `buf` into `{var}{k}`; `mask`: also declare the slot's mask `ok{k}`
+/// (once per slot, by its first load). The load is unconditional at an index clamped into the tensor, and a masked
+/// slot takes `fill` by `select`: no branch around loads, so the compiler issues every
+/// slot's load back to back, and a masked slot never carries another row's inf or NaN
+/// into the sums.
+fn load_as(buf: &str, var: &str, k: u32, team: u32, fill: &str, mask: bool) -> String {
+    let o = k * team;
+    let mask = if mask {
+        format!("let ok{k} = lane + {o}u < n;\n")
+    } else {
+        String::new()
+    };
+    format!("{mask}let {var}{k} = select(T({fill}), {buf}[min(base + {o}u, last)], ok{k});")
+}
+
+/// Generates one variant: `(kernel name, WGSL)`. Control flow around every shuffle and
+/// barrier is uniform (dead rows compute on masked values and skip only their stores).
+pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, String) {
+    let name = format!(
+        "{}_team{team}x{v}{}",
+        kind.name(),
+        if vec4 { "_v4" } else { "" }
+    );
+    let mut s = header(kind, vec4, team);
+    // Offset of slot k from the lane's first unit.
+    let off = |k: u32| format!("{}u", k * team);
+    match kind {
+        Kind::SoftmaxFwd { log } => {
+            s.push_str(
+                "struct P { rows: u32, n: u32, p0: u32, p1: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> x: array<T>;
+@group(0) @binding(2) var<storage, read_write> y: array<T>;
+",
+            );
+            s.push_str(&entry(kind));
+            s.push_str(ROW);
+            for k in 0..v {
+                let _ = writeln!(s, "{}", pad(&load("x", k, team, "LOWEST"), 4));
+            }
+            let _ = writeln!(
+                s,
+                "    let m = team_max(hmax({}));",
+                tree(&each(v, |k| format!("x{k}")), &maxf)
+            );
+            // Masked slots contribute 0, not exp(LOWEST - m): a row of all -inf has
+            // m == LOWEST and must sum to 0 (NaN output, as PyTorch).
+            for k in 0..v {
+                let _ = writeln!(s, "    let e{k} = select(T(0.0), exp(x{k} - T(m)), ok{k});");
+            }
+            let _ = writeln!(
+                s,
+                "    let sum = team_sum(hsum({}));",
+                tree(&each(v, |k| format!("e{k}")), &add)
+            );
+            if log {
+                s.push_str("    let lse = T(m + log(sum));\n");
+            } else {
+                s.push_str("    let inv = 1.0 / sum;\n");
+            }
+            for k in 0..v {
+                let o = off(k);
+                let val = if log {
+                    format!("x{k} - lse")
+                } else {
+                    format!("e{k} * inv")
+                };
+                let _ = writeln!(s, "    if (ok{k}) {{ y[base + {o}] = {val}; }}");
+            }
+            s.push_str("}\n");
+        }
+        Kind::SoftmaxBwd { log } => {
+            s.push_str(
+                "struct P { rows: u32, n: u32, p0: u32, p1: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> y: array<T>;
+@group(0) @binding(2) var<storage, read_write> dx: array<T>;
+@group(0) @binding(3) var<storage, read> dy: array<T>;
+",
+            );
+            s.push_str(&entry(kind));
+            s.push_str(ROW);
+            for k in 0..v {
+                let _ = writeln!(s, "{}", pad(&load("y", k, team, "0.0"), 4));
+                let _ = writeln!(s, "{}", pad(&load_as("dy", "g", k, team, "0.0", false), 4));
+            }
+            let terms = if log {
+                each(v, |k| format!("g{k}"))
+            } else {
+                each(v, |k| format!("y{k} * g{k}"))
+            };
+            let _ = writeln!(s, "    let d = team_sum(hsum({}));", tree(&terms, &add));
+            for k in 0..v {
+                let o = off(k);
+                let val = if log {
+                    format!("g{k} - exp(y{k}) * d")
+                } else {
+                    format!("y{k} * (g{k} - T(d))")
+                };
+                let _ = writeln!(s, "    if (ok{k}) {{ dx[base + {o}] = {val}; }}");
+            }
+            s.push_str("}\n");
+        }
+        Kind::NormFwd { rms } => {
+            s.push_str(
+                "struct P { rows: u32, n: u32, eps: f32, p0: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> x: array<T>;
+@group(0) @binding(2) var<storage, read_write> y: array<T>;
+@group(0) @binding(3) var<storage, read> w: array<T>;
+@group(0) @binding(4) var<storage, read> b: array<T>;
+@group(0) @binding(5) var<storage, read_write> stats: array<f32>;
+",
+            );
+            s.push_str(&entry(kind));
+            s.push_str(ROW);
+            s.push_str("    let cnt = f32(p.n * W);\n");
+            for k in 0..v {
+                let _ = writeln!(s, "{}", pad(&load("x", k, team, "0.0"), 4));
+            }
+            if rms {
+                s.push_str("    let mean = 0.0;\n");
+            } else {
+                let _ = writeln!(
+                    s,
+                    "    let mean = team_sum(hsum({})) / cnt;",
+                    tree(&each(v, |k| format!("x{k}")), &add)
+                );
+            }
+            // The variance around the mean from the registers: no E[x^2] - mean^2.
+            for k in 0..v {
+                let _ = writeln!(s, "    let d{k} = select(T(0.0), x{k} - T(mean), ok{k});");
+            }
+            let _ = writeln!(
+                s,
+                "    let rstd = inverseSqrt(team_sum(hsum({})) / cnt + p.eps);",
+                tree(&each(v, |k| format!("d{k} * d{k}")), &add)
+            );
+            // Weight and bias loads outside the store branches (clamped to the row), so
+            // they are all in flight before the first store.
+            for k in 0..v {
+                let o = off(k);
+                let _ = writeln!(s, "    let w{k} = w[min(lane + {o}, p.n - 1u)];");
+                if !rms {
+                    let _ = writeln!(s, "    let b{k} = b[min(lane + {o}, p.n - 1u)];");
+                }
+            }
+            for k in 0..v {
+                let o = off(k);
+                let bias = if rms {
+                    String::new()
+                } else {
+                    format!(" + b{k}")
+                };
+                let _ = writeln!(
+                    s,
+                    "    if (ok{k}) {{ y[base + {o}] = d{k} * rstd * w{k}{bias}; }}"
+                );
+            }
+            s.push_str(
+                "    if (lane == 0u && live) {
+        stats[2u * row] = mean;
+        stats[2u * row + 1u] = rstd;
+    }
+}
+",
+            );
+        }
+        Kind::NormBwd { rms } => {
+            s.push_str(
+                "struct P { rows: u32, n: u32, rpt: u32, p0: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> x: array<T>;
+@group(0) @binding(2) var<storage, read> w: array<T>;
+@group(0) @binding(3) var<storage, read> stats: array<f32>;
+@group(0) @binding(4) var<storage, read> dy: array<T>;
+@group(0) @binding(5) var<storage, read_write> dx: array<T>;
+// Per workgroup partial sums [groups, n] of grad_y * xhat (weight) and grad_y (bias).
+@group(0) @binding(6) var<storage, read_write> pw: array<T>;
+@group(0) @binding(7) var<storage, read_write> pb: array<T>;
+",
+            );
+            let _ = writeln!(s, "var<workgroup> acc: array<T, {}>;", team * v);
+            s.push_str(&entry(kind));
+            s.push_str("    let cnt = f32(p.n * W);\n");
+            for k in 0..v {
+                let o = off(k);
+                let _ = writeln!(
+                    s,
+                    "    let col{k} = lane + {o} < p.n;\n    var aw{k} = T(0.0);\n    var ab{k} = T(0.0);"
+                );
+            }
+            // Teams walk rows interleaved, so in each step the workgroup's teams read
+            // ROWS consecutive rows (one contiguous block). The trip count is uniform.
+            s.push_str(
+                "    for (var i = 0u; i < p.rpt; i = i + 1u) {
+        let row = (g * p.rpt + i) * ROWS + slot;
+        let live = row < p.rows;
+        let n = select(0u, p.n, live);
+        let base = row * p.n + lane;
+        let last = p.rows * p.n - 1u;
+        let srow = min(row, p.rows - 1u);
+        let mean = select(0.0, stats[2u * srow], live);
+        let rstd = select(0.0, stats[2u * srow + 1u], live);
+",
+            );
+            for k in 0..v {
+                let o = off(k);
+                let _ = writeln!(
+                    s,
+                    "{}\n{}\n        let w{k} = w[min(lane + {o}, p.n - 1u)];\n        \
+                     let xh{k} = (x{k} - T(mean)) * rstd;\n        let gw{k} = d{k} * w{k};",
+                    pad(&load("x", k, team, "0.0"), 8),
+                    pad(&load_as("dy", "d", k, team, "0.0", false), 8)
+                );
+            }
+            // The column sums first: `d` is then dead before the reduction, which keeps
+            // fewer registers live across it.
+            for k in 0..v {
+                let _ = writeln!(s, "        aw{k} = aw{k} + d{k} * xh{k};");
+                if !rms {
+                    let _ = writeln!(s, "        ab{k} = ab{k} + d{k};");
+                }
+            }
+            let _ = writeln!(
+                s,
+                "        let r = team_sum2(vec2<f32>(hsum({}), hsum({})));",
+                tree(&each(v, |k| format!("gw{k}")), &add),
+                tree(&each(v, |k| format!("gw{k} * xh{k}")), &add)
+            );
+            if rms {
+                s.push_str("        let mg = 0.0;\n");
+            } else {
+                s.push_str("        let mg = r.x / cnt;\n");
+            }
+            s.push_str("        let mgx = r.y / cnt;\n");
+            for k in 0..v {
+                let o = off(k);
+                let _ = writeln!(
+                    s,
+                    "        if (ok{k}) {{ dx[base + {o}] = rstd * (gw{k} - T(mg) - xh{k} * mgx); }}"
+                );
+            }
+            s.push_str("    }\n");
+            // The teams' partial sums in a fixed order (deterministic, no atomics), then
+            // one row of partials per workgroup; a column reduction sums those.
+            let mut combine = |acc: &str, out: &str| {
+                let _ = writeln!(
+                    s,
+                    "    for (var u = lid; u < TEAM * {v}u; u = u + WGS) {{ acc[u] = T(0.0); }}
+    workgroupBarrier();
+    for (var r = 0u; r < ROWS; r = r + 1u) {{
+        if (slot == r) {{"
+                );
+                for k in 0..v {
+                    let o = off(k);
+                    let _ = writeln!(
+                        s,
+                        "            if (col{k}) {{ acc[lane + {o}] = acc[lane + {o}] + {acc}{k}; }}"
+                    );
+                }
+                let _ = writeln!(
+                    s,
+                    "        }}
+        workgroupBarrier();
+    }}
+    for (var u = lid; u < p.n; u = u + WGS) {{ {out}[g * p.n + u] = acc[u]; }}
+    workgroupBarrier();"
+                );
+            };
+            combine("aw", "pw");
+            if !rms {
+                combine("ab", "pb");
+            }
+            s.push_str("}\n");
+        }
+        Kind::CrossEntropy => {
+            s.push_str(
+                "struct P { rows: u32, n: u32, classes: u32, ignore: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> x: array<T>;
+@group(0) @binding(2) var<storage, read> targets: array<u32>;
+@group(0) @binding(3) var<storage, read> cnt: array<f32>;
+@group(0) @binding(4) var<storage, read_write> loss: array<f32>;
+@group(0) @binding(5) var<storage, read_write> dx: array<T>;
+",
+            );
+            s.push_str(&entry(kind));
+            s.push_str(
+                "    let row = g * ROWS + slot;
+    let live = row < p.rows;
+    let n = select(0u, p.n, live);
+    let rbase = row * p.n;
+    let base = rbase + lane;
+    let last = p.rows * p.n - 1u;
+    let t = select(p.ignore, targets[min(row, p.rows - 1u)], live);
+    let ignored = t == p.ignore;
+    let valid = !ignored && t < p.classes;
+    // Ignored and invalid rows get a zero gradient.
+    let scale = select(0.0, 1.0 / max(cnt[0], 1.0), valid);
+    let tu = t / W;
+    let hot = onehot(t % W);
+",
+            );
+            for k in 0..v {
+                let _ = writeln!(s, "{}", pad(&load("x", k, team, "LOWEST"), 4));
+            }
+            let _ = writeln!(
+                s,
+                "    let m = team_max(hmax({}));",
+                tree(&each(v, |k| format!("x{k}")), &maxf)
+            );
+            for k in 0..v {
+                let _ = writeln!(s, "    let e{k} = select(T(0.0), exp(x{k} - T(m)), ok{k});");
+            }
+            let _ = writeln!(
+                s,
+                "    let sum = team_sum(hsum({}));\n    let inv = 1.0 / sum;",
+                tree(&each(v, |k| format!("e{k}")), &add)
+            );
+            for k in 0..v {
+                let o = off(k);
+                let _ = writeln!(
+                    s,
+                    "    if (ok{k}) {{\n        var q = e{k} * inv;\n        \
+                     if (lane + {o} == tu) {{ q = q - hot; }}\n        dx[base + {o}] = q * scale;\n    }}"
+                );
+            }
+            s.push_str(
+                "    if (lane == 0u && live) {
+        var l = 0.0;
+        if (valid) {
+            l = m + log(sum) - elem(x[rbase + tu], t % W);
+        } else if (!ignored) {
+            l = bitcast<f32>(0x7fc00000u);
+        }
+        loss[row] = l;
+    }
+}
+",
+            );
+        }
+    }
+    (name, s)
+}
