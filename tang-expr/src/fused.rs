@@ -21,9 +21,9 @@ use crate::codegen::{ElementwiseSpec, emit_elementwise};
 use crate::diff::{grad, vjp};
 use crate::error::ExprError;
 use crate::eval::Evaluator;
+use crate::float::Float;
 use crate::graph::{Graph, Node, NodeId, Ty};
 use crate::kernel::Kernel;
-use crate::op::Float;
 use crate::simplify::{simplify, try_simplify};
 
 /// What to build fused kernels from.
