@@ -10,6 +10,9 @@ use std::task::Poll;
 use crate::device::Device;
 use crate::error::Error;
 
+/// What wgpu reports when a map finishes.
+type MapOutcome = Result<(), wgpu::BufferAsyncError>;
+
 /// How long a blocking read waits for wgpu to deliver a finished map (run by another
 /// thread's poll) before reporting [`Error::Map`].
 const READ_CALLBACK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
@@ -330,6 +333,19 @@ impl Tensor {
         Ok(Some(staging))
     }
 
+    /// Asks wgpu to map `staging` for reading; the slot receives the outcome when a poll
+    /// (on any thread) completes the map.
+    fn request_map(staging: &wgpu::Buffer) -> Arc<Mutex<Option<MapOutcome>>> {
+        let slot = Arc::new(Mutex::new(None));
+        let s2 = slot.clone();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            if let Ok(mut s) = s2.lock() {
+                *s = Some(r);
+            }
+        });
+        slot
+    }
+
     fn finish_read(staging: &wgpu::Buffer) -> Result<Vec<u8>, Error> {
         let view = staging
             .get_mapped_range(..)
@@ -344,13 +360,7 @@ impl Tensor {
         let Some(staging) = self.start_read()? else {
             return Ok(Vec::new());
         };
-        let slot = Arc::new(Mutex::new(None));
-        let s2 = slot.clone();
-        staging.map_async(wgpu::MapMode::Read, .., move |r| {
-            if let Ok(mut s) = s2.lock() {
-                *s = Some(r);
-            }
-        });
+        let slot = Self::request_map(&staging);
         // wgpu runs map callbacks on whichever thread polls, after releasing its locks: when
         // another thread polls the same device at the same time, our `wait` can return while
         // that thread is still about to run our callback. So wait until the callback has
@@ -377,13 +387,7 @@ impl Tensor {
         let Some(staging) = self.start_read()? else {
             return Ok(Vec::new());
         };
-        let slot = Arc::new(Mutex::new(None));
-        let s2 = slot.clone();
-        staging.map_async(wgpu::MapMode::Read, .., move |r| {
-            if let Ok(mut s) = s2.lock() {
-                *s = Some(r);
-            }
-        });
+        let slot = Self::request_map(&staging);
         let dev = self.device().clone();
         let r = std::future::poll_fn(|cx| {
             // Native wgpu needs polling to make progress; poll without blocking and
