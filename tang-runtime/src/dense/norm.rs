@@ -18,7 +18,7 @@
 //! same bits on every run, and `x` and `grad_y` are read once.
 
 use super::reduce::{grid, rows_cols, sum, unit_f1, unit_v4, want_f32, wg_common, words};
-use super::rows_team::{Kind, team_kernel};
+use super::rows_team::{Kind, row_kernel, team_kernel};
 use crate::{Binding, DType, Error, RawKernel, Tensor};
 
 macro_rules! fwd_body {
@@ -262,18 +262,15 @@ fn forward(x: &Tensor, w: &Tensor, b: &Tensor, eps: f32, rms: bool) -> Result<No
     let n = if v4 { cols / 4 } else { cols };
     let u = words(&[rows as u32, n as u32, eps.to_bits(), 0]);
     let flag = [("RMS", if rms { 1.0 } else { 0.0 })];
-    let (k, g, flag) = match team_kernel(dev, Kind::NormFwd { rms }, cols) {
-        Some((k, rpg)) => (
-            k,
-            grid(dev, op, rows.div_ceil(rpg as usize) as u64)?,
-            &[][..],
-        ),
-        None => (
-            if v4 { &K_FWD_V4 } else { &K_FWD_F1 },
-            grid(dev, op, rows as u64)?,
-            &flag[..],
-        ),
-    };
+    let (k, g, flag) = row_kernel(
+        dev,
+        op,
+        Kind::NormFwd { rms },
+        rows,
+        cols,
+        if v4 { &K_FWD_V4 } else { &K_FWD_F1 },
+        &flag,
+    )?;
     let binds = [
         Binding::Uniform(&u),
         Binding::Read(x),

@@ -25,7 +25,8 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use crate::{Device, RawKernel};
+use super::reduce::grid;
+use crate::{Device, Error, RawKernel};
 
 mod codegen;
 
@@ -267,4 +268,28 @@ pub(crate) fn team_kernel(
         } => Some((kernel(kind, vec4, team, per_lane), rows_per_group)),
         RowPath::Workgroup => None,
     }
+}
+
+/// Pipeline-overridable constants of a dispatch (name, value).
+type Constants<'c> = &'c [(&'c str, f64)];
+
+/// The kernel, grid and override constants for `rows` rows of `cols` floats: the team
+/// kernel of `kind` where [`row_path`] picks one (several rows per workgroup, no
+/// constants), else `fallback` (one workgroup per row) with its `constants`.
+///
+/// # Errors
+/// [`Error::TooLarge`] when the grid exceeds the device's dispatch limits.
+pub(crate) fn row_kernel<'c>(
+    dev: &Device,
+    op: &str,
+    kind: Kind,
+    rows: usize,
+    cols: usize,
+    fallback: &'static RawKernel,
+    constants: Constants<'c>,
+) -> Result<(&'static RawKernel, [u32; 3], Constants<'c>), Error> {
+    Ok(match team_kernel(dev, kind, cols) {
+        Some((k, rpg)) => (k, grid(dev, op, rows.div_ceil(rpg as usize) as u64)?, &[]),
+        None => (fallback, grid(dev, op, rows as u64)?, constants),
+    })
 }

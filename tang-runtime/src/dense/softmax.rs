@@ -10,8 +10,8 @@
 //! reduction. Longer rows stream their tail with an online max/sum update and read it a
 //! second time for the output.
 
-use super::reduce::{grid, lowest, rows_cols, unit_f1, unit_v4, want_f32, wg_common, words};
-use super::rows_team::{Kind, team_kernel};
+use super::reduce::{lowest, rows_cols, unit_f1, unit_v4, want_f32, wg_common, words};
+use super::rows_team::{Kind, row_kernel};
 use crate::{Binding, DType, Error, RawKernel, Tensor};
 
 macro_rules! fwd_body {
@@ -166,18 +166,15 @@ fn forward(x: &Tensor, log: bool) -> Result<Tensor, Error> {
     let n = if v4 { cols / 4 } else { cols };
     let u = words(&[rows as u32, n as u32, 0, 0]);
     let flag = [("LOG", if log { 1.0 } else { 0.0 })];
-    let (k, g, flag) = match team_kernel(dev, Kind::SoftmaxFwd { log }, cols) {
-        Some((k, rpg)) => (
-            k,
-            grid(dev, op, rows.div_ceil(rpg as usize) as u64)?,
-            &[][..],
-        ),
-        None => (
-            if v4 { &K_FWD_V4 } else { &K_FWD_F1 },
-            grid(dev, op, rows as u64)?,
-            &flag[..],
-        ),
-    };
+    let (k, g, flag) = row_kernel(
+        dev,
+        op,
+        Kind::SoftmaxFwd { log },
+        rows,
+        cols,
+        if v4 { &K_FWD_V4 } else { &K_FWD_F1 },
+        &flag,
+    )?;
     dev.dispatch_raw(
         k,
         flag,
@@ -218,18 +215,15 @@ fn backward(y: &Tensor, grad_y: &Tensor, log: bool) -> Result<Tensor, Error> {
     let n = if v4 { cols / 4 } else { cols };
     let u = words(&[rows as u32, n as u32, 0, 0]);
     let flag = [("LOG", if log { 1.0 } else { 0.0 })];
-    let (k, g, flag) = match team_kernel(dev, Kind::SoftmaxBwd { log }, cols) {
-        Some((k, rpg)) => (
-            k,
-            grid(dev, op, rows.div_ceil(rpg as usize) as u64)?,
-            &[][..],
-        ),
-        None => (
-            if v4 { &K_BWD_V4 } else { &K_BWD_F1 },
-            grid(dev, op, rows as u64)?,
-            &flag[..],
-        ),
-    };
+    let (k, g, flag) = row_kernel(
+        dev,
+        op,
+        Kind::SoftmaxBwd { log },
+        rows,
+        cols,
+        if v4 { &K_BWD_V4 } else { &K_BWD_F1 },
+        &flag,
+    )?;
     dev.dispatch_raw(
         k,
         flag,
