@@ -1,0 +1,33 @@
+//! safetensors files: PyTorch state dicts read, loaded onto the device and saved, with
+//! every defect of a hostile file reported as a typed error.
+//!
+//! - [`read_file`] / [`read_bytes`]: tensors on the host in their file dtype;
+//!   [`load_file`]: F32, F16 and BF16 onto the device as f32, integer ids kept on the host
+//!   (or [`StateDict::u32_tensor`]).
+//! - [`save_file`] / [`save_bytes`]: F32, F16 or BF16, tied entries once as
+//!   `safetensors.torch.save_model` writes them, byte-identical to
+//!   `safetensors.torch.save_file` for untied tensors.
+//! - [`check_state_dict`]: strict and non-strict loading checks in PyTorch's words.
+//!
+//! tang parses headers itself (not through the `safetensors` crate) so that duplicate
+//! keys, nesting depth and each kind of bad offset get their own error; the crate's reader
+//! collapses duplicate keys and reports several defects under one variant.
+
+mod convert;
+mod dtype;
+mod error;
+mod header;
+mod json;
+mod read;
+mod state_dict;
+mod strict;
+mod write;
+
+pub use convert::FloatDtype;
+pub use dtype::Dtype;
+pub use error::SafetensorsError;
+pub use header::{Header, MAX_HEADER_LEN, MAX_RANK, TensorInfo};
+pub use read::{Checkpoint, load_file, read_bytes, read_file};
+pub use state_dict::{HostTensor, StateDict, StateTensor};
+pub use strict::{IncompatibleKeys, SizeMismatch, StateDictError, check_state_dict};
+pub use write::{save_bytes, save_file};

@@ -1,0 +1,149 @@
+//! Reading safetensors files into state dicts. Every length in the file is checked against
+//! the file's real size before anything is allocated: the header length against the format's
+//! cap and the bytes present, every tensor's range against the data section, and the
+//! tensors must tile that section exactly.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+use tang_runtime::Device;
+
+use super::error::SafetensorsError;
+use super::header::{Header, LEN_BYTES, header_len};
+use super::state_dict::{HostTensor, StateDict};
+
+/// What a safetensors file holds: its tensors by name, and its `__metadata__`.
+#[derive(Clone, Debug, Default)]
+pub struct Checkpoint {
+    /// The tensors, in the order the header lists them, followed by the tied names of
+    /// [`Checkpoint::aliases`], each sharing its kept tensor (tied, as in the model that
+    /// was saved).
+    pub tensors: StateDict,
+    /// The `__metadata__` map, alias records included.
+    pub metadata: BTreeMap<String, String>,
+    /// The tied names recorded as `safetensors.torch.save_model` records them: metadata
+    /// entries `{dropped: kept}` where `kept` is a tensor of the file and `dropped` is
+    /// not. (dropped, kept) pairs in metadata order.
+    pub aliases: Vec<(String, String)>,
+}
+
+/// The (dropped, kept) alias records of `metadata`, for a file whose tensor names satisfy
+/// `is_tensor`.
+fn aliases_in(
+    metadata: &BTreeMap<String, String>,
+    is_tensor: impl Fn(&str) -> bool,
+) -> Vec<(String, String)> {
+    metadata
+        .iter()
+        .filter(|(dropped, kept)| !is_tensor(dropped) && is_tensor(kept))
+        .map(|(d, k)| (d.clone(), k.clone()))
+        .collect()
+}
+
+/// Parses a whole safetensors file held in memory; tensors stay on the host in their
+/// file dtype.
+///
+/// # Errors
+/// A typed [`SafetensorsError`] for every defect of the bytes; never panics.
+pub fn read_bytes(bytes: &[u8]) -> Result<Checkpoint, SafetensorsError> {
+    let prefix: [u8; 8] = bytes
+        .get(..LEN_BYTES as usize)
+        .and_then(|p| p.try_into().ok())
+        .ok_or(SafetensorsError::TooShort {
+            len: bytes.len() as u64,
+        })?;
+    let rest = &bytes[LEN_BYTES as usize..];
+    let n = header_len(prefix, rest.len() as u64)? as usize;
+    let (header_bytes, data) = rest.split_at(n);
+    let header = Header::parse(header_bytes, data.len() as u64)?;
+    // The header is validated: every range lies inside `data`.
+    let mut tensors = Vec::with_capacity(header.tensors.len());
+    for t in &header.tensors {
+        let [begin, end] = t.data_offsets;
+        let slice = data.get(begin as usize..end as usize).unwrap_or_default();
+        tensors.push(HostTensor::new(t.dtype, &t.shape, slice.to_vec())?);
+    }
+    Ok(assemble(&header, tensors))
+}
+
+/// Reads a safetensors file; tensors stay on the host in their file dtype. The file is
+/// read once, front to back, and nothing is allocated that the file's length does not
+/// back.
+///
+/// # Errors
+/// [`SafetensorsError::Io`] when the file cannot be read, and a typed error for every
+/// defect of its contents; never panics.
+pub fn read_file(path: impl AsRef<Path>) -> Result<Checkpoint, SafetensorsError> {
+    let path = path.as_ref();
+    let io = |source| SafetensorsError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(io)?;
+    let file_len = file.metadata().map_err(io)?.len();
+    if file_len < LEN_BYTES {
+        return Err(SafetensorsError::TooShort { len: file_len });
+    }
+    let mut reader = BufReader::new(file);
+    let mut prefix = [0u8; 8];
+    reader.read_exact(&mut prefix).map_err(io)?;
+    let n = header_len(prefix, file_len - LEN_BYTES)?;
+    let mut header_bytes = vec![0u8; n as usize];
+    reader.read_exact(&mut header_bytes).map_err(io)?;
+    let header = Header::parse(&header_bytes, file_len - LEN_BYTES - n)?;
+    drop(header_bytes);
+    // The tensors tile the data section, so reading them in offset order reads the rest
+    // of the file sequentially; each buffer is exactly its validated size.
+    let mut data: Vec<Option<Vec<u8>>> = vec![None; header.tensors.len()];
+    for i in header.data_order() {
+        let [begin, end] = header.tensors[i].data_offsets;
+        let mut buf = vec![0u8; (end - begin) as usize];
+        reader.read_exact(&mut buf).map_err(io)?;
+        data[i] = Some(buf);
+    }
+    let mut tensors = Vec::with_capacity(header.tensors.len());
+    for (t, bytes) in header.tensors.iter().zip(data) {
+        tensors.push(HostTensor::new(
+            t.dtype,
+            &t.shape,
+            bytes.unwrap_or_default(),
+        )?);
+    }
+    Ok(assemble(&header, tensors))
+}
+
+/// Reads a safetensors file onto `dev`: F32, F16 and BF16 tensors become f32 device
+/// tensors (F16 and BF16 widened exactly); integer tensors (I64 token ids) stay on the
+/// host (see [`StateDict::u32_tensor`]). Tied names share one device tensor.
+///
+/// # Errors
+/// As [`read_file`], and [`SafetensorsError::Runtime`] when the device fails.
+pub fn load_file(path: impl AsRef<Path>, dev: &Device) -> Result<Checkpoint, SafetensorsError> {
+    let host = read_file(path)?;
+    Ok(Checkpoint {
+        tensors: host.tensors.to_device(dev)?,
+        ..host
+    })
+}
+
+/// The checkpoint of a validated header and its tensors (in header order), with the
+/// tied names of the metadata added as clones of their kept tensor.
+fn assemble(header: &Header, tensors: Vec<HostTensor>) -> Checkpoint {
+    let mut state = StateDict::new();
+    for (info, tensor) in header.tensors.iter().zip(tensors) {
+        state.insert(info.name.clone(), tensor);
+    }
+    let aliases = aliases_in(&header.metadata, |n| state.contains(n));
+    for (dropped, kept) in &aliases {
+        if let Some(shared) = state.get(kept).cloned() {
+            state.insert(dropped.clone(), shared);
+        }
+    }
+    Checkpoint {
+        tensors: state,
+        metadata: header.metadata.clone(),
+        aliases,
+    }
+}
