@@ -3,7 +3,9 @@
 //! overflow, wrong sizes, overlapping / out-of-range / holed offsets, duplicate keys,
 //! non-UTF-8, deep JSON, bad numbers, trailing characters). Every mutation must give a
 //! typed error (or, where the mutation can leave a valid file, a successful read), never
-//! a panic; targeted edits must give their own error kind.
+//! a panic; targeted edits must give their own error kind. The `safetensors` crate's
+//! reader runs on the same bytes: it accepts exactly the files tang accepts, except that
+//! it silently takes files with a duplicated key, which tang refuses.
 //!
 //! `cargo test -p tang-nn --test safetensors_fuzz` runs a few hundred mutations. The full
 //! 10,000, with the counts by error kind printed:
@@ -366,6 +368,7 @@ fn run(count: usize, seed: u64) -> BTreeMap<String, usize> {
     let mut outcomes = BTreeMap::new();
     let mut by_mutation: BTreeMap<&str, usize> = BTreeMap::new();
     let mut failures = Vec::new();
+    let mut crate_differs: BTreeMap<String, usize> = BTreeMap::new();
     let dir = std::env::temp_dir().join(format!("tang-st-fuzz-{}-{seed}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for case in 0..count {
@@ -390,6 +393,24 @@ fn run(count: usize, seed: u64) -> BTreeMap<String, usize> {
                 failures.push(format!("case {case} {what}: bytes {got}, file {from_file}"));
             }
         }
+        // The safetensors crate's reader on the same bytes: a file it refuses must not
+        // be accepted here (tang is stricter: it also refuses duplicate keys).
+        let crate_ok =
+            match catch_unwind(|| safetensors::SafeTensors::deserialize(&mutated).is_ok()) {
+                Ok(true) => "ok",
+                Ok(false) => "error",
+                Err(_) => "panic",
+            };
+        if (crate_ok == "ok") != (got == "ok") {
+            *crate_differs
+                .entry(format!("{what}: crate {crate_ok}, tang {got}"))
+                .or_default() += 1;
+            if crate_ok != "ok" && got == "ok" {
+                failures.push(format!(
+                    "case {case} {what}: the crate refuses, tang accepts"
+                ));
+            }
+        }
         if got == "PANIC" || want.is_some_and(|w| w != got) {
             failures.push(format!("case {case} {what}: want {want:?}, got {got}"));
         }
@@ -398,6 +419,7 @@ fn run(count: usize, seed: u64) -> BTreeMap<String, usize> {
     std::fs::remove_dir_all(&dir).unwrap();
     println!("{count} mutated files, by mutation: {by_mutation:?}");
     println!("outcomes by kind: {outcomes:?}");
+    println!("where the safetensors crate's reader differs: {crate_differs:?}");
     assert!(
         failures.is_empty(),
         "{} failures: {:#?}",
@@ -405,6 +427,13 @@ fn run(count: usize, seed: u64) -> BTreeMap<String, usize> {
         &failures[..failures.len().min(20)]
     );
     assert!(!outcomes.contains_key("PANIC"));
+    // tang and the crate accept and refuse the same files, but for duplicate keys.
+    assert!(
+        crate_differs
+            .keys()
+            .all(|k| k.starts_with("duplicate_key: crate ok")),
+        "{crate_differs:?}"
+    );
     outcomes
 }
 
