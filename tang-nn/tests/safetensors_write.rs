@@ -169,6 +169,22 @@ fn tied_entries_are_written_once_and_recorded_without_overwriting_user_metadata(
 }
 
 #[test]
+fn a_reshaped_view_of_a_buffer_is_saved_as_its_own_tensor() {
+    let dev = Device::new().unwrap();
+    let w = Tensor::from_slice(&dev, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
+    let mut s = StateDict::new();
+    s.insert("w", w.clone());
+    s.insert("flat", w.reshape(&[6]).unwrap());
+    let back = read_bytes(&save_bytes(&s, FloatDtype::F32, &BTreeMap::new()).unwrap()).unwrap();
+    assert!(back.metadata.is_empty());
+    assert_eq!(back.tensors.get("flat").unwrap().shape(), &[6]);
+    assert_eq!(
+        back.tensors.f32_values("flat").unwrap(),
+        back.tensors.f32_values("w").unwrap()
+    );
+}
+
+#[test]
 fn a_tensor_named_like_the_metadata_key_is_refused() {
     let mut s = StateDict::new();
     s.insert("__metadata__", HostTensor::from_f32(&[1.0], &[1]).unwrap());

@@ -1,7 +1,7 @@
 //! An ordered state dict: PyTorch's `state_dict()` names mapped to tensors that live on
 //! the device (tang's f32 and u32 tensors) or on the host (any file dtype, as raw bytes).
 //!
-//! Entries that share storage are tied parameters (one leaf under two names, as
+//! Entries that share storage with the same shape are tied parameters (one leaf under two names, as
 //! nanoGPT's `lm_head.weight` and `transformer.wte.weight`): clones of a device tensor share
 //! its buffer, clones of a host tensor share its bytes, and saving writes them once.
 
@@ -16,7 +16,7 @@ use super::error::SafetensorsError;
 
 /// A tensor held in host memory: a file dtype, a shape and the little-endian bytes.
 /// Cheap to clone (clones share the bytes, and count as tied when saved).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct HostTensor {
     dtype: Dtype,
     shape: Vec<usize>,
@@ -108,6 +108,16 @@ impl HostTensor {
     }
 }
 
+impl std::fmt::Debug for HostTensor {
+    // The bytes can be large; show what identifies the tensor.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostTensor")
+            .field("dtype", &self.dtype)
+            .field("shape", &self.shape)
+            .finish()
+    }
+}
+
 /// One entry of a [`StateDict`].
 #[derive(Clone, Debug)]
 pub enum StateTensor {
@@ -137,8 +147,12 @@ impl StateTensor {
         }
     }
 
-    /// Whether two entries share storage (tied parameters).
+    /// Whether two entries are tied: one storage under two names, with the same shape. (A
+    /// reshaped view of a buffer is not a tie: it is saved as its own tensor.)
     pub fn is_tied_to(&self, other: &StateTensor) -> bool {
+        if self.shape() != other.shape() {
+            return false;
+        }
         match (self, other) {
             (StateTensor::Device(a), StateTensor::Device(b)) => a.same_buffer(b),
             (StateTensor::Host(a), StateTensor::Host(b)) => a.same_data(b),

@@ -33,8 +33,8 @@ fn stored_dtype(tensor: &StateTensor, float: FloatDtype) -> Dtype {
     }
 }
 
-/// Drops tied duplicates as `safetensors.torch.save_model` does: of each group of
-/// entries sharing storage, the name first in string order is kept and each other is
+/// Drops tied duplicates as `safetensors.torch.save_model` does: of each group of tied
+/// entries ([`StateTensor::is_tied_to`]), the name first in string order is kept and each other is
 /// recorded in the metadata as `{dropped: kept}` unless the caller's metadata already
 /// uses that key. Returns the kept entries and the metadata to write.
 fn untie<'a>(
