@@ -10,3 +10,5 @@
 //! Today it re-exports the runtime so that examples and tests can depend on one crate.
 
 pub use tang_runtime;
+
+pub mod rng;
