@@ -7,8 +7,9 @@
 //! seeded shuffling data loader, a trainer with progress and metrics, and safetensors
 //! load/save that round-trips with PyTorch.
 //!
-//! Today it re-exports the runtime so that examples and tests can depend on one crate.
+//! It re-exports the runtime so that examples and tests can depend on one crate.
 
 pub use tang_runtime;
 
 pub mod rng;
+pub mod schedule;
