@@ -11,5 +11,6 @@
 
 pub use tang_runtime;
 
+pub mod data;
 pub mod rng;
 pub mod schedule;
