@@ -11,6 +11,7 @@
 
 pub use tang_runtime;
 
+pub mod checkpoint;
 pub mod data;
 pub mod rng;
 pub mod schedule;
