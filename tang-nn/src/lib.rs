@@ -15,3 +15,4 @@ pub mod checkpoint;
 pub mod data;
 pub mod rng;
 pub mod schedule;
+pub mod train;
