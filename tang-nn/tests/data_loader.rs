@@ -1,7 +1,7 @@
 //! The data loader's contract: seeded epochs, every sample once per epoch, `drop_last`,
 //! exact resumption mid-epoch, and collation into GPU tensors.
 
-use tang_nn::data::{DataError, DataLoader, LoaderOptions, LoaderState};
+use tang_nn::data::{DataError, DataLoader, Dataset, LoaderOptions, LoaderState};
 use tang_runtime::{Device, Tensor};
 
 /// A collate that keeps the samples, so tests see exactly which ones a batch holds.
@@ -133,6 +133,24 @@ fn bad_options_and_positions_are_typed_errors() {
         DataLoader::new(data.clone(), keep, options(0, false, false, 0)),
         Err(DataError::InvalidOption {
             what: "batch_size",
+            ..
+        })
+    ));
+    // A data set longer than memory can index is a typed error, not an abort.
+    struct Endless;
+    impl Dataset for Endless {
+        type Item = u32;
+        fn len(&self) -> usize {
+            usize::MAX
+        }
+        fn get(&self, index: usize) -> Result<u32, DataError> {
+            Ok(index as u32)
+        }
+    }
+    assert!(matches!(
+        DataLoader::new(Endless, keep, LoaderOptions::default()),
+        Err(DataError::InvalidOption {
+            what: "dataset",
             ..
         })
     ));

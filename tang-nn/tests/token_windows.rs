@@ -11,7 +11,7 @@ fn window_offsets_pass_a_chi_square_uniformity_test() {
     assert_eq!(sampler.offset_count(), 100);
     let mut counts = [0u64; 100];
     for step in 0..500 {
-        for o in sampler.offsets(step) {
+        for o in sampler.offsets(step).unwrap() {
             counts[o] += 1;
         }
     }
@@ -34,8 +34,8 @@ fn windows_are_corpus_slices_with_targets_shifted_by_one() {
     let corpus: Vec<u32> = (0..1000).map(|i| i * 7 + 3).collect();
     let batcher = TokenBatcher::new(corpus.clone(), 5, 8, 11).unwrap();
     for step in [0, 1, 99] {
-        let offsets = batcher.sampler().offsets(step);
-        let (x, y) = batcher.host_batch(step);
+        let offsets = batcher.sampler().offsets(step).unwrap();
+        let (x, y) = batcher.host_batch(step).unwrap();
         assert_eq!(x.len(), 40);
         for (b, &o) in offsets.iter().enumerate() {
             assert!(o < 1000 - 8);
@@ -45,11 +45,17 @@ fn windows_are_corpus_slices_with_targets_shifted_by_one() {
     }
     // A pure function of (seed, step): step 5 is the same whenever it is asked for.
     let again = TokenBatcher::new(corpus.clone(), 5, 8, 11).unwrap();
-    assert_eq!(batcher.host_batch(5), again.host_batch(5));
-    assert_ne!(batcher.host_batch(5), batcher.host_batch(6));
+    assert_eq!(batcher.host_batch(5).unwrap(), again.host_batch(5).unwrap());
     assert_ne!(
-        batcher.host_batch(5),
-        TokenBatcher::new(corpus, 5, 8, 12).unwrap().host_batch(5)
+        batcher.host_batch(5).unwrap(),
+        batcher.host_batch(6).unwrap()
+    );
+    assert_ne!(
+        batcher.host_batch(5).unwrap(),
+        TokenBatcher::new(corpus, 5, 8, 12)
+            .unwrap()
+            .host_batch(5)
+            .unwrap()
     );
 }
 
@@ -57,7 +63,8 @@ fn windows_are_corpus_slices_with_targets_shifted_by_one() {
 fn the_last_window_is_reachable_and_short_corpora_are_errors() {
     // block 4 in 6 tokens: offsets 0 and 1 (1 + 4 + 1 = 6 tokens used).
     let sampler = WindowSampler::new(1, 64, 4, 6).unwrap();
-    let seen: std::collections::BTreeSet<usize> = (0..4).flat_map(|s| sampler.offsets(s)).collect();
+    let seen: std::collections::BTreeSet<usize> =
+        (0..4).flat_map(|s| sampler.offsets(s).unwrap()).collect();
     assert_eq!(seen.into_iter().collect::<Vec<_>>(), [0, 1]);
     assert!(matches!(
         WindowSampler::new(1, 2, 6, 6),
@@ -74,6 +81,16 @@ fn the_last_window_is_reachable_and_short_corpora_are_errors() {
         WindowSampler::new(1, usize::MAX, 4, 60),
         Err(DataError::InvalidOption { .. })
     ));
+    // A batch larger than memory is a typed error, not an abort.
+    let huge = TokenBatcher::new(vec![0; 60], 1 << 60, 4, 1).unwrap();
+    assert!(matches!(
+        huge.host_batch(0),
+        Err(DataError::InvalidOption { .. })
+    ));
+    assert!(matches!(
+        huge.sampler().offsets(0),
+        Err(DataError::InvalidOption { .. })
+    ));
 }
 
 #[test]
@@ -83,7 +100,7 @@ fn batches_upload_as_u32_tensors() {
     let batcher = TokenBatcher::new(corpus, 3, 16, 4).unwrap();
     let (x, y) = batcher.batch(&dev, 7).unwrap();
     assert_eq!((x.shape(), y.shape()), (&[3, 16][..], &[3, 16][..]));
-    let (hx, hy) = batcher.host_batch(7);
+    let (hx, hy) = batcher.host_batch(7).unwrap();
     assert_eq!(x.to_vec_u32().unwrap(), hx);
     assert_eq!(y.to_vec_u32().unwrap(), hy);
 }

@@ -68,7 +68,8 @@ where
     /// A loader at the start of epoch 0.
     ///
     /// # Errors
-    /// [`DataError::InvalidOption`] when `batch_size` is 0.
+    /// [`DataError::InvalidOption`] when `batch_size` is 0, or when the data set is too
+    /// large for its visiting order (one index per sample) to fit in memory.
     pub fn new(dataset: D, collate: C, options: LoaderOptions) -> Result<Self, DataError> {
         if options.batch_size == 0 {
             return Err(DataError::InvalidOption {
@@ -76,15 +77,25 @@ where
                 detail: "batch_size is 0; pass at least 1".into(),
             });
         }
+        let len = dataset.len();
+        let mut order = Vec::new();
+        order
+            .try_reserve_exact(len)
+            .map_err(|_| DataError::InvalidOption {
+                what: "dataset",
+                detail: format!(
+                    "{len} samples need a visiting order larger than memory; use a smaller data set"
+                ),
+            })?;
         let mut loader = DataLoader {
             dataset,
             collate,
             options,
             epoch: 0,
             position: 0,
-            order: Vec::new(),
+            order,
         };
-        loader.order = loader.epoch_order(0);
+        loader.set_epoch(0);
         Ok(loader)
     }
 
@@ -138,9 +149,8 @@ where
                 ),
             })?;
         self.options.seed = state.seed;
-        self.epoch = state.epoch;
+        self.set_epoch(state.epoch);
         self.position = position;
-        self.order = self.epoch_order(state.epoch);
         Ok(())
     }
 
@@ -150,9 +160,7 @@ where
         let remaining = self.order.len() - self.position;
         let take = remaining.min(self.options.batch_size);
         if take == 0 || (self.options.drop_last && take < self.options.batch_size) {
-            self.epoch = self.epoch.wrapping_add(1);
-            self.position = 0;
-            self.order = self.epoch_order(self.epoch);
+            self.set_epoch(self.epoch.wrapping_add(1));
             return None;
         }
         let batch = self.order[self.position..self.position + take].to_vec();
@@ -177,13 +185,17 @@ where
         (self.collate)(samples).map(Some)
     }
 
-    /// The visiting order of `epoch`: `0..len`, shuffled by the epoch's own stream when
-    /// `shuffle` is on, so any epoch's order is computed without replaying earlier ones.
-    fn epoch_order(&self, epoch: u64) -> Vec<usize> {
-        let mut order: Vec<usize> = (0..self.dataset.len()).collect();
+    /// Moves to the start of `epoch` and computes its visiting order in place: `0..len`,
+    /// shuffled by the epoch's own stream when `shuffle` is on, so any epoch's order is
+    /// computed without replaying earlier ones.
+    fn set_epoch(&mut self, epoch: u64) {
+        self.epoch = epoch;
+        self.position = 0;
+        // The data set's length is fixed, so this reuses the memory reserved in `new`.
+        self.order.clear();
+        self.order.extend(0..self.dataset.len());
         if self.options.shuffle {
-            SplitMix64::derive(self.options.seed, epoch).shuffle(&mut order);
+            SplitMix64::derive(self.options.seed, epoch).shuffle(&mut self.order);
         }
-        order
     }
 }

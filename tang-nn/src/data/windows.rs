@@ -85,11 +85,15 @@ impl WindowSampler {
     }
 
     /// The start of each window of step `step`, each uniform in `0..offset_count()`.
-    pub fn offsets(&self, step: u64) -> Vec<usize> {
+    ///
+    /// # Errors
+    /// [`DataError::InvalidOption`] when `batch_size` offsets do not fit in memory.
+    pub fn offsets(&self, step: u64) -> Result<Vec<usize>, DataError> {
+        let mut offsets = Vec::new();
+        reserve(&mut offsets, self.batch_size, "window offsets")?;
         let mut rng = SplitMix64::derive(self.seed, step);
-        (0..self.batch_size)
-            .map(|_| rng.below(self.offset_count()))
-            .collect()
+        offsets.extend((0..self.batch_size).map(|_| rng.below(self.offset_count())));
+        Ok(offsets)
     }
 }
 
@@ -129,28 +133,46 @@ impl TokenBatcher {
     /// Step `step`'s inputs and targets on the host, each `batch_size * block_size` tokens
     /// row-major: row `b` is `corpus[o..o + block]` and `corpus[o + 1..o + 1 + block]` for
     /// the `b`-th offset `o`.
-    pub fn host_batch(&self, step: u64) -> (Vec<u32>, Vec<u32>) {
+    ///
+    /// # Errors
+    /// [`DataError::InvalidOption`] when a batch does not fit in memory.
+    pub fn host_batch(&self, step: u64) -> Result<(Vec<u32>, Vec<u32>), DataError> {
         let block = self.sampler.block_size;
+        // The product was checked in WindowSampler::new.
         let tokens = self.sampler.batch_size * block;
-        let (mut inputs, mut targets) = (Vec::with_capacity(tokens), Vec::with_capacity(tokens));
-        for offset in self.sampler.offsets(step) {
+        let (mut inputs, mut targets) = (Vec::new(), Vec::new());
+        reserve(&mut inputs, tokens, "batch tokens")?;
+        reserve(&mut targets, tokens, "batch tokens")?;
+        for offset in self.sampler.offsets(step)? {
             // offset < len - block, so offset + 1 + block <= len.
             inputs.extend_from_slice(&self.corpus[offset..offset + block]);
             targets.extend_from_slice(&self.corpus[offset + 1..offset + 1 + block]);
         }
-        (inputs, targets)
+        Ok((inputs, targets))
     }
 
     /// Step `step`'s inputs and targets as two `[batch_size, block_size]` u32 tensors.
     ///
     /// # Errors
-    /// [`DataError::Device`] when the upload fails.
+    /// As [`TokenBatcher::host_batch`]; [`DataError::Device`] when the upload fails.
     pub fn batch(&self, device: &Device, step: u64) -> Result<(Tensor, Tensor), DataError> {
-        let (inputs, targets) = self.host_batch(step);
+        let (inputs, targets) = self.host_batch(step)?;
         let shape = [self.sampler.batch_size, self.sampler.block_size];
         Ok((
             Tensor::from_u32(device, &inputs, &shape)?,
             Tensor::from_u32(device, &targets, &shape)?,
         ))
     }
+}
+
+/// Reserves room for `count` items, or says that they do not fit in memory.
+fn reserve<T>(buffer: &mut Vec<T>, count: usize, what: &str) -> Result<(), DataError> {
+    buffer
+        .try_reserve_exact(count)
+        .map_err(|_| DataError::InvalidOption {
+            what: "batch_size",
+            detail: format!(
+                "{count} {what} do not fit in memory; use a smaller batch_size or block_size"
+            ),
+        })
 }
