@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use tang_examples::digits::{CLASSES, Digits, FEATURES, batches};
 use tang_examples::mlp::{Adam, Mlp, accumulate, accuracy, predictions};
-use tang_examples::rng::SplitMix64;
+use tang_nn::rng::SplitMix64;
 use tang_runtime::{Device, Tensor};
 
 /// Hidden units.

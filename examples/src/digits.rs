@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use crate::rng::SplitMix64;
+use tang_nn::rng::SplitMix64;
 
 /// Pixels per image (8 x 8).
 pub const FEATURES: usize = 64;

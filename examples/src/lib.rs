@@ -1,9 +1,7 @@
 //! Helpers shared by tang's example programs (argument parsing, timing, report tables).
 //!
-//! - [`rng`]: a seeded SplitMix64 generator (shuffling, splits, initialisation).
 //! - [`digits`]: the bundled digits data set: CSV parsing, train/test split, batches.
 //! - [`mlp`]: the digits model (64-128-10 MLP), its GPU forward/backward and Adam.
 
 pub mod digits;
 pub mod mlp;
-pub mod rng;

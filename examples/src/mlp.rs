@@ -13,7 +13,7 @@ use tang_runtime::dense::matmul::{MatmulOptions, matmul, matmul_with};
 use tang_runtime::dense::reduce::sum;
 use tang_runtime::prelude::*;
 
-use crate::rng::SplitMix64;
+use tang_nn::rng::SplitMix64;
 
 /// ReLU as a kernel with its derivative. Written as a branch rather than `x.max(0.0)` so
 /// the derivative at exactly 0 is 0 by construction (PyTorch's convention too).

@@ -7,8 +7,14 @@
 //! seeded shuffling data loader, a trainer with progress and metrics, and safetensors
 //! load/save that round-trips with PyTorch.
 //!
-//! Today it re-exports the runtime so that examples and tests can depend on one crate.
+//! It re-exports the runtime so that examples and tests can depend on one crate.
 
 pub mod safetensors;
 
 pub use tang_runtime;
+
+pub mod checkpoint;
+pub mod data;
+pub mod rng;
+pub mod schedule;
+pub mod train;

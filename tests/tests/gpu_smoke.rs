@@ -10,8 +10,8 @@
 
 use tang_examples::digits::{CLASSES, Digits, FEATURES};
 use tang_examples::mlp::{Adam, Mlp, adam};
-use tang_examples::rng::SplitMix64;
 use tang_expr::{Expr, eval_batch, select};
+use tang_nn::rng::SplitMix64;
 use tang_runtime::{Device, Tensor};
 use tang_tests::{Rng, close};
 

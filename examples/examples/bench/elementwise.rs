@@ -9,7 +9,7 @@ use super::Report;
 
 /// Uniform numbers in [-1, 1): real random data (never zeros).
 pub fn random(n: usize, seed: u64) -> Vec<f32> {
-    let mut rng = tang_examples::rng::SplitMix64::new(seed);
+    let mut rng = tang_nn::rng::SplitMix64::new(seed);
     (0..n)
         .map(|_| (rng.next_f64() * 2.0 - 1.0) as f32)
         .collect()

@@ -1,0 +1,464 @@
+//! Checkpoints as directories written atomically, with keep-last-N and keep-best.
+//!
+//! A checkpoint is a directory `checkpoint-<step>` under a root, holding whatever files
+//! the caller gives it (model weights as safetensors, optimizer state, anything else)
+//! and `trainer_state.json` ([`TrainerState`]: step, loader position, seeds, metrics).
+//! [`CheckpointDir::save`] writes everything into a hidden temporary directory, fsyncs
+//! each file and the directory, renames it to its final name and fsyncs the root, so a
+//! crash at any moment leaves either the complete checkpoint or none: the latest
+//! checkpoint always loads. Old checkpoints are removed by renaming them away first, for
+//! the same reason. One process writes to a root at a time.
+
+mod durable;
+mod error;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+pub use error::CheckpointError;
+
+use crate::data::LoaderState;
+use durable::{remove_via_trash, sync_dir, sync_file, write_synced};
+use error::io_error;
+
+/// The trainer state file in every checkpoint directory.
+pub const TRAINER_STATE_FILE: &str = "trainer_state.json";
+
+const CHECKPOINT_PREFIX: &str = "checkpoint-";
+const TEMP_PREFIX: &str = ".tmp-";
+const TRASH_PREFIX: &str = ".trash-";
+
+/// What a training loop needs, besides weights and optimizer state, to continue exactly.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrainerState {
+    /// Optimizer steps taken.
+    pub step: u64,
+    /// Where the data loader is, when one is used.
+    #[serde(default)]
+    pub loader: Option<LoaderState>,
+    /// Named seeds (initialisation, dropout, data) so a resumed run draws the same numbers.
+    #[serde(default)]
+    pub seeds: BTreeMap<String, u64>,
+    /// This checkpoint's value of the monitored metric (validation loss, say): what
+    /// keep-best ranks by. Finite.
+    #[serde(default)]
+    pub metric: Option<f64>,
+    /// The best value of the monitored metric so far. Finite.
+    #[serde(default)]
+    pub best_metric: Option<f64>,
+}
+
+/// Whether a lower or a higher metric is better (PyTorch Lightning's `mode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// Lower is better (losses).
+    #[default]
+    Min,
+    /// Higher is better (accuracies).
+    Max,
+}
+
+impl Mode {
+    /// Whether `a` is better than `b`.
+    pub fn is_better(self, a: f64, b: f64) -> bool {
+        match self {
+            Mode::Min => a < b,
+            Mode::Max => a > b,
+        }
+    }
+}
+
+/// Which checkpoints a [`CheckpointDir`] keeps after each save: the `keep_last` most
+/// recent ones and the `keep_best` ones with the best `metric` (checkpoints without a
+/// metric never count as best).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retention {
+    /// How many of the most recent checkpoints to keep (at least 1).
+    pub keep_last: usize,
+    /// How many of the best checkpoints to keep besides those.
+    pub keep_best: usize,
+    /// Whether a lower or a higher metric is better.
+    pub mode: Mode,
+}
+
+impl Default for Retention {
+    /// The 3 most recent checkpoints and the one with the lowest metric.
+    fn default() -> Self {
+        Retention {
+            keep_last: 3,
+            keep_best: 1,
+            mode: Mode::Min,
+        }
+    }
+}
+
+/// A complete checkpoint on disk.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Checkpoint {
+    path: PathBuf,
+    state: TrainerState,
+}
+
+impl Checkpoint {
+    /// Opens the checkpoint in `path` (a `checkpoint-<step>` directory).
+    ///
+    /// # Errors
+    /// [`CheckpointError::Corrupt`] when its trainer state is missing or does not parse.
+    pub fn load(path: impl Into<PathBuf>) -> Result<Checkpoint, CheckpointError> {
+        let path = path.into();
+        let state_path = path.join(TRAINER_STATE_FILE);
+        let text = fs::read_to_string(&state_path).map_err(|e| CheckpointError::Corrupt {
+            path: path.clone(),
+            detail: format!("cannot read {TRAINER_STATE_FILE}: {e}"),
+        })?;
+        let state = serde_json::from_str(&text).map_err(|e| CheckpointError::Corrupt {
+            path: path.clone(),
+            detail: format!("{TRAINER_STATE_FILE} does not parse: {e}"),
+        })?;
+        Ok(Checkpoint { path, state })
+    }
+
+    /// The checkpoint's directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Its trainer state.
+    pub fn state(&self) -> &TrainerState {
+        &self.state
+    }
+
+    /// The path of its file `name` (for readers that open files themselves).
+    ///
+    /// # Errors
+    /// [`CheckpointError::InvalidName`] when `name` is not a plain file name.
+    pub fn file(&self, name: &str) -> Result<PathBuf, CheckpointError> {
+        check_name(name)?;
+        Ok(self.path.join(name))
+    }
+
+    /// The contents of its file `name`.
+    ///
+    /// # Errors
+    /// [`CheckpointError::InvalidName`], or [`CheckpointError::Io`] when it cannot be read.
+    pub fn read(&self, name: &str) -> Result<Vec<u8>, CheckpointError> {
+        let path = self.file(name)?;
+        fs::read(&path).map_err(io_error("read", path))
+    }
+}
+
+/// A directory of checkpoints, one subdirectory per saved step.
+#[derive(Clone, Debug)]
+pub struct CheckpointDir {
+    root: PathBuf,
+    retention: Retention,
+}
+
+/// Makes temporary directory names unique within the process.
+static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
+
+impl CheckpointDir {
+    /// Opens (creating it if needed) the checkpoint root `root`, and removes what an
+    /// interrupted save or removal left behind (hidden `.tmp-*` and `.trash-*`
+    /// directories: never a complete checkpoint).
+    ///
+    /// # Errors
+    /// [`CheckpointError::InvalidOption`] when `keep_last` is 0; [`CheckpointError::Io`].
+    pub fn open(
+        root: impl Into<PathBuf>,
+        retention: Retention,
+    ) -> Result<CheckpointDir, CheckpointError> {
+        if retention.keep_last == 0 {
+            return Err(CheckpointError::InvalidOption {
+                detail:
+                    "keep_last is 0, which would delete every checkpoint it saves; pass at least 1"
+                        .into(),
+            });
+        }
+        let root = root.into();
+        fs::create_dir_all(&root).map_err(io_error("create", &root))?;
+        let dir = CheckpointDir { root, retention };
+        for entry in dir.entries()? {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with(TEMP_PREFIX) || name.starts_with(TRASH_PREFIX) {
+                let path = entry.path();
+                fs::remove_dir_all(&path).map_err(io_error("remove leftover", path))?;
+            }
+        }
+        Ok(dir)
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Saves a checkpoint of `files` (name and contents; plain names, not
+    /// `trainer_state.json`) and `state`, atomically, then applies the retention policy.
+    ///
+    /// # Errors
+    /// As [`CheckpointDir::save_with`].
+    pub fn save(
+        &self,
+        state: &TrainerState,
+        files: &[(&str, &[u8])],
+    ) -> Result<Checkpoint, CheckpointError> {
+        for (name, _) in files {
+            check_name(name)?;
+        }
+        self.save_with(state, |dir| {
+            for (name, bytes) in files {
+                write_synced(&dir.join(name), bytes)?;
+            }
+            Ok::<(), CheckpointError>(())
+        })
+    }
+
+    /// Saves a checkpoint whose files `write` creates in the directory it is given (so a
+    /// writer that wants a path, such as a safetensors serializer, writes straight into
+    /// it), and `state`, atomically; then applies the retention policy. Every file
+    /// `write` leaves there is fsynced before the directory is renamed into place.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Exists`] when this step was already saved;
+    /// [`CheckpointError::InvalidOption`] for a non-finite metric;
+    /// [`CheckpointError::Writer`] when `write` fails; [`CheckpointError::InvalidName`]
+    /// when it creates a directory or `trainer_state.json`; [`CheckpointError::Io`].
+    pub fn save_with<E>(
+        &self,
+        state: &TrainerState,
+        write: impl FnOnce(&Path) -> Result<(), E>,
+    ) -> Result<Checkpoint, CheckpointError>
+    where
+        E: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        for (what, value) in [("metric", state.metric), ("best_metric", state.best_metric)] {
+            if value.is_some_and(|v| !v.is_finite()) {
+                return Err(CheckpointError::InvalidOption {
+                    detail: format!(
+                        "{what} is {value:?}; JSON holds only finite numbers, so pass None instead"
+                    ),
+                });
+            }
+        }
+        let target = self.root.join(checkpoint_name(state.step));
+        if target.exists() {
+            return Err(CheckpointError::Exists { path: target });
+        }
+        // Finishes a removal that a crash interrupted, so the root never holds more than
+        // one checkpoint beyond what the policy keeps.
+        self.prune()?;
+        let temp = self.root.join(format!(
+            "{TEMP_PREFIX}{}-{}-{}",
+            checkpoint_name(state.step),
+            std::process::id(),
+            NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
+        ));
+        fs::create_dir(&temp).map_err(io_error("create", &temp))?;
+        let written = self.fill(&temp, state, write).and_then(|()| {
+            // A checkpoint may have appeared meanwhile only if another process writes
+            // here too; renaming onto it would fail or mix the two.
+            if target.exists() {
+                return Err(CheckpointError::Exists {
+                    path: target.clone(),
+                });
+            }
+            fs::rename(&temp, &target).map_err(io_error("rename into place", &temp))?;
+            sync_dir(&self.root)
+        });
+        if let Err(e) = written {
+            // Best effort: a leftover temporary directory is removed by the next open.
+            let _ = fs::remove_dir_all(&temp);
+            return Err(e);
+        }
+        self.prune()?;
+        Ok(Checkpoint {
+            path: target,
+            state: state.clone(),
+        })
+    }
+
+    /// Writes the files and the trainer state into the temporary directory and makes
+    /// them durable.
+    fn fill<E>(
+        &self,
+        temp: &Path,
+        state: &TrainerState,
+        write: impl FnOnce(&Path) -> Result<(), E>,
+    ) -> Result<(), CheckpointError>
+    where
+        E: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        write(temp).map_err(|e| {
+            let e: Box<dyn std::error::Error + Send + Sync> = e.into();
+            // A CheckpointError from the store's own helpers stays what it is.
+            match e.downcast::<CheckpointError>() {
+                Ok(own) => *own,
+                Err(other) => CheckpointError::Writer(other),
+            }
+        })?;
+        for entry in fs::read_dir(temp).map_err(io_error("list", temp))? {
+            let entry = entry.map_err(io_error("list", temp))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let is_file = entry
+                .file_type()
+                .map_err(io_error("inspect", entry.path()))?
+                .is_file();
+            if !is_file {
+                return Err(CheckpointError::InvalidName {
+                    name,
+                    detail: "a checkpoint holds plain files only",
+                });
+            }
+            if name == TRAINER_STATE_FILE {
+                return Err(CheckpointError::InvalidName {
+                    name,
+                    detail: "the store writes this file itself",
+                });
+            }
+            sync_file(&entry.path())?;
+        }
+        // The trainer state goes in last: a directory that has it has everything.
+        let json =
+            serde_json::to_vec_pretty(state).map_err(|e| CheckpointError::InvalidOption {
+                detail: format!("the trainer state does not serialize: {e}"),
+            })?;
+        write_synced(&temp.join(TRAINER_STATE_FILE), &json)?;
+        sync_dir(temp)
+    }
+
+    /// The checkpoints' steps and directories, oldest first (whether they load is not
+    /// checked).
+    ///
+    /// # Errors
+    /// [`CheckpointError::Io`] when the root cannot be listed.
+    pub fn list(&self) -> Result<Vec<(u64, PathBuf)>, CheckpointError> {
+        let mut found: Vec<(u64, PathBuf)> = self
+            .entries()?
+            .into_iter()
+            .filter_map(|entry| {
+                let step = entry
+                    .file_name()
+                    .to_str()?
+                    .strip_prefix(CHECKPOINT_PREFIX)?
+                    .parse()
+                    .ok()?;
+                Some((step, entry.path()))
+            })
+            .collect();
+        found.sort();
+        Ok(found)
+    }
+
+    /// The most recent checkpoint, or `None` when there is none.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Corrupt`] when the most recent one does not load (it was
+    /// changed by hand: the store never leaves an incomplete one).
+    pub fn latest(&self) -> Result<Option<Checkpoint>, CheckpointError> {
+        self.list()?
+            .pop()
+            .map(|(_, path)| Checkpoint::load(path))
+            .transpose()
+    }
+
+    /// The checkpoint with the best metric (the most recent among equals), or `None`
+    /// when no checkpoint has a metric.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Corrupt`] when a checkpoint does not load.
+    pub fn best(&self) -> Result<Option<Checkpoint>, CheckpointError> {
+        let mut best: Option<Checkpoint> = None;
+        for (_, path) in self.list()? {
+            let candidate = Checkpoint::load(path)?;
+            let Some(m) = candidate.state.metric else {
+                continue;
+            };
+            let beats = match best.as_ref().and_then(|b| b.state.metric) {
+                Some(b) => !self.retention.mode.is_better(b, m),
+                None => true,
+            };
+            if beats {
+                best = Some(candidate);
+            }
+        }
+        Ok(best)
+    }
+
+    /// Removes the checkpoints the retention policy does not keep.
+    fn prune(&self) -> Result<(), CheckpointError> {
+        let all = self.list()?;
+        let mut keep = vec![false; all.len()];
+        let recent = all.len().saturating_sub(self.retention.keep_last);
+        keep[recent..].iter_mut().for_each(|k| *k = true);
+        if self.retention.keep_best > 0 {
+            let mut ranked = Vec::new();
+            for (i, (_, path)) in all.iter().enumerate() {
+                if let Some(m) = Checkpoint::load(path)?.state.metric {
+                    ranked.push((i, m));
+                }
+            }
+            // Best first; among equal metrics the most recent first.
+            let mode = self.retention.mode;
+            ranked.sort_by(|a, b| {
+                let order = a.1.total_cmp(&b.1);
+                let order = if mode == Mode::Max {
+                    order.reverse()
+                } else {
+                    order
+                };
+                order.then(b.0.cmp(&a.0))
+            });
+            for &(i, _) in ranked.iter().take(self.retention.keep_best) {
+                keep[i] = true;
+            }
+        }
+        for ((_, path), kept) in all.iter().zip(keep) {
+            if !kept {
+                let name = path.file_name().unwrap_or_default().to_string_lossy();
+                let trash = self
+                    .root
+                    .join(format!("{TRASH_PREFIX}{name}-{}", std::process::id()));
+                remove_via_trash(path, &trash)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The root's entries.
+    fn entries(&self) -> Result<Vec<fs::DirEntry>, CheckpointError> {
+        fs::read_dir(&self.root)
+            .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+            .map_err(io_error("list", &self.root))
+    }
+}
+
+/// The directory name of the checkpoint of `step` (zero-padded so names sort by step).
+fn checkpoint_name(step: u64) -> String {
+    format!("{CHECKPOINT_PREFIX}{step:010}")
+}
+
+/// Accepts a plain file name that the store does not reserve.
+fn check_name(name: &str) -> Result<(), CheckpointError> {
+    let refuse = |detail| {
+        Err(CheckpointError::InvalidName {
+            name: name.to_string(),
+            detail,
+        })
+    };
+    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\\', '\0']) {
+        return refuse("pass a plain file name without a directory");
+    }
+    if name.starts_with('.') {
+        return refuse("hidden names are reserved for unfinished writes");
+    }
+    if name == TRAINER_STATE_FILE {
+        return refuse("the store writes this file itself");
+    }
+    Ok(())
+}

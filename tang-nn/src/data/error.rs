@@ -1,0 +1,80 @@
+//! The data loaders' error type.
+
+use std::fmt;
+
+/// What can go wrong while loading data.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum DataError {
+    /// An option or argument is out of its range.
+    InvalidOption {
+        /// The option.
+        what: &'static str,
+        /// Its value and what is accepted.
+        detail: String,
+    },
+    /// A saved loader position does not fit this data set.
+    Resume {
+        /// What does not fit and why.
+        detail: String,
+    },
+    /// A data set was asked for an index it does not have (a bug in a `Dataset`
+    /// implementation whose `len` and `get` disagree).
+    IndexOutOfRange {
+        /// The index asked for.
+        index: usize,
+        /// The data set's length.
+        len: usize,
+    },
+    /// A token corpus has no complete window (input plus next-token target).
+    CorpusTooShort {
+        /// Tokens in the corpus.
+        len: usize,
+        /// The window length asked for.
+        block_size: usize,
+    },
+    /// Reading a sample or collating a batch failed in user code.
+    Source(Box<dyn std::error::Error + Send + Sync>),
+    /// Uploading a batch to the GPU failed.
+    Device(tang_runtime::Error),
+}
+
+impl fmt::Display for DataError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DataError::InvalidOption { what, detail } => write!(f, "invalid {what}: {detail}"),
+            DataError::Resume { detail } => write!(
+                f,
+                "cannot resume the data loader: {detail}; resume with the data set and options the position was saved with"
+            ),
+            DataError::IndexOutOfRange { index, len } => write!(
+                f,
+                "data set index {index} is out of range for length {len}; the data set's `len` and `get` disagree"
+            ),
+            DataError::CorpusTooShort { len, block_size } => write!(
+                f,
+                "a corpus of {len} tokens has no window of {block_size} tokens plus a next-token target; \
+                 use a longer corpus or a block_size below {len}"
+            ),
+            DataError::Source(e) => write!(f, "reading or collating a batch failed: {e}"),
+            DataError::Device(e) => write!(f, "uploading a batch failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for DataError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DataError::Source(e) => Some(e.as_ref()),
+            DataError::Device(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// So a collate function can upload tensors with `?`.
+impl From<tang_runtime::Error> for DataError {
+    fn from(e: tang_runtime::Error) -> Self {
+        DataError::Device(e)
+    }
+}

@@ -1,0 +1,95 @@
+//! The error type of the training-loop pieces.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+/// What can go wrong while logging, plotting or watching for Ctrl-C.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TrainError {
+    /// A file could not be read or written.
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// A line of a metrics file is not a metrics record.
+    BadMetricsLine {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line number.
+        line: usize,
+        /// The parser's message.
+        detail: String,
+    },
+    /// An option is out of its range.
+    InvalidOption {
+        /// What is wrong and what is accepted.
+        detail: String,
+    },
+    /// There is nothing to plot yet.
+    NothingToPlot,
+    /// Drawing or encoding the plot failed.
+    Plot(String),
+    /// The Ctrl-C handler could not be installed.
+    Interrupt(String),
+}
+
+impl fmt::Display for TrainError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TrainError::Io {
+                action,
+                path,
+                source,
+            } => write!(
+                f,
+                "could not {action} {}: {source}; check that the directory exists and is writable",
+                path.display()
+            ),
+            TrainError::BadMetricsLine { path, line, detail } => write!(
+                f,
+                "line {line} of {} is not a metrics record ({detail}); remove that line or point to the right file",
+                path.display()
+            ),
+            TrainError::InvalidOption { detail } => write!(f, "invalid option: {detail}"),
+            TrainError::NothingToPlot => {
+                write!(
+                    f,
+                    "no finite loss or val_loss values to plot yet; log some steps first"
+                )
+            }
+            TrainError::Plot(detail) => write!(f, "could not draw the loss curve: {detail}"),
+            TrainError::Interrupt(detail) => write!(
+                f,
+                "could not install the Ctrl-C handler ({detail}); another signal handler for SIGINT may be installed"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TrainError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TrainError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Attaches what was being done, and to which path, to an I/O error.
+pub(crate) fn io_error(
+    action: &'static str,
+    path: impl Into<PathBuf>,
+) -> impl FnOnce(io::Error) -> TrainError {
+    let path = path.into();
+    move |source| TrainError::Io {
+        action,
+        path,
+        source,
+    }
+}

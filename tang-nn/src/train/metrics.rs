@@ -1,0 +1,146 @@
+//! `metrics.jsonl`: one JSON object per logged step, appended as training goes, and the
+//! timer that measures milliseconds per step and samples (or tokens) per second.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::error::{TrainError, io_error};
+
+/// One line of `metrics.jsonl`: the step and whichever measurements were taken at it.
+/// Absent measurements are left out of the line. JSON has no NaN or infinity, so a
+/// non-finite value (a diverged loss) is written as `null` and reads back as `None`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MetricsRecord {
+    /// The optimizer step the measurements belong to.
+    pub step: u64,
+    /// Training loss.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss: Option<f64>,
+    /// Validation loss.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub val_loss: Option<f64>,
+    /// Learning rate used for this step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lr: Option<f64>,
+    /// Global L2 norm of the gradients (before clipping).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grad_norm: Option<f64>,
+    /// Training samples per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples_per_sec: Option<f64>,
+    /// Training tokens per second (language models).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_per_sec: Option<f64>,
+    /// Wall-clock milliseconds per step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ms_per_step: Option<f64>,
+}
+
+/// An append-only `metrics.jsonl`. Each record is written as one complete line with one
+/// write, so a crash loses at most the line being written.
+#[derive(Debug)]
+pub struct MetricsLog {
+    path: PathBuf,
+    file: File,
+}
+
+impl MetricsLog {
+    /// Opens `path` for appending, creating it (and its directory) if needed.
+    ///
+    /// # Errors
+    /// [`TrainError::Io`] when the file cannot be created or opened.
+    pub fn open(path: impl Into<PathBuf>) -> Result<MetricsLog, TrainError> {
+        let path = path.into();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fs::create_dir_all(dir).map_err(io_error("create directory", dir))?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(io_error("open for appending", &path))?;
+        Ok(MetricsLog { path, file })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends `record` as one line.
+    ///
+    /// # Errors
+    /// [`TrainError::Io`] when the write fails.
+    pub fn append(&mut self, record: &MetricsRecord) -> Result<(), TrainError> {
+        let mut line = serde_json::to_string(record).map_err(|e| TrainError::InvalidOption {
+            detail: format!("the metrics record does not serialize: {e}"),
+        })?;
+        line.push('\n');
+        self.file
+            .write_all(line.as_bytes())
+            .and_then(|()| self.file.flush())
+            .map_err(io_error("append to", &self.path))
+    }
+}
+
+/// Reads every record of a `metrics.jsonl`. A last line without its newline (cut short
+/// by a crash) is skipped; any other line that does not parse is an error.
+///
+/// # Errors
+/// [`TrainError::Io`] when the file cannot be read; [`TrainError::BadMetricsLine`].
+pub fn read_metrics(path: impl AsRef<Path>) -> Result<Vec<MetricsRecord>, TrainError> {
+    let path = path.as_ref();
+    let text = fs::read_to_string(path).map_err(io_error("read", path))?;
+    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    complete
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(i, line)| {
+            serde_json::from_str(line).map_err(|e| TrainError::BadMetricsLine {
+                path: path.to_path_buf(),
+                line: i + 1,
+                detail: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Measures wall-clock time between laps: milliseconds per step and items (samples or
+/// tokens) per second since the previous lap.
+///
+/// GPU work is queued, not finished, when a step returns; a lap is accurate when it
+/// follows a read from the GPU (the logged loss), which waits for the queued work.
+#[derive(Clone, Debug)]
+pub struct StepTimer {
+    last: Instant,
+}
+
+impl Default for StepTimer {
+    fn default() -> Self {
+        StepTimer::new()
+    }
+}
+
+impl StepTimer {
+    /// A timer whose first lap starts now.
+    pub fn new() -> StepTimer {
+        StepTimer {
+            last: Instant::now(),
+        }
+    }
+
+    /// Ends a lap of `steps` steps that processed `items` samples or tokens and starts the
+    /// next: returns `(ms_per_step, items_per_sec)` (`None` for a lap of 0 steps or no
+    /// measurable time).
+    pub fn lap(&mut self, steps: u64, items: u64) -> Option<(f64, f64)> {
+        let now = Instant::now();
+        let seconds = now.duration_since(self.last).as_secs_f64();
+        self.last = now;
+        (steps > 0 && seconds > 0.0).then(|| (seconds * 1e3 / steps as f64, items as f64 / seconds))
+    }
+}

@@ -1,0 +1,18 @@
+//! The plain pieces of a training loop, each usable on its own: [`MetricsLog`]
+//! (`metrics.jsonl`), [`StepTimer`] (ms per step, samples or tokens per second),
+//! [`Progress`] (a progress bar on a terminal, plain lines when piped),
+//! [`plot_loss_curve`] (a PNG of the loss curves) and [`Interrupt`] (Ctrl-C finishes the
+//! step, saves and exits).
+
+mod error;
+mod font;
+mod interrupt;
+mod metrics;
+mod plot;
+mod progress;
+
+pub use error::TrainError;
+pub use interrupt::Interrupt;
+pub use metrics::{MetricsLog, MetricsRecord, StepTimer, read_metrics};
+pub use plot::{PlotOptions, plot_loss_curve};
+pub use progress::Progress;
