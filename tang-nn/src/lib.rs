@@ -1,20 +1,20 @@
 //! # tang-nn: training on the GPU with tang
 //!
-//! This crate will hold reverse-mode autograd over `tang_runtime::Tensor`s (a tape whose
-//! backward passes are GPU kernels; a `#[fused_grad]` kernel's `VJP` is its backward),
-//! modules with PyTorch's names and layouts, losses, optimizers (SGD with momentum, Adam,
-//! AdamW as in-place `#[kernel]` updates), learning-rate schedules, gradient clipping, a
-//! seeded shuffling data loader, a trainer with progress and metrics, and safetensors
-//! load/save that round-trips with PyTorch.
+//! What is here today: safetensors files that round-trip with PyTorch ([`safetensors`]),
+//! learning-rate schedules as pure functions of the step ([`schedule`]), a seeded,
+//! resumable data loader and nanoGPT-style token windows ([`data`]), checkpoints written
+//! atomically as directories ([`checkpoint`]), the training loop's plain pieces (metrics,
+//! progress, loss-curve PNG, Ctrl-C; [`train`]) and the host random generator ([`rng`]).
+//! Reverse-mode autograd over `tang_runtime::Tensor`s (a `#[fused_grad]` kernel's `VJP`
+//! is its backward) and modules with PyTorch's names and layouts build on these.
 //!
 //! It re-exports the runtime so that examples and tests can depend on one crate.
-
-pub mod safetensors;
-
-pub use tang_runtime;
 
 pub mod checkpoint;
 pub mod data;
 pub mod rng;
+pub mod safetensors;
 pub mod schedule;
 pub mod train;
+
+pub use tang_runtime;
