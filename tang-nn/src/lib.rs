@@ -9,6 +9,7 @@
 //!
 //! Today it re-exports the runtime so that examples and tests can depend on one crate.
 
+pub mod optim;
 pub mod safetensors;
 
 pub use tang_runtime;

@@ -1,0 +1,201 @@
+//! The update kernels of SGD, Adam and AdamW: one `#[kernel]` function per update,
+//! launched once per parameter tensor, each in PyTorch's arithmetic (see `sgd.rs` and
+//! `adam.rs` for the formulas).
+//!
+//! PyTorch's CPU kernels compute `a + s * b` as one fused multiply-add (their vectorised
+//! `add(alpha=)`, `lerp_` and `addcmul_`). WGSL's `fma` may be a product followed by a sum
+//! (Vulkan allows it, and lavapipe does it), which moves SGD with momentum off PyTorch's
+//! trajectory by 2e-4 relative within 100 steps. So [`update::fused_mul_add`] checks on
+//! the GPU whether `fma` is fused, and where it is not, computes the singly rounded
+//! result from error-free transformations (Dekker's product and Knuth's sum).
+
+use tang_runtime::prelude::*;
+
+/// The update kernels and the helpers they inline.
+#[kernels]
+pub mod update {
+    /// The high half of `a` (Veltkamp's split with 2^12 + 1: 12 significant bits).
+    /// `one` (a uniform holding 1) keeps the compiler from simplifying `c - (c - a)`
+    /// to `a`, which is true of real numbers and false of floats.
+    pub fn split_hi(a: f32, one: f32) -> f32 {
+        let c = 4097.0 * a;
+        c - (c - a) * one
+    }
+
+    /// `a * b + c` rounded once, as a fused multiply-add, on every GPU. `one` is a
+    /// uniform holding 1 (a value the shader compiler cannot fold): it builds the probe
+    /// `(1 + 2^-12)^2 - (1 + 2^-11)`, which is 2^-24 when `fma` is fused and 0 when it is
+    /// a product then a sum, and it keeps the compiler from rewriting the error-free
+    /// transformations by the laws of real numbers. Where `fma` is not fused, the
+    /// product's exact error (Dekker) and the sum's (Knuth's two-sum) are added back;
+    /// inputs so large that the split overflows fall back to `fma`.
+    pub fn fused_mul_add(a: f32, b: f32, c: f32, one: f32) -> f32 {
+        let native = a.mul_add(b, c);
+        let probe_a = one + 1.0 / 4096.0;
+        let probe_c = -(one + 1.0 / 2048.0);
+        let fused = probe_a.mul_add(probe_a, probe_c) != 0.0;
+        let p = a * b;
+        let ah = split_hi(a, one);
+        let al = a - ah;
+        let bh = split_hi(b, one);
+        let bl = b - bh;
+        let product_error = (((ah * bh - p * one) + ah * bl) + al * bh) + al * bl;
+        let s = p + c;
+        let bb = s * one - p;
+        let sum_error = (p - (s - bb)) + (c - bb);
+        let emulated = s + (sum_error + product_error);
+        let finite = emulated.abs() <= 3.402_823_5e38;
+        if fused || !finite { native } else { emulated }
+    }
+
+    /// One SGD step without momentum, in place. `clip_coef` (one element) multiplies
+    /// the gradient; flags are 1.0 or 0.0; `one` is 1.0 (see [`fused_mul_add`]).
+    #[kernel]
+    #[allow(clippy::too_many_arguments)]
+    pub fn sgd_update(
+        p: &mut f32,
+        grad: f32,
+        clip_coef: f32,
+        #[uniform] maximize: f32,
+        #[uniform] weight_decay: f32,
+        #[uniform] neg_lr: f32,
+        #[uniform] one: f32,
+    ) {
+        let g0 = grad * clip_coef;
+        let g1 = if maximize > 0.5 { -g0 } else { g0 };
+        let g = if weight_decay != 0.0 {
+            fused_mul_add(*p, weight_decay, g1, one)
+        } else {
+            g1
+        };
+        *p = fused_mul_add(g, neg_lr, *p, one);
+    }
+
+    /// One SGD step with a momentum buffer, in place. `first` (1.0 on the parameter's
+    /// first step) starts the buffer at the gradient, as PyTorch does.
+    #[kernel]
+    #[allow(clippy::too_many_arguments)]
+    pub fn sgd_momentum_update(
+        p: &mut f32,
+        momentum_buffer: &mut f32,
+        grad: f32,
+        clip_coef: f32,
+        #[uniform] maximize: f32,
+        #[uniform] weight_decay: f32,
+        #[uniform] neg_lr: f32,
+        #[uniform] momentum: f32,
+        #[uniform] one_minus_dampening: f32,
+        #[uniform] nesterov: f32,
+        #[uniform] first: f32,
+        #[uniform] one: f32,
+    ) {
+        let g0 = grad * clip_coef;
+        let g1 = if maximize > 0.5 { -g0 } else { g0 };
+        let g = if weight_decay != 0.0 {
+            fused_mul_add(*p, weight_decay, g1, one)
+        } else {
+            g1
+        };
+        let buf = if first > 0.5 {
+            g
+        } else {
+            fused_mul_add(g, one_minus_dampening, *momentum_buffer * momentum, one)
+        };
+        *momentum_buffer = buf;
+        let d = if nesterov > 0.5 {
+            fused_mul_add(buf, momentum, g, one)
+        } else {
+            buf
+        };
+        *p = fused_mul_add(d, neg_lr, *p, one);
+    }
+
+    /// PyTorch's `lerp(m, g, w)` as its vectorised kernel computes it (from `m` for a
+    /// weight under 0.5, from `g` otherwise).
+    pub fn lerp(m: f32, g: f32, w: f32, one: f32) -> f32 {
+        if w.abs() < 0.5 {
+            fused_mul_add(w, g - m, m, one)
+        } else {
+            fused_mul_add(w - 1.0, g - m, g, one)
+        }
+    }
+
+    /// Adam's gradient after clipping, maximize and the L2 penalty.
+    pub fn adam_grad(p: f32, grad: f32, clip_coef: f32, maximize: f32, l2: f32, one: f32) -> f32 {
+        let g0 = grad * clip_coef;
+        let g1 = if maximize > 0.5 { -g0 } else { g0 };
+        if l2 != 0.0 {
+            fused_mul_add(p, l2, g1, one)
+        } else {
+            g1
+        }
+    }
+
+    /// One Adam or AdamW step, in place. `decay` is `1 - lr * weight_decay` for AdamW
+    /// (1 otherwise), `l2` Adam's weight decay (0 for AdamW).
+    #[kernel]
+    #[allow(clippy::too_many_arguments)]
+    pub fn adam_update(
+        p: &mut f32,
+        exp_avg: &mut f32,
+        exp_avg_sq: &mut f32,
+        grad: f32,
+        clip_coef: f32,
+        #[uniform] maximize: f32,
+        #[uniform] l2: f32,
+        #[uniform] decay: f32,
+        #[uniform] lerp_weight: f32,
+        #[uniform] beta2: f32,
+        #[uniform] one_minus_beta2: f32,
+        #[uniform] neg_step_size: f32,
+        #[uniform] bias_correction2_sqrt: f32,
+        #[uniform] eps: f32,
+        #[uniform] one: f32,
+    ) {
+        let g = adam_grad(*p, grad, clip_coef, maximize, l2, one);
+        *p *= decay;
+        *exp_avg = lerp(*exp_avg, g, lerp_weight, one);
+        *exp_avg_sq = fused_mul_add(one_minus_beta2 * g, g, *exp_avg_sq * beta2, one);
+        let denom = (*exp_avg_sq).sqrt() / bias_correction2_sqrt + eps;
+        *p += neg_step_size * *exp_avg / denom;
+    }
+
+    /// [`adam_update`] with AMSGrad's running maximum of the second moment.
+    #[kernel]
+    #[allow(clippy::too_many_arguments)]
+    pub fn adam_amsgrad_update(
+        p: &mut f32,
+        exp_avg: &mut f32,
+        exp_avg_sq: &mut f32,
+        max_exp_avg_sq: &mut f32,
+        grad: f32,
+        clip_coef: f32,
+        #[uniform] maximize: f32,
+        #[uniform] l2: f32,
+        #[uniform] decay: f32,
+        #[uniform] lerp_weight: f32,
+        #[uniform] beta2: f32,
+        #[uniform] one_minus_beta2: f32,
+        #[uniform] neg_step_size: f32,
+        #[uniform] bias_correction2_sqrt: f32,
+        #[uniform] eps: f32,
+        #[uniform] one: f32,
+    ) {
+        let g = adam_grad(*p, grad, clip_coef, maximize, l2, one);
+        *p *= decay;
+        *exp_avg = lerp(*exp_avg, g, lerp_weight, one);
+        *exp_avg_sq = fused_mul_add(one_minus_beta2 * g, g, *exp_avg_sq * beta2, one);
+        // torch.maximum: a NaN on either side wins (the sum of the two is NaN).
+        let v = *exp_avg_sq;
+        let old = *max_exp_avg_sq;
+        *max_exp_avg_sq = if v > old {
+            v
+        } else if v <= old {
+            old
+        } else {
+            v + old
+        };
+        let denom = (*max_exp_avg_sq).sqrt() / bias_correction2_sqrt + eps;
+        *p += neg_step_size * *exp_avg / denom;
+    }
+}
