@@ -55,6 +55,8 @@ fn groups_with_their_own_decay_and_a_schedule_equal_separate_optimizers() {
     }
     assert_eq!(w.to_vec().unwrap(), w2.to_vec().unwrap());
     assert_eq!(b.to_vec().unwrap(), b2.to_vec().unwrap());
+    assert_eq!(grouped.lr(), 1e-3);
+    assert_eq!(grouped.groups()[1].options.lr, 1e-3);
     assert_eq!(grouped.groups()[0].options.weight_decay, 0.1);
     assert_eq!(grouped.groups()[1].options.weight_decay, 0.0);
     assert_eq!(grouped.groups()[1].names(), ["fc.bias"]);
@@ -390,6 +392,8 @@ fn bad_options_and_parameters_are_typed_errors() {
     assert!(matches!(e, OptimError::GradientShape { .. }), "{e}");
     assert!(e.to_string().contains("shape [2]"), "{e}");
     assert_eq!(p.to_vec().unwrap(), [1.0, 2.0]);
+    let e = opt.step(&[("p", &p)]).unwrap_err();
+    assert!(matches!(e, OptimError::GradientIsParameter { .. }), "{e}");
     // Options set out of range between steps are caught at the step.
     opt.groups_mut()[0].options.lr = -0.5;
     assert!(matches!(

@@ -23,8 +23,7 @@ use tang_runtime::Tensor;
 
 use super::error::OptimError;
 use super::kernels::update::{adam_amsgrad_update, adam_update};
-use super::optimizer::{Algorithm, Optimizer};
-use super::sgd::{flag, require};
+use super::optimizer::{Algorithm, Optimizer, flag, require};
 use super::state::{Hyper, ParamState};
 
 /// Adam over named parameters (PyTorch's `torch.optim.Adam`).
@@ -215,18 +214,6 @@ impl Algorithm for AdamOptions {
     const NAME: &'static str = "Adam";
     const COUNTS_STEPS: bool = true;
     const BUFFERS: &'static [&'static str] = &["exp_avg", "exp_avg_sq", "max_exp_avg_sq"];
-
-    fn lr(&self) -> f64 {
-        self.lr
-    }
-
-    fn set_lr(&mut self, lr: f64) {
-        self.lr = lr;
-    }
-
-    fn set_weight_decay(&mut self, weight_decay: f64) {
-        self.weight_decay = weight_decay;
-    }
 
     fn validate(&self) -> Result<(), OptimError> {
         self.validate_as(Self::NAME)

@@ -64,18 +64,6 @@ impl Algorithm for AdamWOptions {
     const COUNTS_STEPS: bool = true;
     const BUFFERS: &'static [&'static str] = AdamOptions::BUFFERS;
 
-    fn lr(&self) -> f64 {
-        self.lr
-    }
-
-    fn set_lr(&mut self, lr: f64) {
-        self.lr = lr;
-    }
-
-    fn set_weight_decay(&mut self, weight_decay: f64) {
-        self.weight_decay = weight_decay;
-    }
-
     fn validate(&self) -> Result<(), OptimError> {
         self.as_adam().validate_as(Self::NAME)
     }

@@ -23,8 +23,7 @@ use tang_runtime::prelude::*;
 use tang_runtime::{DType, Device};
 
 use super::error::OptimError;
-use super::optimizer::check_scalar;
-use super::sgd::require;
+use super::optimizer::{check_scalar, require};
 
 /// The global norm of a set of gradients and the coefficient that clips it, both
 /// one-element tensors on the device.

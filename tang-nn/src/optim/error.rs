@@ -53,6 +53,12 @@ pub enum OptimError {
         /// The gradient's shape.
         grad: Vec<usize>,
     },
+    /// A gradient shares its buffer with its parameter (an update would read what it
+    /// writes).
+    GradientIsParameter {
+        /// The parameter.
+        name: String,
+    },
     /// A tensor lives on another device than the parameters.
     DeviceMismatch {
         /// The parameter (or "clip coefficient").
@@ -109,6 +115,11 @@ impl fmt::Display for OptimError {
                 f,
                 "the gradient of {name:?} has shape {grad:?} but the parameter has shape \
                  {param:?}; pass each parameter's own gradient under its name"
+            ),
+            OptimError::GradientIsParameter { name } => write!(
+                f,
+                "the gradient of {name:?} is the parameter's own tensor; pass the gradient \
+                 tensor that backward returned"
             ),
             OptimError::DeviceMismatch { name } => write!(
                 f,

@@ -30,18 +30,13 @@ pub trait Algorithm: Clone + std::fmt::Debug + PartialEq {
     /// The names of the state buffers a parameter may hold (PyTorch's state keys).
     const BUFFERS: &'static [&'static str];
 
-    /// The learning rate.
-    fn lr(&self) -> f64;
-    /// Sets the learning rate.
-    fn set_lr(&mut self, lr: f64);
-    /// Sets the weight decay.
-    fn set_weight_decay(&mut self, weight_decay: f64);
     /// Checks every option against PyTorch's rules.
     ///
     /// # Errors
     /// [`OptimError::InvalidOption`] naming the first bad option.
     fn validate(&self) -> Result<(), OptimError>;
-    /// The options by PyTorch name, as saved with the state.
+    /// The options by PyTorch name, as saved with the state (every algorithm has `lr`
+    /// and `weight_decay`).
     fn hyperparameters(&self) -> Vec<(&'static str, Hyper)>;
     /// Sets the option `name` from saved state; `false` when there is no such option or
     /// the value has the wrong kind.
@@ -124,10 +119,10 @@ impl<A: Algorithm> Optimizer<A> {
         for group in groups {
             let mut options = defaults.clone();
             if let Some(lr) = group.lr {
-                options.set_lr(lr);
+                options.set_hyperparameter("lr", Hyper::Float(lr));
             }
             if let Some(wd) = group.weight_decay {
-                options.set_weight_decay(wd);
+                options.set_hyperparameter("weight_decay", Hyper::Float(wd));
             }
             options.validate()?;
             let g = opt.groups.len();
@@ -184,8 +179,21 @@ impl<A: Algorithm> Optimizer<A> {
     /// Sets the learning rate of every group (what a schedule does each step).
     pub fn set_lr(&mut self, lr: f64) {
         for g in &mut self.groups {
-            g.options.set_lr(lr);
+            g.options.set_hyperparameter("lr", Hyper::Float(lr));
         }
+    }
+
+    /// The learning rate of the first group (what a log line shows).
+    pub fn lr(&self) -> f64 {
+        let first = self.groups.first().map(|g| g.options.hyperparameters());
+        first
+            .into_iter()
+            .flatten()
+            .find_map(|(name, value)| match (name, value) {
+                ("lr", Hyper::Float(lr)) => Some(lr),
+                _ => None,
+            })
+            .unwrap_or(0.0)
     }
 
     /// The registered parameters by name, in registration order.
@@ -284,6 +292,11 @@ pub(crate) fn check_scalar(
 }
 
 fn check_grad(p: &Param, grad: &Tensor) -> Result<(), OptimError> {
+    if grad.same_buffer(&p.tensor) {
+        return Err(OptimError::GradientIsParameter {
+            name: p.name.clone(),
+        });
+    }
     if grad.shape() != p.tensor.shape() {
         return Err(OptimError::GradientShape {
             name: p.name.clone(),
@@ -303,4 +316,28 @@ fn check_grad(p: &Param, grad: &Tensor) -> Result<(), OptimError> {
         });
     }
     Ok(())
+}
+
+/// 1.0 for true, 0.0 for false: how kernels take flags.
+pub(crate) fn flag(b: bool) -> f32 {
+    if b { 1.0 } else { 0.0 }
+}
+
+/// [`OptimError::InvalidOption`] unless `ok`.
+pub(crate) fn require(
+    ok: bool,
+    optimizer: &'static str,
+    option: &'static str,
+    value: impl std::fmt::Debug,
+    requirement: &'static str,
+) -> Result<(), OptimError> {
+    if ok {
+        return Ok(());
+    }
+    Err(OptimError::InvalidOption {
+        optimizer,
+        option,
+        value: format!("{value:?}"),
+        requirement,
+    })
 }

@@ -19,7 +19,7 @@ use tang_runtime::Tensor;
 
 use super::error::OptimError;
 use super::kernels::update::{sgd_momentum_update, sgd_update};
-use super::optimizer::{Algorithm, Optimizer};
+use super::optimizer::{Algorithm, Optimizer, flag, require};
 use super::state::{Hyper, ParamState};
 
 /// SGD over named parameters (PyTorch's `torch.optim.SGD`).
@@ -55,46 +55,10 @@ impl Default for SgdOptions {
     }
 }
 
-/// 1.0 for true, 0.0 for false: how kernels take flags.
-pub(crate) fn flag(b: bool) -> f32 {
-    if b { 1.0 } else { 0.0 }
-}
-
-/// [`OptimError::InvalidOption`] unless `ok`.
-pub(crate) fn require(
-    ok: bool,
-    optimizer: &'static str,
-    option: &'static str,
-    value: impl std::fmt::Debug,
-    requirement: &'static str,
-) -> Result<(), OptimError> {
-    if ok {
-        return Ok(());
-    }
-    Err(OptimError::InvalidOption {
-        optimizer,
-        option,
-        value: format!("{value:?}"),
-        requirement,
-    })
-}
-
 impl Algorithm for SgdOptions {
     const NAME: &'static str = "SGD";
     const COUNTS_STEPS: bool = false;
     const BUFFERS: &'static [&'static str] = &["momentum_buffer"];
-
-    fn lr(&self) -> f64 {
-        self.lr
-    }
-
-    fn set_lr(&mut self, lr: f64) {
-        self.lr = lr;
-    }
-
-    fn set_weight_decay(&mut self, weight_decay: f64) {
-        self.weight_decay = weight_decay;
-    }
 
     fn validate(&self) -> Result<(), OptimError> {
         // `!(x >= 0)` also rejects NaN, as PyTorch's `not 0.0 <= x` does.
