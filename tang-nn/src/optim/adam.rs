@@ -77,6 +77,25 @@ pub(crate) struct AdamScalars {
     eps: f32,
 }
 
+impl AdamScalars {
+    /// The uniforms of both Adam kernels, in their declared order (a test checks it;
+    /// `one` is 1: see `fused_mul_add`).
+    fn uniforms(&self) -> [f32; 10] {
+        [
+            self.maximize,
+            self.l2,
+            self.decay,
+            self.lerp_weight,
+            self.beta2,
+            self.one_minus_beta2,
+            self.neg_step_size,
+            self.bias_correction2_sqrt,
+            self.eps,
+            1.0,
+        ]
+    }
+}
+
 impl AdamOptions {
     /// The scalars of step `step` (counted from 1), computed as PyTorch computes them.
     fn scalars(&self, step: u64) -> AdamScalars {
@@ -131,47 +150,18 @@ pub(crate) fn adam_step(
     let dev = param.device();
     let m = state.buffer_or_zeros("exp_avg", param)?;
     let v = state.buffer_or_zeros("exp_avg_sq", param)?;
-    if options.amsgrad {
+    // The two kernels take the same inputs and uniforms; AMSGrad adds one buffer.
+    let (kernel, inouts) = if options.amsgrad {
         let v_max = state.buffer_or_zeros("max_exp_avg_sq", param)?;
-        adam_amsgrad_update::launch(
-            dev,
-            param,
-            &m,
-            &v,
-            &v_max,
-            grad,
-            clip_coef,
-            s.maximize,
-            s.l2,
-            s.decay,
-            s.lerp_weight,
-            s.beta2,
-            s.one_minus_beta2,
-            s.neg_step_size,
-            s.bias_correction2_sqrt,
-            s.eps,
-            1.0,
-        )?;
+        (
+            &adam_amsgrad_update::KERNEL,
+            vec![param.clone(), m, v, v_max],
+        )
     } else {
-        adam_update::launch(
-            dev,
-            param,
-            &m,
-            &v,
-            grad,
-            clip_coef,
-            s.maximize,
-            s.l2,
-            s.decay,
-            s.lerp_weight,
-            s.beta2,
-            s.one_minus_beta2,
-            s.neg_step_size,
-            s.bias_correction2_sqrt,
-            s.eps,
-            1.0,
-        )?;
-    }
+        (&adam_update::KERNEL, vec![param.clone(), m, v])
+    };
+    let inouts: Vec<&Tensor> = inouts.iter().collect();
+    dev.launch(kernel, &[grad, clip_coef], &inouts, &s.uniforms())?;
     state.step = step;
     Ok(())
 }
@@ -235,5 +225,30 @@ impl Algorithm for AdamOptions {
         state: &mut ParamState,
     ) -> Result<(), OptimError> {
         adam_step(self, param, grad, clip_coef, state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The uniforms of both Adam kernels, in their declared order.
+    const UNIFORMS: [&str; 10] = [
+        "maximize",
+        "l2",
+        "decay",
+        "lerp_weight",
+        "beta2",
+        "one_minus_beta2",
+        "neg_step_size",
+        "bias_correction2_sqrt",
+        "eps",
+        "one",
+    ];
+
+    #[test]
+    fn both_kernels_declare_the_uniforms_in_the_order_they_are_passed() {
+        assert_eq!(adam_update::KERNEL.uniforms, UNIFORMS);
+        assert_eq!(adam_amsgrad_update::KERNEL.uniforms, UNIFORMS);
     }
 }
