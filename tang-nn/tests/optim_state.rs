@@ -205,6 +205,18 @@ fn state_that_does_not_fit_is_refused_before_anything_changes() {
     let d = state_err(fresh.load_state_dict(&bad));
     assert!(d.contains("step count"), "{d}");
     assert!(fresh.state("p").unwrap().is_empty());
+    // A step count with half of the moments.
+    let mut bad = saved.clone();
+    bad.tensors.remove("p.exp_avg_sq");
+    let d = state_err(fresh.load_state_dict(&bad));
+    assert!(d.contains("no exp_avg_sq"), "{d}");
+    // SGD keeps no step count.
+    let mut sgd_state = sgd.state_dict().unwrap();
+    sgd_state
+        .tensors
+        .insert("p.step", saved.tensors.get("p.step").unwrap().clone());
+    let d = state_err(sgd.load_state_dict(&sgd_state));
+    assert!(d.contains("no state named \"step\""), "{d}");
     // The optimizer that refused them is unchanged.
     assert_eq!(adam.state("p").unwrap().step(), 1);
 }

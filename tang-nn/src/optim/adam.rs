@@ -204,6 +204,7 @@ impl Algorithm for AdamOptions {
     const NAME: &'static str = "Adam";
     const COUNTS_STEPS: bool = true;
     const BUFFERS: &'static [&'static str] = &["exp_avg", "exp_avg_sq", "max_exp_avg_sq"];
+    const REQUIRED: &'static [&'static str] = &["exp_avg", "exp_avg_sq"];
 
     fn validate(&self) -> Result<(), OptimError> {
         self.validate_as(Self::NAME)

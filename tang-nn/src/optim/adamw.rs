@@ -63,6 +63,7 @@ impl Algorithm for AdamWOptions {
     const NAME: &'static str = "AdamW";
     const COUNTS_STEPS: bool = true;
     const BUFFERS: &'static [&'static str] = AdamOptions::BUFFERS;
+    const REQUIRED: &'static [&'static str] = AdamOptions::REQUIRED;
 
     fn validate(&self) -> Result<(), OptimError> {
         self.as_adam().validate_as(Self::NAME)

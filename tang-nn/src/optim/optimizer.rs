@@ -29,6 +29,8 @@ pub trait Algorithm: Clone + std::fmt::Debug + PartialEq {
     const COUNTS_STEPS: bool;
     /// The names of the state buffers a parameter may hold (PyTorch's state keys).
     const BUFFERS: &'static [&'static str];
+    /// The buffers every parameter with state has (the others are optional).
+    const REQUIRED: &'static [&'static str];
 
     /// Checks every option against PyTorch's rules.
     ///

@@ -59,6 +59,7 @@ impl Algorithm for SgdOptions {
     const NAME: &'static str = "SGD";
     const COUNTS_STEPS: bool = false;
     const BUFFERS: &'static [&'static str] = &["momentum_buffer"];
+    const REQUIRED: &'static [&'static str] = &[];
 
     fn validate(&self) -> Result<(), OptimError> {
         // `!(x >= 0)` also rejects NaN, as PyTorch's `not 0.0 <= x` does.

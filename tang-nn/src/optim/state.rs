@@ -211,7 +211,7 @@ impl<A: Algorithm> Optimizer<A> {
         for (key, tensor) in state.tensors.iter() {
             let (i, field) = self.split_key(key)?;
             let param = &self.params[i].tensor;
-            if field == "step" {
+            if field == "step" && A::COUNTS_STEPS {
                 let step = match tensor {
                     StateTensor::Host(_) => state.tensors.i64_values(key)?,
                     StateTensor::Device(_) => {
@@ -253,14 +253,24 @@ impl<A: Algorithm> Optimizer<A> {
             };
             states[i].buffers.insert(name, copy);
         }
-        if A::COUNTS_STEPS
-            && let Some(i) =
-                (0..states.len()).find(|&i| (states[i].step == 0) != states[i].buffers.is_empty())
-        {
-            return Err(state_error(format!(
-                "{:?} has a step count without its buffers, or buffers without a step count",
-                self.params[i].name
-            )));
+        // A parameter's state is all or nothing: its step count (where counted) and
+        // every buffer its algorithm always keeps.
+        for (p, st) in self.params.iter().zip(&states) {
+            if st.is_empty() {
+                continue;
+            }
+            let counted = !A::COUNTS_STEPS || st.step > 0;
+            if let Some(missing) = A::REQUIRED.iter().find(|b| !st.buffers.contains_key(*b))
+                && counted
+            {
+                return Err(state_error(format!("{:?} has no {missing}", p.name)));
+            }
+            if !counted {
+                return Err(state_error(format!(
+                    "{:?} has buffers without a step count",
+                    p.name
+                )));
+            }
         }
         for (g, o) in self.groups.iter_mut().zip(options) {
             g.options = o;
