@@ -162,3 +162,43 @@ fn bad_arguments_are_typed_errors() {
     assert!(matches!(e, OptimError::NotScalar { .. }), "{e}");
     assert!(e.to_string().contains("one-element"), "{e}");
 }
+
+#[test]
+fn roots_and_quotients_are_correctly_rounded_on_the_gpu() {
+    use tang_nn::optim::kernels::{clip_coefficient, norm_from_sum_of_squares};
+    let dev = Device::new().unwrap();
+    let mut xs: Vec<f32> = values(7, 20_000, 1000.0)
+        .iter()
+        .map(|x| x.abs() + 1.0)
+        .collect();
+    xs.extend(values(8, 2_000, 1.0).iter().map(|x| x.abs() * 1e-20));
+    xs.extend([0.0, 1e-30, 3e38, f32::INFINITY, f32::NAN, 2.0, 4.0]);
+    let n = xs.len();
+    let x = Tensor::from_slice(&dev, &xs, &[n]).unwrap();
+    let roots = norm_from_sum_of_squares::launch(&dev, &x, 1.0)
+        .unwrap()
+        .to_vec()
+        .unwrap();
+    let wrong_roots = (0..n)
+        .filter(|&i| {
+            roots[i].to_bits() != xs[i].sqrt().to_bits() && !(roots[i].is_nan() && xs[i].is_nan())
+        })
+        .count();
+    let max_norm = 0.7f32;
+    let coefs = clip_coefficient::launch(&dev, &x, max_norm, 1.0)
+        .unwrap()
+        .to_vec()
+        .unwrap();
+    let wrong_coefs = (0..n)
+        .filter(|&i| {
+            let c = max_norm / (xs[i] + 1e-6);
+            let want = if c > 1.0 { 1.0 } else { c };
+            coefs[i].to_bits() != want.to_bits() && !(coefs[i].is_nan() && want.is_nan())
+        })
+        .count();
+    println!(
+        "{wrong_roots} of {n} square roots and {wrong_coefs} of {n} coefficients differ from the CPU's correctly rounded ones"
+    );
+    assert_eq!(wrong_roots, 0);
+    assert_eq!(wrong_coefs, 0);
+}

@@ -7,7 +7,7 @@ mod optim_common;
 use optim_common::*;
 use tang_nn::optim::{
     Adam, AdamOptions, AdamW, AdamWOptions, OptimError, ParamGroup, Sgd, SgdOptions, decay_groups,
-    update,
+    kernels,
 };
 use tang_nn::tang_runtime::{Device, Tensor};
 
@@ -248,7 +248,8 @@ fn the_update_kernels_round_a_times_b_plus_c_once() {
         .collect();
     let pt = t(&dev, &p, &[n]);
     let one = t(&dev, &[1.0], &[1]);
-    update::sgd_update::launch(&dev, &pt, &t(&dev, &g, &[n]), &one, 0.0, 0.0, neg_lr, 1.0).unwrap();
+    kernels::sgd_update::launch(&dev, &pt, &t(&dev, &g, &[n]), &one, 0.0, 0.0, neg_lr, 1.0)
+        .unwrap();
     let gpu = pt.to_vec().unwrap();
     let wrong = (0..n)
         .filter(|&i| gpu[i].to_bits() != g[i].mul_add(neg_lr, p[i]).to_bits())

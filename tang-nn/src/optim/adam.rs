@@ -22,7 +22,7 @@
 use tang_runtime::Tensor;
 
 use super::error::OptimError;
-use super::kernels::update::{adam_amsgrad_update, adam_update};
+use super::gpu::kernels::{adam_amsgrad_update, adam_update};
 use super::optimizer::{Algorithm, Optimizer, flag, require};
 use super::state::{Hyper, ParamState};
 

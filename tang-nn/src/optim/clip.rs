@@ -11,18 +11,20 @@
 //! ```
 //! tang does the same in the same order: per-tensor squares (a `#[kernel]`) summed by
 //! `dense::reduce::sum_all`, square roots, the norms concatenated and reduced again, the
-//! coefficient by a kernel. [`clip_grad_norm_`] then scales in place;
+//! coefficient by a kernel (kernels in `gpu.rs`; roots and the division correctly
+//! rounded, as PyTorch's are). [`clip_grad_norm_`] then scales in place;
 //! [`grad_norm`] stops before, so the optimizer can take the coefficient inside its
 //! update kernels ([`super::Optimizer::step_with_clip_coef`]). A NaN or infinite norm is
 //! not an error (PyTorch's `error_if_nonfinite=False`, its default): checking it would
 //! need a host read; read `total_norm` when you want to look.
 
+use tang_runtime::Tensor;
 use tang_runtime::dense::reduce::sum_all;
 use tang_runtime::dense::shape::concat;
-use tang_runtime::prelude::*;
 use tang_runtime::{DType, Device};
 
 use super::error::OptimError;
+use super::gpu::kernels::{clip_coefficient, norm_from_sum_of_squares, scale_in_place, square};
 use super::optimizer::{check_scalar, require};
 
 /// The global norm of a set of gradients and the coefficient that clips it, both
@@ -35,42 +37,12 @@ pub struct GradNorm {
     pub clip_coef: Tensor,
 }
 
-/// The kernels of clipping.
-#[kernels]
-pub mod clip_kernels {
-    /// `x * x`: the squares a norm sums.
-    #[kernel]
-    pub fn square(x: f32) -> f32 {
-        x * x
-    }
-
-    /// `sqrt(x)`: a norm from its sum of squares.
-    #[kernel]
-    pub fn square_root(x: f32) -> f32 {
-        x.sqrt()
-    }
-
-    /// PyTorch's `clamp(max_norm / (total_norm + 1e-6), max=1)`; a NaN norm gives NaN,
-    /// as `clamp` keeps NaN.
-    #[kernel]
-    pub fn clip_coefficient(total_norm: f32, #[uniform] max_norm: f32) -> f32 {
-        let c = max_norm / (total_norm + 1e-6);
-        if c > 1.0 { 1.0 } else { c }
-    }
-
-    /// `g *= coef` with a one-element `coef` broadcast to every element.
-    #[kernel]
-    pub fn scale_in_place(g: &mut f32, coef: f32) {
-        *g *= coef;
-    }
-}
-
 /// The L2 norm of `x` as a `[1]` tensor: the square root of the sum of squares.
 fn l2_norm(x: &Tensor) -> Result<Tensor, OptimError> {
     let dev = x.device();
-    let squares = clip_kernels::square::launch(dev, x)?;
+    let squares = square::launch(dev, x)?;
     let sum = sum_all(&squares)?;
-    Ok(clip_kernels::square_root::launch(dev, &sum)?)
+    Ok(norm_from_sum_of_squares::launch(dev, &sum, 1.0)?)
 }
 
 /// The global L2 norm of `grads` and the coefficient that clips it to `max_norm`,
@@ -99,7 +71,7 @@ pub fn grad_norm<'a>(
         .collect::<Result<Vec<_>, _>>()?;
     let refs: Vec<&Tensor> = norms.iter().collect();
     let total_norm = l2_norm(&concat(&refs, 0)?)?;
-    let clip_coef = clip_kernels::clip_coefficient::launch(&dev, &total_norm, max_norm as f32)?;
+    let clip_coef = clip_coefficient::launch(&dev, &total_norm, max_norm as f32, 1.0)?;
     Ok(GradNorm {
         total_norm,
         clip_coef,
@@ -135,7 +107,7 @@ pub fn scale_grads_<'a>(
     let dev = checked_device(&grads)?;
     check_scalar(coef, &dev, "clip coefficient")?;
     for g in grads {
-        clip_kernels::scale_in_place::launch(&dev, g, coef)?;
+        scale_in_place::launch(&dev, g, coef)?;
     }
     Ok(())
 }

@@ -18,7 +18,7 @@
 use tang_runtime::Tensor;
 
 use super::error::OptimError;
-use super::kernels::update::{sgd_momentum_update, sgd_update};
+use super::gpu::kernels::{sgd_momentum_update, sgd_update};
 use super::optimizer::{Algorithm, Optimizer, flag, require};
 use super::state::{Hyper, ParamState};
 

@@ -17,9 +17,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
-use tang_runtime::prelude::*;
+use tang_runtime::Tensor;
 
 use super::error::OptimError;
+use super::gpu::kernels::copy_state;
 use super::optimizer::{Algorithm, Optimizer};
 use crate::safetensors::{
     Checkpoint, FloatDtype, HostTensor, StateDict, StateTensor, read_file, save_file,
@@ -99,13 +100,6 @@ impl Hyper {
             },
         }
     }
-}
-
-/// A copy of a state tensor on the device (so that two optimizers loaded from one
-/// checkpoint never share, and update, one buffer).
-#[kernel]
-pub fn copy_state(x: f32) -> f32 {
-    x
 }
 
 /// What an optimizer saves: its state tensors and the metadata describing its groups.

@@ -124,7 +124,7 @@ pub fn run<A: Algorithm>(
 
 /// A device copy of `t` (recorded, not read).
 pub fn copy(dev: &Device, t: &Tensor) -> Tensor {
-    tang_nn::optim::copy_state::launch(dev, t).unwrap()
+    tang_nn::optim::kernels::copy_state::launch(dev, t).unwrap()
 }
 
 /// The trajectory of `case` on the device.

@@ -1,19 +1,24 @@
-//! The update kernels of SGD, Adam and AdamW: one `#[kernel]` function per update,
-//! launched once per parameter tensor, each in PyTorch's arithmetic (see `sgd.rs` and
-//! `adam.rs` for the formulas).
+//! The kernels of the optimizers and of clipping: one `#[kernel]` function per update,
+//! launched once per parameter tensor, each in PyTorch's arithmetic (see `sgd.rs`,
+//! `adam.rs` and `clip.rs` for the formulas).
 //!
 //! PyTorch's CPU kernels compute `a + s * b` as one fused multiply-add (their vectorised
 //! `add(alpha=)`, `lerp_` and `addcmul_`). WGSL's `fma` may be a product followed by a sum
 //! (Vulkan allows it, and lavapipe does it), which moves SGD with momentum off PyTorch's
-//! trajectory by 2e-4 relative within 100 steps. So [`update::fused_mul_add`] checks on
+//! trajectory by 2e-4 relative within 100 steps. So [`kernels::fused_mul_add`] checks on
 //! the GPU whether `fma` is fused, and where it is not, computes the singly rounded
 //! result from error-free transformations (Dekker's product and Knuth's sum).
+//!
+//! WGSL's division and square root may be off by an ulp or two (NVIDIA's are); PyTorch's
+//! are correctly rounded. [`kernels::divide`] and [`kernels::square_root`] correct them
+//! with one Newton step on the exact residual, which leaves a correctly rounded result
+//! (lavapipe's) as it is.
 
 use tang_runtime::prelude::*;
 
-/// The update kernels and the helpers they inline.
+/// The kernels and the helpers they inline.
 #[kernels]
-pub mod update {
+pub mod kernels {
     /// The high half of `a` (Veltkamp's split with 2^12 + 1: 12 significant bits).
     /// `one` (a uniform holding 1) keeps the compiler from simplifying `c - (c - a)`
     /// to `a`, which is true of real numbers and false of floats.
@@ -44,8 +49,43 @@ pub mod update {
         let bb = s * one - p;
         let sum_error = (p - (s - bb)) + (c - bb);
         let emulated = s + (sum_error + product_error);
-        let finite = emulated.abs() <= 3.402_823_5e38;
-        if fused || !finite { native } else { emulated }
+        if fused || finite(emulated) < 0.5 {
+            native
+        } else {
+            emulated
+        }
+    }
+
+    /// Whether `x` is finite (NaN fails the comparison).
+    pub fn finite(x: f32) -> f32 {
+        if x.abs() <= 3.402_823_5e38 { 1.0 } else { 0.0 }
+    }
+
+    /// `a / b` correctly rounded: the quotient corrected by the exact residual
+    /// `a - q * b` (Markstein's step). Where the residual is not finite (a zero or
+    /// infinite divisor, an infinite dividend) the quotient is already what IEEE gives.
+    pub fn divide(a: f32, b: f32, one: f32) -> f32 {
+        let q = a / b;
+        let r = fused_mul_add(-q, b, a, one);
+        let corrected = fused_mul_add(r, 1.0 / b, q, one);
+        if finite(r) * finite(corrected) > 0.5 {
+            corrected
+        } else {
+            q
+        }
+    }
+
+    /// `sqrt(x)` correctly rounded: the root corrected by the exact residual `x - s * s`.
+    /// Zero, infinity and NaN keep `sqrt`'s own result.
+    pub fn square_root(x: f32, one: f32) -> f32 {
+        let s = x.sqrt();
+        let r = fused_mul_add(-s, s, x, one);
+        let corrected = fused_mul_add(r, 0.5 / s, s, one);
+        if s > 0.0 && finite(r) * finite(corrected) > 0.5 {
+            corrected
+        } else {
+            s
+        }
     }
 
     /// One SGD step without momentum, in place. `clip_coef` (one element) multiplies
@@ -156,8 +196,8 @@ pub mod update {
         *p *= decay;
         *exp_avg = lerp(*exp_avg, g, lerp_weight, one);
         *exp_avg_sq = fused_mul_add(one_minus_beta2 * g, g, *exp_avg_sq * beta2, one);
-        let denom = (*exp_avg_sq).sqrt() / bias_correction2_sqrt + eps;
-        *p += neg_step_size * *exp_avg / denom;
+        let denom = divide(square_root(*exp_avg_sq, one), bias_correction2_sqrt, one) + eps;
+        *p += divide(neg_step_size * *exp_avg, denom, one);
     }
 
     /// [`adam_update`] with AMSGrad's running maximum of the second moment.
@@ -195,7 +235,44 @@ pub mod update {
         } else {
             v + old
         };
-        let denom = (*max_exp_avg_sq).sqrt() / bias_correction2_sqrt + eps;
-        *p += neg_step_size * *exp_avg / denom;
+        let denom = divide(
+            square_root(*max_exp_avg_sq, one),
+            bias_correction2_sqrt,
+            one,
+        ) + eps;
+        *p += divide(neg_step_size * *exp_avg, denom, one);
+    }
+
+    /// `x * x`: the squares a norm sums.
+    #[kernel]
+    pub fn square(x: f32) -> f32 {
+        x * x
+    }
+
+    /// A norm from its sum of squares, correctly rounded (`one` is 1).
+    #[kernel]
+    pub fn norm_from_sum_of_squares(x: f32, #[uniform] one: f32) -> f32 {
+        square_root(x, one)
+    }
+
+    /// PyTorch's `clamp(max_norm / (total_norm + 1e-6), max=1)`, the division correctly
+    /// rounded; a NaN norm gives NaN, as `clamp` keeps NaN.
+    #[kernel]
+    pub fn clip_coefficient(total_norm: f32, #[uniform] max_norm: f32, #[uniform] one: f32) -> f32 {
+        let c = divide(max_norm, total_norm + 1e-6, one);
+        if c > 1.0 { 1.0 } else { c }
+    }
+
+    /// `g *= coef` with a one-element `coef` broadcast to every element.
+    #[kernel]
+    pub fn scale_in_place(g: &mut f32, coef: f32) {
+        *g *= coef;
+    }
+
+    /// A copy of a state tensor on the device (so that two optimizers loaded from one
+    /// checkpoint never share, and update, one buffer).
+    #[kernel]
+    pub fn copy_state(x: f32) -> f32 {
+        x
     }
 }
