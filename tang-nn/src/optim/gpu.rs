@@ -88,6 +88,25 @@ pub mod kernels {
         }
     }
 
+    /// The gradient an update uses: times the clip coefficient, negated to maximize, plus
+    /// the L2 penalty `l2 * p` (PyTorch's `grad.add(param, alpha=weight_decay)`).
+    pub fn effective_grad(
+        p: f32,
+        grad: f32,
+        clip_coef: f32,
+        maximize: f32,
+        l2: f32,
+        one: f32,
+    ) -> f32 {
+        let g0 = grad * clip_coef;
+        let g1 = if maximize > 0.5 { -g0 } else { g0 };
+        if l2 != 0.0 {
+            fused_mul_add(p, l2, g1, one)
+        } else {
+            g1
+        }
+    }
+
     /// One SGD step without momentum, in place. `clip_coef` (one element) multiplies
     /// the gradient; flags are 1.0 or 0.0; `one` is 1.0 (see [`fused_mul_add`]).
     #[kernel]
@@ -101,13 +120,7 @@ pub mod kernels {
         #[uniform] neg_lr: f32,
         #[uniform] one: f32,
     ) {
-        let g0 = grad * clip_coef;
-        let g1 = if maximize > 0.5 { -g0 } else { g0 };
-        let g = if weight_decay != 0.0 {
-            fused_mul_add(*p, weight_decay, g1, one)
-        } else {
-            g1
-        };
+        let g = effective_grad(*p, grad, clip_coef, maximize, weight_decay, one);
         *p = fused_mul_add(g, neg_lr, *p, one);
     }
 
@@ -129,13 +142,7 @@ pub mod kernels {
         #[uniform] first: f32,
         #[uniform] one: f32,
     ) {
-        let g0 = grad * clip_coef;
-        let g1 = if maximize > 0.5 { -g0 } else { g0 };
-        let g = if weight_decay != 0.0 {
-            fused_mul_add(*p, weight_decay, g1, one)
-        } else {
-            g1
-        };
+        let g = effective_grad(*p, grad, clip_coef, maximize, weight_decay, one);
         let buf = if first > 0.5 {
             g
         } else {
@@ -160,17 +167,6 @@ pub mod kernels {
         }
     }
 
-    /// Adam's gradient after clipping, maximize and the L2 penalty.
-    pub fn adam_grad(p: f32, grad: f32, clip_coef: f32, maximize: f32, l2: f32, one: f32) -> f32 {
-        let g0 = grad * clip_coef;
-        let g1 = if maximize > 0.5 { -g0 } else { g0 };
-        if l2 != 0.0 {
-            fused_mul_add(p, l2, g1, one)
-        } else {
-            g1
-        }
-    }
-
     /// One Adam or AdamW step, in place. `decay` is `1 - lr * weight_decay` for AdamW
     /// (1 otherwise), `l2` Adam's weight decay (0 for AdamW).
     #[kernel]
@@ -192,7 +188,7 @@ pub mod kernels {
         #[uniform] eps: f32,
         #[uniform] one: f32,
     ) {
-        let g = adam_grad(*p, grad, clip_coef, maximize, l2, one);
+        let g = effective_grad(*p, grad, clip_coef, maximize, l2, one);
         *p *= decay;
         *exp_avg = lerp(*exp_avg, g, lerp_weight, one);
         *exp_avg_sq = fused_mul_add(one_minus_beta2 * g, g, *exp_avg_sq * beta2, one);
@@ -221,7 +217,7 @@ pub mod kernels {
         #[uniform] eps: f32,
         #[uniform] one: f32,
     ) {
-        let g = adam_grad(*p, grad, clip_coef, maximize, l2, one);
+        let g = effective_grad(*p, grad, clip_coef, maximize, l2, one);
         *p *= decay;
         *exp_avg = lerp(*exp_avg, g, lerp_weight, one);
         *exp_avg_sq = fused_mul_add(one_minus_beta2 * g, g, *exp_avg_sq * beta2, one);
