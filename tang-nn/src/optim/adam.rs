@@ -1,6 +1,6 @@
 //! Adam (and the update AdamW shares): PyTorch's `torch.optim.Adam` in the same
-//! arithmetic as its CPU kernels, so trajectories agree to the bit where the GPU rounds
-//! as IEEE requires.
+//! arithmetic as its CPU kernels, so trajectories agree to the bit (the kernels are in
+//! `gpu.rs`).
 //!
 //! PyTorch's step for one parameter (`_single_tensor_adam`), with `g` the gradient and
 //! `t` the parameter's step count after incrementing it:
@@ -17,7 +17,8 @@
 //! The bias corrections are Python floats in PyTorch: tang computes them in f64 on the
 //! host with the same `pow` and rounds each to f32 once, as PyTorch's kernels convert
 //! them. The fused multiply-adds are where PyTorch's vectorised `lerp_` and `addcmul_`
-//! fuse.
+//! fuse; the square root and both divisions are correctly rounded on every GPU, as on
+//! PyTorch's CPU.
 
 use tang_runtime::Tensor;
 

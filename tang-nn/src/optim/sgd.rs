@@ -1,6 +1,6 @@
 //! SGD with momentum, dampening, Nesterov momentum and weight decay: PyTorch's
 //! `torch.optim.SGD`, in the same arithmetic as its CPU kernels, so trajectories agree to
-//! the bit where the GPU rounds as IEEE requires.
+//! the bit (the kernels are in `gpu.rs`).
 //!
 //! PyTorch's step for one parameter (`_single_tensor_sgd`), with `g` the gradient:
 //! ```text
@@ -12,7 +12,7 @@
 //! p = p - lr * g
 //! ```
 //! Every `a + s * b` is one fused multiply-add, as PyTorch's vectorised `add(alpha=)`
-//! computes it; scalars are computed in f64 on the host and rounded to f32 once, as
+//! computes it (`fused_mul_add`, exact even where WGSL's `fma` is not fused); scalars are computed in f64 on the host and rounded to f32 once, as
 //! PyTorch converts its Python-float hyperparameters.
 
 use tang_runtime::Tensor;
