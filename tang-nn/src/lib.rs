@@ -4,7 +4,8 @@
 //! learning-rate schedules as pure functions of the step ([`schedule`]), a seeded,
 //! resumable data loader and nanoGPT-style token windows ([`data`]), checkpoints written
 //! atomically as directories ([`checkpoint`]), the training loop's plain pieces (metrics,
-//! progress, loss-curve PNG, Ctrl-C; [`train`]) and the host random generator ([`rng`]).
+//! progress, loss-curve PNG, Ctrl-C; [`train`]), the host random generator ([`rng`]), and
+//! PyTorch's optimizers with gradient clipping that stays on the GPU ([`optim`]).
 //! Reverse-mode autograd over `tang_runtime::Tensor`s (a `#[fused_grad]` kernel's `VJP`
 //! is its backward) and modules with PyTorch's names and layouts build on these.
 //!
@@ -12,6 +13,7 @@
 
 pub mod checkpoint;
 pub mod data;
+pub mod optim;
 pub mod rng;
 pub mod safetensors;
 pub mod schedule;

@@ -83,6 +83,9 @@ pub struct Stats {
     pub launches: u64,
     /// Command buffers submitted.
     pub submits: u64,
+    /// Reads back to the host (each [`crate::Tensor::to_vec`], `to_vec_u32`, `item` or
+    /// async read of a non-empty tensor): what "nothing is read back" is checked against.
+    pub host_reads: u64,
 }
 
 pub(crate) struct Inner {

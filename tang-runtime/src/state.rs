@@ -43,6 +43,8 @@ pub(crate) struct State {
     allocations: u64,
     launches: u64,
     submits: u64,
+    /// Reads back to the host started (see `Stats::host_reads`).
+    pub host_reads: u64,
 }
 
 impl Drop for State {
@@ -75,6 +77,7 @@ impl State {
             allocations: 0,
             launches: 0,
             submits: 0,
+            host_reads: 0,
         }
     }
 
@@ -87,6 +90,7 @@ impl State {
             shader_modules_created: self.cache.modules_created,
             launches: self.launches,
             submits: self.submits,
+            host_reads: self.host_reads,
         }
     }
 

@@ -325,6 +325,7 @@ impl Tensor {
             mapped_at_creation: false,
         });
         let mut st = dev.lock()?;
+        st.host_reads += 1;
         st.encoder(&dev.inner)
             .copy_buffer_to_buffer(&self.storage.buffer, 0, &staging, 0, bytes);
         st.submit(&dev.inner);

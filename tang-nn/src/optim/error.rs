@@ -1,0 +1,164 @@
+//! The typed errors of building optimizers, stepping them, clipping gradients and saving
+//! or loading optimizer state. Each message says what is wrong and what to do.
+
+use std::fmt;
+
+use crate::safetensors::SafetensorsError;
+
+/// Everything that can go wrong in `tang_nn::optim`.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum OptimError {
+    /// A hyperparameter is outside its valid range (PyTorch raises `ValueError` for the
+    /// same values).
+    InvalidOption {
+        /// The optimizer or function ("SGD", "Adam", "AdamW", "clip_grad_norm_").
+        optimizer: &'static str,
+        /// The option's PyTorch name.
+        option: &'static str,
+        /// The value given.
+        value: String,
+        /// What the option must satisfy.
+        requirement: &'static str,
+    },
+    /// The optimizer was given no parameters (PyTorch: "optimizer got an empty parameter
+    /// list").
+    EmptyParameterList,
+    /// One name was registered twice.
+    DuplicateParameter {
+        /// The name.
+        name: String,
+    },
+    /// Two names share one tensor (a tied parameter registered twice would be updated
+    /// twice per step).
+    SharedParameter {
+        /// The name registered first.
+        first: String,
+        /// The name that shares its buffer.
+        second: String,
+    },
+    /// A parameter, gradient, state or coefficient tensor is not f32.
+    NotF32 {
+        /// The parameter (or "clip coefficient").
+        name: String,
+        /// What the tensor is ("parameter", "gradient", ...).
+        what: &'static str,
+    },
+    /// A gradient's shape differs from its parameter's.
+    GradientShape {
+        /// The parameter.
+        name: String,
+        /// The parameter's shape.
+        param: Vec<usize>,
+        /// The gradient's shape.
+        grad: Vec<usize>,
+    },
+    /// A gradient shares its buffer with its parameter (an update would read what it
+    /// writes).
+    GradientIsParameter {
+        /// The parameter.
+        name: String,
+    },
+    /// A tensor lives on another device than the parameters.
+    DeviceMismatch {
+        /// The parameter (or "clip coefficient").
+        name: String,
+    },
+    /// A clip coefficient (or other broadcast scale) is not a one-element tensor.
+    NotScalar {
+        /// What the tensor is.
+        what: &'static str,
+        /// Its shape.
+        shape: Vec<usize>,
+    },
+    /// Saved optimizer state does not fit this optimizer.
+    State {
+        /// What does not fit, in words.
+        detail: String,
+    },
+    /// The device failed.
+    Runtime(tang_runtime::Error),
+    /// Reading or writing the state file failed.
+    Safetensors(SafetensorsError),
+}
+
+impl fmt::Display for OptimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OptimError::InvalidOption {
+                optimizer,
+                option,
+                value,
+                requirement,
+            } => write!(
+                f,
+                "{optimizer}: invalid {option} value {value}: it must be {requirement}"
+            ),
+            OptimError::EmptyParameterList => write!(
+                f,
+                "optimizer got an empty parameter list; pass the model's named parameters"
+            ),
+            OptimError::DuplicateParameter { name } => write!(
+                f,
+                "parameter {name:?} is registered twice; give each parameter to one group once"
+            ),
+            OptimError::SharedParameter { first, second } => write!(
+                f,
+                "parameters {first:?} and {second:?} share one tensor (tied); register a tied \
+                 parameter once, under one name"
+            ),
+            OptimError::NotF32 { name, what } => write!(
+                f,
+                "the {what} of {name:?} is not an f32 tensor; optimizers update f32 tensors only"
+            ),
+            OptimError::GradientShape { name, param, grad } => write!(
+                f,
+                "the gradient of {name:?} has shape {grad:?} but the parameter has shape \
+                 {param:?}; pass each parameter's own gradient under its name"
+            ),
+            OptimError::GradientIsParameter { name } => write!(
+                f,
+                "the gradient of {name:?} is the parameter's own tensor; pass the gradient \
+                 tensor that backward returned"
+            ),
+            OptimError::DeviceMismatch { name } => write!(
+                f,
+                "a tensor of {name:?} lives on another device than the parameters; create \
+                 gradients and state on the parameters' device"
+            ),
+            OptimError::NotScalar { what, shape } => write!(
+                f,
+                "the {what} must be a one-element tensor (shape [1] or []), got shape {shape:?}"
+            ),
+            OptimError::State { detail } => write!(
+                f,
+                "the optimizer state does not fit this optimizer: {detail}; build the \
+                 optimizer with the same kind, parameter names and groups as the one saved"
+            ),
+            OptimError::Runtime(e) => write!(f, "{e}"),
+            OptimError::Safetensors(e) => write!(f, "optimizer state file: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for OptimError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            OptimError::Runtime(e) => Some(e),
+            OptimError::Safetensors(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<tang_runtime::Error> for OptimError {
+    fn from(e: tang_runtime::Error) -> Self {
+        OptimError::Runtime(e)
+    }
+}
+
+impl From<SafetensorsError> for OptimError {
+    fn from(e: SafetensorsError) -> Self {
+        OptimError::Safetensors(e)
+    }
+}

@@ -1,0 +1,274 @@
+//! The kernels of the optimizers and of clipping: one `#[kernel]` function per update,
+//! launched once per parameter tensor, each in PyTorch's arithmetic (see `sgd.rs`,
+//! `adam.rs` and `clip.rs` for the formulas).
+//!
+//! PyTorch's CPU kernels compute `a + s * b` as one fused multiply-add (their vectorised
+//! `add(alpha=)`, `lerp_` and `addcmul_`). WGSL's `fma` may be a product followed by a sum
+//! (Vulkan allows it, and lavapipe does it), which moves SGD with momentum off PyTorch's
+//! trajectory by 2e-4 relative within 100 steps. So [`kernels::fused_mul_add`] checks on
+//! the GPU whether `fma` is fused, and where it is not, computes the singly rounded
+//! result from error-free transformations (Dekker's product and Knuth's sum).
+//!
+//! WGSL's division and square root may be off by an ulp or two (NVIDIA's are); PyTorch's
+//! are correctly rounded. [`kernels::divide`] and [`kernels::square_root`] correct them
+//! with one Newton step on the exact residual, which leaves a correctly rounded result
+//! (lavapipe's) as it is.
+
+use tang_runtime::prelude::*;
+
+/// The kernels and the helpers they inline.
+#[kernels]
+pub mod kernels {
+    /// The high half of `a` (Veltkamp's split with 2^12 + 1: 12 significant bits).
+    /// `one` (a uniform holding 1) keeps the compiler from simplifying `c - (c - a)`
+    /// to `a`, which is true of real numbers and false of floats.
+    pub fn split_hi(a: f32, one: f32) -> f32 {
+        let c = 4097.0 * a;
+        c - (c - a) * one
+    }
+
+    /// `a * b + c` rounded once, as a fused multiply-add, on every GPU. `one` is a
+    /// uniform holding 1 (a value the shader compiler cannot fold): it builds the probe
+    /// `(1 + 2^-12)^2 - (1 + 2^-11)`, which is 2^-24 when `fma` is fused and 0 when it is
+    /// a product then a sum, and it keeps the compiler from rewriting the error-free
+    /// transformations by the laws of real numbers. Where `fma` is not fused, the
+    /// product's exact error (Dekker) and the sum's (Knuth's two-sum) are added back;
+    /// inputs so large that the split overflows fall back to `fma`.
+    pub fn fused_mul_add(a: f32, b: f32, c: f32, one: f32) -> f32 {
+        let native = a.mul_add(b, c);
+        let probe_a = one + 1.0 / 4096.0;
+        let probe_c = -(one + 1.0 / 2048.0);
+        let fused = probe_a.mul_add(probe_a, probe_c) != 0.0;
+        let p = a * b;
+        let ah = split_hi(a, one);
+        let al = a - ah;
+        let bh = split_hi(b, one);
+        let bl = b - bh;
+        let product_error = (((ah * bh - p * one) + ah * bl) + al * bh) + al * bl;
+        let s = p + c;
+        let bb = s * one - p;
+        let sum_error = (p - (s - bb)) + (c - bb);
+        let emulated = s + (sum_error + product_error);
+        if fused || finite(emulated) < 0.5 {
+            native
+        } else {
+            emulated
+        }
+    }
+
+    /// Whether `x` is finite (NaN fails the comparison).
+    pub fn finite(x: f32) -> f32 {
+        if x.abs() <= 3.402_823_5e38 { 1.0 } else { 0.0 }
+    }
+
+    /// `a / b` correctly rounded: the quotient corrected by the exact residual
+    /// `a - q * b` (Markstein's step). Where the residual is not finite (a zero or
+    /// infinite divisor, an infinite dividend) the quotient is already what IEEE gives.
+    pub fn divide(a: f32, b: f32, one: f32) -> f32 {
+        let q = a / b;
+        let r = fused_mul_add(-q, b, a, one);
+        let corrected = fused_mul_add(r, 1.0 / b, q, one);
+        if finite(r) * finite(corrected) > 0.5 {
+            corrected
+        } else {
+            q
+        }
+    }
+
+    /// `sqrt(x)` correctly rounded: the root corrected by the exact residual `x - s * s`.
+    /// Zero, infinity and NaN keep `sqrt`'s own result.
+    pub fn square_root(x: f32, one: f32) -> f32 {
+        let s = x.sqrt();
+        let r = fused_mul_add(-s, s, x, one);
+        let corrected = fused_mul_add(r, 0.5 / s, s, one);
+        if s > 0.0 && finite(r) * finite(corrected) > 0.5 {
+            corrected
+        } else {
+            s
+        }
+    }
+
+    /// The gradient an update uses: times the clip coefficient, negated to maximize, plus
+    /// the L2 penalty `l2 * p` (PyTorch's `grad.add(param, alpha=weight_decay)`).
+    pub fn effective_grad(
+        p: f32,
+        grad: f32,
+        clip_coef: f32,
+        maximize: f32,
+        l2: f32,
+        one: f32,
+    ) -> f32 {
+        let g0 = grad * clip_coef;
+        let g1 = if maximize > 0.5 { -g0 } else { g0 };
+        if l2 != 0.0 {
+            fused_mul_add(p, l2, g1, one)
+        } else {
+            g1
+        }
+    }
+
+    /// One SGD step without momentum, in place. `clip_coef` (one element) multiplies
+    /// the gradient; flags are 1.0 or 0.0; `one` is 1.0 (see [`fused_mul_add`]).
+    #[kernel]
+    #[allow(clippy::too_many_arguments)]
+    pub fn sgd_update(
+        p: &mut f32,
+        grad: f32,
+        clip_coef: f32,
+        #[uniform] maximize: f32,
+        #[uniform] weight_decay: f32,
+        #[uniform] neg_lr: f32,
+        #[uniform] one: f32,
+    ) {
+        let g = effective_grad(*p, grad, clip_coef, maximize, weight_decay, one);
+        *p = fused_mul_add(g, neg_lr, *p, one);
+    }
+
+    /// One SGD step with a momentum buffer, in place. `first` (1.0 on the parameter's
+    /// first step) starts the buffer at the gradient, as PyTorch does.
+    #[kernel]
+    #[allow(clippy::too_many_arguments)]
+    pub fn sgd_momentum_update(
+        p: &mut f32,
+        momentum_buffer: &mut f32,
+        grad: f32,
+        clip_coef: f32,
+        #[uniform] maximize: f32,
+        #[uniform] weight_decay: f32,
+        #[uniform] neg_lr: f32,
+        #[uniform] momentum: f32,
+        #[uniform] one_minus_dampening: f32,
+        #[uniform] nesterov: f32,
+        #[uniform] first: f32,
+        #[uniform] one: f32,
+    ) {
+        let g = effective_grad(*p, grad, clip_coef, maximize, weight_decay, one);
+        let buf = if first > 0.5 {
+            g
+        } else {
+            fused_mul_add(g, one_minus_dampening, *momentum_buffer * momentum, one)
+        };
+        *momentum_buffer = buf;
+        let d = if nesterov > 0.5 {
+            fused_mul_add(buf, momentum, g, one)
+        } else {
+            buf
+        };
+        *p = fused_mul_add(d, neg_lr, *p, one);
+    }
+
+    /// PyTorch's `lerp(m, g, w)` as its vectorised kernel computes it (from `m` for a
+    /// weight under 0.5, from `g` otherwise).
+    pub fn lerp(m: f32, g: f32, w: f32, one: f32) -> f32 {
+        if w.abs() < 0.5 {
+            fused_mul_add(w, g - m, m, one)
+        } else {
+            fused_mul_add(w - 1.0, g - m, g, one)
+        }
+    }
+
+    /// One Adam or AdamW step, in place. `decay` is `1 - lr * weight_decay` for AdamW
+    /// (1 otherwise), `l2` Adam's weight decay (0 for AdamW).
+    #[kernel]
+    #[allow(clippy::too_many_arguments)]
+    pub fn adam_update(
+        p: &mut f32,
+        exp_avg: &mut f32,
+        exp_avg_sq: &mut f32,
+        grad: f32,
+        clip_coef: f32,
+        #[uniform] maximize: f32,
+        #[uniform] l2: f32,
+        #[uniform] decay: f32,
+        #[uniform] lerp_weight: f32,
+        #[uniform] beta2: f32,
+        #[uniform] one_minus_beta2: f32,
+        #[uniform] neg_step_size: f32,
+        #[uniform] bias_correction2_sqrt: f32,
+        #[uniform] eps: f32,
+        #[uniform] one: f32,
+    ) {
+        let g = effective_grad(*p, grad, clip_coef, maximize, l2, one);
+        *p *= decay;
+        *exp_avg = lerp(*exp_avg, g, lerp_weight, one);
+        *exp_avg_sq = fused_mul_add(one_minus_beta2 * g, g, *exp_avg_sq * beta2, one);
+        let denom = divide(square_root(*exp_avg_sq, one), bias_correction2_sqrt, one) + eps;
+        *p += divide(neg_step_size * *exp_avg, denom, one);
+    }
+
+    /// [`adam_update`] with AMSGrad's running maximum of the second moment.
+    #[kernel]
+    #[allow(clippy::too_many_arguments)]
+    pub fn adam_amsgrad_update(
+        p: &mut f32,
+        exp_avg: &mut f32,
+        exp_avg_sq: &mut f32,
+        max_exp_avg_sq: &mut f32,
+        grad: f32,
+        clip_coef: f32,
+        #[uniform] maximize: f32,
+        #[uniform] l2: f32,
+        #[uniform] decay: f32,
+        #[uniform] lerp_weight: f32,
+        #[uniform] beta2: f32,
+        #[uniform] one_minus_beta2: f32,
+        #[uniform] neg_step_size: f32,
+        #[uniform] bias_correction2_sqrt: f32,
+        #[uniform] eps: f32,
+        #[uniform] one: f32,
+    ) {
+        let g = effective_grad(*p, grad, clip_coef, maximize, l2, one);
+        *p *= decay;
+        *exp_avg = lerp(*exp_avg, g, lerp_weight, one);
+        *exp_avg_sq = fused_mul_add(one_minus_beta2 * g, g, *exp_avg_sq * beta2, one);
+        // torch.maximum: a NaN on either side wins (the sum of the two is NaN).
+        let v = *exp_avg_sq;
+        let old = *max_exp_avg_sq;
+        *max_exp_avg_sq = if v > old {
+            v
+        } else if v <= old {
+            old
+        } else {
+            v + old
+        };
+        let denom = divide(
+            square_root(*max_exp_avg_sq, one),
+            bias_correction2_sqrt,
+            one,
+        ) + eps;
+        *p += divide(neg_step_size * *exp_avg, denom, one);
+    }
+
+    /// `x * x`: the squares a norm sums.
+    #[kernel]
+    pub fn square(x: f32) -> f32 {
+        x * x
+    }
+
+    /// A norm from its sum of squares, correctly rounded (`one` is 1).
+    #[kernel]
+    pub fn norm_from_sum_of_squares(x: f32, #[uniform] one: f32) -> f32 {
+        square_root(x, one)
+    }
+
+    /// PyTorch's `clamp(max_norm / (total_norm + 1e-6), max=1)`, the division correctly
+    /// rounded; a NaN norm gives NaN, as `clamp` keeps NaN.
+    #[kernel]
+    pub fn clip_coefficient(total_norm: f32, #[uniform] max_norm: f32, #[uniform] one: f32) -> f32 {
+        let c = divide(max_norm, total_norm + 1e-6, one);
+        if c > 1.0 { 1.0 } else { c }
+    }
+
+    /// `g *= coef` with a one-element `coef` broadcast to every element.
+    #[kernel]
+    pub fn scale_in_place(g: &mut f32, coef: f32) {
+        *g *= coef;
+    }
+
+    /// A copy of a state tensor on the device (so that two optimizers loaded from one
+    /// checkpoint never share, and update, one buffer).
+    #[kernel]
+    pub fn copy_state(x: f32) -> f32 {
+        x
+    }
+}

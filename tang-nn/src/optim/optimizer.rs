@@ -1,0 +1,345 @@
+//! The optimizer machinery shared by SGD, Adam and AdamW: registration of named
+//! parameters in groups, the step loop (checks first, then one launch per parameter, all
+//! recorded without a host read), and the per-parameter state.
+//!
+//! Why parameters are registered at construction and gradients passed by name: a
+//! PyTorch optimizer holds its parameters and finds each gradient on `p.grad`; tang
+//! tensors carry no gradient slot, so the optimizer holds the parameters (clones share
+//! the model's buffers, so updates are seen by the model) and a step is given the
+//! gradients keyed by the same names ([`Gradients`]). The names are the model's
+//! `state_dict` names, which is also what optimizer state is saved under, and what
+//! `loss.backward()` will key its gradients by: it plugs into `step` as it is.
+
+use std::collections::HashMap;
+
+use tang_runtime::{DType, Device, Tensor};
+
+use super::error::OptimError;
+use super::grads::Gradients;
+use super::group::{Group, ParamGroup};
+use super::state::{Hyper, ParamState};
+
+/// One optimization algorithm: its options (one value per group) and its update.
+/// Implemented by [`super::SgdOptions`], [`super::AdamOptions`] and
+/// [`super::AdamWOptions`]; [`Optimizer`] does the rest.
+pub trait Algorithm: Clone + std::fmt::Debug + PartialEq {
+    /// PyTorch's class name ("SGD", "Adam", "AdamW"), recorded in saved state.
+    const NAME: &'static str;
+    /// Whether a parameter's state holds a step count (Adam's `state["step"]`).
+    const COUNTS_STEPS: bool;
+    /// The names of the state buffers a parameter may hold (PyTorch's state keys).
+    const BUFFERS: &'static [&'static str];
+    /// The buffers every parameter with state has (the others are optional).
+    const REQUIRED: &'static [&'static str];
+
+    /// Checks every option against PyTorch's rules.
+    ///
+    /// # Errors
+    /// [`OptimError::InvalidOption`] naming the first bad option.
+    fn validate(&self) -> Result<(), OptimError>;
+    /// The options by PyTorch name, as saved with the state (every algorithm has `lr`
+    /// and `weight_decay`).
+    fn hyperparameters(&self) -> Vec<(&'static str, Hyper)>;
+    /// Sets the option `name` from saved state; `false` when there is no such option or
+    /// the value has the wrong kind.
+    fn set_hyperparameter(&mut self, name: &str, value: Hyper) -> bool;
+    /// Records the update of one parameter from its gradient times `clip_coef` (a
+    /// one-element tensor), creating or advancing its state.
+    ///
+    /// # Errors
+    /// [`OptimError::Runtime`] when the device fails.
+    fn update(
+        &self,
+        param: &Tensor,
+        grad: &Tensor,
+        clip_coef: &Tensor,
+        state: &mut ParamState,
+    ) -> Result<(), OptimError>;
+}
+
+/// A registered parameter: its name, tensor (shared with the model), group and state.
+#[derive(Debug)]
+pub(crate) struct Param {
+    pub name: String,
+    pub tensor: Tensor,
+    pub state: ParamState,
+}
+
+/// An optimizer over named parameters in groups, with algorithm `A`
+/// ([`super::Sgd`], [`super::Adam`], [`super::AdamW`]).
+#[derive(Debug)]
+pub struct Optimizer<A: Algorithm> {
+    pub(crate) groups: Vec<Group<A>>,
+    /// Every parameter in registration order (group by group).
+    pub(crate) params: Vec<Param>,
+    /// Group of each parameter.
+    pub(crate) group_of: Vec<usize>,
+    pub(crate) index: HashMap<String, usize>,
+    device: Device,
+    /// A one-element tensor holding 1, the clip coefficient of an unclipped step.
+    unit: Option<Tensor>,
+}
+
+impl<A: Algorithm> Optimizer<A> {
+    /// An optimizer over one group of named parameters with options `defaults`.
+    ///
+    /// # Errors
+    /// As [`Optimizer::with_groups`].
+    pub fn new<N: Into<String>>(
+        params: impl IntoIterator<Item = (N, Tensor)>,
+        defaults: A,
+    ) -> Result<Self, OptimError> {
+        Self::with_groups(vec![ParamGroup::new(params)], defaults)
+    }
+
+    /// An optimizer over parameter groups: each group takes `defaults` with its own
+    /// overrides (see [`super::decay_groups`] for nanoGPT's decay / no-decay split).
+    /// Parameters are updated in place: the tensors are clones sharing the model's buffers.
+    ///
+    /// # Errors
+    /// [`OptimError::EmptyParameterList`] with no parameters,
+    /// [`OptimError::DuplicateParameter`] / [`OptimError::SharedParameter`] when a name or
+    /// a tensor appears twice, [`OptimError::NotF32`], [`OptimError::DeviceMismatch`] when
+    /// parameters live on different devices, [`OptimError::InvalidOption`].
+    pub fn with_groups(groups: Vec<ParamGroup>, defaults: A) -> Result<Self, OptimError> {
+        let Some(device) = groups
+            .iter()
+            .flat_map(|g| g.params.first())
+            .map(|(_, t)| t.device().clone())
+            .next()
+        else {
+            return Err(OptimError::EmptyParameterList);
+        };
+        let mut opt = Optimizer {
+            groups: Vec::with_capacity(groups.len()),
+            params: Vec::new(),
+            group_of: Vec::new(),
+            index: HashMap::new(),
+            device,
+            unit: None,
+        };
+        for group in groups {
+            let mut options = defaults.clone();
+            if let Some(lr) = group.lr {
+                options.set_hyperparameter("lr", Hyper::Float(lr));
+            }
+            if let Some(wd) = group.weight_decay {
+                options.set_hyperparameter("weight_decay", Hyper::Float(wd));
+            }
+            options.validate()?;
+            let g = opt.groups.len();
+            let mut names = Vec::with_capacity(group.params.len());
+            for (name, tensor) in group.params {
+                opt.register(&name, &tensor)?;
+                opt.params.push(Param {
+                    name: name.clone(),
+                    tensor,
+                    state: ParamState::default(),
+                });
+                opt.group_of.push(g);
+                names.push(name);
+            }
+            opt.groups.push(Group { options, names });
+        }
+        Ok(opt)
+    }
+
+    /// Checks a new parameter against those registered and indexes it.
+    fn register(&mut self, name: &str, tensor: &Tensor) -> Result<(), OptimError> {
+        if self.index.contains_key(name) {
+            return Err(OptimError::DuplicateParameter { name: name.into() });
+        }
+        if let Some(p) = self.params.iter().find(|p| p.tensor.same_buffer(tensor)) {
+            return Err(OptimError::SharedParameter {
+                first: p.name.clone(),
+                second: name.into(),
+            });
+        }
+        if tensor.dtype() != DType::F32 {
+            return Err(OptimError::NotF32 {
+                name: name.into(),
+                what: "parameter",
+            });
+        }
+        if !tensor.device().same(&self.device) {
+            return Err(OptimError::DeviceMismatch { name: name.into() });
+        }
+        self.index.insert(name.into(), self.params.len());
+        Ok(())
+    }
+
+    /// The groups, in construction order.
+    pub fn groups(&self) -> &[Group<A>] {
+        &self.groups
+    }
+
+    /// The groups, to change their options between steps (a schedule sets `lr` here).
+    pub fn groups_mut(&mut self) -> &mut [Group<A>] {
+        &mut self.groups
+    }
+
+    /// Sets the learning rate of every group (what a schedule does each step).
+    pub fn set_lr(&mut self, lr: f64) {
+        for g in &mut self.groups {
+            g.options.set_hyperparameter("lr", Hyper::Float(lr));
+        }
+    }
+
+    /// The learning rate of the first group (what a log line shows).
+    pub fn lr(&self) -> f64 {
+        let first = self.groups.first().map(|g| g.options.hyperparameters());
+        first
+            .into_iter()
+            .flatten()
+            .find_map(|(name, value)| match (name, value) {
+                ("lr", Hyper::Float(lr)) => Some(lr),
+                _ => None,
+            })
+            .unwrap_or(0.0)
+    }
+
+    /// The registered parameters by name, in registration order.
+    pub fn params(&self) -> impl Iterator<Item = (&str, &Tensor)> {
+        self.params.iter().map(|p| (p.name.as_str(), &p.tensor))
+    }
+
+    /// The state of parameter `name` (`None` for an unknown name).
+    pub fn state(&self, name: &str) -> Option<&ParamState> {
+        self.index.get(name).map(|&i| &self.params[i].state)
+    }
+
+    /// The device of the parameters.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// One optimization step: updates every parameter that `grads` has a gradient for
+    /// (others are skipped, as PyTorch skips `grad is None`), one kernel launch per
+    /// parameter, recorded without reading anything back to the host.
+    ///
+    /// # Errors
+    /// [`OptimError::InvalidOption`] when a group's options were set out of range,
+    /// [`OptimError::GradientShape`], [`OptimError::NotF32`],
+    /// [`OptimError::DeviceMismatch`]; checked before anything is launched, so an error
+    /// leaves every parameter and state as it was. [`OptimError::Runtime`] when the
+    /// device fails.
+    pub fn step<G: Gradients + ?Sized>(&mut self, grads: &G) -> Result<(), OptimError> {
+        let unit = match &self.unit {
+            Some(u) => u.clone(),
+            None => {
+                let u = Tensor::full(&self.device, &[1], 1.0)?;
+                self.unit = Some(u.clone());
+                u
+            }
+        };
+        self.step_with_clip_coef(grads, &unit)
+    }
+
+    /// [`Optimizer::step`] with every gradient multiplied by `clip_coef` (a one-element
+    /// device tensor, e.g. [`super::GradNorm::clip_coef`]) inside the update kernels:
+    /// the same result as clipping the gradients in place first, one pass fewer, and
+    /// still no host read.
+    ///
+    /// # Errors
+    /// As [`Optimizer::step`], and [`OptimError::NotScalar`] when `clip_coef` has more
+    /// than one element.
+    pub fn step_with_clip_coef<G: Gradients + ?Sized>(
+        &mut self,
+        grads: &G,
+        clip_coef: &Tensor,
+    ) -> Result<(), OptimError> {
+        check_scalar(clip_coef, &self.device, "clip coefficient")?;
+        for g in &self.groups {
+            g.options.validate()?;
+        }
+        let mut work = Vec::new();
+        for (i, p) in self.params.iter().enumerate() {
+            let Some(grad) = grads.grad(&p.name) else {
+                continue;
+            };
+            check_grad(p, grad)?;
+            work.push((i, grad));
+        }
+        for (i, grad) in work {
+            let options = &self.groups[self.group_of[i]].options;
+            let p = &mut self.params[i];
+            options.update(&p.tensor, grad, clip_coef, &mut p.state)?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks that `t` is a one-element f32 tensor on `device`.
+pub(crate) fn check_scalar(
+    t: &Tensor,
+    device: &Device,
+    what: &'static str,
+) -> Result<(), OptimError> {
+    if t.len() != 1 {
+        return Err(OptimError::NotScalar {
+            what,
+            shape: t.shape().to_vec(),
+        });
+    }
+    if t.dtype() != DType::F32 {
+        return Err(OptimError::NotF32 {
+            name: what.into(),
+            what: "value",
+        });
+    }
+    if !t.device().same(device) {
+        return Err(OptimError::DeviceMismatch { name: what.into() });
+    }
+    Ok(())
+}
+
+fn check_grad(p: &Param, grad: &Tensor) -> Result<(), OptimError> {
+    if grad.same_buffer(&p.tensor) {
+        return Err(OptimError::GradientIsParameter {
+            name: p.name.clone(),
+        });
+    }
+    if grad.shape() != p.tensor.shape() {
+        return Err(OptimError::GradientShape {
+            name: p.name.clone(),
+            param: p.tensor.shape().to_vec(),
+            grad: grad.shape().to_vec(),
+        });
+    }
+    if grad.dtype() != DType::F32 {
+        return Err(OptimError::NotF32 {
+            name: p.name.clone(),
+            what: "gradient",
+        });
+    }
+    if !grad.device().same(p.tensor.device()) {
+        return Err(OptimError::DeviceMismatch {
+            name: p.name.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// 1.0 for true, 0.0 for false: how kernels take flags.
+pub(crate) fn flag(b: bool) -> f32 {
+    if b { 1.0 } else { 0.0 }
+}
+
+/// [`OptimError::InvalidOption`] unless `ok`.
+pub(crate) fn require(
+    ok: bool,
+    optimizer: &'static str,
+    option: &'static str,
+    value: impl std::fmt::Debug,
+    requirement: &'static str,
+) -> Result<(), OptimError> {
+    if ok {
+        return Ok(());
+    }
+    Err(OptimError::InvalidOption {
+        optimizer,
+        option,
+        value: format!("{value:?}"),
+        requirement,
+    })
+}
