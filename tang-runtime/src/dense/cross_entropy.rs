@@ -11,8 +11,9 @@
 //! A target `>= classes` that is not the ignore index gives that row a NaN loss (so the
 //! mean is NaN, visibly) and a zero gradient row; it is never read out of bounds.
 
-use super::reduce::{grid, lowest, unit_f1, unit_v4, want_f32, want_u32, wg_common, words};
+use super::check::{grid, want_f32, want_u32, words};
 use super::rows_team::{Kind, team_kernel};
+use super::wgsl::{lowest, unit_f1, unit_v4, wg_common};
 use crate::{Binding, DType, Error, RawKernel, Tensor};
 
 const COUNT: &str = "

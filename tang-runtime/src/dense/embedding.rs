@@ -13,7 +13,8 @@
 //!    1024 positions) and sums `grad[pos, :]` in position order, coalesced over `dim`. A row
 //!    with more positions scans the ids in order instead (at most `n / 1024` such rows).
 
-use super::reduce::{WG, grid, unit_f1, unit_v4, want_f32, want_u32, wg_common, words};
+use super::check::{grid, want_f32, want_u32, words};
+use super::wgsl::{WG, unit_f1, unit_v4, wg_common};
 use crate::{Binding, DType, Error, RawKernel, Tensor};
 
 macro_rules! fwd_body {

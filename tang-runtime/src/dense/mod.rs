@@ -3,6 +3,7 @@
 //! validated by naga in `cargo test`, runs trusted, and is checked against a CPU reference.
 
 pub mod attention;
+mod check;
 pub mod cross_entropy;
 pub mod embedding;
 pub mod matmul;
@@ -12,3 +13,4 @@ mod reduce_backward;
 pub mod rows_team;
 pub mod shape;
 pub mod softmax;
+mod wgsl;

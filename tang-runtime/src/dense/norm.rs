@@ -17,8 +17,10 @@
 //! (the deterministic tree of [`super::reduce`]) sums the partials: no float atomics, the
 //! same bits on every run, and `x` and `grad_y` are read once.
 
-use super::reduce::{grid, rows_cols, sum, unit_f1, unit_v4, want_f32, wg_common, words};
+use super::check::{grid, rows_cols, want_f32, words};
+use super::reduce::sum;
 use super::rows_team::{Kind, row_kernel, team_kernel};
+use super::wgsl::{unit_f1, unit_v4, wg_common};
 use crate::{Binding, DType, Error, RawKernel, Tensor};
 
 macro_rules! fwd_body {

@@ -19,9 +19,9 @@
 //! gets all of `dy`, as the indices of PyTorch's `max(dim)`; a NaN `y` matches the first
 //! NaN of its slice.
 
-use super::reduce::{
-    AxisView, TARGET_GROUPS, TARGET_THREADS, WG, axis_view, grid, want_f32, words,
-};
+use super::check::{AxisView, axis_view, grid, want_f32, words};
+use super::reduce::{TARGET_GROUPS, TARGET_THREADS};
+use super::wgsl::WG;
 use crate::tensor::numel;
 use crate::{Binding, DType, Error, RawKernel, Tensor};
 

@@ -25,7 +25,7 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use super::reduce::grid;
+use super::check::grid;
 use crate::{Device, Error, RawKernel};
 
 mod codegen;

@@ -185,7 +185,7 @@ fn block_copy(
     let w = if v4 { 4 } else { 1 };
     let total_u = fits_u32("concat/split", total / w)?;
     let groups = (total / w).div_ceil(256);
-    let grid = super::reduce::grid(dev, "concat/split", groups as u64)?;
+    let grid = super::check::grid(dev, "concat/split", groups as u64)?;
     let words = [
         (inner / w) as u32,
         (src_ld / w) as u32,

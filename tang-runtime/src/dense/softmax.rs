@@ -10,8 +10,9 @@
 //! reduction. Longer rows stream their tail with an online max/sum update and read it a
 //! second time for the output.
 
-use super::reduce::{lowest, rows_cols, unit_f1, unit_v4, want_f32, wg_common, words};
+use super::check::{rows_cols, want_f32, words};
 use super::rows_team::{Kind, row_kernel};
+use super::wgsl::{lowest, unit_f1, unit_v4, wg_common};
 use crate::{Binding, DType, Error, RawKernel, Tensor};
 
 macro_rules! fwd_body {
