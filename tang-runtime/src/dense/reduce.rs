@@ -14,23 +14,34 @@
 //! The backward passes ([`sum_backward`], [`mean_backward`], [`max_backward`] and their
 //! whole-tensor forms) live in their own file and are reached through this module.
 
-use super::check::{AxisView, axis_view, grid, want_f32, words};
+use super::check::{AxisView, axis_view, grid, want_f32};
 use super::wgsl::{WG, unit_f1, unit_v4, wg_common};
-use crate::{Binding, DType, Error, RawKernel, Tensor};
+use crate::spec::{Slot, Source, Spec, params};
+use crate::{DType, Error, Tensor};
 
 pub use super::reduce_backward::{
-    max_all_backward, max_backward, mean_all_backward, mean_backward, shaders as backward_shaders,
+    max_all_backward, max_backward, mean_all_backward, mean_backward,
     sum_all_backward, sum_backward,
 };
 
-macro_rules! reduce_rows_body {
-    () => {
-        "
-struct P { rows: u32, n: u32, chunk: u32, chunks: u32, scale: f32, p0: u32, p1: u32, p2: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<T>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-// 0: sum, 1: max.
+params! {
+    /// A reduction along the last axis: `rows` rows of `n` units (`T`), each cut into
+    /// `chunks` chunks of `chunk` units; sums are multiplied by `scale`.
+    struct RowsParams { rows: u32, n: u32, chunk: u32, chunks: u32, scale: f32 }
+}
+
+params! {
+    /// A reduction along a middle axis of `[outer, axis, inner]` (`inner` in units `T`),
+    /// the axis cut into `chunks` chunks of `chunk`; sums are multiplied by `scale`.
+    struct ColsParams { outer: u32, axis: u32, inner: u32, chunk: u32, chunks: u32, scale: f32 }
+}
+
+const ROWS_SLOTS: &[Slot] = &[
+    Slot::Read("x", "array<T>"),
+    Slot::ReadWrite("out", "array<f32>"),
+];
+
+const ROWS_BODY: &str = "// 0: sum, 1: max.
 override OP: u32 = 0u;
 
 fn comb(a: f32, b: f32) -> f32 {
@@ -69,21 +80,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (OP == 1u) { r = wg_max(acc, lid); } else { r = wg_sum(acc, lid) * p.scale; }
     if (lid == 0u && live) { out[row * p.chunks + c] = r; }
 }
-"
-    };
-}
+";
 
-const ROWS_V4: &str = concat!(unit_v4!(), wg_common!(), reduce_rows_body!());
-const ROWS_F1: &str = concat!(unit_f1!(), wg_common!(), reduce_rows_body!());
+const COLS_SLOTS: &[Slot] = &[
+    Slot::Read("x", "array<T>"),
+    Slot::ReadWrite("out", "array<T>"),
+];
 
-macro_rules! reduce_cols_body {
-    () => {
-        "
-struct P { outer: u32, axis: u32, inner: u32, chunk: u32, chunks: u32, scale: f32, p0: u32, p1: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<T>;
-@group(0) @binding(2) var<storage, read_write> out: array<T>;
-override OP: u32 = 0u;
+const COLS_BODY: &str = "override OP: u32 = 0u;
 
 fn comb(a: T, b: T) -> T {
     if (OP == 1u) { return max(a, b); }
@@ -108,26 +112,42 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     if (OP == 1u) { out[idx] = acc; } else { out[idx] = acc * p.scale; }
 }
-"
-    };
-}
+";
 
-// `red_a`/`red_b` are unused by the column kernel; declaring them costs nothing.
-const COLS_V4: &str = concat!(unit_v4!(), wg_common!(), reduce_cols_body!());
-const COLS_F1: &str = concat!(unit_f1!(), wg_common!(), reduce_cols_body!());
+static K_ROWS_V4: Spec<RowsParams> = Spec::new(
+    "reduce_rows_v4",
+    &[unit_v4!(), wg_common!()],
+    ROWS_SLOTS,
+    ROWS_BODY,
+);
+static K_ROWS_F1: Spec<RowsParams> = Spec::new(
+    "reduce_rows",
+    &[unit_f1!(), wg_common!()],
+    ROWS_SLOTS,
+    ROWS_BODY,
+);
+// `red_a`/`red_b` of `wg_common` are unused by the column kernel; declaring them costs
+// nothing.
+static K_COLS_V4: Spec<ColsParams> = Spec::new(
+    "reduce_cols_v4",
+    &[unit_v4!(), wg_common!()],
+    COLS_SLOTS,
+    COLS_BODY,
+);
+static K_COLS_F1: Spec<ColsParams> = Spec::new(
+    "reduce_cols",
+    &[unit_f1!(), wg_common!()],
+    COLS_SLOTS,
+    COLS_BODY,
+);
 
-static K_ROWS_V4: RawKernel = RawKernel::new("reduce_rows_v4", ROWS_V4, "main");
-static K_ROWS_F1: RawKernel = RawKernel::new("reduce_rows", ROWS_F1, "main");
-static K_COLS_V4: RawKernel = RawKernel::new("reduce_cols_v4", COLS_V4, "main");
-static K_COLS_F1: RawKernel = RawKernel::new("reduce_cols", COLS_F1, "main");
-
-/// The WGSL of every reduction kernel (for validation in tests).
-pub fn shaders() -> [(&'static str, &'static str); 4] {
-    [
-        ("reduce_rows_v4", ROWS_V4),
-        ("reduce_rows", ROWS_F1),
-        ("reduce_cols_v4", COLS_V4),
-        ("reduce_cols", COLS_F1),
+/// Every kernel of this file, for the registry.
+pub(crate) fn kernels() -> Vec<Source> {
+    vec![
+        K_ROWS_V4.source(),
+        K_ROWS_F1.source(),
+        K_COLS_V4.source(),
+        K_COLS_F1.source(),
     ]
 }
 
@@ -194,28 +214,16 @@ fn reduce3(
         let chunks = n.div_ceil(chunk.max(1)).max(1);
         let part = dev.empty(&[outer * chunks], DType::F32)?;
         let s = if chunks == 1 { scale } else { 1.0 };
-        let u = words(&[
-            outer as u32,
-            n as u32,
-            chunk as u32,
-            chunks as u32,
-            s.to_bits(),
-            0,
-            0,
-            0,
-        ]);
+        let params = RowsParams {
+            rows: outer as u32,
+            n: n as u32,
+            chunk: chunk as u32,
+            chunks: chunks as u32,
+            scale: s,
+        };
         let k = if v4 { &K_ROWS_V4 } else { &K_ROWS_F1 };
         let groups = grid(&dev, name, (outer * chunks) as u64)?;
-        dev.dispatch_raw(
-            k,
-            &code,
-            &[
-                Binding::Uniform(&u),
-                Binding::Read(x),
-                Binding::ReadWrite(&part),
-            ],
-            groups,
-        )?;
+        k.dispatch(&code, &params, &[x, &part], groups)?;
         if chunks == 1 {
             Ok(part)
         } else {
@@ -235,32 +243,21 @@ fn reduce3(
         let chunks = axis.div_ceil(chunk.max(1)).max(1);
         let part = dev.empty(&[outer * chunks * inner], DType::F32)?;
         let s = if chunks == 1 { scale } else { 1.0 };
-        let u = words(&[
-            outer as u32,
-            axis as u32,
-            iu as u32,
-            chunk as u32,
-            chunks as u32,
-            s.to_bits(),
-            0,
-            0,
-        ]);
+        let params = ColsParams {
+            outer: outer as u32,
+            axis: axis as u32,
+            inner: iu as u32,
+            chunk: chunk as u32,
+            chunks: chunks as u32,
+            scale: s,
+        };
         let k = if v4 { &K_COLS_V4 } else { &K_COLS_F1 };
         let groups = grid(
             &dev,
             name,
             (outer * chunks * iu).div_ceil(WG as usize) as u64,
         )?;
-        dev.dispatch_raw(
-            k,
-            &code,
-            &[
-                Binding::Uniform(&u),
-                Binding::Read(x),
-                Binding::ReadWrite(&part),
-            ],
-            groups,
-        )?;
+        k.dispatch(&code, &params, &[x, &part], groups)?;
         if chunks == 1 {
             Ok(part)
         } else {
