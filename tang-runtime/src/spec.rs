@@ -255,6 +255,11 @@ impl<P: Params> Spec<P> {
         Ok(self.kernel.get_or_init(|| k))
     }
 
+    /// The layout, for generated variants that share this kernel's interface.
+    pub(crate) fn layout(&self) -> &Layout<P> {
+        &self.layout
+    }
+
     /// Records a dispatch: `params` at binding 0, `tensors` in slot order, override
     /// `constants`.
     ///

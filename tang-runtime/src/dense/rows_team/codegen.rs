@@ -4,7 +4,9 @@
 use std::fmt::Write as _;
 
 use super::super::wgsl::{unit_f1, unit_v4};
+use super::super::softmax::{self, SoftmaxParams};
 use super::Kind;
+use crate::spec::Layout;
 
 /// `a op b op c ...` as a balanced tree (independent operations for the scheduler).
 fn tree(terms: &[String], op: &dyn Fn(&str, &str) -> String) -> String {
@@ -132,13 +134,7 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
     let off = |k: u32| format!("{}u", k * team);
     match kind {
         Kind::SoftmaxFwd { log } => {
-            s.push_str(
-                "struct P { rows: u32, n: u32, p0: u32, p1: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<T>;
-@group(0) @binding(2) var<storage, read_write> y: array<T>;
-",
-            );
+            s.push_str(&Layout::<SoftmaxParams>::new(softmax::FWD_SLOTS).declarations());
             s.push_str(&entry(kind));
             s.push_str(ROW);
             for k in 0..v {
@@ -176,14 +172,7 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
             s.push_str("}\n");
         }
         Kind::SoftmaxBwd { log } => {
-            s.push_str(
-                "struct P { rows: u32, n: u32, p0: u32, p1: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> y: array<T>;
-@group(0) @binding(2) var<storage, read_write> dx: array<T>;
-@group(0) @binding(3) var<storage, read> dy: array<T>;
-",
-            );
+            s.push_str(&Layout::<SoftmaxParams>::new(softmax::BWD_SLOTS).declarations());
             s.push_str(&entry(kind));
             s.push_str(ROW);
             for k in 0..v {
