@@ -343,10 +343,3 @@ impl<K: Ord + Clone> Variants<K> {
         Ok(*map().entry(key.clone()).or_insert(kernel))
     }
 }
-
-/// Owned [`Source`]s of `(name, text)` pairs.
-pub(crate) fn sources(list: &[(&str, &str)]) -> Vec<Source> {
-    list.iter()
-        .map(|(n, s)| (n.to_string(), s.to_string()))
-        .collect()
-}
