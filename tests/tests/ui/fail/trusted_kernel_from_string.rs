@@ -1,6 +1,5 @@
 // Safe code cannot make a kernel that runs without wgpu's runtime checks from a string:
-// the trusted constructors are `unsafe` (and the descriptors' fields private, so there is
-// no other way to build one).
+// the trusted constructors are `unsafe`, and the descriptors' fields are private.
 use tang_runtime::{KernelDesc, RawKernel};
 
 const WGSL: &str = "@compute @workgroup_size(1) fn main() {}";
