@@ -13,8 +13,9 @@ fn at_least_25_kernels_and_every_shader_passes_naga() {
     let kernels = cases.len() + optimizer_descs().len();
     assert!(kernels >= 25, "only {kernels} kernels");
     for d in descs {
-        tang_expr::validate(d.wgsl).unwrap_or_else(|e| panic!("{}: {e}", d.name));
-        assert_eq!(d.id, tang_expr::stable_hash(d.wgsl), "{}", d.name);
+        tang_expr::validate(d.wgsl()).unwrap_or_else(|e| panic!("{}: {e}", d.name()));
+        assert_eq!(d.id(), tang_expr::stable_hash(d.wgsl()), "{}", d.name());
+        assert!(d.is_trusted(), "{}: macro kernels run trusted", d.name());
     }
 }
 
@@ -138,6 +139,6 @@ fn in_place_kernels_update_like_the_rust_function() {
     let (mut p, mut b) = (1.0f32, 0.5f32);
     sgd_momentum(&mut p, &mut b, 1.0, 0.1, 0.9, 0.0);
     assert_eq!((p, b), (1.0 - 0.1 * 1.45, 1.45));
-    assert_eq!(adam::KERNEL.inouts, &["p", "m", "v"]);
-    assert_eq!(adamw::KERNEL.uniforms.len(), 7);
+    assert_eq!(adam::KERNEL.inouts(), &["p", "m", "v"]);
+    assert_eq!(adamw::KERNEL.uniforms().len(), 7);
 }
