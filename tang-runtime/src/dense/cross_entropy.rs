@@ -219,7 +219,11 @@ pub fn cross_entropy(
         ],
         [1, 1, 1],
     )?;
-    if rows > 0 && classes > 0 {
+    if rows > 0 {
+        // With 0 classes every target is out of range: the fallback kernel (with no
+        // columns to read) still writes each row's loss, NaN or 0 for an ignored row, so
+        // no result shows uninitialised memory (PyTorch rejects such targets; tang's rule
+        // for an out-of-range target is a NaN loss).
         let (k, g) = match team_kernel(dev, Kind::CrossEntropy, classes) {
             Some((k, rpg)) => (k, grid(dev, op, rows.div_ceil(rpg as usize) as u64)?),
             None => (

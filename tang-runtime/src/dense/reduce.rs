@@ -15,6 +15,7 @@
 //! The backward passes ([`sum_backward`], [`mean_backward`], [`max_backward`] and their
 //! whole-tensor forms) live in their own file and are reached through this module.
 
+use crate::size::Size;
 use crate::{Binding, DType, Device, Error, RawKernel, Tensor};
 
 pub use super::reduce_backward::{
@@ -177,7 +178,8 @@ pub(crate) fn rows_cols(op: &str, t: &Tensor) -> Result<(usize, usize), Error> {
             detail: "expected a tensor of rank >= 1 ([..., cols]), got a scalar".into(),
         });
     };
-    Ok((lead.iter().product(), c))
+    let rows = Size::product(lead).counted(|| format!("{op}: rows of shape {s:?}"))?;
+    Ok((rows, c))
 }
 
 /// Packs u32 words into uniform bytes.
@@ -432,8 +434,7 @@ fn reduce3(
 }
 
 /// `shape` viewed as `[outer, len, inner]` around `axis`, and the shape of a reduction
-/// along it (the axis removed; `[1]` for rank 1). The caller checks that `shape` has no
-/// more than `usize::MAX` elements.
+/// along it (the axis removed; `[1]` for rank 1).
 pub(crate) struct AxisView {
     pub outer: usize,
     pub len: usize,
@@ -441,7 +442,8 @@ pub(crate) struct AxisView {
     pub out_shape: Vec<usize>,
 }
 
-/// Splits `shape` around `axis`; [`Error::ShapeMismatch`] when `axis >= rank`.
+/// Splits `shape` around `axis`; [`Error::ShapeMismatch`] when `axis >= rank`,
+/// [`Error::TooLarge`] when the part before or after the axis overflows.
 pub(crate) fn axis_view(op: &str, s: &[usize], axis: usize) -> Result<AxisView, Error> {
     if axis >= s.len() {
         return Err(Error::ShapeMismatch {
@@ -461,10 +463,15 @@ pub(crate) fn axis_view(op: &str, s: &[usize], axis: usize) -> Result<AxisView, 
     if out_shape.is_empty() {
         out_shape.push(1);
     }
+    // The parts of an empty shape may overflow on their own (`[2^40, 0, 2^40]` around
+    // axis 1): an error, since the reduction's output would have 2^80 elements.
+    let part = |dims: &[usize], which: &str| {
+        Size::product(dims).counted(|| format!("{op}: {which} of shape {s:?} around axis {axis}"))
+    };
     Ok(AxisView {
-        outer: s[..axis].iter().product(),
+        outer: part(&s[..axis], "elements before the axis")?,
         len: s[axis],
-        inner: s[axis + 1..].iter().product(),
+        inner: part(&s[axis + 1..], "elements after the axis")?,
         out_shape,
     })
 }
@@ -479,7 +486,7 @@ fn reduce_axis(x: &Tensor, axis: usize, op: Op) -> Result<Tensor, Error> {
         inner,
         out_shape,
     } = axis_view(name, s, axis)?;
-    if outer * inner == 0 {
+    if outer == 0 || inner == 0 {
         return Tensor::zeros(x.device(), &out_shape);
     }
     if len == 0 {

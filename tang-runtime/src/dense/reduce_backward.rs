@@ -22,7 +22,7 @@
 use super::reduce::{
     AxisView, TARGET_GROUPS, TARGET_THREADS, WG, axis_view, grid, want_f32, words,
 };
-use crate::tensor::numel;
+use crate::size::numel;
 use crate::{Binding, DType, Error, RawKernel, Tensor};
 
 /// Declarations every kernel of this file shares.
