@@ -6,6 +6,7 @@ pub mod attention;
 pub mod cross_entropy;
 pub mod embedding;
 pub mod matmul;
+mod nan_max;
 pub mod norm;
 pub mod reduce;
 mod reduce_backward;

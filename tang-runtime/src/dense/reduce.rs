@@ -15,6 +15,7 @@
 //! The backward passes ([`sum_backward`], [`mean_backward`], [`max_backward`] and their
 //! whole-tensor forms) live in their own file and are reached through this module.
 
+use super::nan_max::{nan_max_f1, nan_max_v4};
 use crate::size::Size;
 use crate::{Binding, DType, Device, Error, RawKernel, Tensor};
 
@@ -74,18 +75,6 @@ fn wg_sum(v: f32, lid: u32) -> f32 {
     workgroupBarrier();
     for (var s = WG / 2u; s > 0u; s = s >> 1u) {
         if (lid < s) { red_a[lid] = red_a[lid] + red_a[lid + s]; }
-        workgroupBarrier();
-    }
-    let r = red_a[0];
-    workgroupBarrier();
-    return r;
-}
-
-fn wg_max(v: f32, lid: u32) -> f32 {
-    red_a[lid] = v;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-        if (lid < s) { red_a[lid] = max(red_a[lid], red_a[lid + s]); }
         workgroupBarrier();
     }
     let r = red_a[0];
@@ -197,12 +186,13 @@ struct P { rows: u32, n: u32, chunk: u32, chunks: u32, scale: f32, p0: u32, p1: 
 // 0: sum, 1: max.
 override OP: u32 = 0u;
 
+// Max propagates NaN (see nan_max.rs).
 fn comb(a: f32, b: f32) -> f32 {
-    if (OP == 1u) { return max(a, b); }
+    if (OP == 1u) { return max_nan(a, b); }
     return a + b;
 }
 fn hred(v: T) -> f32 {
-    if (OP == 1u) { return hmax(v); }
+    if (OP == 1u) { return hmax_nan(v); }
     return hsum(v);
 }
 
@@ -230,15 +220,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (; u < hi; u = u + WG) { a0 = comb(a0, hred(x[base + u])); }
     let acc = comb(comb(a0, a1), comb(a2, a3));
     var r = 0.0;
-    if (OP == 1u) { r = wg_max(acc, lid); } else { r = wg_sum(acc, lid) * p.scale; }
+    if (OP == 1u) { r = wg_max_nan(acc, lid); } else { r = wg_sum(acc, lid) * p.scale; }
     if (lid == 0u && live) { out[row * p.chunks + c] = r; }
 }
 "
     };
 }
 
-const ROWS_V4: &str = concat!(unit_v4!(), wg_common!(), reduce_rows_body!());
-const ROWS_F1: &str = concat!(unit_f1!(), wg_common!(), reduce_rows_body!());
+const ROWS_V4: &str = concat!(unit_v4!(), wg_common!(), nan_max_v4!(), reduce_rows_body!());
+const ROWS_F1: &str = concat!(unit_f1!(), wg_common!(), nan_max_f1!(), reduce_rows_body!());
 
 macro_rules! reduce_cols_body {
     () => {
@@ -249,8 +239,9 @@ struct P { outer: u32, axis: u32, inner: u32, chunk: u32, chunks: u32, scale: f3
 @group(0) @binding(2) var<storage, read_write> out: array<T>;
 override OP: u32 = 0u;
 
+// Max propagates NaN (see nan_max.rs).
 fn comb(a: T, b: T) -> T {
-    if (OP == 1u) { return max(a, b); }
+    if (OP == 1u) { return tmax_nan(a, b); }
     return a + b;
 }
 
@@ -277,8 +268,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 }
 
 // `red_a`/`red_b` are unused by the column kernel; declaring them costs nothing.
-const COLS_V4: &str = concat!(unit_v4!(), wg_common!(), reduce_cols_body!());
-const COLS_F1: &str = concat!(unit_f1!(), wg_common!(), reduce_cols_body!());
+const COLS_V4: &str = concat!(unit_v4!(), wg_common!(), nan_max_v4!(), reduce_cols_body!());
+const COLS_F1: &str = concat!(unit_f1!(), wg_common!(), nan_max_f1!(), reduce_cols_body!());
 
 static K_ROWS_V4: RawKernel = RawKernel::new("reduce_rows_v4", ROWS_V4, "main");
 static K_ROWS_F1: RawKernel = RawKernel::new("reduce_rows", ROWS_F1, "main");
@@ -523,6 +514,7 @@ pub fn sum(x: &Tensor, axis: usize) -> Result<Tensor, Error> {
 }
 
 /// Maximum along `axis`: `[..., n, ...] -> [...]` (the axis removed; 1-D gives `[1]`).
+/// A slice holding NaN gives NaN, as PyTorch (and [`max_backward`]'s rule) says.
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] when `axis >= rank` or the axis is empty, [`Error::DType`].
@@ -546,7 +538,7 @@ pub fn sum_all(x: &Tensor) -> Result<Tensor, Error> {
     reduce_all(x, Op::Sum)
 }
 
-/// Maximum of every element: any non-empty shape `-> [1]`.
+/// Maximum of every element: any non-empty shape `-> [1]`; NaN if any element is NaN.
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] for an empty tensor, [`Error::DType`] for a u32 tensor.
