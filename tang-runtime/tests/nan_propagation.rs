@@ -6,12 +6,9 @@
 //! DESIGN.md); these tests run the real kernels on the adapter at hand, so the same file
 //! run on a hardware GPU checks that driver too.
 
+use tang_runtime::Tensor;
 use tang_runtime::dense::{cross_entropy, norm, reduce, rows_team, softmax};
-use tang_runtime::{Device, Tensor};
-
-fn device() -> Device {
-    Device::new().expect("the test machine has a Vulkan adapter (lavapipe at least)")
-}
+use tang_testing::device;
 
 /// A `[rows, cols]` matrix of finite values with NaN at the given `(row, col)` places.
 fn with_nans(rows: usize, cols: usize, nans: &[(usize, usize)]) -> Vec<f32> {

@@ -4,10 +4,7 @@
 
 use tang_runtime::dense::{attention, cross_entropy, matmul, norm, reduce, shape};
 use tang_runtime::{DType, Device, Error, Tensor};
-
-fn device() -> Device {
-    Device::new().expect("the test machine has a Vulkan adapter (lavapipe at least)")
-}
+use tang_testing::device;
 
 /// A `TooLarge` error whose message says what was asked and the limit, never the
 /// wrapped-around `u64::MAX` as a number.

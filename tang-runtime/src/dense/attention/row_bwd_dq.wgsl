@@ -11,28 +11,6 @@ const DH4: u32 = DH / 4u;
 const NT: u32 = ROWS * SPLIT;
 const LOG2E: f32 = 1.4426950408889634;
 
-struct Params {
-    batch: u32,
-    heads: u32,
-    kv_heads: u32,
-    t: u32,
-    tk_stride: u32,
-    past: u32,
-    d: u32,
-    scale_log2: f32,
-    scale: f32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read> o: array<f32>;
-@group(0) @binding(5) var<storage, read> go: array<f32>;
-@group(0) @binding(6) var<storage, read> lse: array<f32>;
-@group(0) @binding(7) var<storage, read_write> dq: array<f32>;
-@group(0) @binding(8) var<storage, read_write> delta: array<f32>;
-
 var<workgroup> ks: array<vec4<f32>, TILE * DP4>;
 var<workgroup> vs: array<vec4<f32>, TILE * DP4>;
 var<workgroup> part_s: array<f32, SPLIT * CH * ROWS>;
