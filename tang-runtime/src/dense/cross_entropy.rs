@@ -15,6 +15,7 @@ use super::check::{grid, want_f32, want_u32};
 use super::rows_team::{Kind, team_kernel};
 use super::wgsl::{lowest, unit_f1, unit_v4, wg_common};
 use crate::spec::{Slot, Source, Spec, params};
+use crate::size::Size;
 use crate::{DType, Error, Tensor};
 
 params! {
@@ -201,12 +202,11 @@ pub fn cross_entropy(
             ),
         });
     }
-    if logits.len() > u32::MAX as usize || classes > u32::MAX as usize {
-        return Err(Error::TooLarge {
-            what: format!("{op}: elements"),
-            requested: logits.len() as u64,
-            limit: u64::from(u32::MAX),
-        });
+    // The kernels index with 32 bits: each count must fit, and the error names the one
+    // that does not (a `[0, 2^40]` batch has no elements but too many classes).
+    let limit = u64::from(u32::MAX);
+    for (what, n) in [("elements of logits", logits.len()), ("classes", classes)] {
+        Size::of(n).at_most(limit, || format!("{op}: {what} (logits {ls:?})"))?;
     }
     let rows = targets.len();
     let dev = logits.device();
