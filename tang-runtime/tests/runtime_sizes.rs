@@ -204,3 +204,13 @@ fn too_large_messages_show_request_and_limit() {
         "{msg}"
     );
 }
+
+#[test]
+fn row_path_of_rows_past_2_pow_31_units_does_not_overflow() {
+    use tang_runtime::dense::rows_team::{RowOp, RowPath, row_path};
+    let dev = device();
+    // Such rows fit in the buffers of an 80 GB GPU; they take the workgroup path.
+    for cols in [(1 << 31) + 1, u32::MAX as usize, (1 << 33) + 4] {
+        assert_eq!(row_path(&dev, RowOp::Softmax, cols), RowPath::Workgroup);
+    }
+}

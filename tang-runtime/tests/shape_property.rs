@@ -400,6 +400,62 @@ fn embedding_case(dev: &Device, rng: &mut Rng) -> Option<Case> {
     Some(("embedding", w, got))
 }
 
+fn embedding_backward_case(dev: &Device, rng: &mut Rng) -> Option<Case> {
+    let n = dim(rng).min(8);
+    let (vocab, width) = (dim(rng), dim(rng));
+    let (g, dg) = any_input(dev, rng, &[n, width])?;
+    let ids: Vec<u32> = (0..n)
+        .map(|_| rng.below(vocab.clamp(1, 8)) as u32)
+        .collect();
+    let t = Tensor::from_u32(dev, &ids, &[n]).unwrap();
+    let got = embedding::embedding_backward(&t, &g, vocab);
+    let out = vec![vocab, width];
+    let w = match numel(&out) {
+        Some(e) if fits(dev, &out) && e <= u32::MAX as usize => {
+            // Row v: the sum of the gradient rows whose id is v (ids >= vocab add nothing).
+            let mut v = vec![0.0; e];
+            for (row, &id) in ids.iter().enumerate() {
+                if (id as usize) < vocab {
+                    for c in 0..width {
+                        v[id as usize * width + c] += dg[row * width + c] as f64;
+                    }
+                }
+            }
+            Want::Ok(out, Some(v))
+        }
+        _ => Want::Err,
+    };
+    Some(("embedding_backward", w, got))
+}
+
+fn transpose_case(dev: &Device, rng: &mut Rng) -> Option<Case> {
+    let s = shape(rng, 1, 3);
+    let (x, dx) = any_input(dev, rng, &s)?;
+    let got = shape_ops::transpose(&x);
+    let w = if s.len() < 2 {
+        Want::Err
+    } else {
+        let r = s.len();
+        let mut out = s.clone();
+        out.swap(r - 2, r - 1);
+        if x.is_empty() {
+            Want::Ok(out, None)
+        } else {
+            let (rows, cols) = (s[r - 2], s[r - 1]);
+            let mut v = Vec::new();
+            for b in 0..x.len() / (rows * cols) {
+                for c in 0..cols {
+                    for i in 0..rows {
+                        v.push(dx[b * rows * cols + i * cols + c] as f64);
+                    }
+                }
+            }
+            Want::Ok(out, Some(v))
+        }
+    };
+    Some(("transpose", w, got))
+}
+
 fn cross_entropy_case(dev: &Device, rng: &mut Rng) -> Option<Case> {
     let rows = dim(rng);
     let classes = dim(rng);
@@ -553,7 +609,7 @@ fn random_shapes_give_a_right_result_or_a_typed_error() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(2000);
     type Gen = fn(&Device, &mut Rng) -> Option<Case>;
-    let gens: [Gen; 11] = [
+    let gens: [Gen; 13] = [
         |d, r| Some(constructor(d, r)),
         reshape,
         reduction,
@@ -561,6 +617,8 @@ fn random_shapes_give_a_right_result_or_a_typed_error() {
         concat_split,
         matmul_case,
         embedding_case,
+        embedding_backward_case,
+        transpose_case,
         cross_entropy_case,
         attention_case,
         launch_case,
