@@ -13,7 +13,7 @@
 
 use super::check::{grid, want_f32, want_u32};
 use super::rows_team::{Kind, team_kernel};
-use super::wgsl::{lowest, unit_f1, unit_v4, wg_common};
+use super::wgsl::{lowest, wg_common, unit_specs};
 use crate::spec::{Slot, Source, Spec, params};
 use crate::size::Size;
 use crate::{DType, Error, Tensor};
@@ -132,18 +132,7 @@ fn main(@builtin(local_invocation_index) lid: u32) {
 
 static K_COUNT: Spec<CrossEntropyParams> =
     Spec::new("cross_entropy_count", &[], COUNT_SLOTS, COUNT_BODY);
-static K_MAIN_V4: Spec<CrossEntropyParams> = Spec::new(
-    "cross_entropy_v4",
-    &[unit_v4!(), wg_common!(), lowest!()],
-    MAIN_SLOTS,
-    MAIN_BODY,
-);
-static K_MAIN_F1: Spec<CrossEntropyParams> = Spec::new(
-    "cross_entropy",
-    &[unit_f1!(), wg_common!(), lowest!()],
-    MAIN_SLOTS,
-    MAIN_BODY,
-);
+unit_specs!(K_MAIN_V4, K_MAIN_F1: CrossEntropyParams = "cross_entropy", [wg_common!(), lowest!()], MAIN_SLOTS, MAIN_BODY);
 static K_MEAN: Spec<CrossEntropyParams> =
     Spec::new("cross_entropy_mean", &[wg_common!()], MEAN_SLOTS, MEAN_BODY);
 

@@ -14,7 +14,7 @@
 //!    with more positions scans the ids in order instead (at most `n / 1024` such rows).
 
 use super::check::{grid, want_f32, want_u32};
-use super::wgsl::{WG, unit_f1, unit_v4, wg_common};
+use super::wgsl::{WG, wg_common, unit_specs};
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Error, Tensor};
 
@@ -175,26 +175,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 }
 ";
 
-static K_FWD_V4: Spec<RowsParams> =
-    Spec::new("embedding_v4", &[unit_v4!(), wg_common!()], FWD_SLOTS, FWD_BODY);
-static K_FWD_F1: Spec<RowsParams> =
-    Spec::new("embedding", &[unit_f1!(), wg_common!()], FWD_SLOTS, FWD_BODY);
+unit_specs!(K_FWD_V4, K_FWD_F1: RowsParams = "embedding", [wg_common!()], FWD_SLOTS, FWD_BODY);
 static K_COUNT: Spec<IdsParams> =
     Spec::new("embedding_backward_count", &[], COUNT_SLOTS, COUNT_BODY);
 static K_SCAN: Spec<IdsParams> = Spec::new("embedding_backward_scan", &[], SCAN_SLOTS, SCAN_BODY);
 static K_FILL: Spec<IdsParams> = Spec::new("embedding_backward_fill", &[], FILL_SLOTS, FILL_BODY);
-static K_GATHER_V4: Spec<RowsParams> = Spec::new(
-    "embedding_backward_v4",
-    &[unit_v4!(), wg_common!()],
-    GATHER_SLOTS,
-    GATHER_BODY,
-);
-static K_GATHER_F1: Spec<RowsParams> = Spec::new(
-    "embedding_backward",
-    &[unit_f1!(), wg_common!()],
-    GATHER_SLOTS,
-    GATHER_BODY,
-);
+unit_specs!(K_GATHER_V4, K_GATHER_F1: RowsParams = "embedding_backward", [wg_common!()], GATHER_SLOTS, GATHER_BODY);
 
 /// Every kernel of this file, for the registry of `dense/mod.rs`.
 pub(crate) fn kernels() -> Vec<Source> {

@@ -20,8 +20,8 @@
 use super::check::{grid, rows_cols, want_f32};
 use super::reduce::sum;
 use super::rows_team::{Kind, row_kernel, team_kernel};
-use super::wgsl::{unit_f1, unit_v4, wg_common};
-use crate::spec::{Slot, Source, Spec, params};
+use super::wgsl::{wg_common, unit_specs};
+use crate::spec::{Slot, Source, params};
 use crate::{DType, Error, Tensor};
 
 params! {
@@ -177,10 +177,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 }
 ";
 
-static K_FWD_V4: Spec<NormParams> = Spec::new("norm_v4", &[unit_v4!(), wg_common!()], FWD_SLOTS, FWD_BODY);
-static K_FWD_F1: Spec<NormParams> = Spec::new("norm", &[unit_f1!(), wg_common!()], FWD_SLOTS, FWD_BODY);
-static K_BWD_V4: Spec<NormBackwardParams> = Spec::new("norm_backward_v4", &[unit_v4!(), wg_common!()], BWD_SLOTS, BWD_BODY);
-static K_BWD_F1: Spec<NormBackwardParams> = Spec::new("norm_backward", &[unit_f1!(), wg_common!()], BWD_SLOTS, BWD_BODY);
+unit_specs!(K_FWD_V4, K_FWD_F1: NormParams = "norm", [wg_common!()], FWD_SLOTS, FWD_BODY);
+unit_specs!(K_BWD_V4, K_BWD_F1: NormBackwardParams = "norm_backward", [wg_common!()], BWD_SLOTS, BWD_BODY);
 
 /// Every kernel of this file, for the registry of `dense/mod.rs` (the team variants are
 /// listed by `rows_team`).

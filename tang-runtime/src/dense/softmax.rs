@@ -12,9 +12,9 @@
 
 use super::check::{rows_cols, want_f32};
 use super::rows_team::{Kind, row_kernel};
-use super::wgsl::{lowest, unit_f1, unit_v4, wg_common};
+use super::wgsl::{lowest, wg_common, unit_specs};
 use crate::spec::{Slot, Source, Spec, params};
-use crate::{DType, Error, Tensor};
+use crate::{DType, Device, Error, Tensor};
 
 params! {
     /// `rows` rows of `n` units (`T`: `vec4` or `f32`), forward and backward.
@@ -122,30 +122,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 }
 ";
 
-static K_FWD_V4: Spec<SoftmaxParams> = Spec::new(
-    "softmax_v4",
-    &[unit_v4!(), wg_common!(), lowest!()],
-    FWD_SLOTS,
-    FWD_BODY,
-);
-static K_FWD_F1: Spec<SoftmaxParams> = Spec::new(
-    "softmax",
-    &[unit_f1!(), wg_common!(), lowest!()],
-    FWD_SLOTS,
-    FWD_BODY,
-);
-static K_BWD_V4: Spec<SoftmaxParams> = Spec::new(
-    "softmax_backward_v4",
-    &[unit_v4!(), wg_common!()],
-    BWD_SLOTS,
-    BWD_BODY,
-);
-static K_BWD_F1: Spec<SoftmaxParams> = Spec::new(
-    "softmax_backward",
-    &[unit_f1!(), wg_common!()],
-    BWD_SLOTS,
-    BWD_BODY,
-);
+unit_specs!(K_FWD_V4, K_FWD_F1: SoftmaxParams = "softmax", [wg_common!(), lowest!()], FWD_SLOTS, FWD_BODY);
+unit_specs!(K_BWD_V4, K_BWD_F1: SoftmaxParams = "softmax_backward", [wg_common!()], BWD_SLOTS, BWD_BODY);
 
 /// Every kernel of this file, for the registry of `dense/mod.rs` (the team variants are
 /// listed by `rows_team`).
@@ -169,6 +147,32 @@ fn check_len(op: &str, x: &Tensor) -> Result<(usize, usize), Error> {
     Ok((rows, cols))
 }
 
+/// Records one softmax kernel over `rows` rows of `cols` floats: the team kernel of `kind`
+/// where the row path picks one, else the fallback of `specs` (`vec4` form first); `tensors`
+/// in slot order.
+fn record(
+    dev: &Device,
+    op: &str,
+    kind: Kind,
+    specs: [&'static Spec<SoftmaxParams>; 2],
+    (rows, cols): (usize, usize),
+    tensors: &[&Tensor],
+) -> Result<(), Error> {
+    let v4 = cols.is_multiple_of(4);
+    let params = SoftmaxParams {
+        rows: rows as u32,
+        n: (if v4 { cols / 4 } else { cols }) as u32,
+    };
+    let log = matches!(
+        kind,
+        Kind::SoftmaxFwd { log: true } | Kind::SoftmaxBwd { log: true }
+    );
+    let flag = [("LOG", if log { 1.0 } else { 0.0 })];
+    let spec = specs[usize::from(!v4)];
+    let (k, g, flag) = row_kernel(dev, op, kind, rows, cols, spec.kernel()?, &flag)?;
+    spec.layout().dispatch(k, flag, &params, tensors, g)
+}
+
 fn forward(x: &Tensor, log: bool) -> Result<Tensor, Error> {
     let op = if log { "log_softmax" } else { "softmax" };
     let (rows, cols) = check_len(op, x)?;
@@ -177,24 +181,8 @@ fn forward(x: &Tensor, log: bool) -> Result<Tensor, Error> {
     if rows == 0 || cols == 0 {
         return Ok(y);
     }
-    let v4 = cols.is_multiple_of(4);
-    let n = if v4 { cols / 4 } else { cols };
-    let params = SoftmaxParams {
-        rows: rows as u32,
-        n: n as u32,
-    };
-    let flag = [("LOG", if log { 1.0 } else { 0.0 })];
-    let spec = if v4 { &K_FWD_V4 } else { &K_FWD_F1 };
-    let (k, g, flag) = row_kernel(
-        dev,
-        op,
-        Kind::SoftmaxFwd { log },
-        rows,
-        cols,
-        spec.kernel()?,
-        &flag,
-    )?;
-    spec.layout().dispatch(k, flag, &params, &[x, &y], g)?;
+    let specs = [&K_FWD_V4, &K_FWD_F1];
+    record(dev, op, Kind::SoftmaxFwd { log }, specs, (rows, cols), &[x, &y])?;
     Ok(y)
 }
 
@@ -221,24 +209,8 @@ fn backward(y: &Tensor, grad_y: &Tensor, log: bool) -> Result<Tensor, Error> {
     if rows == 0 || cols == 0 {
         return Ok(dx);
     }
-    let v4 = cols.is_multiple_of(4);
-    let n = if v4 { cols / 4 } else { cols };
-    let params = SoftmaxParams {
-        rows: rows as u32,
-        n: n as u32,
-    };
-    let flag = [("LOG", if log { 1.0 } else { 0.0 })];
-    let spec = if v4 { &K_BWD_V4 } else { &K_BWD_F1 };
-    let (k, g, flag) = row_kernel(
-        dev,
-        op,
-        Kind::SoftmaxBwd { log },
-        rows,
-        cols,
-        spec.kernel()?,
-        &flag,
-    )?;
-    spec.layout().dispatch(k, flag, &params, &[y, &dx, grad_y], g)?;
+    let specs = [&K_BWD_V4, &K_BWD_F1];
+    record(dev, op, Kind::SoftmaxBwd { log }, specs, (rows, cols), &[y, &dx, grad_y])?;
     Ok(dx)
 }
 

@@ -58,8 +58,8 @@ fn main(
     let g = h / (p.heads / p.kv_heads);
     let d = p.d;
     let i = qb * ROWS + r;
-    let row_ok = i < p.t;
-    let row = (b * p.heads + h) * p.t + i;
+    let row_ok = i < p.tq;
+    let row = (b * p.heads + h) * p.tq + i;
     let qbase = row * d;
     let kvbase = (b * p.kv_heads + g) * p.tk_stride * d;
 
@@ -91,7 +91,7 @@ fn main(
         }
         lse2 = lse[row] * LOG2E;
     }
-    let n_keys = p.past + min(qb * ROWS + ROWS, p.t);
+    let n_keys = p.past + min(qb * ROWS + ROWS, p.tq);
     let limit = p.past + i;
 
     for (var t0 = 0u; t0 < n_keys; t0 += TILE) {
