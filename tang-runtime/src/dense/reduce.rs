@@ -11,6 +11,10 @@
 //! reduction over 100 million elements still uses every core. The order of operations
 //! depends only on the shapes: results are bit-identical from run to run.
 //!
+//! NaN propagates as in PyTorch: a sum or mean over a NaN is NaN through the arithmetic,
+//! and the maximum of a slice holding NaN is NaN through an explicit test on the bits
+//! (`nan_max.rs`), because WGSL's `max` and the drivers drop NaN.
+//!
 //! The backward passes ([`sum_backward`], [`mean_backward`], [`max_backward`] and their
 //! whole-tensor forms) live in their own file and are reached through this module.
 
