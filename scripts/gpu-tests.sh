@@ -12,6 +12,9 @@
 #   scripts/gpu-tests.sh all           both, on this machine
 #
 # `run` prints one line per suite and a summary, and exits non-zero if any suite failed.
+# GPU_TESTS_ONLY=REGEX (for `build`) keeps only the suites whose name matches, e.g.
+# GPU_TESTS_ONLY='^(dense_|runtime_|macro_gpu|gpu_smoke)' for the GPU suites alone (the
+# binaries are large: copy DIR as a compressed archive, `tar -C DIR -cJf gpu-tests.tar.xz .`).
 # Extra arguments after DIR go to every test binary (e.g. `-- --test-threads=4`).
 # The trybuild suite (`ui`) is left out: it compiles code and needs cargo.
 set -euo pipefail
@@ -28,6 +31,9 @@ build() {
                | [.executable, .manifest_path, .target.name] | @tsv' |
         while IFS=$'\t' read -r exe manifest target; do
             [ "$target" = ui ] && continue
+            if [ -n "${GPU_TESTS_ONLY:-}" ] && ! [[ "$target" =~ $GPU_TESTS_ONLY ]]; then
+                continue
+            fi
             local pkg name
             pkg=$(dirname "$manifest")
             pkg=${pkg#"$root"}
@@ -73,7 +79,7 @@ all)
     run "$root/target/gpu-tests"
     ;;
 *)
-    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

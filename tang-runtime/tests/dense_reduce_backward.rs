@@ -5,7 +5,7 @@
 
 use tang_runtime::dense::reduce;
 use tang_runtime::{Device, Error, Tensor};
-use tang_testing::{Rng, assert_close, devices};
+use tang_testing::{Rng, assert_close, devices, vjp_at};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Op {
@@ -140,25 +140,9 @@ fn fd_vjp(
     h: f64,
     at: &[usize],
 ) -> Vec<f64> {
-    let mut xv: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
-    let dot = |xv: &[f64]| -> f64 {
-        fwd64(xv, shape, axis, op)
-            .iter()
-            .zip(dy)
-            .map(|(f, &g)| f * f64::from(g))
-            .sum()
-    };
-    at.iter()
-        .map(|&j| {
-            let x0 = xv[j];
-            xv[j] = x0 + h;
-            let fp = dot(&xv);
-            xv[j] = x0 - h;
-            let fm = dot(&xv);
-            xv[j] = x0;
-            (fp - fm) / (2.0 * h)
-        })
-        .collect()
+    let xv: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+    let g: Vec<f64> = dy.iter().map(|&v| f64::from(v)).collect();
+    vjp_at(|p| fwd64(p, shape, axis, op), &xv, &g, at, h)
 }
 
 #[test]

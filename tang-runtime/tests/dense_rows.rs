@@ -3,7 +3,7 @@
 
 use tang_runtime::Tensor;
 use tang_runtime::dense::{cross_entropy, embedding, norm, reduce, rows_team, softmax};
-use tang_testing::{Rng, assert_close, devices};
+use tang_testing::{Rng, assert_close, devices, vjp_at};
 
 const SIZES: [usize; 8] = [1, 3, 4, 17, 33, 65, 127, 1000];
 
@@ -170,27 +170,12 @@ fn fd_vjp_at(
     step: usize,
     f: impl Fn(&[f64]) -> Vec<f64>,
 ) -> Vec<(usize, f64)> {
-    let mut xv: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
-    let h = 1e-5;
-    (0..x.len())
+    let xv: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+    let at: Vec<usize> = (0..x.len())
         .filter(|i| i % step == 0 || *i + 1 == x.len())
-        .map(|i| {
-            let x0 = xv[i];
-            xv[i] = x0 + h;
-            let fp = f(&xv);
-            xv[i] = x0 - h;
-            let fm = f(&xv);
-            xv[i] = x0;
-            (
-                i,
-                fp.iter()
-                    .zip(&fm)
-                    .zip(g)
-                    .map(|((a, b), gi)| (a - b) / (2.0 * h) * gi)
-                    .sum(),
-            )
-        })
-        .collect()
+        .collect();
+    let v = vjp_at(f, &xv, g, &at, 1e-5);
+    at.into_iter().zip(v).collect()
 }
 
 /// Compares a row of a GPU gradient with sampled finite differences.

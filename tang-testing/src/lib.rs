@@ -1,7 +1,8 @@
 //! Test support shared by tang's test suites (a dev-dependency only): one seeded random
 //! generator ([`Rng`]), one tolerance check ([`close`], [`assert_close`]), the devices a
 //! GPU test runs on ([`devices`]: one with wgpu's runtime checks off, as tang runs by
-//! default, and one with them on) and central finite differences ([`central_difference`]).
+//! default, and one with them on) and central finite differences ([`central_difference`],
+//! [`numeric_gradient`], [`vjp_at`]).
 
 use tang_runtime::{Device, DeviceOptions};
 
@@ -141,6 +142,22 @@ pub fn numeric_gradient(f: impl Fn(&[f64]) -> f64, x: &[f64], step: f64) -> Vec<
         .collect()
 }
 
+/// The vector-Jacobian product `g^T J_f(x)` by central differences, at the coordinates
+/// `at` (what a backward pass must produce for the upstream gradient `g`), in f64, with
+/// `h = step * max(|x_i|, 1)`.
+pub fn vjp_at(
+    f: impl Fn(&[f64]) -> Vec<f64>,
+    x: &[f64],
+    g: &[f64],
+    at: &[usize],
+    step: f64,
+) -> Vec<f64> {
+    let contracted = |p: &[f64]| -> f64 { f(p).iter().zip(g).map(|(a, b)| a * b).sum() };
+    at.iter()
+        .map(|&i| central_difference(contracted, x, i, step))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,6 +187,15 @@ mod tests {
         assert!(close(f64::NAN, f64::NAN, 0.0, 0.0));
         assert!(!close(0.0, f64::NAN, 1.0, 1.0));
         assert!(!close(f64::INFINITY, 1e308, 1e308, 1.0));
+    }
+
+    #[test]
+    fn vjp_contracts_the_jacobian() {
+        // f(x) = (x0 * x1, x1^2): J = [[x1, x0], [0, 2 x1]].
+        let f = |x: &[f64]| vec![x[0] * x[1], x[1] * x[1]];
+        let v = vjp_at(f, &[2.0, 3.0], &[1.0, 0.5], &[0, 1], 1e-5);
+        assert!((v[0] - 3.0).abs() < 1e-8, "{v:?}");
+        assert!((v[1] - (2.0 + 3.0)).abs() < 1e-8, "{v:?}");
     }
 
     #[test]

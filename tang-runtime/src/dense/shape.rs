@@ -268,7 +268,7 @@ pub fn concat(xs: &[&Tensor], axis: usize) -> Result<Tensor, Error> {
     Ok(out)
 }
 
-/// The gradient of [`concat`]: the upstream gradient split into pieces of the inputs'
+/// The gradient of [`concat()`]: the upstream gradient split into pieces of the inputs'
 /// sizes along `axis`.
 ///
 /// # Errors
@@ -335,7 +335,7 @@ pub fn split(x: &Tensor, axis: usize, sizes: &[usize]) -> Result<Vec<Tensor>, Er
 /// The gradient of [`split`]: the pieces' gradients concatenated along `axis`.
 ///
 /// # Errors
-/// As [`concat`].
+/// As [`concat()`].
 pub fn split_backward(grads: &[&Tensor], axis: usize) -> Result<Tensor, Error> {
     concat(grads, axis)
 }

@@ -7,16 +7,6 @@ const WGSL: &str = "@compute @workgroup_size(1) fn main() {}";
 fn main() {
     let _raw = RawKernel::trusted("k", WGSL, "main");
     let _desc = KernelDesc::new_trusted("k", WGSL, &[], &[], &[], &["out"], 0);
-    let _literal = KernelDesc {
-        name: "k",
-        wgsl: WGSL,
-        inputs: &[],
-        uniforms: &[],
-        inouts: &[],
-        outputs: &["out"],
-        id: 0,
-        trusted: true,
-    };
     // What safe code can do: a kernel that runs checked.
     let _checked = RawKernel::checked("k", WGSL, "main");
 }
