@@ -139,6 +139,6 @@ fn in_place_kernels_update_like_the_rust_function() {
     let (mut p, mut b) = (1.0f32, 0.5f32);
     sgd_momentum(&mut p, &mut b, 1.0, 0.1, 0.9, 0.0);
     assert_eq!((p, b), (1.0 - 0.1 * 1.45, 1.45));
-    assert_eq!(adam::KERNEL.inouts, &["p", "m", "v"]);
-    assert_eq!(adamw::KERNEL.uniforms.len(), 7);
+    assert_eq!(adam::KERNEL.inouts(), &["p", "m", "v"]);
+    assert_eq!(adamw::KERNEL.uniforms().len(), 7);
 }

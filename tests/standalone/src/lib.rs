@@ -62,8 +62,8 @@ mod tests {
         assert!((d - 1.082_964).abs() < 1e-5);
         assert_eq!(losses::mse::grad(3.0, 1.0), (4.0, [4.0]));
         assert_eq!(losses::bce::vjp(0.0, 1.0, 2.0), [2.0 * (0.5 - 1.0)]);
-        assert_eq!(adam::KERNEL.inouts, &["p", "m", "v"]);
-        tang_runtime::tang_expr::validate(gelu::VJP.wgsl).unwrap();
+        assert_eq!(adam::KERNEL.inouts(), &["p", "m", "v"]);
+        tang_runtime::tang_expr::validate(gelu::VJP.wgsl()).unwrap();
     }
 
     #[test]
