@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use crate::size::{show_limit, show_requested};
+
 /// Everything that can go wrong when running tang kernels.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -45,9 +47,10 @@ pub enum Error {
     TooLarge {
         /// What was too large.
         what: String,
-        /// The amount requested.
+        /// The amount requested; `u64::MAX` when it overflowed 64 bits (the message then
+        /// says so instead of printing the number).
         requested: u64,
-        /// The device's limit.
+        /// The limit (of the device, or of tang's 32-bit indexing).
         limit: u64,
     },
     /// One tensor was bound twice in one launch where at least one binding writes it.
@@ -104,7 +107,9 @@ impl fmt::Display for Error {
                 limit,
             } => write!(
                 f,
-                "{what}: {requested} exceeds the device limit of {limit}; split the work into smaller pieces"
+                "{what}: asked for {}, the limit is {}; split the work into smaller pieces",
+                show_requested(*requested),
+                show_limit(*limit)
             ),
             Error::Aliasing { op, detail } => write!(
                 f,

@@ -11,6 +11,7 @@ use tang_expr::kernel::elementwise_dispatch;
 use crate::device::Device;
 use crate::error::Error;
 use crate::pipeline::{Binding, PipelineKey};
+use crate::size::numel;
 use crate::tensor::{DType, Tensor};
 
 /// Strips leading 1s: `[1, 1, 3]` and `[3]` are the same row.
@@ -21,7 +22,7 @@ fn squeeze_leading(s: &[usize]) -> &[usize] {
 
 /// The broadcast period of an input of shape `s` against the full shape (see module doc).
 fn period(op: &str, name: &str, s: &[usize], full: &[usize], n: usize) -> Result<usize, Error> {
-    let len: usize = s.iter().product();
+    let len = numel(s)?;
     if len == n {
         return Ok(n);
     }
@@ -102,7 +103,7 @@ impl Device {
                         .into(),
             });
         };
-        let n: usize = full.iter().product();
+        let n = numel(&full)?;
         let n32 = u32::try_from(n).map_err(|_| Error::TooLarge {
             what: format!("{op}: elements in one launch"),
             requested: n as u64,

@@ -24,6 +24,7 @@ mod launch;
 mod lifecycle;
 mod pipeline;
 mod pool;
+mod size;
 mod spec;
 mod state;
 mod tensor;

@@ -12,18 +12,20 @@ use std::collections::BTreeMap;
 /// Smallest buffer the pool hands out, in bytes.
 pub const MIN_CLASS: u64 = 256;
 
-/// The size class (bytes actually allocated) for a request of `bytes`.
-pub fn size_class(bytes: u64) -> u64 {
+/// The size class (bytes actually allocated) for a request of `bytes`, or `None` when
+/// the class would not fit in 64 bits (the caller reports the request as too large).
+pub fn size_class(bytes: u64) -> Option<u64> {
     if bytes <= MIN_CLASS {
-        return MIN_CLASS;
+        return Some(MIN_CLASS);
     }
-    let hi = bytes.next_power_of_two();
+    let hi = bytes.checked_next_power_of_two()?;
     let lo = hi / 2;
     if bytes == hi {
-        return hi;
+        return Some(hi);
     }
+    // `lo < bytes < hi`, so the class is at most `hi`: no overflow below.
     let step = lo / 4;
-    lo + (bytes - lo).div_ceil(step) * step
+    Some(lo + (bytes - lo).div_ceil(step) * step)
 }
 
 /// Free buffers by size class.
@@ -70,14 +72,14 @@ mod tests {
 
     #[test]
     fn classes_are_tight_and_monotone() {
-        assert_eq!(size_class(0), 256);
-        assert_eq!(size_class(256), 256);
-        assert_eq!(size_class(257), 320);
-        assert_eq!(size_class(512), 512);
-        assert_eq!(size_class(513), 640);
+        assert_eq!(size_class(0), Some(256));
+        assert_eq!(size_class(256), Some(256));
+        assert_eq!(size_class(257), Some(320));
+        assert_eq!(size_class(512), Some(512));
+        assert_eq!(size_class(513), Some(640));
         let mut prev = 0;
         for b in (1..100_000u64).step_by(37) {
-            let c = size_class(b);
+            let c = size_class(b).unwrap();
             assert!(c >= b && c >= prev, "{b} -> {c}");
             assert!(
                 c <= MIN_CLASS.max(b + b / 4 + 1),
@@ -85,5 +87,14 @@ mod tests {
             );
             prev = c;
         }
+    }
+
+    #[test]
+    fn classes_never_overflow() {
+        // `next_power_of_two` of these overflows: the request is reported, not wrapped.
+        assert_eq!(size_class((3 << 60) * 4), None);
+        assert_eq!(size_class(u64::MAX), None);
+        assert_eq!(size_class(1 << 63), Some(1 << 63));
+        assert_eq!(size_class((1 << 62) + 1), Some((1 << 62) + (1 << 60)));
     }
 }

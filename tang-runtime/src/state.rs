@@ -185,15 +185,19 @@ impl State {
         bytes: u64,
         gpu_written: bool,
     ) -> Result<(wgpu::Buffer, u64, u64), Error> {
-        let class = size_class(bytes);
         let limit = inner.info.limits.max_buffer_size;
-        if class > limit {
+        if bytes > limit {
             return Err(Error::TooLarge {
                 what: "tensor buffer (bytes)".into(),
                 requested: bytes,
                 limit,
             });
         }
+        // A request that fits the limit but whose rounded-up class would not gets a buffer
+        // of exactly its size (still pooled, under that size).
+        let class = size_class(bytes)
+            .filter(|&c| c <= limit)
+            .unwrap_or(bytes.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT));
         if gpu_written && let Some(b) = self.deferred.take(class) {
             self.bytes_in_use += class;
             return Ok((b, class, self.batch));

@@ -9,6 +9,7 @@ use std::task::Poll;
 
 use crate::device::Device;
 use crate::error::Error;
+use crate::size::Size;
 
 /// What wgpu reports when a map finishes.
 type MapOutcome = Result<(), wgpu::BufferAsyncError>;
@@ -65,6 +66,9 @@ impl Drop for Storage {
 pub struct Tensor {
     pub(crate) storage: Arc<Storage>,
     shape: Arc<[usize]>,
+    /// The element count, computed (checked) once when the shape was set: a shape such
+    /// as `[usize::MAX, 2, 0]` holds no elements but its naive product overflows.
+    len: usize,
     dtype: DType,
 }
 
@@ -75,18 +79,6 @@ impl std::fmt::Debug for Tensor {
             .field("dtype", &self.dtype)
             .finish()
     }
-}
-
-/// Number of elements of `shape`, or `TooLarge` when it overflows.
-pub(crate) fn numel(shape: &[usize]) -> Result<usize, Error> {
-    shape
-        .iter()
-        .try_fold(1usize, |a, &d| a.checked_mul(d))
-        .ok_or_else(|| Error::TooLarge {
-            what: format!("number of elements of shape {shape:?}"),
-            requested: u64::MAX,
-            limit: usize::MAX as u64,
-        })
 }
 
 impl Device {
@@ -105,14 +97,11 @@ impl Device {
         dtype: DType,
         gpu_written: bool,
     ) -> Result<Tensor, Error> {
-        let n = numel(shape)?;
-        let bytes = (n as u64)
-            .checked_mul(dtype.size() as u64)
-            .ok_or_else(|| Error::TooLarge {
-                what: "tensor size in bytes".into(),
-                requested: u64::MAX,
-                limit: self.inner.info.limits.max_buffer_size,
-            })?;
+        let limit = self.inner.info.limits.max_buffer_size;
+        let bytes = (Size::product(shape) * dtype.size()).at_most(limit, || {
+            format!("tensor of shape {shape:?} ({dtype:?}): bytes")
+        })?;
+        let bytes = bytes as u64;
         let (buffer, class, last) = self.lock()?.alloc(&self.inner, bytes, gpu_written)?;
         Ok(Tensor {
             storage: Arc::new(Storage {
@@ -122,6 +111,7 @@ impl Device {
                 last_batch: AtomicU64::new(last),
             }),
             shape: shape.into(),
+            len: (bytes / dtype.size() as u64) as usize,
             dtype,
         })
     }
@@ -135,8 +125,8 @@ impl Tensor {
         dtype: DType,
         len: usize,
     ) -> Result<Tensor, Error> {
-        let n = numel(shape)?;
-        if n != len {
+        let n = Size::product(shape);
+        if n.get() != Some(len) {
             return Err(Error::ShapeMismatch {
                 op: "upload".into(),
                 detail: format!("{len} values do not fill shape {shape:?} ({n} elements)"),
@@ -202,8 +192,17 @@ impl Tensor {
         if value.to_bits() == 0 {
             return Self::zeros(dev, shape);
         }
-        let n = numel(shape)?;
-        Self::from_slice(dev, &vec![value; n], shape)
+        // Allocate on the device first: its size check must come before the host buffer
+        // of the fill values (a shape past the device's limit would exhaust host memory).
+        let t = dev.alloc_tensor(shape, DType::F32, false)?;
+        if !t.is_empty() {
+            let data = vec![value; t.len()];
+            // The buffer is fresh from the pool, so no unsubmitted command uses it.
+            dev.inner
+                .queue
+                .write_buffer(&t.storage.buffer, 0, bytemuck::cast_slice(&data));
+        }
+        Ok(t)
     }
 
     /// Overwrites the tensor's contents with `data` (same length, f32). Work recorded
@@ -245,7 +244,7 @@ impl Tensor {
 
     /// Number of elements.
     pub fn len(&self) -> usize {
-        self.shape.iter().product()
+        self.len
     }
 
     /// Whether the tensor has no elements.
@@ -270,7 +269,8 @@ impl Tensor {
 
     /// Size of the tensor's data in bytes.
     pub fn bytes(&self) -> u64 {
-        (self.len() * self.dtype.size()) as u64
+        // At most the device's buffer size limit: checked when the tensor was allocated.
+        self.len as u64 * self.dtype.size() as u64
     }
 
     /// Whether two tensors share one buffer.
@@ -283,19 +283,21 @@ impl Tensor {
     /// # Errors
     /// [`Error::ShapeMismatch`] when the element counts differ.
     pub fn reshape(&self, shape: &[usize]) -> Result<Tensor, Error> {
-        if numel(shape)? != self.len() {
+        if Size::product(shape).get() != Some(self.len) {
             return Err(Error::ShapeMismatch {
                 op: "reshape".into(),
                 detail: format!(
-                    "cannot reshape {:?} ({} elements) to {shape:?}",
+                    "cannot reshape {:?} ({} elements) to {shape:?} ({} elements)",
                     self.shape,
-                    self.len()
+                    self.len(),
+                    Size::product(shape)
                 ),
             });
         }
         Ok(Tensor {
             storage: self.storage.clone(),
             shape: shape.into(),
+            len: self.len,
             dtype: self.dtype,
         })
     }

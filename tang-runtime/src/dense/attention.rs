@@ -44,6 +44,7 @@
 //! position per head keeps only one row of a 64-row workgroup busy, so single-token
 //! decoding over long caches is latency-bound (a split-key variant would fix that).
 
+use crate::size::Size;
 use crate::{DType, Device, Error, Tensor};
 
 mod bwd_dkv;
@@ -253,7 +254,10 @@ pub fn attention_decode(
 ) -> Result<Tensor, Error> {
     let op = "attention_decode";
     let dims = check_qkv(op, q, k_cache, v_cache)?;
-    if past + dims.tq > dims.tk {
+    if (Size::of(past) + dims.tq)
+        .get()
+        .is_none_or(|end| end > dims.tk)
+    {
         return Err(Error::ShapeMismatch {
             op: op.into(),
             detail: format!(

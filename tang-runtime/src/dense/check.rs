@@ -1,6 +1,7 @@
 //! Rust-side checks and launch helpers shared by the dense kernels: dtype checks, row and
 //! axis views of a shape, and the 2-D workgroup grid.
 
+use crate::size::Size;
 use crate::{DType, Device, Error, Tensor};
 
 /// A 2-D grid of `groups` workgroups (x at most the device's per-dimension limit), for
@@ -38,12 +39,12 @@ pub(crate) fn rows_cols(op: &str, t: &Tensor) -> Result<(usize, usize), Error> {
             detail: "expected a tensor of rank >= 1 ([..., cols]), got a scalar".into(),
         });
     };
-    Ok((lead.iter().product(), c))
+    let rows = Size::product(lead).counted(|| format!("{op}: rows of shape {s:?}"))?;
+    Ok((rows, c))
 }
 
 /// `shape` viewed as `[outer, len, inner]` around `axis`, and the shape of a reduction
-/// along it (the axis removed; `[1]` for rank 1). The caller checks that `shape` has no
-/// more than `usize::MAX` elements.
+/// along it (the axis removed; `[1]` for rank 1).
 pub(crate) struct AxisView {
     pub outer: usize,
     pub len: usize,
@@ -51,7 +52,8 @@ pub(crate) struct AxisView {
     pub out_shape: Vec<usize>,
 }
 
-/// Splits `shape` around `axis`; [`Error::ShapeMismatch`] when `axis >= rank`.
+/// Splits `shape` around `axis`; [`Error::ShapeMismatch`] when `axis >= rank`,
+/// [`Error::TooLarge`] when the part before or after the axis overflows.
 pub(crate) fn axis_view(op: &str, s: &[usize], axis: usize) -> Result<AxisView, Error> {
     if axis >= s.len() {
         return Err(Error::ShapeMismatch {
@@ -71,10 +73,15 @@ pub(crate) fn axis_view(op: &str, s: &[usize], axis: usize) -> Result<AxisView, 
     if out_shape.is_empty() {
         out_shape.push(1);
     }
+    // The parts of an empty shape may overflow on their own (`[2^40, 0, 2^40]` around
+    // axis 1): an error, since the reduction's output would have 2^80 elements.
+    let part = |dims: &[usize], which: &str| {
+        Size::product(dims).counted(|| format!("{op}: {which} of shape {s:?} around axis {axis}"))
+    };
     Ok(AxisView {
-        outer: s[..axis].iter().product(),
+        outer: part(&s[..axis], "elements before the axis")?,
         len: s[axis],
-        inner: s[axis + 1..].iter().product(),
+        inner: part(&s[axis + 1..], "elements after the axis")?,
         out_shape,
     })
 }

@@ -15,6 +15,7 @@ use super::check::{grid, want_f32, want_u32};
 use super::rows_team::{Kind, team_kernel};
 use super::wgsl::{lowest, wg_common, unit_specs};
 use crate::spec::{Slot, Source, Spec, params};
+use crate::size::Size;
 use crate::{DType, Error, Tensor};
 
 params! {
@@ -190,12 +191,11 @@ pub fn cross_entropy(
             ),
         });
     }
-    if logits.len() > u32::MAX as usize || classes > u32::MAX as usize {
-        return Err(Error::TooLarge {
-            what: format!("{op}: elements"),
-            requested: logits.len() as u64,
-            limit: u64::from(u32::MAX),
-        });
+    // The kernels index with 32 bits: each count must fit, and the error names the one
+    // that does not (a `[0, 2^40]` batch has no elements but too many classes).
+    let limit = u64::from(u32::MAX);
+    for (what, n) in [("elements of logits", logits.len()), ("classes", classes)] {
+        Size::of(n).at_most(limit, || format!("{op}: {what} (logits {ls:?})"))?;
     }
     let rows = targets.len();
     let dev = logits.device();
@@ -213,7 +213,11 @@ pub fn cross_entropy(
         ignore,
     };
     K_COUNT.dispatch(&[], &params, &[targets, &count], [1, 1, 1])?;
-    if rows > 0 && classes > 0 {
+    if rows > 0 {
+        // With 0 classes every target is out of range: the fallback kernel (with no
+        // columns to read) still writes each row's loss, NaN or 0 for an ignored row, so
+        // no result shows uninitialised memory (PyTorch rejects such targets; tang's rule
+        // for an out-of-range target is a NaN loss).
         let spec = if v4 { &K_MAIN_V4 } else { &K_MAIN_F1 };
         let (k, g) = match team_kernel(dev, Kind::CrossEntropy, classes)? {
             Some((k, rpg)) => (k, grid(dev, op, rows.div_ceil(rpg as usize) as u64)?),

@@ -16,6 +16,7 @@
 use super::check::{grid, want_f32, want_u32};
 use super::wgsl::{WG, wg_common, unit_specs};
 use crate::spec::{Slot, Source, Spec, params};
+use crate::size::Size;
 use crate::{DType, Error, Tensor};
 
 params! {
@@ -195,14 +196,6 @@ pub(crate) fn kernels() -> Vec<Source> {
     ]
 }
 
-fn too_large(op: &str, n: usize) -> Error {
-    Error::TooLarge {
-        what: format!("{op}: elements"),
-        requested: n as u64,
-        limit: u64::from(u32::MAX),
-    }
-}
-
 /// Embedding lookup: `ids` (u32, any shape `[...]`) and `weight [vocab, dim]` ->
 /// `[..., dim]`, row `ids[i]` of the weight. An id `>= vocab` gives a row of zeros (it is
 /// never read out of bounds).
@@ -226,10 +219,10 @@ pub fn embedding(ids: &Tensor, weight: &Tensor) -> Result<Tensor, Error> {
     let n = ids.len();
     let mut shape = ids.shape().to_vec();
     shape.push(dim);
-    if n.checked_mul(dim).is_none_or(|t| t > u32::MAX as usize) || weight.len() > u32::MAX as usize
-    {
-        return Err(too_large(op, n.saturating_mul(dim)));
-    }
+    // The kernels index with 32 bits.
+    let limit = u64::from(u32::MAX);
+    (Size::of(n) * dim).at_most(limit, || format!("{op}: elements of the output {shape:?}"))?;
+    Size::of(weight.len()).at_most(limit, || format!("{op}: elements of weight [{vocab}, {dim}]"))?;
     let dev = ids.device();
     let out = dev.empty(&shape, DType::F32)?;
     if n == 0 || dim == 0 {
@@ -272,13 +265,12 @@ pub fn embedding_backward(ids: &Tensor, grad_out: &Tensor, vocab: usize) -> Resu
         });
     }
     let n = ids.len();
-    if grad_out.len() > u32::MAX as usize
-        || vocab
-            .checked_mul(dim)
-            .is_none_or(|t| t >= u32::MAX as usize)
-    {
-        return Err(too_large(op, vocab.saturating_mul(dim).max(grad_out.len())));
-    }
+    // The kernels index with 32 bits (and the scan's offsets hold `vocab + 1` entries).
+    let limit = u64::from(u32::MAX);
+    Size::of(grad_out.len()).at_most(limit, || format!("{op}: elements of grad_out {gs:?}"))?;
+    (Size::of(vocab) * dim).at_most(limit - 1, || {
+        format!("{op}: elements of the weight gradient [{vocab}, {dim}]")
+    })?;
     let dev = ids.device();
     if n == 0 || dim == 0 || vocab == 0 {
         return Tensor::zeros(dev, &[vocab, dim]);

@@ -18,6 +18,7 @@ pub use epilogue::Epilogue;
 
 use codegen::{Params, Variant};
 
+use crate::size::{Size, numel};
 use crate::spec::Variants;
 use crate::{Binding, DType, Device, Error, RawKernel, Tensor};
 
@@ -87,18 +88,26 @@ fn dims(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Dims, Error> {
         )));
     }
     let (la, lb) = (&sa[..sa.len() - 2], &sb[..sb.len() - 2]);
-    let (ba, bb): (usize, usize) = (la.iter().product(), lb.iter().product());
+    // Checked: the batch dims of an empty operand (`[2^40, 2^40, 0, 5]`) may overflow.
+    let batch_of = |l: &[usize], name: &str| {
+        Size::product(l).counted(|| format!("matmul: batch of {name} (dims {l:?})"))
+    };
+    let (ba, bb) = (batch_of(la, "a")?, batch_of(lb, "b")?);
+    // One matrix of each operand. These overflow only for an operand with batch 0 (its
+    // element count is checked), whose output is empty too: nothing is launched then.
+    let a_mat = (Size::of(m) * k).get().unwrap_or(0);
+    let b_mat = (Size::of(k) * n).get().unwrap_or(0);
     let (batch, lead, a_bstride, b_bstride) = match (la.is_empty(), lb.is_empty()) {
         (true, true) => (1, vec![], 0, 0),
-        (false, true) => (ba, la.to_vec(), m * k, 0),
-        (true, false) => (bb, lb.to_vec(), 0, k * n),
+        (false, true) => (ba, la.to_vec(), a_mat, 0),
+        (true, false) => (bb, lb.to_vec(), 0, b_mat),
         (false, false) => {
             if la != lb {
                 return Err(mismatch(format!(
                     "batch dimensions differ: a {sa:?} has batch {la:?}, b {sb:?} has batch {lb:?}; use equal batch dimensions, or a rank-2 operand to broadcast it"
                 )));
             }
-            (ba, la.to_vec(), m * k, k * n)
+            (ba, la.to_vec(), a_mat, b_mat)
         }
     };
     if let Some(bias) = o.bias {
@@ -113,7 +122,7 @@ fn dims(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Dims, Error> {
     let mut out_shape = lead;
     out_shape.extend([m, n]);
     let limit = u32::MAX as usize;
-    let out_len = batch.checked_mul(m).and_then(|x| x.checked_mul(n));
+    let out_len = Size::product(&[batch, m, n]).get();
     for (what, len) in [
         ("a", Some(a.len())),
         ("b", Some(b.len())),
@@ -376,7 +385,8 @@ pub fn matmul_backward(
     } else if !ta {
         // Linear layers: A is [batch.., m, k]; fold the batch into m and the sum over
         // the batch becomes part of one matmul's reduction.
-        let rows = d.batch * d.m;
+        let rows = (Size::of(d.batch) * d.m)
+            .counted(|| format!("matmul_backward: rows of a {:?}", a.shape()))?;
         let af = a.reshape(&[rows, d.k])?;
         let gf = g.reshape(&[rows, d.n])?;
         if tb {
@@ -393,7 +403,7 @@ pub fn matmul_backward(
 /// Sums `t: [batch.., r, c]` over its batch into `shape` (`[r, c]`), as one matmul with a
 /// row of ones.
 fn sum_batch(t: &Tensor, shape: &[usize]) -> Result<Tensor, Error> {
-    let inner: usize = shape.iter().product();
+    let inner = numel(shape)?;
     let batch = t.len() / inner.max(1);
     let ones = Tensor::full(t.device(), &[1, batch], 1.0)?;
     matmul(&ones, &t.reshape(&[batch, inner])?)?.reshape(shape)

@@ -5,6 +5,7 @@
 //! reference in the tests.
 
 mod check;
+mod nan_max;
 mod wgsl;
 
 /// Declares the modules that hold kernels, and [`registry`] over all of them: each must

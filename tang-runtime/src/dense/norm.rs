@@ -193,6 +193,7 @@ pub struct NormOutput {
     pub y: Tensor,
     /// `[rows, 2]`: per row the mean (0 for RMS norm) and the reciprocal standard
     /// deviation (reciprocal RMS), for [`layer_norm_backward`] / [`rms_norm_backward`].
+    /// Both are NaN for rows of zero columns.
     pub stats: Tensor,
 }
 
@@ -250,10 +251,13 @@ fn forward(x: &Tensor, w: &Tensor, b: &Tensor, eps: f32, rms: bool) -> Result<No
     check_vec(op, "bias", b, cols)?;
     let dev = x.device();
     let y = dev.empty(x.shape(), DType::F32)?;
-    let stats = dev.empty(&[rows, 2], DType::F32)?;
     if rows == 0 || cols == 0 {
+        // The statistics of an empty row are NaN (0 / 0, as PyTorch's mean and variance
+        // of no elements); `y` has no elements. Never the pool's old contents.
+        let stats = Tensor::full(dev, &[rows, 2], f32::NAN)?;
         return Ok(NormOutput { y, stats });
     }
+    let stats = dev.empty(&[rows, 2], DType::F32)?;
     let v4 = cols.is_multiple_of(4);
     let n = if v4 { cols / 4 } else { cols };
     let params = NormParams {

@@ -11,11 +11,16 @@
 //! reduction over 100 million elements still uses every core. The order of operations
 //! depends only on the shapes: results are bit-identical from run to run.
 //!
+//! NaN propagates as in PyTorch: a sum or mean over a NaN is NaN through the arithmetic,
+//! and the maximum of a slice holding NaN is NaN through an explicit test on the bits
+//! (`nan_max.rs`), because WGSL's `max` and the drivers drop NaN.
+//!
 //! The backward passes ([`sum_backward`], [`mean_backward`], [`max_backward`] and their
 //! whole-tensor forms) live in their own file and are reached through this module.
 
 use super::check::{AxisView, axis_view, grid, want_f32};
-use super::wgsl::{WG, wg_common, unit_specs};
+use super::nan_max::{nan_max_f1, nan_max_v4};
+use super::wgsl::{WG, unit_specs, wg_common};
 use crate::spec::{Slot, Source, params};
 use crate::{DType, Error, Tensor};
 
@@ -44,12 +49,13 @@ const ROWS_SLOTS: &[Slot] = &[
 const ROWS_BODY: &str = "// 0: sum, 1: max.
 override OP: u32 = 0u;
 
+// Max propagates NaN (see nan_max.rs).
 fn comb(a: f32, b: f32) -> f32 {
-    if (OP == 1u) { return max(a, b); }
+    if (OP == 1u) { return max_nan(a, b); }
     return a + b;
 }
 fn hred(v: T) -> f32 {
-    if (OP == 1u) { return hmax(v); }
+    if (OP == 1u) { return hmax_nan(v); }
     return hsum(v);
 }
 
@@ -77,7 +83,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (; u < hi; u = u + WG) { a0 = comb(a0, hred(x[base + u])); }
     let acc = comb(comb(a0, a1), comb(a2, a3));
     var r = 0.0;
-    if (OP == 1u) { r = wg_max(acc, lid); } else { r = wg_sum(acc, lid) * p.scale; }
+    if (OP == 1u) { r = wg_max_nan(acc, lid); } else { r = wg_sum(acc, lid) * p.scale; }
     if (lid == 0u && live) { out[row * p.chunks + c] = r; }
 }
 ";
@@ -89,8 +95,9 @@ const COLS_SLOTS: &[Slot] = &[
 
 const COLS_BODY: &str = "override OP: u32 = 0u;
 
+// Max propagates NaN (see nan_max.rs).
 fn comb(a: T, b: T) -> T {
-    if (OP == 1u) { return max(a, b); }
+    if (OP == 1u) { return tmax_nan(a, b); }
     return a + b;
 }
 
@@ -114,10 +121,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 }
 ";
 
-unit_specs!(K_ROWS_V4, K_ROWS_F1: RowsParams = "reduce_rows", [wg_common!()], ROWS_SLOTS, ROWS_BODY);
+unit_specs!(K_ROWS_V4, K_ROWS_F1: RowsParams = "reduce_rows", [wg_common!()], v4: nan_max_v4!(), f1: nan_max_f1!(), ROWS_SLOTS, ROWS_BODY);
 // `red_a`/`red_b` of `wg_common` are unused by the column kernel; declaring them costs
 // nothing.
-unit_specs!(K_COLS_V4, K_COLS_F1: ColsParams = "reduce_cols", [wg_common!()], COLS_SLOTS, COLS_BODY);
+unit_specs!(K_COLS_V4, K_COLS_F1: ColsParams = "reduce_cols", [wg_common!()], v4: nan_max_v4!(), f1: nan_max_f1!(), COLS_SLOTS, COLS_BODY);
 
 /// Every kernel of this file, for the registry.
 pub(crate) fn kernels() -> Vec<Source> {
@@ -254,7 +261,7 @@ fn reduce_axis(x: &Tensor, axis: usize, op: Op) -> Result<Tensor, Error> {
         inner,
         out_shape,
     } = axis_view(name, s, axis)?;
-    if outer * inner == 0 {
+    if outer == 0 || inner == 0 {
         return Tensor::zeros(x.device(), &out_shape);
     }
     if len == 0 {
@@ -291,6 +298,7 @@ pub fn sum(x: &Tensor, axis: usize) -> Result<Tensor, Error> {
 }
 
 /// Maximum along `axis`: `[..., n, ...] -> [...]` (the axis removed; 1-D gives `[1]`).
+/// A slice holding NaN gives NaN, as PyTorch (and [`max_backward`]'s rule) says.
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] when `axis >= rank` or the axis is empty, [`Error::DType`].
@@ -314,7 +322,7 @@ pub fn sum_all(x: &Tensor) -> Result<Tensor, Error> {
     reduce_all(x, Op::Sum)
 }
 
-/// Maximum of every element: any non-empty shape `-> [1]`.
+/// Maximum of every element: any non-empty shape `-> [1]`; NaN if any element is NaN.
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] for an empty tensor, [`Error::DType`] for a u32 tensor.

@@ -22,7 +22,7 @@
 use super::check::{AxisView, axis_view, grid, want_f32};
 use super::reduce::{TARGET_GROUPS, TARGET_THREADS};
 use super::wgsl::WG;
-use crate::tensor::numel;
+use crate::size::numel;
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Error, Tensor};
 

@@ -142,7 +142,9 @@ pub fn row_path(dev: &Device, op: RowOp, cols: usize) -> RowPath {
         return RowPath::Workgroup;
     };
     // Short rows: a smaller team, more rows per workgroup, no idle lanes.
-    let team = n.next_power_of_two().min(tmax);
+    // `min` first: `next_power_of_two` of a row past 2^31 units would overflow (rows that
+    // long fit in an 80 GB GPU's buffers). Same team as rounding up, then capping.
+    let team = n.min(tmax).next_power_of_two();
     let per_lane = n.div_ceil(team);
     if per_lane > op.max_per_lane() {
         return RowPath::Workgroup;

@@ -3,6 +3,7 @@
 //! splitting along any axis (one strided block copy per piece). The kernels move 32-bit
 //! words, so f32 and u32 tensors are copied bit for bit.
 
+use crate::size::Size;
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{Device, Error, Tensor};
 
@@ -191,7 +192,8 @@ fn block_copy(
     k.dispatch(&[], &params, &[src, dst], grid)
 }
 
-/// `(outer, axis length, inner)` of `shape` around `axis`.
+/// `(outer, axis length, inner)` of `shape` around `axis`. Only for the shape of a
+/// non-empty tensor, whose parts cannot overflow.
 fn around(shape: &[usize], axis: usize) -> (usize, usize, usize) {
     (
         shape[..axis].iter().product(),
@@ -226,7 +228,6 @@ pub fn concat(xs: &[&Tensor], axis: usize) -> Result<Tensor, Error> {
             ),
         });
     }
-    let mut total_axis = 0;
     for (i, x) in xs.iter().enumerate() {
         let s = x.shape();
         let same = s.len() == s0.len()
@@ -243,12 +244,18 @@ pub fn concat(xs: &[&Tensor], axis: usize) -> Result<Tensor, Error> {
             });
         }
         x.expect_dtype(&format!("concat (tensor {i})"), first.dtype())?;
-        total_axis += s[axis];
     }
+    let total_axis = Size::sum(xs.iter().map(|x| x.shape()[axis])).counted(|| {
+        let lens: Vec<usize> = xs.iter().map(|x| x.shape()[axis]).collect();
+        format!("concat: length of axis {axis} of the result (the sum of {lens:?})")
+    })?;
     let mut out_shape = s0.to_vec();
     out_shape[axis] = total_axis;
     let dev = first.device();
     let out = dev.empty(&out_shape, first.dtype())?;
+    if out.is_empty() {
+        return Ok(out);
+    }
     fits_u32("concat", out.len())?;
     let (outer, _, inner) = around(&out_shape, axis);
     let dst_ld = total_axis * inner;
@@ -286,18 +293,29 @@ pub fn split(x: &Tensor, axis: usize, sizes: &[usize]) -> Result<Vec<Tensor>, Er
             ),
         });
     }
-    let sum: usize = sizes.iter().sum();
-    if sum != s[axis] {
+    let sum = Size::sum(sizes.iter().copied());
+    if sum.get() != Some(s[axis]) {
         return Err(Error::ShapeMismatch {
             op: "split".into(),
             detail: format!(
-                "sizes {sizes:?} sum to {sum}, expected {} (axis {axis} of {s:?})",
+                "sizes {sizes:?} do not sum to {} (axis {axis} of {s:?}): they sum to {sum}",
                 s[axis]
             ),
         });
     }
     fits_u32("split", x.len())?;
     let dev = x.device();
+    if x.is_empty() {
+        // Every piece is empty too; the parts around the axis may overflow on their own.
+        return sizes
+            .iter()
+            .map(|&size| {
+                let mut shape = s.to_vec();
+                shape[axis] = size;
+                dev.empty(&shape, x.dtype())
+            })
+            .collect();
+    }
     let (outer, _, inner) = around(s, axis);
     let src_ld = s[axis] * inner;
     let mut off = 0;

@@ -61,18 +61,6 @@ fn wg_sum(v: f32, lid: u32) -> f32 {
     return r;
 }
 
-fn wg_max(v: f32, lid: u32) -> f32 {
-    red_a[lid] = v;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-        if (lid < s) { red_a[lid] = max(red_a[lid], red_a[lid + s]); }
-        workgroupBarrier();
-    }
-    let r = red_a[0];
-    workgroupBarrier();
-    return r;
-}
-
 fn wg_sum2(a: f32, b: f32, lid: u32) -> vec2<f32> {
     red_a[lid] = a;
     red_b[lid] = b;
@@ -127,7 +115,23 @@ pub(crate) use lowest;
 /// same slots and body after the unit prelude ([`unit_v4`] or [`unit_f1`]) and the `more`
 /// pieces:
 /// `unit_specs!(K_V4, K_F1: SoftmaxParams = "softmax", [wg_common!()], SLOTS, BODY);`.
+/// Pieces that differ by unit follow as `v4: PIECE, f1: PIECE` (the reductions' NaN-aware
+/// maximum: `[wg_common!()], v4: nan_max_v4!(), f1: nan_max_f1!(), SLOTS, BODY`).
 macro_rules! unit_specs {
+    ($v4:ident, $f1:ident: $p:ty = $name:literal, [$($more:expr),* $(,)?], v4: $m4:expr, f1: $m1:expr, $slots:expr, $body:expr $(,)?) => {
+        static $v4: $crate::spec::Spec<$p> = $crate::spec::Spec::new(
+            concat!($name, "_v4"),
+            &[$crate::dense::wgsl::unit_v4!(), $($more,)* $m4],
+            $slots,
+            $body,
+        );
+        static $f1: $crate::spec::Spec<$p> = $crate::spec::Spec::new(
+            $name,
+            &[$crate::dense::wgsl::unit_f1!(), $($more,)* $m1],
+            $slots,
+            $body,
+        );
+    };
     ($v4:ident, $f1:ident: $p:ty = $name:literal, [$($more:expr),* $(,)?], $slots:expr, $body:expr $(,)?) => {
         static $v4: $crate::spec::Spec<$p> = $crate::spec::Spec::new(
             concat!($name, "_v4"),

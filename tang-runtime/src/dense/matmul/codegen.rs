@@ -91,34 +91,43 @@ impl TileConfig {
         tn: 4,
     };
 
-    /// Threads per workgroup.
+    /// Threads per workgroup: 0 for a tile with `tm` or `tn` 0 (never valid), and
+    /// `u32::MAX` when the count does not fit (never valid either).
     pub fn threads(&self) -> u32 {
-        (self.bm / self.tm) * (self.bn / self.tn)
+        let rows = self.bm.checked_div(self.tm).unwrap_or(0);
+        let cols = self.bn.checked_div(self.tn).unwrap_or(0);
+        rows.saturating_mul(cols)
     }
 
     /// Bytes of workgroup memory the kernel declares (both buffers of both operands,
-    /// with the padding a transposing store adds).
+    /// with the padding a transposing store adds); `u32::MAX` when that does not fit.
     pub fn workgroup_bytes(&self) -> u32 {
-        2 * self.bk * ((self.bm + 4) + (self.bn + 4)) * 4
+        // In u128: products of u32 fields cannot overflow there.
+        let per_k = u128::from(self.bm) + 4 + u128::from(self.bn) + 4;
+        u32::try_from(2 * u128::from(self.bk) * per_k * 4).unwrap_or(u32::MAX)
     }
 
     /// Whether the generator supports this shape: `tm, tn` in {4, 8}, the block a
     /// multiple of the micro-tile, and the vec4 loads of each tile spread evenly over
-    /// the threads.
+    /// the threads. Any field values are safe to pass (zeros and huge ones are invalid).
     pub fn is_valid(&self) -> bool {
-        let t = self.threads();
-        matches!(self.tm, 4 | 8)
-            && matches!(self.tn, 4 | 8)
-            && self.bm.is_multiple_of(self.tm)
+        if !(matches!(self.tm, 4 | 8) && matches!(self.tn, 4 | 8)) {
+            return false;
+        }
+        let t = u64::from(self.threads());
+        // In u64: `bm * bk` of two u32 fields cannot overflow there.
+        let a_loads = u64::from(self.bm) * u64::from(self.bk) / 4;
+        let b_loads = u64::from(self.bn) * u64::from(self.bk) / 4;
+        self.bm.is_multiple_of(self.tm)
             && self.bn.is_multiple_of(self.tn)
             && self.bk.is_multiple_of(4)
             && self.bk > 0
             && t > 0
             && t <= 1024
-            && (self.bm * self.bk / 4).is_multiple_of(t)
-            && (self.bn * self.bk / 4).is_multiple_of(t)
-            && (self.bm * self.bk / 4) >= t
-            && (self.bn * self.bk / 4) >= t
+            && a_loads.is_multiple_of(t)
+            && b_loads.is_multiple_of(t)
+            && a_loads >= t
+            && b_loads >= t
     }
 }
 
