@@ -22,6 +22,7 @@ mod dispatch;
 mod error;
 mod launch;
 mod lifecycle;
+pub mod ops;
 mod pipeline;
 mod pool;
 mod state;

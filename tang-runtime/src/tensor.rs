@@ -311,6 +311,20 @@ impl Tensor {
         Ok(())
     }
 
+    /// Fails with [`Error::DeviceMismatch`] unless the tensor lives on `dev`; `what` names
+    /// the tensor in the message.
+    pub(crate) fn expect_device(&self, op: &str, what: &str, dev: &Device) -> Result<(), Error> {
+        if !self.device().same(dev) {
+            return Err(Error::DeviceMismatch {
+                op: op.into(),
+                what: what.into(),
+                expected: dev.info().name.clone(),
+                got: self.device().info().name.clone(),
+            });
+        }
+        Ok(())
+    }
+
     /// Records a copy into a staging buffer and submits everything recorded so far.
     fn start_read(&self) -> Result<Option<wgpu::Buffer>, Error> {
         let bytes = self.bytes();

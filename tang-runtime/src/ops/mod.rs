@@ -1,0 +1,84 @@
+//! Tensor ops with PyTorch's names in one flat module: `ops::permute(&x, &[0, 2, 1, 3])?`,
+//! or the same function as a method, `x.permute(&[0, 2, 1, 3])?`. The dense kernels
+//! (matmul, softmax, norms, attention, reductions, ...) are reachable here too.
+//!
+//! Conventions every op follows:
+//! - every op returns `Result` with a typed [`Error`](crate::Error): a tensor of another
+//!   device is [`DeviceMismatch`](crate::Error::DeviceMismatch), a tensor of the wrong
+//!   element type [`DType`](crate::Error::DType), shapes that do not fit
+//!   [`ShapeMismatch`](crate::Error::ShapeMismatch), a number out of range
+//!   [`InvalidArgument`](crate::Error::InvalidArgument);
+//! - dimensions are `usize` (`dim`, as PyTorch names them); a result is always a new
+//!   contiguous tensor, except [`reshape`]/[`view`], which share the buffer;
+//! - in-place ops end in `_` and write the tensor's buffer (seen through every clone);
+//! - the backward of `op` is `op_backward(grad_out, ...)`: the upstream gradient is named
+//!   `grad_out` and comes first, followed by what the forward saw (its inputs, shapes and
+//!   attributes, in the forward's order); it returns the gradient of each differentiable
+//!   input (one `Tensor`, or a `Vec` for a list of inputs). An op whose backward needs
+//!   state the caller does not already hold returns it from the forward as a second value
+//!   (e.g. [`dropout`]'s [`DropoutState`]), and its backward takes it by reference;
+//! - masks (the result of comparisons) are u32 tensors of 0s and 1s (PyTorch's `bool`):
+//!   cast with [`to_dtype`] to use one in f32 arithmetic;
+//! - index tensors are u32; an index past the end of its dimension cannot be checked
+//!   without reading the indices back, so the kernels never read or write out of bounds:
+//!   a gather-like op reads 0 there and a scatter-like op skips it.
+
+mod broadcast;
+mod check;
+mod compare;
+mod index;
+mod inplace;
+mod int;
+mod methods;
+mod philox;
+mod random;
+mod strided;
+mod view;
+
+pub use broadcast::{broadcast_shapes, expand, expand_backward, sum_to_shape};
+pub use compare::{eq, ge, gt, le, lt, ne};
+pub use index::{gather, gather_backward, index_copy_, index_select, index_select_backward};
+pub use inplace::{add_, clone, copy_, fill_, fill_u32_, full, full_u32, mul_, zero_};
+pub use int::{arange, argmax, argmin, to_dtype};
+pub use philox::{PhiloxStream, dropout_threshold, philox4x32_10};
+pub use random::{DropoutState, Generator, dropout, dropout_backward, rand, rand_bits, randn};
+pub use view::{
+    cat, cat_backward, narrow, narrow_backward, permute, permute_backward, reshape, slice_scatter,
+    slice_scatter_, stack, stack_backward, view,
+};
+
+pub use crate::dense::attention::{attention, attention_backward};
+pub use crate::dense::cross_entropy::cross_entropy;
+pub use crate::dense::embedding::{embedding, embedding_backward};
+pub use crate::dense::matmul::{bias_backward, matmul, matmul_backward};
+pub use crate::dense::norm::{layer_norm, layer_norm_backward, rms_norm, rms_norm_backward};
+pub use crate::dense::reduce::{
+    max, max_all, max_all_backward, max_backward, mean, mean_all, mean_all_backward, mean_backward,
+    sum, sum_all, sum_all_backward, sum_backward,
+};
+pub use crate::dense::shape::{split, split_backward, transpose, transpose_backward};
+pub use crate::dense::softmax::{log_softmax, log_softmax_backward, softmax, softmax_backward};
+
+/// Every kernel of this module, for naga validation.
+#[cfg(test)]
+fn shaders() -> Vec<(&'static str, &'static str)> {
+    let mut all = strided::shaders();
+    all.extend(inplace::shaders());
+    all.extend(index::shaders());
+    all.extend(int::shaders());
+    all.extend(compare::shaders());
+    all.extend(random::shaders());
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_ops_shader_passes_naga() {
+        for (name, src) in super::shaders() {
+            if let Err(e) = tang_expr::validate(src) {
+                panic!("{name}: {e}\n{src}");
+            }
+        }
+    }
+}
