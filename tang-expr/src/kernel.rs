@@ -62,38 +62,147 @@ pub fn dispatch_size(n: u64) -> Option<(u32, u32)> {
     Some((x as u32, y as u32))
 }
 
+/// The kind of one binding of a kernel's bind group 0: the part of the binding layout
+/// a pipeline layout is made from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BindingKind {
+    /// `var<uniform>`.
+    Uniform,
+    /// `var<storage, read>`.
+    Read,
+    /// `var<storage, read_write>`.
+    ReadWrite,
+}
+
 /// A compiled elementwise kernel, as a constant: what `#[kernel]` emits as `f::KERNEL`
-/// and what the runtime launches.
+/// and what the runtime launches. The one description of the elementwise ABI (see the
+/// module docs): its binding kinds ([`KernelDesc::binding_kinds`]), its `Params` words
+/// ([`KernelDesc::params`]) and its grid ([`elementwise_dispatch`]).
+///
+/// The fields are private: a descriptor either comes from the kernel macros (through an
+/// `unsafe` constructor whose contract the generated WGSL meets, so it runs without
+/// wgpu's runtime checks) or from [`Kernel::leak`] (runs with the checks on).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KernelDesc {
-    /// The kernel's name (the Rust function's name, with a suffix for derived kernels).
-    pub name: &'static str,
-    /// The WGSL entry point ([`ENTRY_POINT`] for generated kernels).
-    pub entry_point: &'static str,
-    /// The WGSL source, validated by naga when it was generated.
-    pub wgsl: &'static str,
-    /// Names of the per-element inputs, in binding order.
-    pub inputs: &'static [&'static str],
-    /// Names of the uniforms, in order.
-    pub uniforms: &'static [&'static str],
-    /// Names of the in-out values (read and written in place), in binding order.
-    pub inouts: &'static [&'static str],
-    /// Names of the outputs, in binding order.
-    pub outputs: &'static [&'static str],
-    /// A stable id (a hash of the WGSL): the pipeline cache's key.
-    pub id: u64,
+    name: &'static str,
+    wgsl: &'static str,
+    inputs: &'static [&'static str],
+    uniforms: &'static [&'static str],
+    inouts: &'static [&'static str],
+    outputs: &'static [&'static str],
+    id: u64,
+    trusted: bool,
 }
 
 impl KernelDesc {
+    /// A trusted descriptor: the runtime creates its shader without wgpu's runtime checks.
+    /// Called by the code `#[kernel]` and `#[fused_grad]` generate; not part of the API.
+    ///
+    /// # Safety
+    /// `wgsl` must be naga-valid WGSL with the binding layout of this module for these
+    /// names, whose every array access is guarded by `params.n` and the periods (as the
+    /// code generator emits it), so that no access goes out of the bound ranges.
+    #[doc(hidden)]
+    #[allow(unsafe_code)]
+    #[allow(clippy::too_many_arguments)]
+    pub const unsafe fn new_trusted(
+        name: &'static str,
+        wgsl: &'static str,
+        inputs: &'static [&'static str],
+        uniforms: &'static [&'static str],
+        inouts: &'static [&'static str],
+        outputs: &'static [&'static str],
+        id: u64,
+    ) -> KernelDesc {
+        KernelDesc {
+            name,
+            wgsl,
+            inputs,
+            uniforms,
+            inouts,
+            outputs,
+            id,
+            trusted: true,
+        }
+    }
+
+    /// The kernel's name (the Rust function's name, with a suffix for derived kernels).
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The WGSL entry point: [`ENTRY_POINT`].
+    pub fn entry_point(&self) -> &'static str {
+        ENTRY_POINT
+    }
+
+    /// The WGSL source.
+    pub fn wgsl(&self) -> &'static str {
+        self.wgsl
+    }
+
+    /// Names of the per-element inputs, in binding order.
+    pub fn inputs(&self) -> &'static [&'static str] {
+        self.inputs
+    }
+
+    /// Names of the uniforms, in order.
+    pub fn uniforms(&self) -> &'static [&'static str] {
+        self.uniforms
+    }
+
+    /// Names of the in-out values (read and written in place), in binding order.
+    pub fn inouts(&self) -> &'static [&'static str] {
+        self.inouts
+    }
+
+    /// Names of the outputs, in binding order.
+    pub fn outputs(&self) -> &'static [&'static str] {
+        self.outputs
+    }
+
+    /// A stable id (a hash of the WGSL): the pipeline cache's key.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Whether the runtime may run the kernel without wgpu's runtime checks: true for
+    /// descriptors the kernel macros build, false for [`Kernel::leak`].
+    pub fn is_trusted(&self) -> bool {
+        self.trusted
+    }
+
     /// Number of storage buffers the kernel binds (inputs + in-outs + outputs).
     pub fn storage_buffers(&self) -> usize {
         self.inputs.len() + self.inouts.len() + self.outputs.len()
+    }
+
+    /// The kinds of bindings `0 ..= storage_buffers()`, in order: the `Params` uniform,
+    /// then the inputs (read), then the in-outs and outputs (read-write).
+    pub fn binding_kinds(&self) -> impl Iterator<Item = BindingKind> {
+        std::iter::once(BindingKind::Uniform)
+            .chain(std::iter::repeat_n(BindingKind::Read, self.inputs.len()))
+            .chain(std::iter::repeat_n(
+                BindingKind::ReadWrite,
+                self.inouts.len() + self.outputs.len(),
+            ))
     }
 
     /// Size in bytes of the `Params` uniform struct: `n`, one period per input, one value
     /// per uniform, 4 bytes each.
     pub fn params_size(&self) -> usize {
         4 * (1 + self.inputs.len() + self.uniforms.len())
+    }
+
+    /// The words of the `Params` uniform: `n`, the inputs' broadcast periods (one per
+    /// input, in order) and the uniforms' bits (one per uniform). The caller checks the
+    /// counts against [`KernelDesc::inputs`] and [`KernelDesc::uniforms`].
+    pub fn params(&self, n: u32, periods: &[u32], uniforms: &[f32]) -> Vec<u32> {
+        let mut words = Vec::with_capacity(self.params_size() / 4);
+        words.push(n);
+        words.extend_from_slice(periods);
+        words.extend(uniforms.iter().map(|u| u.to_bits()));
+        words
     }
 }
 
@@ -118,24 +227,38 @@ pub struct Kernel {
 }
 
 impl Kernel {
-    /// Leaks the strings to make a `'static` descriptor. Meant for kernels that live as
-    /// long as the program anyway: the runtime does this once per distinct traced graph
-    /// (its pipeline cache holds them forever), so the leak is bounded by the number of
-    /// distinct kernels.
+    /// Leaks the strings to make a `'static` descriptor that runs with wgpu's runtime
+    /// checks on (a `Kernel`'s fields are public, so its text may come from anywhere).
+    /// Meant for kernels that live as long as the program anyway: the leak is bounded by
+    /// the number of distinct kernels.
     pub fn leak(self) -> &'static KernelDesc {
+        self.leak_as(false)
+    }
+
+    /// [`Kernel::leak`] for a kernel that runs without wgpu's runtime checks.
+    ///
+    /// # Safety
+    /// `self` must be what tang-expr's code generator returned (unchanged), or meet the
+    /// same contract as [`KernelDesc::new_trusted`].
+    #[allow(unsafe_code)]
+    pub unsafe fn leak_trusted(self) -> &'static KernelDesc {
+        self.leak_as(true)
+    }
+
+    fn leak_as(self, trusted: bool) -> &'static KernelDesc {
         fn names(v: Vec<String>) -> &'static [&'static str] {
             let v: Vec<&'static str> = v.into_iter().map(|s| &*s.leak()).collect();
             v.leak()
         }
         Box::leak(Box::new(KernelDesc {
             name: self.name.leak(),
-            entry_point: ENTRY_POINT,
             wgsl: self.wgsl.leak(),
             inputs: names(self.inputs),
             uniforms: names(self.uniforms),
             inouts: names(self.inouts),
             outputs: names(self.outputs),
             id: self.id,
+            trusted,
         }))
     }
 }

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use crate::device::Device;
 use crate::error::Error;
-use crate::pipeline::{Binding, Kind, PipelineKey, RawKernel};
+use crate::pipeline::{Binding, PipelineKey, RawKernel};
 
 /// Bytes a tensor binding covers: its data rounded up to whole 16-byte `vec4`s, at least
 /// one (wgpu rejects empty bindings, and kernels that read `array<vec4<f32>>` need the
@@ -99,25 +99,26 @@ impl Device {
         bindings: &[Binding<'_>],
         workgroups: [u32; 3],
     ) -> Result<(), Error> {
-        self.check_bindings(kernel.name, bindings)?;
+        self.check_bindings(kernel.name(), bindings)?;
         let max = self.inner.info.limits.max_compute_workgroups_per_dimension;
         if let Some(&w) = workgroups.iter().find(|&&w| w > max) {
             return Err(Error::TooLarge {
-                what: format!("{}: workgroups in one dimension", kernel.name),
+                what: format!("{}: workgroups in one dimension", kernel.name()),
                 requested: w.into(),
                 limit: max.into(),
             });
         }
         let key = PipelineKey {
-            id: kernel.id,
-            entry_point: kernel.entry_point,
+            id: kernel.id(),
+            trusted: kernel.is_trusted(),
+            entry_point: kernel.entry_point(),
             constants: constants
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_bits()))
                 .collect(),
             kinds: bindings.iter().map(Binding::kind).collect(),
         };
-        self.record(key, kernel.name, kernel.wgsl, bindings, workgroups)
+        self.record(key, kernel.name(), kernel.wgsl(), bindings, workgroups)
     }
 
     /// Records a dispatch whose bindings were already checked.
@@ -204,12 +205,4 @@ impl Device {
         drop(st);
         self.check()
     }
-}
-
-/// The binding kinds of an elementwise kernel (layout in `tang_expr::kernel`).
-pub(crate) fn elementwise_kinds(inputs: usize, writes: usize) -> Vec<Kind> {
-    let mut k = vec![Kind::Uniform];
-    k.extend(std::iter::repeat_n(Kind::Read, inputs));
-    k.extend(std::iter::repeat_n(Kind::ReadWrite, writes));
-    k
 }

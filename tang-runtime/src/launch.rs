@@ -9,7 +9,6 @@ use tang_expr::KernelDesc;
 use tang_expr::kernel::elementwise_dispatch;
 
 use crate::device::Device;
-use crate::dispatch::elementwise_kinds;
 use crate::error::Error;
 use crate::pipeline::{Binding, PipelineKey};
 use crate::tensor::{DType, Tensor};
@@ -56,11 +55,11 @@ impl Device {
         inouts: &[&Tensor],
         uniforms: &[f32],
     ) -> Result<Vec<Tensor>, Error> {
-        let op = kernel.name;
+        let op = kernel.name();
         for (what, expected, got) in [
-            ("inputs", kernel.inputs.len(), inputs.len()),
-            ("in-out tensors", kernel.inouts.len(), inouts.len()),
-            ("uniforms", kernel.uniforms.len(), uniforms.len()),
+            ("inputs", kernel.inputs().len(), inputs.len()),
+            ("in-out tensors", kernel.inouts().len(), inouts.len()),
+            ("uniforms", kernel.uniforms().len(), uniforms.len()),
         ] {
             if expected != got {
                 return Err(Error::Arity {
@@ -76,7 +75,7 @@ impl Device {
         }
         // The launch shape.
         let full: Vec<usize> = if let Some(first) = inouts.first() {
-            for (t, name) in inouts.iter().zip(kernel.inouts) {
+            for (t, name) in inouts.iter().zip(kernel.inouts()) {
                 if t.len() != first.len() {
                     return Err(Error::ShapeMismatch {
                         op: op.into(),
@@ -109,12 +108,12 @@ impl Device {
             requested: n as u64,
             limit: u32::MAX.into(),
         })?;
-        let mut params: Vec<u32> = Vec::with_capacity(kernel.params_size() / 4);
-        params.push(n32);
-        for (t, name) in inputs.iter().zip(kernel.inputs) {
-            params.push(period(op, name, t.shape(), &full, n)? as u32);
-        }
-        params.extend(uniforms.iter().map(|u| u.to_bits()));
+        let periods = inputs
+            .iter()
+            .zip(kernel.inputs())
+            .map(|(t, name)| period(op, name, t.shape(), &full, n).map(|p| p as u32))
+            .collect::<Result<Vec<u32>, Error>>()?;
+        let params = kernel.params(n32, &periods, uniforms);
         let (gx, gy) = elementwise_dispatch(n as u64).ok_or_else(|| Error::TooLarge {
             what: format!("{op}: elements in one launch"),
             requested: n as u64,
@@ -122,8 +121,8 @@ impl Device {
                 * u64::from(tang_expr::kernel::WORKGROUP_SIZE)
                 * u64::from(tang_expr::kernel::ELEMENTS_PER_THREAD),
         })?;
-        let mut outputs = Vec::with_capacity(kernel.outputs.len());
-        for _ in kernel.outputs {
+        let mut outputs = Vec::with_capacity(kernel.outputs().len());
+        for _ in kernel.outputs() {
             outputs.push(self.empty(&full, DType::F32)?);
         }
         let mut bindings = Vec::with_capacity(1 + kernel.storage_buffers());
@@ -134,12 +133,13 @@ impl Device {
         self.check_bindings(op, &bindings)?;
         if n > 0 {
             let key = PipelineKey {
-                id: kernel.id,
-                entry_point: kernel.entry_point,
+                id: kernel.id(),
+                trusted: kernel.is_trusted(),
+                entry_point: kernel.entry_point(),
                 constants: Vec::new(),
-                kinds: elementwise_kinds(inputs.len(), inouts.len() + outputs.len()),
+                kinds: kernel.binding_kinds().collect(),
             };
-            self.record(key, op, kernel.wgsl, &bindings, [gx, gy, 1])?;
+            self.record(key, op, kernel.wgsl(), &bindings, [gx, gy, 1])?;
         }
         drop(bindings);
         Ok(outputs)

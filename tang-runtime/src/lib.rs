@@ -25,6 +25,7 @@ mod lifecycle;
 pub mod ops;
 mod pipeline;
 mod pool;
+mod spec;
 mod state;
 mod tensor;
 mod traced;
@@ -42,6 +43,15 @@ pub use tang_expr::{KernelDesc, kernel::WORKGROUP_SIZE};
 pub use tang_macros::*;
 pub use tensor::{DType, Tensor};
 pub use wgpu;
+
+/// Hooks for tang's own tests; not part of the API.
+#[doc(hidden)]
+pub mod __testing {
+    /// Every kernel the dense modules can produce, as `(name, WGSL)`.
+    pub fn dense_kernels() -> Vec<(String, String)> {
+        crate::dense::registry()
+    }
+}
 
 /// Everything a file of kernels needs: `use tang_runtime::prelude::*;`.
 pub mod prelude {

@@ -3,7 +3,7 @@
 
 use tang_runtime::dense::attention::{
     attention, attention_backward, attention_backward_dkv, attention_backward_dq, attention_decode,
-    backward_tiles, forward_tiles, shaders,
+    backward_tiles, forward_tiles,
 };
 use tang_runtime::{Device, DeviceOptions, Error, Tensor};
 
@@ -222,17 +222,6 @@ fn cfg(b: usize, h: usize, hkv: usize, t: usize, d: usize) -> Cfg {
 }
 
 #[test]
-fn shaders_validate() {
-    let all = shaders();
-    assert_eq!(all.len(), 24);
-    for (name, wgsl) in all {
-        if let Err(e) = tang_runtime::tang_expr::validate(wgsl) {
-            panic!("{name} does not validate: {e}");
-        }
-    }
-}
-
-#[test]
 fn forward_and_backward_match_reference() {
     let dev = Device::new().unwrap();
     // T in {1, 7, 64, 257}; heads 1, 4, 8 and grouped 8 -> 2; D in {16, 64}.
@@ -444,7 +433,7 @@ fn bad_shapes_are_errors() {
 /// above would only cover the row-per-thread kernels), in the tile shape its workgroup
 /// memory allows. At DP = 32 the large shape fits 32 KiB, so lavapipe runs it there and
 /// the small one at DP = 64; with 48 KiB (NVIDIA) the large one runs at both. Every
-/// shape's WGSL is validated by naga in `shaders_validate`.
+/// shape's WGSL is validated by naga in `tests/tests/shaders.rs` (the registry).
 #[test]
 fn backward_uses_the_tile_shape_the_limits_allow() {
     let dev = Device::new().unwrap();
@@ -462,7 +451,7 @@ fn backward_uses_the_tile_shape_the_limits_allow() {
 
 /// Likewise for the forward: 64-key tiles where the large shape fits (32 KiB at D <= 32,
 /// so lavapipe runs it there; 48 KiB at D = 64), 32-key tiles elsewhere. Both shapes'
-/// WGSL is validated by naga in `shaders_validate`, and every test above that runs
+/// WGSL is validated by naga in `tests/tests/shaders.rs` (the registry), and every test above that runs
 /// D = 17 to 32 runs the large shape here, D = 33 to 64 the small one.
 #[test]
 fn forward_uses_the_tile_shape_the_limits_allow() {

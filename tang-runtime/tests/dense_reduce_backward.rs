@@ -210,15 +210,6 @@ fn fd_vjp(
 }
 
 #[test]
-fn shaders_validate() {
-    for (name, src) in reduce::backward_shaders() {
-        if let Err(e) = tang_runtime::tang_expr::validate(src) {
-            panic!("{name}: {e:?}");
-        }
-    }
-}
-
-#[test]
 fn backwards_match_finite_differences() {
     let dev = dev();
     let mut rng = Rng(11);

@@ -114,7 +114,7 @@ fn too_large_and_aliasing() {
     let p = Tensor::from_slice(&dev, &[1.0; 4], &[4]).unwrap();
     let e = dev.launch(sgd(), &[&p], &[&p], &[0.1]).unwrap_err();
     assert!(matches!(e, Error::Aliasing { .. }), "{e:?}");
-    let k = RawKernel::new("noop", "@compute @workgroup_size(1) fn main() {}", "main");
+    let k = RawKernel::checked("noop", "@compute @workgroup_size(1) fn main() {}", "main");
     let e = dev
         .dispatch_raw(&k, &[], &[], [u32::MAX, 1, 1])
         .unwrap_err();
@@ -129,7 +129,7 @@ fn too_large_and_aliasing() {
 #[test]
 fn wgpu_validation_errors_are_returned_not_panicked() {
     let dev = Device::new().unwrap();
-    let k = RawKernel::new(
+    let k = RawKernel::checked(
         "wants_storage",
         "@group(0) @binding(0) var<storage, read_write> a: array<f32>;\n@compute @workgroup_size(1) fn main() { a[0] = 1.0; }",
         "main",

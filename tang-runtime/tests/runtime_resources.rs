@@ -82,7 +82,7 @@ fn batch_size_option_bounds_unsubmitted_work() {
     assert_eq!(dev.stats().submits - before, 3);
 }
 
-const DOUBLE: RawKernel = RawKernel::new(
+const DOUBLE: RawKernel = RawKernel::checked(
     "double",
     "struct P { n: u32, scale: f32 }\n\
      override BLOCK: u32 = 64u;\n\
@@ -167,4 +167,39 @@ fn device_is_shareable_across_threads() {
         h.join().unwrap();
     }
     let _: &Device = &dev;
+}
+
+/// Writes `7.0` at every index up to `p.n`, whatever the length of `out`: with wgpu's
+/// runtime checks on, the writes past the binding are clamped or dropped.
+const WRITES_PAST_THE_END: RawKernel = RawKernel::checked(
+    "writes_past_the_end",
+    "struct P { n: u32 }\n\
+     @group(0) @binding(0) var<uniform> p: P;\n\
+     @group(0) @binding(1) var<storage, read_write> out: array<f32>;\n\
+     @compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) {\n\
+       if (g.x < p.n) { out[g.x] = 7.0; }\n\
+     }",
+    "main",
+);
+
+#[test]
+fn a_user_kernel_runs_with_runtime_checks() {
+    assert!(!WRITES_PAST_THE_END.is_trusted());
+    assert!(!DOUBLE.is_trusted());
+    for dev in devices() {
+        let before = Tensor::from_slice(&dev, &[1.0; 4], &[4]).unwrap();
+        let out = Tensor::from_slice(&dev, &[0.0; 4], &[4]).unwrap();
+        let after = Tensor::from_slice(&dev, &[2.0; 4], &[4]).unwrap();
+        let n = 4096u32;
+        dev.dispatch_raw(
+            &WRITES_PAST_THE_END,
+            &[],
+            &[Binding::Uniform(&n.to_le_bytes()), Binding::ReadWrite(&out)],
+            [n / 64, 1, 1],
+        )
+        .unwrap();
+        assert_eq!(out.to_vec().unwrap(), vec![7.0; 4]);
+        assert_eq!(before.to_vec().unwrap(), vec![1.0; 4]);
+        assert_eq!(after.to_vec().unwrap(), vec![2.0; 4]);
+    }
 }

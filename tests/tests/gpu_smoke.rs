@@ -76,7 +76,7 @@ fn traced_value_and_gradient_match_the_cpu_on_a_million_elements() {
 
     // GPU: the fused kernel (value and the three partials in one dispatch).
     let kernel = traced.fused_kernel("smoke").unwrap().leak();
-    assert_eq!(kernel.outputs.len(), 4, "{:?}", kernel.outputs);
+    assert_eq!(kernel.outputs().len(), 4, "{:?}", kernel.outputs());
     let inputs: Vec<Tensor> = cols
         .iter()
         .map(|c| Tensor::from_slice(&dev, c, &[N]).unwrap())

@@ -13,8 +13,9 @@ fn at_least_25_kernels_and_every_shader_passes_naga() {
     let kernels = cases.len() + optimizer_descs().len();
     assert!(kernels >= 25, "only {kernels} kernels");
     for d in descs {
-        tang_expr::validate(d.wgsl).unwrap_or_else(|e| panic!("{}: {e}", d.name));
-        assert_eq!(d.id, tang_expr::stable_hash(d.wgsl), "{}", d.name);
+        tang_expr::validate(d.wgsl()).unwrap_or_else(|e| panic!("{}: {e}", d.name()));
+        assert_eq!(d.id(), tang_expr::stable_hash(d.wgsl()), "{}", d.name());
+        assert!(d.is_trusted(), "{}: macro kernels run trusted", d.name());
     }
 }
 

@@ -78,9 +78,13 @@ pub fn add_one(x: &mut f32) {
 }
 
 /// A vec4 copy over a 2-D grid (any length that is a multiple of 4).
-const COPY: RawKernel = RawKernel::new(
-    "copy_vec4",
-    "struct P { n4: u32 }\n\
+// SAFETY: every access is guarded by `i < p.n` (`p.n4`), the length the launch passes for
+// the bound tensors; trusted so the copy is timed as tang's own kernels run.
+#[allow(unsafe_code)]
+const COPY: RawKernel = unsafe {
+    RawKernel::trusted(
+        "copy_vec4",
+        "struct P { n4: u32 }\n\
      @group(0) @binding(0) var<uniform> p: P;\n\
      @group(0) @binding(1) var<storage, read> src: array<vec4<f32>>;\n\
      @group(0) @binding(2) var<storage, read_write> dst: array<vec4<f32>>;\n\
@@ -88,13 +92,18 @@ const COPY: RawKernel = RawKernel::new(
        let i = g.x + g.y * nwg.x * 256u;\n\
        if (i < p.n4) { dst[i] = src[i]; }\n\
      }",
-    "main",
-);
+        "main",
+    )
+};
 
 /// A copy with one `f32` per thread (compare with [`COPY`]).
-const COPY_SCALAR: RawKernel = RawKernel::new(
-    "copy_scalar",
-    "struct P { n: u32 }\n\
+// SAFETY: every access is guarded by `i < p.n` (`p.n4`), the length the launch passes for
+// the bound tensors; trusted so the copy is timed as tang's own kernels run.
+#[allow(unsafe_code)]
+const COPY_SCALAR: RawKernel = unsafe {
+    RawKernel::trusted(
+        "copy_scalar",
+        "struct P { n: u32 }\n\
      @group(0) @binding(0) var<uniform> p: P;\n\
      @group(0) @binding(1) var<storage, read> src: array<f32>;\n\
      @group(0) @binding(2) var<storage, read_write> dst: array<f32>;\n\
@@ -102,8 +111,9 @@ const COPY_SCALAR: RawKernel = RawKernel::new(
        let i = g.x + g.y * nwg.x * 256u;\n\
        if (i < p.n) { dst[i] = src[i]; }\n\
      }",
-    "main",
-);
+        "main",
+    )
+};
 
 /// GELU, tanh form (what `torch_anchors.py` times).
 #[fused_grad]

@@ -22,16 +22,13 @@ fn desc(k: &Kernel, wgsl: &Ident) -> TokenStream {
     let inouts = strs(&k.inouts);
     let outputs = strs(&k.outputs);
     let id = Literal::u64_suffixed(k.id);
+    // SAFETY (of the generated block): the WGSL is the code generator's output for this
+    // binding layout, naga-validated during expansion, every access guarded by `params.n`.
     quote! {
-        ::tang_runtime::KernelDesc {
-            name: #name,
-            entry_point: ::tang_runtime::tang_expr::kernel::ENTRY_POINT,
-            wgsl: #wgsl,
-            inputs: #inputs,
-            uniforms: #uniforms,
-            inouts: #inouts,
-            outputs: #outputs,
-            id: #id,
+        unsafe {
+            ::tang_runtime::KernelDesc::new_trusted(
+                #name, #wgsl, #inputs, #uniforms, #inouts, #outputs, #id,
+            )
         }
     }
 }
@@ -164,6 +161,7 @@ pub(crate) fn module(
         /// The kernel's WGSL source, validated by naga when it was generated.
         pub const WGSL: &str = #wgsl;
         /// The kernel's descriptor: what `Device::launch` runs.
+        #[allow(unsafe_code)]
         pub const KERNEL: ::tang_runtime::KernelDesc = #kernel_desc;
         #[doc = #launch_doc]
         pub fn launch(#dev: &::tang_runtime::Device, #(#launch_params),*)
@@ -312,11 +310,13 @@ pub(crate) fn module(
         pub const GRAD_WGSL: &str = #grad_wgsl;
         /// Values and every partial derivative, in one dispatch: outputs are the values,
         /// then `d_<output>_<input>` for each output and each differentiated input.
+        #[allow(unsafe_code)]
         pub const GRAD: ::tang_runtime::KernelDesc = #grad_desc;
         /// WGSL of [`VJP`] (the backward pass), validated by naga.
         pub const VJP_WGSL: &str = #vjp_wgsl;
         /// The backward pass in one dispatch: inputs are the function's inputs then
         /// `g_<output>` per output; outputs are `grad_<input>` per differentiated input.
+        #[allow(unsafe_code)]
         pub const VJP: ::tang_runtime::KernelDesc = #vjp_desc;
         #[doc = #launch_grad_doc]
         pub fn launch_grad(#dev: &::tang_runtime::Device, #(#value_params),*)

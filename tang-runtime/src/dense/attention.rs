@@ -53,7 +53,8 @@ mod kernels;
 mod tiled;
 
 use kernels::{ROWS, VARIANTS, Variant, tiled_for};
-pub use kernels::{backward_tiles, forward_tiles, shaders};
+pub use kernels::{backward_tiles, forward_tiles};
+pub(crate) use kernels::kernels;
 
 /// Uniforms shared by the three kernels (WGSL `Params`).
 #[derive(Clone, Copy)]
@@ -218,7 +219,7 @@ fn launch_forward(
         scale,
     };
     let bytes = params.bytes();
-    let kernel = tiled_for(dev, dims.d).map_or(&var.fwd, |k| k.fwd);
+    let kernel = tiled_for(dev, dims.d)?.map_or(&var.fwd, |k| k.fwd);
     dev.dispatch_raw(
         kernel,
         &[],
@@ -384,7 +385,7 @@ fn launch_dq(
     let dev = q.device();
     let dq = dev.empty(q.shape(), DType::F32)?;
     let delta = dev.empty(&[dims.b, dims.h, dims.tq], DType::F32)?;
-    let (kernel, n_blocks) = match tiled_for(dev, dims.d) {
+    let (kernel, n_blocks) = match tiled_for(dev, dims.d)? {
         Some(t) => (t.bwd_dq, dims.tq.div_ceil(t.shape.dq_rows as usize) as u32),
         None => (
             &variant(dev, "attention_backward", dims.d)?.bwd_dq,
@@ -426,7 +427,7 @@ fn launch_dkv(
     let dev = q.device();
     let dk = dev.empty(k.shape(), DType::F32)?;
     let dv = dev.empty(v.shape(), DType::F32)?;
-    let (kernel, n_blocks) = match tiled_for(dev, dims.d) {
+    let (kernel, n_blocks) = match tiled_for(dev, dims.d)? {
         Some(t) => (
             t.bwd_dkv,
             dims.tk.div_ceil(bwd_dkv::DKV_KEYS as usize) as u32,

@@ -11,8 +11,10 @@
 //! A target `>= classes` that is not the ignore index gives that row a NaN loss (so the
 //! mean is NaN, visibly) and a zero gradient row; it is never read out of bounds.
 
-use super::reduce::{grid, lowest, unit_f1, unit_v4, want_f32, want_u32, wg_common, words};
+use super::check::{grid, want_f32, want_u32, words};
 use super::rows_team::{Kind, team_kernel};
+use super::wgsl::{lowest, unit_f1, unit_v4, wg_common};
+use crate::spec::{Source, sources};
 use crate::{Binding, DType, Error, RawKernel, Tensor};
 
 const COUNT: &str = "
@@ -131,19 +133,19 @@ fn main(@builtin(local_invocation_index) lid: u32) {
 "
 );
 
-static K_COUNT: RawKernel = RawKernel::new("cross_entropy_count", COUNT, "main");
-static K_MAIN_V4: RawKernel = RawKernel::new("cross_entropy_v4", MAIN_V4, "main");
-static K_MAIN_F1: RawKernel = RawKernel::new("cross_entropy", MAIN_F1, "main");
-static K_MEAN: RawKernel = RawKernel::new("cross_entropy_mean", MEAN, "main");
+static K_COUNT: RawKernel = RawKernel::own("cross_entropy_count", COUNT, "main");
+static K_MAIN_V4: RawKernel = RawKernel::own("cross_entropy_v4", MAIN_V4, "main");
+static K_MAIN_F1: RawKernel = RawKernel::own("cross_entropy", MAIN_F1, "main");
+static K_MEAN: RawKernel = RawKernel::own("cross_entropy_mean", MEAN, "main");
 
-/// The WGSL of every cross-entropy kernel (for validation in tests).
-pub fn shaders() -> [(&'static str, &'static str); 4] {
-    [
+/// Every kernel of this file, for the registry of `dense/mod.rs`.
+pub(crate) fn kernels() -> Vec<Source> {
+    sources(&[
         ("cross_entropy_count", COUNT),
         ("cross_entropy_v4", MAIN_V4),
         ("cross_entropy", MAIN_F1),
         ("cross_entropy_mean", MEAN),
-    ]
+    ])
 }
 
 /// What [`cross_entropy`] computes in one call.
@@ -220,7 +222,7 @@ pub fn cross_entropy(
         [1, 1, 1],
     )?;
     if rows > 0 && classes > 0 {
-        let (k, g) = match team_kernel(dev, Kind::CrossEntropy, classes) {
+        let (k, g) = match team_kernel(dev, Kind::CrossEntropy, classes)? {
             Some((k, rpg)) => (k, grid(dev, op, rows.div_ceil(rpg as usize) as u64)?),
             None => (
                 if v4 { &K_MAIN_V4 } else { &K_MAIN_F1 },

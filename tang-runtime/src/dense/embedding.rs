@@ -13,7 +13,9 @@
 //!    1024 positions) and sums `grad[pos, :]` in position order, coalesced over `dim`. A row
 //!    with more positions scans the ids in order instead (at most `n / 1024` such rows).
 
-use super::reduce::{WG, grid, unit_f1, unit_v4, want_f32, want_u32, wg_common, words};
+use super::check::{grid, want_f32, want_u32, words};
+use super::wgsl::{WG, unit_f1, unit_v4, wg_common};
+use crate::spec::{Source, sources};
 use crate::{Binding, DType, Error, RawKernel, Tensor};
 
 macro_rules! fwd_body {
@@ -177,17 +179,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 const GATHER_V4: &str = concat!(unit_v4!(), wg_common!(), gather_body!());
 const GATHER_F1: &str = concat!(unit_f1!(), wg_common!(), gather_body!());
 
-static K_FWD_V4: RawKernel = RawKernel::new("embedding_v4", FWD_V4, "main");
-static K_FWD_F1: RawKernel = RawKernel::new("embedding", FWD_F1, "main");
-static K_COUNT: RawKernel = RawKernel::new("embedding_backward_count", COUNT, "main");
-static K_SCAN: RawKernel = RawKernel::new("embedding_backward_scan", SCAN, "main");
-static K_FILL: RawKernel = RawKernel::new("embedding_backward_fill", FILL, "main");
-static K_GATHER_V4: RawKernel = RawKernel::new("embedding_backward_v4", GATHER_V4, "main");
-static K_GATHER_F1: RawKernel = RawKernel::new("embedding_backward", GATHER_F1, "main");
+static K_FWD_V4: RawKernel = RawKernel::own("embedding_v4", FWD_V4, "main");
+static K_FWD_F1: RawKernel = RawKernel::own("embedding", FWD_F1, "main");
+static K_COUNT: RawKernel = RawKernel::own("embedding_backward_count", COUNT, "main");
+static K_SCAN: RawKernel = RawKernel::own("embedding_backward_scan", SCAN, "main");
+static K_FILL: RawKernel = RawKernel::own("embedding_backward_fill", FILL, "main");
+static K_GATHER_V4: RawKernel = RawKernel::own("embedding_backward_v4", GATHER_V4, "main");
+static K_GATHER_F1: RawKernel = RawKernel::own("embedding_backward", GATHER_F1, "main");
 
-/// The WGSL of every embedding kernel (for validation in tests).
-pub fn shaders() -> [(&'static str, &'static str); 7] {
-    [
+/// Every kernel of this file, for the registry of `dense/mod.rs`.
+pub(crate) fn kernels() -> Vec<Source> {
+    sources(&[
         ("embedding_v4", FWD_V4),
         ("embedding", FWD_F1),
         ("embedding_backward_count", COUNT),
@@ -195,7 +197,7 @@ pub fn shaders() -> [(&'static str, &'static str); 7] {
         ("embedding_backward_fill", FILL),
         ("embedding_backward_v4", GATHER_V4),
         ("embedding_backward", GATHER_F1),
-    ]
+    ])
 }
 
 fn too_large(op: &str, n: usize) -> Error {

@@ -12,14 +12,13 @@
 mod codegen;
 mod epilogue;
 
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
 
 pub use codegen::TileConfig;
 pub use epilogue::Epilogue;
 
-use codegen::{ENTRY, Params, Variant};
+use codegen::{Params, Variant};
 
+use crate::spec::Variants;
 use crate::{Binding, DType, Device, Error, RawKernel, Tensor};
 
 /// How to multiply: transposes, bias, epilogue and (optionally) a forced tile shape.
@@ -182,32 +181,22 @@ fn choose_tile(dev: &Device, m: usize, n: usize, batch: usize) -> Option<TileCon
         .find(|t| fits(dev, t))
 }
 
-type KernelCache = Mutex<HashMap<(Variant, u64), RawKernel>>;
+/// The generated variants, by tile shape, flags and epilogue hash.
+static KERNELS: Variants<(Variant, u64)> = Variants::new();
 
-fn cache() -> &'static KernelCache {
-    static CACHE: OnceLock<KernelCache> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
-}
-
-/// The kernel for `v` (and `epi`), generated, validated and leaked on first use.
-fn kernel(v: &Variant, epi: Option<&Epilogue>) -> Result<RawKernel, Error> {
+/// The kernel for `v` (and `epi`), generated and validated on first use.
+fn kernel(v: &Variant, epi: Option<&Epilogue>) -> Result<&'static RawKernel, Error> {
     let key = (*v, epi.map_or(0, Epilogue::hash));
-    let mut map = cache().lock().map_err(|_| Error::Poisoned)?;
-    if let Some(k) = map.get(&key) {
-        return Ok(*k);
-    }
-    let text = codegen::generate(v, epi.map_or("", Epilogue::wgsl));
-    tang_expr::validate(&text).map_err(|e| Error::Shader(tang_expr::ExprError::Invalid(e)))?;
-    let text: &'static str = Box::leak(text.into_boxed_str());
-    let k = RawKernel::new("matmul", text, ENTRY);
-    map.insert(key, k);
-    Ok(k)
+    KERNELS.get(&key, || {
+        let text = codegen::generate(v, epi.map_or("", Epilogue::wgsl));
+        ("matmul".to_string(), text)
+    })
 }
 
 /// The WGSL of every matmul variant tang can generate without an epilogue: every tile
 /// preset, transpose, vec4 and bias combination (for validation; kernels with an
 /// epilogue are validated when they are first generated).
-pub fn shaders() -> Vec<(String, String)> {
+pub(crate) fn kernels() -> Vec<crate::spec::Source> {
     let tiles = [
         TileConfig::LARGE,
         TileConfig::LARGE_K16,
@@ -315,7 +304,7 @@ pub fn matmul_with(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Tens
         bindings.push(Binding::Read(bias));
     }
     bindings.push(Binding::ReadWrite(&out));
-    dev.dispatch_raw(&k, &[], &bindings, grid)?;
+    dev.dispatch_raw(k, &[], &bindings, grid)?;
     Ok(out)
 }
 

@@ -1,14 +1,38 @@
 //! Hand-written dense kernels: matmul, reductions, softmax, norms, embedding,
-//! cross-entropy, attention and shape operations, each with its backward. Every shader is
-//! validated by naga in `cargo test`, runs trusted, and is checked against a CPU reference.
+//! cross-entropy, attention and shape operations, each with its backward. Every kernel is
+//! written in the form of `crate::spec` (params struct, ordered bindings, body), validated
+//! by naga once per process when first used, runs trusted, and is checked against a CPU
+//! reference in the tests.
 
-pub mod attention;
-pub mod cross_entropy;
-pub mod embedding;
-pub mod matmul;
-pub mod norm;
-pub mod reduce;
-mod reduce_backward;
-pub mod rows_team;
-pub mod shape;
-pub mod softmax;
+mod check;
+mod wgsl;
+
+/// Declares the modules that hold kernels, and [`registry`] over all of them: each must
+/// define `kernels()` (every kernel it can produce), so a module declared here cannot be
+/// left out of the naga test.
+macro_rules! kernel_modules {
+    ($($(#[$m:meta])* $vis:vis mod $name:ident;)*) => {
+        $($(#[$m])* $vis mod $name;)*
+
+        /// Every kernel the dense modules can produce, as `(name, WGSL)`: the list the
+        /// naga test validates (generated families by a representative set).
+        pub(crate) fn registry() -> Vec<crate::spec::Source> {
+            let mut all = Vec::new();
+            $(all.extend($name::kernels());)*
+            all
+        }
+    };
+}
+
+kernel_modules! {
+    pub mod attention;
+    pub mod cross_entropy;
+    pub mod embedding;
+    pub mod matmul;
+    pub mod norm;
+    pub mod reduce;
+    mod reduce_backward;
+    pub mod rows_team;
+    pub mod shape;
+    pub mod softmax;
+}

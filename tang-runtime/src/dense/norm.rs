@@ -17,8 +17,11 @@
 //! (the deterministic tree of [`super::reduce`]) sums the partials: no float atomics, the
 //! same bits on every run, and `x` and `grad_y` are read once.
 
-use super::reduce::{grid, rows_cols, sum, unit_f1, unit_v4, want_f32, wg_common, words};
+use super::check::{grid, rows_cols, want_f32, words};
+use super::reduce::sum;
 use super::rows_team::{Kind, row_kernel, team_kernel};
+use super::wgsl::{unit_f1, unit_v4, wg_common};
+use crate::spec::{Source, sources};
 use crate::{Binding, DType, Error, RawKernel, Tensor};
 
 macro_rules! fwd_body {
@@ -175,19 +178,19 @@ const FWD_F1: &str = concat!(unit_f1!(), wg_common!(), fwd_body!());
 const BWD_V4: &str = concat!(unit_v4!(), wg_common!(), bwd_body!());
 const BWD_F1: &str = concat!(unit_f1!(), wg_common!(), bwd_body!());
 
-static K_FWD_V4: RawKernel = RawKernel::new("norm_v4", FWD_V4, "main");
-static K_FWD_F1: RawKernel = RawKernel::new("norm", FWD_F1, "main");
-static K_BWD_V4: RawKernel = RawKernel::new("norm_backward_v4", BWD_V4, "main");
-static K_BWD_F1: RawKernel = RawKernel::new("norm_backward", BWD_F1, "main");
+static K_FWD_V4: RawKernel = RawKernel::own("norm_v4", FWD_V4, "main");
+static K_FWD_F1: RawKernel = RawKernel::own("norm", FWD_F1, "main");
+static K_BWD_V4: RawKernel = RawKernel::own("norm_backward_v4", BWD_V4, "main");
+static K_BWD_F1: RawKernel = RawKernel::own("norm_backward", BWD_F1, "main");
 
-/// The WGSL of every norm kernel (for validation in tests).
-pub fn shaders() -> [(&'static str, &'static str); 4] {
-    [
+/// Every kernel of this file, for the registry of `dense/mod.rs`.
+pub(crate) fn kernels() -> Vec<Source> {
+    sources(&[
         ("norm_v4", FWD_V4),
         ("norm", FWD_F1),
         ("norm_backward_v4", BWD_V4),
         ("norm_backward", BWD_F1),
-    ]
+    ])
 }
 
 /// A norm's output and what its backward needs.
@@ -333,7 +336,7 @@ fn backward(
     }
     let flag = [("RMS", if rms { 1.0 } else { 0.0 })];
     // Rows per workgroup step: one per team on the subgroup path, one on the fallback.
-    let team = team_kernel(dev, Kind::NormBwd { rms }, cols);
+    let team = team_kernel(dev, Kind::NormBwd { rms }, cols)?;
     let step = team.map_or(1, |(_, r)| r as usize);
     // Rows per team (or per fallback workgroup): as few as keep the workgroups near
     // BWD_GROUPS, so the partial sums stay small next to x, grad_y and grad_x.

@@ -1,5 +1,4 @@
-//! Reductions (sum, max, mean) along one axis or over a whole tensor, and the WGSL
-//! pieces every row kernel of this crate shares (softmax, norms, cross-entropy).
+//! Reductions (sum, max, mean) along one axis or over a whole tensor.
 //!
 //! A tensor is viewed as `[outer, axis, inner]` around the reduced axis:
 //! - `inner == 1` (the last axis): one workgroup of 256 threads per row (or per chunk of
@@ -15,184 +14,34 @@
 //! The backward passes ([`sum_backward`], [`mean_backward`], [`max_backward`] and their
 //! whole-tensor forms) live in their own file and are reached through this module.
 
-use crate::{Binding, DType, Device, Error, RawKernel, Tensor};
+use super::check::{AxisView, axis_view, grid, want_f32};
+use super::wgsl::{WG, unit_f1, unit_v4, wg_common};
+use crate::spec::{Slot, Source, Spec, params};
+use crate::{DType, Error, Tensor};
 
 pub use super::reduce_backward::{
-    max_all_backward, max_backward, mean_all_backward, mean_backward, shaders as backward_shaders,
+    max_all_backward, max_backward, mean_all_backward, mean_backward,
     sum_all_backward, sum_backward,
 };
 
-/// Threads per workgroup of every row kernel (a multiple of 32, so whole warps).
-pub(crate) const WG: u32 = 256;
-
-/// The unit of a row kernel when the row length is a multiple of 4: `vec4<f32>` (16-byte
-/// loads). `K` vec4s per thread stay in registers: rows up to 4 * 4 * 256 = 4096 floats
-/// are read from memory once.
-macro_rules! unit_v4 {
-    () => {
-        "alias T = vec4<f32>;
-const W: u32 = 4u;
-const K: u32 = 4u;
-fn hsum(v: T) -> f32 { return (v.x + v.y) + (v.z + v.w); }
-fn hmax(v: T) -> f32 { return max(max(v.x, v.y), max(v.z, v.w)); }
-fn elem(v: T, j: u32) -> f32 { return v[min(j, 3u)]; }
-fn onehot(j: u32) -> T { return select(T(0.0), T(1.0), vec4<u32>(0u, 1u, 2u, 3u) == vec4<u32>(j)); }
-"
-    };
-}
-pub(crate) use unit_v4;
-
-/// The unit of a row kernel for any row length: one `f32`; rows up to 8 * 256 floats stay
-/// in registers.
-macro_rules! unit_f1 {
-    () => {
-        "alias T = f32;
-const W: u32 = 1u;
-const K: u32 = 8u;
-fn hsum(v: T) -> f32 { return v; }
-fn hmax(v: T) -> f32 { return v; }
-fn elem(v: T, j: u32) -> f32 { return v; }
-fn onehot(j: u32) -> T { return 1.0; }
-"
-    };
-}
-pub(crate) use unit_f1;
-
-/// Workgroup reductions over the 256 threads (tree in workgroup memory; every call is
-/// made from uniform control flow) and the workgroup's linear index in a 2-D grid.
-macro_rules! wg_common {
-    () => {
-        "const WG: u32 = 256u;
-var<workgroup> red_a: array<f32, 256>;
-var<workgroup> red_b: array<f32, 256>;
-
-fn group_index(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return wid.x + wid.y * nwg.x; }
-
-fn wg_sum(v: f32, lid: u32) -> f32 {
-    red_a[lid] = v;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-        if (lid < s) { red_a[lid] = red_a[lid] + red_a[lid + s]; }
-        workgroupBarrier();
-    }
-    let r = red_a[0];
-    workgroupBarrier();
-    return r;
+params! {
+    /// A reduction along the last axis: `rows` rows of `n` units (`T`), each cut into
+    /// `chunks` chunks of `chunk` units; sums are multiplied by `scale`.
+    struct RowsParams { rows: u32, n: u32, chunk: u32, chunks: u32, scale: f32 }
 }
 
-fn wg_max(v: f32, lid: u32) -> f32 {
-    red_a[lid] = v;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-        if (lid < s) { red_a[lid] = max(red_a[lid], red_a[lid + s]); }
-        workgroupBarrier();
-    }
-    let r = red_a[0];
-    workgroupBarrier();
-    return r;
+params! {
+    /// A reduction along a middle axis of `[outer, axis, inner]` (`inner` in units `T`),
+    /// the axis cut into `chunks` chunks of `chunk`; sums are multiplied by `scale`.
+    struct ColsParams { outer: u32, axis: u32, inner: u32, chunk: u32, chunks: u32, scale: f32 }
 }
 
-fn wg_sum2(a: f32, b: f32, lid: u32) -> vec2<f32> {
-    red_a[lid] = a;
-    red_b[lid] = b;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-        if (lid < s) {
-            red_a[lid] = red_a[lid] + red_a[lid + s];
-            red_b[lid] = red_b[lid] + red_b[lid + s];
-        }
-        workgroupBarrier();
-    }
-    let r = vec2<f32>(red_a[0], red_b[0]);
-    workgroupBarrier();
-    return r;
-}
+const ROWS_SLOTS: &[Slot] = &[
+    Slot::Read("x", "array<T>"),
+    Slot::ReadWrite("out", "array<f32>"),
+];
 
-// Combines per-thread (max, sum of exp(x - max)) pairs: the online softmax statistics.
-fn wg_max_sumexp(m: f32, s: f32, lid: u32) -> vec2<f32> {
-    red_a[lid] = m;
-    red_b[lid] = s;
-    workgroupBarrier();
-    for (var k = WG / 2u; k > 0u; k = k >> 1u) {
-        if (lid < k) {
-            let ma = red_a[lid];
-            let mb = red_a[lid + k];
-            let mm = max(ma, mb);
-            red_b[lid] = red_b[lid] * exp(ma - mm) + red_b[lid + k] * exp(mb - mm);
-            red_a[lid] = mm;
-        }
-        workgroupBarrier();
-    }
-    let r = vec2<f32>(red_a[0], red_b[0]);
-    workgroupBarrier();
-    return r;
-}
-"
-    };
-}
-pub(crate) use wg_common;
-
-/// The most negative finite f32: the starting maximum of online softmax statistics.
-/// Finite so that `exp(m_old - m_new)` is never `exp(-inf - -inf) = NaN`; a row of all
-/// `-inf` still ends with sum 0 and so NaN probabilities, as in PyTorch.
-macro_rules! lowest {
-    () => {
-        "const LOWEST: f32 = -3.4028235e38;\n"
-    };
-}
-pub(crate) use lowest;
-
-/// A 2-D grid of `groups` workgroups (x at most the device's per-dimension limit), for
-/// kernels that index with `group_index`.
-pub(crate) fn grid(dev: &Device, op: &str, groups: u64) -> Result<[u32; 3], Error> {
-    let maxd = u64::from(dev.info().limits.max_compute_workgroups_per_dimension).max(1);
-    let x = groups.clamp(1, maxd);
-    let y = groups.div_ceil(x).max(1);
-    if y > maxd {
-        return Err(Error::TooLarge {
-            what: format!("{op}: workgroups"),
-            requested: groups,
-            limit: maxd * maxd,
-        });
-    }
-    Ok([x as u32, y as u32, 1])
-}
-
-/// Checks that `t` is an f32 tensor.
-pub(crate) fn want_f32(op: &str, t: &Tensor) -> Result<(), Error> {
-    t.expect_dtype(op, DType::F32)
-}
-
-/// Checks that `t` is a u32 tensor.
-pub(crate) fn want_u32(op: &str, t: &Tensor) -> Result<(), Error> {
-    t.expect_dtype(op, DType::U32)
-}
-
-/// Splits a tensor of rank >= 1 into `(rows, cols)` over its last axis.
-pub(crate) fn rows_cols(op: &str, t: &Tensor) -> Result<(usize, usize), Error> {
-    let s = t.shape();
-    let Some((&c, lead)) = s.split_last() else {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: "expected a tensor of rank >= 1 ([..., cols]), got a scalar".into(),
-        });
-    };
-    Ok((lead.iter().product(), c))
-}
-
-/// Packs u32 words into uniform bytes.
-pub(crate) fn words(w: &[u32]) -> Vec<u8> {
-    bytemuck::cast_slice(w).to_vec()
-}
-
-macro_rules! reduce_rows_body {
-    () => {
-        "
-struct P { rows: u32, n: u32, chunk: u32, chunks: u32, scale: f32, p0: u32, p1: u32, p2: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<T>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-// 0: sum, 1: max.
+const ROWS_BODY: &str = "// 0: sum, 1: max.
 override OP: u32 = 0u;
 
 fn comb(a: f32, b: f32) -> f32 {
@@ -231,21 +80,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (OP == 1u) { r = wg_max(acc, lid); } else { r = wg_sum(acc, lid) * p.scale; }
     if (lid == 0u && live) { out[row * p.chunks + c] = r; }
 }
-"
-    };
-}
+";
 
-const ROWS_V4: &str = concat!(unit_v4!(), wg_common!(), reduce_rows_body!());
-const ROWS_F1: &str = concat!(unit_f1!(), wg_common!(), reduce_rows_body!());
+const COLS_SLOTS: &[Slot] = &[
+    Slot::Read("x", "array<T>"),
+    Slot::ReadWrite("out", "array<T>"),
+];
 
-macro_rules! reduce_cols_body {
-    () => {
-        "
-struct P { outer: u32, axis: u32, inner: u32, chunk: u32, chunks: u32, scale: f32, p0: u32, p1: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<T>;
-@group(0) @binding(2) var<storage, read_write> out: array<T>;
-override OP: u32 = 0u;
+const COLS_BODY: &str = "override OP: u32 = 0u;
 
 fn comb(a: T, b: T) -> T {
     if (OP == 1u) { return max(a, b); }
@@ -270,26 +112,42 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     if (OP == 1u) { out[idx] = acc; } else { out[idx] = acc * p.scale; }
 }
-"
-    };
-}
+";
 
-// `red_a`/`red_b` are unused by the column kernel; declaring them costs nothing.
-const COLS_V4: &str = concat!(unit_v4!(), wg_common!(), reduce_cols_body!());
-const COLS_F1: &str = concat!(unit_f1!(), wg_common!(), reduce_cols_body!());
+static K_ROWS_V4: Spec<RowsParams> = Spec::new(
+    "reduce_rows_v4",
+    &[unit_v4!(), wg_common!()],
+    ROWS_SLOTS,
+    ROWS_BODY,
+);
+static K_ROWS_F1: Spec<RowsParams> = Spec::new(
+    "reduce_rows",
+    &[unit_f1!(), wg_common!()],
+    ROWS_SLOTS,
+    ROWS_BODY,
+);
+// `red_a`/`red_b` of `wg_common` are unused by the column kernel; declaring them costs
+// nothing.
+static K_COLS_V4: Spec<ColsParams> = Spec::new(
+    "reduce_cols_v4",
+    &[unit_v4!(), wg_common!()],
+    COLS_SLOTS,
+    COLS_BODY,
+);
+static K_COLS_F1: Spec<ColsParams> = Spec::new(
+    "reduce_cols",
+    &[unit_f1!(), wg_common!()],
+    COLS_SLOTS,
+    COLS_BODY,
+);
 
-static K_ROWS_V4: RawKernel = RawKernel::new("reduce_rows_v4", ROWS_V4, "main");
-static K_ROWS_F1: RawKernel = RawKernel::new("reduce_rows", ROWS_F1, "main");
-static K_COLS_V4: RawKernel = RawKernel::new("reduce_cols_v4", COLS_V4, "main");
-static K_COLS_F1: RawKernel = RawKernel::new("reduce_cols", COLS_F1, "main");
-
-/// The WGSL of every reduction kernel (for validation in tests).
-pub fn shaders() -> [(&'static str, &'static str); 4] {
-    [
-        ("reduce_rows_v4", ROWS_V4),
-        ("reduce_rows", ROWS_F1),
-        ("reduce_cols_v4", COLS_V4),
-        ("reduce_cols", COLS_F1),
+/// Every kernel of this file, for the registry.
+pub(crate) fn kernels() -> Vec<Source> {
+    vec![
+        K_ROWS_V4.source(),
+        K_ROWS_F1.source(),
+        K_COLS_V4.source(),
+        K_COLS_F1.source(),
     ]
 }
 
@@ -356,28 +214,16 @@ fn reduce3(
         let chunks = n.div_ceil(chunk.max(1)).max(1);
         let part = dev.empty(&[outer * chunks], DType::F32)?;
         let s = if chunks == 1 { scale } else { 1.0 };
-        let u = words(&[
-            outer as u32,
-            n as u32,
-            chunk as u32,
-            chunks as u32,
-            s.to_bits(),
-            0,
-            0,
-            0,
-        ]);
+        let params = RowsParams {
+            rows: outer as u32,
+            n: n as u32,
+            chunk: chunk as u32,
+            chunks: chunks as u32,
+            scale: s,
+        };
         let k = if v4 { &K_ROWS_V4 } else { &K_ROWS_F1 };
         let groups = grid(&dev, name, (outer * chunks) as u64)?;
-        dev.dispatch_raw(
-            k,
-            &code,
-            &[
-                Binding::Uniform(&u),
-                Binding::Read(x),
-                Binding::ReadWrite(&part),
-            ],
-            groups,
-        )?;
+        k.dispatch(&code, &params, &[x, &part], groups)?;
         if chunks == 1 {
             Ok(part)
         } else {
@@ -397,76 +243,27 @@ fn reduce3(
         let chunks = axis.div_ceil(chunk.max(1)).max(1);
         let part = dev.empty(&[outer * chunks * inner], DType::F32)?;
         let s = if chunks == 1 { scale } else { 1.0 };
-        let u = words(&[
-            outer as u32,
-            axis as u32,
-            iu as u32,
-            chunk as u32,
-            chunks as u32,
-            s.to_bits(),
-            0,
-            0,
-        ]);
+        let params = ColsParams {
+            outer: outer as u32,
+            axis: axis as u32,
+            inner: iu as u32,
+            chunk: chunk as u32,
+            chunks: chunks as u32,
+            scale: s,
+        };
         let k = if v4 { &K_COLS_V4 } else { &K_COLS_F1 };
         let groups = grid(
             &dev,
             name,
             (outer * chunks * iu).div_ceil(WG as usize) as u64,
         )?;
-        dev.dispatch_raw(
-            k,
-            &code,
-            &[
-                Binding::Uniform(&u),
-                Binding::Read(x),
-                Binding::ReadWrite(&part),
-            ],
-            groups,
-        )?;
+        k.dispatch(&code, &params, &[x, &part], groups)?;
         if chunks == 1 {
             Ok(part)
         } else {
             reduce3(&part, outer, chunks, inner, op, scale)
         }
     }
-}
-
-/// `shape` viewed as `[outer, len, inner]` around `axis`, and the shape of a reduction
-/// along it (the axis removed; `[1]` for rank 1). The caller checks that `shape` has no
-/// more than `usize::MAX` elements.
-pub(crate) struct AxisView {
-    pub outer: usize,
-    pub len: usize,
-    pub inner: usize,
-    pub out_shape: Vec<usize>,
-}
-
-/// Splits `shape` around `axis`; [`Error::ShapeMismatch`] when `axis >= rank`.
-pub(crate) fn axis_view(op: &str, s: &[usize], axis: usize) -> Result<AxisView, Error> {
-    if axis >= s.len() {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
-                "axis {axis} is out of range for a tensor of shape {s:?}; pass an axis < {}",
-                s.len()
-            ),
-        });
-    }
-    let mut out_shape: Vec<usize> = s
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| i != axis)
-        .map(|(_, &d)| d)
-        .collect();
-    if out_shape.is_empty() {
-        out_shape.push(1);
-    }
-    Ok(AxisView {
-        outer: s[..axis].iter().product(),
-        len: s[axis],
-        inner: s[axis + 1..].iter().product(),
-        out_shape,
-    })
 }
 
 fn reduce_axis(x: &Tensor, axis: usize, op: Op) -> Result<Tensor, Error> {

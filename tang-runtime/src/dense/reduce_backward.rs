@@ -19,10 +19,11 @@
 //! gets all of `dy`, as the indices of PyTorch's `max(dim)`; a NaN `y` matches the first
 //! NaN of its slice.
 
-use super::reduce::{
-    AxisView, TARGET_GROUPS, TARGET_THREADS, WG, axis_view, grid, want_f32, words,
-};
+use super::check::{AxisView, axis_view, grid, want_f32, words};
+use super::reduce::{TARGET_GROUPS, TARGET_THREADS};
+use super::wgsl::WG;
 use crate::tensor::numel;
+use crate::spec::{Source, sources};
 use crate::{Binding, DType, Error, RawKernel, Tensor};
 
 /// Declarations every kernel of this file shares.
@@ -219,18 +220,17 @@ const ROWS_F1: &str = concat!(common!(), unit_f1!(), match_rule!(), search_rows_
 const COLS_V4: &str = concat!(common!(), unit_v4!(), match_rule!(), search_cols_body!());
 const COLS_F1: &str = concat!(common!(), unit_f1!(), match_rule!(), search_cols_body!());
 
-static K_BCAST_V4: RawKernel = RawKernel::new("reduce_broadcast_v4", BCAST_V4, "main");
-static K_BCAST_F1: RawKernel = RawKernel::new("reduce_broadcast", BCAST_F1, "main");
-static K_ROWS_V4: RawKernel = RawKernel::new("max_backward_search_rows_v4", ROWS_V4, "main");
-static K_ROWS_F1: RawKernel = RawKernel::new("max_backward_search_rows", ROWS_F1, "main");
-static K_COLS_V4: RawKernel = RawKernel::new("max_backward_search_cols_v4", COLS_V4, "main");
-static K_COLS_F1: RawKernel = RawKernel::new("max_backward_search_cols", COLS_F1, "main");
-static K_SCATTER: RawKernel = RawKernel::new("max_backward_scatter", SCATTER, "main");
+static K_BCAST_V4: RawKernel = RawKernel::own("reduce_broadcast_v4", BCAST_V4, "main");
+static K_BCAST_F1: RawKernel = RawKernel::own("reduce_broadcast", BCAST_F1, "main");
+static K_ROWS_V4: RawKernel = RawKernel::own("max_backward_search_rows_v4", ROWS_V4, "main");
+static K_ROWS_F1: RawKernel = RawKernel::own("max_backward_search_rows", ROWS_F1, "main");
+static K_COLS_V4: RawKernel = RawKernel::own("max_backward_search_cols_v4", COLS_V4, "main");
+static K_COLS_F1: RawKernel = RawKernel::own("max_backward_search_cols", COLS_F1, "main");
+static K_SCATTER: RawKernel = RawKernel::own("max_backward_scatter", SCATTER, "main");
 
-/// The WGSL of every reduction backward kernel, as `(name, source)` (for validation in
-/// tests). Public as `dense::reduce::backward_shaders`.
-pub fn shaders() -> [(&'static str, &'static str); 7] {
-    [
+/// Every kernel of this file, for the registry of `dense/mod.rs`.
+pub(crate) fn kernels() -> Vec<Source> {
+    sources(&[
         ("reduce_broadcast_v4", BCAST_V4),
         ("reduce_broadcast", BCAST_F1),
         ("max_backward_search_rows_v4", ROWS_V4),
@@ -238,7 +238,7 @@ pub fn shaders() -> [(&'static str, &'static str); 7] {
         ("max_backward_search_cols_v4", COLS_V4),
         ("max_backward_search_cols", COLS_F1),
         ("max_backward_scatter", SCATTER),
-    ]
+    ])
 }
 
 /// Rows of the last axis at least this long get a workgroup each in the max search;

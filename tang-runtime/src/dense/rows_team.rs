@@ -22,10 +22,9 @@
 //! pipeline: the team size is a power of two no larger than the smallest.
 
 use std::cell::Cell;
-use std::collections::BTreeMap;
-use std::sync::Mutex;
 
-use super::reduce::grid;
+use super::check::grid;
+use crate::spec::Variants;
 use crate::{Device, Error, RawKernel};
 
 mod codegen;
@@ -214,29 +213,27 @@ impl Kind {
     ];
 }
 
-type Key = (Kind, bool, u32, u32);
-
-static CACHE: Mutex<BTreeMap<Key, &'static RawKernel>> = Mutex::new(BTreeMap::new());
+/// The generated team kernels, by kind, unit (`vec4` or not), team size and units per
+/// lane.
+static KERNELS: Variants<(Kind, bool, u32, u32)> = Variants::new();
 
 /// The kernel of `kind` for a team of `team` lanes holding `per_lane` units (`vec4` or
-/// `f32`) each, generated on first use.
-pub(crate) fn kernel(kind: Kind, vec4: bool, team: u32, per_lane: u32) -> &'static RawKernel {
-    let key = (kind, vec4, team, per_lane);
-    // A poisoned lock only means another thread panicked while inserting; the map is
-    // still consistent (insertion is the last step).
-    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    cache.entry(key).or_insert_with(|| {
-        let (name, src) = generate(kind, vec4, team, per_lane);
-        let name: &'static str = Box::leak(name.into_boxed_str());
-        let src: &'static str = Box::leak(src.into_boxed_str());
-        Box::leak(Box::new(RawKernel::new(name, src, "main")))
+/// `f32`) each, generated and validated on first use.
+pub(crate) fn kernel(
+    kind: Kind,
+    vec4: bool,
+    team: u32,
+    per_lane: u32,
+) -> Result<&'static RawKernel, Error> {
+    KERNELS.get(&(kind, vec4, team, per_lane), || {
+        generate(kind, vec4, team, per_lane)
     })
 }
 
 /// The WGSL of a representative set of generated variants, every kernel kind with both
 /// units, every team size and values per lane 1, 3, 8 and the largest (for validation in
 /// tests; the variants in between differ only in how many slots are unrolled).
-pub fn shaders() -> Vec<(String, String)> {
+pub(crate) fn kernels() -> Vec<crate::spec::Source> {
     let mut out = Vec::new();
     for kind in Kind::ALL {
         for vec4 in [true, false] {
@@ -254,20 +251,23 @@ pub fn shaders() -> Vec<(String, String)> {
 
 /// The generated kernel of `kind` for rows of `cols` floats and its rows per workgroup,
 /// or `None` when [`row_path`] picks the workgroup fallback.
+///
+/// # Errors
+/// [`Error::Shader`] when the generated kernel fails validation (a bug of this crate).
 pub(crate) fn team_kernel(
     dev: &Device,
     kind: Kind,
     cols: usize,
-) -> Option<(&'static RawKernel, u32)> {
-    match row_path(dev, kind.op(), cols) {
+) -> Result<Option<(&'static RawKernel, u32)>, Error> {
+    Ok(match row_path(dev, kind.op(), cols) {
         RowPath::Subgroup {
             team,
             per_lane,
             vec4,
             rows_per_group,
-        } => Some((kernel(kind, vec4, team, per_lane), rows_per_group)),
+        } => Some((kernel(kind, vec4, team, per_lane)?, rows_per_group)),
         RowPath::Workgroup => None,
-    }
+    })
 }
 
 /// Pipeline-overridable constants of a dispatch (name, value).
@@ -278,7 +278,8 @@ type Constants<'c> = &'c [(&'c str, f64)];
 /// constants), else `fallback` (one workgroup per row) with its `constants`.
 ///
 /// # Errors
-/// [`Error::TooLarge`] when the grid exceeds the device's dispatch limits.
+/// [`Error::TooLarge`] when the grid exceeds the device's dispatch limits,
+/// [`Error::Shader`] as [`team_kernel`].
 pub(crate) fn row_kernel<'c>(
     dev: &Device,
     op: &str,
@@ -288,7 +289,7 @@ pub(crate) fn row_kernel<'c>(
     fallback: &'static RawKernel,
     constants: Constants<'c>,
 ) -> Result<(&'static RawKernel, [u32; 3], Constants<'c>), Error> {
-    Ok(match team_kernel(dev, kind, cols) {
+    Ok(match team_kernel(dev, kind, cols)? {
         Some((k, rpg)) => (k, grid(dev, op, rows.div_ceil(rpg as usize) as u64)?, &[]),
         None => (fallback, grid(dev, op, rows as u64)?, constants),
     })

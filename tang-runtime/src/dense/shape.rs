@@ -3,6 +3,7 @@
 //! splitting along any axis (one strided block copy per piece). The kernels move 32-bit
 //! words, so f32 and u32 tensors are copied bit for bit.
 
+use crate::spec::{Source, Variants};
 use crate::{Binding, Device, Error, RawKernel, Tensor};
 
 /// 32 x 32 tile, 32 x 8 threads, 4 elements each. The tile row is padded to 33 words so
@@ -65,25 +66,26 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 }
 ";
 
-/// The copy shader with its element type filled in (the two texts are fixed, so each
-/// is built and leaked once).
-fn copy_kernel(vec4: bool) -> RawKernel {
-    use std::sync::OnceLock;
-    static K: [OnceLock<RawKernel>; 2] = [OnceLock::new(), OnceLock::new()];
-    *K[vec4 as usize].get_or_init(|| {
+/// The copy shaders, by element type (`vec4<u32>` or `u32`).
+static COPIES: Variants<bool> = Variants::new();
+
+/// The copy shader with its element type filled in.
+fn copy_kernel(vec4: bool) -> Result<&'static RawKernel, Error> {
+    COPIES.get(&vec4, || {
         let text = COPY_WGSL.replace("{T}", if vec4 { "vec4<u32>" } else { "u32" });
-        RawKernel::new("block_copy", Box::leak(text.into_boxed_str()), "main")
+        ("block_copy".to_string(), text)
     })
 }
 
-const TRANSPOSE: RawKernel = RawKernel::new("transpose", TRANSPOSE_WGSL, "main");
+const TRANSPOSE: RawKernel = RawKernel::own("transpose", TRANSPOSE_WGSL, "main");
 
-/// Every shader of this module, for validation in tests.
-pub fn shaders() -> Vec<String> {
+/// Every kernel of this file, for the registry of `dense/mod.rs`.
+pub(crate) fn kernels() -> Vec<Source> {
+    let copy = |t: &str| ("block_copy".to_string(), COPY_WGSL.replace("{T}", t));
     vec![
-        TRANSPOSE_WGSL.to_string(),
-        copy_kernel(false).wgsl.to_string(),
-        copy_kernel(true).wgsl.to_string(),
+        (TRANSPOSE.name().to_string(), TRANSPOSE.wgsl().to_string()),
+        copy("u32"),
+        copy("vec4<u32>"),
     ]
 }
 
@@ -185,7 +187,7 @@ fn block_copy(
     let w = if v4 { 4 } else { 1 };
     let total_u = fits_u32("concat/split", total / w)?;
     let groups = (total / w).div_ceil(256);
-    let grid = super::reduce::grid(dev, "concat/split", groups as u64)?;
+    let grid = super::check::grid(dev, "concat/split", groups as u64)?;
     let words = [
         (inner / w) as u32,
         (src_ld / w) as u32,
@@ -197,7 +199,7 @@ fn block_copy(
         0,
     ];
     dev.dispatch_raw(
-        &copy_kernel(v4),
+        copy_kernel(v4)?,
         &[],
         &[
             Binding::Uniform(bytemuck::cast_slice(&words)),
@@ -337,16 +339,4 @@ pub fn split(x: &Tensor, axis: usize, sizes: &[usize]) -> Result<Vec<Tensor>, Er
 /// As [`concat`].
 pub fn split_backward(grads: &[&Tensor], axis: usize) -> Result<Tensor, Error> {
     concat(grads, axis)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn shaders_validate() {
-        for s in super::shaders() {
-            if let Err(e) = tang_expr::validate(&s) {
-                panic!("{e}\n{s}");
-            }
-        }
-    }
 }

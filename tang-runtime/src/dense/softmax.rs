@@ -10,8 +10,10 @@
 //! reduction. Longer rows stream their tail with an online max/sum update and read it a
 //! second time for the output.
 
-use super::reduce::{lowest, rows_cols, unit_f1, unit_v4, want_f32, wg_common, words};
+use super::check::{rows_cols, want_f32, words};
 use super::rows_team::{Kind, row_kernel};
+use super::wgsl::{lowest, unit_f1, unit_v4, wg_common};
+use crate::spec::{Source, sources};
 use crate::{Binding, DType, Error, RawKernel, Tensor};
 
 macro_rules! fwd_body {
@@ -126,19 +128,19 @@ const FWD_F1: &str = concat!(unit_f1!(), wg_common!(), lowest!(), fwd_body!());
 const BWD_V4: &str = concat!(unit_v4!(), wg_common!(), bwd_body!());
 const BWD_F1: &str = concat!(unit_f1!(), wg_common!(), bwd_body!());
 
-static K_FWD_V4: RawKernel = RawKernel::new("softmax_v4", FWD_V4, "main");
-static K_FWD_F1: RawKernel = RawKernel::new("softmax", FWD_F1, "main");
-static K_BWD_V4: RawKernel = RawKernel::new("softmax_backward_v4", BWD_V4, "main");
-static K_BWD_F1: RawKernel = RawKernel::new("softmax_backward", BWD_F1, "main");
+static K_FWD_V4: RawKernel = RawKernel::own("softmax_v4", FWD_V4, "main");
+static K_FWD_F1: RawKernel = RawKernel::own("softmax", FWD_F1, "main");
+static K_BWD_V4: RawKernel = RawKernel::own("softmax_backward_v4", BWD_V4, "main");
+static K_BWD_F1: RawKernel = RawKernel::own("softmax_backward", BWD_F1, "main");
 
-/// The WGSL of every softmax kernel (for validation in tests).
-pub fn shaders() -> [(&'static str, &'static str); 4] {
-    [
+/// Every kernel of this file, for the registry of `dense/mod.rs`.
+pub(crate) fn kernels() -> Vec<Source> {
+    sources(&[
         ("softmax_v4", FWD_V4),
         ("softmax", FWD_F1),
         ("softmax_backward_v4", BWD_V4),
         ("softmax_backward", BWD_F1),
-    ]
+    ])
 }
 
 fn check_len(op: &str, x: &Tensor) -> Result<(usize, usize), Error> {

@@ -3,10 +3,10 @@
 //! register-blocked ones of `tiled.rs`, `fwd_large.rs`, `bwd_dq.rs` and `bwd_dkv.rs`
 //! (head dims 17 to 64), each in the tile shape the device has room for.
 
-use std::sync::OnceLock;
-
 use super::{bwd_dkv, bwd_dq, fwd_large, tiled};
-use crate::{Device, RawKernel};
+use crate::spec::Source;
+use crate::spec::Variants;
+use crate::{Device, Error, RawKernel};
 
 /// One compiled shape of the kernels: padded head dim and tile sizes.
 pub(super) struct Variant {
@@ -52,17 +52,17 @@ macro_rules! variant {
             split: $split,
             // K/V (or Q/dO) tiles plus the two partial-sum exchange buffers of the backward.
             shared_bytes: 4 * (2 * $tile * $dp + 2 * $split * $ch * 64),
-            fwd: RawKernel::new(
+            fwd: RawKernel::own(
                 concat!("attention_fwd_d", $dp),
                 shader!($dp, $dh, $split, $tile, $ch, "row_fwd.wgsl"),
                 "main",
             ),
-            bwd_dq: RawKernel::new(
+            bwd_dq: RawKernel::own(
                 concat!("attention_bwd_dq_d", $dp),
                 shader!($dp, $dh, $split, $tile, $ch, "row_bwd_dq.wgsl"),
                 "main",
             ),
-            bwd_dkv: RawKernel::new(
+            bwd_dkv: RawKernel::own(
                 concat!("attention_bwd_dkv_d", $dp),
                 shader!($dp, $dh, $split, $tile, $ch, "row_bwd_dkv.wgsl"),
                 "main",
@@ -79,52 +79,53 @@ pub(super) const VARIANTS: [Variant; 4] = [
     variant!(128, 32, 4, 16, 8),
 ];
 
-/// The register-blocked kernels of one padded head dim: the forward and both backward
-/// passes in the small tile shape, and all three in the large one.
-pub(super) struct Tiled {
-    fwd: RawKernel,
-    fwd_large: RawKernel,
-    bwd_dq: RawKernel,
-    bwd_dkv: RawKernel,
-    bwd_dq_large: RawKernel,
-    bwd_dkv_large: RawKernel,
+/// One register-blocked kernel of a padded head dim: the forward or a backward pass, in
+/// the small or the large tile shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Pass {
+    Fwd,
+    FwdLarge,
+    BwdDq,
+    BwdDkv,
+    BwdDqLarge,
+    BwdDkvLarge,
 }
 
-/// The register-blocked kernels for padded head dims 32 and 64, generated once.
-fn tiled_kernels() -> &'static [Tiled; 2] {
-    static KERNELS: OnceLock<[Tiled; 2]> = OnceLock::new();
-    KERNELS.get_or_init(|| {
-        let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
-        [32, 64].map(|dp| {
-            let name =
-                |kind: &str| -> &'static str { leak(format!("attention_{kind}_tiled_d{dp}")) };
-            let (small, large) = (tiled::BWD_SMALL, tiled::BWD_LARGE);
-            Tiled {
-                fwd: RawKernel::new(name("fwd"), leak(tiled::forward(dp)), "main"),
-                fwd_large: RawKernel::new(name("fwd_large"), leak(fwd_large::forward(dp)), "main"),
-                bwd_dq: RawKernel::new(
-                    name("bwd_dq"),
-                    leak(bwd_dq::backward_dq(dp, small.dq_rows)),
-                    "main",
-                ),
-                bwd_dkv: RawKernel::new(
-                    name("bwd_dkv"),
-                    leak(bwd_dkv::backward_dkv(dp, small.dkv_threads)),
-                    "main",
-                ),
-                bwd_dq_large: RawKernel::new(
-                    name("bwd_dq_large"),
-                    leak(bwd_dq::backward_dq(dp, large.dq_rows)),
-                    "main",
-                ),
-                bwd_dkv_large: RawKernel::new(
-                    name("bwd_dkv_large"),
-                    leak(bwd_dkv::backward_dkv(dp, large.dkv_threads)),
-                    "main",
-                ),
-            }
-        })
-    })
+impl Pass {
+    const ALL: [Pass; 6] = [
+        Pass::Fwd,
+        Pass::BwdDq,
+        Pass::BwdDkv,
+        Pass::FwdLarge,
+        Pass::BwdDqLarge,
+        Pass::BwdDkvLarge,
+    ];
+
+    /// The kernel's name and WGSL for padded head dim `dp`.
+    fn generate(self, dp: u32) -> (String, String) {
+        let (small, large) = (tiled::BWD_SMALL, tiled::BWD_LARGE);
+        let (kind, text) = match self {
+            Pass::Fwd => ("fwd", tiled::forward(dp)),
+            Pass::FwdLarge => ("fwd_large", fwd_large::forward(dp)),
+            Pass::BwdDq => ("bwd_dq", bwd_dq::backward_dq(dp, small.dq_rows)),
+            Pass::BwdDkv => ("bwd_dkv", bwd_dkv::backward_dkv(dp, small.dkv_threads)),
+            Pass::BwdDqLarge => ("bwd_dq_large", bwd_dq::backward_dq(dp, large.dq_rows)),
+            Pass::BwdDkvLarge => (
+                "bwd_dkv_large",
+                bwd_dkv::backward_dkv(dp, large.dkv_threads),
+            ),
+        };
+        (format!("attention_{kind}_tiled_d{dp}"), text)
+    }
+}
+
+/// The register-blocked kernels, by padded head dim (32 or 64) and pass.
+static TILED: Variants<(u32, Pass)> = Variants::new();
+
+/// The register-blocked kernel of `pass` for padded head dim `dp`, generated and
+/// validated on first use.
+fn tiled_kernel(dp: u32, pass: Pass) -> Result<&'static RawKernel, Error> {
+    TILED.get(&(dp, pass), || pass.generate(dp))
 }
 
 /// The register-blocked kernels a device runs for one head dim, with the forward's keys
@@ -144,11 +145,14 @@ pub(super) struct TiledPick {
 /// large tile shape where the device has room for it (48 KiB at DP = 64: NVIDIA; 32 KiB
 /// at DP = 32: every device that runs these kernels, lavapipe included) and the small one
 /// elsewhere.
-pub(super) fn tiled_for(dev: &Device, d: usize) -> Option<TiledPick> {
-    let (dp, idx) = match d {
-        17..=32 => (32, 0),
-        33..=64 => (64, 1),
-        _ => return None,
+///
+/// # Errors
+/// [`Error::Shader`] when a generated kernel fails validation (a bug of this crate).
+pub(super) fn tiled_for(dev: &Device, d: usize) -> Result<Option<TiledPick>, Error> {
+    let dp = match d {
+        17..=32 => 32,
+        33..=64 => 64,
+        _ => return Ok(None),
     };
     let limits = &dev.info().limits;
     let fits = |shared: u32, threads: u32| {
@@ -161,57 +165,41 @@ pub(super) fn tiled_for(dev: &Device, d: usize) -> Option<TiledPick> {
             shape.dq_threads().max(shape.dkv_threads),
         )
     };
-    let k = &tiled_kernels()[idx];
     let (fwd, fwd_keys) = if fits(fwd_large::shared_bytes(dp), tiled::THREADS) {
-        (&k.fwd_large, fwd_large::KT)
+        (Pass::FwdLarge, fwd_large::KT)
     } else if fits(tiled::fwd_shared_bytes(dp), tiled::THREADS) {
-        (&k.fwd, tiled::FWD_KEYS)
+        (Pass::Fwd, tiled::FWD_KEYS)
     } else {
-        return None;
+        return Ok(None);
     };
     let (bwd_dq, bwd_dkv, shape) = if bwd_fits(tiled::BWD_LARGE) {
-        (&k.bwd_dq_large, &k.bwd_dkv_large, tiled::BWD_LARGE)
+        (Pass::BwdDqLarge, Pass::BwdDkvLarge, tiled::BWD_LARGE)
     } else if bwd_fits(tiled::BWD_SMALL) {
-        (&k.bwd_dq, &k.bwd_dkv, tiled::BWD_SMALL)
+        (Pass::BwdDq, Pass::BwdDkv, tiled::BWD_SMALL)
     } else {
-        return None;
+        return Ok(None);
     };
-    Some(TiledPick {
-        fwd,
+    Ok(Some(TiledPick {
+        fwd: tiled_kernel(dp, fwd)?,
         fwd_keys,
-        bwd_dq,
-        bwd_dkv,
+        bwd_dq: tiled_kernel(dp, bwd_dq)?,
+        bwd_dkv: tiled_kernel(dp, bwd_dkv)?,
         shape,
-    })
+    }))
 }
 
-/// Number of WGSL sources [`shaders`] returns.
-const SHADER_COUNT: usize = 24;
-
-/// Every WGSL source of this module as `(name, source)`: forward, dq pass and dk/dv pass
-/// for each head-dim variant of the row-per-thread kernels, then for padded head dims 32
-/// and 64 the register-blocked forward and backward passes in the small tile shape and
-/// the three in the large one (for validation in tests and tooling: a device with 32 KiB
-/// of workgroup memory never runs the large shapes at DP = 64).
-pub fn shaders() -> [(&'static str, &'static str); SHADER_COUNT] {
-    let mut out = [("", ""); SHADER_COUNT];
-    let kernels = VARIANTS
+/// Every WGSL source of this module: forward, dq pass and dk/dv pass for each head-dim
+/// variant of the row-per-thread kernels, then for padded head dims 32 and 64 the
+/// register-blocked forward and backward passes in the small tile shape and the three in
+/// the large one (a device with 32 KiB of workgroup memory never runs the large shapes at
+/// DP = 64, so only this list validates them there).
+pub(crate) fn kernels() -> Vec<Source> {
+    VARIANTS
         .iter()
         .flat_map(|v| [v.fwd, v.bwd_dq, v.bwd_dkv])
-        .chain(tiled_kernels().iter().flat_map(|t| {
-            [
-                t.fwd,
-                t.bwd_dq,
-                t.bwd_dkv,
-                t.fwd_large,
-                t.bwd_dq_large,
-                t.bwd_dkv_large,
-            ]
-        }));
-    for (slot, k) in out.iter_mut().zip(kernels) {
-        *slot = (k.name, k.wgsl);
-    }
-    out
+        .map(|k| (k.name().to_string(), k.wgsl().to_string()))
+        .chain([32, 64].into_iter().flat_map(|dp| Pass::ALL.map(|p| p.generate(dp))))
+        .collect()
 }
 
 /// The tile shape of the register-blocked backward on `dev` for head dim `d`, as
@@ -220,7 +208,10 @@ pub fn shaders() -> [(&'static str, &'static str); SHADER_COUNT] {
 /// row-per-thread kernels run. For tests and benchmark printouts.
 #[doc(hidden)]
 pub fn backward_tiles(dev: &Device, d: usize) -> Option<(u32, u32)> {
-    tiled_for(dev, d).map(|t| (t.shape.dq_rows, t.shape.dkv_threads))
+    tiled_for(dev, d)
+        .ok()
+        .flatten()
+        .map(|t| (t.shape.dq_rows, t.shape.dkv_threads))
 }
 
 /// Keys per tile of the register-blocked forward on `dev` for head dim `d`: 64 for the
@@ -228,5 +219,5 @@ pub fn backward_tiles(dev: &Device, d: usize) -> Option<(u32, u32)> {
 /// tests and benchmark printouts.
 #[doc(hidden)]
 pub fn forward_tiles(dev: &Device, d: usize) -> Option<u32> {
-    tiled_for(dev, d).map(|t| t.fwd_keys)
+    tiled_for(dev, d).ok().flatten().map(|t| t.fwd_keys)
 }

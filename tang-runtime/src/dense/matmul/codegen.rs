@@ -27,7 +27,7 @@ use std::fmt::Write as _;
 const GROUP_M: u32 = 8;
 
 /// The tile shape of a matmul kernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TileConfig {
     /// Rows of C per workgroup.
     pub bm: u32,
@@ -123,7 +123,7 @@ impl TileConfig {
 }
 
 /// Everything that changes the shader text.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Variant {
     /// The tile shape.
     pub tile: TileConfig,

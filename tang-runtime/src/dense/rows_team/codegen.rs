@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::super::reduce::{unit_f1, unit_v4};
+use super::super::wgsl::{unit_f1, unit_v4};
 use super::Kind;
 
 /// `a op b op c ...` as a balanced tree (independent operations for the scheduler).

@@ -31,5 +31,5 @@ fn main() {
     // acc = ((1*x + 1)*x + 2)*x + 3; d/dx at 2 = 3x^2 + 2x + 2 = 18; da/dx = 9
     assert!((da_dx - 9.0).abs() < 1e-5);
     assert!((db_dy - 2.0 * 6.0 * 2.0).abs() < 1e-4);
-    assert_eq!(mixed::KERNEL.outputs, &["out0", "out1"]);
+    assert_eq!(mixed::KERNEL.outputs(), &["out0", "out1"]);
 }

@@ -1,0 +1,85 @@
+//! Rust-side checks and launch helpers shared by the dense kernels: dtype checks, row and
+//! axis views of a shape, and the 2-D workgroup grid.
+
+use crate::{DType, Device, Error, Tensor};
+
+/// A 2-D grid of `groups` workgroups (x at most the device's per-dimension limit), for
+/// kernels that index with `group_index`.
+pub(crate) fn grid(dev: &Device, op: &str, groups: u64) -> Result<[u32; 3], Error> {
+    let maxd = u64::from(dev.info().limits.max_compute_workgroups_per_dimension).max(1);
+    let x = groups.clamp(1, maxd);
+    let y = groups.div_ceil(x).max(1);
+    if y > maxd {
+        return Err(Error::TooLarge {
+            what: format!("{op}: workgroups"),
+            requested: groups,
+            limit: maxd * maxd,
+        });
+    }
+    Ok([x as u32, y as u32, 1])
+}
+
+/// Checks that `t` is an f32 tensor.
+pub(crate) fn want_f32(op: &str, t: &Tensor) -> Result<(), Error> {
+    t.expect_dtype(op, DType::F32)
+}
+
+/// Checks that `t` is a u32 tensor.
+pub(crate) fn want_u32(op: &str, t: &Tensor) -> Result<(), Error> {
+    t.expect_dtype(op, DType::U32)
+}
+
+/// Splits a tensor of rank >= 1 into `(rows, cols)` over its last axis.
+pub(crate) fn rows_cols(op: &str, t: &Tensor) -> Result<(usize, usize), Error> {
+    let s = t.shape();
+    let Some((&c, lead)) = s.split_last() else {
+        return Err(Error::ShapeMismatch {
+            op: op.into(),
+            detail: "expected a tensor of rank >= 1 ([..., cols]), got a scalar".into(),
+        });
+    };
+    Ok((lead.iter().product(), c))
+}
+
+/// Packs u32 words into uniform bytes.
+pub(crate) fn words(w: &[u32]) -> Vec<u8> {
+    bytemuck::cast_slice(w).to_vec()
+}
+
+/// `shape` viewed as `[outer, len, inner]` around `axis`, and the shape of a reduction
+/// along it (the axis removed; `[1]` for rank 1). The caller checks that `shape` has no
+/// more than `usize::MAX` elements.
+pub(crate) struct AxisView {
+    pub outer: usize,
+    pub len: usize,
+    pub inner: usize,
+    pub out_shape: Vec<usize>,
+}
+
+/// Splits `shape` around `axis`; [`Error::ShapeMismatch`] when `axis >= rank`.
+pub(crate) fn axis_view(op: &str, s: &[usize], axis: usize) -> Result<AxisView, Error> {
+    if axis >= s.len() {
+        return Err(Error::ShapeMismatch {
+            op: op.into(),
+            detail: format!(
+                "axis {axis} is out of range for a tensor of shape {s:?}; pass an axis < {}",
+                s.len()
+            ),
+        });
+    }
+    let mut out_shape: Vec<usize> = s
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != axis)
+        .map(|(_, &d)| d)
+        .collect();
+    if out_shape.is_empty() {
+        out_shape.push(1);
+    }
+    Ok(AxisView {
+        outer: s[..axis].iter().product(),
+        len: s[axis],
+        inner: s[axis + 1..].iter().product(),
+        out_shape,
+    })
+}

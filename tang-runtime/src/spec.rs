@@ -1,0 +1,347 @@
+//! The kernel-definition layer: the one way a hand-written kernel of this crate is written.
+//!
+//! A kernel is a [`Spec`]: a name, a params struct declared with [`params!`] (a
+//! `#[repr(C)]` [`bytemuck::Pod`] Rust struct whose WGSL `struct P` is emitted from the
+//! Rust type), its ordered storage bindings ([`Slot`]), the WGSL pieces it builds on
+//! (preludes, see `dense/wgsl.rs`) and its body. The layer writes the declarations, so the
+//! field order, the padding and the `@binding(i)` numbers of the WGSL cannot disagree with
+//! the Rust side:
+//!
+//! ```text
+//! <prelude pieces>
+//! struct P { <fields of the params type, in order> }
+//! @group(0) @binding(0) var<uniform> p: P;
+//! @group(0) @binding(1) var<storage, read> <slot 0>: <type>;
+//! @group(0) @binding(2) var<storage, read_write> <slot 1>: <type>;
+//! <body>
+//! ```
+//!
+//! A dispatch passes a value of the params type and the tensors in slot order; the kinds
+//! of the bindings come from the slots. Specialisation is by WGSL `override` constants
+//! (passed at dispatch, part of the pipeline key) or, for variants generated at run time
+//! (tile shapes, team sizes), by [`Variants`]: one cache that generates and validates
+//! outside its lock. Every text, static or generated, is validated by naga once per
+//! process and leaked once ([`intern`]), then runs trusted: the kernels of this crate
+//! guard every index by the sizes in their params, which the callers check against the
+//! bound tensors. A new kernel is one file:
+//!
+//! ```ignore
+//! use crate::spec::{Slot, Spec, params};
+//! use super::wgsl::{group_index, unit_f1};
+//!
+//! params! {
+//!     /// Shape of a scale: `n` elements, multiplied by `k`.
+//!     struct ScaleParams { n: u32, k: f32 }
+//! }
+//!
+//! static SCALE: Spec<ScaleParams> = Spec::new(
+//!     "scale",
+//!     &[unit_f1!()],
+//!     &[Slot::Read("x", "array<f32>"), Slot::ReadWrite("y", "array<f32>")],
+//!     "
+//! @compute @workgroup_size(256)
+//! fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+//!     if (g.x < p.n) { y[g.x] = x[g.x] * p.k; }
+//! }
+//! ",
+//! );
+//!
+//! pub fn scale(x: &Tensor, k: f32) -> Result<Tensor, Error> {
+//!     let y = x.device().empty(x.shape(), DType::F32)?;
+//!     let n = u32::try_from(x.len()).map_err(/* Error::TooLarge */)?;
+//!     SCALE.dispatch(&[], &ScaleParams { n, k }, &[x, &y], grid(x.device(), "scale", ..)?)?;
+//!     Ok(y)
+//! }
+//!
+//! /// Every kernel this file can produce (the registry of `dense/mod.rs` collects it).
+//! pub(crate) fn kernels() -> Vec<Source> {
+//!     vec![SCALE.source()]
+//! }
+//! ```
+
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::sync::{Mutex, OnceLock};
+
+use crate::pipeline::{Binding, RawKernel};
+use crate::{Error, Tensor};
+
+/// A Rust scalar type that is also a WGSL scalar of the same size and name.
+pub(crate) trait WgslScalar {
+    /// The WGSL type name.
+    const WGSL: &'static str;
+}
+
+impl WgslScalar for u32 {
+    const WGSL: &'static str = "u32";
+}
+impl WgslScalar for i32 {
+    const WGSL: &'static str = "i32";
+}
+impl WgslScalar for f32 {
+    const WGSL: &'static str = "f32";
+}
+
+/// The params (uniform) struct of a kernel: a `#[repr(C)]` struct of 4-byte scalars,
+/// declared with [`params!`], which also writes [`Params::FIELDS`].
+pub(crate) trait Params: bytemuck::Pod {
+    /// `(field, WGSL type)` in declaration order: the WGSL `struct P`.
+    const FIELDS: &'static [(&'static str, &'static str)];
+}
+
+/// Declares a params struct: `params! { /// doc  struct RowsParams { rows: u32, n: u32 } }`
+/// makes a `#[repr(C)]` `Pod` struct (fields `u32`, `i32` or `f32`, so no padding) and
+/// its [`Params`] impl, from which the WGSL `struct P` is written.
+macro_rules! params {
+    ($(#[$m:meta])* struct $name:ident { $($(#[$fm:meta])* $f:ident: $t:ident),+ $(,)? }) => {
+        $(#[$m])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, ::bytemuck::Pod, ::bytemuck::Zeroable)]
+        pub(crate) struct $name {
+            $($(#[$fm])* pub(crate) $f: $t,)+
+        }
+        impl $crate::spec::Params for $name {
+            const FIELDS: &'static [(&'static str, &'static str)] =
+                &[$((stringify!($f), <$t as $crate::spec::WgslScalar>::WGSL)),+];
+        }
+    };
+}
+pub(crate) use params;
+
+/// One storage binding of a kernel: `(name, WGSL type)`, e.g. `Slot::Read("x", "array<T>")`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// `var<storage, read>`.
+    Read(&'static str, &'static str),
+    /// `var<storage, read_write>`.
+    ReadWrite(&'static str, &'static str),
+}
+
+/// The declarations of a kernel: its params type `P` at binding 0, then its slots.
+/// Generated variants that share a [`Spec`]'s interface write the same declarations
+/// through [`Layout::declarations`].
+#[derive(Debug)]
+pub(crate) struct Layout<P> {
+    slots: &'static [Slot],
+    params: PhantomData<fn() -> P>,
+}
+
+impl<P: Params> Layout<P> {
+    /// The layout of params `P` and these slots.
+    pub(crate) const fn new(slots: &'static [Slot]) -> Self {
+        Layout {
+            slots,
+            params: PhantomData,
+        }
+    }
+
+    /// `struct P { .. }` and the `@group(0) @binding(i)` lines.
+    pub(crate) fn declarations(&self) -> String {
+        let fields: Vec<String> = P::FIELDS.iter().map(|(f, t)| format!("{f}: {t}")).collect();
+        let mut s = format!(
+            "struct P {{ {} }}\n@group(0) @binding(0) var<uniform> p: P;\n",
+            fields.join(", ")
+        );
+        for (i, slot) in self.slots.iter().enumerate() {
+            let (access, name, ty) = match slot {
+                Slot::Read(n, t) => ("read", n, t),
+                Slot::ReadWrite(n, t) => ("read_write", n, t),
+            };
+            s.push_str(&format!(
+                "@group(0) @binding({}) var<storage, {access}> {name}: {ty};\n",
+                i + 1
+            ));
+        }
+        s
+    }
+
+    /// Records a dispatch of `kernel` (written with these declarations): `params` at
+    /// binding 0, `tensors[i]` at binding `i + 1` with the kind of slot `i`.
+    ///
+    /// # Errors
+    /// [`Error::Arity`] when `tensors` does not match the slots (a bug of the caller);
+    /// otherwise as [`Device::dispatch_raw`].
+    pub(crate) fn dispatch(
+        &self,
+        kernel: &RawKernel,
+        constants: &[(&str, f64)],
+        params: &P,
+        tensors: &[&Tensor],
+        workgroups: [u32; 3],
+    ) -> Result<(), Error> {
+        if tensors.len() != self.slots.len() {
+            return Err(Error::Arity {
+                op: kernel.name().into(),
+                what: "tensor bindings",
+                expected: self.slots.len(),
+                got: tensors.len(),
+            });
+        }
+        let Some(dev) = tensors.first().map(|t| t.device()) else {
+            return Err(Error::Arity {
+                op: kernel.name().into(),
+                what: "tensor bindings",
+                expected: 1,
+                got: 0,
+            });
+        };
+        let mut bindings = Vec::with_capacity(1 + tensors.len());
+        bindings.push(Binding::Uniform(bytemuck::bytes_of(params)));
+        for (slot, t) in self.slots.iter().zip(tensors) {
+            bindings.push(match slot {
+                Slot::Read(..) => Binding::Read(t),
+                Slot::ReadWrite(..) => Binding::ReadWrite(t),
+            });
+        }
+        dev.dispatch_raw(kernel, constants, &bindings, workgroups)
+    }
+}
+
+/// A kernel's name and WGSL text, as the registry lists it for validation.
+pub(crate) type Source = (String, String);
+
+/// A hand-written kernel: name, preludes, layout and body (see the module docs). Lives in
+/// a `static`; its text is assembled, validated and leaked on first use.
+#[derive(Debug)]
+pub(crate) struct Spec<P> {
+    name: &'static str,
+    prelude: &'static [&'static str],
+    layout: Layout<P>,
+    body: &'static str,
+    kernel: OnceLock<&'static RawKernel>,
+}
+
+impl<P: Params> Spec<P> {
+    /// A kernel named `name`: `prelude` pieces, then the declarations of `P` and `slots`,
+    /// then `body`; entry point `main`.
+    pub(crate) const fn new(
+        name: &'static str,
+        prelude: &'static [&'static str],
+        slots: &'static [Slot],
+        body: &'static str,
+    ) -> Self {
+        Spec {
+            name,
+            prelude,
+            layout: Layout::new(slots),
+            body,
+            kernel: OnceLock::new(),
+        }
+    }
+
+    /// The WGSL text.
+    pub(crate) fn text(&self) -> String {
+        let mut s: String = self.prelude.concat();
+        s.push('\n');
+        s.push_str(&self.layout.declarations());
+        s.push_str(self.body);
+        s
+    }
+
+    /// The name and text, for the registry.
+    pub(crate) fn source(&self) -> Source {
+        (self.name.to_string(), self.text())
+    }
+
+    /// The kernel, validated and created on first use.
+    ///
+    /// # Errors
+    /// [`Error::Shader`] when the text fails naga validation (a bug of this crate).
+    pub(crate) fn kernel(&self) -> Result<&'static RawKernel, Error> {
+        if let Some(k) = self.kernel.get() {
+            return Ok(k);
+        }
+        let k = intern(self.name, self.text())?;
+        Ok(self.kernel.get_or_init(|| k))
+    }
+
+    /// Records a dispatch: `params` at binding 0, `tensors` in slot order, override
+    /// `constants`.
+    ///
+    /// # Errors
+    /// As [`Layout::dispatch`] and [`Spec::kernel`].
+    pub(crate) fn dispatch(
+        &self,
+        constants: &[(&str, f64)],
+        params: &P,
+        tensors: &[&Tensor],
+        workgroups: [u32; 3],
+    ) -> Result<(), Error> {
+        self.layout
+            .dispatch(self.kernel()?, constants, params, tensors, workgroups)
+    }
+}
+
+/// Every kernel text this process has created, by text: each validated and leaked once.
+static TEXTS: Mutex<BTreeMap<&'static str, &'static RawKernel>> = Mutex::new(BTreeMap::new());
+
+/// The kernel for `text` (entry point `main`): validated by naga the first time this
+/// process sees the text (outside the lock), then leaked once and shared. This is the one
+/// place a kernel text becomes `'static`; the leak is bounded by the number of distinct
+/// texts the crate can produce (the registry of `dense/mod.rs` lists them).
+///
+/// # Errors
+/// [`Error::Shader`] when naga rejects the text (a bug of this crate).
+pub(crate) fn intern(name: &str, text: String) -> Result<&'static RawKernel, Error> {
+    // A poisoned lock only means a thread panicked elsewhere; the map stays consistent
+    // (insertion is one step).
+    let texts = || TEXTS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(k) = texts().get(text.as_str()) {
+        return Ok(k);
+    }
+    tang_expr::validate(&text).map_err(|mut e| {
+        e.message = format!("kernel `{name}`: {}", e.message);
+        Error::Shader(tang_expr::ExprError::Invalid(e))
+    })?;
+    let mut map = texts();
+    if let Some(k) = map.get(text.as_str()) {
+        return Ok(k);
+    }
+    let text: &'static str = Box::leak(text.into_boxed_str());
+    let name: &'static str = Box::leak(name.to_string().into_boxed_str());
+    let kernel: &'static RawKernel = Box::leak(Box::new(RawKernel::own(name, text, "main")));
+    map.insert(text, kernel);
+    Ok(kernel)
+}
+
+/// A cache of kernels generated at run time, keyed by what selects the variant (a tile
+/// shape, a team size): `static CACHE: Variants<Key> = Variants::new();`. Generation and
+/// validation run outside the lock; two threads racing on one key share one kernel.
+#[derive(Debug)]
+pub(crate) struct Variants<K> {
+    map: Mutex<BTreeMap<K, &'static RawKernel>>,
+}
+
+impl<K: Ord + Clone> Variants<K> {
+    /// An empty cache.
+    pub(crate) const fn new() -> Self {
+        Variants {
+            map: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The kernel of `key`; on first use `generate` gives its `(name, text)`.
+    ///
+    /// # Errors
+    /// As [`intern`].
+    pub(crate) fn get(
+        &self,
+        key: &K,
+        generate: impl FnOnce() -> (String, String),
+    ) -> Result<&'static RawKernel, Error> {
+        let map = || self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = map().get(key) {
+            return Ok(k);
+        }
+        let (name, text) = generate();
+        let kernel = intern(&name, text)?;
+        Ok(*map().entry(key.clone()).or_insert(kernel))
+    }
+}
+
+/// Owned [`Source`]s of `(name, text)` pairs.
+pub(crate) fn sources(list: &[(&str, &str)]) -> Vec<Source> {
+    list.iter()
+        .map(|(n, s)| (n.to_string(), s.to_string()))
+        .collect()
+}
