@@ -4,7 +4,7 @@
 //! by naga once per process when first used, runs trusted, and is checked against a CPU
 //! reference in the tests.
 
-mod check;
+pub(crate) mod check;
 mod wgsl;
 
 /// Declares the modules that hold kernels, and [`registry`] over all of them: each must

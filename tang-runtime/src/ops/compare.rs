@@ -3,38 +3,32 @@
 //! `bool`; tang has no bool tensors): cast it with [`super::to_dtype`] for f32 arithmetic.
 //! As in IEEE 754 and PyTorch, a comparison with NaN is false, except `ne`, which is true.
 
-use bytemuck::{Pod, Zeroable};
-
 use super::broadcast::{broadcast_shapes, expand};
 use super::check;
-use super::int::is_nan_wgsl;
-use crate::dense::reduce::grid;
-use crate::{Binding, DType, Error, RawKernel, Tensor};
+use super::int::IS_NAN_WGSL;
+use crate::dense::check::grid;
+use crate::spec::{Slot, Source, Spec, params};
+use crate::{DType, Error, Tensor};
 
 /// Threads per workgroup.
 const WG: usize = 256;
 
-/// Uniform block of the comparison kernel (WGSL `struct P`).
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct CompareParams {
-    n: u32,
-    /// Threads in one row of the 2-D grid.
-    row: u32,
-    pad: [u32; 2],
+params! {
+    /// `n` elements, `row` threads per grid row.
+    struct CompareParams { n: u32, row: u32 }
 }
 
 /// `OP`: 0 eq, 1 ne, 2 lt, 3 le, 4 gt, 5 ge; `FLOAT = 1` compares the words as f32. NaN is
 /// tested on the bits (a driver may assume float comparisons never see NaN).
-const COMPARE_WGSL: &str = concat!(
-    is_nan_wgsl!(),
-    "
-struct P { n: u32, row: u32, pad0: u32, pad1: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> a: array<u32>;
-@group(0) @binding(2) var<storage, read> b: array<u32>;
-@group(0) @binding(3) var<storage, read_write> out: array<u32>;
-override OP: u32 = 0u;
+static COMPARE: Spec<CompareParams> = Spec::new(
+    "compare",
+    &[IS_NAN_WGSL],
+    &[
+        Slot::Read("a", "array<u32>"),
+        Slot::Read("b", "array<u32>"),
+        Slot::ReadWrite("out", "array<u32>"),
+    ],
+    "override OP: u32 = 0u;
 override FLOAT: u32 = 1u;
 
 fn compare(x: u32, y: u32) -> bool {
@@ -66,15 +60,12 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     let i = g.x + g.y * p.row;
     if (i < p.n) { out[i] = select(0u, 1u, compare(a[i], b[i])); }
 }
-"
+",
 );
 
-static COMPARE: RawKernel = RawKernel::new("compare", COMPARE_WGSL, "main");
-
-/// The kernels of this file, for naga validation.
-#[cfg(test)]
-pub(crate) fn shaders() -> Vec<(&'static str, &'static str)> {
-    vec![("compare", COMPARE_WGSL)]
+/// Every kernel of this file, for the registry.
+pub(crate) fn kernels() -> Vec<Source> {
+    vec![COMPARE.source()]
 }
 
 /// The comparisons, in the kernel's `OP` order.
@@ -126,20 +117,10 @@ fn compare(a: &Tensor, b: &Tensor, cmp: Cmp) -> Result<Tensor, Error> {
     let params = CompareParams {
         n,
         row: groups[0] * WG as u32,
-        pad: [0; 2],
     };
     let float = if a.dtype() == DType::F32 { 1.0 } else { 0.0 };
-    dev.dispatch_raw(
-        &COMPARE,
-        &[("OP", f64::from(cmp as u32)), ("FLOAT", float)],
-        &[
-            Binding::Uniform(bytemuck::bytes_of(&params)),
-            Binding::Read(&a),
-            Binding::Read(&b),
-            Binding::ReadWrite(&out),
-        ],
-        groups,
-    )?;
+    let constants = [("OP", f64::from(cmp as u32)), ("FLOAT", float)];
+    COMPARE.dispatch(&constants, &params, &[&a, &b, &out], groups)?;
     Ok(out)
 }
 

@@ -4,47 +4,31 @@
 //! of its dimension never touches memory out of bounds: gathers read 0 there, scatters skip
 //! it (checking it on the CPU would need the indices read back).
 
-use bytemuck::{Pod, Zeroable};
-
 use super::check;
 use super::strided::MAX_RANK;
-use crate::dense::reduce::grid;
-use crate::{Binding, DType, Error, RawKernel, Tensor};
+use crate::dense::check::grid;
+use crate::spec::{Slot, Source, Spec, params};
+use crate::{DType, Device, Error, Tensor};
 
 /// Threads per workgroup.
 const WG: usize = 256;
 
-/// Uniform block of `index_select` and `index_copy_` (WGSL `struct P`): the data viewed as
-/// `[outer, len, inner]` around the indexed dimension, `k` indices.
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct IndexParams {
-    outer: u32,
-    len: u32,
-    inner: u32,
-    k: u32,
-    total: u32,
-    /// Threads in one row of the 2-D grid.
-    row: u32,
-    pad: [u32; 2],
-}
-
-/// [`IndexParams`] in WGSL.
-macro_rules! index_params {
-    () => {
-        "struct P { outer: u32, len: u32, inner: u32, k: u32, total: u32, row: u32, pad0: u32, pad1: u32 }\n"
-    };
+params! {
+    /// `index_select` and `index_copy_`: the data viewed as `[outer, len, inner]` around
+    /// the indexed dimension, `k` indices, `total` threads, `row` threads per grid row.
+    struct IndexParams { outer: u32, len: u32, inner: u32, k: u32, total: u32, row: u32 }
 }
 
 /// `out[o, j, i] = x[o, idx[j], i]` (0 for an index `>= len`).
-const INDEX_SELECT_WGSL: &str = concat!(
-    index_params!(),
+static INDEX_SELECT: Spec<IndexParams> = Spec::new(
+    "index_select",
+    &[],
+    &[
+        Slot::Read("x", "array<u32>"),
+        Slot::Read("idx", "array<u32>"),
+        Slot::ReadWrite("out", "array<u32>"),
+    ],
     "
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<u32>;
-@group(0) @binding(2) var<storage, read> idx: array<u32>;
-@group(0) @binding(3) var<storage, read_write> out: array<u32>;
-
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     let i = g.x + g.y * p.row;
@@ -58,18 +42,19 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     if (id < p.len) { v = x[(o * p.len + id) * p.inner + c]; }
     out[i] = v;
 }
-"
+",
 );
 
 /// `x[o, idx[j], i] = src[o, j, i]` (skipped for an index `>= len`).
-const INDEX_COPY_WGSL: &str = concat!(
-    index_params!(),
+static INDEX_COPY: Spec<IndexParams> = Spec::new(
+    "index_copy_",
+    &[],
+    &[
+        Slot::Read("src", "array<u32>"),
+        Slot::Read("idx", "array<u32>"),
+        Slot::ReadWrite("x", "array<u32>"),
+    ],
     "
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> src: array<u32>;
-@group(0) @binding(2) var<storage, read> idx: array<u32>;
-@group(0) @binding(3) var<storage, read_write> x: array<u32>;
-
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     let i = g.x + g.y * p.row;
@@ -81,104 +66,106 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     let id = idx[j];
     if (id < p.len) { x[(o * p.len + id) * p.inner + c] = src[i]; }
 }
-"
+",
 );
 
-/// Uniform block of `gather` and its backward (WGSL `struct P`).
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct GatherParams {
-    /// The shape the threads walk (the index's for `gather`, the input's for the backward).
-    shape: [u32; MAX_RANK],
-    /// `gather`: the input's strides. Backward: the index's shape.
-    other: [u32; MAX_RANK],
-    /// Backward: the index's strides.
-    strides: [u32; MAX_RANK],
-    rank: u32,
-    dim: u32,
-    /// The length of `dim` in the input (`gather`) or the index (backward).
-    len: u32,
-    total: u32,
-    row: u32,
-    pad: [u32; 3],
+params! {
+    /// `gather` and its backward over up to 8 dimensions: `a*` the shape the threads walk
+    /// (the index's for `gather`, the input's for the backward), `b*` the input's strides
+    /// (`gather`) or the index's shape (backward), `c*` the index's strides (backward);
+    /// `len` the length of `dim` in the input (`gather`) or the index (backward).
+    struct GatherParams {
+        a0: u32, a1: u32, a2: u32, a3: u32, a4: u32, a5: u32, a6: u32, a7: u32,
+        b0: u32, b1: u32, b2: u32, b3: u32, b4: u32, b5: u32, b6: u32, b7: u32,
+        c0: u32, c1: u32, c2: u32, c3: u32, c4: u32, c5: u32, c6: u32, c7: u32,
+        rank: u32, dim: u32, len: u32, total: u32, row: u32,
+    }
 }
 
-/// [`GatherParams`] in WGSL, and a reader of its arrays.
-macro_rules! gather_params {
-    () => {
-        "struct P {
-    shape: array<vec4<u32>, 2>, other: array<vec4<u32>, 2>, strides: array<vec4<u32>, 2>,
-    rank: u32, dim: u32, len: u32, total: u32, row: u32, pad0: u32, pad1: u32, pad2: u32,
-}
-fn at(a: array<vec4<u32>, 2>, d: u32) -> u32 { return a[d / 4u][d % 4u]; }
-"
-    };
+impl GatherParams {
+    /// The three per-dimension lists (unused dimensions 0).
+    fn set_dims(&mut self, a: [u32; MAX_RANK], b: [u32; MAX_RANK], c: [u32; MAX_RANK]) {
+        [
+            self.a0, self.a1, self.a2, self.a3, self.a4, self.a5, self.a6, self.a7,
+        ] = a;
+        [
+            self.b0, self.b1, self.b2, self.b3, self.b4, self.b5, self.b6, self.b7,
+        ] = b;
+        [
+            self.c0, self.c1, self.c2, self.c3, self.c4, self.c5, self.c6, self.c7,
+        ] = c;
+    }
 }
 
 /// `out[c] = x[c with c[dim] = index[c]]` over the index's shape (0 for an index `>= len`).
-const GATHER_WGSL: &str = concat!(
-    gather_params!(),
+static GATHER: Spec<GatherParams> = Spec::new(
+    "gather",
+    &[],
+    &[
+        Slot::Read("x", "array<u32>"),
+        Slot::Read("index", "array<u32>"),
+        Slot::ReadWrite("out", "array<u32>"),
+    ],
     "
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<u32>;
-@group(0) @binding(2) var<storage, read> index: array<u32>;
-@group(0) @binding(3) var<storage, read_write> out: array<u32>;
-
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     let i = g.x + g.y * p.row;
     if (i >= p.total) { return; }
+    let a = array<u32, 8>(p.a0, p.a1, p.a2, p.a3, p.a4, p.a5, p.a6, p.a7);
+    let b = array<u32, 8>(p.b0, p.b1, p.b2, p.b3, p.b4, p.b5, p.b6, p.b7);
     let id = index[i];
     var r = i;
     var off = 0u;
     for (var k = 0u; k < p.rank; k = k + 1u) {
         let d = p.rank - 1u - k;
-        let n = at(p.shape, d);
-        let c = r % n;
-        r = r / n;
-        if (d != p.dim) { off = off + c * at(p.other, d); }
+        let c = r % a[d];
+        r = r / a[d];
+        if (d != p.dim) { off = off + c * b[d]; }
     }
     var v = 0u;
-    if (id < p.len) { v = x[off + id * at(p.other, p.dim)]; }
+    if (id < p.len) { v = x[off + id * b[p.dim]]; }
     out[i] = v;
 }
-"
+",
 );
 
 /// `grad_x[c] = Σ_j grad_out[q_j]` over `j < len` in increasing order, where `q_j` is `c`
 /// with `c[dim] = j`, for the `j` whose `index[q_j] == c[dim]` (0 where `c` lies outside
 /// the index's shape in another dimension).
-const GATHER_BACKWARD_WGSL: &str = concat!(
-    gather_params!(),
+static GATHER_BACKWARD: Spec<GatherParams> = Spec::new(
+    "gather_backward",
+    &[],
+    &[
+        Slot::Read("grad_out", "array<f32>"),
+        Slot::Read("index", "array<u32>"),
+        Slot::ReadWrite("grad_x", "array<f32>"),
+    ],
     "
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> grad_out: array<f32>;
-@group(0) @binding(2) var<storage, read> index: array<u32>;
-@group(0) @binding(3) var<storage, read_write> grad_x: array<f32>;
-
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     let i = g.x + g.y * p.row;
     if (i >= p.total) { return; }
+    let a = array<u32, 8>(p.a0, p.a1, p.a2, p.a3, p.a4, p.a5, p.a6, p.a7);
+    let b = array<u32, 8>(p.b0, p.b1, p.b2, p.b3, p.b4, p.b5, p.b6, p.b7);
+    let cs = array<u32, 8>(p.c0, p.c1, p.c2, p.c3, p.c4, p.c5, p.c6, p.c7);
     var r = i;
     var base = 0u;
     var want = 0u;
     var inside = true;
     for (var k = 0u; k < p.rank; k = k + 1u) {
         let d = p.rank - 1u - k;
-        let n = at(p.shape, d);
-        let c = r % n;
-        r = r / n;
+        let c = r % a[d];
+        r = r / a[d];
         if (d == p.dim) {
             want = c;
         } else {
-            inside = inside && c < at(p.other, d);
-            base = base + c * at(p.strides, d);
+            inside = inside && c < b[d];
+            base = base + c * cs[d];
         }
     }
     var acc = 0.0;
     if (inside) {
-        let step = at(p.strides, p.dim);
+        let step = cs[p.dim];
         for (var j = 0u; j < p.len; j = j + 1u) {
             let q = base + j * step;
             if (index[q] == want) { acc = acc + grad_out[q]; }
@@ -186,22 +173,16 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     }
     grad_x[i] = acc;
 }
-"
+",
 );
 
-static INDEX_SELECT: RawKernel = RawKernel::new("index_select", INDEX_SELECT_WGSL, "main");
-static INDEX_COPY: RawKernel = RawKernel::new("index_copy_", INDEX_COPY_WGSL, "main");
-static GATHER: RawKernel = RawKernel::new("gather", GATHER_WGSL, "main");
-static GATHER_BACKWARD: RawKernel = RawKernel::new("gather_backward", GATHER_BACKWARD_WGSL, "main");
-
-/// The kernels of this file, for naga validation.
-#[cfg(test)]
-pub(crate) fn shaders() -> Vec<(&'static str, &'static str)> {
+/// Every kernel of this file, for the registry.
+pub(crate) fn kernels() -> Vec<Source> {
     vec![
-        ("index_select", INDEX_SELECT_WGSL),
-        ("index_copy_", INDEX_COPY_WGSL),
-        ("gather", GATHER_WGSL),
-        ("gather_backward", GATHER_BACKWARD_WGSL),
+        INDEX_SELECT.source(),
+        INDEX_COPY.source(),
+        GATHER.source(),
+        GATHER_BACKWARD.source(),
     ]
 }
 
@@ -219,25 +200,23 @@ fn check_index_1d(op: &str, x: &Tensor, dim: usize, index: &Tensor) -> Result<()
     Ok(())
 }
 
-/// Launches `index_select` or `index_copy_`: `data` is `[outer, len, inner]`, `moved` is
-/// `[outer, k, inner]`.
+/// Launches `index_select` or `index_copy_` over `[outer, k, inner]` threads: the data is
+/// `[outer, len, inner]` around `dim`; `tensors` in the kernel's slot order.
 fn launch_index(
     op: &str,
-    kernel: &RawKernel,
-    dev: &crate::Device,
+    kernel: &Spec<IndexParams>,
     data_shape: &[usize],
     dim: usize,
-    bindings: [Binding<'_>; 3],
+    tensors: &[&Tensor],
     k: usize,
 ) -> Result<(), Error> {
     let outer: usize = data_shape[..dim].iter().product();
     let inner: usize = data_shape[dim + 1..].iter().product();
     let total = outer * k * inner;
-    if total == 0 {
+    let Some(first) = tensors.first().filter(|_| total > 0) else {
         return Ok(());
-    }
-    let [a, b, c] = bindings;
-    let groups = grid(dev, op, total.div_ceil(WG) as u64)?;
+    };
+    let groups = grid(first.device(), op, total.div_ceil(WG) as u64)?;
     let params = IndexParams {
         outer: check::fits_u32(op, "rows", outer)?,
         len: check::fits_u32(op, "dim length", data_shape[dim])?,
@@ -245,14 +224,8 @@ fn launch_index(
         k: check::fits_u32(op, "indices", k)?,
         total: check::fits_u32(op, "elements", total)?,
         row: groups[0] * WG as u32,
-        pad: [0; 2],
     };
-    dev.dispatch_raw(
-        kernel,
-        &[],
-        &[Binding::Uniform(bytemuck::bytes_of(&params)), a, b, c],
-        groups,
-    )
+    kernel.dispatch(&[], &params, tensors, groups)
 }
 
 /// The entries of `x` at positions `index` along `dim` (PyTorch's `index_select`): the
@@ -272,14 +245,9 @@ pub fn index_select(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor, Er
     launch_index(
         op,
         &INDEX_SELECT,
-        x.device(),
         x.shape(),
         dim,
-        [
-            Binding::Read(x),
-            Binding::Read(index),
-            Binding::ReadWrite(&out),
-        ],
+        &[x, index, &out],
         index.len(),
     )?;
     Ok(out)
@@ -364,14 +332,9 @@ pub fn index_copy_(x: &Tensor, dim: usize, index: &Tensor, src: &Tensor) -> Resu
     launch_index(
         op,
         &INDEX_COPY,
-        x.device(),
         x.shape(),
         dim,
-        [
-            Binding::Read(src),
-            Binding::Read(index),
-            Binding::ReadWrite(x),
-        ],
+        &[src, index, x],
         index.len(),
     )
 }
@@ -415,13 +378,13 @@ fn to_words(v: &[usize], op: &str) -> Result<[u32; MAX_RANK], Error> {
     Ok(out)
 }
 
-/// Launches a gather-family kernel over `total` threads.
+/// Launches a gather-family kernel over `params.total` threads.
 fn launch_gather(
     op: &str,
-    kernel: &RawKernel,
+    kernel: &Spec<GatherParams>,
     mut params: GatherParams,
-    bindings: [Binding<'_>; 3],
-    dev: &crate::Device,
+    tensors: &[&Tensor],
+    dev: &Device,
 ) -> Result<(), Error> {
     let total = params.total as usize;
     if total == 0 {
@@ -429,13 +392,7 @@ fn launch_gather(
     }
     let groups = grid(dev, op, total.div_ceil(WG) as u64)?;
     params.row = groups[0] * WG as u32;
-    let [a, b, c] = bindings;
-    dev.dispatch_raw(
-        kernel,
-        &[],
-        &[Binding::Uniform(bytemuck::bytes_of(&params)), a, b, c],
-        groups,
-    )
+    kernel.dispatch(&[], &params, tensors, groups)
 }
 
 /// `out[c] = x[c with c[dim] replaced by index[c]]` over the index's shape (PyTorch's
@@ -451,28 +408,19 @@ pub fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor, Error> {
     check_gather(op, x.shape(), dim, index)?;
     check::fits_u32(op, "input elements", x.len())?;
     let out = x.device().empty(index.shape(), x.dtype())?;
-    let params = GatherParams {
-        shape: to_words(index.shape(), op)?,
-        other: to_words(&check::contiguous_strides(x.shape()), op)?,
-        strides: [0; MAX_RANK],
+    let mut params = GatherParams {
         rank: index.shape().len() as u32,
         dim: dim as u32,
         len: check::fits_u32(op, "dim length", x.shape()[dim])?,
         total: check::fits_u32(op, "elements", index.len())?,
-        row: 0,
-        pad: [0; 3],
+        ..GatherParams::default()
     };
-    launch_gather(
-        op,
-        &GATHER,
-        params,
-        [
-            Binding::Read(x),
-            Binding::Read(index),
-            Binding::ReadWrite(&out),
-        ],
-        x.device(),
-    )?;
+    params.set_dims(
+        to_words(index.shape(), op)?,
+        to_words(&check::contiguous_strides(x.shape()), op)?,
+        [0; MAX_RANK],
+    );
+    launch_gather(op, &GATHER, params, &[x, index, &out], x.device())?;
     Ok(out)
 }
 
@@ -497,26 +445,23 @@ pub fn gather_backward(
     check::same_shape(op, grad_out, index)?;
     check::fits_u32(op, "gradient elements", grad_out.len())?;
     let grad_x = grad_out.device().empty(input_shape, DType::F32)?;
-    let params = GatherParams {
-        shape: to_words(input_shape, op)?,
-        other: to_words(index.shape(), op)?,
-        strides: to_words(&check::contiguous_strides(index.shape()), op)?,
+    let mut params = GatherParams {
         rank: input_shape.len() as u32,
         dim: dim as u32,
         len: check::fits_u32(op, "index dim length", index.shape()[dim])?,
         total: check::fits_u32(op, "elements", grad_x.len())?,
-        row: 0,
-        pad: [0; 3],
+        ..GatherParams::default()
     };
+    params.set_dims(
+        to_words(input_shape, op)?,
+        to_words(index.shape(), op)?,
+        to_words(&check::contiguous_strides(index.shape()), op)?,
+    );
     launch_gather(
         op,
         &GATHER_BACKWARD,
         params,
-        [
-            Binding::Read(grad_out),
-            Binding::Read(index),
-            Binding::ReadWrite(&grad_x),
-        ],
+        &[grad_out, index, &grad_x],
         grad_out.device(),
     )?;
     Ok(grad_x)

@@ -3,108 +3,98 @@
 //! In-place ops write the tensor's buffer, so every clone of the tensor (and every
 //! reshape of it, which shares the buffer) sees the new values, as PyTorch views do.
 
-use bytemuck::{Pod, Zeroable};
-
 use super::broadcast::{broadcast_layout, broadcasts_to};
 use super::check;
 use super::strided::{Layout, strided_copy};
-use crate::dense::reduce::grid;
-use crate::{Binding, DType, Device, Error, RawKernel, Tensor};
+use crate::dense::check::grid;
+use crate::spec::{Params, Slot, Source, Spec, params};
+use crate::{DType, Device, Error, Tensor};
 
 /// Threads per workgroup.
 const WG: usize = 256;
 
-/// Uniform block of the kernels below (WGSL `struct P`).
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct ScalarParams {
-    n: u32,
-    /// Threads in one row of the 2-D grid.
-    row: u32,
-    /// The scalar's bits (an f32 for `add_`/`mul_`, any 32-bit word for `fill`).
-    value: u32,
-    pad: u32,
+params! {
+    /// `n` elements set to the 32-bit word `value`; `row` threads per row of the grid.
+    struct FillParams { n: u32, row: u32, value: u32 }
+}
+
+params! {
+    /// `n` elements scaled by `s` (`mul_`) or added `s` times another tensor (`add_`).
+    struct ScaleParams { n: u32, row: u32, s: f32 }
 }
 
 /// `x[i] = value` for every 32-bit word.
-const FILL_WGSL: &str = "
-struct P { n: u32, row: u32, value: u32, pad: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read_write> x: array<u32>;
-
+static FILL: Spec<FillParams> = Spec::new(
+    "fill",
+    &[],
+    &[Slot::ReadWrite("x", "array<u32>")],
+    "
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     let i = g.x + g.y * p.row;
     if (i < p.n) { x[i] = p.value; }
 }
-";
+",
+);
 
-/// `x[i] = x[i] + alpha * y[i]` (`add_`).
-const ADD_SCALED_WGSL: &str = "
-struct P { n: u32, row: u32, alpha: f32, pad: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> y: array<f32>;
-@group(0) @binding(2) var<storage, read_write> x: array<f32>;
-
+/// `x[i] = x[i] + s * y[i]` (`add_`).
+static ADD_SCALED: Spec<ScaleParams> = Spec::new(
+    "add_",
+    &[],
+    &[
+        Slot::Read("y", "array<f32>"),
+        Slot::ReadWrite("x", "array<f32>"),
+    ],
+    "
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     let i = g.x + g.y * p.row;
-    if (i < p.n) { x[i] = x[i] + p.alpha * y[i]; }
+    if (i < p.n) { x[i] = x[i] + p.s * y[i]; }
 }
-";
+",
+);
 
 /// `x[i] = x[i] * s` (`mul_`).
-const MUL_SCALAR_WGSL: &str = "
-struct P { n: u32, row: u32, s: f32, pad: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read_write> x: array<f32>;
-
+static MUL_SCALAR: Spec<ScaleParams> = Spec::new(
+    "mul_",
+    &[],
+    &[Slot::ReadWrite("x", "array<f32>")],
+    "
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     let i = g.x + g.y * p.row;
     if (i < p.n) { x[i] = x[i] * p.s; }
 }
-";
+",
+);
 
-static FILL: RawKernel = RawKernel::new("fill", FILL_WGSL, "main");
-static ADD_SCALED: RawKernel = RawKernel::new("add_", ADD_SCALED_WGSL, "main");
-static MUL_SCALAR: RawKernel = RawKernel::new("mul_", MUL_SCALAR_WGSL, "main");
-
-/// The kernels of this file, for naga validation.
-#[cfg(test)]
-pub(crate) fn shaders() -> Vec<(&'static str, &'static str)> {
-    vec![
-        ("fill", FILL_WGSL),
-        ("add_", ADD_SCALED_WGSL),
-        ("mul_", MUL_SCALAR_WGSL),
-    ]
+/// Every kernel of this file, for the registry.
+pub(crate) fn kernels() -> Vec<Source> {
+    vec![FILL.source(), ADD_SCALED.source(), MUL_SCALAR.source()]
 }
 
-/// Launches a one-thread-per-element kernel over `x`'s `n` elements; `extra` is bound
-/// (read) before `x` (read-write).
-fn launch_scalar(
+/// Launches a one-thread-per-element kernel over the last tensor of `tensors` (the one
+/// written); `params` gets the element count and grid row from `with`.
+fn launch_elementwise<P: Params>(
     op: &str,
-    kernel: &RawKernel,
-    x: &Tensor,
-    extra: Option<&Tensor>,
-    value: u32,
+    kernel: &Spec<P>,
+    tensors: &[&Tensor],
+    with: impl FnOnce(u32, u32) -> P,
 ) -> Result<(), Error> {
+    let Some(x) = tensors.last() else {
+        return Ok(());
+    };
     let n = check::fits_u32(op, "elements", x.len())?;
     if n == 0 {
         return Ok(());
     }
-    let dev = x.device();
-    let groups = grid(dev, op, u64::from(n).div_ceil(WG as u64))?;
-    let params = ScalarParams {
-        n,
-        row: groups[0] * WG as u32,
-        value,
-        pad: 0,
-    };
-    let mut bindings = vec![Binding::Uniform(bytemuck::bytes_of(&params))];
-    bindings.extend(extra.map(Binding::Read));
-    bindings.push(Binding::ReadWrite(x));
-    dev.dispatch_raw(kernel, &[], &bindings, groups)
+    let groups = grid(x.device(), op, u64::from(n).div_ceil(WG as u64))?;
+    kernel.dispatch(&[], &with(n, groups[0] * WG as u32), tensors, groups)
+}
+
+/// Fills every 32-bit word of `x` with `value`.
+fn fill_words(op: &str, x: &Tensor, value: u32) -> Result<(), Error> {
+    launch_elementwise(op, &FILL, &[x], |n, row| FillParams { n, row, value })
 }
 
 /// In place: `x += alpha * other` (PyTorch's `x.add_(other, alpha=alpha)`; `alpha = 1.0`
@@ -138,7 +128,11 @@ pub fn add_(x: &Tensor, other: &Tensor, alpha: f32) -> Result<(), Error> {
     } else {
         other
     };
-    launch_scalar(op, &ADD_SCALED, x, Some(&other), alpha.to_bits())
+    launch_elementwise(op, &ADD_SCALED, &[&other, x], |n, row| ScaleParams {
+        n,
+        row,
+        s: alpha,
+    })
 }
 
 /// In place: `x *= s` (PyTorch's `x.mul_(s)` with a number).
@@ -147,7 +141,11 @@ pub fn add_(x: &Tensor, other: &Tensor, alpha: f32) -> Result<(), Error> {
 /// [`Error::DType`] for a u32 tensor, [`Error::TooLarge`].
 pub fn mul_(x: &Tensor, s: f32) -> Result<(), Error> {
     check::dtype("mul_", x, DType::F32)?;
-    launch_scalar("mul_", &MUL_SCALAR, x, None, s.to_bits())
+    launch_elementwise("mul_", &MUL_SCALAR, &[x], |n, row| ScaleParams {
+        n,
+        row,
+        s,
+    })
 }
 
 /// In place: every element of the f32 tensor `x` set to `value` (PyTorch's `fill_`).
@@ -156,7 +154,7 @@ pub fn mul_(x: &Tensor, s: f32) -> Result<(), Error> {
 /// [`Error::DType`] for a u32 tensor (use [`fill_u32_`]), [`Error::TooLarge`].
 pub fn fill_(x: &Tensor, value: f32) -> Result<(), Error> {
     check::dtype("fill_", x, DType::F32)?;
-    launch_scalar("fill_", &FILL, x, None, value.to_bits())
+    fill_words("fill_", x, value.to_bits())
 }
 
 /// In place: every element of the u32 tensor `x` set to `value`.
@@ -165,7 +163,7 @@ pub fn fill_(x: &Tensor, value: f32) -> Result<(), Error> {
 /// [`Error::DType`] for an f32 tensor (use [`fill_`]), [`Error::TooLarge`].
 pub fn fill_u32_(x: &Tensor, value: u32) -> Result<(), Error> {
     check::dtype("fill_u32_", x, DType::U32)?;
-    launch_scalar("fill_u32_", &FILL, x, None, value)
+    fill_words("fill_u32_", x, value)
 }
 
 /// In place: every element set to zero (f32 `0.0` or u32 `0`: the same bits).
@@ -173,7 +171,7 @@ pub fn fill_u32_(x: &Tensor, value: u32) -> Result<(), Error> {
 /// # Errors
 /// [`Error::TooLarge`], [`Error::DeviceLost`].
 pub fn zero_(x: &Tensor) -> Result<(), Error> {
-    launch_scalar("zero_", &FILL, x, None, 0)
+    fill_words("zero_", x, 0)
 }
 
 /// A new f32 tensor of `shape` filled with `value` on the GPU (PyTorch's `full`).

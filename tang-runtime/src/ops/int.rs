@@ -1,57 +1,47 @@
 //! u32 tensors: `arange`, `argmax`/`argmin` along a dimension, and casts between f32 and
 //! u32 (`to_dtype`). [`crate::Tensor::to_vec_u32`] reads a u32 tensor back.
 
-use bytemuck::{Pod, Zeroable};
-
 use super::check;
-use crate::dense::reduce::{AxisView, axis_view, grid};
-use crate::{Binding, DType, Device, Error, RawKernel, Tensor};
+use crate::dense::check::{AxisView, axis_view, grid};
+use crate::spec::{Slot, Source, Spec, params};
+use crate::{DType, Device, Error, Tensor};
 
 /// Threads per workgroup.
 const WG: usize = 256;
 
-/// Uniform block of `arange` and the casts (WGSL `struct P`).
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct LinearParams {
-    n: u32,
-    /// Threads in one row of the 2-D grid.
-    row: u32,
-    start: u32,
-    step: u32,
+params! {
+    /// `n` elements, `row` threads per grid row; `arange`'s `start` and `step`.
+    struct LinearParams { n: u32, row: u32, start: u32, step: u32 }
 }
 
 /// Whether the f32 with bits `b` is a NaN, tested on the bits: a driver may assume that
 /// float comparisons never see NaN.
-macro_rules! is_nan_wgsl {
-    () => {
-        "fn is_nan(b: u32) -> bool { return (b & 0x7fffffffu) > 0x7f800000u; }\n"
-    };
-}
-pub(crate) use is_nan_wgsl;
+pub(crate) const IS_NAN_WGSL: &str =
+    "fn is_nan(b: u32) -> bool { return (b & 0x7fffffffu) > 0x7f800000u; }\n";
 
-const ARANGE_WGSL: &str = "
-struct P { n: u32, row: u32, start: u32, step: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read_write> out: array<u32>;
-
+static ARANGE: Spec<LinearParams> = Spec::new(
+    "arange",
+    &[],
+    &[Slot::ReadWrite("out", "array<u32>")],
+    "
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     let i = g.x + g.y * p.row;
     if (i < p.n) { out[i] = p.start + i * p.step; }
 }
-";
+",
+);
 
 /// `DIR = 0`: f32 -> u32, truncating toward zero and saturating (negative numbers and NaN
 /// give 0, 2^32 and beyond give `u32::MAX`). `DIR = 1`: u32 -> f32.
-const CAST_WGSL: &str = concat!(
-    is_nan_wgsl!(),
-    "
-struct P { n: u32, row: u32, start: u32, step: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<u32>;
-@group(0) @binding(2) var<storage, read_write> out: array<u32>;
-override DIR: u32 = 0u;
+static CAST: Spec<LinearParams> = Spec::new(
+    "to_dtype",
+    &[IS_NAN_WGSL],
+    &[
+        Slot::Read("x", "array<u32>"),
+        Slot::ReadWrite("out", "array<u32>"),
+    ],
+    "override DIR: u32 = 0u;
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) g: vec3<u32>) {
@@ -69,32 +59,25 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     }
     out[i] = r;
 }
-"
+",
 );
 
-/// Uniform block of `argmax`/`argmin` (WGSL `struct P`): `[outer, len, inner]` around the
-/// reduced dimension.
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct ArgParams {
-    outer: u32,
-    len: u32,
-    inner: u32,
-    total: u32,
-    row: u32,
-    pad: [u32; 3],
+params! {
+    /// `argmax`/`argmin`: `[outer, len, inner]` around the reduced dimension, `total`
+    /// outputs, `row` threads per grid row.
+    struct ArgParams { outer: u32, len: u32, inner: u32, total: u32, row: u32 }
 }
 
 /// One thread per output: the first index of the extreme value; a NaN beats every number
 /// (the first NaN wins), as in PyTorch. `MIN = 1` for argmin.
-const ARG_WGSL: &str = concat!(
-    is_nan_wgsl!(),
-    "
-struct P { outer: u32, len: u32, inner: u32, total: u32, row: u32, pad0: u32, pad1: u32, pad2: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<u32>;
-@group(0) @binding(2) var<storage, read_write> out: array<u32>;
-override MIN: u32 = 0u;
+static ARG: Spec<ArgParams> = Spec::new(
+    "argmax",
+    &[IS_NAN_WGSL],
+    &[
+        Slot::Read("x", "array<u32>"),
+        Slot::ReadWrite("out", "array<u32>"),
+    ],
+    "override MIN: u32 = 0u;
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) g: vec3<u32>) {
@@ -117,21 +100,12 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     }
     out[t] = best;
 }
-"
+",
 );
 
-static ARANGE: RawKernel = RawKernel::new("arange", ARANGE_WGSL, "main");
-static CAST: RawKernel = RawKernel::new("to_dtype", CAST_WGSL, "main");
-static ARG: RawKernel = RawKernel::new("argmax", ARG_WGSL, "main");
-
-/// The kernels of this file, for naga validation.
-#[cfg(test)]
-pub(crate) fn shaders() -> Vec<(&'static str, &'static str)> {
-    vec![
-        ("arange", ARANGE_WGSL),
-        ("to_dtype", CAST_WGSL),
-        ("argmax", ARG_WGSL),
-    ]
+/// Every kernel of this file, for the registry.
+pub(crate) fn kernels() -> Vec<Source> {
+    vec![ARANGE.source(), CAST.source(), ARG.source()]
 }
 
 /// `[start, start + step, ...]` up to but excluding `end`, as a u32 tensor (PyTorch's
@@ -156,15 +130,7 @@ pub fn arange(dev: &Device, start: u32, end: u32, step: u32) -> Result<Tensor, E
         start,
         step,
     };
-    dev.dispatch_raw(
-        &ARANGE,
-        &[],
-        &[
-            Binding::Uniform(bytemuck::bytes_of(&params)),
-            Binding::ReadWrite(&out),
-        ],
-        groups,
-    )?;
+    ARANGE.dispatch(&[], &params, &[&out], groups)?;
     Ok(out)
 }
 
@@ -194,16 +160,7 @@ pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor, Error> {
         step: 0,
     };
     let dir = if dtype == DType::F32 { 1.0 } else { 0.0 };
-    dev.dispatch_raw(
-        &CAST,
-        &[("DIR", dir)],
-        &[
-            Binding::Uniform(bytemuck::bytes_of(&params)),
-            Binding::Read(x),
-            Binding::ReadWrite(&out),
-        ],
-        groups,
-    )?;
+    CAST.dispatch(&[("DIR", dir)], &params, &[x, &out], groups)?;
     Ok(out)
 }
 
@@ -238,18 +195,9 @@ fn arg_extreme(op: &str, x: &Tensor, dim: usize, min: bool) -> Result<Tensor, Er
         inner: inner as u32,
         total: total as u32,
         row: groups[0] * WG as u32,
-        pad: [0; 3],
     };
-    dev.dispatch_raw(
-        &ARG,
-        &[("MIN", if min { 1.0 } else { 0.0 })],
-        &[
-            Binding::Uniform(bytemuck::bytes_of(&params)),
-            Binding::Read(x),
-            Binding::ReadWrite(&out),
-        ],
-        groups,
-    )?;
+    let min = if min { 1.0 } else { 0.0 };
+    ARG.dispatch(&[("MIN", min)], &params, &[x, &out], groups)?;
     Ok(out)
 }
 

@@ -11,12 +11,11 @@
 //! precision bounds (absolute error 2^-11 of `cos`/`sin` on `[-pi, pi]`, times a radius of
 //! at most 5.8), not bit for bit.
 
-use bytemuck::{Pod, Zeroable};
-
 use super::check;
 use super::philox::{PhiloxStream, dropout_threshold};
-use crate::dense::reduce::grid;
-use crate::{Binding, DType, Device, Error, RawKernel, Tensor};
+use crate::dense::check::grid;
+use crate::spec::{Slot, Source, Spec, params};
+use crate::{DType, Device, Error, Tensor};
 
 /// Threads per workgroup; each thread makes one block of four numbers.
 const WG: usize = 256;
@@ -67,29 +66,18 @@ impl Generator {
     }
 }
 
-/// Uniform block of the random kernels (WGSL `struct P`).
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct RandomParams {
-    /// Elements to write.
-    n: u32,
-    /// Threads in one row of the 2-D grid.
-    row: u32,
-    key: [u32; 2],
-    offset: [u32; 2],
-    /// Dropout: elements whose top 24 bits are below this are dropped.
-    threshold: u32,
-    /// Dropout: the scale of kept elements (f32 bits).
-    scale: u32,
+params! {
+    /// `n` elements from the Philox stream `(key, offset)`, `row` threads per grid row;
+    /// dropout drops the elements whose top 24 bits are below `threshold` and scales the
+    /// others by `scale`.
+    struct RandomParams {
+        n: u32, row: u32, key0: u32, key1: u32, offset0: u32, offset1: u32,
+        threshold: u32, scale: f32,
+    }
 }
 
-/// Philox4x32-10 in WGSL, and the uniform block.
-macro_rules! philox_wgsl {
-    () => {
-        "
-struct P { n: u32, row: u32, key: vec2<u32>, offset: vec2<u32>, threshold: u32, scale: f32 }
-@group(0) @binding(0) var<uniform> p: P;
-
+/// Philox4x32-10 in WGSL (the CPU twin is `philox4x32_10`).
+const PHILOX_WGSL: &str = "
 // (high, low) words of the 64-bit product, from 16-bit halves.
 fn mulhilo(a: u32, b: u32) -> vec2<u32> {
     let a0 = a & 0xffffu;
@@ -103,9 +91,9 @@ fn mulhilo(a: u32, b: u32) -> vec2<u32> {
     return vec2<u32>(a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u), a * b);
 }
 
-fn philox(block: u32) -> vec4<u32> {
-    var c = vec4<u32>(block, 0u, p.offset.x, p.offset.y);
-    var k = p.key;
+fn philox(block: u32, key: vec2<u32>, offset: vec2<u32>) -> vec4<u32> {
+    var c = vec4<u32>(block, 0u, offset.x, offset.y);
+    var k = key;
     for (var r = 0u; r < 10u; r = r + 1u) {
         if (r > 0u) { k = k + vec2<u32>(0x9E3779B9u, 0xBB67AE85u); }
         let h0 = mulhilo(0xD2511F53u, c.x);
@@ -117,17 +105,15 @@ fn philox(block: u32) -> vec4<u32> {
 
 // Exact: a 24-bit integer converts exactly and 2^-24 scales exactly.
 fn uniform01(b: u32) -> f32 { return f32(b >> 8u) * 0x1p-24f; }
-"
-    };
-}
+";
 
 /// `MODE` 0: raw words (u32), 1: uniform `[0, 1)`, 2: normal (Box-Muller on word pairs,
 /// angle in `[-pi, pi)` where the Vulkan bounds on `cos`/`sin` hold).
-const RANDOM_WGSL: &str = concat!(
-    philox_wgsl!(),
-    "
-@group(0) @binding(1) var<storage, read_write> out: array<u32>;
-override MODE: u32 = 0u;
+static RANDOM: Spec<RandomParams> = Spec::new(
+    "random",
+    &[PHILOX_WGSL],
+    &[Slot::ReadWrite("out", "array<u32>")],
+    "override MODE: u32 = 0u;
 const PI: f32 = 3.14159265358979;
 
 fn normal_pair(b1: u32, b2: u32) -> vec2<f32> {
@@ -142,7 +128,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     let t = g.x + g.y * p.row;
     let base = t * 4u;
     if (base >= p.n) { return; }
-    let w = philox(t);
+    let w = philox(t, vec2<u32>(p.key0, p.key1), vec2<u32>(p.offset0, p.offset1));
     var v = w;
     if (MODE == 1u) {
         v = vec4<u32>(bitcast<u32>(uniform01(w.x)), bitcast<u32>(uniform01(w.y)),
@@ -156,23 +142,25 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
         if (base + j < p.n) { out[base + j] = v[j]; }
     }
 }
-"
+",
 );
 
 /// `out[i] = x[i] * (keep(i) ? scale : 0)`: a dropped NaN or infinity stays NaN, as in
 /// PyTorch, which multiplies by the mask.
-const DROPOUT_WGSL: &str = concat!(
-    philox_wgsl!(),
+static DROPOUT: Spec<RandomParams> = Spec::new(
+    "dropout",
+    &[PHILOX_WGSL],
+    &[
+        Slot::Read("x", "array<f32>"),
+        Slot::ReadWrite("out", "array<f32>"),
+    ],
     "
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     let t = g.x + g.y * p.row;
     let base = t * 4u;
     if (base >= p.n) { return; }
-    let w = philox(t);
+    let w = philox(t, vec2<u32>(p.key0, p.key1), vec2<u32>(p.offset0, p.offset1));
     for (var j = 0u; j < 4u; j = j + 1u) {
         if (base + j < p.n) {
             let keep = (w[j] >> 8u) >= p.threshold;
@@ -180,16 +168,12 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
         }
     }
 }
-"
+",
 );
 
-static RANDOM: RawKernel = RawKernel::new("random", RANDOM_WGSL, "main");
-static DROPOUT: RawKernel = RawKernel::new("dropout", DROPOUT_WGSL, "main");
-
-/// The kernels of this file, for naga validation.
-#[cfg(test)]
-pub(crate) fn shaders() -> Vec<(&'static str, &'static str)> {
-    vec![("random", RANDOM_WGSL), ("dropout", DROPOUT_WGSL)]
+/// Every kernel of this file, for the registry.
+pub(crate) fn kernels() -> Vec<Source> {
+    vec![RANDOM.source(), DROPOUT.source()]
 }
 
 /// The uniform block and grid for `n` elements of `stream`.
@@ -204,10 +188,12 @@ fn params(
     let p = RandomParams {
         n: n32,
         row: groups[0] * WG as u32,
-        key: [stream.seed as u32, (stream.seed >> 32) as u32],
-        offset: [stream.offset as u32, (stream.offset >> 32) as u32],
+        key0: stream.seed as u32,
+        key1: (stream.seed >> 32) as u32,
+        offset0: stream.offset as u32,
+        offset1: (stream.offset >> 32) as u32,
         threshold: 0,
-        scale: 0,
+        scale: 0.0,
     };
     Ok((p, groups))
 }
@@ -225,15 +211,7 @@ fn draw(
         return Ok(out);
     }
     let (p, groups) = params(dev, op, out.len(), stream)?;
-    dev.dispatch_raw(
-        &RANDOM,
-        &[("MODE", mode)],
-        &[
-            Binding::Uniform(bytemuck::bytes_of(&p)),
-            Binding::ReadWrite(&out),
-        ],
-        groups,
-    )?;
+    RANDOM.dispatch(&[("MODE", mode)], &p, &[&out], groups)?;
     Ok(out)
 }
 
@@ -324,17 +302,8 @@ fn apply_mask(op: &str, x: &Tensor, state: &DropoutState) -> Result<Tensor, Erro
     }
     let (mut p, groups) = params(dev, op, x.len(), &state.stream)?;
     p.threshold = dropout_threshold(state.p);
-    p.scale = state.scale().to_bits();
-    dev.dispatch_raw(
-        &DROPOUT,
-        &[],
-        &[
-            Binding::Uniform(bytemuck::bytes_of(&p)),
-            Binding::Read(x),
-            Binding::ReadWrite(&out),
-        ],
-        groups,
-    )?;
+    p.scale = state.scale();
+    DROPOUT.dispatch(&[], &p, &[x, &out], groups)?;
     Ok(out)
 }
 

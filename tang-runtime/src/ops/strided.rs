@@ -7,79 +7,84 @@
 //! moves a `vec4` (16-byte loads and stores, coalesced along that dimension). The kernel
 //! moves 32-bit words, so f32 and u32 tensors are copied bit for bit.
 
-use bytemuck::{Pod, Zeroable};
-
 use super::check::fits_u32;
-use crate::dense::reduce::grid;
-use crate::{Binding, Error, RawKernel, Tensor};
+use crate::dense::check::grid;
+use crate::spec::{Slot, Source, Spec, params};
+use crate::{Error, Tensor};
 
-/// The most dimensions a copy may keep after merging (the kernel's uniform arrays).
+/// The most dimensions a copy may keep after merging (the kernel's uniform fields).
 pub(crate) const MAX_RANK: usize = 8;
 
 /// Threads per workgroup.
 const WG: usize = 256;
 
-/// The kernel's uniform block (the WGSL `struct P` below, field for field).
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct StridedParams {
-    shape: [u32; MAX_RANK],
-    src_strides: [u32; MAX_RANK],
-    dst_strides: [u32; MAX_RANK],
-    rank: u32,
-    src_off: u32,
-    dst_off: u32,
-    total: u32,
-    /// Threads in one row of the 2-D grid.
-    row: u32,
-    pad: [u32; 3],
+params! {
+    /// A strided copy of `total` units over up to 8 dimensions: sizes `n*`, source strides
+    /// `s*`, destination strides `d*` (the first `rank` of each), start offsets, and the
+    /// threads in one row of the 2-D grid.
+    struct StridedParams {
+        n0: u32, n1: u32, n2: u32, n3: u32, n4: u32, n5: u32, n6: u32, n7: u32,
+        s0: u32, s1: u32, s2: u32, s3: u32, s4: u32, s5: u32, s6: u32, s7: u32,
+        d0: u32, d1: u32, d2: u32, d3: u32, d4: u32, d5: u32, d6: u32, d7: u32,
+        rank: u32, src_off: u32, dst_off: u32, total: u32, row: u32,
+    }
 }
 
-macro_rules! strided_body {
-    () => {
-        "
-struct P {
-    shape: array<vec4<u32>, 2>, src_strides: array<vec4<u32>, 2>, dst_strides: array<vec4<u32>, 2>,
-    rank: u32, src_off: u32, dst_off: u32, total: u32, row: u32, pad0: u32, pad1: u32, pad2: u32,
+impl StridedParams {
+    /// Sets the sizes and strides of the dimensions (unused ones 0).
+    fn set_dims(&mut self, n: [u32; MAX_RANK], s: [u32; MAX_RANK], d: [u32; MAX_RANK]) {
+        [
+            self.n0, self.n1, self.n2, self.n3, self.n4, self.n5, self.n6, self.n7,
+        ] = n;
+        [
+            self.s0, self.s1, self.s2, self.s3, self.s4, self.s5, self.s6, self.s7,
+        ] = s;
+        [
+            self.d0, self.d1, self.d2, self.d3, self.d4, self.d5, self.d6, self.d7,
+        ] = d;
+    }
 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> src: array<T>;
-@group(0) @binding(2) var<storage, read_write> dst: array<T>;
 
+const SLOTS: &[Slot] = &[
+    Slot::Read("src", "array<T>"),
+    Slot::ReadWrite("dst", "array<T>"),
+];
+
+const BODY: &str = "
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     let i = g.x + g.y * p.row;
     if (i >= p.total) { return; }
+    let shape = array<u32, 8>(p.n0, p.n1, p.n2, p.n3, p.n4, p.n5, p.n6, p.n7);
+    let src_strides = array<u32, 8>(p.s0, p.s1, p.s2, p.s3, p.s4, p.s5, p.s6, p.s7);
+    let dst_strides = array<u32, 8>(p.d0, p.d1, p.d2, p.d3, p.d4, p.d5, p.d6, p.d7);
     var r = i;
     var s = p.src_off;
     var t = p.dst_off;
     // Innermost dimension first: the coordinate of the last dimension varies fastest.
     for (var k = 0u; k < p.rank; k = k + 1u) {
         let d = p.rank - 1u - k;
-        let n = p.shape[d / 4u][d % 4u];
+        let n = shape[d];
         let c = r % n;
         r = r / n;
-        s = s + c * p.src_strides[d / 4u][d % 4u];
-        t = t + c * p.dst_strides[d / 4u][d % 4u];
+        s = s + c * src_strides[d];
+        t = t + c * dst_strides[d];
     }
     dst[t] = src[s];
 }
-"
-    };
-}
+";
 
-const STRIDED_WORD: &str = concat!("alias T = u32;\n", strided_body!());
-const STRIDED_VEC4: &str = concat!("alias T = vec4<u32>;\n", strided_body!());
-static K_WORD: RawKernel = RawKernel::new("strided_copy", STRIDED_WORD, "main");
-static K_VEC4: RawKernel = RawKernel::new("strided_copy_vec4", STRIDED_VEC4, "main");
+static K_WORD: Spec<StridedParams> = Spec::new("strided_copy", &["alias T = u32;\n"], SLOTS, BODY);
+static K_VEC4: Spec<StridedParams> = Spec::new(
+    "strided_copy_vec4",
+    &["alias T = vec4<u32>;\n"],
+    SLOTS,
+    BODY,
+);
 
-/// The kernels of this file, for naga validation.
-#[cfg(test)]
-pub(crate) fn shaders() -> Vec<(&'static str, &'static str)> {
-    vec![
-        ("strided_copy", STRIDED_WORD),
-        ("strided_copy_vec4", STRIDED_VEC4),
-    ]
+/// Every kernel of this file, for the registry.
+pub(crate) fn kernels() -> Vec<Source> {
+    vec![K_WORD.source(), K_VEC4.source()]
 }
 
 /// Where a tensor's elements sit: per-dimension strides and a start offset (elements).
@@ -157,7 +162,8 @@ pub(crate) fn strided_copy(
             .iter()
             .all(|&(_, s, d)| s.is_multiple_of(4) && d.is_multiple_of(4));
     let w = if vec4 { 4 } else { 1 };
-    let mut params = StridedParams::zeroed();
+    let mut params = StridedParams::default();
+    let (mut ns, mut ss, mut ds) = ([0u32; MAX_RANK], [0u32; MAX_RANK], [0u32; MAX_RANK]);
     let last = dims.len() - 1;
     for (k, &(n, s, d)) in dims.iter().enumerate() {
         // In vec4 units the last dimension has a quarter of the length and keeps stride 1;
@@ -168,10 +174,9 @@ pub(crate) fn strided_copy(
         } else {
             (n, s / w, d / w)
         };
-        params.shape[k] = n as u32;
-        params.src_strides[k] = s as u32;
-        params.dst_strides[k] = d as u32;
+        (ns[k], ss[k], ds[k]) = (n as u32, s as u32, d as u32);
     }
+    params.set_dims(ns, ss, ds);
     let units = total / w;
     let dev = src.device();
     let groups = grid(dev, op, units.div_ceil(WG) as u64)?;
@@ -181,16 +186,7 @@ pub(crate) fn strided_copy(
     params.total = fits_u32(op, "elements", units)?;
     params.row = groups[0] * WG as u32;
     let kernel = if vec4 { &K_VEC4 } else { &K_WORD };
-    dev.dispatch_raw(
-        kernel,
-        &[],
-        &[
-            Binding::Uniform(bytemuck::bytes_of(&params)),
-            Binding::Read(src),
-            Binding::ReadWrite(dst),
-        ],
-        groups,
-    )
+    kernel.dispatch(&[], &params, &[src, dst], groups)
 }
 
 #[cfg(test)]
