@@ -8,7 +8,7 @@
 //! and `[2, 3]` with `[3, 2]` is an error.
 
 use super::check;
-use super::strided::{Layout, strided_copy};
+use super::strided::{Layout, gather_view};
 use crate::{Error, Tensor};
 
 /// The shape all of `shapes` broadcast to (PyTorch's `torch.broadcast_shapes`).
@@ -62,16 +62,7 @@ pub fn expand(x: &Tensor, shape: &[usize]) -> Result<Tensor, Error> {
             ),
         });
     }
-    let out = x.device().empty(shape, x.dtype())?;
-    strided_copy(
-        op,
-        x,
-        &broadcast_layout(xs, shape),
-        &out,
-        &Layout::contiguous(shape),
-        shape,
-    )?;
-    Ok(out)
+    gather_view(op, x, &broadcast_layout(xs, shape), shape)
 }
 
 /// The layout that reads a contiguous tensor of `shape` as if broadcast to `target` (the

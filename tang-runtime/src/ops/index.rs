@@ -19,10 +19,20 @@ params! {
     struct IndexParams { outer: u32, len: u32, inner: u32, k: u32, total: u32, row: u32 }
 }
 
+/// Thread `i` of an [`IndexParams`] kernel: `(o, j, c)` of `[outer, k, inner]`, and the
+/// position of `(o, id, c)` in the `[outer, len, inner]` data.
+const INDEX_COORDS_WGSL: &str = "
+fn index_coords(i: u32) -> vec3<u32> {
+    let t = i / p.inner;
+    return vec3<u32>(t / p.k, t % p.k, i % p.inner);
+}
+fn data_at(o: u32, id: u32, c: u32) -> u32 { return (o * p.len + id) * p.inner + c; }
+";
+
 /// `out[o, j, i] = x[o, idx[j], i]` (0 for an index `>= len`).
 static INDEX_SELECT: Spec<IndexParams> = Spec::new(
     "index_select",
-    &[],
+    &[INDEX_COORDS_WGSL],
     &[
         Slot::Read("x", "array<u32>"),
         Slot::Read("idx", "array<u32>"),
@@ -33,13 +43,10 @@ static INDEX_SELECT: Spec<IndexParams> = Spec::new(
 fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     let i = g.x + g.y * p.row;
     if (i >= p.total) { return; }
-    let c = i % p.inner;
-    let t = i / p.inner;
-    let j = t % p.k;
-    let o = t / p.k;
-    let id = idx[j];
+    let q = index_coords(i);
+    let id = idx[q.y];
     var v = 0u;
-    if (id < p.len) { v = x[(o * p.len + id) * p.inner + c]; }
+    if (id < p.len) { v = x[data_at(q.x, id, q.z)]; }
     out[i] = v;
 }
 ",
@@ -48,7 +55,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 /// `x[o, idx[j], i] = src[o, j, i]` (skipped for an index `>= len`).
 static INDEX_COPY: Spec<IndexParams> = Spec::new(
     "index_copy_",
-    &[],
+    &[INDEX_COORDS_WGSL],
     &[
         Slot::Read("src", "array<u32>"),
         Slot::Read("idx", "array<u32>"),
@@ -59,12 +66,9 @@ static INDEX_COPY: Spec<IndexParams> = Spec::new(
 fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     let i = g.x + g.y * p.row;
     if (i >= p.total) { return; }
-    let c = i % p.inner;
-    let t = i / p.inner;
-    let j = t % p.k;
-    let o = t / p.k;
-    let id = idx[j];
-    if (id < p.len) { x[(o * p.len + id) * p.inner + c] = src[i]; }
+    let q = index_coords(i);
+    let id = idx[q.y];
+    if (id < p.len) { x[data_at(q.x, id, q.z)] = src[i]; }
 }
 ",
 );
@@ -97,10 +101,17 @@ impl GatherParams {
     }
 }
 
+/// The per-dimension lists of [`GatherParams`] as WGSL arrays (dynamically indexable).
+const GATHER_LISTS_WGSL: &str = "
+fn list_a() -> array<u32, 8> { return array<u32, 8>(p.a0, p.a1, p.a2, p.a3, p.a4, p.a5, p.a6, p.a7); }
+fn list_b() -> array<u32, 8> { return array<u32, 8>(p.b0, p.b1, p.b2, p.b3, p.b4, p.b5, p.b6, p.b7); }
+fn list_c() -> array<u32, 8> { return array<u32, 8>(p.c0, p.c1, p.c2, p.c3, p.c4, p.c5, p.c6, p.c7); }
+";
+
 /// `out[c] = x[c with c[dim] = index[c]]` over the index's shape (0 for an index `>= len`).
 static GATHER: Spec<GatherParams> = Spec::new(
     "gather",
-    &[],
+    &[GATHER_LISTS_WGSL],
     &[
         Slot::Read("x", "array<u32>"),
         Slot::Read("index", "array<u32>"),
@@ -111,8 +122,8 @@ static GATHER: Spec<GatherParams> = Spec::new(
 fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     let i = g.x + g.y * p.row;
     if (i >= p.total) { return; }
-    let a = array<u32, 8>(p.a0, p.a1, p.a2, p.a3, p.a4, p.a5, p.a6, p.a7);
-    let b = array<u32, 8>(p.b0, p.b1, p.b2, p.b3, p.b4, p.b5, p.b6, p.b7);
+    let a = list_a();
+    let b = list_b();
     let id = index[i];
     var r = i;
     var off = 0u;
@@ -134,7 +145,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 /// the index's shape in another dimension).
 static GATHER_BACKWARD: Spec<GatherParams> = Spec::new(
     "gather_backward",
-    &[],
+    &[GATHER_LISTS_WGSL],
     &[
         Slot::Read("grad_out", "array<f32>"),
         Slot::Read("index", "array<u32>"),
@@ -145,9 +156,9 @@ static GATHER_BACKWARD: Spec<GatherParams> = Spec::new(
 fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     let i = g.x + g.y * p.row;
     if (i >= p.total) { return; }
-    let a = array<u32, 8>(p.a0, p.a1, p.a2, p.a3, p.a4, p.a5, p.a6, p.a7);
-    let b = array<u32, 8>(p.b0, p.b1, p.b2, p.b3, p.b4, p.b5, p.b6, p.b7);
-    let cs = array<u32, 8>(p.c0, p.c1, p.c2, p.c3, p.c4, p.c5, p.c6, p.c7);
+    let a = list_a();
+    let b = list_b();
+    let cs = list_c();
     var r = i;
     var base = 0u;
     var want = 0u;
@@ -255,7 +266,8 @@ pub fn index_select(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor, Er
 
 /// The gradient of [`index_select`] (an index-add): zeros of `input_shape` with each
 /// slice of `grad_out` added at its index along `dim`; repeated indices sum in increasing
-/// position order (the deterministic counting sort of [`super::embedding_backward`]).
+/// position order (the deterministic counting sort of
+/// [`crate::dense::embedding::embedding_backward`]).
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] when `grad_out` is not `input_shape` with `dim` of length

@@ -1,6 +1,7 @@
 //! Tensor ops with PyTorch's names in one flat module: `ops::permute(&x, &[0, 2, 1, 3])?`,
 //! or the same function as a method, `x.permute(&[0, 2, 1, 3])?`. The dense kernels
-//! (matmul, softmax, norms, attention, reductions, ...) are reachable here too.
+//! (matmul, softmax, norms, attention, reductions, ...) are reachable here too (their
+//! backwards, for now, in [`crate::dense`]).
 //!
 //! Conventions every op follows:
 //! - every op returns `Result` with a typed [`Error`](crate::Error): a tensor of another
@@ -47,17 +48,17 @@ pub use view::{
     slice_scatter_, stack, stack_backward, view,
 };
 
-pub use crate::dense::attention::{attention, attention_backward};
+// The dense kernels' forward passes. Their backwards stay in `crate::dense` until they
+// take `grad_out` first like the ops above (today they name and place the upstream
+// gradient in several ways).
+pub use crate::dense::attention::attention;
 pub use crate::dense::cross_entropy::cross_entropy;
-pub use crate::dense::embedding::{embedding, embedding_backward};
-pub use crate::dense::matmul::{bias_backward, matmul, matmul_backward};
-pub use crate::dense::norm::{layer_norm, layer_norm_backward, rms_norm, rms_norm_backward};
-pub use crate::dense::reduce::{
-    max, max_all, max_all_backward, max_backward, mean, mean_all, mean_all_backward, mean_backward,
-    sum, sum_all, sum_all_backward, sum_backward,
-};
-pub use crate::dense::shape::{split, split_backward, transpose, transpose_backward};
-pub use crate::dense::softmax::{log_softmax, log_softmax_backward, softmax, softmax_backward};
+pub use crate::dense::embedding::embedding;
+pub use crate::dense::matmul::matmul;
+pub use crate::dense::norm::{layer_norm, rms_norm};
+pub use crate::dense::reduce::{max, max_all, mean, mean_all, sum, sum_all};
+pub use crate::dense::shape::{split, transpose};
+pub use crate::dense::softmax::{log_softmax, softmax};
 
 /// Every kernel of this module, as `(name, WGSL)`: the ops' part of the list the naga
 /// test validates.

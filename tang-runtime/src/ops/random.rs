@@ -103,6 +103,11 @@ fn philox(block: u32, key: vec2<u32>, offset: vec2<u32>) -> vec4<u32> {
     return c;
 }
 
+// The four words of block `t` of this dispatch's stream.
+fn stream_block(t: u32) -> vec4<u32> {
+    return philox(t, vec2<u32>(p.key0, p.key1), vec2<u32>(p.offset0, p.offset1));
+}
+
 // Exact: a 24-bit integer converts exactly and 2^-24 scales exactly.
 fn uniform01(b: u32) -> f32 { return f32(b >> 8u) * 0x1p-24f; }
 ";
@@ -126,9 +131,10 @@ fn normal_pair(b1: u32, b2: u32) -> vec2<f32> {
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     let t = g.x + g.y * p.row;
+    // Compared before multiplying: `t * 4` wraps for the threads past the last block.
+    if (t > (p.n - 1u) / 4u) { return; }
     let base = t * 4u;
-    if (base >= p.n) { return; }
-    let w = philox(t, vec2<u32>(p.key0, p.key1), vec2<u32>(p.offset0, p.offset1));
+    let w = stream_block(t);
     var v = w;
     if (MODE == 1u) {
         v = vec4<u32>(bitcast<u32>(uniform01(w.x)), bitcast<u32>(uniform01(w.y)),
@@ -158,9 +164,10 @@ static DROPOUT: Spec<RandomParams> = Spec::new(
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     let t = g.x + g.y * p.row;
+    // Compared before multiplying: `t * 4` wraps for the threads past the last block.
+    if (t > (p.n - 1u) / 4u) { return; }
     let base = t * 4u;
-    if (base >= p.n) { return; }
-    let w = philox(t, vec2<u32>(p.key0, p.key1), vec2<u32>(p.offset0, p.offset1));
+    let w = stream_block(t);
     for (var j = 0u; j < 4u; j = j + 1u) {
         if (base + j < p.n) {
             let keep = (w[j] >> 8u) >= p.threshold;

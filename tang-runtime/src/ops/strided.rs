@@ -189,6 +189,19 @@ pub(crate) fn strided_copy(
     kernel.dispatch(&[], &params, &[src, dst], groups)
 }
 
+/// A new contiguous tensor of `shape` holding `src` read through `layout` (the caller
+/// checks that the layout stays inside `src`).
+pub(crate) fn gather_view(
+    op: &str,
+    src: &Tensor,
+    layout: &Layout,
+    shape: &[usize],
+) -> Result<Tensor, Error> {
+    let out = src.device().empty(shape, src.dtype())?;
+    strided_copy(op, src, layout, &out, &Layout::contiguous(shape), shape)?;
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::merge_dims;

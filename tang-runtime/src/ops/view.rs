@@ -3,7 +3,7 @@
 //! copy kernel (or the block copy of `cat`), so f32 and u32 tensors move bit for bit.
 
 use super::check;
-use super::strided::{Layout, merge_dims, strided_copy};
+use super::strided::{Layout, gather_view, merge_dims, strided_copy};
 use crate::{Error, Tensor};
 
 /// The same data with another shape of the same element count; no copy (PyTorch's
@@ -63,16 +63,7 @@ pub fn permute(x: &Tensor, dims: &[usize]) -> Result<Tensor, Error> {
         // The last dimension moves: the tiled transpose reads and writes coalesced.
         return crate::dense::shape::transpose(&x.reshape(&view)?)?.reshape(&out_shape);
     }
-    let out = x.device().empty(&out_shape, x.dtype())?;
-    strided_copy(
-        op,
-        x,
-        &src,
-        &out,
-        &Layout::contiguous(&out_shape),
-        &out_shape,
-    )?;
-    Ok(out)
+    gather_view(op, x, &src, &out_shape)
 }
 
 /// When a permutation is, after merging dimensions, a batch of matrix transposes
@@ -149,17 +140,7 @@ fn slice_layout(shape: &[usize], dim: usize, start: usize) -> Layout {
 pub fn narrow(x: &Tensor, dim: usize, start: usize, length: usize) -> Result<Tensor, Error> {
     let op = "narrow";
     let out_shape = slice_shape(op, x.shape(), dim, start, length)?;
-    let out = x.device().empty(&out_shape, x.dtype())?;
-    let src = slice_layout(x.shape(), dim, start);
-    strided_copy(
-        op,
-        x,
-        &src,
-        &out,
-        &Layout::contiguous(&out_shape),
-        &out_shape,
-    )?;
-    Ok(out)
+    gather_view(op, x, &slice_layout(x.shape(), dim, start), &out_shape)
 }
 
 /// The gradient of [`narrow`]: zeros of the input's shape with `grad_out` at
