@@ -184,14 +184,22 @@ impl Tensor {
     /// [`Error::TooLarge`], [`Error::DeviceLost`].
     pub fn zeros(dev: &Device, shape: &[usize]) -> Result<Tensor, Error> {
         let t = dev.empty(shape, DType::F32)?;
-        let bytes = t.bytes();
+        t.clear()?;
+        Ok(t)
+    }
+
+    /// Records a clear of the tensor's bytes to zero, after the work recorded before it
+    /// (f32 `0.0` and u32 `0` are the same bits).
+    pub(crate) fn clear(&self) -> Result<(), Error> {
+        let bytes = self.bytes();
         if bytes > 0 {
+            let dev = self.device();
             let mut st = dev.lock()?;
             st.encoder(&dev.inner)
-                .clear_buffer(&t.storage.buffer, 0, Some(bytes));
-            t.storage.last_batch.store(st.batch, Ordering::Relaxed);
+                .clear_buffer(&self.storage.buffer, 0, Some(bytes));
+            self.storage.last_batch.store(st.batch, Ordering::Relaxed);
         }
-        Ok(t)
+        Ok(())
     }
 
     /// An f32 tensor filled with `value`.
@@ -199,11 +207,7 @@ impl Tensor {
     /// # Errors
     /// [`Error::TooLarge`], [`Error::DeviceLost`].
     pub fn full(dev: &Device, shape: &[usize], value: f32) -> Result<Tensor, Error> {
-        if value.to_bits() == 0 {
-            return Self::zeros(dev, shape);
-        }
-        let n = numel(shape)?;
-        Self::from_slice(dev, &vec![value; n], shape)
+        crate::ops::full(dev, shape, value)
     }
 
     /// Overwrites the tensor's contents with `data` (same length, f32). Work recorded

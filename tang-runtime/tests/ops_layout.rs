@@ -431,5 +431,9 @@ fn index_copy_writes_rows_in_place() {
         let e = ops::index_copy_(&x, 1, &idx, &far).unwrap_err();
         assert!(matches!(e, Error::DeviceMismatch { .. }), "{e:?}");
         assert!(e.to_string().contains("expected one of device"), "{e}");
+        // Kernels without their own device check fail the same way at dispatch.
+        let w = Tensor::from_slice(&other, &[0.0; 8], &[4, 2]).unwrap();
+        let e = ops::matmul(&x, &w).unwrap_err();
+        assert!(matches!(e, Error::DeviceMismatch { .. }), "{e:?}");
     }
 }

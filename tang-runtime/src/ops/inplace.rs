@@ -171,16 +171,21 @@ pub fn fill_u32_(x: &Tensor, value: u32) -> Result<(), Error> {
 /// # Errors
 /// [`Error::TooLarge`], [`Error::DeviceLost`].
 pub fn zero_(x: &Tensor) -> Result<(), Error> {
-    fill_words("zero_", x, 0)
+    x.clear()
 }
 
-/// A new f32 tensor of `shape` filled with `value` on the GPU (PyTorch's `full`).
+/// A new f32 tensor of `shape` filled with `value` on the GPU (PyTorch's `full`; also
+/// [`Tensor::full`]).
 ///
 /// # Errors
 /// [`Error::TooLarge`], [`Error::DeviceLost`].
 pub fn full(dev: &Device, shape: &[usize], value: f32) -> Result<Tensor, Error> {
     let t = dev.empty(shape, DType::F32)?;
-    fill_(&t, value)?;
+    if value.to_bits() == 0 {
+        t.clear()?;
+    } else {
+        fill_(&t, value)?;
+    }
     Ok(t)
 }
 
