@@ -66,10 +66,10 @@
 //!     *acc += a * x;
 //!     (x * a, *acc)
 //! }
-//! assert_eq!(scale_add::KERNEL.inputs, &["x"]);
-//! assert_eq!(scale_add::KERNEL.uniforms, &["a"]);
-//! assert_eq!(scale_add::KERNEL.inouts, &["acc"]);
-//! assert_eq!(scale_add::KERNEL.outputs, &["out0", "out1"]);
+//! assert_eq!(scale_add::KERNEL.inputs(), &["x"]);
+//! assert_eq!(scale_add::KERNEL.uniforms(), &["a"]);
+//! assert_eq!(scale_add::KERNEL.inouts(), &["acc"]);
+//! assert_eq!(scale_add::KERNEL.outputs(), &["out0", "out1"]);
 //! ```
 //!
 //! **`let`, `let mut`, shadowing, assignment, compound assignment** (`+= -= *= /=`) to
@@ -197,7 +197,7 @@
 //!     }
 //! }
 //! assert_eq!(act::scaled_cube::grad(2.0, 3.0), (24.0, [36.0]));
-//! assert_eq!(act::scaled_cube::GRAD.outputs, &["out", "d_out_x"]);
+//! assert_eq!(act::scaled_cube::GRAD.outputs(), &["out", "d_out_x"]);
 //! ```
 //!
 //! # What is rejected

@@ -82,12 +82,21 @@ impl RawKernel {
         wgsl: &'static str,
         entry_point: &'static str,
     ) -> Self {
+        Self::with_trust(name, wgsl, entry_point, true)
+    }
+
+    const fn with_trust(
+        name: &'static str,
+        wgsl: &'static str,
+        entry_point: &'static str,
+        trusted: bool,
+    ) -> Self {
         RawKernel {
             name,
             wgsl,
             entry_point,
-            id: kernel_id(wgsl, entry_point, true),
-            trusted: true,
+            id: kernel_id(wgsl, entry_point, trusted),
+            trusted,
         }
     }
 

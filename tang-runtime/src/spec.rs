@@ -255,6 +255,11 @@ impl<P: Params> Spec<P> {
         Ok(self.kernel.get_or_init(|| k))
     }
 
+    /// The layout, for generated variants that share this kernel's interface.
+    pub(crate) fn layout(&self) -> &Layout<P> {
+        &self.layout
+    }
+
     /// Records a dispatch: `params` at binding 0, `tensors` in slot order, override
     /// `constants`.
     ///
@@ -337,11 +342,4 @@ impl<K: Ord + Clone> Variants<K> {
         let kernel = intern(&name, text)?;
         Ok(*map().entry(key.clone()).or_insert(kernel))
     }
-}
-
-/// Owned [`Source`]s of `(name, text)` pairs.
-pub(crate) fn sources(list: &[(&str, &str)]) -> Vec<Source> {
-    list.iter()
-        .map(|(n, s)| (n.to_string(), s.to_string()))
-        .collect()
 }

@@ -6,22 +6,7 @@ use tang_runtime::dense::attention::{
     backward_tiles, forward_tiles,
 };
 use tang_runtime::{Device, DeviceOptions, Error, Tensor};
-
-/// Deterministic uniform numbers in [-1, 1) (64-bit LCG, top bits).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> f32 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-    }
-    fn vec(&mut self, n: usize, amp: f32) -> Vec<f32> {
-        (0..n).map(|_| self.next() * amp).collect()
-    }
-}
+use tang_testing::{Rng, assert_close, devices};
 
 #[derive(Clone, Copy, Debug)]
 struct Cfg {
@@ -118,26 +103,6 @@ fn ref_backward(
     (dq, dk, dv)
 }
 
-fn assert_close(what: &str, got: &[f32], want: &[f64], atol: f64, rtol: f64) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    let mut worst = (0.0, 0usize);
-    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        let err = (g as f64 - w).abs();
-        let tol = atol + rtol * w.abs();
-        assert!(
-            err <= tol,
-            "{what}[{i}]: got {g}, want {w} (err {err:e} > tol {tol:e})"
-        );
-        if err > worst.0 {
-            worst = (err, i);
-        }
-    }
-    assert!(
-        got.iter().all(|x| x.is_finite()),
-        "{what}: non-finite output"
-    );
-}
-
 struct Inputs {
     q: Vec<f32>,
     k: Vec<f32>,
@@ -146,7 +111,7 @@ struct Inputs {
 }
 
 fn inputs(c: Cfg, seed: u64, amp: f32) -> Inputs {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     Inputs {
         q: rng.vec(c.b * c.h * c.t * c.d, amp),
         k: rng.vec(c.b * c.hkv * c.t * c.d, amp),
@@ -223,32 +188,34 @@ fn cfg(b: usize, h: usize, hkv: usize, t: usize, d: usize) -> Cfg {
 
 #[test]
 fn forward_and_backward_match_reference() {
-    let dev = Device::new().unwrap();
-    // T in {1, 7, 64, 257}; heads 1, 4, 8 and grouped 8 -> 2; D in {16, 64}.
-    check(&dev, cfg(1, 1, 1, 1, 16), 1, 1.0, true);
-    check(&dev, cfg(2, 4, 4, 7, 16), 2, 1.0, true);
-    check(&dev, cfg(1, 8, 2, 64, 64), 3, 1.0, true);
-    check(&dev, cfg(1, 1, 1, 257, 64), 4, 1.0, true);
-    check(&dev, cfg(1, 8, 2, 257, 16), 5, 1.0, true);
-    check(&dev, cfg(2, 4, 4, 64, 64), 6, 1.0, true);
-    check(&dev, cfg(1, 8, 8, 7, 64), 17, 1.0, true);
-    check(&dev, cfg(2, 8, 2, 1, 64), 18, 1.0, true);
+    for dev in devices() {
+        // T in {1, 7, 64, 257}; heads 1, 4, 8 and grouped 8 -> 2; D in {16, 64}.
+        check(&dev, cfg(1, 1, 1, 1, 16), 1, 1.0, true);
+        check(&dev, cfg(2, 4, 4, 7, 16), 2, 1.0, true);
+        check(&dev, cfg(1, 8, 2, 64, 64), 3, 1.0, true);
+        check(&dev, cfg(1, 1, 1, 257, 64), 4, 1.0, true);
+        check(&dev, cfg(1, 8, 2, 257, 16), 5, 1.0, true);
+        check(&dev, cfg(2, 4, 4, 64, 64), 6, 1.0, true);
+        check(&dev, cfg(1, 8, 8, 7, 64), 17, 1.0, true);
+        check(&dev, cfg(2, 8, 2, 1, 64), 18, 1.0, true);
+    }
 }
 
 #[test]
 fn other_head_dims_and_peaked_softmax() {
-    let dev = Device::new().unwrap();
-    // Padded variants (D not a multiple of 4, D between variants) and D = 128.
-    check(&dev, cfg(1, 2, 1, 33, 5), 7, 1.0, true);
-    check(&dev, cfg(1, 2, 2, 70, 48), 8, 1.0, true);
-    check(&dev, cfg(1, 2, 1, 40, 128), 9, 1.0, true);
-    check(&dev, cfg(1, 2, 2, 65, 32), 10, 1.0, true);
-    // Large logits: softmax rows close to one-hot, exercising the online rescaling.
-    check(&dev, cfg(1, 2, 2, 100, 16), 11, 6.0, true);
-    check(&dev, cfg(1, 2, 2, 130, 64), 19, 6.0, true);
-    check(&dev, cfg(1, 2, 1, 97, 32), 20, 6.0, true);
-    // The large forward over several 64-key tiles, padded dims (24 of 32), grouped heads.
-    check(&dev, cfg(2, 4, 2, 200, 24), 22, 2.0, false);
+    for dev in devices() {
+        // Padded variants (D not a multiple of 4, D between variants) and D = 128.
+        check(&dev, cfg(1, 2, 1, 33, 5), 7, 1.0, true);
+        check(&dev, cfg(1, 2, 2, 70, 48), 8, 1.0, true);
+        check(&dev, cfg(1, 2, 1, 40, 128), 9, 1.0, true);
+        check(&dev, cfg(1, 2, 2, 65, 32), 10, 1.0, true);
+        // Large logits: softmax rows close to one-hot, exercising the online rescaling.
+        check(&dev, cfg(1, 2, 2, 100, 16), 11, 6.0, true);
+        check(&dev, cfg(1, 2, 2, 130, 64), 19, 6.0, true);
+        check(&dev, cfg(1, 2, 1, 97, 32), 20, 6.0, true);
+        // The large forward over several 64-key tiles, padded dims (24 of 32), grouped heads.
+        check(&dev, cfg(2, 4, 2, 200, 24), 22, 2.0, false);
+    }
 }
 
 /// The kernels guard their own indices; with wgpu's runtime checks back on the results
@@ -269,67 +236,70 @@ fn checked_mode_gives_the_same_results() {
 /// to both the analytic reference and the GPU backward.
 #[test]
 fn backward_matches_finite_differences() {
-    let dev = Device::new().unwrap();
-    let c = cfg(1, 2, 1, 5, 4);
-    let x = inputs(c, 12, 1.0);
-    let scale = 0.5;
-    let (q, k, v, go) = upload(&dev, c, &x);
-    let (o, lse) = attention(&q, &k, &v, Some(scale as f32)).unwrap();
-    let (dq, dk, dv) = attention_backward(&q, &k, &v, &o, &lse, &go, Some(scale as f32)).unwrap();
-    let loss = |q: &[f32], k: &[f32], v: &[f32]| -> f64 {
-        let (o, _, _) = ref_forward(c, q, k, v, scale);
-        o.iter().zip(&x.go).map(|(a, &b)| a * b as f64).sum()
-    };
-    let eps = 1e-3f32;
-    let fd = |which: usize| -> Vec<f64> {
-        let n = [x.q.len(), x.k.len(), x.v.len()][which];
-        (0..n)
-            .map(|idx| {
-                let mut args = [x.q.clone(), x.k.clone(), x.v.clone()];
-                let base = args[which][idx];
-                args[which][idx] = base + eps;
-                let up = loss(&args[0], &args[1], &args[2]);
-                args[which][idx] = base - eps;
-                let down = loss(&args[0], &args[1], &args[2]);
-                // The perturbation actually applied, after f32 rounding.
-                let h = (base + eps) as f64 - (base - eps) as f64;
-                (up - down) / h
-            })
-            .collect()
-    };
-    let (rq, rk, rv) = ref_backward(c, &x.q, &x.k, &x.v, &x.go, scale);
-    for (name, got, analytic, which) in [
-        ("dq", &dq, &rq, 0),
-        ("dk", &dk, &rk, 1),
-        ("dv", &dv, &rv, 2),
-    ] {
-        let numeric = fd(which);
-        let analytic32: Vec<f32> = analytic.iter().map(|&a| a as f32).collect();
-        assert_close(
-            &format!("{name} reference vs finite differences"),
-            &analytic32,
-            &numeric,
-            1e-4,
-            1e-4,
-        );
-        assert_close(
-            &format!("{name} gpu vs finite differences"),
-            &got.to_vec().unwrap(),
-            &numeric,
-            1e-4,
-            1e-3,
-        );
+    for dev in devices() {
+        let c = cfg(1, 2, 1, 5, 4);
+        let x = inputs(c, 12, 1.0);
+        let scale = 0.5;
+        let (q, k, v, go) = upload(&dev, c, &x);
+        let (o, lse) = attention(&q, &k, &v, Some(scale as f32)).unwrap();
+        let (dq, dk, dv) =
+            attention_backward(&q, &k, &v, &o, &lse, &go, Some(scale as f32)).unwrap();
+        let loss = |q: &[f32], k: &[f32], v: &[f32]| -> f64 {
+            let (o, _, _) = ref_forward(c, q, k, v, scale);
+            o.iter().zip(&x.go).map(|(a, &b)| a * b as f64).sum()
+        };
+        let eps = 1e-3f32;
+        let fd = |which: usize| -> Vec<f64> {
+            let n = [x.q.len(), x.k.len(), x.v.len()][which];
+            (0..n)
+                .map(|idx| {
+                    let mut args = [x.q.clone(), x.k.clone(), x.v.clone()];
+                    let base = args[which][idx];
+                    args[which][idx] = base + eps;
+                    let up = loss(&args[0], &args[1], &args[2]);
+                    args[which][idx] = base - eps;
+                    let down = loss(&args[0], &args[1], &args[2]);
+                    // The perturbation actually applied, after f32 rounding.
+                    let h = (base + eps) as f64 - (base - eps) as f64;
+                    (up - down) / h
+                })
+                .collect()
+        };
+        let (rq, rk, rv) = ref_backward(c, &x.q, &x.k, &x.v, &x.go, scale);
+        for (name, got, analytic, which) in [
+            ("dq", &dq, &rq, 0),
+            ("dk", &dk, &rk, 1),
+            ("dv", &dv, &rv, 2),
+        ] {
+            let numeric = fd(which);
+            let analytic32: Vec<f32> = analytic.iter().map(|&a| a as f32).collect();
+            assert_close(
+                &format!("{name} reference vs finite differences"),
+                &analytic32,
+                &numeric,
+                1e-4,
+                1e-4,
+            );
+            assert_close(
+                &format!("{name} gpu vs finite differences"),
+                &got.to_vec().unwrap(),
+                &numeric,
+                1e-4,
+                1e-3,
+            );
+        }
     }
 }
 
 #[test]
 fn backward_is_deterministic_with_grouped_heads() {
-    let dev = Device::new().unwrap();
-    // D = 16: the row-per-thread kernels; D = 32 and 64: the register-blocked ones (on
-    // lavapipe in the large and the small tile shape).
-    deterministic_case(&dev, cfg(1, 8, 2, 70, 16));
-    deterministic_case(&dev, cfg(1, 8, 2, 70, 32));
-    deterministic_case(&dev, cfg(1, 8, 2, 70, 64));
+    for dev in devices() {
+        // D = 16: the row-per-thread kernels; D = 32 and 64: the register-blocked ones (on
+        // lavapipe in the large and the small tile shape).
+        deterministic_case(&dev, cfg(1, 8, 2, 70, 16));
+        deterministic_case(&dev, cfg(1, 8, 2, 70, 32));
+        deterministic_case(&dev, cfg(1, 8, 2, 70, 64));
+    }
 }
 
 fn deterministic_case(dev: &Device, c: Cfg) {
@@ -362,71 +332,73 @@ fn decode_matches_full_forward() {
 }
 
 fn decode_case(b: usize, h: usize, hkv: usize, t: usize, d: usize, tmax: usize) {
-    let dev = Device::new().unwrap();
-    let c = cfg(b, h, hkv, t, d);
-    let x = inputs(c, 14, 1.0);
-    let (q, k, v, _) = upload(&dev, c, &x);
-    let (o_full, _) = attention(&q, &k, &v, None).unwrap();
-    let o_full = o_full.to_vec().unwrap();
-    let cache = |src: &[f32]| -> Tensor {
-        let mut buf = vec![f32::NAN; b * hkv * tmax * d];
-        for bh in 0..b * hkv {
-            buf[bh * tmax * d..bh * tmax * d + t * d]
-                .copy_from_slice(&src[bh * t * d..(bh + 1) * t * d]);
+    for dev in devices() {
+        let c = cfg(b, h, hkv, t, d);
+        let x = inputs(c, 14, 1.0);
+        let (q, k, v, _) = upload(&dev, c, &x);
+        let (o_full, _) = attention(&q, &k, &v, None).unwrap();
+        let o_full = o_full.to_vec().unwrap();
+        let cache = |src: &[f32]| -> Tensor {
+            let mut buf = vec![f32::NAN; b * hkv * tmax * d];
+            for bh in 0..b * hkv {
+                buf[bh * tmax * d..bh * tmax * d + t * d]
+                    .copy_from_slice(&src[bh * t * d..(bh + 1) * t * d]);
+            }
+            Tensor::from_slice(&dev, &buf, &[b, hkv, tmax, d]).unwrap()
+        };
+        let (kc, vc) = (cache(&x.k), cache(&x.v));
+        for q_len in [1, 7, 70].into_iter().filter(|&n| n <= t) {
+            let past = t - q_len;
+            let mut qn = Vec::new();
+            let mut want = Vec::new();
+            for bh in 0..b * h {
+                let rows = bh * t * d + past * d..(bh + 1) * t * d;
+                qn.extend_from_slice(&x.q[rows.clone()]);
+                want.extend(o_full[rows].iter().map(|&y| y as f64));
+            }
+            let qn = Tensor::from_slice(&dev, &qn, &[b, h, q_len, d]).unwrap();
+            let o = attention_decode(&qn, &kc, &vc, past, None).unwrap();
+            assert_close(
+                &format!("decode q_len={q_len}"),
+                &o.to_vec().unwrap(),
+                &want,
+                1e-6,
+                1e-5,
+            );
         }
-        Tensor::from_slice(&dev, &buf, &[b, hkv, tmax, d]).unwrap()
-    };
-    let (kc, vc) = (cache(&x.k), cache(&x.v));
-    for q_len in [1, 7, 70].into_iter().filter(|&n| n <= t) {
-        let past = t - q_len;
-        let mut qn = Vec::new();
-        let mut want = Vec::new();
-        for bh in 0..b * h {
-            let rows = bh * t * d + past * d..(bh + 1) * t * d;
-            qn.extend_from_slice(&x.q[rows.clone()]);
-            want.extend(o_full[rows].iter().map(|&y| y as f64));
-        }
-        let qn = Tensor::from_slice(&dev, &qn, &[b, h, q_len, d]).unwrap();
-        let o = attention_decode(&qn, &kc, &vc, past, None).unwrap();
-        assert_close(
-            &format!("decode q_len={q_len}"),
-            &o.to_vec().unwrap(),
-            &want,
-            1e-6,
-            1e-5,
-        );
+        let q1 = Tensor::from_slice(&dev, &x.q[..h * d], &[1, h, 1, d]).unwrap();
+        let err = attention_decode(&q1, &kc, &vc, tmax, None).unwrap_err();
+        assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
     }
-    let q1 = Tensor::from_slice(&dev, &x.q[..h * d], &[1, h, 1, d]).unwrap();
-    let err = attention_decode(&q1, &kc, &vc, tmax, None).unwrap_err();
-    assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
 }
 
 #[test]
 fn bad_shapes_are_errors() {
-    let dev = Device::new().unwrap();
-    let z = |s: &[usize]| Tensor::zeros(&dev, s).unwrap();
-    let (q, k) = (z(&[1, 4, 8, 16]), z(&[1, 3, 8, 16]));
-    let e = attention(&q, &k, &k, None).unwrap_err();
-    assert!(
-        matches!(e, Error::ShapeMismatch { .. }) && e.to_string().contains("Hkv dividing H"),
-        "{e}"
-    );
-    let e = attention(&q, &z(&[1, 4, 9, 16]), &z(&[1, 4, 9, 16]), None).unwrap_err();
-    assert!(e.to_string().contains("attention_decode"), "{e}");
-    let e = attention(
-        &z(&[1, 1, 2, 129]),
-        &z(&[1, 1, 2, 129]),
-        &z(&[1, 1, 2, 129]),
-        None,
-    )
-    .unwrap_err();
-    assert!(matches!(e, Error::TooLarge { .. }), "{e}");
-    let e = attention(&z(&[4, 8, 16]), &k, &k, None).unwrap_err();
-    assert!(e.to_string().contains("[B, H, T, D]"), "{e}");
-    let (o, lse) = attention(&q, &q, &q, None).unwrap();
-    let e = attention_backward(&q, &q, &q, &o, &z(&[1, 4, 9]), &o, None).unwrap_err();
-    assert!(e.to_string().contains("lse"), "{e}");
-    drop(lse);
+    for dev in devices() {
+        let z = |s: &[usize]| Tensor::zeros(&dev, s).unwrap();
+        let (q, k) = (z(&[1, 4, 8, 16]), z(&[1, 3, 8, 16]));
+        let e = attention(&q, &k, &k, None).unwrap_err();
+        assert!(
+            matches!(e, Error::ShapeMismatch { .. }) && e.to_string().contains("Hkv dividing H"),
+            "{e}"
+        );
+        let e = attention(&q, &z(&[1, 4, 9, 16]), &z(&[1, 4, 9, 16]), None).unwrap_err();
+        assert!(e.to_string().contains("attention_decode"), "{e}");
+        let e = attention(
+            &z(&[1, 1, 2, 129]),
+            &z(&[1, 1, 2, 129]),
+            &z(&[1, 1, 2, 129]),
+            None,
+        )
+        .unwrap_err();
+        assert!(matches!(e, Error::TooLarge { .. }), "{e}");
+        let e = attention(&z(&[4, 8, 16]), &k, &k, None).unwrap_err();
+        assert!(e.to_string().contains("[B, H, T, D]"), "{e}");
+        let (o, lse) = attention(&q, &q, &q, None).unwrap();
+        let e = attention_backward(&q, &q, &q, &o, &z(&[1, 4, 9]), &o, None).unwrap_err();
+        assert!(e.to_string().contains("lse"), "{e}");
+        drop(lse);
+    }
 }
 
 /// The device the tests run on must take the register-blocked backward (or the tests
@@ -436,16 +408,17 @@ fn bad_shapes_are_errors() {
 /// shape's WGSL is validated by naga in `tests/tests/shaders.rs` (the registry).
 #[test]
 fn backward_uses_the_tile_shape_the_limits_allow() {
-    let dev = Device::new().unwrap();
-    let shared = dev.info().limits.max_compute_workgroup_storage_size;
-    let (large, small) = (Some((64, 128)), Some((32, 64)));
-    let at64 = if shared >= 48 * 1024 { large } else { small };
-    eprintln!("workgroup memory {shared} bytes: backward tiles {at64:?} at D = 64");
-    for (d, want) in [(20, large), (32, large), (48, at64), (64, at64)] {
-        assert_eq!(backward_tiles(&dev, d), want, "D = {d}");
-    }
-    for d in [5, 16, 65, 128] {
-        assert_eq!(backward_tiles(&dev, d), None, "D = {d}");
+    for dev in devices() {
+        let shared = dev.info().limits.max_compute_workgroup_storage_size;
+        let (large, small) = (Some((64, 128)), Some((32, 64)));
+        let at64 = if shared >= 48 * 1024 { large } else { small };
+        eprintln!("workgroup memory {shared} bytes: backward tiles {at64:?} at D = 64");
+        for (d, want) in [(20, large), (32, large), (48, at64), (64, at64)] {
+            assert_eq!(backward_tiles(&dev, d), want, "D = {d}");
+        }
+        for d in [5, 16, 65, 128] {
+            assert_eq!(backward_tiles(&dev, d), None, "D = {d}");
+        }
     }
 }
 
@@ -455,15 +428,16 @@ fn backward_uses_the_tile_shape_the_limits_allow() {
 /// D = 17 to 32 runs the large shape here, D = 33 to 64 the small one.
 #[test]
 fn forward_uses_the_tile_shape_the_limits_allow() {
-    let dev = Device::new().unwrap();
-    let shared = dev.info().limits.max_compute_workgroup_storage_size;
-    let at64 = if shared >= 48 * 1024 { 64 } else { 32 };
-    eprintln!("workgroup memory {shared} bytes: forward key tiles {at64} at D = 64");
-    for (d, want) in [(20, 64), (32, 64), (48, at64), (64, at64)] {
-        assert_eq!(forward_tiles(&dev, d), Some(want), "D = {d}");
-    }
-    for d in [5, 16, 65, 128] {
-        assert_eq!(forward_tiles(&dev, d), None, "D = {d}");
+    for dev in devices() {
+        let shared = dev.info().limits.max_compute_workgroup_storage_size;
+        let at64 = if shared >= 48 * 1024 { 64 } else { 32 };
+        eprintln!("workgroup memory {shared} bytes: forward key tiles {at64} at D = 64");
+        for (d, want) in [(20, 64), (32, 64), (48, at64), (64, at64)] {
+            assert_eq!(forward_tiles(&dev, d), Some(want), "D = {d}");
+        }
+        for d in [5, 16, 65, 128] {
+            assert_eq!(forward_tiles(&dev, d), None, "D = {d}");
+        }
     }
 }
 
@@ -471,19 +445,20 @@ fn forward_uses_the_tile_shape_the_limits_allow() {
 /// bits, and the dk/dv pass checks the shape of the delta it is given.
 #[test]
 fn backward_passes_apart_match_the_backward() {
-    let dev = Device::new().unwrap();
-    for c in [cfg(1, 4, 2, 70, 64), cfg(1, 2, 2, 33, 16)] {
-        let x = inputs(c, 21, 1.0);
-        let (q, k, v, go) = upload(&dev, c, &x);
-        let (o, lse) = attention(&q, &k, &v, None).unwrap();
-        let (dq, dk, dv) = attention_backward(&q, &k, &v, &o, &lse, &go, None).unwrap();
-        let (dq2, delta) = attention_backward_dq(&q, &k, &v, &o, &lse, &go, None).unwrap();
-        let (dk2, dv2) = attention_backward_dkv(&q, &k, &v, &lse, &go, &delta, None).unwrap();
-        for (a, b) in [(&dq, &dq2), (&dk, &dk2), (&dv, &dv2)] {
-            let (a, b) = (a.to_vec().unwrap(), b.to_vec().unwrap());
-            assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()));
+    for dev in devices() {
+        for c in [cfg(1, 4, 2, 70, 64), cfg(1, 2, 2, 33, 16)] {
+            let x = inputs(c, 21, 1.0);
+            let (q, k, v, go) = upload(&dev, c, &x);
+            let (o, lse) = attention(&q, &k, &v, None).unwrap();
+            let (dq, dk, dv) = attention_backward(&q, &k, &v, &o, &lse, &go, None).unwrap();
+            let (dq2, delta) = attention_backward_dq(&q, &k, &v, &o, &lse, &go, None).unwrap();
+            let (dk2, dv2) = attention_backward_dkv(&q, &k, &v, &lse, &go, &delta, None).unwrap();
+            for (a, b) in [(&dq, &dq2), (&dk, &dk2), (&dv, &dv2)] {
+                let (a, b) = (a.to_vec().unwrap(), b.to_vec().unwrap());
+                assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()));
+            }
+            let e = attention_backward_dkv(&q, &k, &v, &lse, &go, &o, None).unwrap_err();
+            assert!(e.to_string().contains("delta"), "{e}");
         }
-        let e = attention_backward_dkv(&q, &k, &v, &lse, &go, &o, None).unwrap_err();
-        assert!(e.to_string().contains("delta"), "{e}");
     }
 }

@@ -5,43 +5,7 @@
 
 use tang_runtime::dense::reduce;
 use tang_runtime::{Device, Error, Tensor};
-
-/// Deterministic xorshift64* numbers, so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    /// Uniform in [-a, a).
-    fn uni(&mut self, a: f32) -> f32 {
-        ((self.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * a
-    }
-    fn vec(&mut self, n: usize, a: f32) -> Vec<f32> {
-        (0..n).map(|_| self.uni(a)).collect()
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-    /// `n` distinct values in [-1, 1), `2/n` apart, in random order: every max is unique
-    /// and finite differences with a step below `1/n` never cross a tie.
-    fn distinct(&mut self, n: usize) -> Vec<f32> {
-        let mut p: Vec<usize> = (0..n).collect();
-        for i in (1..n).rev() {
-            p.swap(i, self.below(i + 1));
-        }
-        p.iter()
-            .map(|&k| (k as f64 * 2.0 / n as f64 - 1.0) as f32)
-            .collect()
-    }
-}
-
-fn dev() -> Device {
-    Device::new().expect("a Vulkan adapter (lavapipe: apt-get install mesa-vulkan-drivers)")
-}
+use tang_testing::{Rng, assert_close, devices};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Op {
@@ -134,18 +98,6 @@ fn backward(x: &Tensor, y: &Tensor, dy: &Tensor, axis: usize, op: Op) -> Tensor 
     dx
 }
 
-/// Asserts |got - want| <= atol + rtol * |want| elementwise.
-fn close(what: &str, got: &[f32], want: &[f64], atol: f64, rtol: f64) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        let g = f64::from(g);
-        assert!(
-            (g - w).abs() <= atol + rtol * w.abs(),
-            "{what}: element {i}: got {g}, want {w}"
-        );
-    }
-}
-
 /// Shapes with awkward lengths (1, 3, 17, 33, 65, 127, 1000, not multiples of 4) and
 /// lengths that take the `vec4` kernels; every axis of each is tested. Long last axes
 /// take the workgroup-per-row search of the max, several of them split into chunks.
@@ -211,44 +163,47 @@ fn fd_vjp(
 
 #[test]
 fn backwards_match_finite_differences() {
-    let dev = dev();
-    let mut rng = Rng(11);
-    for &shape in SHAPES {
-        let n: usize = shape.iter().product();
-        // Distinct values, so the max has one arg-max and a small step never crosses a tie.
-        let x = rng.distinct(n);
-        let h = 0.25 / n as f64;
-        let xt = Tensor::from_slice(&dev, &x, shape).unwrap();
-        for axis in 0..shape.len() {
-            let os = out_shape(shape, axis);
-            let dy = rng.vec(os.iter().product(), 1.0);
-            let dyt = Tensor::from_slice(&dev, &dy, &os).unwrap();
-            for op in OPS {
-                let y = forward(&xt, axis, op);
-                let got = backward(&xt, &y, &dyt, axis, op).to_vec().unwrap();
-                // Every index of small tensors; of large ones a sample, and for the max
-                // every index that received a gradient.
-                let at: Vec<usize> = if n <= 1200 {
-                    (0..n).collect()
-                } else {
-                    (0..n)
-                        .filter(|&j| j % 61 == 0 || j + 1 == n || (op == Op::Max && got[j] != 0.0))
-                        .collect()
-                };
-                if op == Op::Max {
-                    let (outer, _, inner) = view(shape, axis);
-                    let nonzero = got.iter().filter(|&&g| g != 0.0).count();
-                    assert!(nonzero <= outer * inner, "{op:?} {shape:?} axis {axis}");
+    for dev in devices() {
+        let mut rng = Rng::new(11);
+        for &shape in SHAPES {
+            let n: usize = shape.iter().product();
+            // Distinct values, so the max has one arg-max and a small step never crosses a tie.
+            let x = rng.distinct(n);
+            let h = 0.25 / n as f64;
+            let xt = Tensor::from_slice(&dev, &x, shape).unwrap();
+            for axis in 0..shape.len() {
+                let os = out_shape(shape, axis);
+                let dy = rng.vec(os.iter().product(), 1.0);
+                let dyt = Tensor::from_slice(&dev, &dy, &os).unwrap();
+                for op in OPS {
+                    let y = forward(&xt, axis, op);
+                    let got = backward(&xt, &y, &dyt, axis, op).to_vec().unwrap();
+                    // Every index of small tensors; of large ones a sample, and for the max
+                    // every index that received a gradient.
+                    let at: Vec<usize> = if n <= 1200 {
+                        (0..n).collect()
+                    } else {
+                        (0..n)
+                            .filter(|&j| {
+                                j % 61 == 0 || j + 1 == n || (op == Op::Max && got[j] != 0.0)
+                            })
+                            .collect()
+                    };
+                    if op == Op::Max {
+                        let (outer, _, inner) = view(shape, axis);
+                        let nonzero = got.iter().filter(|&&g| g != 0.0).count();
+                        assert!(nonzero <= outer * inner, "{op:?} {shape:?} axis {axis}");
+                    }
+                    let want = fd_vjp(&x, &dy, shape, axis, op, h, &at);
+                    let g: Vec<f32> = at.iter().map(|&j| got[j]).collect();
+                    assert_close(
+                        &format!("{op:?} backward {shape:?} axis {axis} vs finite differences"),
+                        &g,
+                        &want,
+                        1e-6,
+                        1e-5,
+                    );
                 }
-                let want = fd_vjp(&x, &dy, shape, axis, op, h, &at);
-                let g: Vec<f32> = at.iter().map(|&j| got[j]).collect();
-                close(
-                    &format!("{op:?} backward {shape:?} axis {axis} vs finite differences"),
-                    &g,
-                    &want,
-                    1e-6,
-                    1e-5,
-                );
             }
         }
     }
@@ -256,30 +211,31 @@ fn backwards_match_finite_differences() {
 
 #[test]
 fn backward_of_gpu_forward_matches_f64_reference_everywhere() {
-    let dev = dev();
-    let mut rng = Rng(12);
-    for &shape in SHAPES {
-        let n: usize = shape.iter().product();
-        // Random values (the max's ties are rare), then values from {0, 1, 2}: ties
-        // everywhere, which the max must resolve to the first index.
-        let random = rng.vec(n, 3.0);
-        let coarse: Vec<f32> = (0..n).map(|_| rng.below(3) as f32).collect();
-        for (kind, x) in [("random", random), ("ties", coarse)] {
-            let xt = Tensor::from_slice(&dev, &x, shape).unwrap();
-            for axis in 0..shape.len() {
-                let os = out_shape(shape, axis);
-                let dy = rng.vec(os.iter().product(), 2.0);
-                let dyt = Tensor::from_slice(&dev, &dy, &os).unwrap();
-                for op in OPS {
-                    let y = forward(&xt, axis, op);
-                    let got = backward(&xt, &y, &dyt, axis, op).to_vec().unwrap();
-                    let want = bwd64(&x, &dy, shape, axis, op);
-                    let what = format!("{op:?} backward {shape:?} axis {axis} {kind}");
-                    if op == Op::Mean {
-                        close(&what, &got, &want, 0.0, 1e-6);
-                    } else {
-                        // A copy of dy or 0: exact.
-                        close(&what, &got, &want, 0.0, 0.0);
+    for dev in devices() {
+        let mut rng = Rng::new(12);
+        for &shape in SHAPES {
+            let n: usize = shape.iter().product();
+            // Random values (the max's ties are rare), then values from {0, 1, 2}: ties
+            // everywhere, which the max must resolve to the first index.
+            let random = rng.vec(n, 3.0);
+            let coarse: Vec<f32> = (0..n).map(|_| rng.below(3) as f32).collect();
+            for (kind, x) in [("random", random), ("ties", coarse)] {
+                let xt = Tensor::from_slice(&dev, &x, shape).unwrap();
+                for axis in 0..shape.len() {
+                    let os = out_shape(shape, axis);
+                    let dy = rng.vec(os.iter().product(), 2.0);
+                    let dyt = Tensor::from_slice(&dev, &dy, &os).unwrap();
+                    for op in OPS {
+                        let y = forward(&xt, axis, op);
+                        let got = backward(&xt, &y, &dyt, axis, op).to_vec().unwrap();
+                        let want = bwd64(&x, &dy, shape, axis, op);
+                        let what = format!("{op:?} backward {shape:?} axis {axis} {kind}");
+                        if op == Op::Mean {
+                            assert_close(&what, &got, &want, 0.0, 1e-6);
+                        } else {
+                            // A copy of dy or 0: exact.
+                            assert_close(&what, &got, &want, 0.0, 0.0);
+                        }
                     }
                 }
             }
@@ -311,209 +267,212 @@ fn onehots(n: usize, at: &[(usize, f32)]) -> Vec<f32> {
 
 #[test]
 fn max_backward_tie_and_nan_rules() {
-    let dev = dev();
-    let nan = f32::NAN;
-    // dy is 10, 11, 12, ... per output.
-    // Ties: the first index along the axis, on both search kernels (short and long rows,
-    // scalar and vec4), and across the chunks of a split axis.
-    assert_eq!(
-        max_bwd(&dev, &[1.0, 3.0, 3.0, 2.0], &[4], 0, &[3.0]),
-        [0.0, 10.0, 0.0, 0.0]
-    );
-    assert_eq!(
-        max_bwd(
-            &dev,
-            &[5.0, 5.0, 5.0, 1.0, 7.0, 7.0],
-            &[2, 3],
-            1,
-            &[5.0, 7.0]
-        ),
-        [10.0, 0.0, 0.0, 0.0, 11.0, 0.0]
-    );
-    assert_eq!(
-        max_bwd(
-            &dev,
-            &[5.0, 5.0, 5.0, 1.0, 7.0, 5.0],
-            &[2, 3],
-            0,
-            &[5.0, 7.0, 5.0]
-        ),
-        [10.0, 0.0, 12.0, 0.0, 11.0, 0.0]
-    );
-    for n in [256, 257, 300_001, 300_004] {
-        let x = vec![2.5; n];
+    for dev in devices() {
+        let nan = f32::NAN;
+        // dy is 10, 11, 12, ... per output.
+        // Ties: the first index along the axis, on both search kernels (short and long rows,
+        // scalar and vec4), and across the chunks of a split axis.
         assert_eq!(
-            max_bwd(&dev, &x, &[1, n], 1, &[2.5]),
-            onehots(n, &[(0, 10.0)]),
-            "all equal, {n}"
+            max_bwd(&dev, &[1.0, 3.0, 3.0, 2.0], &[4], 0, &[3.0]),
+            [0.0, 10.0, 0.0, 0.0]
         );
-        // The later maximum lies in a later chunk than the earlier one.
-        let mut x = vec![0.0; n];
-        x[n - 3] = 4.0;
-        x[n / 2 + 1] = 4.0;
         assert_eq!(
-            max_bwd(&dev, &x, &[1, n], 1, &[4.0]),
-            onehots(n, &[(n / 2 + 1, 10.0)]),
-            "two maxima, {n}"
+            max_bwd(
+                &dev,
+                &[5.0, 5.0, 5.0, 1.0, 7.0, 7.0],
+                &[2, 3],
+                1,
+                &[5.0, 7.0]
+            ),
+            [10.0, 0.0, 0.0, 0.0, 11.0, 0.0]
+        );
+        assert_eq!(
+            max_bwd(
+                &dev,
+                &[5.0, 5.0, 5.0, 1.0, 7.0, 5.0],
+                &[2, 3],
+                0,
+                &[5.0, 7.0, 5.0]
+            ),
+            [10.0, 0.0, 12.0, 0.0, 11.0, 0.0]
+        );
+        for n in [256, 257, 300_001, 300_004] {
+            let x = vec![2.5; n];
+            assert_eq!(
+                max_bwd(&dev, &x, &[1, n], 1, &[2.5]),
+                onehots(n, &[(0, 10.0)]),
+                "all equal, {n}"
+            );
+            // The later maximum lies in a later chunk than the earlier one.
+            let mut x = vec![0.0; n];
+            x[n - 3] = 4.0;
+            x[n / 2 + 1] = 4.0;
+            assert_eq!(
+                max_bwd(&dev, &x, &[1, n], 1, &[4.0]),
+                onehots(n, &[(n / 2 + 1, 10.0)]),
+                "two maxima, {n}"
+            );
+        }
+        // A column search split into chunks: column 1 has maxima at 900 and 100.
+        let (len, inner) = (1000, 3);
+        let mut x = vec![0.0; len * inner];
+        x[900 * inner + 1] = 9.0;
+        x[100 * inner + 1] = 9.0;
+        x[999 * inner + 2] = 9.0;
+        let got = max_bwd(&dev, &x, &[len, inner], 0, &[0.0, 9.0, 9.0]);
+        assert_eq!(
+            got,
+            onehots(
+                len * inner,
+                &[(0, 10.0), (100 * inner + 1, 11.0), (999 * inner + 2, 12.0)]
+            )
+        );
+        // The same with vec4 columns: inner 8, ties at different rows per column.
+        let (len, inner) = (700, 8);
+        let mut x = vec![-1.0; len * inner];
+        let mut y = vec![-1.0; inner];
+        let mut want = Vec::new();
+        for i in 0..inner {
+            let (a, b) = (650 - 80 * i, 690 - 10 * i);
+            x[a * inner + i] = i as f32;
+            x[b * inner + i] = i as f32;
+            y[i] = i as f32;
+            want.push((a * inner + i, 10.0 + i as f32));
+        }
+        assert_eq!(
+            max_bwd(&dev, &x, &[len, inner], 0, &y),
+            onehots(len * inner, &want)
+        );
+        // -0.0 and +0.0 are equal: the first of them, whichever y is.
+        assert_eq!(
+            max_bwd(&dev, &[-1.0, -0.0, 0.0], &[3], 0, &[0.0]),
+            [0.0, 10.0, 0.0]
+        );
+        assert_eq!(
+            max_bwd(&dev, &[-1.0, 0.0, -0.0], &[3], 0, &[-0.0]),
+            [0.0, 10.0, 0.0]
+        );
+        // NaN: a NaN y goes to the first NaN; a numeric y ignores NaNs; no match gives 0.
+        let x = [1.0, nan, 5.0, nan, 5.0];
+        assert_eq!(
+            max_bwd(&dev, &x, &[5], 0, &[nan]),
+            [0.0, 10.0, 0.0, 0.0, 0.0]
+        );
+        assert_eq!(
+            max_bwd(&dev, &x, &[5], 0, &[5.0]),
+            [0.0, 0.0, 10.0, 0.0, 0.0]
+        );
+        assert_eq!(max_bwd(&dev, &x, &[5], 0, &[42.0]), [0.0; 5]);
+        // NaN in lanes 2 and 3 of a vec4 of a long row, and in a column of vec4 columns.
+        for n in [256, 259] {
+            let mut x = vec![0.0; n];
+            x[130] = nan;
+            x[131] = nan;
+            x[200] = nan;
+            assert_eq!(
+                max_bwd(&dev, &x, &[n], 0, &[nan]),
+                onehots(n, &[(130, 10.0)])
+            );
+        }
+        let mut x = vec![0.0; 5 * 4];
+        x[2 * 4 + 3] = nan;
+        x[4 * 4 + 3] = nan;
+        assert_eq!(
+            max_bwd(&dev, &x, &[5, 4], 0, &[0.0, 0.0, 0.0, nan]),
+            onehots(20, &[(0, 10.0), (1, 11.0), (2, 12.0), (2 * 4 + 3, 13.0)])
         );
     }
-    // A column search split into chunks: column 1 has maxima at 900 and 100.
-    let (len, inner) = (1000, 3);
-    let mut x = vec![0.0; len * inner];
-    x[900 * inner + 1] = 9.0;
-    x[100 * inner + 1] = 9.0;
-    x[999 * inner + 2] = 9.0;
-    let got = max_bwd(&dev, &x, &[len, inner], 0, &[0.0, 9.0, 9.0]);
-    assert_eq!(
-        got,
-        onehots(
-            len * inner,
-            &[(0, 10.0), (100 * inner + 1, 11.0), (999 * inner + 2, 12.0)]
-        )
-    );
-    // The same with vec4 columns: inner 8, ties at different rows per column.
-    let (len, inner) = (700, 8);
-    let mut x = vec![-1.0; len * inner];
-    let mut y = vec![-1.0; inner];
-    let mut want = Vec::new();
-    for i in 0..inner {
-        let (a, b) = (650 - 80 * i, 690 - 10 * i);
-        x[a * inner + i] = i as f32;
-        x[b * inner + i] = i as f32;
-        y[i] = i as f32;
-        want.push((a * inner + i, 10.0 + i as f32));
-    }
-    assert_eq!(
-        max_bwd(&dev, &x, &[len, inner], 0, &y),
-        onehots(len * inner, &want)
-    );
-    // -0.0 and +0.0 are equal: the first of them, whichever y is.
-    assert_eq!(
-        max_bwd(&dev, &[-1.0, -0.0, 0.0], &[3], 0, &[0.0]),
-        [0.0, 10.0, 0.0]
-    );
-    assert_eq!(
-        max_bwd(&dev, &[-1.0, 0.0, -0.0], &[3], 0, &[-0.0]),
-        [0.0, 10.0, 0.0]
-    );
-    // NaN: a NaN y goes to the first NaN; a numeric y ignores NaNs; no match gives 0.
-    let x = [1.0, nan, 5.0, nan, 5.0];
-    assert_eq!(
-        max_bwd(&dev, &x, &[5], 0, &[nan]),
-        [0.0, 10.0, 0.0, 0.0, 0.0]
-    );
-    assert_eq!(
-        max_bwd(&dev, &x, &[5], 0, &[5.0]),
-        [0.0, 0.0, 10.0, 0.0, 0.0]
-    );
-    assert_eq!(max_bwd(&dev, &x, &[5], 0, &[42.0]), [0.0; 5]);
-    // NaN in lanes 2 and 3 of a vec4 of a long row, and in a column of vec4 columns.
-    for n in [256, 259] {
-        let mut x = vec![0.0; n];
-        x[130] = nan;
-        x[131] = nan;
-        x[200] = nan;
-        assert_eq!(
-            max_bwd(&dev, &x, &[n], 0, &[nan]),
-            onehots(n, &[(130, 10.0)])
-        );
-    }
-    let mut x = vec![0.0; 5 * 4];
-    x[2 * 4 + 3] = nan;
-    x[4 * 4 + 3] = nan;
-    assert_eq!(
-        max_bwd(&dev, &x, &[5, 4], 0, &[0.0, 0.0, 0.0, nan]),
-        onehots(20, &[(0, 10.0), (1, 11.0), (2, 12.0), (2 * 4 + 3, 13.0)])
-    );
 }
 
 #[test]
 fn whole_tensor_backwards() {
-    let dev = dev();
-    let mut rng = Rng(13);
-    for shape in [&[7usize, 33, 5][..], &[4, 1000], &[1], &[]] {
-        let n: usize = shape.iter().product();
-        let x = rng.distinct(n);
-        let xt = Tensor::from_slice(&dev, &x, shape).unwrap();
-        let dyt = Tensor::from_slice(&dev, &[1.5], &[1]).unwrap();
-        let flat = [n];
-        let s = reduce::sum_all_backward(&dyt, shape).unwrap();
-        let m = reduce::mean_all_backward(&dyt, shape).unwrap();
-        let y = reduce::max_all(&xt).unwrap();
-        let mx = reduce::max_all_backward(&xt, &y, &dyt).unwrap();
-        for (op, dx) in [(Op::Sum, s), (Op::Mean, m), (Op::Max, mx)] {
-            assert_eq!(dx.shape(), shape);
-            let got = dx.to_vec().unwrap();
-            let want = bwd64(&x, &[1.5], &flat, 0, op);
-            close(&format!("{op:?}_all {shape:?}"), &got, &want, 0.0, 1e-6);
-            let at: Vec<usize> = (0..n)
-                .filter(|&j| j % 37 == 0 || (op == Op::Max && got[j] != 0.0))
-                .collect();
-            let fd = fd_vjp(&x, &[1.5], &flat, 0, op, 0.25 / n as f64, &at);
-            let g: Vec<f32> = at.iter().map(|&j| got[j]).collect();
-            close(&format!("{op:?}_all {shape:?} vs FD"), &g, &fd, 1e-9, 1e-6);
+    for dev in devices() {
+        let mut rng = Rng::new(13);
+        for shape in [&[7usize, 33, 5][..], &[4, 1000], &[1], &[]] {
+            let n: usize = shape.iter().product();
+            let x = rng.distinct(n);
+            let xt = Tensor::from_slice(&dev, &x, shape).unwrap();
+            let dyt = Tensor::from_slice(&dev, &[1.5], &[1]).unwrap();
+            let flat = [n];
+            let s = reduce::sum_all_backward(&dyt, shape).unwrap();
+            let m = reduce::mean_all_backward(&dyt, shape).unwrap();
+            let y = reduce::max_all(&xt).unwrap();
+            let mx = reduce::max_all_backward(&xt, &y, &dyt).unwrap();
+            for (op, dx) in [(Op::Sum, s), (Op::Mean, m), (Op::Max, mx)] {
+                assert_eq!(dx.shape(), shape);
+                let got = dx.to_vec().unwrap();
+                let want = bwd64(&x, &[1.5], &flat, 0, op);
+                assert_close(&format!("{op:?}_all {shape:?}"), &got, &want, 0.0, 1e-6);
+                let at: Vec<usize> = (0..n)
+                    .filter(|&j| j % 37 == 0 || (op == Op::Max && got[j] != 0.0))
+                    .collect();
+                let fd = fd_vjp(&x, &[1.5], &flat, 0, op, 0.25 / n as f64, &at);
+                let g: Vec<f32> = at.iter().map(|&j| got[j]).collect();
+                assert_close(&format!("{op:?}_all {shape:?} vs FD"), &g, &fd, 1e-9, 1e-6);
+            }
         }
+        // Ties over the whole tensor: the first in row-major order.
+        let xt = Tensor::from_slice(&dev, &[1.0, 4.0, 2.0, 4.0, 4.0, 0.0], &[2, 3]).unwrap();
+        let y = reduce::max_all(&xt).unwrap();
+        let dyt = Tensor::from_slice(&dev, &[3.0], &[1]).unwrap();
+        let dx = reduce::max_all_backward(&xt, &y, &dyt).unwrap();
+        assert_eq!(dx.to_vec().unwrap(), [0.0, 3.0, 0.0, 0.0, 0.0, 0.0]);
+        // Empty inputs give empty gradients.
+        for shape in [&[0usize][..], &[3, 0], &[0, 4]] {
+            let dyt = Tensor::from_slice(&dev, &[1.0], &[1]).unwrap();
+            assert_eq!(
+                reduce::sum_all_backward(&dyt, shape).unwrap().shape(),
+                shape
+            );
+        }
+        let dyt = Tensor::from_slice(&dev, &[1.0; 3], &[3]).unwrap();
+        let dx = reduce::sum_backward(&dyt, &[3, 0], 1).unwrap();
+        assert_eq!(dx.shape(), &[3, 0]);
     }
-    // Ties over the whole tensor: the first in row-major order.
-    let xt = Tensor::from_slice(&dev, &[1.0, 4.0, 2.0, 4.0, 4.0, 0.0], &[2, 3]).unwrap();
-    let y = reduce::max_all(&xt).unwrap();
-    let dyt = Tensor::from_slice(&dev, &[3.0], &[1]).unwrap();
-    let dx = reduce::max_all_backward(&xt, &y, &dyt).unwrap();
-    assert_eq!(dx.to_vec().unwrap(), [0.0, 3.0, 0.0, 0.0, 0.0, 0.0]);
-    // Empty inputs give empty gradients.
-    for shape in [&[0usize][..], &[3, 0], &[0, 4]] {
-        let dyt = Tensor::from_slice(&dev, &[1.0], &[1]).unwrap();
-        assert_eq!(
-            reduce::sum_all_backward(&dyt, shape).unwrap().shape(),
-            shape
-        );
-    }
-    let dyt = Tensor::from_slice(&dev, &[1.0; 3], &[3]).unwrap();
-    let dx = reduce::sum_backward(&dyt, &[3, 0], 1).unwrap();
-    assert_eq!(dx.shape(), &[3, 0]);
 }
 
 #[test]
 fn large_backwards_use_a_2d_grid_and_repeat_bit_for_bit() {
-    let dev = dev();
-    let mut rng = Rng(14);
-    // 65,536 workgroups of 256 scalar units: more than one grid dimension holds.
-    let n = 65_535 * 256 + 3;
-    let dyt = Tensor::from_slice(&dev, &[-2.75], &[1]).unwrap();
-    let dx = reduce::sum_backward(&dyt, &[n], 0)
-        .unwrap()
-        .to_vec()
-        .unwrap();
-    assert!(dx.iter().all(|&v| v == -2.75), "sum_backward {n}");
-    let dx = reduce::mean_all_backward(&dyt, &[n])
-        .unwrap()
-        .to_vec()
-        .unwrap();
-    let want = -2.75 * (1.0 / n as f32);
-    assert!(dx.iter().all(|&v| v == want), "mean_all_backward {n}");
+    for dev in devices() {
+        let mut rng = Rng::new(14);
+        // 65,536 workgroups of 256 scalar units: more than one grid dimension holds.
+        let n = 65_535 * 256 + 3;
+        let dyt = Tensor::from_slice(&dev, &[-2.75], &[1]).unwrap();
+        let dx = reduce::sum_backward(&dyt, &[n], 0)
+            .unwrap()
+            .to_vec()
+            .unwrap();
+        assert!(dx.iter().all(|&v| v == -2.75), "sum_backward {n}");
+        let dx = reduce::mean_all_backward(&dyt, &[n])
+            .unwrap()
+            .to_vec()
+            .unwrap();
+        let want = -2.75 * (1.0 / n as f32);
+        assert!(dx.iter().all(|&v| v == want), "mean_all_backward {n}");
 
-    // One long row: the search splits it into chunks; the maximum appears twice. Two runs
-    // give the same bits.
-    let mut x = rng.vec(n, 1.0);
-    x[n - 5] = 2.0;
-    x[n / 3] = 2.0;
-    let xt = Tensor::from_slice(&dev, &x, &[n]).unwrap();
-    let y = reduce::max(&xt, 0).unwrap();
-    let a = reduce::max_backward(&xt, &y, &dyt, 0).unwrap();
-    let b = reduce::max_backward(&xt, &y, &dyt, 0).unwrap();
-    let (a, b) = (a.to_vec().unwrap(), b.to_vec().unwrap());
-    assert_eq!(a[n / 3], -2.75);
-    assert_eq!(a.iter().filter(|&&v| v != 0.0).count(), 1);
-    assert!(
-        a.iter().zip(&b).all(|(p, q)| p.to_bits() == q.to_bits()),
-        "max_backward runs differ"
-    );
+        // One long row: the search splits it into chunks; the maximum appears twice. Two runs
+        // give the same bits.
+        let mut x = rng.vec(n, 1.0);
+        x[n - 5] = 2.0;
+        x[n / 3] = 2.0;
+        let xt = Tensor::from_slice(&dev, &x, &[n]).unwrap();
+        let y = reduce::max(&xt, 0).unwrap();
+        let a = reduce::max_backward(&xt, &y, &dyt, 0).unwrap();
+        let b = reduce::max_backward(&xt, &y, &dyt, 0).unwrap();
+        let (a, b) = (a.to_vec().unwrap(), b.to_vec().unwrap());
+        assert_eq!(a[n / 3], -2.75);
+        assert_eq!(a.iter().filter(|&&v| v != 0.0).count(), 1);
+        assert!(
+            a.iter().zip(&b).all(|(p, q)| p.to_bits() == q.to_bits()),
+            "max_backward runs differ"
+        );
 
-    // n rows of one element: one search thread and one scatter thread per row, on a 2-D
-    // grid. The forward output of an axis of length 1 is x itself; x serves as dy too.
-    let x1 = xt.reshape(&[n, 1]).unwrap();
-    let dx = reduce::max_backward(&x1, &xt, &xt, 1).unwrap();
-    assert!(dx.to_vec().unwrap() == x, "max_backward {n}x1");
+        // n rows of one element: one search thread and one scatter thread per row, on a 2-D
+        // grid. The forward output of an axis of length 1 is x itself; x serves as dy too.
+        let x1 = xt.reshape(&[n, 1]).unwrap();
+        let dx = reduce::max_backward(&x1, &xt, &xt, 1).unwrap();
+        assert!(dx.to_vec().unwrap() == x, "max_backward {n}x1");
+    }
 }
 
 fn is_shape(r: Result<Tensor, Error>) -> bool {
@@ -526,39 +485,40 @@ fn is_dtype(r: Result<Tensor, Error>) -> bool {
 
 #[test]
 fn errors_are_typed() {
-    let dev = dev();
-    let x = Tensor::from_slice(&dev, &[1.0; 6], &[2, 3]).unwrap();
-    let y2 = Tensor::from_slice(&dev, &[1.0; 2], &[2]).unwrap();
-    let y3 = Tensor::from_slice(&dev, &[1.0; 3], &[3]).unwrap();
-    let one = Tensor::from_slice(&dev, &[1.0], &[1]).unwrap();
-    let u2 = Tensor::from_u32(&dev, &[1, 2], &[2]).unwrap();
-    let u6 = Tensor::from_u32(&dev, &[1; 6], &[2, 3]).unwrap();
+    for dev in devices() {
+        let x = Tensor::from_slice(&dev, &[1.0; 6], &[2, 3]).unwrap();
+        let y2 = Tensor::from_slice(&dev, &[1.0; 2], &[2]).unwrap();
+        let y3 = Tensor::from_slice(&dev, &[1.0; 3], &[3]).unwrap();
+        let one = Tensor::from_slice(&dev, &[1.0], &[1]).unwrap();
+        let u2 = Tensor::from_u32(&dev, &[1, 2], &[2]).unwrap();
+        let u6 = Tensor::from_u32(&dev, &[1; 6], &[2, 3]).unwrap();
 
-    // Axis out of range.
-    assert!(is_shape(reduce::sum_backward(&y2, &[2, 3], 2)));
-    assert!(is_shape(reduce::mean_backward(&y2, &[2, 3], 5)));
-    assert!(is_shape(reduce::max_backward(&x, &y2, &y2, 2)));
-    assert!(is_shape(reduce::sum_backward(&one, &[], 0)));
-    // dy does not have the forward output's shape.
-    assert!(is_shape(reduce::sum_backward(&y3, &[2, 3], 1)));
-    assert!(is_shape(reduce::mean_backward(&y2, &[2, 3], 0)));
-    assert!(is_shape(reduce::max_backward(&x, &y2, &y3, 1)));
-    assert!(is_shape(reduce::sum_all_backward(&y2, &[2, 3])));
-    assert!(is_shape(reduce::mean_all_backward(&y2, &[2, 3])));
-    assert!(is_shape(reduce::max_all_backward(&x, &one, &y2)));
-    // y does not have the forward output's shape of x.
-    assert!(is_shape(reduce::max_backward(&x, &y3, &y2, 1)));
-    assert!(is_shape(reduce::max_all_backward(&x, &y2, &one)));
-    // u32 tensors.
-    assert!(is_dtype(reduce::sum_backward(&u2, &[2, 3], 1)));
-    assert!(is_dtype(reduce::mean_all_backward(&u2, &[2])));
-    assert!(is_dtype(reduce::max_backward(&u6, &y2, &y2, 1)));
-    assert!(is_dtype(reduce::max_backward(&x, &u2, &y2, 1)));
-    assert!(is_dtype(reduce::max_backward(&x, &y2, &u2, 1)));
-    assert!(is_dtype(reduce::max_all_backward(&u6, &one, &one)));
-    // A shape whose element count overflows.
-    assert!(matches!(
-        reduce::sum_backward(&one, &[usize::MAX, 2], 1),
-        Err(Error::TooLarge { .. })
-    ));
+        // Axis out of range.
+        assert!(is_shape(reduce::sum_backward(&y2, &[2, 3], 2)));
+        assert!(is_shape(reduce::mean_backward(&y2, &[2, 3], 5)));
+        assert!(is_shape(reduce::max_backward(&x, &y2, &y2, 2)));
+        assert!(is_shape(reduce::sum_backward(&one, &[], 0)));
+        // dy does not have the forward output's shape.
+        assert!(is_shape(reduce::sum_backward(&y3, &[2, 3], 1)));
+        assert!(is_shape(reduce::mean_backward(&y2, &[2, 3], 0)));
+        assert!(is_shape(reduce::max_backward(&x, &y2, &y3, 1)));
+        assert!(is_shape(reduce::sum_all_backward(&y2, &[2, 3])));
+        assert!(is_shape(reduce::mean_all_backward(&y2, &[2, 3])));
+        assert!(is_shape(reduce::max_all_backward(&x, &one, &y2)));
+        // y does not have the forward output's shape of x.
+        assert!(is_shape(reduce::max_backward(&x, &y3, &y2, 1)));
+        assert!(is_shape(reduce::max_all_backward(&x, &y2, &one)));
+        // u32 tensors.
+        assert!(is_dtype(reduce::sum_backward(&u2, &[2, 3], 1)));
+        assert!(is_dtype(reduce::mean_all_backward(&u2, &[2])));
+        assert!(is_dtype(reduce::max_backward(&u6, &y2, &y2, 1)));
+        assert!(is_dtype(reduce::max_backward(&x, &u2, &y2, 1)));
+        assert!(is_dtype(reduce::max_backward(&x, &y2, &u2, 1)));
+        assert!(is_dtype(reduce::max_all_backward(&u6, &one, &one)));
+        // A shape whose element count overflows.
+        assert!(matches!(
+            reduce::sum_backward(&one, &[usize::MAX, 2], 1),
+            Err(Error::TooLarge { .. })
+        ));
+    }
 }

@@ -3,46 +3,10 @@
 //! path choice follows the adapter, and both paths match f64 references on row lengths
 //! that exercise every team size, partial teams, scalar and `vec4` units.
 
+use tang_runtime::Tensor;
 use tang_runtime::dense::rows_team::{self, RowOp, RowPath};
 use tang_runtime::dense::{cross_entropy, norm, softmax};
-use tang_runtime::{Device, Tensor};
-
-/// Deterministic xorshift64* numbers, so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    /// Uniform in [-a, a).
-    fn vec(&mut self, n: usize, a: f32) -> Vec<f32> {
-        (0..n)
-            .map(|_| ((self.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * a)
-            .collect()
-    }
-    fn below(&mut self, n: u32) -> u32 {
-        (self.next_u64() % u64::from(n)) as u32
-    }
-}
-
-fn dev() -> Device {
-    Device::new().expect("a Vulkan adapter (lavapipe: apt-get install mesa-vulkan-drivers)")
-}
-
-/// Asserts |got - want| <= atol + rtol * |want| elementwise.
-fn close(what: &str, got: &[f32], want: &[f64], atol: f64, rtol: f64) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        let g = f64::from(g);
-        assert!(
-            (g - w).abs() <= atol + rtol * w.abs() || (g.is_nan() && w.is_nan()),
-            "{what}: element {i}: got {g}, want {w}"
-        );
-    }
-}
+use tang_testing::{Rng, assert_close, devices};
 
 fn to64(v: &[f32]) -> Vec<f64> {
     v.iter().map(|&a| f64::from(a)).collect()
@@ -65,65 +29,66 @@ fn both<T>(f: impl Fn() -> T) -> [(&'static str, T); 2] {
 
 #[test]
 fn path_choice_follows_the_adapter() {
-    let dev = dev();
-    let info = dev.info();
-    eprintln!(
-        "{}: subgroups {} (sizes {}..={})",
-        info.name,
-        info.features.contains(wgpu::Features::SUBGROUP),
-        info.subgroup_min_size,
-        info.subgroup_max_size
-    );
-    let ops = [
-        RowOp::Softmax,
-        RowOp::SoftmaxBackward,
-        RowOp::Norm,
-        RowOp::NormBackward,
-        RowOp::CrossEntropy,
-    ];
-    let has = info.features.contains(wgpu::Features::SUBGROUP);
-    let smin = info.subgroup_min_size.max(1);
-    let tmax = (1u32 << smin.ilog2()).min(32);
-    let mut teams = 0;
-    for op in ops {
-        let most = if op == RowOp::NormBackward { 8 } else { 16 };
-        for cols in COLS {
-            let p = rows_team::row_path(&dev, op, cols);
-            assert_eq!(
-                rows_team::with_workgroup_path(|| rows_team::row_path(&dev, op, cols)),
-                RowPath::Workgroup
-            );
-            // The documented rule: a power-of-two team of at most the smallest subgroup
-            // (and 32), no larger than the row, holding at most `most` units per lane.
-            let vec4 = cols % 4 == 0;
-            let units = (if vec4 { cols / 4 } else { cols }) as u32;
-            let team = units.next_power_of_two().min(tmax);
-            let per_lane = units.div_ceil(team);
-            let wg = if op == RowOp::NormBackward { 128 } else { 256 };
-            let want = if has && per_lane <= most {
-                teams += 1;
-                RowPath::Subgroup {
-                    team,
-                    per_lane,
-                    vec4,
-                    rows_per_group: wg / team,
-                }
-            } else {
-                RowPath::Workgroup
-            };
-            assert_eq!(p, want, "{op:?} {cols}");
-        }
-        // Short rows always fit a team; very long rows never do.
-        assert_eq!(
-            matches!(rows_team::row_path(&dev, op, 16), RowPath::Subgroup { .. }),
-            has
+    for dev in devices() {
+        let info = dev.info();
+        eprintln!(
+            "{}: subgroups {} (sizes {}..={})",
+            info.name,
+            info.features.contains(wgpu::Features::SUBGROUP),
+            info.subgroup_min_size,
+            info.subgroup_max_size
         );
-        assert_eq!(rows_team::row_path(&dev, op, 100_000), RowPath::Workgroup);
+        let ops = [
+            RowOp::Softmax,
+            RowOp::SoftmaxBackward,
+            RowOp::Norm,
+            RowOp::NormBackward,
+            RowOp::CrossEntropy,
+        ];
+        let has = info.features.contains(wgpu::Features::SUBGROUP);
+        let smin = info.subgroup_min_size.max(1);
+        let tmax = (1u32 << smin.ilog2()).min(32);
+        let mut teams = 0;
+        for op in ops {
+            let most = if op == RowOp::NormBackward { 8 } else { 16 };
+            for cols in COLS {
+                let p = rows_team::row_path(&dev, op, cols);
+                assert_eq!(
+                    rows_team::with_workgroup_path(|| rows_team::row_path(&dev, op, cols)),
+                    RowPath::Workgroup
+                );
+                // The documented rule: a power-of-two team of at most the smallest subgroup
+                // (and 32), no larger than the row, holding at most `most` units per lane.
+                let vec4 = cols % 4 == 0;
+                let units = (if vec4 { cols / 4 } else { cols }) as u32;
+                let team = units.next_power_of_two().min(tmax);
+                let per_lane = units.div_ceil(team);
+                let wg = if op == RowOp::NormBackward { 128 } else { 256 };
+                let want = if has && per_lane <= most {
+                    teams += 1;
+                    RowPath::Subgroup {
+                        team,
+                        per_lane,
+                        vec4,
+                        rows_per_group: wg / team,
+                    }
+                } else {
+                    RowPath::Workgroup
+                };
+                assert_eq!(p, want, "{op:?} {cols}");
+            }
+            // Short rows always fit a team; very long rows never do.
+            assert_eq!(
+                matches!(rows_team::row_path(&dev, op, 16), RowPath::Subgroup { .. }),
+                has
+            );
+            assert_eq!(rows_team::row_path(&dev, op, 100_000), RowPath::Workgroup);
+        }
+        assert!(
+            !has || teams >= 5 * 12,
+            "only {teams} cases on the subgroup path"
+        );
     }
-    assert!(
-        !has || teams >= 5 * 12,
-        "only {teams} cases on the subgroup path"
-    );
 }
 
 fn softmax_ref(x: &[f32], cols: usize, log: bool) -> Vec<f64> {
@@ -167,46 +132,47 @@ fn softmax_bwd_ref(y: &[f32], g: &[f32], cols: usize, log: bool) -> Vec<f64> {
 
 #[test]
 fn softmax_paths_match_reference() {
-    let dev = dev();
-    let mut rng = Rng(11);
-    for cols in COLS {
-        // 37 rows: no row count divides the rows per workgroup, so the last workgroup
-        // has dead teams.
-        let rows = 37;
-        let x = rng.vec(rows * cols, 8.0);
-        let g = rng.vec(rows * cols, 1.0);
-        let xt = Tensor::from_slice(&dev, &x, &[rows, cols]).unwrap();
-        let gt = Tensor::from_slice(&dev, &g, &[rows, cols]).unwrap();
-        for log in [false, true] {
-            let want = softmax_ref(&x, cols, log);
-            for (path, (y, dx)) in both(|| {
-                let (y, dx) = if log {
-                    let y = softmax::log_softmax(&xt).unwrap();
-                    let dx = softmax::log_softmax_backward(&y, &gt).unwrap();
-                    (y, dx)
-                } else {
-                    let y = softmax::softmax(&xt).unwrap();
-                    let dx = softmax::softmax_backward(&y, &gt).unwrap();
-                    (y, dx)
-                };
-                (y.to_vec().unwrap(), dx.to_vec().unwrap())
-            }) {
-                let what = format!("softmax log={log} {rows}x{cols} {path}");
-                close(&what, &y, &want, 1e-6, 2e-5);
-                let wdx = softmax_bwd_ref(&y, &g, cols, log);
-                close(&format!("{what} backward"), &dx, &wdx, 1e-6, 1e-4);
+    for dev in devices() {
+        let mut rng = Rng::new(11);
+        for cols in COLS {
+            // 37 rows: no row count divides the rows per workgroup, so the last workgroup
+            // has dead teams.
+            let rows = 37;
+            let x = rng.vec(rows * cols, 8.0);
+            let g = rng.vec(rows * cols, 1.0);
+            let xt = Tensor::from_slice(&dev, &x, &[rows, cols]).unwrap();
+            let gt = Tensor::from_slice(&dev, &g, &[rows, cols]).unwrap();
+            for log in [false, true] {
+                let want = softmax_ref(&x, cols, log);
+                for (path, (y, dx)) in both(|| {
+                    let (y, dx) = if log {
+                        let y = softmax::log_softmax(&xt).unwrap();
+                        let dx = softmax::log_softmax_backward(&y, &gt).unwrap();
+                        (y, dx)
+                    } else {
+                        let y = softmax::softmax(&xt).unwrap();
+                        let dx = softmax::softmax_backward(&y, &gt).unwrap();
+                        (y, dx)
+                    };
+                    (y.to_vec().unwrap(), dx.to_vec().unwrap())
+                }) {
+                    let what = format!("softmax log={log} {rows}x{cols} {path}");
+                    assert_close(&what, &y, &want, 1e-6, 2e-5);
+                    let wdx = softmax_bwd_ref(&y, &g, cols, log);
+                    assert_close(&format!("{what} backward"), &dx, &wdx, 1e-6, 1e-4);
+                }
             }
         }
-    }
-    // A row of -inf gives NaN and a row with one -inf a zero there, on both paths.
-    let mut x = vec![f32::NEG_INFINITY; 64];
-    x[32 + 5] = 1.0;
-    x[32 + 7] = f32::NEG_INFINITY;
-    let xt = Tensor::from_slice(&dev, &x, &[2, 32]).unwrap();
-    for (path, y) in both(|| softmax::softmax(&xt).unwrap().to_vec().unwrap()) {
-        assert!(y[..32].iter().all(|v| v.is_nan()), "{path}: {y:?}");
-        assert_eq!(y[32 + 5], 1.0, "{path}");
-        assert_eq!(y[32 + 7], 0.0, "{path}");
+        // A row of -inf gives NaN and a row with one -inf a zero there, on both paths.
+        let mut x = vec![f32::NEG_INFINITY; 64];
+        x[32 + 5] = 1.0;
+        x[32 + 7] = f32::NEG_INFINITY;
+        let xt = Tensor::from_slice(&dev, &x, &[2, 32]).unwrap();
+        for (path, y) in both(|| softmax::softmax(&xt).unwrap().to_vec().unwrap()) {
+            assert!(y[..32].iter().all(|v| v.is_nan()), "{path}: {y:?}");
+            assert_eq!(y[32 + 5], 1.0, "{path}");
+            assert_eq!(y[32 + 7], 0.0, "{path}");
+        }
     }
 }
 
@@ -250,114 +216,116 @@ fn norm_ref(
 
 #[test]
 fn norm_paths_match_reference_and_are_deterministic() {
-    let dev = dev();
-    let mut rng = Rng(12);
-    for cols in COLS {
-        // 37 rows: dead teams. 40,000 rows of 64: more rows than 2048 workgroups of
-        // teams, so each team of the backward walks several rows and sums them.
-        let rows = match cols {
-            64 => 40_000,
-            1..=8 => 3000,
-            _ => 37,
-        };
-        let x = rng.vec(rows * cols, 3.0);
-        let w = rng.vec(cols, 1.5);
-        let b = rng.vec(cols, 1.0);
-        let g = rng.vec(rows * cols, 1.0);
-        let xt = Tensor::from_slice(&dev, &x, &[rows, cols]).unwrap();
-        let wt = Tensor::from_slice(&dev, &w, &[cols]).unwrap();
-        let bt = Tensor::from_slice(&dev, &b, &[cols]).unwrap();
-        let gt = Tensor::from_slice(&dev, &g, &[rows, cols]).unwrap();
-        for rms in [false, true] {
-            let (wy, wdx, wgw, wgb) = norm_ref(&x, &w, &b, &g, cols, 1e-5, rms);
-            let run = || {
-                let (y, dx, gw, gb) = if rms {
-                    let o = norm::rms_norm(&xt, &wt, 1e-5).unwrap();
-                    let r = norm::rms_norm_backward(&xt, &wt, &o.stats, &gt).unwrap();
-                    (o.y, r.grad_x, r.grad_weight, None)
-                } else {
-                    let o = norm::layer_norm(&xt, &wt, &bt, 1e-5).unwrap();
-                    let r = norm::layer_norm_backward(&xt, &wt, &o.stats, &gt).unwrap();
-                    (o.y, r.grad_x, r.grad_weight, Some(r.grad_bias))
-                };
-                (
-                    y.to_vec().unwrap(),
-                    dx.to_vec().unwrap(),
-                    gw.to_vec().unwrap(),
-                    gb.map(|t| t.to_vec().unwrap()),
-                )
+    for dev in devices() {
+        let mut rng = Rng::new(12);
+        for cols in COLS {
+            // 37 rows: dead teams. 40,000 rows of 64: more rows than 2048 workgroups of
+            // teams, so each team of the backward walks several rows and sums them.
+            let rows = match cols {
+                64 => 40_000,
+                1..=8 => 3000,
+                _ => 37,
             };
-            for (path, (y, dx, gw, gb)) in both(run) {
-                let what = format!("norm rms={rms} {rows}x{cols} {path}");
-                // cols == 1: x - mean is a rounding residue amplified by 1/sqrt(eps).
-                let loose = cols == 1 && !rms;
-                let atol = if loose { 1e-2 } else { 1e-4 };
-                close(&what, &y, &wy, atol, 1e-4);
-                if !loose {
-                    close(&format!("{what}: grad_x"), &dx, &wdx, 1e-3, 1e-3);
+            let x = rng.vec(rows * cols, 3.0);
+            let w = rng.vec(cols, 1.5);
+            let b = rng.vec(cols, 1.0);
+            let g = rng.vec(rows * cols, 1.0);
+            let xt = Tensor::from_slice(&dev, &x, &[rows, cols]).unwrap();
+            let wt = Tensor::from_slice(&dev, &w, &[cols]).unwrap();
+            let bt = Tensor::from_slice(&dev, &b, &[cols]).unwrap();
+            let gt = Tensor::from_slice(&dev, &g, &[rows, cols]).unwrap();
+            for rms in [false, true] {
+                let (wy, wdx, wgw, wgb) = norm_ref(&x, &w, &b, &g, cols, 1e-5, rms);
+                let run = || {
+                    let (y, dx, gw, gb) = if rms {
+                        let o = norm::rms_norm(&xt, &wt, 1e-5).unwrap();
+                        let r = norm::rms_norm_backward(&xt, &wt, &o.stats, &gt).unwrap();
+                        (o.y, r.grad_x, r.grad_weight, None)
+                    } else {
+                        let o = norm::layer_norm(&xt, &wt, &bt, 1e-5).unwrap();
+                        let r = norm::layer_norm_backward(&xt, &wt, &o.stats, &gt).unwrap();
+                        (o.y, r.grad_x, r.grad_weight, Some(r.grad_bias))
+                    };
+                    (
+                        y.to_vec().unwrap(),
+                        dx.to_vec().unwrap(),
+                        gw.to_vec().unwrap(),
+                        gb.map(|t| t.to_vec().unwrap()),
+                    )
+                };
+                for (path, (y, dx, gw, gb)) in both(run) {
+                    let what = format!("norm rms={rms} {rows}x{cols} {path}");
+                    // cols == 1: x - mean is a rounding residue amplified by 1/sqrt(eps).
+                    let loose = cols == 1 && !rms;
+                    let atol = if loose { 1e-2 } else { 1e-4 };
+                    assert_close(&what, &y, &wy, atol, 1e-4);
+                    if !loose {
+                        assert_close(&format!("{what}: grad_x"), &dx, &wdx, 1e-3, 1e-3);
+                    }
+                    let tol = 1e-4 * (rows as f64).sqrt();
+                    assert_close(&format!("{what}: grad_weight"), &gw, &wgw, tol, 1e-4);
+                    if let Some(gb) = gb {
+                        assert_close(&format!("{what}: grad_bias"), &gb, &wgb, tol, 1e-4);
+                    }
                 }
-                let tol = 1e-4 * (rows as f64).sqrt();
-                close(&format!("{what}: grad_weight"), &gw, &wgw, tol, 1e-4);
-                if let Some(gb) = gb {
-                    close(&format!("{what}: grad_bias"), &gb, &wgb, tol, 1e-4);
-                }
+                // The weight gradient is a fixed-order sum: the same bits on every run.
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                let (a, b) = (run(), run());
+                assert_eq!(
+                    bits(&a.2),
+                    bits(&b.2),
+                    "rms={rms} {rows}x{cols}: runs differ"
+                );
             }
-            // The weight gradient is a fixed-order sum: the same bits on every run.
-            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            let (a, b) = (run(), run());
-            assert_eq!(
-                bits(&a.2),
-                bits(&b.2),
-                "rms={rms} {rows}x{cols}: runs differ"
-            );
         }
     }
 }
 
 #[test]
 fn cross_entropy_paths_match_reference() {
-    let dev = dev();
-    let mut rng = Rng(13);
-    let ignore = 1;
-    for classes in COLS {
-        let rows = 37;
-        let x = rng.vec(rows * classes, 4.0);
-        let mut t: Vec<u32> = (0..rows).map(|_| rng.below(classes as u32)).collect();
-        t[3] = ignore;
-        t[4] = classes as u32 + 5; // out of range: NaN loss, zero gradient
-        let xt = Tensor::from_slice(&dev, &x, &[rows, classes]).unwrap();
-        let tt = Tensor::from_u32(&dev, &t, &[rows]).unwrap();
-        let sm = softmax_ref(&x, classes, false);
-        let ls = softmax_ref(&x, classes, true);
-        let count = t.iter().filter(|&&v| v != ignore).count() as f64;
-        let mut loss = Vec::new();
-        let mut grad = vec![0.0; rows * classes];
-        for (r, &ti) in t.iter().enumerate() {
-            let ti = ti as usize;
-            if ti == ignore as usize {
-                loss.push(0.0);
-            } else if ti >= classes {
-                loss.push(f64::NAN);
-            } else {
-                loss.push(-ls[r * classes + ti]);
-                for j in 0..classes {
-                    let hot = f64::from(u8::from(j == ti));
-                    grad[r * classes + j] = (sm[r * classes + j] - hot) / count;
+    for dev in devices() {
+        let mut rng = Rng::new(13);
+        let ignore = 1;
+        for classes in COLS {
+            let rows = 37;
+            let x = rng.vec(rows * classes, 4.0);
+            let mut t: Vec<u32> = (0..rows).map(|_| rng.below(classes) as u32).collect();
+            t[3] = ignore;
+            t[4] = classes as u32 + 5; // out of range: NaN loss, zero gradient
+            let xt = Tensor::from_slice(&dev, &x, &[rows, classes]).unwrap();
+            let tt = Tensor::from_u32(&dev, &t, &[rows]).unwrap();
+            let sm = softmax_ref(&x, classes, false);
+            let ls = softmax_ref(&x, classes, true);
+            let count = t.iter().filter(|&&v| v != ignore).count() as f64;
+            let mut loss = Vec::new();
+            let mut grad = vec![0.0; rows * classes];
+            for (r, &ti) in t.iter().enumerate() {
+                let ti = ti as usize;
+                if ti == ignore as usize {
+                    loss.push(0.0);
+                } else if ti >= classes {
+                    loss.push(f64::NAN);
+                } else {
+                    loss.push(-ls[r * classes + ti]);
+                    for j in 0..classes {
+                        let hot = f64::from(u8::from(j == ti));
+                        grad[r * classes + j] = (sm[r * classes + j] - hot) / count;
+                    }
                 }
             }
-        }
-        for (path, (rl, gr, mean)) in both(|| {
-            let o = cross_entropy::cross_entropy(&xt, &tt, Some(ignore)).unwrap();
-            (
-                o.row_loss.to_vec().unwrap(),
-                o.grad.to_vec().unwrap(),
-                o.loss.to_vec().unwrap(),
-            )
-        }) {
-            let what = format!("cross_entropy {rows}x{classes} {path}");
-            close(&format!("{what}: row_loss"), &rl, &loss, 1e-5, 1e-5);
-            close(&format!("{what}: grad"), &gr, &grad, 1e-7, 1e-4);
-            assert!(mean[0].is_nan(), "{what}: an out-of-range target gives NaN");
+            for (path, (rl, gr, mean)) in both(|| {
+                let o = cross_entropy::cross_entropy(&xt, &tt, Some(ignore)).unwrap();
+                (
+                    o.row_loss.to_vec().unwrap(),
+                    o.grad.to_vec().unwrap(),
+                    o.loss.to_vec().unwrap(),
+                )
+            }) {
+                let what = format!("cross_entropy {rows}x{classes} {path}");
+                assert_close(&format!("{what}: row_loss"), &rl, &loss, 1e-5, 1e-5);
+                assert_close(&format!("{what}: grad"), &gr, &grad, 1e-7, 1e-4);
+                assert!(mean[0].is_nan(), "{what}: an out-of-range target gives NaN");
+            }
         }
     }
 }
@@ -365,25 +333,27 @@ fn cross_entropy_paths_match_reference() {
 /// More workgroups than one grid dimension holds on the subgroup path (2-D grid).
 #[test]
 fn subgroup_path_spans_a_2d_grid() {
-    let dev = dev();
-    let cols = 2;
-    let RowPath::Subgroup { rows_per_group, .. } = rows_team::row_path(&dev, RowOp::Softmax, cols)
-    else {
-        // Without subgroups the fallback's 2-D grid is tested in dense_rows.
-        assert!(!dev.info().features.contains(wgpu::Features::SUBGROUP));
-        return;
-    };
-    let maxd = dev.info().limits.max_compute_workgroups_per_dimension as usize;
-    let rows = maxd * rows_per_group as usize + 3 * rows_per_group as usize + 1;
-    let mut rng = Rng(14);
-    let x = rng.vec(rows * cols, 4.0);
-    let xt = Tensor::from_slice(&dev, &x, &[rows, cols]).unwrap();
-    let y = softmax::softmax(&xt).unwrap().to_vec().unwrap();
-    close(
-        &format!("softmax {rows}x{cols}"),
-        &y,
-        &softmax_ref(&x, cols, false),
-        1e-6,
-        2e-5,
-    );
+    for dev in devices() {
+        let cols = 2;
+        let RowPath::Subgroup { rows_per_group, .. } =
+            rows_team::row_path(&dev, RowOp::Softmax, cols)
+        else {
+            // Without subgroups the fallback's 2-D grid is tested in dense_rows.
+            assert!(!dev.info().features.contains(wgpu::Features::SUBGROUP));
+            return;
+        };
+        let maxd = dev.info().limits.max_compute_workgroups_per_dimension as usize;
+        let rows = maxd * rows_per_group as usize + 3 * rows_per_group as usize + 1;
+        let mut rng = Rng::new(14);
+        let x = rng.vec(rows * cols, 4.0);
+        let xt = Tensor::from_slice(&dev, &x, &[rows, cols]).unwrap();
+        let y = softmax::softmax(&xt).unwrap().to_vec().unwrap();
+        assert_close(
+            &format!("softmax {rows}x{cols}"),
+            &y,
+            &softmax_ref(&x, cols, false),
+            1e-6,
+            2e-5,
+        );
+    }
 }

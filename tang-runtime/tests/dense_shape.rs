@@ -5,6 +5,7 @@ use tang_runtime::dense::shape::{
     concat, concat_backward, split, split_backward, transpose, transpose_backward,
 };
 use tang_runtime::{Device, Error, Tensor};
+use tang_testing::devices;
 
 fn data(n: usize, seed: u32) -> Vec<f32> {
     (0..n)
@@ -14,55 +15,57 @@ fn data(n: usize, seed: u32) -> Vec<f32> {
 
 #[test]
 fn transpose_awkward_shapes_and_batches() {
-    let dev = Device::new().unwrap();
-    for shape in [
-        vec![1, 1],
-        vec![1, 17],
-        vec![17, 1],
-        vec![33, 65],
-        vec![127, 3],
-        vec![3, 1000],
-        vec![64, 96],
-        vec![3, 33, 17],
-        vec![2, 2, 5, 40],
-        // more row tiles than one grid dimension holds (65,535)
-        vec![2_100_000, 1],
-    ] {
-        let n: usize = shape.iter().product();
-        let x = data(n, 7);
-        let t = Tensor::from_slice(&dev, &x, &shape).unwrap();
-        let y = transpose(&t).unwrap();
-        let rank = shape.len();
-        let (r, c) = (shape[rank - 2], shape[rank - 1]);
-        let mut want_shape = shape.clone();
-        want_shape.swap(rank - 2, rank - 1);
-        assert_eq!(y.shape(), want_shape.as_slice());
-        let got = y.to_vec().unwrap();
-        for b in 0..n / (r * c) {
-            for i in 0..r {
-                for j in 0..c {
-                    assert_eq!(
-                        got[b * r * c + j * r + i],
-                        x[b * r * c + i * c + j],
-                        "{shape:?} [{b}, {i}, {j}]"
-                    );
+    for dev in devices() {
+        for shape in [
+            vec![1, 1],
+            vec![1, 17],
+            vec![17, 1],
+            vec![33, 65],
+            vec![127, 3],
+            vec![3, 1000],
+            vec![64, 96],
+            vec![3, 33, 17],
+            vec![2, 2, 5, 40],
+            // more row tiles than one grid dimension holds (65,535)
+            vec![2_100_000, 1],
+        ] {
+            let n: usize = shape.iter().product();
+            let x = data(n, 7);
+            let t = Tensor::from_slice(&dev, &x, &shape).unwrap();
+            let y = transpose(&t).unwrap();
+            let rank = shape.len();
+            let (r, c) = (shape[rank - 2], shape[rank - 1]);
+            let mut want_shape = shape.clone();
+            want_shape.swap(rank - 2, rank - 1);
+            assert_eq!(y.shape(), want_shape.as_slice());
+            let got = y.to_vec().unwrap();
+            for b in 0..n / (r * c) {
+                for i in 0..r {
+                    for j in 0..c {
+                        assert_eq!(
+                            got[b * r * c + j * r + i],
+                            x[b * r * c + i * c + j],
+                            "{shape:?} [{b}, {i}, {j}]"
+                        );
+                    }
                 }
             }
+            // backward is the inverse: transposing back restores the input exactly
+            assert_eq!(transpose_backward(&y).unwrap().to_vec().unwrap(), x);
         }
-        // backward is the inverse: transposing back restores the input exactly
-        assert_eq!(transpose_backward(&y).unwrap().to_vec().unwrap(), x);
     }
 }
 
 #[test]
 fn transpose_moves_u32_bits() {
-    let dev = Device::new().unwrap();
-    let ids: Vec<u32> = (0..6).map(|i| 0xffff_fff0 + i).collect();
-    let t = Tensor::from_u32(&dev, &ids, &[2, 3]).unwrap();
-    assert_eq!(
-        transpose(&t).unwrap().to_vec_u32().unwrap(),
-        vec![ids[0], ids[3], ids[1], ids[4], ids[2], ids[5]]
-    );
+    for dev in devices() {
+        let ids: Vec<u32> = (0..6).map(|i| 0xffff_fff0 + i).collect();
+        let t = Tensor::from_u32(&dev, &ids, &[2, 3]).unwrap();
+        assert_eq!(
+            transpose(&t).unwrap().to_vec_u32().unwrap(),
+            vec![ids[0], ids[3], ids[1], ids[4], ids[2], ids[5]]
+        );
+    }
 }
 
 /// CPU concat along `axis`.
@@ -80,57 +83,58 @@ fn concat_ref(parts: &[(Vec<f32>, Vec<usize>)], axis: usize) -> Vec<f32> {
 
 #[test]
 fn concat_and_split_any_axis() {
-    let dev = Device::new().unwrap();
-    // (base shape, axis, sizes along the axis)
-    let cases: [(Vec<usize>, usize, Vec<usize>); 6] = [
-        (vec![5], 0, vec![1, 3, 17]),
-        (vec![3, 0], 1, vec![4, 8, 12]),
-        (vec![0, 7], 0, vec![1, 33, 2]),
-        (vec![2, 0, 5], 1, vec![3, 1, 65]),
-        (vec![4, 3, 0], 2, vec![1, 2, 3]),
-        (vec![0, 4, 4], 0, vec![2, 0, 3]),
-    ];
-    for (base, axis, sizes) in cases {
-        let parts: Vec<(Vec<f32>, Vec<usize>)> = sizes
-            .iter()
-            .enumerate()
-            .map(|(i, &s)| {
-                let mut shape = base.clone();
-                shape[axis] = s;
-                (data(shape.iter().product(), i as u32), shape)
-            })
-            .collect();
-        let tensors: Vec<Tensor> = parts
-            .iter()
-            .map(|(d, s)| Tensor::from_slice(&dev, d, s).unwrap())
-            .collect();
-        let refs: Vec<&Tensor> = tensors.iter().collect();
-        let c = concat(&refs, axis).unwrap();
-        let mut want_shape = base.clone();
-        want_shape[axis] = sizes.iter().sum();
-        assert_eq!(c.shape(), want_shape.as_slice());
-        assert_eq!(
-            c.to_vec().unwrap(),
-            concat_ref(&parts, axis),
-            "concat {base:?} axis {axis}"
-        );
-        let pieces = split(&c, axis, &sizes).unwrap();
-        for ((p, (d, s)), k) in pieces.iter().zip(&parts).zip(0..) {
-            assert_eq!(p.shape(), s.as_slice());
+    for dev in devices() {
+        // (base shape, axis, sizes along the axis)
+        let cases: [(Vec<usize>, usize, Vec<usize>); 6] = [
+            (vec![5], 0, vec![1, 3, 17]),
+            (vec![3, 0], 1, vec![4, 8, 12]),
+            (vec![0, 7], 0, vec![1, 33, 2]),
+            (vec![2, 0, 5], 1, vec![3, 1, 65]),
+            (vec![4, 3, 0], 2, vec![1, 2, 3]),
+            (vec![0, 4, 4], 0, vec![2, 0, 3]),
+        ];
+        for (base, axis, sizes) in cases {
+            let parts: Vec<(Vec<f32>, Vec<usize>)> = sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &s)| {
+                    let mut shape = base.clone();
+                    shape[axis] = s;
+                    (data(shape.iter().product(), i as u32), shape)
+                })
+                .collect();
+            let tensors: Vec<Tensor> = parts
+                .iter()
+                .map(|(d, s)| Tensor::from_slice(&dev, d, s).unwrap())
+                .collect();
+            let refs: Vec<&Tensor> = tensors.iter().collect();
+            let c = concat(&refs, axis).unwrap();
+            let mut want_shape = base.clone();
+            want_shape[axis] = sizes.iter().sum();
+            assert_eq!(c.shape(), want_shape.as_slice());
             assert_eq!(
-                &p.to_vec().unwrap(),
-                d,
-                "split piece {k} of {want_shape:?} axis {axis}"
+                c.to_vec().unwrap(),
+                concat_ref(&parts, axis),
+                "concat {base:?} axis {axis}"
+            );
+            let pieces = split(&c, axis, &sizes).unwrap();
+            for ((p, (d, s)), k) in pieces.iter().zip(&parts).zip(0..) {
+                assert_eq!(p.shape(), s.as_slice());
+                assert_eq!(
+                    &p.to_vec().unwrap(),
+                    d,
+                    "split piece {k} of {want_shape:?} axis {axis}"
+                );
+            }
+            // backwards: each is the other's inverse
+            let back = concat_backward(&c, &sizes, axis).unwrap();
+            assert_eq!(back.len(), sizes.len());
+            let piece_refs: Vec<&Tensor> = pieces.iter().collect();
+            assert_eq!(
+                split_backward(&piece_refs, axis).unwrap().to_vec().unwrap(),
+                c.to_vec().unwrap()
             );
         }
-        // backwards: each is the other's inverse
-        let back = concat_backward(&c, &sizes, axis).unwrap();
-        assert_eq!(back.len(), sizes.len());
-        let piece_refs: Vec<&Tensor> = pieces.iter().collect();
-        assert_eq!(
-            split_backward(&piece_refs, axis).unwrap().to_vec().unwrap(),
-            c.to_vec().unwrap()
-        );
     }
 }
 
@@ -153,29 +157,30 @@ fn checked_mode_matches() {
 
 #[test]
 fn shape_errors_say_what_was_expected() {
-    let dev = Device::new().unwrap();
-    let a = Tensor::zeros(&dev, &[2, 3]).unwrap();
-    let b = Tensor::zeros(&dev, &[3, 3]).unwrap();
-    let v = Tensor::zeros(&dev, &[4]).unwrap();
-    assert!(matches!(transpose(&v), Err(Error::ShapeMismatch { .. })));
-    let e = concat(&[&a, &b], 1).unwrap_err();
-    assert!(
-        e.to_string()
-            .contains("expected [2, 3] in every dimension except axis 1"),
-        "{e}"
-    );
-    assert_eq!(concat(&[&a, &b], 0).unwrap().shape(), &[5, 3]);
-    assert!(matches!(
-        concat(&[&a, &b], 2),
-        Err(Error::ShapeMismatch { .. })
-    ));
-    assert!(matches!(concat(&[], 0), Err(Error::Arity { .. })));
-    let ids = Tensor::from_u32(&dev, &[0; 6], &[2, 3]).unwrap();
-    assert!(matches!(concat(&[&a, &ids], 0), Err(Error::DType { .. })));
-    let e = split(&b, 0, &[1, 1]).unwrap_err();
-    assert!(e.to_string().contains("sum to 2, expected 3"), "{e}");
-    assert!(matches!(
-        split(&b, 3, &[3]),
-        Err(Error::ShapeMismatch { .. })
-    ));
+    for dev in devices() {
+        let a = Tensor::zeros(&dev, &[2, 3]).unwrap();
+        let b = Tensor::zeros(&dev, &[3, 3]).unwrap();
+        let v = Tensor::zeros(&dev, &[4]).unwrap();
+        assert!(matches!(transpose(&v), Err(Error::ShapeMismatch { .. })));
+        let e = concat(&[&a, &b], 1).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("expected [2, 3] in every dimension except axis 1"),
+            "{e}"
+        );
+        assert_eq!(concat(&[&a, &b], 0).unwrap().shape(), &[5, 3]);
+        assert!(matches!(
+            concat(&[&a, &b], 2),
+            Err(Error::ShapeMismatch { .. })
+        ));
+        assert!(matches!(concat(&[], 0), Err(Error::Arity { .. })));
+        let ids = Tensor::from_u32(&dev, &[0; 6], &[2, 3]).unwrap();
+        assert!(matches!(concat(&[&a, &ids], 0), Err(Error::DType { .. })));
+        let e = split(&b, 0, &[1, 1]).unwrap_err();
+        assert!(e.to_string().contains("sum to 2, expected 3"), "{e}");
+        assert!(matches!(
+            split(&b, 3, &[3]),
+            Err(Error::ShapeMismatch { .. })
+        ));
+    }
 }

@@ -67,7 +67,7 @@ fn unpack(desc: &Ident, count: usize, shape: TokenStream) -> TokenStream {
         match (#(#nexts,)*) {
             (#(#somes,)*) => ::core::result::Result::Ok(#shape),
             _ => ::core::result::Result::Err(::tang_runtime::Error::Arity {
-                op: #desc.name.into(),
+                op: #desc.name().into(),
                 what: "outputs",
                 expected: #count,
                 got: __tang_got,

@@ -44,48 +44,19 @@
 //! position per head keeps only one row of a 64-row workgroup busy, so single-token
 //! decoding over long caches is latency-bound (a split-key variant would fix that).
 
-use crate::{Binding, DType, Device, Error, Tensor};
+use crate::{DType, Device, Error, Tensor};
 
 mod bwd_dkv;
 mod bwd_dq;
 mod fwd_large;
 mod kernels;
+mod layout;
 mod tiled;
 
 use kernels::{ROWS, VARIANTS, Variant, tiled_for};
+use layout::AttentionParams;
 pub use kernels::{backward_tiles, forward_tiles};
 pub(crate) use kernels::kernels;
-
-/// Uniforms shared by the three kernels (WGSL `Params`).
-#[derive(Clone, Copy)]
-struct Params {
-    batch: u32,
-    heads: u32,
-    kv_heads: u32,
-    t: u32,
-    tk_stride: u32,
-    past: u32,
-    d: u32,
-    scale_log2: f32,
-    scale: f32,
-}
-
-impl Params {
-    fn bytes(&self) -> Vec<u8> {
-        let words = [
-            self.batch,
-            self.heads,
-            self.kv_heads,
-            self.t,
-            self.tk_stride,
-            self.past,
-            self.d,
-            self.scale_log2.to_bits(),
-            self.scale.to_bits(),
-        ];
-        words.iter().flat_map(|w| w.to_le_bytes()).collect()
-    }
-}
 
 /// Problem sizes read from the query and key tensors.
 struct Dims {
@@ -207,30 +178,26 @@ fn launch_forward(
     let var = variant(dev, op, dims.d)?;
     let o = dev.empty(q.shape(), DType::F32)?;
     let lse = dev.empty(&[dims.b, dims.h, dims.tq], DType::F32)?;
-    let params = Params {
+    let params = AttentionParams {
         batch: dims.b as u32,
         heads: dims.h as u32,
         kv_heads: dims.hkv as u32,
-        t: dims.tq as u32,
+        tq: dims.tq as u32,
         tk_stride: dims.tk as u32,
         past: past as u32,
         d: dims.d as u32,
         scale_log2: scale * std::f32::consts::LOG2_E,
         scale,
     };
-    let bytes = params.bytes();
-    let kernel = tiled_for(dev, dims.d)?.map_or(&var.fwd, |k| k.fwd);
-    dev.dispatch_raw(
+    let kernel = match tiled_for(dev, dims.d)? {
+        Some(t) => t.fwd,
+        None => var.fwd.kernel()?,
+    };
+    layout::FWD.dispatch(
         kernel,
         &[],
-        &[
-            Binding::Uniform(&bytes),
-            Binding::Read(q),
-            Binding::Read(k),
-            Binding::Read(v),
-            Binding::ReadWrite(&o),
-            Binding::ReadWrite(&lse),
-        ],
+        &params,
+        &[q, k, v, &o, &lse],
         [blocks(dims.tq), dims.h as u32, dims.b as u32],
     )?;
     Ok((o, lse))
@@ -319,7 +286,7 @@ fn check_backward(
     like_q: &[(&str, &Tensor)],
     rows: &[(&str, &Tensor)],
     scale: Option<f32>,
-) -> Result<(Dims, Vec<u8>), Error> {
+) -> Result<(Dims, AttentionParams), Error> {
     let dims = check_qkv(op, q, k, v)?;
     if dims.tk != dims.tq {
         return Err(Error::ShapeMismatch {
@@ -356,18 +323,18 @@ fn check_backward(
     }
     variant(q.device(), op, dims.d)?;
     let scale = scale_for(dims.d, scale);
-    let params = Params {
+    let params = AttentionParams {
         batch: dims.b as u32,
         heads: dims.h as u32,
         kv_heads: dims.hkv as u32,
-        t: dims.tq as u32,
+        tq: dims.tq as u32,
         tk_stride: dims.tk as u32,
         past: 0,
         d: dims.d as u32,
         scale_log2: scale * std::f32::consts::LOG2_E,
         scale,
     };
-    Ok((dims, params.bytes()))
+    Ok((dims, params))
 }
 
 /// Records the dq pass: returns `dq` and `delta = rowsum(d_o * o)` `[B, H, T]`.
@@ -380,7 +347,7 @@ fn launch_dq(
     lse: &Tensor,
     d_o: &Tensor,
     dims: &Dims,
-    params: &[u8],
+    params: &AttentionParams,
 ) -> Result<(Tensor, Tensor), Error> {
     let dev = q.device();
     let dq = dev.empty(q.shape(), DType::F32)?;
@@ -388,24 +355,15 @@ fn launch_dq(
     let (kernel, n_blocks) = match tiled_for(dev, dims.d)? {
         Some(t) => (t.bwd_dq, dims.tq.div_ceil(t.shape.dq_rows as usize) as u32),
         None => (
-            &variant(dev, "attention_backward", dims.d)?.bwd_dq,
+            variant(dev, "attention_backward", dims.d)?.bwd_dq.kernel()?,
             blocks(dims.tq),
         ),
     };
-    dev.dispatch_raw(
+    layout::DQ.dispatch(
         kernel,
         &[],
-        &[
-            Binding::Uniform(params),
-            Binding::Read(q),
-            Binding::Read(k),
-            Binding::Read(v),
-            Binding::Read(o),
-            Binding::Read(d_o),
-            Binding::Read(lse),
-            Binding::ReadWrite(&dq),
-            Binding::ReadWrite(&delta),
-        ],
+        params,
+        &[q, k, v, o, d_o, lse, &dq, &delta],
         [n_blocks, dims.h as u32, dims.b as u32],
     )?;
     Ok((dq, delta))
@@ -422,7 +380,7 @@ fn launch_dkv(
     d_o: &Tensor,
     delta: &Tensor,
     dims: &Dims,
-    params: &[u8],
+    params: &AttentionParams,
 ) -> Result<(Tensor, Tensor), Error> {
     let dev = q.device();
     let dk = dev.empty(k.shape(), DType::F32)?;
@@ -433,24 +391,15 @@ fn launch_dkv(
             dims.tk.div_ceil(bwd_dkv::DKV_KEYS as usize) as u32,
         ),
         None => (
-            &variant(dev, "attention_backward", dims.d)?.bwd_dkv,
+            variant(dev, "attention_backward", dims.d)?.bwd_dkv.kernel()?,
             blocks(dims.tk),
         ),
     };
-    dev.dispatch_raw(
+    layout::DKV.dispatch(
         kernel,
         &[],
-        &[
-            Binding::Uniform(params),
-            Binding::Read(q),
-            Binding::Read(k),
-            Binding::Read(v),
-            Binding::Read(d_o),
-            Binding::Read(lse),
-            Binding::Read(delta),
-            Binding::ReadWrite(&dk),
-            Binding::ReadWrite(&dv),
-        ],
+        params,
+        &[q, k, v, d_o, lse, delta, &dk, &dv],
         [n_blocks, dims.hkv as u32, dims.b as u32],
     )?;
     Ok((dk, dv))

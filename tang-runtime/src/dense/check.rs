@@ -41,11 +41,6 @@ pub(crate) fn rows_cols(op: &str, t: &Tensor) -> Result<(usize, usize), Error> {
     Ok((lead.iter().product(), c))
 }
 
-/// Packs u32 words into uniform bytes.
-pub(crate) fn words(w: &[u32]) -> Vec<u8> {
-    bytemuck::cast_slice(w).to_vec()
-}
-
 /// `shape` viewed as `[outer, len, inner]` around `axis`, and the shape of a reduction
 /// along it (the axis removed; `[1]` for rank 1). The caller checks that `shape` has no
 /// more than `usize::MAX` elements.

@@ -11,18 +11,23 @@
 //! A target `>= classes` that is not the ignore index gives that row a NaN loss (so the
 //! mean is NaN, visibly) and a zero gradient row; it is never read out of bounds.
 
-use super::check::{grid, want_f32, want_u32, words};
+use super::check::{grid, want_f32, want_u32};
 use super::rows_team::{Kind, team_kernel};
-use super::wgsl::{lowest, unit_f1, unit_v4, wg_common};
-use crate::spec::{Source, sources};
-use crate::{Binding, DType, Error, RawKernel, Tensor};
+use super::wgsl::{lowest, wg_common, unit_specs};
+use crate::spec::{Slot, Source, Spec, params};
+use crate::{DType, Error, Tensor};
 
-const COUNT: &str = "
-struct P { rows: u32, n: u32, classes: u32, ignore: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> targets: array<u32>;
-@group(0) @binding(2) var<storage, read_write> cnt: array<f32>;
-var<workgroup> red: array<u32, 256>;
+params! {
+    /// `rows` rows of `n` units (`T`) holding `classes` logits; targets equal to `ignore` are skipped.
+    struct CrossEntropyParams { rows: u32, n: u32, classes: u32, ignore: u32 }
+}
+
+const COUNT_SLOTS: &[Slot] = &[
+    Slot::Read("targets", "array<u32>"),
+    Slot::ReadWrite("cnt", "array<f32>"),
+];
+
+const COUNT_BODY: &str = "var<workgroup> red: array<u32, 256>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32) {
@@ -38,17 +43,16 @@ fn main(@builtin(local_invocation_index) lid: u32) {
 }
 ";
 
-macro_rules! main_body {
-    () => {
-        "
-struct P { rows: u32, n: u32, classes: u32, ignore: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<T>;
-@group(0) @binding(2) var<storage, read> targets: array<u32>;
-@group(0) @binding(3) var<storage, read> cnt: array<f32>;
-@group(0) @binding(4) var<storage, read_write> loss: array<f32>;
-@group(0) @binding(5) var<storage, read_write> dx: array<T>;
+/// The main pass's bindings; the subgroup team kernel of `rows_team` declares the same.
+pub(super) const MAIN_SLOTS: &[Slot] = &[
+    Slot::Read("x", "array<T>"),
+    Slot::Read("targets", "array<u32>"),
+    Slot::Read("cnt", "array<f32>"),
+    Slot::ReadWrite("loss", "array<f32>"),
+    Slot::ReadWrite("dx", "array<T>"),
+];
 
+const MAIN_BODY: &str = "
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -106,22 +110,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         loss[row] = l;
     }
 }
-"
-    };
-}
+";
 
-const MAIN_V4: &str = concat!(unit_v4!(), wg_common!(), lowest!(), main_body!());
-const MAIN_F1: &str = concat!(unit_f1!(), wg_common!(), lowest!(), main_body!());
+const MEAN_SLOTS: &[Slot] = &[
+    Slot::Read("loss", "array<f32>"),
+    Slot::Read("cnt", "array<f32>"),
+    Slot::ReadWrite("mean", "array<f32>"),
+];
 
-const MEAN: &str = concat!(
-    wg_common!(),
-    "
-struct P { rows: u32, n: u32, classes: u32, ignore: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> loss: array<f32>;
-@group(0) @binding(2) var<storage, read> cnt: array<f32>;
-@group(0) @binding(3) var<storage, read_write> mean: array<f32>;
-
+const MEAN_BODY: &str = "
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32) {
     var s = 0.0;
@@ -130,22 +127,21 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     // 0 / 0 = NaN when every row is ignored, as PyTorch.
     if (lid == 0u) { mean[0] = total / cnt[0]; }
 }
-"
-);
+";
 
-static K_COUNT: RawKernel = RawKernel::own("cross_entropy_count", COUNT, "main");
-static K_MAIN_V4: RawKernel = RawKernel::own("cross_entropy_v4", MAIN_V4, "main");
-static K_MAIN_F1: RawKernel = RawKernel::own("cross_entropy", MAIN_F1, "main");
-static K_MEAN: RawKernel = RawKernel::own("cross_entropy_mean", MEAN, "main");
+static K_COUNT: Spec<CrossEntropyParams> =
+    Spec::new("cross_entropy_count", &[], COUNT_SLOTS, COUNT_BODY);
+unit_specs!(K_MAIN_V4, K_MAIN_F1: CrossEntropyParams = "cross_entropy", [wg_common!(), lowest!()], MAIN_SLOTS, MAIN_BODY);
+static K_MEAN: Spec<CrossEntropyParams> =
+    Spec::new("cross_entropy_mean", &[wg_common!()], MEAN_SLOTS, MEAN_BODY);
 
-/// Every kernel of this file, for the registry of `dense/mod.rs`.
+/// Every kernel of this file, for the registry of `dense/mod.rs` (the team variant is
+/// listed by `rows_team`).
 pub(crate) fn kernels() -> Vec<Source> {
-    sources(&[
-        ("cross_entropy_count", COUNT),
-        ("cross_entropy_v4", MAIN_V4),
-        ("cross_entropy", MAIN_F1),
-        ("cross_entropy_mean", MEAN),
-    ])
+    [&K_COUNT, &K_MAIN_V4, &K_MAIN_F1, &K_MEAN]
+        .iter()
+        .map(|k| k.source())
+        .collect()
 }
 
 /// What [`cross_entropy`] computes in one call.
@@ -210,51 +206,33 @@ pub fn cross_entropy(
     let loss = dev.empty(&[1], DType::F32)?;
     let v4 = classes.is_multiple_of(4);
     let n = if v4 { classes / 4 } else { classes };
-    let u = words(&[rows as u32, n as u32, classes as u32, ignore]);
-    dev.dispatch_raw(
-        &K_COUNT,
-        &[],
-        &[
-            Binding::Uniform(&u),
-            Binding::Read(targets),
-            Binding::ReadWrite(&count),
-        ],
-        [1, 1, 1],
-    )?;
+    let params = CrossEntropyParams {
+        rows: rows as u32,
+        n: n as u32,
+        classes: classes as u32,
+        ignore,
+    };
+    K_COUNT.dispatch(&[], &params, &[targets, &count], [1, 1, 1])?;
     if rows > 0 && classes > 0 {
+        let spec = if v4 { &K_MAIN_V4 } else { &K_MAIN_F1 };
         let (k, g) = match team_kernel(dev, Kind::CrossEntropy, classes)? {
             Some((k, rpg)) => (k, grid(dev, op, rows.div_ceil(rpg as usize) as u64)?),
-            None => (
-                if v4 { &K_MAIN_V4 } else { &K_MAIN_F1 },
-                grid(dev, op, rows as u64)?,
-            ),
+            None => (spec.kernel()?, grid(dev, op, rows as u64)?),
         };
-        let binds = [
-            Binding::Uniform(&u),
-            Binding::Read(logits),
-            Binding::Read(targets),
-            Binding::Read(&count),
-            Binding::ReadWrite(&row_loss),
-            Binding::ReadWrite(&grad),
-        ];
-        dev.dispatch_raw(k, &[], &binds, g)?;
+        spec.layout().dispatch(
+            k,
+            &[],
+            &params,
+            &[logits, targets, &count, &row_loss, &grad],
+            g,
+        )?;
     }
     let rl = if rows > 0 {
         row_loss
     } else {
         Tensor::zeros(dev, &[1])?
     };
-    dev.dispatch_raw(
-        &K_MEAN,
-        &[],
-        &[
-            Binding::Uniform(&u),
-            Binding::Read(&rl),
-            Binding::Read(&count),
-            Binding::ReadWrite(&loss),
-        ],
-        [1, 1, 1],
-    )?;
+    K_MEAN.dispatch(&[], &params, &[&rl, &count, &loss], [1, 1, 1])?;
     let row_loss = rl.reshape(&[rows.max(1)])?;
     Ok(CrossEntropy {
         loss,

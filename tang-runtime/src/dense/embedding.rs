@@ -13,20 +13,28 @@
 //!    1024 positions) and sums `grad[pos, :]` in position order, coalesced over `dim`. A row
 //!    with more positions scans the ids in order instead (at most `n / 1024` such rows).
 
-use super::check::{grid, want_f32, want_u32, words};
-use super::wgsl::{WG, unit_f1, unit_v4, wg_common};
-use crate::spec::{Source, sources};
-use crate::{Binding, DType, Error, RawKernel, Tensor};
+use super::check::{grid, want_f32, want_u32};
+use super::wgsl::{WG, wg_common, unit_specs};
+use crate::spec::{Slot, Source, Spec, params};
+use crate::{DType, Error, Tensor};
 
-macro_rules! fwd_body {
-    () => {
-        "
-struct P { n: u32, units: u32, vocab: u32, p0: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> ids: array<u32>;
-@group(0) @binding(2) var<storage, read> w: array<T>;
-@group(0) @binding(3) var<storage, read_write> out: array<T>;
+params! {
+    /// `n` ids, rows of `units` units (`T`) of a table of `vocab` rows.
+    struct RowsParams { n: u32, units: u32, vocab: u32 }
+}
 
+params! {
+    /// `n` ids into a table of `vocab` rows.
+    struct IdsParams { n: u32, vocab: u32 }
+}
+
+const FWD_SLOTS: &[Slot] = &[
+    Slot::Read("ids", "array<u32>"),
+    Slot::Read("w", "array<T>"),
+    Slot::ReadWrite("out", "array<T>"),
+];
+
+const FWD_BODY: &str = "
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -39,19 +47,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (id < p.vocab) { v = w[id * p.units + u]; }
     out[idx] = v;
 }
-"
-    };
-}
+";
 
-const FWD_V4: &str = concat!(unit_v4!(), wg_common!(), fwd_body!());
-const FWD_F1: &str = concat!(unit_f1!(), wg_common!(), fwd_body!());
+const COUNT_SLOTS: &[Slot] = &[
+    Slot::Read("ids", "array<u32>"),
+    Slot::ReadWrite("counts", "array<atomic<u32>>"),
+];
 
-const COUNT: &str = "
-struct P { n: u32, vocab: u32, p0: u32, p1: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> ids: array<u32>;
-@group(0) @binding(2) var<storage, read_write> counts: array<atomic<u32>>;
-
+const COUNT_BODY: &str = "
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -62,13 +65,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 }
 ";
 
-const SCAN: &str = "
-struct P { n: u32, vocab: u32, p0: u32, p1: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> counts: array<u32>;
-// [vocab + 1]: start of each row's slice of the position list; the last is the total.
-@group(0) @binding(2) var<storage, read_write> offsets: array<u32>;
-var<workgroup> sc: array<u32, 256>;
+const SCAN_SLOTS: &[Slot] = &[
+    Slot::Read("counts", "array<u32>"),
+    // [vocab + 1]: start of each row's slice of the position list; the last is the total.
+    Slot::ReadWrite("offsets", "array<u32>"),
+];
+
+const SCAN_BODY: &str = "var<workgroup> sc: array<u32, 256>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32) {
@@ -97,14 +100,14 @@ fn main(@builtin(local_invocation_index) lid: u32) {
 }
 ";
 
-const FILL: &str = "
-struct P { n: u32, vocab: u32, p0: u32, p1: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> ids: array<u32>;
-@group(0) @binding(2) var<storage, read> offsets: array<u32>;
-@group(0) @binding(3) var<storage, read_write> counts: array<atomic<u32>>;
-@group(0) @binding(4) var<storage, read_write> pos: array<u32>;
+const FILL_SLOTS: &[Slot] = &[
+    Slot::Read("ids", "array<u32>"),
+    Slot::Read("offsets", "array<u32>"),
+    Slot::ReadWrite("counts", "array<atomic<u32>>"),
+    Slot::ReadWrite("pos", "array<u32>"),
+];
 
+const FILL_BODY: &str = "
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -120,17 +123,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 }
 ";
 
-macro_rules! gather_body {
-    () => {
-        "
-struct P { n: u32, units: u32, vocab: u32, p0: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> ids: array<u32>;
-@group(0) @binding(2) var<storage, read> offsets: array<u32>;
-@group(0) @binding(3) var<storage, read> pos: array<u32>;
-@group(0) @binding(4) var<storage, read> dy: array<T>;
-@group(0) @binding(5) var<storage, read_write> dw: array<T>;
-const S: u32 = 1024u;
+const GATHER_SLOTS: &[Slot] = &[
+    Slot::Read("ids", "array<u32>"),
+    Slot::Read("offsets", "array<u32>"),
+    Slot::Read("pos", "array<u32>"),
+    Slot::Read("dy", "array<T>"),
+    Slot::ReadWrite("dw", "array<T>"),
+];
+
+const GATHER_BODY: &str = "const S: u32 = 1024u;
 var<workgroup> sp: array<u32, 1024>;
 var<workgroup> ss: array<u32, 1024>;
 
@@ -172,32 +173,26 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         dw[v * p.units + u] = acc;
     }
 }
-"
-    };
-}
+";
 
-const GATHER_V4: &str = concat!(unit_v4!(), wg_common!(), gather_body!());
-const GATHER_F1: &str = concat!(unit_f1!(), wg_common!(), gather_body!());
-
-static K_FWD_V4: RawKernel = RawKernel::own("embedding_v4", FWD_V4, "main");
-static K_FWD_F1: RawKernel = RawKernel::own("embedding", FWD_F1, "main");
-static K_COUNT: RawKernel = RawKernel::own("embedding_backward_count", COUNT, "main");
-static K_SCAN: RawKernel = RawKernel::own("embedding_backward_scan", SCAN, "main");
-static K_FILL: RawKernel = RawKernel::own("embedding_backward_fill", FILL, "main");
-static K_GATHER_V4: RawKernel = RawKernel::own("embedding_backward_v4", GATHER_V4, "main");
-static K_GATHER_F1: RawKernel = RawKernel::own("embedding_backward", GATHER_F1, "main");
+unit_specs!(K_FWD_V4, K_FWD_F1: RowsParams = "embedding", [wg_common!()], FWD_SLOTS, FWD_BODY);
+static K_COUNT: Spec<IdsParams> =
+    Spec::new("embedding_backward_count", &[], COUNT_SLOTS, COUNT_BODY);
+static K_SCAN: Spec<IdsParams> = Spec::new("embedding_backward_scan", &[], SCAN_SLOTS, SCAN_BODY);
+static K_FILL: Spec<IdsParams> = Spec::new("embedding_backward_fill", &[], FILL_SLOTS, FILL_BODY);
+unit_specs!(K_GATHER_V4, K_GATHER_F1: RowsParams = "embedding_backward", [wg_common!()], GATHER_SLOTS, GATHER_BODY);
 
 /// Every kernel of this file, for the registry of `dense/mod.rs`.
 pub(crate) fn kernels() -> Vec<Source> {
-    sources(&[
-        ("embedding_v4", FWD_V4),
-        ("embedding", FWD_F1),
-        ("embedding_backward_count", COUNT),
-        ("embedding_backward_scan", SCAN),
-        ("embedding_backward_fill", FILL),
-        ("embedding_backward_v4", GATHER_V4),
-        ("embedding_backward", GATHER_F1),
-    ])
+    vec![
+        K_FWD_V4.source(),
+        K_FWD_F1.source(),
+        K_COUNT.source(),
+        K_SCAN.source(),
+        K_FILL.source(),
+        K_GATHER_V4.source(),
+        K_GATHER_F1.source(),
+    ]
 }
 
 fn too_large(op: &str, n: usize) -> Error {
@@ -242,25 +237,14 @@ pub fn embedding(ids: &Tensor, weight: &Tensor) -> Result<Tensor, Error> {
     }
     let v4 = dim.is_multiple_of(4);
     let units = if v4 { dim / 4 } else { dim };
-    let u = words(&[
-        n as u32,
-        units as u32,
-        vocab.min(u32::MAX as usize) as u32,
-        0,
-    ]);
+    let params = RowsParams {
+        n: n as u32,
+        units: units as u32,
+        vocab: vocab.min(u32::MAX as usize) as u32,
+    };
     let k = if v4 { &K_FWD_V4 } else { &K_FWD_F1 };
     let g = grid(dev, op, (n * units).div_ceil(WG as usize) as u64)?;
-    dev.dispatch_raw(
-        k,
-        &[],
-        &[
-            Binding::Uniform(&u),
-            Binding::Read(ids),
-            Binding::Read(weight),
-            Binding::ReadWrite(&out),
-        ],
-        g,
-    )?;
+    k.dispatch(&[], &params, &[ids, weight, &out], g)?;
     Ok(out)
 }
 
@@ -304,48 +288,23 @@ pub fn embedding_backward(ids: &Tensor, grad_out: &Tensor, vocab: usize) -> Resu
     let offsets = dev.empty(&[vocab + 1], DType::U32)?;
     let pos = dev.empty(&[n], DType::U32)?;
     let dw = dev.empty(&[vocab, dim], DType::F32)?;
-    let u = words(&[n as u32, vocab as u32, 0, 0]);
+    let params = IdsParams {
+        n: n as u32,
+        vocab: vocab as u32,
+    };
     let per_id = grid(dev, op, n.div_ceil(WG as usize) as u64)?;
-    dev.dispatch_raw(
-        &K_COUNT,
-        &[],
-        &[
-            Binding::Uniform(&u),
-            Binding::Read(ids),
-            Binding::ReadWrite(&counts),
-        ],
-        per_id,
-    )?;
-    dev.dispatch_raw(
-        &K_SCAN,
-        &[],
-        &[
-            Binding::Uniform(&u),
-            Binding::Read(&counts),
-            Binding::ReadWrite(&offsets),
-        ],
-        [1, 1, 1],
-    )?;
-    let fill = [
-        Binding::Uniform(&u),
-        Binding::Read(ids),
-        Binding::Read(&offsets),
-        Binding::ReadWrite(&counts),
-        Binding::ReadWrite(&pos),
-    ];
-    dev.dispatch_raw(&K_FILL, &[], &fill, per_id)?;
+    K_COUNT.dispatch(&[], &params, &[ids, &counts], per_id)?;
+    K_SCAN.dispatch(&[], &params, &[&counts, &offsets], [1, 1, 1])?;
+    K_FILL.dispatch(&[], &params, &[ids, &offsets, &counts, &pos], per_id)?;
     let v4 = dim.is_multiple_of(4);
     let units = if v4 { dim / 4 } else { dim };
-    let ug = words(&[n as u32, units as u32, vocab as u32, 0]);
+    let rows = RowsParams {
+        n: n as u32,
+        units: units as u32,
+        vocab: vocab as u32,
+    };
     let k = if v4 { &K_GATHER_V4 } else { &K_GATHER_F1 };
-    let binds = [
-        Binding::Uniform(&ug),
-        Binding::Read(ids),
-        Binding::Read(&offsets),
-        Binding::Read(&pos),
-        Binding::Read(grad_out),
-        Binding::ReadWrite(&dw),
-    ];
-    dev.dispatch_raw(k, &[], &binds, grid(dev, op, vocab as u64)?)?;
+    let g = grid(dev, op, vocab as u64)?;
+    k.dispatch(&[], &rows, &[ids, &offsets, &pos, grad_out, &dw], g)?;
     Ok(dw)
 }

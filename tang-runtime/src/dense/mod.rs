@@ -32,6 +32,9 @@ kernel_modules! {
     pub mod norm;
     pub mod reduce;
     mod reduce_backward;
+    /// The choice between the subgroup team path and the workgroup fallback of the row
+    /// kernels: hooks for tests and benchmarks, not part of the API.
+    #[doc(hidden)]
     pub mod rows_team;
     pub mod shape;
     pub mod softmax;

@@ -17,25 +17,46 @@
 //! (the deterministic tree of [`super::reduce`]) sums the partials: no float atomics, the
 //! same bits on every run, and `x` and `grad_y` are read once.
 
-use super::check::{grid, rows_cols, want_f32, words};
+use super::check::{grid, rows_cols, want_f32};
 use super::reduce::sum;
 use super::rows_team::{Kind, row_kernel, team_kernel};
-use super::wgsl::{unit_f1, unit_v4, wg_common};
-use crate::spec::{Source, sources};
-use crate::{Binding, DType, Error, RawKernel, Tensor};
+use super::wgsl::{wg_common, unit_specs};
+use crate::spec::{Slot, Source, params};
+use crate::{DType, Error, Tensor};
 
-macro_rules! fwd_body {
-    () => {
-        "
-struct P { rows: u32, n: u32, eps: f32, p0: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<T>;
-@group(0) @binding(2) var<storage, read_write> y: array<T>;
-@group(0) @binding(3) var<storage, read> w: array<T>;
-@group(0) @binding(4) var<storage, read> b: array<T>;
-// Per row: mean (0 for RMS norm), reciprocal standard deviation (or RMS).
-@group(0) @binding(5) var<storage, read_write> stats: array<f32>;
-// true: RMS norm (no mean, no bias; `b` is not read).
+params! {
+    /// The forward: `rows` rows of `n` units (`T`), `eps` added to the variance.
+    struct NormParams { rows: u32, n: u32, eps: f32 }
+}
+
+params! {
+    /// The backward: `rows` rows of `n` units, `rpt` rows per team (or per fallback workgroup).
+    struct NormBackwardParams { rows: u32, n: u32, rpt: u32 }
+}
+
+/// The forward's bindings; the subgroup team kernels of `rows_team` declare the same.
+pub(super) const FWD_SLOTS: &[Slot] = &[
+    Slot::Read("x", "array<T>"),
+    Slot::ReadWrite("y", "array<T>"),
+    Slot::Read("w", "array<T>"),
+    Slot::Read("b", "array<T>"),
+    // Per row: mean (0 for RMS norm), reciprocal standard deviation (or RMS).
+    Slot::ReadWrite("stats", "array<f32>"),
+];
+
+/// The backward's bindings; the subgroup team kernels of `rows_team` declare the same.
+pub(super) const BWD_SLOTS: &[Slot] = &[
+    Slot::Read("x", "array<T>"),
+    Slot::Read("w", "array<T>"),
+    Slot::Read("stats", "array<f32>"),
+    Slot::Read("dy", "array<T>"),
+    Slot::ReadWrite("dx", "array<T>"),
+    // Per workgroup partial sums [groups, n] of grad_y * xhat (weight) and grad_y (bias).
+    Slot::ReadWrite("pw", "array<T>"),
+    Slot::ReadWrite("pb", "array<T>"),
+];
+
+const FWD_BODY: &str = "// true: RMS norm (no mean, no bias; `b` is not read).
 override RMS: bool = false;
 
 @compute @workgroup_size(256)
@@ -86,31 +107,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         stats[2u * row + 1u] = rstd;
     }
 }
-"
-    };
-}
+";
 
-macro_rules! bwd_body {
-    () => {
-        "
-struct P { rows: u32, n: u32, rpg: u32, p0: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<T>;
-@group(0) @binding(2) var<storage, read> w: array<T>;
-@group(0) @binding(3) var<storage, read> stats: array<f32>;
-@group(0) @binding(4) var<storage, read> dy: array<T>;
-@group(0) @binding(5) var<storage, read_write> dx: array<T>;
-// Per workgroup partial sums [groups, n] of grad_y * xhat (weight) and grad_y (bias).
-@group(0) @binding(6) var<storage, read_write> pw: array<T>;
-@group(0) @binding(7) var<storage, read_write> pb: array<T>;
-override RMS: bool = false;
+const BWD_BODY: &str = "override RMS: bool = false;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
     let g = group_index(wid, nwg);
-    let r0 = g * p.rpg;
-    let r1 = min(r0 + p.rpg, p.rows);
+    let r0 = g * p.rpt;
+    let r1 = min(r0 + p.rpt, p.rows);
     let live = r0 < p.rows;
     let n = select(0u, p.n, live);
     let pbase = g * p.n;
@@ -169,28 +175,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         if (u < n) { pw[pbase + u] = aw[k]; pb[pbase + u] = ab[k]; }
     }
 }
-"
-    };
-}
+";
 
-const FWD_V4: &str = concat!(unit_v4!(), wg_common!(), fwd_body!());
-const FWD_F1: &str = concat!(unit_f1!(), wg_common!(), fwd_body!());
-const BWD_V4: &str = concat!(unit_v4!(), wg_common!(), bwd_body!());
-const BWD_F1: &str = concat!(unit_f1!(), wg_common!(), bwd_body!());
+unit_specs!(K_FWD_V4, K_FWD_F1: NormParams = "norm", [wg_common!()], FWD_SLOTS, FWD_BODY);
+unit_specs!(K_BWD_V4, K_BWD_F1: NormBackwardParams = "norm_backward", [wg_common!()], BWD_SLOTS, BWD_BODY);
 
-static K_FWD_V4: RawKernel = RawKernel::own("norm_v4", FWD_V4, "main");
-static K_FWD_F1: RawKernel = RawKernel::own("norm", FWD_F1, "main");
-static K_BWD_V4: RawKernel = RawKernel::own("norm_backward_v4", BWD_V4, "main");
-static K_BWD_F1: RawKernel = RawKernel::own("norm_backward", BWD_F1, "main");
-
-/// Every kernel of this file, for the registry of `dense/mod.rs`.
+/// Every kernel of this file, for the registry of `dense/mod.rs` (the team variants are
+/// listed by `rows_team`).
 pub(crate) fn kernels() -> Vec<Source> {
-    sources(&[
-        ("norm_v4", FWD_V4),
-        ("norm", FWD_F1),
-        ("norm_backward_v4", BWD_V4),
-        ("norm_backward", BWD_F1),
-    ])
+    vec![K_FWD_V4.source(), K_FWD_F1.source(), K_BWD_V4.source(), K_BWD_F1.source()]
 }
 
 /// A norm's output and what its backward needs.
@@ -263,26 +256,24 @@ fn forward(x: &Tensor, w: &Tensor, b: &Tensor, eps: f32, rms: bool) -> Result<No
     }
     let v4 = cols.is_multiple_of(4);
     let n = if v4 { cols / 4 } else { cols };
-    let u = words(&[rows as u32, n as u32, eps.to_bits(), 0]);
+    let params = NormParams {
+        rows: rows as u32,
+        n: n as u32,
+        eps,
+    };
     let flag = [("RMS", if rms { 1.0 } else { 0.0 })];
+    let spec = if v4 { &K_FWD_V4 } else { &K_FWD_F1 };
     let (k, g, flag) = row_kernel(
         dev,
         op,
         Kind::NormFwd { rms },
         rows,
         cols,
-        if v4 { &K_FWD_V4 } else { &K_FWD_F1 },
+        spec.kernel()?,
         &flag,
     )?;
-    let binds = [
-        Binding::Uniform(&u),
-        Binding::Read(x),
-        Binding::ReadWrite(&y),
-        Binding::Read(w),
-        Binding::Read(b),
-        Binding::ReadWrite(&stats),
-    ];
-    dev.dispatch_raw(k, flag, &binds, g)?;
+    spec.layout()
+        .dispatch(k, flag, &params, &[x, &y, w, b, &stats], g)?;
     Ok(NormOutput { y, stats })
 }
 
@@ -346,23 +337,19 @@ fn backward(
     let pb = dev.empty(&[groups, cols], DType::F32)?;
     let v4 = cols.is_multiple_of(4);
     let n = if v4 { cols / 4 } else { cols };
-    let u = words(&[rows as u32, n as u32, rpt as u32, 0]);
+    let params = NormBackwardParams {
+        rows: rows as u32,
+        n: n as u32,
+        rpt: rpt as u32,
+    };
     let g = grid(dev, op, groups as u64)?;
+    let spec = if v4 { &K_BWD_V4 } else { &K_BWD_F1 };
     let (k, flag) = match team {
         Some((k, _)) => (k, &[][..]),
-        None => (if v4 { &K_BWD_V4 } else { &K_BWD_F1 }, &flag[..]),
+        None => (spec.kernel()?, &flag[..]),
     };
-    let binds = [
-        Binding::Uniform(&u),
-        Binding::Read(x),
-        Binding::Read(w),
-        Binding::Read(stats),
-        Binding::Read(grad_y),
-        Binding::ReadWrite(&dx),
-        Binding::ReadWrite(&pw),
-        Binding::ReadWrite(&pb),
-    ];
-    dev.dispatch_raw(k, flag, &binds, g)?;
+    spec.layout()
+        .dispatch(k, flag, &params, &[x, w, stats, grad_y, &dx, &pw, &pb], g)?;
     let gw = sum(&pw, 0)?;
     let gb = if rms { None } else { Some(sum(&pb, 0)?) };
     Ok((dx, gw, gb))

@@ -15,8 +15,8 @@
 //! whole-tensor forms) live in their own file and are reached through this module.
 
 use super::check::{AxisView, axis_view, grid, want_f32};
-use super::wgsl::{WG, unit_f1, unit_v4, wg_common};
-use crate::spec::{Slot, Source, Spec, params};
+use super::wgsl::{WG, wg_common, unit_specs};
+use crate::spec::{Slot, Source, params};
 use crate::{DType, Error, Tensor};
 
 pub use super::reduce_backward::{
@@ -114,32 +114,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 }
 ";
 
-static K_ROWS_V4: Spec<RowsParams> = Spec::new(
-    "reduce_rows_v4",
-    &[unit_v4!(), wg_common!()],
-    ROWS_SLOTS,
-    ROWS_BODY,
-);
-static K_ROWS_F1: Spec<RowsParams> = Spec::new(
-    "reduce_rows",
-    &[unit_f1!(), wg_common!()],
-    ROWS_SLOTS,
-    ROWS_BODY,
-);
+unit_specs!(K_ROWS_V4, K_ROWS_F1: RowsParams = "reduce_rows", [wg_common!()], ROWS_SLOTS, ROWS_BODY);
 // `red_a`/`red_b` of `wg_common` are unused by the column kernel; declaring them costs
 // nothing.
-static K_COLS_V4: Spec<ColsParams> = Spec::new(
-    "reduce_cols_v4",
-    &[unit_v4!(), wg_common!()],
-    COLS_SLOTS,
-    COLS_BODY,
-);
-static K_COLS_F1: Spec<ColsParams> = Spec::new(
-    "reduce_cols",
-    &[unit_f1!(), wg_common!()],
-    COLS_SLOTS,
-    COLS_BODY,
-);
+unit_specs!(K_COLS_V4, K_COLS_F1: ColsParams = "reduce_cols", [wg_common!()], COLS_SLOTS, COLS_BODY);
 
 /// Every kernel of this file, for the registry.
 pub(crate) fn kernels() -> Vec<Source> {

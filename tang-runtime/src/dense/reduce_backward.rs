@@ -19,12 +19,12 @@
 //! gets all of `dy`, as the indices of PyTorch's `max(dim)`; a NaN `y` matches the first
 //! NaN of its slice.
 
-use super::check::{AxisView, axis_view, grid, want_f32, words};
+use super::check::{AxisView, axis_view, grid, want_f32};
 use super::reduce::{TARGET_GROUPS, TARGET_THREADS};
 use super::wgsl::WG;
 use crate::tensor::numel;
-use crate::spec::{Source, sources};
-use crate::{Binding, DType, Error, RawKernel, Tensor};
+use crate::spec::{Slot, Source, Spec, params};
+use crate::{DType, Error, Tensor};
 
 /// Declarations every kernel of this file shares.
 macro_rules! common {
@@ -37,8 +37,9 @@ fn group_index(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return wid.x + wid.y * n
     };
 }
 
-/// `vec4` units; `first_lane` is the lowest lane set in a mask.
-macro_rules! unit_v4 {
+/// `vec4` units with their `u32` and mask types; `first_lane` is the lowest lane set in a
+/// mask (not the row-kernel units of `wgsl.rs`: these carry index and mask types).
+macro_rules! mask_unit_v4 {
     () => {
         "alias T = vec4<f32>;
 alias U = vec4<u32>;
@@ -50,7 +51,7 @@ fn first_lane(m: B) -> u32 { return select(select(select(3u, 2u, m.z), 1u, m.y),
 }
 
 /// Scalar units, for any length.
-macro_rules! unit_f1 {
+macro_rules! mask_unit_f1 {
     () => {
         "alias T = f32;
 alias U = u32;
@@ -74,14 +75,17 @@ macro_rules! gather_f1 {
     };
 }
 
-macro_rules! broadcast_body {
-    () => {
-        "
-struct P { units: u32, axis: u32, inner: u32, scale: f32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> dy: array<f32>;
-@group(0) @binding(2) var<storage, read_write> dx: array<T>;
+params! {
+    /// `units` units (`T`) of `dx`, each from `dy` over an axis of `axis` with `inner` trailing elements; sums are multiplied by `scale`.
+    struct BroadcastParams { units: u32, axis: u32, inner: u32, scale: f32 }
+}
 
+const BROADCAST_SLOTS: &[Slot] = &[
+    Slot::Read("dy", "array<f32>"),
+    Slot::ReadWrite("dx", "array<T>"),
+];
+
+const BROADCAST_BODY: &str = "
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -98,9 +102,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         dx[u] = gather(o * p.inner + e % p.inner) * p.scale;
     }
 }
-"
-    };
-}
+";
 
 /// The match rule of the max backward: IEEE equality (so -0 == +0), and NaN matches NaN.
 /// NaN is tested on the bits: a compiler may fold `v != v` away.
@@ -113,15 +115,18 @@ fn matches(v: T, y: T) -> B { return (v == y) | (is_nan(v) & is_nan(y)); }
     };
 }
 
-macro_rules! search_rows_body {
-    () => {
-        "
-struct P { rows: u32, n: u32, chunk: u32, chunks: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<T>;
-@group(0) @binding(2) var<storage, read> y: array<f32>;
-@group(0) @binding(3) var<storage, read_write> first: array<u32>;
-var<workgroup> red: array<u32, 256>;
+params! {
+    /// `rows` rows of `n` units searched in `chunks` chunks of `chunk` units.
+    struct SearchRowsParams { rows: u32, n: u32, chunk: u32, chunks: u32 }
+}
+
+const SEARCH_ROWS_SLOTS: &[Slot] = &[
+    Slot::Read("x", "array<T>"),
+    Slot::Read("y", "array<f32>"),
+    Slot::ReadWrite("first", "array<u32>"),
+];
+
+const SEARCH_ROWS_BODY: &str = "var<workgroup> red: array<u32, 256>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -150,19 +155,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     if (lid == 0u && live) { first[row * p.chunks + c] = red[0]; }
 }
-"
-    };
+";
+
+params! {
+    /// `[outer, axis, inner]` (inner in units) searched along the axis in `chunks` chunks of `chunk`.
+    struct SearchColsParams { outer: u32, axis: u32, inner: u32, chunk: u32, chunks: u32 }
 }
 
-macro_rules! search_cols_body {
-    () => {
-        "
-struct P { outer: u32, axis: u32, inner: u32, chunk: u32, chunks: u32, p0: u32, p1: u32, p2: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<T>;
-@group(0) @binding(2) var<storage, read> y: array<T>;
-@group(0) @binding(3) var<storage, read_write> first: array<U>;
+const SEARCH_COLS_SLOTS: &[Slot] = &[
+    Slot::Read("x", "array<T>"),
+    Slot::Read("y", "array<T>"),
+    Slot::ReadWrite("first", "array<U>"),
+];
 
+const SEARCH_COLS_BODY: &str = "
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -183,19 +189,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     first[idx] = best;
 }
-"
-    };
+";
+
+params! {
+    /// `[outer, axis, inner]` with `chunks` partial first indices per output.
+    struct ScatterParams { outer: u32, axis: u32, inner: u32, chunks: u32 }
 }
 
-const SCATTER: &str = concat!(
-    common!(),
-    "
-struct P { outer: u32, axis: u32, inner: u32, chunks: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> first: array<u32>;
-@group(0) @binding(2) var<storage, read> dy: array<f32>;
-@group(0) @binding(3) var<storage, read_write> dx: array<f32>;
+const SCATTER_SLOTS: &[Slot] = &[
+    Slot::Read("first", "array<u32>"),
+    Slot::Read("dy", "array<f32>"),
+    Slot::ReadWrite("dx", "array<f32>"),
+];
 
+const SCATTER_BODY: &str = "
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -210,35 +217,58 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     // NONE (no element matched y) leaves the slice's gradient at zero.
     if (a < p.axis) { dx[(o * p.axis + a) * p.inner + i] = dy[idx]; }
 }
-"
+";
+
+static K_BCAST_V4: Spec<BroadcastParams> = Spec::new(
+    "reduce_broadcast_v4",
+    &[common!(), mask_unit_v4!(), gather_v4!()],
+    BROADCAST_SLOTS,
+    BROADCAST_BODY,
 );
-
-const BCAST_V4: &str = concat!(common!(), unit_v4!(), gather_v4!(), broadcast_body!());
-const BCAST_F1: &str = concat!(common!(), unit_f1!(), gather_f1!(), broadcast_body!());
-const ROWS_V4: &str = concat!(common!(), unit_v4!(), match_rule!(), search_rows_body!());
-const ROWS_F1: &str = concat!(common!(), unit_f1!(), match_rule!(), search_rows_body!());
-const COLS_V4: &str = concat!(common!(), unit_v4!(), match_rule!(), search_cols_body!());
-const COLS_F1: &str = concat!(common!(), unit_f1!(), match_rule!(), search_cols_body!());
-
-static K_BCAST_V4: RawKernel = RawKernel::own("reduce_broadcast_v4", BCAST_V4, "main");
-static K_BCAST_F1: RawKernel = RawKernel::own("reduce_broadcast", BCAST_F1, "main");
-static K_ROWS_V4: RawKernel = RawKernel::own("max_backward_search_rows_v4", ROWS_V4, "main");
-static K_ROWS_F1: RawKernel = RawKernel::own("max_backward_search_rows", ROWS_F1, "main");
-static K_COLS_V4: RawKernel = RawKernel::own("max_backward_search_cols_v4", COLS_V4, "main");
-static K_COLS_F1: RawKernel = RawKernel::own("max_backward_search_cols", COLS_F1, "main");
-static K_SCATTER: RawKernel = RawKernel::own("max_backward_scatter", SCATTER, "main");
+static K_BCAST_F1: Spec<BroadcastParams> = Spec::new(
+    "reduce_broadcast",
+    &[common!(), mask_unit_f1!(), gather_f1!()],
+    BROADCAST_SLOTS,
+    BROADCAST_BODY,
+);
+static K_ROWS_V4: Spec<SearchRowsParams> = Spec::new(
+    "max_backward_search_rows_v4",
+    &[common!(), mask_unit_v4!(), match_rule!()],
+    SEARCH_ROWS_SLOTS,
+    SEARCH_ROWS_BODY,
+);
+static K_ROWS_F1: Spec<SearchRowsParams> = Spec::new(
+    "max_backward_search_rows",
+    &[common!(), mask_unit_f1!(), match_rule!()],
+    SEARCH_ROWS_SLOTS,
+    SEARCH_ROWS_BODY,
+);
+static K_COLS_V4: Spec<SearchColsParams> = Spec::new(
+    "max_backward_search_cols_v4",
+    &[common!(), mask_unit_v4!(), match_rule!()],
+    SEARCH_COLS_SLOTS,
+    SEARCH_COLS_BODY,
+);
+static K_COLS_F1: Spec<SearchColsParams> = Spec::new(
+    "max_backward_search_cols",
+    &[common!(), mask_unit_f1!(), match_rule!()],
+    SEARCH_COLS_SLOTS,
+    SEARCH_COLS_BODY,
+);
+static K_SCATTER: Spec<ScatterParams> =
+    Spec::new("max_backward_scatter", &[common!()], SCATTER_SLOTS, SCATTER_BODY);
 
 /// Every kernel of this file, for the registry of `dense/mod.rs`.
 pub(crate) fn kernels() -> Vec<Source> {
-    sources(&[
-        ("reduce_broadcast_v4", BCAST_V4),
-        ("reduce_broadcast", BCAST_F1),
-        ("max_backward_search_rows_v4", ROWS_V4),
-        ("max_backward_search_rows", ROWS_F1),
-        ("max_backward_search_cols_v4", COLS_V4),
-        ("max_backward_search_cols", COLS_F1),
-        ("max_backward_scatter", SCATTER),
-    ])
+    vec![
+        K_BCAST_V4.source(),
+        K_BCAST_F1.source(),
+        K_ROWS_V4.source(),
+        K_ROWS_F1.source(),
+        K_COLS_V4.source(),
+        K_COLS_F1.source(),
+        K_SCATTER.source(),
+    ]
 }
 
 /// Rows of the last axis at least this long get a workgroup each in the max search;
@@ -297,19 +327,15 @@ fn broadcast(
     // The forward's mean multiplies by the same f32 reciprocal.
     let scale = if mean { 1.0 / len as f32 } else { 1.0 };
     let dx = dev.empty(input_shape, DType::F32)?;
-    let u = words(&[units as u32, len as u32, inner as u32, scale.to_bits()]);
+    let params = BroadcastParams {
+        units: units as u32,
+        axis: len as u32,
+        inner: inner as u32,
+        scale,
+    };
     let k = if v4 { &K_BCAST_V4 } else { &K_BCAST_F1 };
     let groups = grid(dev, op, units.div_ceil(WG as usize) as u64)?;
-    dev.dispatch_raw(
-        k,
-        &[],
-        &[
-            Binding::Uniform(&u),
-            Binding::Read(dy),
-            Binding::ReadWrite(&dx),
-        ],
-        groups,
-    )?;
+    k.dispatch(&[], &params, &[dy, &dx], groups)?;
     Ok(dx)
 }
 
@@ -349,20 +375,15 @@ fn max_axis_backward(
         let chunk = n.div_ceil(chunks);
         let chunks = n.div_ceil(chunk);
         let first = dev.empty(&[outer * chunks], DType::U32)?;
-        let u = words(&[outer as u32, n as u32, chunk as u32, chunks as u32]);
+        let params = SearchRowsParams {
+            rows: outer as u32,
+            n: n as u32,
+            chunk: chunk as u32,
+            chunks: chunks as u32,
+        };
         let k = if v4 { &K_ROWS_V4 } else { &K_ROWS_F1 };
         let groups = grid(dev, op, (outer * chunks) as u64)?;
-        dev.dispatch_raw(
-            k,
-            &[],
-            &[
-                Binding::Uniform(&u),
-                Binding::Read(x),
-                Binding::Read(y),
-                Binding::ReadWrite(&first),
-            ],
-            groups,
-        )?;
+        k.dispatch(&[], &params, &[x, y, &first], groups)?;
         (first, chunks)
     } else {
         let v4 = inner.is_multiple_of(4);
@@ -376,44 +397,26 @@ fn max_axis_backward(
         let chunk = len.div_ceil(chunks);
         let chunks = len.div_ceil(chunk);
         let first = dev.empty(&[outer * chunks * inner], DType::U32)?;
-        let u = words(&[
-            outer as u32,
-            len as u32,
-            iu as u32,
-            chunk as u32,
-            chunks as u32,
-            0,
-            0,
-            0,
-        ]);
+        let params = SearchColsParams {
+            outer: outer as u32,
+            axis: len as u32,
+            inner: iu as u32,
+            chunk: chunk as u32,
+            chunks: chunks as u32,
+        };
         let k = if v4 { &K_COLS_V4 } else { &K_COLS_F1 };
         let groups = grid(dev, op, (cols * chunks).div_ceil(WG as usize) as u64)?;
-        dev.dispatch_raw(
-            k,
-            &[],
-            &[
-                Binding::Uniform(&u),
-                Binding::Read(x),
-                Binding::Read(y),
-                Binding::ReadWrite(&first),
-            ],
-            groups,
-        )?;
+        k.dispatch(&[], &params, &[x, y, &first], groups)?;
         (first, chunks)
     };
-    let u = words(&[outer as u32, len as u32, inner as u32, chunks as u32]);
+    let params = ScatterParams {
+        outer: outer as u32,
+        axis: len as u32,
+        inner: inner as u32,
+        chunks: chunks as u32,
+    };
     let groups = grid(dev, op, (outer * inner).div_ceil(WG as usize) as u64)?;
-    dev.dispatch_raw(
-        &K_SCATTER,
-        &[],
-        &[
-            Binding::Uniform(&u),
-            Binding::Read(&first),
-            Binding::Read(dy),
-            Binding::ReadWrite(&dx),
-        ],
-        groups,
-    )?;
+    K_SCATTER.dispatch(&[], &params, &[&first, dy, &dx], groups)?;
     Ok(dx)
 }
 

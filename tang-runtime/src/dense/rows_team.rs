@@ -13,8 +13,10 @@
 //!
 //! The WGSL is generated per (kernel, unit, team, values per lane) with the per-lane loop
 //! fully unrolled into named values: naga does not unroll loops, and an array indexed in
-//! a loop may live in local memory rather than registers. Generated kernels are cached
-//! (one leaked string and [`RawKernel`] per variant actually used, a few per process).
+//! a loop may live in local memory rather than registers. Generated kernels live in the
+//! one cache of run-time variants (`spec::Variants`: generated and naga-validated once per
+//! process, for the variants actually used). Each kind declares the layout of its
+//! workgroup fallback (`Layout::declarations` of the fallback module's slots).
 //!
 //! Teams are formed from `subgroup_id`, `subgroup_size` and `subgroup_invocation_id`, not
 //! from `local_invocation_index`, so a team is made of lanes of one subgroup whatever the

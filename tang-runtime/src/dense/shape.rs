@@ -3,19 +3,24 @@
 //! splitting along any axis (one strided block copy per piece). The kernels move 32-bit
 //! words, so f32 and u32 tensors are copied bit for bit.
 
-use crate::spec::{Source, Variants};
-use crate::{Binding, Device, Error, RawKernel, Tensor};
+use crate::spec::{Slot, Source, Spec, params};
+use crate::{Device, Error, Tensor};
 
-/// 32 x 32 tile, 32 x 8 threads, 4 elements each. The tile row is padded to 33 words so
-/// the column-wise reads of the write phase fall in distinct banks. Every loop bound is
-/// workgroup-uniform (the barriers need that); tiles beyond the grid are walked in a
-/// grid-stride loop, so any shape fits in the grid.
-const TRANSPOSE_WGSL: &str = "
-struct P { rows: u32, cols: u32, xtiles: u32, ytiles: u32, count: u32, pad0: u32, pad1: u32, pad2: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> src: array<u32>;
-@group(0) @binding(2) var<storage, read_write> dst: array<u32>;
-var<workgroup> tile: array<u32, 1056>;
+// 32 x 32 tile, 32 x 8 threads, 4 elements each. The tile row is padded to 33 words so
+// the column-wise reads of the write phase fall in distinct banks. Every loop bound is
+// workgroup-uniform (the barriers need that); tiles beyond the grid are walked in a
+// grid-stride loop, so any shape fits in the grid.
+params! {
+    /// `count` matrices of `rows` x `cols`, walked in `xtiles` x `ytiles` tiles of 32.
+    struct TransposeParams { rows: u32, cols: u32, xtiles: u32, ytiles: u32, count: u32 }
+}
+
+const TRANSPOSE_SLOTS: &[Slot] = &[
+    Slot::Read("src", "array<u32>"),
+    Slot::ReadWrite("dst", "array<u32>"),
+];
+
+const TRANSPOSE_BODY: &str = "var<workgroup> tile: array<u32, 1056>;
 
 @compute @workgroup_size(32, 8)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -47,15 +52,20 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 }
 ";
 
-/// `dst[o * dst_ld + dst_off + j] = src[o * src_ld + src_off + j]` for `o < outer`,
-/// `j < inner`: one piece of a concat or split. `{T}` is `u32` or `vec4<u32>` (then
-/// every quantity is in units of 4 words).
-const COPY_WGSL: &str = "
-struct P { inner: u32, src_ld: u32, src_off: u32, dst_ld: u32, dst_off: u32, total: u32, row: u32, pad0: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> src: array<{T}>;
-@group(0) @binding(2) var<storage, read_write> dst: array<{T}>;
+// `dst[o * dst_ld + dst_off + j] = src[o * src_ld + src_off + j]` for `o < outer`,
+// `j < inner`: one piece of a concat or split. `T` is `u32` or `vec4<u32>` (then
+// every quantity is in units of 4 words).
+params! {
+    /// `total` units (`T`) in rows of `inner`, from `src` (row stride `src_ld`, offset `src_off`) to `dst` (likewise); `row` threads per grid row.
+    struct CopyParams { inner: u32, src_ld: u32, src_off: u32, dst_ld: u32, dst_off: u32, total: u32, row: u32 }
+}
 
+const COPY_SLOTS: &[Slot] = &[
+    Slot::Read("src", "array<T>"),
+    Slot::ReadWrite("dst", "array<T>"),
+];
+
+const COPY_BODY: &str = "
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     let i = g.x + g.y * p.row;
@@ -66,27 +76,19 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 }
 ";
 
-/// The copy shaders, by element type (`vec4<u32>` or `u32`).
-static COPIES: Variants<bool> = Variants::new();
-
-/// The copy shader with its element type filled in.
-fn copy_kernel(vec4: bool) -> Result<&'static RawKernel, Error> {
-    COPIES.get(&vec4, || {
-        let text = COPY_WGSL.replace("{T}", if vec4 { "vec4<u32>" } else { "u32" });
-        ("block_copy".to_string(), text)
-    })
-}
-
-const TRANSPOSE: RawKernel = RawKernel::own("transpose", TRANSPOSE_WGSL, "main");
+static TRANSPOSE: Spec<TransposeParams> = Spec::new("transpose", &[], TRANSPOSE_SLOTS, TRANSPOSE_BODY);
+static COPY_V4: Spec<CopyParams> = Spec::new(
+    "block_copy_v4",
+    &["alias T = vec4<u32>;\n"],
+    COPY_SLOTS,
+    COPY_BODY,
+);
+static COPY_F1: Spec<CopyParams> =
+    Spec::new("block_copy", &["alias T = u32;\n"], COPY_SLOTS, COPY_BODY);
 
 /// Every kernel of this file, for the registry of `dense/mod.rs`.
 pub(crate) fn kernels() -> Vec<Source> {
-    let copy = |t: &str| ("block_copy".to_string(), COPY_WGSL.replace("{T}", t));
-    vec![
-        (TRANSPOSE.name().to_string(), TRANSPOSE.wgsl().to_string()),
-        copy("u32"),
-        copy("vec4<u32>"),
-    ]
+    vec![TRANSPOSE.source(), COPY_V4.source(), COPY_F1.source()]
 }
 
 fn too_large(what: &str, n: usize) -> Error {
@@ -134,26 +136,14 @@ pub fn transpose(x: &Tensor) -> Result<Tensor, Error> {
     let gx = xtiles.min(max);
     let gy = (count as usize).min(max);
     let gz = (count as usize).div_ceil(gy).min(max);
-    let words = [
-        rows as u32,
-        cols as u32,
-        xtiles as u32,
-        ytiles as u32,
+    let params = TransposeParams {
+        rows: rows as u32,
+        cols: cols as u32,
+        xtiles: xtiles as u32,
+        ytiles: ytiles as u32,
         count,
-        0,
-        0,
-        0,
-    ];
-    dev.dispatch_raw(
-        &TRANSPOSE,
-        &[],
-        &[
-            Binding::Uniform(bytemuck::cast_slice(&words)),
-            Binding::Read(x),
-            Binding::ReadWrite(&out),
-        ],
-        [gx as u32, gy as u32, gz as u32],
-    )?;
+    };
+    TRANSPOSE.dispatch(&[], &params, &[x, &out], [gx as u32, gy as u32, gz as u32])?;
     Ok(out)
 }
 
@@ -188,26 +178,17 @@ fn block_copy(
     let total_u = fits_u32("concat/split", total / w)?;
     let groups = (total / w).div_ceil(256);
     let grid = super::check::grid(dev, "concat/split", groups as u64)?;
-    let words = [
-        (inner / w) as u32,
-        (src_ld / w) as u32,
-        (src_off / w) as u32,
-        (dst_ld / w) as u32,
-        (dst_off / w) as u32,
-        total_u,
-        grid[0] * 256,
-        0,
-    ];
-    dev.dispatch_raw(
-        copy_kernel(v4)?,
-        &[],
-        &[
-            Binding::Uniform(bytemuck::cast_slice(&words)),
-            Binding::Read(src),
-            Binding::ReadWrite(dst),
-        ],
-        grid,
-    )
+    let params = CopyParams {
+        inner: (inner / w) as u32,
+        src_ld: (src_ld / w) as u32,
+        src_off: (src_off / w) as u32,
+        dst_ld: (dst_ld / w) as u32,
+        dst_off: (dst_off / w) as u32,
+        total: total_u,
+        row: grid[0] * 256,
+    };
+    let k = if v4 { &COPY_V4 } else { &COPY_F1 };
+    k.dispatch(&[], &params, &[src, dst], grid)
 }
 
 /// `(outer, axis length, inner)` of `shape` around `axis`.

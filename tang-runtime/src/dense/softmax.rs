@@ -10,20 +10,31 @@
 //! reduction. Longer rows stream their tail with an online max/sum update and read it a
 //! second time for the output.
 
-use super::check::{rows_cols, want_f32, words};
+use super::check::{rows_cols, want_f32};
 use super::rows_team::{Kind, row_kernel};
-use super::wgsl::{lowest, unit_f1, unit_v4, wg_common};
-use crate::spec::{Source, sources};
-use crate::{Binding, DType, Error, RawKernel, Tensor};
+use super::wgsl::{lowest, wg_common, unit_specs};
+use crate::spec::{Slot, Source, Spec, params};
+use crate::{DType, Device, Error, Tensor};
 
-macro_rules! fwd_body {
-    () => {
-        "
-struct P { rows: u32, n: u32, p0: u32, p1: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<T>;
-@group(0) @binding(2) var<storage, read_write> y: array<T>;
-// true: log_softmax.
+params! {
+    /// `rows` rows of `n` units (`T`: `vec4` or `f32`), forward and backward.
+    struct SoftmaxParams { rows: u32, n: u32 }
+}
+
+/// The forward's bindings; the subgroup team kernels of `rows_team` declare the same.
+pub(super) const FWD_SLOTS: &[Slot] = &[
+    Slot::Read("x", "array<T>"),
+    Slot::ReadWrite("y", "array<T>"),
+];
+
+/// The backward's bindings; the subgroup team kernels of `rows_team` declare the same.
+pub(super) const BWD_SLOTS: &[Slot] = &[
+    Slot::Read("y", "array<T>"),
+    Slot::ReadWrite("dx", "array<T>"),
+    Slot::Read("dy", "array<T>"),
+];
+
+const FWD_BODY: &str = "// true: log_softmax.
 override LOG: bool = false;
 
 @compute @workgroup_size(256)
@@ -68,19 +79,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         if (LOG) { y[base + u] = v - T(lse); } else { y[base + u] = exp(v - T(mx)) * inv; }
     }
 }
-"
-    };
-}
+";
 
-macro_rules! bwd_body {
-    () => {
-        "
-struct P { rows: u32, n: u32, p0: u32, p1: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> y: array<T>;
-@group(0) @binding(2) var<storage, read_write> dx: array<T>;
-@group(0) @binding(3) var<storage, read> dy: array<T>;
-// false: dx = y * (dy - sum(y * dy)); true (y = log_softmax): dx = dy - exp(y) * sum(dy).
+const BWD_BODY: &str = "// false: dx = y * (dy - sum(y * dy)); true (y = log_softmax): dx = dy - exp(y) * sum(dy).
 override LOG: bool = false;
 
 fn term(yv: T, g: T) -> f32 {
@@ -119,28 +120,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     for (var u = lid + K * WG; u < n; u = u + WG) { dx[base + u] = grad(y[base + u], dy[base + u], d); }
 }
-"
-    };
-}
+";
 
-const FWD_V4: &str = concat!(unit_v4!(), wg_common!(), lowest!(), fwd_body!());
-const FWD_F1: &str = concat!(unit_f1!(), wg_common!(), lowest!(), fwd_body!());
-const BWD_V4: &str = concat!(unit_v4!(), wg_common!(), bwd_body!());
-const BWD_F1: &str = concat!(unit_f1!(), wg_common!(), bwd_body!());
+unit_specs!(K_FWD_V4, K_FWD_F1: SoftmaxParams = "softmax", [wg_common!(), lowest!()], FWD_SLOTS, FWD_BODY);
+unit_specs!(K_BWD_V4, K_BWD_F1: SoftmaxParams = "softmax_backward", [wg_common!()], BWD_SLOTS, BWD_BODY);
 
-static K_FWD_V4: RawKernel = RawKernel::own("softmax_v4", FWD_V4, "main");
-static K_FWD_F1: RawKernel = RawKernel::own("softmax", FWD_F1, "main");
-static K_BWD_V4: RawKernel = RawKernel::own("softmax_backward_v4", BWD_V4, "main");
-static K_BWD_F1: RawKernel = RawKernel::own("softmax_backward", BWD_F1, "main");
-
-/// Every kernel of this file, for the registry of `dense/mod.rs`.
+/// Every kernel of this file, for the registry of `dense/mod.rs` (the team variants are
+/// listed by `rows_team`).
 pub(crate) fn kernels() -> Vec<Source> {
-    sources(&[
-        ("softmax_v4", FWD_V4),
-        ("softmax", FWD_F1),
-        ("softmax_backward_v4", BWD_V4),
-        ("softmax_backward", BWD_F1),
-    ])
+    [&K_FWD_V4, &K_FWD_F1, &K_BWD_V4, &K_BWD_F1]
+        .iter()
+        .map(|k| k.source())
+        .collect()
 }
 
 fn check_len(op: &str, x: &Tensor) -> Result<(usize, usize), Error> {
@@ -156,6 +147,32 @@ fn check_len(op: &str, x: &Tensor) -> Result<(usize, usize), Error> {
     Ok((rows, cols))
 }
 
+/// Records one softmax kernel over `rows` rows of `cols` floats: the team kernel of `kind`
+/// where the row path picks one, else the fallback of `specs` (`vec4` form first); `tensors`
+/// in slot order.
+fn record(
+    dev: &Device,
+    op: &str,
+    kind: Kind,
+    specs: [&'static Spec<SoftmaxParams>; 2],
+    (rows, cols): (usize, usize),
+    tensors: &[&Tensor],
+) -> Result<(), Error> {
+    let v4 = cols.is_multiple_of(4);
+    let params = SoftmaxParams {
+        rows: rows as u32,
+        n: (if v4 { cols / 4 } else { cols }) as u32,
+    };
+    let log = matches!(
+        kind,
+        Kind::SoftmaxFwd { log: true } | Kind::SoftmaxBwd { log: true }
+    );
+    let flag = [("LOG", if log { 1.0 } else { 0.0 })];
+    let spec = specs[usize::from(!v4)];
+    let (k, g, flag) = row_kernel(dev, op, kind, rows, cols, spec.kernel()?, &flag)?;
+    spec.layout().dispatch(k, flag, &params, tensors, g)
+}
+
 fn forward(x: &Tensor, log: bool) -> Result<Tensor, Error> {
     let op = if log { "log_softmax" } else { "softmax" };
     let (rows, cols) = check_len(op, x)?;
@@ -164,29 +181,8 @@ fn forward(x: &Tensor, log: bool) -> Result<Tensor, Error> {
     if rows == 0 || cols == 0 {
         return Ok(y);
     }
-    let v4 = cols.is_multiple_of(4);
-    let n = if v4 { cols / 4 } else { cols };
-    let u = words(&[rows as u32, n as u32, 0, 0]);
-    let flag = [("LOG", if log { 1.0 } else { 0.0 })];
-    let (k, g, flag) = row_kernel(
-        dev,
-        op,
-        Kind::SoftmaxFwd { log },
-        rows,
-        cols,
-        if v4 { &K_FWD_V4 } else { &K_FWD_F1 },
-        &flag,
-    )?;
-    dev.dispatch_raw(
-        k,
-        flag,
-        &[
-            Binding::Uniform(&u),
-            Binding::Read(x),
-            Binding::ReadWrite(&y),
-        ],
-        g,
-    )?;
+    let specs = [&K_FWD_V4, &K_FWD_F1];
+    record(dev, op, Kind::SoftmaxFwd { log }, specs, (rows, cols), &[x, &y])?;
     Ok(y)
 }
 
@@ -213,30 +209,8 @@ fn backward(y: &Tensor, grad_y: &Tensor, log: bool) -> Result<Tensor, Error> {
     if rows == 0 || cols == 0 {
         return Ok(dx);
     }
-    let v4 = cols.is_multiple_of(4);
-    let n = if v4 { cols / 4 } else { cols };
-    let u = words(&[rows as u32, n as u32, 0, 0]);
-    let flag = [("LOG", if log { 1.0 } else { 0.0 })];
-    let (k, g, flag) = row_kernel(
-        dev,
-        op,
-        Kind::SoftmaxBwd { log },
-        rows,
-        cols,
-        if v4 { &K_BWD_V4 } else { &K_BWD_F1 },
-        &flag,
-    )?;
-    dev.dispatch_raw(
-        k,
-        flag,
-        &[
-            Binding::Uniform(&u),
-            Binding::Read(y),
-            Binding::ReadWrite(&dx),
-            Binding::Read(grad_y),
-        ],
-        g,
-    )?;
+    let specs = [&K_BWD_V4, &K_BWD_F1];
+    record(dev, op, Kind::SoftmaxBwd { log }, specs, (rows, cols), &[y, &dx, grad_y])?;
     Ok(dx)
 }
 

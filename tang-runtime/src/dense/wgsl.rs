@@ -122,3 +122,25 @@ macro_rules! lowest {
     };
 }
 pub(crate) use lowest;
+
+/// Declares the `vec4` and the `f32` form of a row kernel, `<name>_v4` and `<name>`: the
+/// same slots and body after the unit prelude ([`unit_v4`] or [`unit_f1`]) and the `more`
+/// pieces:
+/// `unit_specs!(K_V4, K_F1: SoftmaxParams = "softmax", [wg_common!()], SLOTS, BODY);`.
+macro_rules! unit_specs {
+    ($v4:ident, $f1:ident: $p:ty = $name:literal, [$($more:expr),* $(,)?], $slots:expr, $body:expr $(,)?) => {
+        static $v4: $crate::spec::Spec<$p> = $crate::spec::Spec::new(
+            concat!($name, "_v4"),
+            &[$crate::dense::wgsl::unit_v4!(), $($more),*],
+            $slots,
+            $body,
+        );
+        static $f1: $crate::spec::Spec<$p> = $crate::spec::Spec::new(
+            $name,
+            &[$crate::dense::wgsl::unit_f1!(), $($more),*],
+            $slots,
+            $body,
+        );
+    };
+}
+pub(crate) use unit_specs;

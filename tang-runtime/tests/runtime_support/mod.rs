@@ -1,24 +1,10 @@
-//! Shared helpers of the runtime tests: devices (checked and unchecked), small kernels
-//! built with `tang_expr`, and a seeded generator.
+//! Shared helpers of the runtime tests: small kernels built with `tang_expr`; the devices
+//! and the seeded generator come from `tang_testing`.
 
 #![allow(dead_code)]
 
 use tang_expr::{ElementwiseSpec, Graph, KernelDesc, NodeId, Op, emit_elementwise};
-use tang_runtime::{Device, DeviceOptions};
-
-/// One device with shader runtime checks and one without: every GPU test runs on both.
-pub fn devices() -> Vec<Device> {
-    [false, true]
-        .into_iter()
-        .map(|checked| {
-            Device::with_options(DeviceOptions {
-                checked,
-                ..DeviceOptions::default()
-            })
-            .expect("the test machine has a Vulkan adapter (lavapipe at least)")
-        })
-        .collect()
-}
+pub use tang_testing::{devices, random};
 
 /// Builds an elementwise kernel from a graph-building closure.
 pub fn kernel(
@@ -91,19 +77,6 @@ pub fn sum_diff() -> &'static KernelDesc {
             g.apply(Op::Sub, &[x, y]).unwrap(),
         ]
     })
-}
-
-/// Seeded xorshift values in [-1, 1).
-pub fn random(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
 }
 
 /// Seeded values in [-2, 2] that are multiples of 1/64 (at most 8 significant bits), so

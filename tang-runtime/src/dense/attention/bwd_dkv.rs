@@ -4,7 +4,8 @@
 
 use std::fmt::Write as _;
 
-use super::tiled::{PARAMS, Tile, load_transposed, slot};
+use super::layout;
+use super::tiled::{Tile, load_transposed, slot};
 
 /// Keys per workgroup of the dk/dv pass.
 pub const DKV_KEYS: u32 = 32;
@@ -54,7 +55,7 @@ pub fn backward_dkv(dp: u32, threads: u32) -> String {
     let kt_line = DKV_KEYS / 4;
     let mut w = String::new();
     w.push_str("// Causal flash-attention backward, dk/dv pass, register-blocked (generated; see attention/bwd_dkv.rs).\n");
-    w.push_str(PARAMS);
+    w.push_str(&layout::DKV.declarations());
     let mut kv_load = String::new();
     load_transposed(
         &mut kv_load,
@@ -84,15 +85,6 @@ pub fn backward_dkv(dp: u32, threads: u32) -> String {
     let _ = write!(
         w,
         "
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read> go: array<f32>;
-@group(0) @binding(5) var<storage, read> lse: array<f32>;
-@group(0) @binding(6) var<storage, read> delta: array<f32>;
-@group(0) @binding(7) var<storage, read_write> dk: array<f32>;
-@group(0) @binding(8) var<storage, read_write> dv: array<f32>;
 
 // K^T pre-scaled by scale * log2(e), then V^T: [2][DP][32 keys], swizzled
 var<workgroup> kv: array<vec4<f32>, {kv_len}>;

@@ -4,7 +4,8 @@
 
 use std::fmt::Write as _;
 
-use super::tiled::{KT, PARAMS, Tile, load_transposed, slot};
+use super::layout;
+use super::tiled::{KT, Tile, load_transposed, slot};
 
 /// Line of the K^T and V^T tiles in vec4s (the 32 keys), swizzled rather than padded: one
 /// more vec4 per line would take the small shape of the dq pass past 32 KiB at DP = 64.
@@ -49,7 +50,7 @@ pub fn backward_dq(dp: u32, rows: u32) -> String {
     let vt_len = dq_shared_bytes(dp, rows) / 4 - 2 * dp * rows - dp * KT_LINE * 4;
     let mut w = String::new();
     w.push_str("// Causal flash-attention backward, dq pass, register-blocked (generated; see attention/bwd_dq.rs).\n");
-    w.push_str(PARAMS);
+    w.push_str(&layout::DQ.declarations());
     let mut q_load = String::new();
     load_transposed(
         &mut q_load,
@@ -79,15 +80,6 @@ pub fn backward_dq(dp: u32, rows: u32) -> String {
     let _ = write!(
         w,
         "
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read> o: array<f32>;
-@group(0) @binding(5) var<storage, read> go: array<f32>;
-@group(0) @binding(6) var<storage, read> lse: array<f32>;
-@group(0) @binding(7) var<storage, read_write> dq: array<f32>;
-@group(0) @binding(8) var<storage, read_write> delta: array<f32>;
 
 // Q^T pre-scaled by scale * log2(e), and dO^T: [DP][{rows} rows], swizzled
 var<workgroup> qs: array<vec4<f32>, {rows_len}>;

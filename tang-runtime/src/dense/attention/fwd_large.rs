@@ -27,7 +27,8 @@
 
 use std::fmt::Write as _;
 
-use super::tiled::{PARAMS, ROWS, THREADS, slot};
+use super::layout;
+use super::tiled::{ROWS, THREADS, slot};
 
 /// Keys per tile.
 pub const KT: u32 = 64;
@@ -145,18 +146,12 @@ pub fn forward(dp: u32) -> String {
     w.push_str(
         "// Causal flash-attention forward, large tiles (generated; see attention/fwd_large.rs).\n",
     );
-    w.push_str(PARAMS);
+    w.push_str(&layout::FWD.declarations());
     let mut q_load = String::new();
     super::tiled::load_q(&mut q_load, dp);
     let _ = write!(
         w,
         "
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read_write> o: array<f32>;
-@group(0) @binding(5) var<storage, read_write> lse: array<f32>;
 
 // Q^T pre-scaled by scale * log2(e): [DP][64 rows], swizzled
 var<workgroup> qs: array<vec4<f32>, {qs_len}>;

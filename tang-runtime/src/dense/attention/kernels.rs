@@ -5,7 +5,8 @@
 
 use super::{bwd_dkv, bwd_dq, fwd_large, tiled};
 use crate::spec::Source;
-use crate::spec::Variants;
+use super::layout::{AttentionParams, DKV_SLOTS, DQ_SLOTS, FWD_SLOTS};
+use crate::spec::{Spec, Variants};
 use crate::{Device, Error, RawKernel};
 
 /// One compiled shape of the kernels: padded head dim and tile sizes.
@@ -16,16 +17,17 @@ pub(super) struct Variant {
     pub(super) split: u32,
     /// Bytes of workgroup memory the largest of the three kernels uses.
     pub(super) shared_bytes: u32,
-    pub(super) fwd: RawKernel,
-    pub(super) bwd_dq: RawKernel,
-    pub(super) bwd_dkv: RawKernel,
+    pub(super) fwd: Spec<AttentionParams>,
+    pub(super) bwd_dq: Spec<AttentionParams>,
+    pub(super) bwd_dkv: Spec<AttentionParams>,
 }
 
 /// Rows (queries in the forward and dq pass, keys in the dk/dv pass) per workgroup; the
 /// `shader!` macro writes the same number into the WGSL.
 pub(super) const ROWS: u32 = 64;
 
-/// WGSL constants for one variant, followed by a kernel body.
+/// WGSL constants for one variant, followed by a kernel body (the declarations come from
+/// `layout.rs`).
 macro_rules! shader {
     ($dp:literal, $dh:literal, $split:literal, $tile:literal, $ch:literal, $file:literal) => {
         concat!(
@@ -52,27 +54,30 @@ macro_rules! variant {
             split: $split,
             // K/V (or Q/dO) tiles plus the two partial-sum exchange buffers of the backward.
             shared_bytes: 4 * (2 * $tile * $dp + 2 * $split * $ch * 64),
-            fwd: RawKernel::own(
+            fwd: Spec::new(
                 concat!("attention_fwd_d", $dp),
+                &[],
+                FWD_SLOTS,
                 shader!($dp, $dh, $split, $tile, $ch, "row_fwd.wgsl"),
-                "main",
             ),
-            bwd_dq: RawKernel::own(
+            bwd_dq: Spec::new(
                 concat!("attention_bwd_dq_d", $dp),
+                &[],
+                DQ_SLOTS,
                 shader!($dp, $dh, $split, $tile, $ch, "row_bwd_dq.wgsl"),
-                "main",
             ),
-            bwd_dkv: RawKernel::own(
+            bwd_dkv: Spec::new(
                 concat!("attention_bwd_dkv_d", $dp),
+                &[],
+                DKV_SLOTS,
                 shader!($dp, $dh, $split, $tile, $ch, "row_bwd_dkv.wgsl"),
-                "main",
             ),
         }
     };
 }
 
 /// Head dims 16, 32, 64 and 128: (DP, DH, SPLIT, TILE, CH), each within 32 KiB.
-pub(super) const VARIANTS: [Variant; 4] = [
+pub(super) static VARIANTS: [Variant; 4] = [
     variant!(16, 16, 1, 64, 16),
     variant!(32, 32, 1, 64, 16),
     variant!(64, 32, 2, 32, 16),
@@ -196,8 +201,7 @@ pub(super) fn tiled_for(dev: &Device, d: usize) -> Result<Option<TiledPick>, Err
 pub(crate) fn kernels() -> Vec<Source> {
     VARIANTS
         .iter()
-        .flat_map(|v| [v.fwd, v.bwd_dq, v.bwd_dkv])
-        .map(|k| (k.name().to_string(), k.wgsl().to_string()))
+        .flat_map(|v| [v.fwd.source(), v.bwd_dq.source(), v.bwd_dkv.source()])
         .chain([32, 64].into_iter().flat_map(|dp| Pass::ALL.map(|p| p.generate(dp))))
         .collect()
 }

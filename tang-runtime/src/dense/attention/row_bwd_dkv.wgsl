@@ -12,28 +12,6 @@ const DH4: u32 = DH / 4u;
 const NT: u32 = ROWS * SPLIT;
 const LOG2E: f32 = 1.4426950408889634;
 
-struct Params {
-    batch: u32,
-    heads: u32,
-    kv_heads: u32,
-    t: u32,
-    tk_stride: u32,
-    past: u32,
-    d: u32,
-    scale_log2: f32,
-    scale: f32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read> go: array<f32>;
-@group(0) @binding(5) var<storage, read> lse: array<f32>;
-@group(0) @binding(6) var<storage, read> delta: array<f32>;
-@group(0) @binding(7) var<storage, read_write> dk: array<f32>;
-@group(0) @binding(8) var<storage, read_write> dv: array<f32>;
-
 var<workgroup> qs: array<vec4<f32>, TILE * DP4>;
 var<workgroup> gs: array<vec4<f32>, TILE * DP4>;
 var<workgroup> part_s: array<f32, SPLIT * CH * ROWS>;
@@ -89,7 +67,7 @@ fn main(
     let g = wg.y;
     let b = wg.z;
     let d = p.d;
-    let n_keys = p.past + p.t;
+    let n_keys = p.past + p.tq;
     let k0 = kb * ROWS;
     let j = k0 + r;
     let row_ok = j < n_keys;
@@ -122,14 +100,14 @@ fn main(
     let group = p.heads / p.kv_heads;
 
     for (var hh = g * group; hh < (g + 1u) * group; hh++) {
-        let head_row = (b * p.heads + hh) * p.t;
-        for (var t0 = t_start; t0 < p.t; t0 += TILE) {
+        let head_row = (b * p.heads + hh) * p.tq;
+        for (var t0 = t_start; t0 < p.tq; t0 += TILE) {
             workgroupBarrier();
             for (var e = tid; e < TILE * DP4; e += NT) {
                 let i = t0 + e / DP4;
                 let c = (e % DP4) * 4u;
                 let base = (head_row + i) * d + c;
-                let ok = i < p.t;
+                let ok = i < p.tq;
                 qs[e] = vec4<f32>(
                     load_q(base, ok && c < d),
                     load_q(base + 1u, ok && c + 1u < d),
@@ -145,7 +123,7 @@ fn main(
             }
             workgroupBarrier();
             for (var c0 = 0u; c0 < TILE; c0 += CH) {
-                if t0 + c0 >= p.t {
+                if t0 + c0 >= p.tq {
                     break;
                 }
                 for (var ii = 0u; ii < CH; ii++) {
@@ -172,9 +150,9 @@ fn main(
                         dp += part_dp[at];
                     }
                     let i = t0 + c0 + ii;
-                    let vis = i < p.t && p.past + i >= j;
-                    let lse2 = load_row(0u, head_row + i, i < p.t) * LOG2E;
-                    let dl = load_row(1u, head_row + i, i < p.t);
+                    let vis = i < p.tq && p.past + i >= j;
+                    let lse2 = load_row(0u, head_row + i, i < p.tq) * LOG2E;
+                    let dl = load_row(1u, head_row + i, i < p.tq);
                     let pij = select(0.0, exp2(s * p.scale_log2 - lse2), vis);
                     pr[ii] = pij;
                     ds[ii] = pij * (dp - dl);

@@ -11,28 +11,6 @@ const DH4: u32 = DH / 4u;
 const NT: u32 = ROWS * SPLIT;
 const LOG2E: f32 = 1.4426950408889634;
 
-struct Params {
-    batch: u32,
-    heads: u32,
-    kv_heads: u32,
-    t: u32,
-    tk_stride: u32,
-    past: u32,
-    d: u32,
-    scale_log2: f32,
-    scale: f32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read> o: array<f32>;
-@group(0) @binding(5) var<storage, read> go: array<f32>;
-@group(0) @binding(6) var<storage, read> lse: array<f32>;
-@group(0) @binding(7) var<storage, read_write> dq: array<f32>;
-@group(0) @binding(8) var<storage, read_write> delta: array<f32>;
-
 var<workgroup> ks: array<vec4<f32>, TILE * DP4>;
 var<workgroup> vs: array<vec4<f32>, TILE * DP4>;
 var<workgroup> part_s: array<f32, SPLIT * CH * ROWS>;
@@ -80,8 +58,8 @@ fn main(
     let g = h / (p.heads / p.kv_heads);
     let d = p.d;
     let i = qb * ROWS + r;
-    let row_ok = i < p.t;
-    let row = (b * p.heads + h) * p.t + i;
+    let row_ok = i < p.tq;
+    let row = (b * p.heads + h) * p.tq + i;
     let qbase = row * d;
     let kvbase = (b * p.kv_heads + g) * p.tk_stride * d;
 
@@ -113,7 +91,7 @@ fn main(
         }
         lse2 = lse[row] * LOG2E;
     }
-    let n_keys = p.past + min(qb * ROWS + ROWS, p.t);
+    let n_keys = p.past + min(qb * ROWS + ROWS, p.tq);
     let limit = p.past + i;
 
     for (var t0 = 0u; t0 < n_keys; t0 += TILE) {

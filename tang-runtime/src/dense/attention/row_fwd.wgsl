@@ -20,28 +20,6 @@ const RR: u32 = ROWS / RPT;
 const NT: u32 = RR * SPLIT;
 const NEG: f32 = -3.0e38;
 
-struct Params {
-    batch: u32,
-    heads: u32,
-    kv_heads: u32,
-    // query rows per head
-    tq: u32,
-    // rows per head in the k/v buffers (the cache capacity for decoding)
-    tk_stride: u32,
-    // cached positions before the first query row: row i sees keys 0..=past+i
-    past: u32,
-    d: u32,
-    // softmax scale times log2(e)
-    scale_log2: f32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read_write> o: array<f32>;
-@group(0) @binding(5) var<storage, read_write> lse: array<f32>;
-
 var<workgroup> ks: array<vec4<f32>, TILE * DP4>;
 var<workgroup> vs: array<vec4<f32>, TILE * DP4>;
 var<workgroup> part: array<f32, SPLIT * CH * ROWS>;

@@ -33,6 +33,7 @@
 use std::fmt::Write as _;
 
 use super::bwd_dkv::dkv_shared_bytes;
+use super::layout;
 use super::bwd_dq::dq_shared_bytes;
 
 /// Query rows per workgroup.
@@ -53,20 +54,6 @@ pub const fn fwd_shared_bytes(dp: u32) -> u32 {
     };
     4 * (dp * ROWS + kp + KT * dp)
 }
-
-/// The uniforms every kernel here reads (`Params` of `attention.rs`).
-pub(super) const PARAMS: &str = "struct Params {
-    batch: u32,
-    heads: u32,
-    kv_heads: u32,
-    tq: u32,
-    tk_stride: u32,
-    past: u32,
-    d: u32,
-    scale_log2: f32,
-    scale: f32,
-}
-";
 
 /// One tile that [`load_transposed`] fills: the workgroup array, its first vec4, the
 /// global buffer and what to multiply each value by (`1.0` for nothing).
@@ -163,16 +150,10 @@ pub fn forward(dp: u32) -> String {
     let kp_len = fwd_shared_bytes(dp) / 4 - dp * ROWS - KT * dp;
     let mut w = String::new();
     w.push_str("// Causal flash-attention forward, register-blocked (generated; see attention/tiled.rs).\n");
-    w.push_str(PARAMS);
+    w.push_str(&layout::FWD.declarations());
     let _ = write!(
         w,
         "
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read_write> o: array<f32>;
-@group(0) @binding(5) var<storage, read_write> lse: array<f32>;
 
 // Q^T pre-scaled by scale * log2(e): [DP][64 rows]
 var<workgroup> qs: array<vec4<f32>, {qs}>;

@@ -4,7 +4,11 @@
 use std::fmt::Write as _;
 
 use super::super::wgsl::{unit_f1, unit_v4};
+use super::super::cross_entropy::{self, CrossEntropyParams};
+use super::super::norm::{self, NormBackwardParams, NormParams};
+use super::super::softmax::{self, SoftmaxParams};
 use super::Kind;
+use crate::spec::Layout;
 
 /// `a op b op c ...` as a balanced tree (independent operations for the scheduler).
 fn tree(terms: &[String], op: &dyn Fn(&str, &str) -> String) -> String {
@@ -132,13 +136,7 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
     let off = |k: u32| format!("{}u", k * team);
     match kind {
         Kind::SoftmaxFwd { log } => {
-            s.push_str(
-                "struct P { rows: u32, n: u32, p0: u32, p1: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<T>;
-@group(0) @binding(2) var<storage, read_write> y: array<T>;
-",
-            );
+            s.push_str(&Layout::<SoftmaxParams>::new(softmax::FWD_SLOTS).declarations());
             s.push_str(&entry(kind));
             s.push_str(ROW);
             for k in 0..v {
@@ -176,14 +174,7 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
             s.push_str("}\n");
         }
         Kind::SoftmaxBwd { log } => {
-            s.push_str(
-                "struct P { rows: u32, n: u32, p0: u32, p1: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> y: array<T>;
-@group(0) @binding(2) var<storage, read_write> dx: array<T>;
-@group(0) @binding(3) var<storage, read> dy: array<T>;
-",
-            );
+            s.push_str(&Layout::<SoftmaxParams>::new(softmax::BWD_SLOTS).declarations());
             s.push_str(&entry(kind));
             s.push_str(ROW);
             for k in 0..v {
@@ -208,16 +199,7 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
             s.push_str("}\n");
         }
         Kind::NormFwd { rms } => {
-            s.push_str(
-                "struct P { rows: u32, n: u32, eps: f32, p0: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<T>;
-@group(0) @binding(2) var<storage, read_write> y: array<T>;
-@group(0) @binding(3) var<storage, read> w: array<T>;
-@group(0) @binding(4) var<storage, read> b: array<T>;
-@group(0) @binding(5) var<storage, read_write> stats: array<f32>;
-",
-            );
+            s.push_str(&Layout::<NormParams>::new(norm::FWD_SLOTS).declarations());
             s.push_str(&entry(kind));
             s.push_str(ROW);
             s.push_str("    let cnt = f32(p.n * W);\n");
@@ -273,19 +255,7 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
             );
         }
         Kind::NormBwd { rms } => {
-            s.push_str(
-                "struct P { rows: u32, n: u32, rpt: u32, p0: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<T>;
-@group(0) @binding(2) var<storage, read> w: array<T>;
-@group(0) @binding(3) var<storage, read> stats: array<f32>;
-@group(0) @binding(4) var<storage, read> dy: array<T>;
-@group(0) @binding(5) var<storage, read_write> dx: array<T>;
-// Per workgroup partial sums [groups, n] of grad_y * xhat (weight) and grad_y (bias).
-@group(0) @binding(6) var<storage, read_write> pw: array<T>;
-@group(0) @binding(7) var<storage, read_write> pb: array<T>;
-",
-            );
+            s.push_str(&Layout::<NormBackwardParams>::new(norm::BWD_SLOTS).declarations());
             let _ = writeln!(s, "var<workgroup> acc: array<T, {}>;", team * v);
             s.push_str(&entry(kind));
             s.push_str("    let cnt = f32(p.n * W);\n");
@@ -382,14 +352,7 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
         }
         Kind::CrossEntropy => {
             s.push_str(
-                "struct P { rows: u32, n: u32, classes: u32, ignore: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<T>;
-@group(0) @binding(2) var<storage, read> targets: array<u32>;
-@group(0) @binding(3) var<storage, read> cnt: array<f32>;
-@group(0) @binding(4) var<storage, read_write> loss: array<f32>;
-@group(0) @binding(5) var<storage, read_write> dx: array<T>;
-",
+                &Layout::<CrossEntropyParams>::new(cross_entropy::MAIN_SLOTS).declarations(),
             );
             s.push_str(&entry(kind));
             s.push_str(
