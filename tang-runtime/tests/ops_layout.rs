@@ -3,11 +3,10 @@
 //! differences of the forward.
 
 mod ops_support;
-mod runtime_support;
 
-use ops_support::{assert_close, coords, f64s, finite_diff, flat};
-use runtime_support::{devices, random};
+use ops_support::{coords, f64s, finite_diff, flat};
 use tang_runtime::{DType, Error, Tensor, ops};
+use tang_testing::{assert_close, devices, random};
 
 /// CPU `expand`: `out[c] = x[c with broadcast dims at 0]`.
 fn cpu_expand(x: &[f64], xs: &[usize], shape: &[usize]) -> Vec<f64> {
@@ -426,7 +425,7 @@ fn index_copy_writes_rows_in_place() {
             ops::index_copy_(&x, 1, &idx, &bad),
             Err(Error::ShapeMismatch { .. })
         ));
-        let other = runtime_support::devices().remove(0);
+        let other = tang_testing::device();
         let far = Tensor::from_slice(&other, &[0.0; 6], &[3, 2]).unwrap();
         let e = ops::index_copy_(&x, 1, &idx, &far).unwrap_err();
         assert!(matches!(e, Error::DeviceMismatch { .. }), "{e:?}");

@@ -2,12 +2,11 @@
 //! generator on the GPU, against CPU references and the generator's CPU twin.
 
 mod ops_support;
-mod runtime_support;
 
-use ops_support::{assert_close, f64s};
-use runtime_support::{devices, random};
+use ops_support::f64s;
 use tang_runtime::ops::{self, Generator, PhiloxStream};
 use tang_runtime::{DType, Error, Tensor};
+use tang_testing::{assert_close, devices, random};
 
 #[test]
 fn arange_full_and_casts() {
@@ -303,7 +302,7 @@ fn chi_squared(values: &[f32], bins: usize) -> f64 {
 
 #[test]
 fn uniform_passes_chi_squared_and_normal_matches_its_twin_and_the_normal_law() {
-    let dev = devices().remove(0);
+    let dev = tang_testing::device();
     let n = 1 << 16;
     let mut g = Generator::new(42);
     let u = ops::rand(&dev, &[n], &mut g).unwrap().to_vec().unwrap();
