@@ -32,6 +32,7 @@ mod inplace;
 mod int;
 mod methods;
 mod philox;
+mod pool;
 mod random;
 mod strided;
 mod view;
@@ -42,6 +43,7 @@ pub use index::{gather, gather_backward, index_copy_, index_select, index_select
 pub use inplace::{add_, clone, copy_, fill_, fill_u32_, full, full_u32, mul_, zero_};
 pub use int::{arange, argmax, argmin, to_dtype};
 pub use philox::{PhiloxStream, dropout_threshold, philox4x32_10};
+pub use pool::{Pool2d, avg_pool2d, avg_pool2d_backward, max_pool2d, max_pool2d_backward};
 pub use random::{DropoutState, Generator, dropout, dropout_backward, rand, rand_bits, randn};
 pub use view::{
     cat, cat_backward, narrow, narrow_backward, permute, permute_backward, reshape, slice_scatter,
@@ -69,5 +71,6 @@ pub(crate) fn registry() -> Vec<crate::spec::Source> {
     all.extend(int::kernels());
     all.extend(compare::kernels());
     all.extend(random::kernels());
+    all.extend(pool::kernels());
     all
 }
