@@ -334,7 +334,7 @@ fn index_select_and_its_index_add_backward() {
             assert_close("index_select", &y.to_vec().unwrap(), &want, 0.0, 0.0);
             let wv = random(y.len(), 60 + seed as u64);
             let w = Tensor::from_slice(&dev, &wv, y.shape()).unwrap();
-            let g = ops::index_select_backward(&w, &it, xs, dim).unwrap();
+            let g = ops::index_select_backward(&w, xs, dim, &it).unwrap();
             let fd = finite_diff(
                 |x| cpu_index_select(x, xs, dim, &idx),
                 &f64s(&xv),
@@ -387,7 +387,7 @@ fn gather_and_its_scatter_add_backward() {
             assert_close("gather", &y.to_vec().unwrap(), &want, 0.0, 0.0);
             let wv = random(m, 80 + seed as u64);
             let w = Tensor::from_slice(&dev, &wv, is).unwrap();
-            let g = ops::gather_backward(&w, &it, xs, dim).unwrap();
+            let g = ops::gather_backward(&w, xs, dim, &it).unwrap();
             let fd = finite_diff(
                 |x| cpu_gather(x, xs, dim, &idx, is),
                 &f64s(&xv),
@@ -396,7 +396,7 @@ fn gather_and_its_scatter_add_backward() {
             );
             assert_close("gather_backward", &g.to_vec().unwrap(), &fd, 1e-4, 1e-5);
             // Deterministic: a second run gives the same bits.
-            let again = ops::gather_backward(&w, &it, xs, dim).unwrap();
+            let again = ops::gather_backward(&w, xs, dim, &it).unwrap();
             assert_eq!(g.to_vec().unwrap(), again.to_vec().unwrap());
         }
         let x = Tensor::from_slice(&dev, &[0.0; 6], &[2, 3]).unwrap();

@@ -274,9 +274,9 @@ pub fn index_select(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor, Er
 /// `index.len()`, [`Error::DType`], [`Error::TooLarge`].
 pub fn index_select_backward(
     grad_out: &Tensor,
-    index: &Tensor,
     input_shape: &[usize],
     dim: usize,
+    index: &Tensor,
 ) -> Result<Tensor, Error> {
     let op = "index_select_backward";
     check::dtype(op, grad_out, DType::F32)?;
@@ -446,9 +446,9 @@ pub fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor, Error> {
 /// fit `input_shape`, [`Error::DType`], [`Error::DeviceMismatch`], [`Error::TooLarge`].
 pub fn gather_backward(
     grad_out: &Tensor,
-    index: &Tensor,
     input_shape: &[usize],
     dim: usize,
+    index: &Tensor,
 ) -> Result<Tensor, Error> {
     let op = "gather_backward";
     check::dtype(op, grad_out, DType::F32)?;

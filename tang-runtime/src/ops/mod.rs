@@ -12,12 +12,13 @@
 //! - dimensions are `usize` (`dim`, as PyTorch names them); a result is always a new
 //!   contiguous tensor, except [`reshape`]/[`view`], which share the buffer;
 //! - in-place ops end in `_` and write the tensor's buffer (seen through every clone);
-//! - the backward of `op` is `op_backward(grad_out, ...)`: the upstream gradient is named
-//!   `grad_out` and comes first, followed by what the forward saw (its inputs, shapes and
-//!   attributes, in the forward's order); it returns the gradient of each differentiable
-//!   input (one `Tensor`, or a `Vec` for a list of inputs). An op whose backward needs
-//!   state the caller does not already hold returns it from the forward as a second value
-//!   (e.g. [`dropout`]'s [`DropoutState`]), and its backward takes it by reference;
+//! - the backward of `op` is `op_backward(grad_out, [saved], ...)`: the upstream gradient
+//!   is named `grad_out` and comes first; then, for an op whose backward needs state the
+//!   caller does not already hold, that state, which the forward returned as its second
+//!   value ([`dropout`]'s [`DropoutState`], [`max_pool2d`]'s indices); then what the
+//!   forward was given that the backward needs (input shapes for inputs, attributes), in
+//!   the forward's order. It returns the gradient of each differentiable input (one
+//!   `Tensor`, or a `Vec` for a list of inputs);
 //! - masks (the result of comparisons) are u32 tensors of 0s and 1s (PyTorch's `bool`):
 //!   cast with [`to_dtype`] to use one in f32 arithmetic;
 //! - index tensors are u32; an index past the end of its dimension cannot be checked
