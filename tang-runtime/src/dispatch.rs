@@ -37,14 +37,7 @@ impl Device {
                 }
                 Binding::Read(t) | Binding::ReadWrite(t) => {
                     storage += 1;
-                    if !t.device().same(self) {
-                        return Err(Error::ShapeMismatch {
-                            op: op.into(),
-                            detail: format!(
-                                "binding {i} is a tensor of another device; copy it to this device first"
-                            ),
-                        });
-                    }
+                    t.expect_device(op, &format!("binding {i}"), self)?;
                     let max = limits.max_storage_buffer_binding_size;
                     if t.bytes() > max {
                         return Err(Error::TooLarge {

@@ -23,6 +23,24 @@ pub enum Error {
         /// What did not fit.
         detail: String,
     },
+    /// A tensor lives on another [`Device`](crate::Device) than the operation runs on.
+    DeviceMismatch {
+        /// The kernel or operation.
+        op: String,
+        /// Which tensor (an argument name or a binding index).
+        what: String,
+        /// The device the operation runs on (adapter name).
+        expected: String,
+        /// The device holding the tensor (adapter name).
+        got: String,
+    },
+    /// A non-tensor argument is out of its range (a probability above 1, a zero step).
+    InvalidArgument {
+        /// The operation.
+        op: String,
+        /// What was given and what is allowed.
+        detail: String,
+    },
     /// The wrong number of tensors, uniforms or bindings was passed.
     Arity {
         /// The kernel or operation.
@@ -88,6 +106,18 @@ impl fmt::Display for Error {
             Error::ShapeMismatch { op, detail } => {
                 write!(f, "{op}: shape mismatch: {detail}")
             }
+            Error::DeviceMismatch {
+                op,
+                what,
+                expected,
+                got,
+            } => write!(
+                f,
+                "{op}: {what} is a tensor of device `{got}`, expected one of device `{expected}` \
+                 (the same Device handle or a clone of it; two Devices opened on one adapter are \
+                 different devices); read it back and upload it to that device"
+            ),
+            Error::InvalidArgument { op, detail } => write!(f, "{op}: invalid argument: {detail}"),
             Error::Arity {
                 op,
                 what,

@@ -22,6 +22,7 @@ mod dispatch;
 mod error;
 mod launch;
 mod lifecycle;
+pub mod ops;
 mod pipeline;
 mod pool;
 mod size;
@@ -47,9 +48,12 @@ pub use wgpu;
 /// Hooks for tang's own tests; not part of the API.
 #[doc(hidden)]
 pub mod __testing {
-    /// Every kernel the dense modules can produce, as `(name, WGSL)`.
+    /// Every hand-written kernel the crate can produce (dense modules and ops), as
+    /// `(name, WGSL)`.
     pub fn dense_kernels() -> Vec<(String, String)> {
-        crate::dense::registry()
+        let mut all = crate::dense::registry();
+        all.extend(crate::ops::registry());
+        all
     }
 }
 

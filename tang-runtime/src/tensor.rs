@@ -174,14 +174,22 @@ impl Tensor {
     /// [`Error::TooLarge`], [`Error::DeviceLost`].
     pub fn zeros(dev: &Device, shape: &[usize]) -> Result<Tensor, Error> {
         let t = dev.empty(shape, DType::F32)?;
-        let bytes = t.bytes();
+        t.clear()?;
+        Ok(t)
+    }
+
+    /// Records a clear of the tensor's bytes to zero, after the work recorded before it
+    /// (f32 `0.0` and u32 `0` are the same bits).
+    pub(crate) fn clear(&self) -> Result<(), Error> {
+        let bytes = self.bytes();
         if bytes > 0 {
+            let dev = self.device();
             let mut st = dev.lock()?;
             st.encoder(&dev.inner)
-                .clear_buffer(&t.storage.buffer, 0, Some(bytes));
-            t.storage.last_batch.store(st.batch, Ordering::Relaxed);
+                .clear_buffer(&self.storage.buffer, 0, Some(bytes));
+            self.storage.last_batch.store(st.batch, Ordering::Relaxed);
         }
-        Ok(t)
+        Ok(())
     }
 
     /// An f32 tensor filled with `value`.
@@ -189,20 +197,7 @@ impl Tensor {
     /// # Errors
     /// [`Error::TooLarge`], [`Error::DeviceLost`].
     pub fn full(dev: &Device, shape: &[usize], value: f32) -> Result<Tensor, Error> {
-        if value.to_bits() == 0 {
-            return Self::zeros(dev, shape);
-        }
-        // Allocate on the device first: its size check must come before the host buffer
-        // of the fill values (a shape past the device's limit would exhaust host memory).
-        let t = dev.alloc_tensor(shape, DType::F32, false)?;
-        if !t.is_empty() {
-            let data = vec![value; t.len()];
-            // The buffer is fresh from the pool, so no unsubmitted command uses it.
-            dev.inner
-                .queue
-                .write_buffer(&t.storage.buffer, 0, bytemuck::cast_slice(&data));
-        }
-        Ok(t)
+        crate::ops::full(dev, shape, value)
     }
 
     /// Overwrites the tensor's contents with `data` (same length, f32). Work recorded
@@ -308,6 +303,20 @@ impl Tensor {
                 op: op.into(),
                 expected: want,
                 got: self.dtype,
+            });
+        }
+        Ok(())
+    }
+
+    /// Fails with [`Error::DeviceMismatch`] unless the tensor lives on `dev`; `what` names
+    /// the tensor in the message.
+    pub(crate) fn expect_device(&self, op: &str, what: &str, dev: &Device) -> Result<(), Error> {
+        if !self.device().same(dev) {
+            return Err(Error::DeviceMismatch {
+                op: op.into(),
+                what: what.into(),
+                expected: dev.info().name.clone(),
+                got: self.device().info().name.clone(),
             });
         }
         Ok(())

@@ -4,7 +4,7 @@
 //! by naga once per process when first used, runs trusted, and is checked against a CPU
 //! reference in the tests.
 
-mod check;
+pub(crate) mod check;
 mod nan_max;
 mod wgsl;
 

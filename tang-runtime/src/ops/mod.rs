@@ -1,0 +1,77 @@
+//! Tensor ops with PyTorch's names in one flat module: `ops::permute(&x, &[0, 2, 1, 3])?`,
+//! or the same function as a method, `x.permute(&[0, 2, 1, 3])?`. The dense kernels
+//! (matmul, softmax, norms, attention, reductions, ...) are reachable here too (their
+//! backwards, for now, in [`crate::dense`]).
+//!
+//! Conventions every op follows:
+//! - every op returns `Result` with a typed [`Error`](crate::Error): a tensor of another
+//!   device is [`DeviceMismatch`](crate::Error::DeviceMismatch), a tensor of the wrong
+//!   element type [`DType`](crate::Error::DType), shapes that do not fit
+//!   [`ShapeMismatch`](crate::Error::ShapeMismatch), a number out of range
+//!   [`InvalidArgument`](crate::Error::InvalidArgument);
+//! - dimensions are `usize` (`dim`, as PyTorch names them); a result is always a new
+//!   contiguous tensor, except [`reshape`]/[`view`], which share the buffer;
+//! - in-place ops end in `_` and write the tensor's buffer (seen through every clone);
+//! - the backward of `op` is `op_backward(grad_out, [saved], ...)`: the upstream gradient
+//!   is named `grad_out` and comes first; then, for an op whose backward needs state the
+//!   caller does not already hold, that state, which the forward returned as its second
+//!   value ([`dropout`]'s [`DropoutState`], [`max_pool2d`]'s indices); then what the
+//!   forward was given that the backward needs (input shapes for inputs, attributes), in
+//!   the forward's order. It returns the gradient of each differentiable input (one
+//!   `Tensor`, or a `Vec` for a list of inputs);
+//! - masks (the result of comparisons) are u32 tensors of 0s and 1s (PyTorch's `bool`):
+//!   cast with [`to_dtype`] to use one in f32 arithmetic;
+//! - index tensors are u32; an index past the end of its dimension cannot be checked
+//!   without reading the indices back, so the kernels never read or write out of bounds:
+//!   a gather-like op reads 0 there and a scatter-like op skips it.
+
+mod broadcast;
+mod check;
+mod compare;
+mod index;
+mod inplace;
+mod int;
+mod methods;
+mod philox;
+mod pool;
+mod random;
+mod strided;
+mod view;
+
+pub use broadcast::{broadcast_shapes, expand, expand_backward, sum_to_shape};
+pub use compare::{eq, ge, gt, le, lt, ne};
+pub use index::{gather, gather_backward, index_copy_, index_select, index_select_backward};
+pub use inplace::{add_, clone, copy_, fill_, fill_u32_, full, full_u32, mul_, zero_};
+pub use int::{arange, argmax, argmin, to_dtype};
+pub use philox::{PhiloxStream, dropout_threshold, philox4x32_10};
+pub use pool::{Pool2d, avg_pool2d, avg_pool2d_backward, max_pool2d, max_pool2d_backward};
+pub use random::{DropoutState, Generator, dropout, dropout_backward, rand, rand_bits, randn};
+pub use view::{
+    cat, cat_backward, narrow, narrow_backward, permute, permute_backward, reshape, slice_scatter,
+    slice_scatter_, stack, stack_backward, view,
+};
+
+// The dense kernels' forward passes. Their backwards stay in `crate::dense` until they
+// take `grad_out` first like the ops above (today they name and place the upstream
+// gradient in several ways).
+pub use crate::dense::attention::attention;
+pub use crate::dense::cross_entropy::cross_entropy;
+pub use crate::dense::embedding::embedding;
+pub use crate::dense::matmul::matmul;
+pub use crate::dense::norm::{layer_norm, rms_norm};
+pub use crate::dense::reduce::{max, max_all, mean, mean_all, sum, sum_all};
+pub use crate::dense::shape::{split, transpose};
+pub use crate::dense::softmax::{log_softmax, softmax};
+
+/// Every kernel of this module, as `(name, WGSL)`: the ops' part of the list the naga
+/// test validates.
+pub(crate) fn registry() -> Vec<crate::spec::Source> {
+    let mut all = strided::kernels();
+    all.extend(inplace::kernels());
+    all.extend(index::kernels());
+    all.extend(int::kernels());
+    all.extend(compare::kernels());
+    all.extend(random::kernels());
+    all.extend(pool::kernels());
+    all
+}

@@ -1,0 +1,127 @@
+//! Philox4x32-10 (Salmon et al., SC'11), the counter-based generator behind every random
+//! op, and its CPU twin. Integer-only mixing (32x32 -> 64-bit products built from 16-bit
+//! halves on the GPU, which has no 64-bit integers), so the bits are the same on every
+//! adapter and here.
+//!
+//! A [`PhiloxStream`] is a key (the seed) and the high half of the counter (the stream's
+//! offset); element `i` of a draw is word `i % 4` of the block at counter
+//! `[i / 4 (low, high), offset (low, high)]`.
+
+/// Philox4x32 multipliers and Weyl key increments.
+const M0: u32 = 0xD251_1F53;
+const M1: u32 = 0xCD9E_8D57;
+const W0: u32 = 0x9E37_79B9;
+const W1: u32 = 0xBB67_AE85;
+
+/// The 24-bit grid uniform floats live on: `(bits >> 8) * 2^-24`, an exact conversion
+/// and an exact scaling, so the GPU and CPU values agree bit for bit.
+pub(crate) const UNIFORM_SCALE: f32 = 1.0 / 16_777_216.0;
+
+/// Ten rounds of Philox4x32 on `counter` under `key` (Random123's `philox4x32_R(10, ...)`).
+pub fn philox4x32_10(counter: [u32; 4], key: [u32; 2]) -> [u32; 4] {
+    let (mut c, mut k) = (counter, key);
+    for round in 0..10 {
+        if round > 0 {
+            k = [k[0].wrapping_add(W0), k[1].wrapping_add(W1)];
+        }
+        let p0 = u64::from(M0) * u64::from(c[0]);
+        let p1 = u64::from(M1) * u64::from(c[2]);
+        c = [
+            (p1 >> 32) as u32 ^ c[1] ^ k[0],
+            p1 as u32,
+            (p0 >> 32) as u32 ^ c[3] ^ k[1],
+            p0 as u32,
+        ];
+    }
+    c
+}
+
+/// One stream of random words: a seed and an offset (see the module doc). A
+/// [`Generator`](super::Generator) hands out a fresh stream per draw; the same stream
+/// always gives the same values, on the GPU and on the CPU ([`PhiloxStream::bits`] and
+/// friends are the CPU twin).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PhiloxStream {
+    /// The key.
+    pub seed: u64,
+    /// The high half of the counter.
+    pub offset: u64,
+}
+
+impl PhiloxStream {
+    /// The four words of block `b`.
+    pub fn block(&self, b: u64) -> [u32; 4] {
+        philox4x32_10(
+            [
+                b as u32,
+                (b >> 32) as u32,
+                self.offset as u32,
+                (self.offset >> 32) as u32,
+            ],
+            [self.seed as u32, (self.seed >> 32) as u32],
+        )
+    }
+
+    /// Word `i` of the stream.
+    pub fn bits(&self, i: u64) -> u32 {
+        self.block(i / 4)[(i % 4) as usize]
+    }
+
+    /// Uniform number `i` in `[0, 1)`: the top 24 bits of word `i` times 2^-24 (the value
+    /// [`rand`](super::rand) gives, bit for bit).
+    pub fn uniform(&self, i: u64) -> f32 {
+        (self.bits(i) >> 8) as f32 * UNIFORM_SCALE
+    }
+
+    /// Normal number `i` (Box-Muller in f64 on words `2k` and `2k + 1` of its pair): the
+    /// value [`randn`](super::randn) approximates (the GPU's `log`/`cos`/`sin` are not
+    /// correctly rounded).
+    pub fn normal(&self, i: u64) -> f64 {
+        let pair = i & !1;
+        let u1 = f64::from((self.bits(pair) >> 8) + 1) * f64::from(UNIFORM_SCALE);
+        let u2 = f64::from(self.bits(pair + 1) >> 8) * f64::from(UNIFORM_SCALE);
+        let r = (-2.0 * u1.ln()).sqrt();
+        let theta = std::f64::consts::PI * (2.0 * u2 - 1.0);
+        if i.is_multiple_of(2) {
+            r * theta.cos()
+        } else {
+            r * theta.sin()
+        }
+    }
+
+    /// Whether dropout with `threshold` (see [`dropout_threshold`]) keeps element `i`.
+    pub fn keeps(&self, i: u64, threshold: u32) -> bool {
+        self.bits(i) >> 8 >= threshold
+    }
+}
+
+/// Dropout drops element `i` when the top 24 bits of its word are below this:
+/// `round(p * 2^24)` (so `p = 1` drops everything and `p = 0` nothing).
+pub fn dropout_threshold(p: f32) -> u32 {
+    (f64::from(p) * 16_777_216.0).round() as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::philox4x32_10;
+
+    /// Random123's published known-answer vectors for Philox4x32-10.
+    #[test]
+    fn known_answers() {
+        assert_eq!(
+            philox4x32_10([0; 4], [0; 2]),
+            [0x6627_e8d5, 0xe169_c58d, 0xbc57_ac4c, 0x9b00_dbd8]
+        );
+        assert_eq!(
+            philox4x32_10([u32::MAX; 4], [u32::MAX; 2]),
+            [0x408f_276d, 0x41c8_3b0e, 0xa20b_c7c6, 0x6d54_51fd]
+        );
+        assert_eq!(
+            philox4x32_10(
+                [0x243f_6a88, 0x85a3_08d3, 0x1319_8a2e, 0x0370_7344],
+                [0xa409_3822, 0x299f_31d0]
+            ),
+            [0xd16c_fe09, 0x94fd_cceb, 0x5001_e420, 0x2412_6ea1]
+        );
+    }
+}

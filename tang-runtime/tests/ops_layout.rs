@@ -1,0 +1,438 @@
+//! Broadcasting, layout and indexing ops on the GPU against f64 CPU references, on shapes
+//! with 0-sized, 1, 3, 17 and 257 dimensions, and their backwards against f64 finite
+//! differences of the forward.
+
+mod ops_support;
+
+use ops_support::{coords, f64s, finite_diff, flat};
+use tang_runtime::{DType, Error, Tensor, ops};
+use tang_testing::{assert_close, devices, random};
+
+/// CPU `expand`: `out[c] = x[c with broadcast dims at 0]`.
+fn cpu_expand(x: &[f64], xs: &[usize], shape: &[usize]) -> Vec<f64> {
+    let n: usize = shape.iter().product();
+    let lead = shape.len() - xs.len();
+    (0..n)
+        .map(|i| {
+            let c = coords(i, shape);
+            let src: Vec<usize> = (0..xs.len())
+                .map(|d| if xs[d] == 1 { 0 } else { c[d + lead] })
+                .collect();
+            x[flat(&src, xs)]
+        })
+        .collect()
+}
+
+/// CPU `permute`.
+fn cpu_permute(x: &[f64], xs: &[usize], dims: &[usize]) -> Vec<f64> {
+    let out_shape: Vec<usize> = dims.iter().map(|&d| xs[d]).collect();
+    let n: usize = xs.iter().product();
+    (0..n)
+        .map(|i| {
+            let c = coords(i, &out_shape);
+            let mut src = vec![0; xs.len()];
+            for (o, &d) in dims.iter().enumerate() {
+                src[d] = c[o];
+            }
+            x[flat(&src, xs)]
+        })
+        .collect()
+}
+
+/// CPU `narrow`.
+fn cpu_narrow(x: &[f64], xs: &[usize], dim: usize, start: usize, len: usize) -> Vec<f64> {
+    let mut shape = xs.to_vec();
+    shape[dim] = len;
+    let n: usize = shape.iter().product();
+    (0..n)
+        .map(|i| {
+            let mut c = coords(i, &shape);
+            c[dim] += start;
+            x[flat(&c, xs)]
+        })
+        .collect()
+}
+
+#[test]
+fn broadcast_shapes_follow_numpy() {
+    assert_eq!(
+        ops::broadcast_shapes(&[&[4, 1], &[4, 5]]).unwrap(),
+        vec![4, 5]
+    );
+    assert_eq!(
+        ops::broadcast_shapes(&[&[2, 1, 7], &[2, 3, 7]]).unwrap(),
+        vec![2, 3, 7]
+    );
+    assert_eq!(
+        ops::broadcast_shapes(&[&[5], &[3, 1], &[]]).unwrap(),
+        vec![3, 5]
+    );
+    assert_eq!(
+        ops::broadcast_shapes(&[&[0, 1], &[1, 3]]).unwrap(),
+        vec![0, 3]
+    );
+    assert_eq!(ops::broadcast_shapes(&[]).unwrap(), Vec::<usize>::new());
+    let e = ops::broadcast_shapes(&[&[2, 3], &[3, 2]]).unwrap_err();
+    assert!(matches!(e, Error::ShapeMismatch { .. }), "{e:?}");
+    assert!(e.to_string().contains("equal or 1"), "{e}");
+    assert!(ops::broadcast_shapes(&[&[0], &[2]]).is_err());
+}
+
+#[test]
+fn expand_and_sum_to_shape_match_the_cpu_and_finite_differences() {
+    let cases: [(&[usize], &[usize]); 7] = [
+        (&[3, 1], &[3, 17]),
+        (&[257], &[3, 257]),
+        (&[1, 3, 1], &[2, 3, 17]),
+        (&[1], &[3, 17]),
+        (&[17, 1], &[17, 0]),
+        (&[0, 1], &[2, 0, 3]),
+        (&[2, 3], &[2, 3]),
+    ];
+    for dev in devices() {
+        for (seed, &(xs, shape)) in cases.iter().enumerate() {
+            let n: usize = xs.iter().product();
+            let xv = random(n, seed as u64);
+            let x = Tensor::from_slice(&dev, &xv, xs).unwrap();
+            let y = ops::expand(&x, shape).unwrap();
+            assert_eq!(y.shape(), shape);
+            let want = cpu_expand(&f64s(&xv), xs, shape);
+            assert_close("expand", &y.to_vec().unwrap(), &want, 0.0, 0.0);
+
+            let m: usize = shape.iter().product();
+            let wv = random(m, 100 + seed as u64);
+            let w = Tensor::from_slice(&dev, &wv, shape).unwrap();
+            let g = ops::expand_backward(&w, xs).unwrap();
+            assert_eq!(g.shape(), xs);
+            let fd = finite_diff(|x| cpu_expand(x, xs, shape), &f64s(&xv), &f64s(&wv), 1e-3);
+            assert_close("expand_backward", &g.to_vec().unwrap(), &fd, 1e-4, 1e-5);
+        }
+        let x = Tensor::from_slice(&dev, &[1.0; 6], &[2, 3]).unwrap();
+        for bad in [&[3, 2][..], &[3][..], &[2, 3, 1][..]] {
+            let e = ops::expand(&x, bad).unwrap_err();
+            assert!(matches!(e, Error::ShapeMismatch { .. }), "{bad:?}: {e:?}");
+        }
+        for bad in [&[3, 2][..], &[2][..], &[1, 2, 3][..]] {
+            let e = ops::sum_to_shape(&x, bad).unwrap_err();
+            assert!(matches!(e, Error::ShapeMismatch { .. }), "{bad:?}: {e:?}");
+        }
+        assert_eq!(
+            ops::sum_to_shape(&x, &[3]).unwrap().to_vec().unwrap(),
+            vec![2.0; 3]
+        );
+        let ids = Tensor::from_u32(&dev, &[1, 2], &[2]).unwrap();
+        let u = ops::expand(&ids, &[3, 2]).unwrap();
+        assert_eq!(u.to_vec_u32().unwrap(), vec![1, 2, 1, 2, 1, 2]);
+        let e = ops::sum_to_shape(&ids, &[1]).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::DType {
+                    expected: DType::F32,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+    }
+}
+
+#[test]
+fn permute_matches_the_cpu_and_its_backward_is_the_inverse() {
+    let cases: [(&[usize], &[usize]); 8] = [
+        (&[2, 3, 5, 4], &[0, 2, 1, 3]),
+        (&[2, 3, 17], &[0, 2, 1]),
+        (&[2, 3, 2, 4], &[0, 2, 3, 1]),
+        (&[2, 5, 3, 4], &[0, 2, 1, 3]),
+        (&[3, 17], &[1, 0]),
+        (&[257, 3], &[1, 0]),
+        (&[2, 3, 4, 5, 1], &[4, 3, 0, 2, 1]),
+        (&[2, 0, 3], &[2, 0, 1]),
+    ];
+    for dev in devices() {
+        for (seed, &(xs, dims)) in cases.iter().enumerate() {
+            let n: usize = xs.iter().product();
+            let xv = random(n, seed as u64);
+            let x = Tensor::from_slice(&dev, &xv, xs).unwrap();
+            let y = ops::permute(&x, dims).unwrap();
+            let want = cpu_permute(&f64s(&xv), xs, dims);
+            assert_close("permute", &y.to_vec().unwrap(), &want, 0.0, 0.0);
+            let wv = random(n, 50 + seed as u64);
+            let w = Tensor::from_slice(&dev, &wv, y.shape()).unwrap();
+            let g = ops::permute_backward(&w, dims).unwrap();
+            assert_eq!(g.shape(), xs);
+            let fd = finite_diff(|x| cpu_permute(x, xs, dims), &f64s(&xv), &f64s(&wv), 1e-3);
+            assert_close("permute_backward", &g.to_vec().unwrap(), &fd, 1e-4, 1e-5);
+        }
+        let x = Tensor::from_slice(&dev, &[0.0; 6], &[2, 3]).unwrap();
+        for bad in [&[0, 0][..], &[0][..], &[1, 2][..]] {
+            let e = ops::permute(&x, bad).unwrap_err();
+            assert!(matches!(e, Error::ShapeMismatch { .. }), "{bad:?}: {e:?}");
+        }
+    }
+}
+
+#[test]
+fn narrow_slice_scatter_cat_stack() {
+    for dev in devices() {
+        let cases: [(&[usize], usize, usize, usize); 5] = [
+            (&[3, 17], 1, 4, 9),
+            (&[257, 3], 0, 250, 7),
+            (&[2, 3, 17], 1, 1, 2),
+            (&[4, 5], 0, 2, 0),
+            (&[0, 5], 1, 1, 3),
+        ];
+        for (seed, &(xs, dim, start, len)) in cases.iter().enumerate() {
+            let n: usize = xs.iter().product();
+            let xv = random(n, seed as u64);
+            let x = Tensor::from_slice(&dev, &xv, xs).unwrap();
+            let y = ops::narrow(&x, dim, start, len).unwrap();
+            let want = cpu_narrow(&f64s(&xv), xs, dim, start, len);
+            assert_close("narrow", &y.to_vec().unwrap(), &want, 0.0, 0.0);
+            let wv = random(y.len(), 70 + seed as u64);
+            let w = Tensor::from_slice(&dev, &wv, y.shape()).unwrap();
+            let g = ops::narrow_backward(&w, xs, dim, start).unwrap();
+            let fd = finite_diff(
+                |x| cpu_narrow(x, xs, dim, start, len),
+                &f64s(&xv),
+                &f64s(&wv),
+                1e-3,
+            );
+            assert_close("narrow_backward", &g.to_vec().unwrap(), &fd, 1e-4, 1e-5);
+        }
+        let x = Tensor::from_slice(&dev, &[0.0; 6], &[2, 3]).unwrap();
+        assert!(matches!(
+            ops::narrow(&x, 1, 2, 2),
+            Err(Error::ShapeMismatch { .. })
+        ));
+        assert!(matches!(
+            ops::narrow(&x, 2, 0, 1),
+            Err(Error::ShapeMismatch { .. })
+        ));
+        assert!(matches!(
+            ops::narrow(&x, 1, usize::MAX, 2),
+            Err(Error::ShapeMismatch { .. })
+        ));
+
+        // A KV cache of [heads = 2, positions = 5, dim = 3] filled one position at a time.
+        let cache = Tensor::zeros(&dev, &[2, 5, 3]).unwrap();
+        let mut want = vec![0.0f32; 30];
+        for pos in 0..4 {
+            let step: Vec<f32> = (0..6).map(|i| (pos * 10 + i) as f32).collect();
+            let s = Tensor::from_slice(&dev, &step, &[2, 1, 3]).unwrap();
+            ops::slice_scatter_(&cache, &s, 1, pos).unwrap();
+            for h in 0..2 {
+                for d in 0..3 {
+                    want[h * 15 + pos * 3 + d] = step[h * 3 + d];
+                }
+            }
+        }
+        assert_eq!(cache.to_vec().unwrap(), want);
+        let s = Tensor::from_slice(&dev, &[0.0; 12], &[2, 2, 3]).unwrap();
+        assert!(matches!(
+            ops::slice_scatter_(&cache, &s, 1, 4),
+            Err(Error::ShapeMismatch { .. })
+        ));
+        assert!(matches!(
+            ops::slice_scatter_(&cache, &cache, 1, 0),
+            Err(Error::Aliasing { .. })
+        ));
+        let out = ops::slice_scatter(&cache, &s, 1, 3).unwrap();
+        assert_eq!(
+            cache.to_vec().unwrap(),
+            want,
+            "slice_scatter leaves its input alone"
+        );
+        assert_eq!(out.to_vec().unwrap()[9..15], [0.0; 6]);
+
+        let a = Tensor::from_slice(&dev, &random(6, 1), &[2, 3]).unwrap();
+        let b = Tensor::from_slice(&dev, &random(6, 2), &[2, 3]).unwrap();
+        let st = ops::stack(&[&a, &b], 1).unwrap();
+        assert_eq!(st.shape(), &[2, 2, 3]);
+        let (av, bv) = (a.to_vec().unwrap(), b.to_vec().unwrap());
+        let sv = st.to_vec().unwrap();
+        assert_eq!(&sv[0..3], &av[0..3]);
+        assert_eq!(&sv[3..6], &bv[0..3]);
+        assert_eq!(&sv[6..9], &av[3..6]);
+        let back = ops::stack_backward(&st, 1).unwrap();
+        assert_eq!(back[0].to_vec().unwrap(), av);
+        assert_eq!(back[1].to_vec().unwrap(), bv);
+        let c = ops::cat(&[&a, &b], 0).unwrap();
+        let parts = ops::cat_backward(&c, &[2, 2], 0).unwrap();
+        assert_eq!(parts[1].to_vec().unwrap(), bv);
+        assert!(matches!(
+            ops::stack(&[&a, &c], 0),
+            Err(Error::ShapeMismatch { .. })
+        ));
+        assert!(matches!(
+            ops::stack(&[&a, &b], 3),
+            Err(Error::ShapeMismatch { .. })
+        ));
+    }
+}
+
+/// CPU `index_select` (0 for an out-of-range index).
+fn cpu_index_select(x: &[f64], xs: &[usize], dim: usize, idx: &[u32]) -> Vec<f64> {
+    let mut shape = xs.to_vec();
+    shape[dim] = idx.len();
+    let n: usize = shape.iter().product();
+    (0..n)
+        .map(|i| {
+            let mut c = coords(i, &shape);
+            let id = idx[c[dim]] as usize;
+            if id >= xs[dim] {
+                return 0.0;
+            }
+            c[dim] = id;
+            x[flat(&c, xs)]
+        })
+        .collect()
+}
+
+/// CPU `gather` (0 for an out-of-range index).
+fn cpu_gather(x: &[f64], xs: &[usize], dim: usize, idx: &[u32], is: &[usize]) -> Vec<f64> {
+    (0..idx.len())
+        .map(|i| {
+            let mut c = coords(i, is);
+            let id = idx[i] as usize;
+            if id >= xs[dim] {
+                return 0.0;
+            }
+            c[dim] = id;
+            x[flat(&c, xs)]
+        })
+        .collect()
+}
+
+/// Seeded indices below `bound` (some past it when `bound` exceeds the true length).
+fn indices(n: usize, bound: u32, seed: u64) -> Vec<u32> {
+    random(n, seed)
+        .iter()
+        .map(|v| ((v + 1.0) * 0.5 * bound as f32) as u32 % bound.max(1))
+        .collect()
+}
+
+#[test]
+fn index_select_and_its_index_add_backward() {
+    let cases: [(&[usize], usize, usize); 5] = [
+        (&[17, 3], 0, 40),
+        (&[3, 257], 1, 5),
+        (&[2, 5, 3], 1, 7),
+        (&[4, 0], 0, 3),
+        (&[5, 2], 0, 0),
+    ];
+    for dev in devices() {
+        for (seed, &(xs, dim, k)) in cases.iter().enumerate() {
+            let n: usize = xs.iter().product();
+            let xv = random(n, seed as u64);
+            // One index past the end: reads 0, gets no gradient.
+            let idx = indices(k, xs[dim] as u32 + 1, 30 + seed as u64);
+            let x = Tensor::from_slice(&dev, &xv, xs).unwrap();
+            let it = Tensor::from_u32(&dev, &idx, &[k]).unwrap();
+            let y = ops::index_select(&x, dim, &it).unwrap();
+            let want = cpu_index_select(&f64s(&xv), xs, dim, &idx);
+            assert_close("index_select", &y.to_vec().unwrap(), &want, 0.0, 0.0);
+            let wv = random(y.len(), 60 + seed as u64);
+            let w = Tensor::from_slice(&dev, &wv, y.shape()).unwrap();
+            let g = ops::index_select_backward(&w, xs, dim, &it).unwrap();
+            let fd = finite_diff(
+                |x| cpu_index_select(x, xs, dim, &idx),
+                &f64s(&xv),
+                &f64s(&wv),
+                1e-3,
+            );
+            assert_close(
+                "index_select_backward",
+                &g.to_vec().unwrap(),
+                &fd,
+                1e-4,
+                1e-5,
+            );
+        }
+        let x = Tensor::from_slice(&dev, &[0.0; 6], &[2, 3]).unwrap();
+        let f = Tensor::from_slice(&dev, &[0.0; 2], &[2]).unwrap();
+        assert!(matches!(
+            ops::index_select(&x, 0, &f),
+            Err(Error::DType {
+                expected: DType::U32,
+                ..
+            })
+        ));
+        let i2 = Tensor::from_u32(&dev, &[0; 4], &[2, 2]).unwrap();
+        assert!(matches!(
+            ops::index_select(&x, 0, &i2),
+            Err(Error::ShapeMismatch { .. })
+        ));
+    }
+}
+
+#[test]
+fn gather_and_its_scatter_add_backward() {
+    let cases: [(&[usize], usize, &[usize]); 4] = [
+        (&[3, 17], 1, &[3, 5]),
+        (&[17, 3], 0, &[40, 2]),
+        (&[2, 3, 4], 2, &[2, 2, 9]),
+        (&[3, 4], 1, &[0, 4]),
+    ];
+    for dev in devices() {
+        for (seed, &(xs, dim, is)) in cases.iter().enumerate() {
+            let n: usize = xs.iter().product();
+            let m: usize = is.iter().product();
+            let xv = random(n, seed as u64);
+            let idx = indices(m, xs[dim] as u32 + 1, 40 + seed as u64);
+            let x = Tensor::from_slice(&dev, &xv, xs).unwrap();
+            let it = Tensor::from_u32(&dev, &idx, is).unwrap();
+            let y = ops::gather(&x, dim, &it).unwrap();
+            let want = cpu_gather(&f64s(&xv), xs, dim, &idx, is);
+            assert_close("gather", &y.to_vec().unwrap(), &want, 0.0, 0.0);
+            let wv = random(m, 80 + seed as u64);
+            let w = Tensor::from_slice(&dev, &wv, is).unwrap();
+            let g = ops::gather_backward(&w, xs, dim, &it).unwrap();
+            let fd = finite_diff(
+                |x| cpu_gather(x, xs, dim, &idx, is),
+                &f64s(&xv),
+                &f64s(&wv),
+                1e-3,
+            );
+            assert_close("gather_backward", &g.to_vec().unwrap(), &fd, 1e-4, 1e-5);
+            // Deterministic: a second run gives the same bits.
+            let again = ops::gather_backward(&w, xs, dim, &it).unwrap();
+            assert_eq!(g.to_vec().unwrap(), again.to_vec().unwrap());
+        }
+        let x = Tensor::from_slice(&dev, &[0.0; 6], &[2, 3]).unwrap();
+        let wide = Tensor::from_u32(&dev, &[0; 8], &[2, 4]).unwrap();
+        assert!(matches!(
+            ops::gather(&x, 0, &wide),
+            Err(Error::ShapeMismatch { .. })
+        ));
+    }
+}
+
+#[test]
+fn index_copy_writes_rows_in_place() {
+    for dev in devices() {
+        let x = Tensor::from_slice(&dev, &[0.0; 12], &[3, 4]).unwrap();
+        let src = Tensor::from_slice(&dev, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 2]).unwrap();
+        // Index 9 is past the end: skipped.
+        let idx = Tensor::from_u32(&dev, &[3, 9], &[2]).unwrap();
+        ops::index_copy_(&x, 1, &idx, &src).unwrap();
+        assert_eq!(
+            x.to_vec().unwrap(),
+            vec![0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 3.0, 0.0, 0.0, 0.0, 5.0]
+        );
+        let bad = Tensor::from_slice(&dev, &[0.0; 4], &[2, 2]).unwrap();
+        assert!(matches!(
+            ops::index_copy_(&x, 1, &idx, &bad),
+            Err(Error::ShapeMismatch { .. })
+        ));
+        let other = tang_testing::device();
+        let far = Tensor::from_slice(&other, &[0.0; 6], &[3, 2]).unwrap();
+        let e = ops::index_copy_(&x, 1, &idx, &far).unwrap_err();
+        assert!(matches!(e, Error::DeviceMismatch { .. }), "{e:?}");
+        assert!(e.to_string().contains("expected one of device"), "{e}");
+        // Kernels without their own device check fail the same way at dispatch.
+        let w = Tensor::from_slice(&other, &[0.0; 8], &[4, 2]).unwrap();
+        let e = ops::matmul(&x, &w).unwrap_err();
+        assert!(matches!(e, Error::DeviceMismatch { .. }), "{e:?}");
+    }
+}
