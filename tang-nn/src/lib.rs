@@ -9,4 +9,6 @@
 //!
 //! Today it re-exports the runtime so that examples and tests can depend on one crate.
 
+pub mod autograd;
+
 pub use tang_runtime;
