@@ -290,7 +290,7 @@ fn softmax_row(r: &[f64]) -> Vec<f64> {
 }
 
 #[test]
-fn softmax_log_softmax_layer_norm() {
+fn softmax_log_softmax_norms() {
     let dev = tang_testing::device();
     for (k, n) in [1usize, 3, 17].into_iter().enumerate() {
         let sm = |x: &[Vec<f64>]| rows(&x[0], n, softmax_row);
@@ -336,6 +336,22 @@ fn softmax_log_softmax_layer_norm() {
             &gpu,
             &ln,
             10 + k as u64,
+        );
+        let rms = |x: &[Vec<f64>]| {
+            rows(&x[0], n, |r| {
+                let ms = r.iter().map(|v| v * v).sum::<f64>() / n as f64;
+                let rinv = 1.0 / (ms + eps).sqrt();
+                (0..n).map(|j| r[j] * rinv * x[1][j]).collect()
+            })
+        };
+        let gpu = |t: &[Tensor]| t[0].rms_norm(&t[1], eps as f32);
+        check(
+            &dev,
+            &format!("rms_norm n={n}"),
+            &[&[2, 3, n], &[n]],
+            &gpu,
+            &rms,
+            20 + k as u64,
         );
     }
 }

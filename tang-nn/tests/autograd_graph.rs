@@ -222,3 +222,31 @@ fn backward_reads_nothing_back() {
     );
     assert_eq!(grads.len(), 2);
 }
+
+/// The long form of the pool test: 10,000 steps end within 1% of the bytes in use after
+/// step 100. Slow on a software adapter; run with
+/// `cargo test --release -p tang-nn --test autograd_graph -- --ignored pool_soak`.
+#[test]
+#[ignore = "10,000 training steps: minutes on a software adapter"]
+fn pool_soak_ten_thousand_steps() {
+    let dev = tang_testing::device();
+    let mut rng = tang_testing::Rng::new(11);
+    let w1 = param(&dev, &rng.vec(16 * 32, 0.3), &[16, 32]);
+    let w2 = param(&dev, &rng.vec(32 * 5, 0.3), &[32, 5]);
+    let x = Tensor::constant(RawTensor::from_slice(&dev, &rng.vec(8 * 16, 1.0), &[8, 16]).unwrap());
+    let y = RawTensor::from_u32(&dev, &[0, 1, 2, 3, 4, 0, 1, 2], &[8]).unwrap();
+    let mut at_100 = 0;
+    for i in 1..=10_000 {
+        drop(step(&w1, &w2, &x, &y));
+        if i == 100 {
+            dev.sync().unwrap();
+            at_100 = dev.stats().bytes_in_use + dev.stats().bytes_pooled;
+        }
+    }
+    dev.sync().unwrap();
+    let end = dev.stats().bytes_in_use + dev.stats().bytes_pooled;
+    assert!(
+        end.abs_diff(at_100) * 100 <= at_100,
+        "pool bytes {end} after 10,000 steps, {at_100} after step 100"
+    );
+}

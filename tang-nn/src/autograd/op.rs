@@ -45,6 +45,8 @@ pub(crate) enum Op {
     LogSoftmax(RawTensor),
     /// Layer norm of inputs `x, weight, bias`; the per-row statistics.
     LayerNorm(RawTensor),
+    /// RMS norm of inputs `x, weight`; the per-row statistics.
+    RmsNorm(RawTensor),
     /// Embedding lookup of the input `weight`; the ids.
     Embedding(RawTensor),
     /// Mean cross-entropy of the input logits; the gradient the forward computed.
@@ -75,6 +77,7 @@ impl Op {
             Op::Softmax(_) => "softmax",
             Op::LogSoftmax(_) => "log_softmax",
             Op::LayerNorm(_) => "layer_norm",
+            Op::RmsNorm(_) => "rms_norm",
             Op::Embedding(_) => "embedding",
             Op::CrossEntropy(_) => "cross_entropy",
             Op::Relu => "relu",
@@ -141,6 +144,10 @@ impl Op {
             Op::LayerNorm(stats) => {
                 let gr = norm::layer_norm_backward(x(0), x(1), stats, g)?;
                 vec![gr.grad_x, gr.grad_weight, gr.grad_bias]
+            }
+            Op::RmsNorm(stats) => {
+                let gr = norm::rms_norm_backward(x(0), x(1), stats, g)?;
+                vec![gr.grad_x, gr.grad_weight]
             }
             Op::Embedding(ids) => {
                 let vocab = inputs[0].shape()[0];

@@ -199,6 +199,17 @@ impl Tensor {
         ))
     }
 
+    /// RMS norm over the last dimension with `weight [n]`:
+    /// `x / sqrt(mean(x^2) + eps) * weight` (PyTorch's `F.rms_norm(x, (n,), weight, eps)`).
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when `weight` is not `[n]`.
+    pub fn rms_norm(&self, weight: &Tensor, eps: f32) -> Result<Tensor, Error> {
+        let out = norm::rms_norm(self.data(), weight.data(), eps)?;
+        let op = Op::RmsNorm(out.stats);
+        Ok(Tensor::record(out.y, op, &[self, weight], true, false))
+    }
+
     /// Rows of `weight [vocab, dim]` picked by `ids` (u32, any shape): `[..., dim]`
     /// (PyTorch's `F.embedding(ids, weight)`).
     ///
