@@ -411,3 +411,52 @@ fn embedding_cross_entropy_activations() {
     };
     check(&dev, "gelu", &[&[1, 17]], &|t| t[0].gelu(), &gelu, 8);
 }
+
+/// Causal attention in f64: `q [b, h, t, d]`, `k`/`v` `[b, hkv, t, d]`.
+fn attention_cpu(x: &[Vec<f64>], b: usize, h: usize, hkv: usize, t: usize, d: usize) -> Vec<f64> {
+    let scale = 1.0 / (d as f64).sqrt();
+    let mut o = vec![0.0; b * h * t * d];
+    for bi in 0..b {
+        for hi in 0..h {
+            let kv = hi / (h / hkv);
+            let q_at = |i: usize| ((bi * h + hi) * t + i) * d;
+            let kv_at = |j: usize| ((bi * hkv + kv) * t + j) * d;
+            for i in 0..t {
+                let scores: Vec<f64> = (0..=i)
+                    .map(|j| {
+                        (0..d)
+                            .map(|c| x[0][q_at(i) + c] * x[1][kv_at(j) + c])
+                            .sum::<f64>()
+                            * scale
+                    })
+                    .collect();
+                let p = softmax_row(&scores);
+                for c in 0..d {
+                    o[q_at(i) + c] = (0..=i).map(|j| p[j] * x[2][kv_at(j) + c]).sum();
+                }
+            }
+        }
+    }
+    o
+}
+
+#[test]
+fn causal_attention_with_grouped_heads() {
+    let dev = tang_testing::device();
+    for (k, (b, h, hkv, t, d)) in [(1, 1, 1, 1, 3), (1, 2, 1, 3, 4), (2, 2, 2, 5, 17)]
+        .into_iter()
+        .enumerate()
+    {
+        let cpu = |x: &[Vec<f64>]| attention_cpu(x, b, h, hkv, t, d);
+        let gpu = |p: &[Tensor]| p[0].attention(&p[1], &p[2], None);
+        let (qs, kvs) = ([b, h, t, d], [b, hkv, t, d]);
+        check(
+            &dev,
+            &format!("attention {qs:?} kv {kvs:?}"),
+            &[&qs, &kvs, &kvs],
+            &gpu,
+            &cpu,
+            k as u64,
+        );
+    }
+}

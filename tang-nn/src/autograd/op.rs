@@ -3,7 +3,7 @@
 //! `tang_runtime::ops` / `tang_runtime::dense` (micrograd's and tinygrad's shape: the
 //! forward records an entry, backward matches on it).
 
-use tang_runtime::dense::{embedding, matmul, norm, reduce, softmax};
+use tang_runtime::dense::{attention, embedding, matmul, norm, reduce, softmax};
 use tang_runtime::ops;
 
 use super::Error;
@@ -51,6 +51,12 @@ pub(crate) enum Op {
     Embedding(RawTensor),
     /// Mean cross-entropy of the input logits; the gradient the forward computed.
     CrossEntropy(RawTensor),
+    /// Causal attention of inputs `q, k, v`; its output, row logsumexps and scale.
+    Attention {
+        o: RawTensor,
+        lse: RawTensor,
+        scale: Option<f32>,
+    },
     /// `relu(x)` through its `#[fused_grad]` kernel.
     Relu,
     /// `gelu(x)` (tanh form) through its `#[fused_grad]` kernel.
@@ -80,6 +86,7 @@ impl Op {
             Op::RmsNorm(_) => "rms_norm",
             Op::Embedding(_) => "embedding",
             Op::CrossEntropy(_) => "cross_entropy",
+            Op::Attention { .. } => "attention",
             Op::Relu => "relu",
             Op::Gelu => "gelu",
         }
@@ -157,6 +164,11 @@ impl Op {
                 // d loss / d logits was computed by the forward for a unit upstream
                 // gradient; scale it by the upstream scalar on the GPU (no read back).
                 vec![scale_by::launch(g.device(), grad, g)?]
+            }
+            Op::Attention { o, lse, scale } => {
+                let (dq, dk, dv) =
+                    attention::attention_backward(x(0), x(1), x(2), o, lse, g, *scale)?;
+                vec![dq, dk, dv]
             }
             Op::Relu => {
                 let [gx] = relu::launch_vjp(g.device(), x(0), g)?;

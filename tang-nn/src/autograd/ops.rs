@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use tang_runtime::dense::{cross_entropy, embedding, matmul, norm, reduce, softmax};
+use tang_runtime::dense::{attention, cross_entropy, embedding, matmul, norm, reduce, softmax};
 use tang_runtime::ops;
 
 use super::Error;
@@ -235,6 +235,23 @@ impl Tensor {
         let ce = cross_entropy::cross_entropy(self.data(), targets, ignore_index)?;
         let op = Op::CrossEntropy(ce.grad);
         Ok(Tensor::record(ce.loss, op, &[self], false, false))
+    }
+
+    /// Causal scaled dot-product attention, `softmax(scale * q kᵀ + causal mask) v` per
+    /// head (PyTorch's `F.scaled_dot_product_attention(q, k, v, is_causal=True)`):
+    /// `self` is `q [B, H, T, D]`, `k` and `v` are `[B, Hkv, T, D]` with `Hkv` dividing `H`
+    /// (grouped-query heads), `D <= 128`; `scale` defaults to `1 / sqrt(D)`.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when the shapes do not fit or `D > 128`.
+    pub fn attention(&self, k: &Tensor, v: &Tensor, scale: Option<f32>) -> Result<Tensor, Error> {
+        let (o, lse) = attention::attention(self.data(), k.data(), v.data(), scale)?;
+        let op = Op::Attention {
+            o: o.clone(),
+            lse,
+            scale,
+        };
+        Ok(Tensor::record(o, op, &[self, k, v], true, true))
     }
 
     /// `max(x, 0)` elementwise.
