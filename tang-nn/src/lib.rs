@@ -6,11 +6,13 @@
 //! atomically as directories ([`checkpoint`]), the training loop's plain pieces (metrics,
 //! progress, loss-curve PNG, Ctrl-C; [`train`]), the host random generator ([`rng`]), and
 //! PyTorch's optimizers with gradient clipping that stays on the GPU ([`optim`]).
-//! Reverse-mode autograd over `tang_runtime::Tensor`s (a `#[fused_grad]` kernel's `VJP`
-//! is its backward) and modules with PyTorch's names and layouts build on these.
+//! Reverse-mode autograd over `tang_runtime::Tensor`s ([`autograd`]: write the forward,
+//! `loss.backward()?` gives every parameter's gradient on the GPU); modules with
+//! PyTorch's names and layouts build on it.
 //!
 //! It re-exports the runtime so that examples and tests can depend on one crate.
 
+pub mod autograd;
 pub mod checkpoint;
 pub mod data;
 pub mod optim;

@@ -1,0 +1,189 @@
+//! `backward`: an iterative topological order from the loss, then each op's backward in
+//! reverse order, summing gradients that meet at a tensor and freeing every node's saved
+//! state as soon as its backward has run.
+
+use std::collections::{HashMap, HashSet};
+
+use tang_runtime::ops;
+
+use super::Error;
+use super::tensor::{GradFn, RawTensor, Tensor, TensorId};
+
+/// The gradients of one backward pass: one per parameter the loss reaches, on the GPU,
+/// keyed by the parameter's [`TensorId`].
+#[derive(Debug, Default)]
+pub struct Gradients {
+    map: HashMap<TensorId, RawTensor>,
+}
+
+impl Gradients {
+    /// The gradient of `t` (`None` when the loss does not depend on it).
+    pub fn get(&self, t: &Tensor) -> Option<&RawTensor> {
+        self.map.get(&t.id())
+    }
+
+    /// The gradient of the tensor with identity `id`.
+    pub fn get_id(&self, id: TensorId) -> Option<&RawTensor> {
+        self.map.get(&id)
+    }
+
+    /// Takes the gradient of `t` out of the set.
+    pub fn remove(&mut self, t: &Tensor) -> Option<RawTensor> {
+        self.map.remove(&t.id())
+    }
+
+    /// How many parameters have a gradient.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether no parameter has a gradient.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Every `(parameter id, gradient)`, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (TensorId, &RawTensor)> {
+        self.map.iter().map(|(id, g)| (*id, g))
+    }
+}
+
+impl Tensor {
+    /// The gradients of this one-element tensor (the loss) with respect to every
+    /// parameter it depends on, computed by GPU kernels with no read back to the host.
+    /// Frees the graph's saved state as it goes: a second `backward` through the same
+    /// graph is [`Error::GraphFreed`].
+    ///
+    /// # Errors
+    /// [`Error::NotScalar`] unless the tensor has one element; [`Error::NoGradient`] when
+    /// it requires no grad; [`Error::ModifiedAfterSave`] when a tensor an op saved was
+    /// written in place afterwards (checked before any kernel runs);
+    /// [`Error::GraphFreed`]; [`Error::Runtime`] from a backward kernel.
+    pub fn backward(&self) -> Result<Gradients, Error> {
+        if self.data().len() != 1 {
+            return Err(Error::NotScalar {
+                shape: self.shape().to_vec(),
+            });
+        }
+        let seed = ops::full(self.data().device(), self.shape(), 1.0)?;
+        self.backward_with(seed)
+    }
+
+    /// As [`Tensor::backward`] with the gradient of the output given (any shape, the
+    /// tensor's own): PyTorch's `y.backward(gradient)`.
+    ///
+    /// # Errors
+    /// As [`Tensor::backward`], and [`Error::Runtime`] when `grad_out`'s shape differs.
+    pub fn backward_with(&self, grad_out: RawTensor) -> Result<Gradients, Error> {
+        if !self.requires_grad() {
+            return Err(Error::NoGradient);
+        }
+        if grad_out.shape() != self.shape() {
+            return Err(tang_runtime::Error::ShapeMismatch {
+                op: "backward".into(),
+                detail: format!(
+                    "the output gradient has shape {:?}, the tensor {:?}; pass one of the tensor's shape",
+                    grad_out.shape(),
+                    self.shape()
+                ),
+            }
+            .into());
+        }
+        let order = topological_order(self)?;
+        let mut pending: HashMap<TensorId, RawTensor> = HashMap::new();
+        // `grad_out` may be the caller's: copy it, so backward never writes into it.
+        pending.insert(self.id(), ops::clone(&grad_out)?);
+        let mut grads = Gradients::default();
+        for t in &order {
+            let grad = pending.remove(&t.id());
+            if t.is_leaf() {
+                if let Some(g) = grad {
+                    grads.map.insert(t.id(), g);
+                }
+                continue;
+            }
+            // Taking the entry frees the saved state and the references to the inputs
+            // once this node's backward is done.
+            let Some(grad_fn) = t.node.grad_fn().take() else {
+                continue;
+            };
+            let Some(grad) = grad else {
+                continue;
+            };
+            let input_grads = grad_fn.op.backward(grad, &grad_fn.inputs)?;
+            accumulate(&mut pending, &grad_fn, input_grads)?;
+        }
+        Ok(grads)
+    }
+}
+
+/// Adds each input's gradient to what it already has. A backward may return views of its
+/// `grad_out` (a reshape, an add without broadcasting) for several inputs; copies make
+/// every stored gradient own its buffer, so summing in place and handing gradients to the
+/// user never writes through to another gradient.
+fn accumulate(
+    pending: &mut HashMap<TensorId, RawTensor>,
+    grad_fn: &GradFn,
+    input_grads: Vec<Option<RawTensor>>,
+) -> Result<(), Error> {
+    let mut handed: Vec<RawTensor> = Vec::new();
+    for (input, grad) in grad_fn.inputs.iter().zip(input_grads) {
+        let Some(mut grad) = grad else { continue };
+        if !input.requires_grad() {
+            continue;
+        }
+        if handed.iter().any(|h| h.same_buffer(&grad)) {
+            grad = ops::clone(&grad)?;
+        }
+        match pending.get(&input.id()) {
+            Some(sum) => ops::add_(sum, &grad, 1.0)?,
+            None => {
+                handed.push(grad.clone());
+                pending.insert(input.id(), grad);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The tensors requiring grad that `root` depends on, each after every tensor that uses
+/// it (reverse post-order of a depth-first search kept on the heap, so a 100,000-op
+/// chain does not grow the stack). Fails with `ModifiedAfterSave` or `GraphFreed` before
+/// any backward kernel runs.
+fn topological_order(root: &Tensor) -> Result<Vec<Tensor>, Error> {
+    let mut seen: HashSet<TensorId> = HashSet::new();
+    let mut post: Vec<Tensor> = Vec::new();
+    // (tensor, its inputs requiring grad, the next input to visit)
+    let mut stack: Vec<(Tensor, Vec<Tensor>, usize)> = Vec::new();
+    let enter = |t: &Tensor| -> Result<Vec<Tensor>, Error> {
+        if t.is_leaf() {
+            return Ok(Vec::new());
+        }
+        let guard = t.node.grad_fn();
+        let Some(grad_fn) = guard.as_ref() else {
+            return Err(Error::GraphFreed);
+        };
+        grad_fn.check_versions()?;
+        Ok(grad_fn
+            .inputs
+            .iter()
+            .filter(|i| i.requires_grad())
+            .cloned()
+            .collect())
+    };
+    seen.insert(root.id());
+    stack.push((root.clone(), enter(root)?, 0));
+    while let Some((_, inputs, next)) = stack.last_mut() {
+        if let Some(input) = inputs.get(*next).cloned() {
+            *next += 1;
+            if seen.insert(input.id()) {
+                let children = enter(&input)?;
+                stack.push((input, children, 0));
+            }
+        } else if let Some((t, _, _)) = stack.pop() {
+            post.push(t);
+        }
+    }
+    post.reverse();
+    Ok(post)
+}

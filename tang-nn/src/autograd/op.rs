@@ -1,0 +1,184 @@
+//! The op table: one entry per differentiable op, holding what its backward needs beyond
+//! the inputs (which the node keeps), and its backward as GPU kernels of
+//! `tang_runtime::ops` / `tang_runtime::dense` (micrograd's and tinygrad's shape: the
+//! forward records an entry, backward matches on it).
+
+use tang_runtime::dense::{attention, embedding, matmul, norm, reduce, softmax};
+use tang_runtime::ops;
+
+use super::Error;
+use super::activation::{gelu, relu, scale_by};
+use super::tensor::{RawTensor, Tensor};
+
+/// One recorded op. Input tensors live in the node; this holds attributes and state the
+/// forward produced.
+pub(crate) enum Op {
+    /// `a + b` with broadcasting.
+    Add,
+    /// `a - b` with broadcasting.
+    Sub,
+    /// `x * s` for a number `s`.
+    MulScalar(f32),
+    /// `a · b` (batched).
+    Matmul,
+    /// A reshape (a view).
+    Reshape,
+    /// A permutation of the dimensions.
+    Permute(Vec<usize>),
+    /// `narrow(dim, start, _)`.
+    Narrow { dim: usize, start: usize },
+    /// `cat(inputs, dim)`.
+    Cat(usize),
+    /// `index_select(dim, index)`.
+    IndexSelect { dim: usize, index: RawTensor },
+    /// Sum along a dimension.
+    Sum(usize),
+    /// Mean along a dimension.
+    Mean(usize),
+    /// Sum of every element.
+    SumAll,
+    /// Mean of every element.
+    MeanAll,
+    /// Softmax over the last dimension; its output.
+    Softmax(RawTensor),
+    /// Log-softmax over the last dimension; its output.
+    LogSoftmax(RawTensor),
+    /// Layer norm of inputs `x, weight, bias`; the per-row statistics.
+    LayerNorm(RawTensor),
+    /// RMS norm of inputs `x, weight`; the per-row statistics.
+    RmsNorm(RawTensor),
+    /// Embedding lookup of the input `weight`; the ids.
+    Embedding(RawTensor),
+    /// Mean cross-entropy of the input logits; the gradient the forward computed.
+    CrossEntropy(RawTensor),
+    /// Causal attention of inputs `q, k, v`; its output, row logsumexps and scale.
+    Attention {
+        o: RawTensor,
+        lse: RawTensor,
+        scale: Option<f32>,
+    },
+    /// `relu(x)` through its `#[fused_grad]` kernel.
+    Relu,
+    /// `gelu(x)` (tanh form) through its `#[fused_grad]` kernel.
+    Gelu,
+}
+
+impl Op {
+    /// The op's name, for errors.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Op::Add => "add",
+            Op::Sub => "sub",
+            Op::MulScalar(_) => "mul",
+            Op::Matmul => "matmul",
+            Op::Reshape => "reshape",
+            Op::Permute(_) => "permute",
+            Op::Narrow { .. } => "narrow",
+            Op::Cat(_) => "cat",
+            Op::IndexSelect { .. } => "index_select",
+            Op::Sum(_) => "sum",
+            Op::Mean(_) => "mean",
+            Op::SumAll => "sum_all",
+            Op::MeanAll => "mean_all",
+            Op::Softmax(_) => "softmax",
+            Op::LogSoftmax(_) => "log_softmax",
+            Op::LayerNorm(_) => "layer_norm",
+            Op::RmsNorm(_) => "rms_norm",
+            Op::Embedding(_) => "embedding",
+            Op::CrossEntropy(_) => "cross_entropy",
+            Op::Attention { .. } => "attention",
+            Op::Relu => "relu",
+            Op::Gelu => "gelu",
+        }
+    }
+
+    /// The gradient of each input from the gradient of the output, `grad_out`, which the
+    /// caller hands over (it is this op's alone, so a backward may return views of it or
+    /// write it in place). `None` for an input with no gradient.
+    pub(crate) fn backward(
+        &self,
+        grad_out: RawTensor,
+        inputs: &[Tensor],
+    ) -> Result<Vec<Option<RawTensor>>, Error> {
+        let g = &grad_out;
+        let x = |i: usize| inputs[i].data();
+        let grads = match self {
+            Op::Add => vec![
+                ops::sum_to_shape(g, inputs[0].shape())?,
+                ops::sum_to_shape(g, inputs[1].shape())?,
+            ],
+            Op::Sub => {
+                // Negate a copy: `sum_to_shape` may return a view of `grad_out`, which
+                // the first input's gradient may share.
+                let mut gb = ops::sum_to_shape(g, inputs[1].shape())?;
+                if gb.same_buffer(g) {
+                    gb = ops::clone(&gb)?;
+                }
+                ops::mul_(&gb, -1.0)?;
+                vec![ops::sum_to_shape(g, inputs[0].shape())?, gb]
+            }
+            Op::MulScalar(s) => {
+                ops::mul_(g, *s)?;
+                vec![grad_out]
+            }
+            Op::Matmul => {
+                let (ga, gb) = matmul::matmul_backward(x(0), x(1), g, false, false)?;
+                vec![ga, gb]
+            }
+            Op::Reshape => vec![g.reshape(inputs[0].shape())?],
+            Op::Permute(dims) => vec![ops::permute_backward(g, dims)?],
+            Op::Narrow { dim, start } => {
+                vec![ops::narrow_backward(g, inputs[0].shape(), *dim, *start)?]
+            }
+            Op::Cat(dim) => {
+                let sizes: Vec<usize> = inputs.iter().map(|t| t.shape()[*dim]).collect();
+                ops::cat_backward(g, &sizes, *dim)?
+            }
+            Op::IndexSelect { dim, index } => {
+                vec![ops::index_select_backward(
+                    g,
+                    inputs[0].shape(),
+                    *dim,
+                    index,
+                )?]
+            }
+            Op::Sum(dim) => vec![reduce::sum_backward(g, inputs[0].shape(), *dim)?],
+            Op::Mean(dim) => vec![reduce::mean_backward(g, inputs[0].shape(), *dim)?],
+            Op::SumAll => vec![reduce::sum_all_backward(g, inputs[0].shape())?],
+            Op::MeanAll => vec![reduce::mean_all_backward(g, inputs[0].shape())?],
+            Op::Softmax(y) => vec![softmax::softmax_backward(y, g)?],
+            Op::LogSoftmax(y) => vec![softmax::log_softmax_backward(y, g)?],
+            Op::LayerNorm(stats) => {
+                let gr = norm::layer_norm_backward(x(0), x(1), stats, g)?;
+                vec![gr.grad_x, gr.grad_weight, gr.grad_bias]
+            }
+            Op::RmsNorm(stats) => {
+                let gr = norm::rms_norm_backward(x(0), x(1), stats, g)?;
+                vec![gr.grad_x, gr.grad_weight]
+            }
+            Op::Embedding(ids) => {
+                let vocab = inputs[0].shape()[0];
+                vec![embedding::embedding_backward(ids, g, vocab)?]
+            }
+            Op::CrossEntropy(grad) => {
+                // d loss / d logits was computed by the forward for a unit upstream
+                // gradient; scale it by the upstream scalar on the GPU (no read back).
+                vec![scale_by::launch(g.device(), grad, g)?]
+            }
+            Op::Attention { o, lse, scale } => {
+                let (dq, dk, dv) =
+                    attention::attention_backward(x(0), x(1), x(2), o, lse, g, *scale)?;
+                vec![dq, dk, dv]
+            }
+            Op::Relu => {
+                let [gx] = relu::launch_vjp(g.device(), x(0), g)?;
+                vec![gx]
+            }
+            Op::Gelu => {
+                let [gx] = gelu::launch_vjp(g.device(), x(0), g)?;
+                vec![gx]
+            }
+        };
+        Ok(grads.into_iter().map(Some).collect())
+    }
+}
