@@ -250,7 +250,7 @@ mod tests {
 
     #[test]
     fn both_kernels_declare_the_uniforms_in_the_order_they_are_passed() {
-        assert_eq!(adam_update::KERNEL.uniforms, UNIFORMS);
-        assert_eq!(adam_amsgrad_update::KERNEL.uniforms, UNIFORMS);
+        assert_eq!(adam_update::KERNEL.uniforms(), UNIFORMS);
+        assert_eq!(adam_amsgrad_update::KERNEL.uniforms(), UNIFORMS);
     }
 }
