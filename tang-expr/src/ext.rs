@@ -3,8 +3,8 @@
 //! A `#[kernel]` function is ordinary Rust: it must compile and run on the CPU exactly as
 //! written. The stable extras of the kernel language (`x.sigmoid()`, `x.softplus()`, ...)
 //! are therefore methods of [`StableExt`], implemented for `f32` with the same arithmetic
-//! as the IR's CPU evaluation ([`Op::eval`]), so a function's CPU result and its kernel's
-//! CPU twin agree bit for bit. Bring the trait into scope with
+//! as the IR's CPU evaluation ([`Op::eval`](crate::Op::eval)), so a function's CPU result
+//! and its kernel's CPU twin agree bit for bit. Bring the trait into scope with
 //! `use tang_runtime::StableExt;` (or `use tang_runtime::prelude::*;`).
 //!
 //! ```

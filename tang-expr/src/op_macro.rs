@@ -1,7 +1,8 @@
-//! The macro that turns the op table (`op.rs`) into everything keyed by op: the [`Op`]
-//! enum and [`ALL_OPS`], names, types, flags, CPU evaluation, local partials, WGSL, the
-//! kernel language's methods, the tracing methods on [`Expr`](crate::Expr) and the
-//! [`StableExt`](crate::ext::StableExt) trait. One entry per op; nothing else lists ops.
+//! The macro that turns the op table (`op.rs`) into everything keyed by op: the
+//! [`Op`](crate::Op) enum and [`ALL_OPS`](crate::ALL_OPS), names, types, flags, CPU
+//! evaluation, local partials, WGSL, the kernel language's methods, the tracing methods
+//! on [`Expr`](crate::Expr) and the [`StableExt`](crate::ext::StableExt) trait. One entry
+//! per op; nothing else lists ops.
 //!
 //! An entry:
 //!
