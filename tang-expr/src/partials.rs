@@ -44,29 +44,38 @@ pub(crate) fn gelu_tanh(g: &mut Graph, a: NodeId) -> NodeId {
     g.app(Op::Add, &[left, right])
 }
 
-/// `d/da (a Phi(a)) = Phi(a) + a phi(a)`, with `Phi(a) = erfc(-a / sqrt 2) / 2` and
-/// `phi(a) = exp(-a^2 / 2) / sqrt(2 pi)`.
+/// The f64 value `v` as `hi + lo`, two f32 constants: in f32 it is `hi` (the rounded
+/// constant), in the f64 reference it is `v` to 1e-15, so a derivative's constant is as
+/// exact as the f64 function it differentiates (finite differences of the f64 `erf`
+/// would otherwise see the f32 rounding of `2/sqrt(pi)`).
+pub(crate) fn split_constant(g: &mut Graph, v: f64) -> NodeId {
+    let hi = v as f32;
+    let lo = (v - hi as f64) as f32;
+    let (hi, lo) = (g.constant(hi), g.constant(lo));
+    g.app(Op::Add, &[hi, lo])
+}
+
+/// `d/da (a/2 erfc(c a))` with `c = -1/sqrt 2` rounded to f32 (as the value uses it):
+/// `erfc(c a) / 2 - a c/sqrt(pi) exp(-(c a)^2)`, i.e. `Phi(a) + a phi(a)`.
 pub(crate) fn gelu_erf(g: &mut Graph, a: NodeId) -> NodeId {
-    let m = g.constant(-std::f32::consts::FRAC_1_SQRT_2);
+    let c = -std::f32::consts::FRAC_1_SQRT_2;
+    let cn = g.constant(c);
     let half = g.constant(0.5);
-    let minus_half = g.constant(-0.5);
-    // 1 / sqrt(2 pi)
-    let inv_sqrt_2pi =
-        g.constant(0.5 * std::f32::consts::FRAC_2_SQRT_PI * std::f32::consts::FRAC_1_SQRT_2);
-    let s = g.app(Op::Mul, &[a, m]);
-    let c = g.app(Op::Erfc, &[s]);
-    let cdf = g.app(Op::Mul, &[half, c]);
-    let a2 = g.app(Op::Mul, &[a, a]);
-    let e = g.app(Op::Mul, &[minus_half, a2]);
+    let s = g.app(Op::Mul, &[a, cn]);
+    let erfc = g.app(Op::Erfc, &[s]);
+    let cdf = g.app(Op::Mul, &[half, erfc]);
+    let k = split_constant(g, -(c as f64) / std::f64::consts::PI.sqrt());
+    let s2 = g.app(Op::Mul, &[s, s]);
+    let e = g.app(Op::Neg, &[s2]);
     let e = g.app(Op::Exp, &[e]);
-    let pdf = g.app(Op::Mul, &[inv_sqrt_2pi, e]);
+    let pdf = g.app(Op::Mul, &[k, e]);
     let apdf = g.app(Op::Mul, &[a, pdf]);
     g.app(Op::Add, &[cdf, apdf])
 }
 
 /// `±2/sqrt(pi) exp(-a^2)`, the derivative of `erf` (`sign = 1`) or `erfc` (`-1`).
-pub(crate) fn erf(g: &mut Graph, a: NodeId, sign: f32) -> NodeId {
-    let k = g.constant(sign * std::f32::consts::FRAC_2_SQRT_PI);
+pub(crate) fn erf(g: &mut Graph, a: NodeId, sign: f64) -> NodeId {
+    let k = split_constant(g, sign * 2.0 / std::f64::consts::PI.sqrt());
     let a2 = g.app(Op::Mul, &[a, a]);
     let na2 = g.app(Op::Neg, &[a2]);
     let e = g.app(Op::Exp, &[na2]);
