@@ -135,6 +135,8 @@ float_methods! {
     acosh,
     /// Inverse hyperbolic tangent.
     atanh,
+    /// Cube root.
+    cbrt,
 }
 
 /// `1 / (1 + exp(-x))`, computed without overflow (the exponent is never positive).

@@ -780,6 +780,19 @@ op_table! {
         },
         wgsl: "tang_copysign({0}, {1})", helper: COPYSIGN, accuracy: (0.0, 0.0),
     }
+    /// `a.cbrt()`, the real cube root (negative for a negative `a`)
+    Cbrt {
+        name: "cbrt", sig: F1, flags: NONE, method: std cbrt,
+        eval: |x| x.cbrt(),
+        d: |g, [a], out| {
+            // 1 / (3 out^2)
+            let three = g.constant(3.0);
+            let sq = g.app(Op::Mul, &[out, out]);
+            let d = g.app(Op::Mul, &[three, sq]);
+            [Scale(g.app(Op::Recip, &[d]))]
+        },
+        wgsl: "tang_cbrt({0})", helper: CBRT, accuracy: (0.0, 3e-7),
+    }
 }
 
 #[cfg(test)]

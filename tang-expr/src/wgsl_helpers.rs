@@ -696,3 +696,23 @@ pub(crate) static COPYSIGN: Helper = Helper {
         .into()
     },
 };
+
+pub(crate) static CBRT: Helper = Helper {
+    name: "tang_cbrt",
+    uses: &[],
+    text: || {
+        let third = wgsl_literal(1.0 / 3.0);
+        let r = with_sign_of("y", "x");
+        format!(
+            "fn tang_cbrt(x: {{T}}) -> {{T}} {{
+    // exp2(log2(a) / 3) and one Newton step; 0, inf and NaN are their own cube roots
+    let a = abs(x);
+    let y0 = exp2(log2(a) * {third});
+    let y = y0 - (y0 - a / (y0 * y0)) * {third};
+    let b = bitcast<{{U}}>(a);
+    return select({r}, x, (b == {{U}}(0u)) | (b >= {{U}}(0x7f800000u)));
+}}
+"
+        )
+    },
+};

@@ -132,7 +132,7 @@
 //! **`f32` methods** (Rust's own; this list is checked against tang's op table by a
 //! test): `recip sqrt exp ln log2 exp2 sin cos tan tanh abs signum floor ceil round trunc
 //! powi powf min max mul_add clamp atan atan2 asin acos sinh cosh asinh acosh atanh exp_m1
-//! ln_1p hypot copysign is_nan`; **constants** `std::f32::consts::*`,
+//! ln_1p hypot copysign cbrt is_nan`; **constants** `std::f32::consts::*`,
 //! `core::f32::consts::*`, `f32::consts::*`, `f32::EPSILON` (and `MAX MIN MIN_POSITIVE
 //! INFINITY NEG_INFINITY NAN`); **function-call syntax** `f32::max(a, b)`:
 //!

@@ -71,6 +71,7 @@ struct Params {
 @group(0) @binding(62) var<storage, read_write> out_hypot: array<vec4<f32>>;
 @group(0) @binding(63) var<storage, read_write> out_rsqrt: array<vec4<f32>>;
 @group(0) @binding(64) var<storage, read_write> out_copysign: array<vec4<f32>>;
+@group(0) @binding(65) var<storage, read_write> out_cbrt: array<vec4<f32>>;
 
 fn tang_acos(x: vec4<f32>) -> vec4<f32> {
     // 2 atan(sqrt((1 - x) / (1 + x))): no cancellation at either end
@@ -133,6 +134,15 @@ fn tang_atanh(x: vec4<f32>) -> vec4<f32> {
     let a = abs(x);
     let r = select(select(0.5f * tang_ln1p(2.0f * a / (1.0f - a)), bitcast<vec4<f32>>(vec4<u32>(0x7f800000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), a == vec4<f32>(1.0f)), bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), a > vec4<f32>(1.0f));
     return bitcast<vec4<f32>>(bitcast<vec4<u32>>(r) | (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u)));
+}
+
+fn tang_cbrt(x: vec4<f32>) -> vec4<f32> {
+    // exp2(log2(a) / 3) and one Newton step; 0, inf and NaN are their own cube roots
+    let a = abs(x);
+    let y0 = exp2(log2(a) * 0.33333334f);
+    let y = y0 - (y0 - a / (y0 * y0)) * 0.33333334f;
+    let b = bitcast<vec4<u32>>(a);
+    return select(bitcast<vec4<f32>>(bitcast<vec4<u32>>(y) | (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u))), x, (b == vec4<u32>(0u)) | (b >= vec4<u32>(0x7f800000u)));
 }
 
 fn tang_clamp(x: vec4<f32>, lo: vec4<f32>, hi: vec4<f32>) -> vec4<f32> {
@@ -437,6 +447,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let v70 = tang_hypot(x_x, x_y);
     let v71 = tang_rsqrt(x_x);
     let v72 = tang_copysign(x_x, x_y);
+    let v73 = tang_cbrt(x_x);
     if (i + 4u <= params.n) {
         out_neg[q] = v4;
         out_recip[q] = v5;
@@ -499,6 +510,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         out_hypot[q] = v70;
         out_rsqrt[q] = v71;
         out_copysign[q] = v72;
+        out_cbrt[q] = v73;
     } else {
         for (var l = 0u; l < 4u; l++) {
             if (i + l < params.n) {
@@ -563,6 +575,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
                 out_hypot[q][l] = v70[l];
                 out_rsqrt[q][l] = v71[l];
                 out_copysign[q][l] = v72[l];
+                out_cbrt[q][l] = v73[l];
             }
         }
     }
