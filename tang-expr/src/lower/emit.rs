@@ -57,8 +57,8 @@ fn ident(name: &str) -> Ident {
 }
 
 /// Code turning the `Vec<Tensor>` in `__tang_outs` into the value `shape` builds from
-/// `count` tensors named `__tang_o0, __tang_o1, ...`.
-fn unpack(desc: &Ident, count: usize, shape: TokenStream) -> TokenStream {
+/// `count` tensors named `__tang_o0, __tang_o1, ...`; `desc` is the descriptor's path.
+fn unpack(desc: &TokenStream, count: usize, shape: TokenStream) -> TokenStream {
     let names: Vec<Ident> = (0..count).map(|i| format_ident!("__tang_o{i}")).collect();
     let somes = names
         .iter()
@@ -69,7 +69,7 @@ fn unpack(desc: &Ident, count: usize, shape: TokenStream) -> TokenStream {
         let mut __tang_it = __tang_outs.into_iter();
         match (#(#nexts,)*) {
             (#(#somes,)*) => ::core::result::Result::Ok(#shape),
-            _ => ::core::result::Result::Err(::tang_runtime::Error::Arity {
+            _ => ::core::result::Result::Err(::tang_runtime::__private::Error::Arity {
                 op: #desc.name.into(),
                 what: "outputs",
                 expected: #count,
@@ -125,12 +125,15 @@ pub(crate) fn module(
     fused: Option<&FusedKernels>,
 ) -> Result<TokenStream, String> {
     let fname = sig.ident.to_string();
-    let tensor = quote!(::tang_runtime::Tensor);
-    let dev = if sig.params.iter().any(|p| p.name == "dev") {
-        ident("tang_dev")
-    } else {
-        ident("dev")
-    };
+    let tensor = quote!(::tang_runtime::__private::Tensor);
+    // The launchers' device parameter: `dev`, or `dev_`, `dev__`, ... if a kernel parameter
+    // has that name. Generated items are named by path (`self::KERNEL`), so a parameter
+    // named `KERNEL` or `WGSL` shadows nothing they use.
+    let mut dev_name = String::from("dev");
+    while sig.params.iter().any(|p| p.name == dev_name) {
+        dev_name.push('_');
+    }
+    let dev = ident(&dev_name);
     let launch_params: Vec<TokenStream> = sig
         .params
         .iter()
@@ -150,7 +153,11 @@ pub(crate) fn module(
     let kernel_desc = desc(value, &ident("WGSL"));
     let wgsl = wgsl_literal(&value.wgsl);
     let ret_ty = value_type(sig.ret, &tensor);
-    let unpack_value = unpack(&ident("KERNEL"), n_out, value_shape(sig.ret, &out_names));
+    let unpack_value = unpack(
+        &quote!(self::KERNEL),
+        n_out,
+        value_shape(sig.ret, &out_names),
+    );
     let kind_doc = format!(
         "GPU kernel of [`{fname}`](fn@super::{fname}), generated at compile time by `#[kernel]`."
     );
@@ -164,12 +171,12 @@ pub(crate) fn module(
         /// The kernel's WGSL source, validated by naga when it was generated.
         pub const WGSL: &str = #wgsl;
         /// The kernel's descriptor: what `Device::launch` runs.
-        pub const KERNEL: ::tang_runtime::KernelDesc = #kernel_desc;
+        pub const KERNEL: ::tang_runtime::__private::KernelDesc = #kernel_desc;
         #[doc = #launch_doc]
-        pub fn launch(#dev: &::tang_runtime::Device, #(#launch_params),*)
-            -> ::core::result::Result<#ret_ty, ::tang_runtime::Error>
+        pub fn launch(#dev: &::tang_runtime::__private::Device, #(#launch_params),*)
+            -> ::core::result::Result<#ret_ty, ::tang_runtime::__private::Error>
         {
-            let __tang_outs = #dev.launch(&KERNEL, &[#(#inputs),*], &[#(#inouts),*], &[#(#uniforms),*])?;
+            let __tang_outs = #dev.launch(&self::KERNEL, &[#(#inputs),*], &[#(#inouts),*], &[#(#uniforms),*])?;
             #unpack_value
         }
     };
@@ -205,7 +212,7 @@ pub(crate) fn module(
     let grad_shape_v = value_shape(sig.ret, grad_out.get(..n_out).unwrap_or(&[]));
     let grad_shape_p = partials_shape(sig.ret, n_wrt, &grad_part);
     let unpack_grad = unpack(
-        &ident("GRAD"),
+        &quote!(self::GRAD),
         n_grad,
         quote!((#grad_shape_v, #grad_shape_p)),
     );
@@ -220,7 +227,7 @@ pub(crate) fn module(
             quote!(#n)
         })
         .collect();
-    let unpack_vjp = unpack(&ident("VJP"), n_wrt, quote!([#(#vjp_out),*]));
+    let unpack_vjp = unpack(&quote!(self::VJP), n_wrt, quote!([#(#vjp_out),*]));
 
     // CPU twins from the simplified graph: leaves are the parameters.
     let input_ids: Vec<Ident> = sig.inputs().map(|p| p.ident.clone()).collect();
@@ -312,24 +319,24 @@ pub(crate) fn module(
         pub const GRAD_WGSL: &str = #grad_wgsl;
         /// Values and every partial derivative, in one dispatch: outputs are the values,
         /// then `d_<output>_<input>` for each output and each differentiated input.
-        pub const GRAD: ::tang_runtime::KernelDesc = #grad_desc;
+        pub const GRAD: ::tang_runtime::__private::KernelDesc = #grad_desc;
         /// WGSL of [`VJP`] (the backward pass), validated by naga.
         pub const VJP_WGSL: &str = #vjp_wgsl;
         /// The backward pass in one dispatch: inputs are the function's inputs then
         /// `g_<output>` per output; outputs are `grad_<input>` per differentiated input.
-        pub const VJP: ::tang_runtime::KernelDesc = #vjp_desc;
+        pub const VJP: ::tang_runtime::__private::KernelDesc = #vjp_desc;
         #[doc = #launch_grad_doc]
-        pub fn launch_grad(#dev: &::tang_runtime::Device, #(#value_params),*)
-            -> ::core::result::Result<#grad_ty_t, ::tang_runtime::Error>
+        pub fn launch_grad(#dev: &::tang_runtime::__private::Device, #(#value_params),*)
+            -> ::core::result::Result<#grad_ty_t, ::tang_runtime::__private::Error>
         {
-            let __tang_outs = #dev.launch(&GRAD, &[#(#inputs),*], &[], &[#(#uniforms),*])?;
+            let __tang_outs = #dev.launch(&self::GRAD, &[#(#inputs),*], &[], &[#(#uniforms),*])?;
             #unpack_grad
         }
         #[doc = #launch_vjp_doc]
-        pub fn launch_vjp(#dev: &::tang_runtime::Device, #(#value_params,)* #(#g_names: &#tensor),*)
-            -> ::core::result::Result<[#tensor; #n_wrt], ::tang_runtime::Error>
+        pub fn launch_vjp(#dev: &::tang_runtime::__private::Device, #(#value_params,)* #(#g_names: &#tensor),*)
+            -> ::core::result::Result<[#tensor; #n_wrt], ::tang_runtime::__private::Error>
         {
-            let __tang_outs = #dev.launch(&VJP, &[#(#inputs,)* #(#g_names),*], &[], &[#(#uniforms),*])?;
+            let __tang_outs = #dev.launch(&self::VJP, &[#(#inputs,)* #(#g_names),*], &[], &[#(#uniforms),*])?;
             #unpack_vjp
         }
         #[doc = #grad_doc]

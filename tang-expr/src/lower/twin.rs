@@ -35,7 +35,7 @@ pub(crate) fn twin_body(
     // Every local starts with `__`: parameter names cannot (WGSL reserves the prefix, and
     // the kernel emitter rejects it), so a parameter is never shadowed.
     let mut body = format!(
-        "use ::tang_runtime::tang_expr::Op as __O;\n\
+        "use ::tang_runtime::__private::Op as __O;\n\
          #[inline(always)] fn __e(o: __O, a: &[{ty}]) -> {ty} {{ o.eval::<{ty}>(a) }}\n"
     );
     for (id, node) in g.ids().zip(g.nodes()) {
