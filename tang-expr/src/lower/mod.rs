@@ -32,6 +32,7 @@ mod env;
 mod errors;
 mod expr;
 mod guard;
+mod locate;
 mod sig;
 mod site;
 mod twin;
@@ -399,8 +400,31 @@ fn compile_fn(
         .into_iter()
         .zip(lowered.outputs.iter().copied())
         .collect();
+    // The kernel as lowered, before simplification: where a rejected shader is traced
+    // back to the user's code.
+    let raw = ElementwiseSpec {
+        name: name.clone(),
+        graph: &lw.g,
+        inputs: inputs.clone(),
+        uniforms: uniforms.clone(),
+        inouts: inout_names
+            .iter()
+            .cloned()
+            .zip(lowered.inouts.iter().copied())
+            .collect(),
+        outputs: outputs.clone(),
+    };
     let fail = |e: ExprError| {
         let mut errs = Errors::default();
+        if let ExprError::Invalid(_) = e
+            && let Some((site, message)) = locate::rejected_expression(&raw, &lw.spans)
+        {
+            errs.range(
+                site,
+                format!("naga rejected the shader generated for this expression: {message}"),
+            );
+            return errs;
+        }
         // A name clash is the parameter's; anything else is the function's.
         let at = match &e {
             ExprError::BadName(n) => sig.params.iter().find(|p| &p.name == n),
