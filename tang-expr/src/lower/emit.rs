@@ -4,7 +4,7 @@
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{ToTokens, format_ident, quote};
 
-use super::sig::{ParamKind, Ret, Sig};
+use super::sig::{Param, ParamKind, Ret, Sig};
 use super::twin::twin_body;
 use crate::fused::FusedKernels;
 use crate::graph::Node;
@@ -117,6 +117,24 @@ fn partials_shape(ret: Ret, n: usize, names: &[TokenStream]) -> TokenStream {
     }
 }
 
+/// The constants emitted in `mod f`. An identifier pattern that names a constant in scope
+/// matches it instead of binding a new name, so a parameter named like one of them must
+/// be renamed in the generated functions.
+const GENERATED_CONSTS: &[&str] = &["WGSL", "KERNEL", "GRAD", "GRAD_WGSL", "VJP", "VJP_WGSL"];
+
+/// The name parameter `p` has inside the generated functions: its own, or (for a name of
+/// [`GENERATED_CONSTS`]) that name with `_` appended until it is free.
+fn local_ident(sig: &Sig, p: &Param) -> Ident {
+    if !GENERATED_CONSTS.contains(&p.name.as_str()) {
+        return p.ident.clone();
+    }
+    let mut name = format!("{}_", p.name);
+    while GENERATED_CONSTS.contains(&name.as_str()) || sig.params.iter().any(|q| q.name == name) {
+        name.push('_');
+    }
+    Ident::new(&name, p.ident.span())
+}
+
 /// Everything `#[kernel]` / `#[fused_grad]` emits for `sig`, as the body of `mod f`.
 pub(crate) fn module(
     vis: &syn::Visibility,
@@ -138,16 +156,16 @@ pub(crate) fn module(
         .params
         .iter()
         .map(|p| {
-            let id = &p.ident;
+            let id = &local_ident(sig, p);
             match p.kind {
                 ParamKind::Uniform => quote!(#id: f32),
                 ParamKind::Input | ParamKind::InOut => quote!(#id: &#tensor),
             }
         })
         .collect();
-    let inputs: Vec<&Ident> = sig.inputs().map(|p| &p.ident).collect();
-    let uniforms: Vec<&Ident> = sig.uniforms().map(|p| &p.ident).collect();
-    let inouts: Vec<&Ident> = sig.inouts().map(|p| &p.ident).collect();
+    let inputs: Vec<Ident> = sig.inputs().map(|p| local_ident(sig, p)).collect();
+    let uniforms: Vec<Ident> = sig.uniforms().map(|p| local_ident(sig, p)).collect();
+    let inouts: Vec<Ident> = sig.inouts().map(|p| local_ident(sig, p)).collect();
     let n_out = value.outputs.len();
     let out_names: Vec<Ident> = (0..n_out).map(|i| format_ident!("__tang_o{i}")).collect();
     let kernel_desc = desc(value, &ident("WGSL"));
@@ -191,7 +209,7 @@ pub(crate) fn module(
         .iter()
         .filter(|p| p.kind != ParamKind::InOut)
         .map(|p| {
-            let id = &p.ident;
+            let id = &local_ident(sig, p);
             match p.kind {
                 ParamKind::Uniform => quote!(#id: f32),
                 _ => quote!(#id: &#tensor),
@@ -230,8 +248,8 @@ pub(crate) fn module(
     let unpack_vjp = unpack(&quote!(self::VJP), n_wrt, quote!([#(#vjp_out),*]));
 
     // CPU twins from the simplified graph: leaves are the parameters.
-    let input_ids: Vec<Ident> = sig.inputs().map(|p| p.ident.clone()).collect();
-    let uniform_ids: Vec<Ident> = sig.uniforms().map(|p| p.ident.clone()).collect();
+    let input_ids: Vec<Ident> = sig.inputs().map(|p| local_ident(sig, p)).collect();
+    let uniform_ids: Vec<Ident> = sig.uniforms().map(|p| local_ident(sig, p)).collect();
     let n_in = input_ids.len();
     let leaf = |node: Node| -> Option<String> {
         let id = match node {
@@ -263,7 +281,7 @@ pub(crate) fn module(
         .iter()
         .filter(|p| p.kind != ParamKind::InOut)
         .map(|p| {
-            let id = &p.ident;
+            let id = &local_ident(sig, p);
             quote!(#id: f64)
         })
         .collect();
@@ -280,7 +298,7 @@ pub(crate) fn module(
         .iter()
         .filter(|p| p.kind != ParamKind::InOut)
         .map(|p| {
-            let id = &p.ident;
+            let id = &local_ident(sig, p);
             quote!(#id: f32)
         })
         .collect();

@@ -504,10 +504,19 @@ impl Lowerer<'_> {
     /// `f32::clamp` panics unless `min <= max` and neither is NaN, so the CPU function
     /// would panic on every input while the kernel returned numbers.
     fn clamp_bounds_ok(&mut self, ids: &[NodeId], arg_exprs: &[&Expr]) -> bool {
+        // A literal bound, possibly negated (`-1.0` lowers to a negation of `1.0`).
         let constant = |s: &Self, k: usize| {
-            ids.get(k)
-                .and_then(|&id| s.g.node(id).ok())
-                .and_then(|n| n.as_const())
+            let mut id = *ids.get(k)?;
+            let mut sign = 1.0f32;
+            loop {
+                match s.g.node(id).ok()? {
+                    crate::graph::Node::Apply(Op::Neg, [a, ..]) => {
+                        sign = -sign;
+                        id = a;
+                    }
+                    n => return n.as_const().map(|v| sign * v),
+                }
+            }
         };
         let (lo, hi) = (constant(self, 1), constant(self, 2));
         let bad = match (lo, hi) {
