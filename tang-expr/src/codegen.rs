@@ -3,13 +3,13 @@
 //! One SSA `let` per live node, in node order; leaves are read where they are used.
 //! Output is a pure function of the graph and the spec: same input, same bytes.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::error::ExprError;
-use crate::graph::{Graph, Node, NodeId, Ty, stable_hash};
+use crate::graph::{Graph, NodeId, Ty, stable_hash};
 use crate::kernel::{ENTRY_POINT, Kernel, WORKGROUP_SIZE};
 use crate::op_wgsl::Lanes;
+use crate::print::{Leaf, Printed, print_graph};
 use crate::validate::validate;
 
 /// What an elementwise kernel reads and writes.
@@ -103,73 +103,45 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
     let n_in = spec.inputs.len() as u32;
     let n_io = spec.inouts.len() as u32;
 
-    // Helper functions, keyed by name so each appears once and in a fixed order.
     let lanes = Lanes::Vec4;
     let t = lanes.float();
-    let mut helpers: BTreeMap<&str, String> = BTreeMap::new();
-    let mut body = String::new();
-    let mut names: Vec<String> = vec![String::new(); g.len()];
-    for id in g.ids() {
-        if !live[id.index()] {
-            continue;
-        }
-        let expr = match g.get(id) {
-            Node::Input(i) if i < n_in => {
+    let mut leaf = |leaf: Leaf, body: &mut String| -> Result<String, ExprError> {
+        match leaf {
+            Leaf::Input(i) if i < n_in => {
                 // A full-length input is one 128-bit load; a broadcast one (a scalar or a
                 // row, see the layout) gathers its four lanes. The branch is uniform.
                 let name = &spec.inputs[i as usize];
-                names[id.index()] = format!("x_{name}");
                 let _ = writeln!(
                     body,
                     "    var x_{name}: {t};\n    if (params.p_{name} == params.n) {{ x_{name} = in_{name}[q]; }} else {{\n        for (var l = 0u; l < 4u; l++) {{ let j = (i + l) % params.p_{name}; x_{name}[l] = in_{name}[j >> 2u][j & 3u]; }}\n    }}"
                 );
-                continue;
+                Ok(format!("x_{name}"))
             }
-            Node::Input(i) if i < n_in + n_io => {
+            Leaf::Input(i) if i < n_in + n_io => {
                 let name = &spec.inouts[(i - n_in) as usize].0;
-                names[id.index()] = format!("x_{name}");
                 let _ = writeln!(body, "    let x_{name} = io_{name}[q];");
-                continue;
+                Ok(format!("x_{name}"))
             }
-            Node::Input(i) => {
-                return Err(ExprError::Index {
-                    what: "input",
-                    index: i,
-                    count: n_in + n_io,
-                });
-            }
-            Node::Uniform(j) => {
+            Leaf::Input(i) => Err(ExprError::Index {
+                what: "input",
+                index: i,
+                count: n_in + n_io,
+            }),
+            Leaf::Uniform(j) => {
                 let name = spec.uniforms.get(j as usize).ok_or(ExprError::Index {
                     what: "uniform",
                     index: j,
                     count: spec.uniforms.len() as u32,
                 })?;
-                names[id.index()] = format!("{t}(params.u_{name})");
-                continue;
+                Ok(format!("{t}(params.u_{name})"))
             }
-            Node::Const(bits) => {
-                names[id.index()] = format!("{t}({})", wgsl_literal(f32::from_bits(bits)));
-                continue;
-            }
-            Node::Bool(b) => {
-                names[id.index()] = format!("{}({b})", lanes.bool());
-                continue;
-            }
-            Node::Apply(op, args) => {
-                if let Some((name, text)) = op.wgsl_helper(lanes) {
-                    helpers.insert(name, text);
-                }
-                let printed: Vec<String> = args[..op.arity()]
-                    .iter()
-                    .map(|a| names[a.index()].clone())
-                    .collect();
-                op.wgsl(&printed, t)
-            }
-        };
-        let v = format!("v{}", id.index());
-        let _ = writeln!(body, "    let {v} = {expr};");
-        names[id.index()] = v;
-    }
+        }
+    };
+    let Printed {
+        helpers,
+        mut body,
+        names,
+    } = print_graph(g, &live, lanes, "params.n", &mut leaf)?;
     // Stores: whole vec4s, except in the last group when n is not a multiple of 4, where
     // only the lanes below n are written (so nothing past a tensor's end changes).
     let stores: Vec<(String, &str)> = spec

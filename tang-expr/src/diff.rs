@@ -28,10 +28,7 @@ use crate::op::{Op, Partial};
 /// Whether the op's derivative is zero with respect to every argument (so nothing above
 /// it is active through it).
 fn blocks_derivative(op: Op) -> bool {
-    matches!(
-        op,
-        Op::Signum | Op::Floor | Op::Ceil | Op::Round | Op::Trunc | Op::StopGradient | Op::PowI(0)
-    ) || op.result_type() == Ty::Bool
+    op.is_piecewise_constant() || op == Op::PowI(0) || op.result_type() == Ty::Bool
 }
 
 fn expect_float(g: &Graph, id: NodeId, what: &'static str) -> Result<(), ExprError> {

@@ -15,55 +15,12 @@
 //! assert_eq!((-1e4f32).log_sigmoid(), -1e4);
 //! ```
 
-use crate::op::Op;
-
-/// Numerically stable functions of the kernel language, as `f32` methods. Each has a
-/// hand-written derivative in the IR ([`Op::partials`]) and a stable WGSL form.
-pub trait StableExt: Copy {
-    /// `1 / (1 + exp(-x))`, without overflow for any input.
-    fn sigmoid(self) -> Self;
-    /// `ln(1 + exp(x))`, without overflow (`softplus(1e4) = 1e4`).
-    fn softplus(self) -> Self;
-    /// `ln(sigmoid(x)) = -softplus(-x)`, without overflow.
-    fn log_sigmoid(self) -> Self;
-    /// `x * sigmoid(x)` (also called swish).
-    fn silu(self) -> Self;
-    /// The tanh approximation of GELU:
-    /// `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, finite for every finite input.
-    fn gelu_tanh(self) -> Self;
-    /// `ln(exp(self) + exp(other))`, without overflow.
-    fn logaddexp(self, other: Self) -> Self;
-    /// `self` in value; a constant to differentiation (its derivative is zero).
-    fn stop_gradient(self) -> Self;
-}
-
-impl StableExt for f32 {
-    fn sigmoid(self) -> f32 {
-        Op::Sigmoid.eval(&[self])
-    }
-    fn softplus(self) -> f32 {
-        Op::Softplus.eval(&[self])
-    }
-    fn log_sigmoid(self) -> f32 {
-        Op::LogSigmoid.eval(&[self])
-    }
-    fn silu(self) -> f32 {
-        Op::Silu.eval(&[self])
-    }
-    fn gelu_tanh(self) -> f32 {
-        Op::GeluTanh.eval(&[self])
-    }
-    fn logaddexp(self, other: f32) -> f32 {
-        Op::LogAddExp.eval(&[self, other])
-    }
-    fn stop_gradient(self) -> f32 {
-        self
-    }
-}
+pub use crate::op::StableExt;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::op::Op;
 
     #[test]
     fn matches_the_ir_and_stays_finite() {

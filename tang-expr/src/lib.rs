@@ -23,6 +23,10 @@
 //! # Ok::<(), tang_expr::ExprError>(())
 //! ```
 
+// The op table's macro, first: the modules below use it.
+#[macro_use]
+mod op_macro;
+
 mod codegen;
 mod diff;
 mod error;
@@ -36,10 +40,14 @@ pub mod kernel;
 pub mod lower;
 mod op;
 mod op_wgsl;
+mod partials;
+mod print;
 pub mod scalar_fn;
 mod simplify;
+mod special;
 mod trace;
 mod validate;
+mod wgsl_helpers;
 
 pub use codegen::{ElementwiseSpec, emit_elementwise, wgsl_literal};
 pub use diff::{grad, jvp, vjp};
@@ -49,9 +57,10 @@ pub use float::Float;
 pub use fused::{FusedKernels, FusedSpec, fused_grad_kernels};
 pub use graph::{Graph, Node, NodeId, Ty, stable_hash};
 pub use kernel::{Kernel, KernelDesc};
-pub use op::{ALL_OPS, GELU_C, GELU_K, Op, Partial, TANH_CLAMP};
+pub use op::{ALL_OPS, Accuracy, Method, Op, Partial, Provider, Sig};
 pub use op_wgsl::Lanes;
 pub use simplify::{simplify, try_simplify};
+pub use special::{GELU_C, GELU_K, TANH_CLAMP};
 pub use trace::{
     BoolExpr, Expr, Traced, fused_forward_backward, select, trace, trace_many, trace_with,
 };

@@ -1,164 +1,76 @@
-//! Every operation of the IR, each defined in one place: its name, types, CPU evaluation
-//! (f32 and f64 through [`Float`](crate::Float)), local derivatives (written in the same op set, see
-//! [`Partial`]) and WGSL. Simplification rules live in `simplify.rs`, keyed by the same
-//! enum, so adding an op means touching this file and, if it folds, that one.
+//! The op table: every operation of the IR, each defined by one entry (name, types,
+//! flags, kernel-language method, CPU evaluation in f32 and f64 through [`Float`], local
+//! derivatives written in the same op set, WGSL, accuracy). `op_macro.rs` turns the table
+//! into the [`Op`] enum, [`ALL_OPS`], the lowering's method lookup, the tracing methods and
+//! [`StableExt`]; simplification rules live in `simplify.rs`, keyed by the same enum.
 
-use crate::float::*;
+use std::collections::BTreeMap;
+
+use crate::float::{Float, b2f, sigmoid, truthy};
 use crate::graph::{Graph, NodeId, Ty};
+use crate::op_wgsl::Lanes;
+use crate::partials;
+use crate::special::{GELU_C, GELU_K};
+use crate::wgsl_helpers::Helper;
+use Partial::{MinusOne, One, Route, Scale, Zero};
 
-/// An operation of the IR.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
-pub enum Op {
-    // ---- unary float -> float
-    /// `-a`
-    Neg,
-    /// `1 / a`
-    Recip,
-    /// `a.sqrt()`
-    Sqrt,
-    /// `a.exp()`
-    Exp,
-    /// `a.ln()`
-    Ln,
-    /// `a.exp2()`
-    Exp2,
-    /// `a.log2()`
-    Log2,
-    /// `a.sin()`
-    Sin,
-    /// `a.cos()`
-    Cos,
-    /// `a.tan()`
-    Tan,
-    /// `a.tanh()` (the GPU clamps the input first: `tanh` of a large value is exactly ±1
-    /// in f32, and some drivers compute it through `exp`, which overflows)
-    Tanh,
-    /// `a.abs()`
-    Abs,
-    /// `a.signum()` with Rust's meaning: 1 for +0, -1 for -0, NaN for NaN
-    Signum,
-    /// `a.floor()`
-    Floor,
-    /// `a.ceil()`
-    Ceil,
-    /// `a.round()`: halves away from zero, as Rust does (WGSL's `round` rounds halves to even)
-    Round,
-    /// `a.trunc()`
-    Trunc,
-    /// `1 / (1 + exp(-a))` without overflow
-    Sigmoid,
-    /// `ln(1 + exp(a))` without overflow
-    Softplus,
-    /// `ln(sigmoid(a)) = -softplus(-a)` without overflow
-    LogSigmoid,
-    /// `a * sigmoid(a)`
-    Silu,
-    /// `0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3)))`
-    GeluTanh,
-    /// `a` in value, zero in every derivative
-    StopGradient,
-    /// `a.powi(n)` for a constant integer `n`
-    PowI(i32),
-    // ---- binary float, float -> float
-    /// `a + b`
-    Add,
-    /// `a - b`
-    Sub,
-    /// `a * b`
-    Mul,
-    /// `a / b`
-    Div,
-    /// `a.powf(b)`
-    Powf,
-    /// `a.min(b)`
-    Min,
-    /// `a.max(b)`
-    Max,
-    /// `ln(exp(a) + exp(b))` without overflow
-    LogAddExp,
-    // ---- comparisons float, float -> bool
-    /// `a < b`
-    Lt,
-    /// `a <= b`
-    Le,
-    /// `a > b`
-    Gt,
-    /// `a >= b`
-    Ge,
-    /// `a == b`
-    Eq,
-    /// `a != b`
-    Ne,
-    // ---- boolean
-    /// `a && b`
-    And,
-    /// `a || b`
-    Or,
-    /// `!a`
-    Not,
-    // ---- ternary
-    /// `if c { a } else { b }`: arguments (c, a, b)
-    Select,
-    /// `a.mul_add(b, c) = a * b + c` (fused on the GPU)
-    MulAdd,
-    /// `a.clamp(lo, hi)`: arguments (a, lo, hi)
-    Clamp,
+/// The result is exactly rounded in IEEE arithmetic, so folding it on the host gives the
+/// bits the GPU would compute.
+const EXACT: u8 = 1;
+/// Swapping the two arguments gives the same value (the graph stores them in a canonical
+/// order). `min`/`max` are not: their derivative at a tie depends on the order.
+const COMMUTATIVE: u8 = 2;
+/// Piecewise constant: the derivative is zero with respect to every argument.
+const CONSTANT: u8 = 4;
+const NONE: u8 = 0;
+
+/// The argument and result types of an op.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Sig {
+    /// `f32 -> f32`
+    F1,
+    /// `f32, f32 -> f32`
+    F2,
+    /// `f32, f32, f32 -> f32`
+    F3,
+    /// `f32, f32 -> bool`
+    Cmp,
+    /// `bool -> bool`
+    B1,
+    /// `bool, bool -> bool`
+    B2,
+    /// `bool, f32, f32 -> f32`
+    Sel,
 }
 
-/// Every operation, for generators and exhaustive tests (`PowI` appears with exponent 3).
-pub const ALL_OPS: &[Op] = &[
-    Op::Neg,
-    Op::Recip,
-    Op::Sqrt,
-    Op::Exp,
-    Op::Ln,
-    Op::Exp2,
-    Op::Log2,
-    Op::Sin,
-    Op::Cos,
-    Op::Tan,
-    Op::Tanh,
-    Op::Abs,
-    Op::Signum,
-    Op::Floor,
-    Op::Ceil,
-    Op::Round,
-    Op::Trunc,
-    Op::Sigmoid,
-    Op::Softplus,
-    Op::LogSigmoid,
-    Op::Silu,
-    Op::GeluTanh,
-    Op::StopGradient,
-    Op::PowI(3),
-    Op::Add,
-    Op::Sub,
-    Op::Mul,
-    Op::Div,
-    Op::Powf,
-    Op::Min,
-    Op::Max,
-    Op::LogAddExp,
-    Op::Lt,
-    Op::Le,
-    Op::Gt,
-    Op::Ge,
-    Op::Eq,
-    Op::Ne,
-    Op::And,
-    Op::Or,
-    Op::Not,
-    Op::Select,
-    Op::MulAdd,
-    Op::Clamp,
-];
+/// Where the CPU build of a kernel gets a kernel-language method from.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Provider {
+    /// Rust's own `f32` method.
+    Std,
+    /// [`StableExt`], which tang implements for `f32`.
+    StableExt,
+}
 
-/// `sqrt(2 / pi)`, the constant inside the tanh approximation of GELU.
-pub const GELU_K: f32 = 0.797_884_6;
-/// The cubic coefficient of the tanh approximation of GELU.
-pub const GELU_C: f32 = 0.044_715;
-/// Where the GPU clamps `tanh`'s input: `tanh(±15)` is already ±1 in f32.
-pub const TANH_CLAMP: f32 = 15.0;
+/// A method of the kernel language: `x.name(args)` with the op's other arguments.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Method {
+    /// The method's name.
+    pub name: &'static str,
+    /// Where the CPU build gets it from.
+    pub provider: Provider,
+}
+
+/// How far an op's f32 results (GPU and CPU) may be from its f64 evaluation of the same
+/// arguments: `|got - want| <= abs + rel * |want|`, NaN only where the reference is NaN.
+/// Stated for arguments in `[-10, 10]` and tested there on the CPU and on the GPU.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct Accuracy {
+    /// The absolute part of the bound.
+    pub abs: f64,
+    /// The relative part of the bound.
+    pub rel: f64,
+}
 
 /// How an argument's adjoint follows from the output's adjoint `adj`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -182,461 +94,684 @@ pub enum Partial {
     },
 }
 
-impl Op {
-    /// The op's name (used in errors, hashes and debugging output).
-    pub fn name(self) -> &'static str {
-        match self {
-            Op::Neg => "neg",
-            Op::Recip => "recip",
-            Op::Sqrt => "sqrt",
-            Op::Exp => "exp",
-            Op::Ln => "ln",
-            Op::Exp2 => "exp2",
-            Op::Log2 => "log2",
-            Op::Sin => "sin",
-            Op::Cos => "cos",
-            Op::Tan => "tan",
-            Op::Tanh => "tanh",
-            Op::Abs => "abs",
-            Op::Signum => "signum",
-            Op::Floor => "floor",
-            Op::Ceil => "ceil",
-            Op::Round => "round",
-            Op::Trunc => "trunc",
-            Op::Sigmoid => "sigmoid",
-            Op::Softplus => "softplus",
-            Op::LogSigmoid => "log_sigmoid",
-            Op::Silu => "silu",
-            Op::GeluTanh => "gelu_tanh",
-            Op::StopGradient => "stop_gradient",
-            Op::PowI(_) => "powi",
-            Op::Add => "add",
-            Op::Sub => "sub",
-            Op::Mul => "mul",
-            Op::Div => "div",
-            Op::Powf => "powf",
-            Op::Min => "min",
-            Op::Max => "max",
-            Op::LogAddExp => "logaddexp",
-            Op::Lt => "lt",
-            Op::Le => "le",
-            Op::Gt => "gt",
-            Op::Ge => "ge",
-            Op::Eq => "eq",
-            Op::Ne => "ne",
-            Op::And => "and",
-            Op::Or => "or",
-            Op::Not => "not",
-            Op::Select => "select",
-            Op::MulAdd => "mul_add",
-            Op::Clamp => "clamp",
-        }
+/// The WGSL literal of a `powi` exponent: `i32::MIN` has none (`-2147483648i` is a
+/// negated out-of-range literal), so it is written as a subtraction.
+fn i32_literal(n: i32) -> String {
+    if n == i32::MIN {
+        "(-2147483647i - 1i)".to_string()
+    } else {
+        format!("{n}i")
     }
+}
 
-    /// Number of arguments.
+/// Fills `{0}`, `{1}`, `{2}` with the printed arguments and `{t}` with the float type.
+fn fill_wgsl(template: &str, a: &[String], t: &str) -> String {
+    let mut s = template.replace("{t}", t);
+    for (i, arg) in a.iter().enumerate().take(3) {
+        s = s.replace(&format!("{{{i}}}"), arg);
+    }
+    s
+}
+
+/// Pads an op's partials to three (unused arguments contribute nothing).
+fn pad<const N: usize>(p: [Partial; N]) -> [Partial; 3] {
+    let mut out = [Zero; 3];
+    out[..N].copy_from_slice(&p);
+    out
+}
+
+fn k<F: Float>(v: f64) -> F {
+    F::from_f64(v)
+}
+
+impl Sig {
+    /// The number of arguments.
     pub fn arity(self) -> usize {
-        use Op::*;
         match self {
-            Neg | Recip | Sqrt | Exp | Ln | Exp2 | Log2 | Sin | Cos | Tan | Tanh | Abs | Signum
-            | Floor | Ceil | Round | Trunc | Sigmoid | Softplus | LogSigmoid | Silu | GeluTanh
-            | StopGradient | PowI(_) | Not => 1,
-            Add | Sub | Mul | Div | Powf | Min | Max | LogAddExp | Lt | Le | Gt | Ge | Eq | Ne
-            | And | Or => 2,
-            Select | MulAdd | Clamp => 3,
+            Sig::F1 | Sig::B1 => 1,
+            Sig::F2 | Sig::Cmp | Sig::B2 => 2,
+            Sig::F3 | Sig::Sel => 3,
         }
     }
 
-    /// Whether swapping the two arguments gives the same value (the graph then stores
-    /// them in a canonical order). `min`/`max` are not listed: their derivative at a tie
-    /// depends on the argument order.
-    pub fn is_commutative(self) -> bool {
-        matches!(
-            self,
-            Op::Add | Op::Mul | Op::Eq | Op::Ne | Op::And | Op::Or | Op::LogAddExp
-        )
-    }
-
-    /// The types the arguments must have.
-    pub fn arg_types(self) -> impl Iterator<Item = Ty> {
-        let types: [Ty; 3] = match self {
-            Op::And | Op::Or | Op::Not => [Ty::Bool, Ty::Bool, Ty::Bool],
-            Op::Select => [Ty::Bool, Ty::F32, Ty::F32],
-            _ => [Ty::F32, Ty::F32, Ty::F32],
-        };
-        types.into_iter().take(self.arity())
+    /// The types of the arguments, in order.
+    pub fn arg_types(self) -> &'static [Ty] {
+        use Ty::{Bool as B, F32 as F};
+        match self {
+            Sig::F1 => &[F],
+            Sig::F2 | Sig::Cmp => &[F, F],
+            Sig::F3 => &[F, F, F],
+            Sig::B1 => &[B],
+            Sig::B2 => &[B, B],
+            Sig::Sel => &[B, F, F],
+        }
     }
 
     /// The type of the result.
     pub fn result_type(self) -> Ty {
         match self {
-            Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne | Op::And | Op::Or | Op::Not => {
-                Ty::Bool
-            }
+            Sig::Cmp | Sig::B1 | Sig::B2 => Ty::Bool,
             _ => Ty::F32,
         }
+    }
+}
+
+impl Op {
+    /// Number of arguments.
+    pub fn arity(self) -> usize {
+        self.sig().arity()
+    }
+
+    /// The types the arguments must have.
+    pub fn arg_types(self) -> impl Iterator<Item = Ty> {
+        self.sig().arg_types().iter().copied()
+    }
+
+    /// The type of the result.
+    pub fn result_type(self) -> Ty {
+        self.sig().result_type()
+    }
+
+    /// Whether swapping the two arguments gives the same value (the graph then stores
+    /// them in a canonical order). `min`/`max` are not: their derivative at a tie
+    /// depends on the argument order.
+    pub fn is_commutative(self) -> bool {
+        self.flags() & COMMUTATIVE != 0
     }
 
     /// Whether the op's result is exactly rounded in IEEE arithmetic, so folding it on the
     /// host gives the bits the GPU would compute (the only ops constant folding may touch).
     pub fn is_exactly_rounded(self) -> bool {
-        matches!(
-            self,
-            Op::Add
-                | Op::Sub
-                | Op::Mul
-                | Op::Div
-                | Op::Sqrt
-                | Op::Min
-                | Op::Max
-                | Op::Neg
-                | Op::Select
-                | Op::Abs
-                | Op::Lt
-                | Op::Le
-                | Op::Gt
-                | Op::Ge
-                | Op::Eq
-                | Op::Ne
-                | Op::And
-                | Op::Or
-                | Op::Not
-        )
+        self.flags() & EXACT != 0
     }
 
-    /// Evaluates the op on the CPU in the precision of `F`. Booleans are 0 or 1. Pass
-    /// [`Op::arity`] values; a missing argument reads as NaN (so a wrong call gives a NaN
-    /// result rather than a panic).
-    pub fn eval<F: Float>(self, args: &[F]) -> F {
-        let nan = F::from_f64(f64::NAN);
-        let a = [
-            args.first().copied().unwrap_or(nan),
-            args.get(1).copied().unwrap_or(nan),
-            args.get(2).copied().unwrap_or(nan),
-        ];
-        let x = a[0];
-        let f = |v: f64| F::from_f64(v);
-        match self {
-            Op::Neg => f(-x.to_f64()),
-            Op::Recip => bin(F::from_f64(1.0), x, |a, b| a / b, |a, b| a / b),
-            Op::Sqrt => f_sqrt(x),
-            Op::Exp => f_exp(x),
-            Op::Ln => f_ln(x),
-            Op::Exp2 => f_exp2(x),
-            Op::Log2 => f_log2(x),
-            Op::Sin => f_sin(x),
-            Op::Cos => f_cos(x),
-            Op::Tan => f_tan(x),
-            Op::Tanh => f_tanh(x),
-            Op::Abs => f_abs(x),
-            Op::Signum => f_signum(x),
-            Op::Floor => f_floor(x),
-            Op::Ceil => f_ceil(x),
-            Op::Round => f_round(x),
-            Op::Trunc => f_trunc(x),
-            Op::Sigmoid => x.sigmoid(),
-            Op::Softplus => {
-                // max(x, 0) + ln(1 + exp(-|x|))
-                let m = if x.to_f64() > 0.0 { x } else { f(0.0) };
-                let t = f_ln_1p(f_exp(f(-f_abs(x).to_f64())));
-                bin(m, t, |a, b| a + b, |a, b| a + b)
-            }
-            Op::LogSigmoid => {
-                // min(x, 0) - ln(1 + exp(-|x|))
-                let m = if x.to_f64() < 0.0 { x } else { f(0.0) };
-                let t = f_ln_1p(f_exp(f(-f_abs(x).to_f64())));
-                bin(m, t, |a, b| a - b, |a, b| a - b)
-            }
-            Op::Silu => bin(x, x.sigmoid(), |a, b| a * b, |a, b| a * b),
-            Op::GeluTanh => {
-                if is_f32::<F>() {
-                    let v = x.to_f64() as f32;
-                    f((0.5 * v * (1.0 + (GELU_K * (v + GELU_C * v * v * v)).tanh())) as f64)
-                } else {
-                    let v = x.to_f64();
-                    // the same (f32) constants as the f32 path, the WGSL and the derivative,
-                    // so f64 evaluation is a faithful reference for all of them
-                    let k = GELU_K as f64;
-                    f(0.5 * v * (1.0 + (k * (v + GELU_C as f64 * v * v * v)).tanh()))
-                }
-            }
-            Op::StopGradient => x,
-            Op::PowI(n) => {
-                if is_f32::<F>() {
-                    f((x.to_f64() as f32).powi(n) as f64)
-                } else {
-                    f(x.to_f64().powi(n))
-                }
-            }
-            Op::Add => bin(x, a[1], |a, b| a + b, |a, b| a + b),
-            Op::Sub => bin(x, a[1], |a, b| a - b, |a, b| a - b),
-            Op::Mul => bin(x, a[1], |a, b| a * b, |a, b| a * b),
-            Op::Div => bin(x, a[1], |a, b| a / b, |a, b| a / b),
-            Op::Powf => bin(x, a[1], f64::powf, f32::powf),
-            Op::Min => bin(x, a[1], f64::min, f32::min),
-            Op::Max => bin(x, a[1], f64::max, f32::max),
-            Op::LogAddExp => {
-                let (p, q) = (x.to_f64(), a[1].to_f64());
-                if p == q {
-                    // also covers -inf, -inf (ln 0 + ln 2 = -inf) without a NaN from inf-inf
-                    bin(x, f(std::f64::consts::LN_2), |a, b| a + b, |a, b| a + b)
-                } else {
-                    let m = if p > q { x } else { a[1] };
-                    let d = f_abs(bin(x, a[1], |a, b| a - b, |a, b| a - b));
-                    let t = f_ln_1p(f_exp(f(-d.to_f64())));
-                    bin(m, t, |a, b| a + b, |a, b| a + b)
-                }
-            }
-            Op::Lt => b2f(x < a[1]),
-            Op::Le => b2f(x <= a[1]),
-            Op::Gt => b2f(x > a[1]),
-            Op::Ge => b2f(x >= a[1]),
-            Op::Eq => b2f(x.to_f64() == a[1].to_f64()),
-            Op::Ne => b2f(x.to_f64() != a[1].to_f64()),
-            Op::And => b2f(truthy(x) && truthy(a[1])),
-            Op::Or => b2f(truthy(x) || truthy(a[1])),
-            Op::Not => b2f(!truthy(x)),
-            Op::Select => {
-                if truthy(x) {
-                    a[1]
-                } else {
-                    a[2]
-                }
-            }
-            Op::MulAdd => {
-                if is_f32::<F>() {
-                    let (p, q, r) = (
-                        x.to_f64() as f32,
-                        a[1].to_f64() as f32,
-                        a[2].to_f64() as f32,
-                    );
-                    f(p.mul_add(q, r) as f64)
-                } else {
-                    f(x.to_f64().mul_add(a[1].to_f64(), a[2].to_f64()))
-                }
-            }
-            Op::Clamp => {
-                // Rust's clamp: lo if x < lo, hi if x > hi, else x (NaN stays NaN)
-                if x < a[1] {
-                    a[1]
-                } else if x > a[2] {
-                    a[2]
-                } else {
-                    x
-                }
-            }
-        }
+    /// Whether the op is piecewise constant (zero derivative for every argument).
+    pub fn is_piecewise_constant(self) -> bool {
+        self.flags() & CONSTANT != 0
     }
 
-    /// The local derivatives of `out = op(args)` with respect to each argument, built in
-    /// `g` from the same op set (so derivatives can be differentiated again, simplified and
-    /// emitted as WGSL like any other expression).
-    pub fn partials(self, g: &mut Graph, args: &[NodeId], out: NodeId) -> [Partial; 3] {
-        use Partial::*;
-        let a = args.first().copied().unwrap_or(NodeId::NONE);
-        let b = args.get(1).copied().unwrap_or(NodeId::NONE);
-        let c = args.get(2).copied().unwrap_or(NodeId::NONE);
-        let k = |g: &mut Graph, v: f32| g.constant(v);
-        match self {
-            Op::Neg => [MinusOne, Zero, Zero],
-            Op::Recip => {
-                // d(1/a) = -out^2
-                let sq = g.app(Op::Mul, &[out, out]);
-                [Scale(g.app(Op::Neg, &[sq])), Zero, Zero]
-            }
-            Op::Sqrt => {
-                let half = k(g, 0.5);
-                [Scale(g.app(Op::Div, &[half, out])), Zero, Zero]
-            }
-            Op::Exp => [Scale(out), Zero, Zero],
-            Op::Ln => [Scale(g.app(Op::Recip, &[a])), Zero, Zero],
-            Op::Exp2 => {
-                let ln2 = k(g, std::f32::consts::LN_2);
-                [Scale(g.app(Op::Mul, &[out, ln2])), Zero, Zero]
-            }
-            Op::Log2 => {
-                let ln2 = k(g, std::f32::consts::LN_2);
-                let d = g.app(Op::Mul, &[a, ln2]);
-                [Scale(g.app(Op::Recip, &[d])), Zero, Zero]
-            }
-            Op::Sin => [Scale(g.app(Op::Cos, &[a])), Zero, Zero],
-            Op::Cos => {
-                let s = g.app(Op::Sin, &[a]);
-                [Scale(g.app(Op::Neg, &[s])), Zero, Zero]
-            }
-            Op::Tan => {
-                let one = k(g, 1.0);
-                let sq = g.app(Op::Mul, &[out, out]);
-                [Scale(g.app(Op::Add, &[one, sq])), Zero, Zero]
-            }
-            Op::Tanh => {
-                let one = k(g, 1.0);
-                let sq = g.app(Op::Mul, &[out, out]);
-                [Scale(g.app(Op::Sub, &[one, sq])), Zero, Zero]
-            }
-            Op::Abs => {
-                // +1 above zero, -1 below, 0 at zero (abs'(0) = 0), all through select
-                let zero = k(g, 0.0);
-                let one = k(g, 1.0);
-                let minus = k(g, -1.0);
-                let pos = g.app(Op::Gt, &[a, zero]);
-                let neg = g.app(Op::Lt, &[a, zero]);
-                let below = g.app(Op::Select, &[neg, minus, zero]);
-                [Scale(g.app(Op::Select, &[pos, one, below])), Zero, Zero]
-            }
-            Op::Signum | Op::Floor | Op::Ceil | Op::Round | Op::Trunc | Op::StopGradient => {
-                [Zero, Zero, Zero]
-            }
-            Op::Sigmoid => {
-                let one = k(g, 1.0);
-                let rest = g.app(Op::Sub, &[one, out]);
-                [Scale(g.app(Op::Mul, &[out, rest])), Zero, Zero]
-            }
-            Op::Softplus => [Scale(g.app(Op::Sigmoid, &[a])), Zero, Zero],
-            Op::LogSigmoid => {
-                let na = g.app(Op::Neg, &[a]);
-                [Scale(g.app(Op::Sigmoid, &[na])), Zero, Zero]
-            }
-            Op::Silu => {
-                // s (1 + a (1 - s))
-                let s = g.app(Op::Sigmoid, &[a]);
-                let one = k(g, 1.0);
-                let rest = g.app(Op::Sub, &[one, s]);
-                let t = g.app(Op::Mul, &[a, rest]);
-                let t = g.app(Op::Add, &[one, t]);
-                [Scale(g.app(Op::Mul, &[s, t])), Zero, Zero]
-            }
-            Op::GeluTanh => {
-                // u = K (a + C a^3), t = tanh(u)
-                // d = 0.5 (1 + t) + 0.5 a (1 - t^2) K (1 + 3 C a^2)
-                let kk = k(g, GELU_K);
-                let cc = k(g, GELU_C);
-                let c3 = k(g, 3.0 * GELU_C);
-                let one = k(g, 1.0);
-                let half = k(g, 0.5);
-                let a2 = g.app(Op::Mul, &[a, a]);
-                let a3 = g.app(Op::Mul, &[a2, a]);
-                let inner = g.app(Op::Mul, &[cc, a3]);
-                let inner = g.app(Op::Add, &[a, inner]);
-                let u = g.app(Op::Mul, &[kk, inner]);
-                let t = g.app(Op::Tanh, &[u]);
-                let left = g.app(Op::Add, &[one, t]);
-                let left = g.app(Op::Mul, &[half, left]);
-                let t2 = g.app(Op::Mul, &[t, t]);
-                let sech2 = g.app(Op::Sub, &[one, t2]);
-                let du = g.app(Op::Mul, &[c3, a2]);
-                let du = g.app(Op::Add, &[one, du]);
-                let du = g.app(Op::Mul, &[kk, du]);
-                let right = g.app(Op::Mul, &[half, a]);
-                let right = g.app(Op::Mul, &[right, sech2]);
-                let right = g.app(Op::Mul, &[right, du]);
-                [Scale(g.app(Op::Add, &[left, right])), Zero, Zero]
-            }
-            Op::PowI(n) => {
-                if n == 0 {
-                    [Zero, Zero, Zero]
-                } else {
-                    let nn = k(g, n as f32);
-                    let p = g.app(Op::PowI(n - 1), &[a]);
-                    [Scale(g.app(Op::Mul, &[nn, p])), Zero, Zero]
-                }
-            }
-            Op::Add => [One, One, Zero],
-            Op::Sub => [One, MinusOne, Zero],
-            Op::Mul => [Scale(b), Scale(a), Zero],
-            Op::Div => {
-                let rb = g.app(Op::Recip, &[b]);
-                let q = g.app(Op::Div, &[out, b]);
-                [Scale(rb), Scale(g.app(Op::Neg, &[q])), Zero]
-            }
-            Op::Powf => {
-                // d/da = b a^(b-1), d/db = out ln(a)
-                let one = k(g, 1.0);
-                let bm1 = g.app(Op::Sub, &[b, one]);
-                let p = g.app(Op::Powf, &[a, bm1]);
-                let da = g.app(Op::Mul, &[b, p]);
-                let ln = g.app(Op::Ln, &[a]);
-                let db = g.app(Op::Mul, &[out, ln]);
-                [Scale(da), Scale(db), Zero]
-            }
-            Op::Min => {
-                // The smaller argument takes the adjoint; at a tie the second one does, so
-                // `x.min(0.0)` has derivative 0 at 0 and `x.min(x)` derivative 1 (giving
-                // it to neither would make the derivative of `x.min(x) = x` zero).
-                let lt = g.app(Op::Lt, &[a, b]);
-                [
-                    Route {
-                        cond: lt,
-                        on_true: true,
-                    },
-                    Route {
-                        cond: lt,
-                        on_true: false,
-                    },
-                    Zero,
-                ]
-            }
-            Op::Max => {
-                // as min: ties go to the second argument (relu `x.max(0.0)` has 0 at 0)
-                let gt = g.app(Op::Gt, &[a, b]);
-                [
-                    Route {
-                        cond: gt,
-                        on_true: true,
-                    },
-                    Route {
-                        cond: gt,
-                        on_true: false,
-                    },
-                    Zero,
-                ]
-            }
-            Op::LogAddExp => {
-                let d = g.app(Op::Sub, &[a, b]);
-                let sa = g.app(Op::Sigmoid, &[d]);
-                let nd = g.app(Op::Neg, &[d]);
-                let sb = g.app(Op::Sigmoid, &[nd]);
-                [Scale(sa), Scale(sb), Zero]
-            }
-            Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne | Op::And | Op::Or | Op::Not => {
-                [Zero, Zero, Zero]
-            }
-            Op::Select => [
-                Zero,
-                Route {
-                    cond: a,
-                    on_true: true,
-                },
-                Route {
-                    cond: a,
-                    on_true: false,
-                },
-            ],
-            Op::MulAdd => [Scale(b), Scale(a), One],
-            Op::Clamp => {
-                // Rust's clamp: lo if a < lo, hi if a > hi, else a
-                let below = g.app(Op::Lt, &[a, b]);
-                let above = g.app(Op::Gt, &[a, c]);
-                let outside = g.app(Op::Or, &[below, above]);
-                let above_only = {
-                    let nb = g.app(Op::Not, &[below]);
-                    g.app(Op::And, &[nb, above])
-                };
-                [
-                    Route {
-                        cond: outside,
-                        on_true: false,
-                    },
-                    Route {
-                        cond: below,
-                        on_true: true,
-                    },
-                    Route {
-                        cond: above_only,
-                        on_true: true,
-                    },
-                ]
-            }
+    /// Adds the WGSL helper functions the op's expression calls (and those they call),
+    /// instantiated for `lanes`, to `out`, keyed by name so each appears once per shader
+    /// in a fixed order.
+    pub fn wgsl_helpers(self, lanes: Lanes, out: &mut BTreeMap<&'static str, String>) {
+        if let Some(h) = self.helper() {
+            h.collect(lanes, out);
         }
+    }
+}
+
+op_table! {
+    /// `-a`
+    Neg {
+        name: "neg", sig: F1, flags: EXACT, method: none,
+        eval: |x| -x,
+        d: |g, [a], out| [MinusOne],
+        wgsl: "(-{0})", helper: none, accuracy: (0.0, 0.0),
+    }
+    /// `1 / a`
+    Recip {
+        name: "recip", sig: F1, flags: NONE, method: std recip,
+        eval: |x| k::<F>(1.0) / x,
+        d: |g, [a], out| {
+            // d(1/a) = -out^2
+            let sq = g.app(Op::Mul, &[out, out]);
+            [Scale(g.app(Op::Neg, &[sq]))]
+        },
+        wgsl: "(1.0f / {0})", helper: none, accuracy: (0.0, 3e-7),
+    }
+    /// `a.sqrt()`
+    Sqrt {
+        name: "sqrt", sig: F1, flags: EXACT, method: std sqrt,
+        eval: |x| x.sqrt(),
+        d: |g, [a], out| {
+            let half = g.constant(0.5);
+            [Scale(g.app(Op::Div, &[half, out]))]
+        },
+        wgsl: "sqrt({0})", helper: none, accuracy: (0.0, 3e-7),
+    }
+    /// `a.exp()`
+    Exp {
+        name: "exp", sig: F1, flags: NONE, method: std exp,
+        eval: |x| x.exp(),
+        d: |g, [a], out| [Scale(out)],
+        wgsl: "exp({0})", helper: none, accuracy: (0.0, 2e-6),
+    }
+    /// `a.ln()`
+    Ln {
+        name: "ln", sig: F1, flags: NONE, method: std ln,
+        eval: |x| x.ln(),
+        d: |g, [a], out| [Scale(g.app(Op::Recip, &[a]))],
+        wgsl: "log({0})", helper: none, accuracy: (5e-7, 4e-7),
+    }
+    /// `a.log2()`
+    Log2 {
+        name: "log2", sig: F1, flags: NONE, method: std log2,
+        eval: |x| x.log2(),
+        d: |g, [a], out| {
+            let ln2 = g.constant(std::f32::consts::LN_2);
+            let d = g.app(Op::Mul, &[a, ln2]);
+            [Scale(g.app(Op::Recip, &[d]))]
+        },
+        wgsl: "log2({0})", helper: none, accuracy: (5e-7, 4e-7),
+    }
+    /// `a.exp2()`
+    Exp2 {
+        name: "exp2", sig: F1, flags: NONE, method: std exp2,
+        eval: |x| x.exp2(),
+        d: |g, [a], out| {
+            let ln2 = g.constant(std::f32::consts::LN_2);
+            [Scale(g.app(Op::Mul, &[out, ln2]))]
+        },
+        wgsl: "exp2({0})", helper: none, accuracy: (0.0, 2e-6),
+    }
+    /// `a.sin()`
+    Sin {
+        name: "sin", sig: F1, flags: NONE, method: std sin,
+        eval: |x| x.sin(),
+        d: |g, [a], out| [Scale(g.app(Op::Cos, &[a]))],
+        wgsl: "sin({0})", helper: none, accuracy: (5e-6, 0.0),
+    }
+    /// `a.cos()`
+    Cos {
+        name: "cos", sig: F1, flags: NONE, method: std cos,
+        eval: |x| x.cos(),
+        d: |g, [a], out| {
+            let s = g.app(Op::Sin, &[a]);
+            [Scale(g.app(Op::Neg, &[s]))]
+        },
+        wgsl: "cos({0})", helper: none, accuracy: (5e-6, 0.0),
+    }
+    /// `a.tan()`
+    Tan {
+        name: "tan", sig: F1, flags: NONE, method: std tan,
+        eval: |x| x.tan(),
+        d: |g, [a], out| {
+            let one = g.constant(1.0);
+            let sq = g.app(Op::Mul, &[out, out]);
+            [Scale(g.app(Op::Add, &[one, sq]))]
+        },
+        wgsl: "tan({0})", helper: none, accuracy: (5e-6, 1e-5),
+    }
+    /// `a.tanh()` (the GPU clamps the input first: `tanh` of a large value is exactly ±1
+    /// in f32, and some drivers compute it through `exp`, which overflows)
+    Tanh {
+        name: "tanh", sig: F1, flags: NONE, method: std tanh,
+        eval: |x| x.tanh(),
+        d: |g, [a], out| {
+            let one = g.constant(1.0);
+            let sq = g.app(Op::Mul, &[out, out]);
+            [Scale(g.app(Op::Sub, &[one, sq]))]
+        },
+        wgsl: "tang_tanh({0})", helper: TANH, accuracy: (1e-6, 2e-6),
+    }
+    /// `a.abs()`
+    Abs {
+        name: "abs", sig: F1, flags: EXACT, method: std abs,
+        eval: |x| x.abs(),
+        d: |g, [a], out| [Scale(partials::abs_slope(g, a))],
+        wgsl: "abs({0})", helper: none, accuracy: (0.0, 0.0),
+    }
+    /// `a.signum()` with Rust's meaning: 1 for +0, -1 for -0, NaN for NaN
+    Signum {
+        name: "signum", sig: F1, flags: CONSTANT, method: std signum,
+        eval: |x| x.signum(),
+        d: |g, [a], out| [Zero],
+        wgsl: "tang_signum({0})", helper: SIGNUM, accuracy: (0.0, 0.0),
+    }
+    /// `a.floor()`
+    Floor {
+        name: "floor", sig: F1, flags: CONSTANT, method: std floor,
+        eval: |x| x.floor(),
+        d: |g, [a], out| [Zero],
+        wgsl: "floor({0})", helper: none, accuracy: (0.0, 0.0),
+    }
+    /// `a.ceil()`
+    Ceil {
+        name: "ceil", sig: F1, flags: CONSTANT, method: std ceil,
+        eval: |x| x.ceil(),
+        d: |g, [a], out| [Zero],
+        wgsl: "ceil({0})", helper: none, accuracy: (0.0, 0.0),
+    }
+    /// `a.round()`: halves away from zero, as Rust does (WGSL's `round` rounds halves to even)
+    Round {
+        name: "round", sig: F1, flags: CONSTANT, method: std round,
+        eval: |x| x.round(),
+        d: |g, [a], out| [Zero],
+        wgsl: "tang_round({0})", helper: ROUND, accuracy: (0.0, 0.0),
+    }
+    /// `a.trunc()`
+    Trunc {
+        name: "trunc", sig: F1, flags: CONSTANT, method: std trunc,
+        eval: |x| x.trunc(),
+        d: |g, [a], out| [Zero],
+        wgsl: "trunc({0})", helper: none, accuracy: (0.0, 0.0),
+    }
+    /// `1 / (1 + exp(-a))` without overflow
+    Sigmoid {
+        name: "sigmoid", sig: F1, flags: NONE, method: ext sigmoid,
+        eval: |x| sigmoid(x),
+        d: |g, [a], out| {
+            let one = g.constant(1.0);
+            let rest = g.app(Op::Sub, &[one, out]);
+            [Scale(g.app(Op::Mul, &[out, rest]))]
+        },
+        wgsl: "tang_sigmoid({0})", helper: SIGMOID, accuracy: (1e-6, 2e-6),
+    }
+    /// `ln(1 + exp(a))` without overflow
+    Softplus {
+        name: "softplus", sig: F1, flags: NONE, method: ext softplus,
+        eval: |x| {
+            // max(x, 0) + ln(1 + exp(-|x|))
+            let m = if x > k(0.0) { x } else { k(0.0) };
+            m + (-x.abs()).exp().ln_1p()
+        },
+        d: |g, [a], out| [Scale(g.app(Op::Sigmoid, &[a]))],
+        wgsl: "tang_softplus({0})", helper: SOFTPLUS, accuracy: (1e-6, 2e-6),
+    }
+    /// `ln(sigmoid(a)) = -softplus(-a)` without overflow
+    LogSigmoid {
+        name: "log_sigmoid", sig: F1, flags: NONE, method: ext log_sigmoid,
+        eval: |x| {
+            // min(x, 0) - ln(1 + exp(-|x|))
+            let m = if x < k(0.0) { x } else { k(0.0) };
+            m - (-x.abs()).exp().ln_1p()
+        },
+        d: |g, [a], out| {
+            let na = g.app(Op::Neg, &[a]);
+            [Scale(g.app(Op::Sigmoid, &[na]))]
+        },
+        wgsl: "tang_log_sigmoid({0})", helper: LOG_SIGMOID, accuracy: (1e-6, 2e-6),
+    }
+    /// `a * sigmoid(a)` (also called swish)
+    Silu {
+        name: "silu", sig: F1, flags: NONE, method: ext silu,
+        eval: |x| x * sigmoid(x),
+        d: |g, [a], out| {
+            // s (1 + a (1 - s))
+            let s = g.app(Op::Sigmoid, &[a]);
+            let one = g.constant(1.0);
+            let rest = g.app(Op::Sub, &[one, s]);
+            let t = g.app(Op::Mul, &[a, rest]);
+            let t = g.app(Op::Add, &[one, t]);
+            [Scale(g.app(Op::Mul, &[s, t]))]
+        },
+        wgsl: "({0} * tang_sigmoid({0}))", helper: SIGMOID, accuracy: (1e-6, 2e-6),
+    }
+    /// The tanh approximation of GELU, `0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3)))`,
+    /// finite for every finite input
+    GeluTanh {
+        name: "gelu_tanh", sig: F1, flags: NONE, method: ext gelu_tanh,
+        eval: |x| {
+            // the same (f32) constants in f32 and f64, the WGSL and the derivative, so f64
+            // evaluation is a faithful reference for all of them
+            let (kk, c) = (k::<F>(GELU_K as f64), k::<F>(GELU_C as f64));
+            k::<F>(0.5) * x * (k::<F>(1.0) + (kk * (x + c * x * x * x)).tanh())
+        },
+        d: |g, [a], out| [Scale(partials::gelu_tanh(g, a))],
+        wgsl: "tang_gelu_tanh({0})", helper: GELU_TANH, accuracy: (1e-6, 2e-6),
+    }
+    /// `a` in value, zero in every derivative
+    StopGradient {
+        name: "stop_gradient", sig: F1, flags: CONSTANT, method: ext stop_gradient,
+        eval: |x| x,
+        d: |g, [a], out| [Zero],
+        wgsl: "{0}", helper: none, accuracy: (0.0, 0.0),
+    }
+    /// `a.powi(n)` for a constant integer `n`
+    PowI(n: i32 = 3) {
+        name: "powi", sig: F1, flags: NONE, method: int powi,
+        eval: |x| x.powi(n),
+        d: |g, [a], out| {
+            if n == 0 {
+                [Zero]
+            } else {
+                let nn = g.constant(n as f32);
+                let p = g.app(Op::PowI(n - 1), &[a]);
+                [Scale(g.app(Op::Mul, &[nn, p]))]
+            }
+        },
+        wgsl: format!("tang_powi({{0}}, {})", i32_literal(n)),
+        helper: POWI, accuracy: (0.0, 2e-7),
+    }
+    /// `a + b`
+    Add {
+        name: "add", sig: F2, flags: EXACT | COMMUTATIVE, method: none,
+        eval: |x, y| x + y,
+        d: |g, [a, b], out| [One, One],
+        wgsl: "({0} + {1})", helper: none, accuracy: (0.0, 6e-8),
+    }
+    /// `a - b`
+    Sub {
+        name: "sub", sig: F2, flags: EXACT, method: none,
+        eval: |x, y| x - y,
+        d: |g, [a, b], out| [One, MinusOne],
+        wgsl: "({0} - {1})", helper: none, accuracy: (0.0, 6e-8),
+    }
+    /// `a * b`
+    Mul {
+        name: "mul", sig: F2, flags: EXACT | COMMUTATIVE, method: none,
+        eval: |x, y| x * y,
+        d: |g, [a, b], out| [Scale(b), Scale(a)],
+        wgsl: "({0} * {1})", helper: none, accuracy: (0.0, 6e-8),
+    }
+    /// `a / b`
+    Div {
+        name: "div", sig: F2, flags: EXACT, method: none,
+        eval: |x, y| x / y,
+        d: |g, [a, b], out| {
+            let rb = g.app(Op::Recip, &[b]);
+            let q = g.app(Op::Div, &[out, b]);
+            [Scale(rb), Scale(g.app(Op::Neg, &[q]))]
+        },
+        wgsl: "({0} / {1})", helper: none, accuracy: (0.0, 3e-7),
+    }
+    /// `a.powf(b)`
+    Powf {
+        name: "powf", sig: F2, flags: NONE, method: std powf,
+        eval: |x, y| x.powf(y),
+        d: |g, [a, b], out| {
+            // d/da = b a^(b-1), d/db = out ln(a)
+            let one = g.constant(1.0);
+            let bm1 = g.app(Op::Sub, &[b, one]);
+            let p = g.app(Op::Powf, &[a, bm1]);
+            let da = g.app(Op::Mul, &[b, p]);
+            let ln = g.app(Op::Ln, &[a]);
+            [Scale(da), Scale(g.app(Op::Mul, &[out, ln]))]
+        },
+        wgsl: "tang_powf({0}, {1})", helper: POWF, accuracy: (1e-6, 2e-5),
+    }
+    /// `a.min(b)` (Rust's: the other argument where one is NaN)
+    Min {
+        name: "min", sig: F2, flags: EXACT, method: std min,
+        eval: |x, y| x.min(y),
+        d: |g, [a, b], out| partials::min_max(g, Op::Lt, a, b),
+        wgsl: "tang_min({0}, {1})", helper: MIN, accuracy: (0.0, 0.0),
+    }
+    /// `a.max(b)` (Rust's: the other argument where one is NaN)
+    Max {
+        name: "max", sig: F2, flags: EXACT, method: std max,
+        eval: |x, y| x.max(y),
+        d: |g, [a, b], out| partials::min_max(g, Op::Gt, a, b),
+        wgsl: "tang_max({0}, {1})", helper: MAX, accuracy: (0.0, 0.0),
+    }
+    /// `ln(exp(a) + exp(b))` without overflow
+    LogAddExp {
+        name: "logaddexp", sig: F2, flags: COMMUTATIVE, method: ext logaddexp,
+        eval: |x, y| {
+            if x == y {
+                // also covers -inf, -inf (ln 0 + ln 2 = -inf) without a NaN from inf-inf
+                x + k(std::f64::consts::LN_2)
+            } else {
+                let m = if x > y { x } else { y };
+                m + (-(x - y).abs()).exp().ln_1p()
+            }
+        },
+        d: |g, [a, b], out| {
+            let d = g.app(Op::Sub, &[a, b]);
+            let sa = g.app(Op::Sigmoid, &[d]);
+            let nd = g.app(Op::Neg, &[d]);
+            [Scale(sa), Scale(g.app(Op::Sigmoid, &[nd]))]
+        },
+        wgsl: "tang_logaddexp({0}, {1})", helper: LOGADDEXP, accuracy: (1e-6, 2e-6),
+    }
+    /// `a < b`
+    Lt {
+        name: "lt", sig: Cmp, flags: EXACT, method: none,
+        eval: |x, y| b2f(x < y),
+        d: |g, [a, b], out| [Zero, Zero],
+        wgsl: "tang_lt({0}, {1})", helper: LT, accuracy: (0.0, 0.0),
+    }
+    /// `a <= b`
+    Le {
+        name: "le", sig: Cmp, flags: EXACT, method: none,
+        eval: |x, y| b2f(x <= y),
+        d: |g, [a, b], out| [Zero, Zero],
+        wgsl: "tang_le({0}, {1})", helper: LE, accuracy: (0.0, 0.0),
+    }
+    /// `a > b`
+    Gt {
+        name: "gt", sig: Cmp, flags: EXACT, method: none,
+        eval: |x, y| b2f(x > y),
+        d: |g, [a, b], out| [Zero, Zero],
+        wgsl: "tang_gt({0}, {1})", helper: GT, accuracy: (0.0, 0.0),
+    }
+    /// `a >= b`
+    Ge {
+        name: "ge", sig: Cmp, flags: EXACT, method: none,
+        eval: |x, y| b2f(x >= y),
+        d: |g, [a, b], out| [Zero, Zero],
+        wgsl: "tang_ge({0}, {1})", helper: GE, accuracy: (0.0, 0.0),
+    }
+    /// `a == b`
+    Eq {
+        name: "eq", sig: Cmp, flags: EXACT | COMMUTATIVE, method: none,
+        eval: |x, y| b2f(x == y),
+        d: |g, [a, b], out| [Zero, Zero],
+        wgsl: "tang_eq({0}, {1})", helper: EQ, accuracy: (0.0, 0.0),
+    }
+    /// `a != b`
+    Ne {
+        name: "ne", sig: Cmp, flags: EXACT | COMMUTATIVE, method: none,
+        eval: |x, y| b2f(x != y),
+        d: |g, [a, b], out| [Zero, Zero],
+        wgsl: "tang_ne({0}, {1})", helper: NE, accuracy: (0.0, 0.0),
+    }
+    /// `a && b`
+    And {
+        name: "and", sig: B2, flags: EXACT | COMMUTATIVE, method: none,
+        eval: |x, y| b2f(truthy(x) && truthy(y)),
+        d: |g, [a, b], out| [Zero, Zero],
+        wgsl: "({0} & {1})", helper: none, accuracy: (0.0, 0.0),
+    }
+    /// `a || b`
+    Or {
+        name: "or", sig: B2, flags: EXACT | COMMUTATIVE, method: none,
+        eval: |x, y| b2f(truthy(x) || truthy(y)),
+        d: |g, [a, b], out| [Zero, Zero],
+        wgsl: "({0} | {1})", helper: none, accuracy: (0.0, 0.0),
+    }
+    /// `!a`
+    Not {
+        name: "not", sig: B1, flags: EXACT, method: none,
+        eval: |x| b2f(!truthy(x)),
+        d: |g, [a], out| [Zero],
+        wgsl: "(!{0})", helper: none, accuracy: (0.0, 0.0),
+    }
+    /// `if c { a } else { b }`: arguments (c, a, b)
+    Select {
+        name: "select", sig: Sel, flags: EXACT, method: none,
+        eval: |c, x, y| if truthy(c) { x } else { y },
+        d: |g, [c, a, b], out| [
+            Zero,
+            Route { cond: c, on_true: true },
+            Route { cond: c, on_true: false },
+        ],
+        wgsl: "select({2}, {1}, {0})", helper: none, accuracy: (0.0, 0.0),
+    }
+    /// `a.mul_add(b, c) = a * b + c` (fused on the GPU where the driver fuses it)
+    MulAdd {
+        name: "mul_add", sig: F3, flags: NONE, method: std mul_add,
+        eval: |x, y, z| x.mul_add(y, z),
+        d: |g, [a, b, c], out| [Scale(b), Scale(a), One],
+        wgsl: "fma({0}, {1}, {2})", helper: none, accuracy: (1e-5, 6e-8),
+    }
+    /// `a.clamp(lo, hi)`: arguments (a, lo, hi), Rust's order of tests (NaN stays NaN)
+    Clamp {
+        name: "clamp", sig: F3, flags: NONE, method: std clamp,
+        eval: |x, lo, hi| if x < lo { lo } else if x > hi { hi } else { x },
+        d: |g, [a, lo, hi], out| partials::clamp(g, a, lo, hi),
+        wgsl: "tang_clamp({0}, {1}, {2})", helper: CLAMP, accuracy: (0.0, 0.0),
+    }
+    /// `a.erf()`, the error function (through `StableExt`: Rust's `f32` has none yet)
+    Erf {
+        name: "erf", sig: F1, flags: NONE, method: ext erf,
+        eval: |x| x.erf(),
+        d: |g, [a], out| [Scale(partials::erf(g, a, 1.0))],
+        wgsl: "tang_erf({0})", helper: ERF, accuracy: (2e-7, 0.0),
+    }
+    /// `a.erfc() = 1 - erf(a)`, with relative accuracy where it is tiny (through
+    /// `StableExt`)
+    Erfc {
+        name: "erfc", sig: F1, flags: NONE, method: ext erfc,
+        eval: |x| x.erfc(),
+        d: |g, [a], out| [Scale(partials::erf(g, a, -1.0))],
+        wgsl: "tang_erfc({0})", helper: ERFC, accuracy: (2e-7, 2e-6),
+    }
+    /// PyTorch's exact GELU (`nn.GELU()`): `a Phi(a) = a/2 (1 + erf(a / sqrt 2))`,
+    /// computed as `a/2 erfc(-a / sqrt 2)` so the left tail keeps its digits
+    GeluErf {
+        name: "gelu_erf", sig: F1, flags: NONE, method: ext gelu_erf,
+        eval: |x| {
+            // the f32 constant in f64 too, as the WGSL and the derivative use it
+            let c = k::<F>(-std::f32::consts::FRAC_1_SQRT_2 as f64);
+            k::<F>(0.5) * x * (x * c).erfc()
+        },
+        d: |g, [a], out| [Scale(partials::gelu_erf(g, a))],
+        wgsl: "tang_gelu_erf({0})", helper: GELU_ERF, accuracy: (1e-6, 0.0),
+    }
+    /// `a.atan()`
+    Atan {
+        name: "atan", sig: F1, flags: NONE, method: std atan,
+        eval: |x| x.atan(),
+        d: |g, [a], out| {
+            let r = partials::one_plus_square(g, a, 1.0);
+            [Scale(g.app(Op::Recip, &[r]))]
+        },
+        wgsl: "atan({0})", helper: none, accuracy: (5e-7, 0.0),
+    }
+    /// `a.atan2(b)`: the angle of the point `(b, a)` in `[-pi, pi]`, with IEEE's values at
+    /// zeros and infinities (`atan2(±0, -0) = ±pi`)
+    Atan2 {
+        name: "atan2", sig: F2, flags: NONE, method: std atan2,
+        eval: |y, x| y.atan2(x),
+        d: |g, [a, b], out| {
+            let r2 = partials::sum_of_squares(g, a, b);
+            let da = g.app(Op::Div, &[b, r2]);
+            let db = g.app(Op::Div, &[a, r2]);
+            [Scale(da), Scale(g.app(Op::Neg, &[db]))]
+        },
+        wgsl: "tang_atan2({0}, {1})", helper: ATAN2, accuracy: (6e-7, 0.0),
+    }
+    /// `a.asin()` (NaN outside `[-1, 1]`)
+    Asin {
+        name: "asin", sig: F1, flags: NONE, method: std asin,
+        eval: |x| x.asin(),
+        d: |g, [a], out| {
+            let r = partials::one_plus_square(g, a, -1.0);
+            [Scale(g.app(Op::Rsqrt, &[r]))]
+        },
+        wgsl: "tang_asin({0})", helper: ASIN, accuracy: (1e-6, 0.0),
+    }
+    /// `a.acos()` (NaN outside `[-1, 1]`)
+    Acos {
+        name: "acos", sig: F1, flags: NONE, method: std acos,
+        eval: |x| x.acos(),
+        d: |g, [a], out| {
+            let r = partials::one_plus_square(g, a, -1.0);
+            let d = g.app(Op::Rsqrt, &[r]);
+            [Scale(g.app(Op::Neg, &[d]))]
+        },
+        wgsl: "tang_acos({0})", helper: ACOS, accuracy: (1e-6, 0.0),
+    }
+    /// `a.sinh()`, accurate near 0 and finite up to 89
+    Sinh {
+        name: "sinh", sig: F1, flags: NONE, method: std sinh,
+        eval: |x| x.sinh(),
+        d: |g, [a], out| [Scale(g.app(Op::Cosh, &[a]))],
+        wgsl: "tang_sinh({0})", helper: SINH, accuracy: (0.0, 2e-6),
+    }
+    /// `a.cosh()`, finite up to 89
+    Cosh {
+        name: "cosh", sig: F1, flags: NONE, method: std cosh,
+        eval: |x| x.cosh(),
+        d: |g, [a], out| [Scale(g.app(Op::Sinh, &[a]))],
+        wgsl: "tang_cosh({0})", helper: COSH, accuracy: (0.0, 2e-6),
+    }
+    /// `a.asinh()`, accurate near 0 and finite for every finite input
+    Asinh {
+        name: "asinh", sig: F1, flags: NONE, method: std asinh,
+        eval: |x| x.asinh(),
+        d: |g, [a], out| {
+            let r = partials::one_plus_square(g, a, 1.0);
+            [Scale(g.app(Op::Rsqrt, &[r]))]
+        },
+        wgsl: "tang_asinh({0})", helper: ASINH, accuracy: (0.0, 6e-7),
+    }
+    /// `a.acosh()` (NaN below 1)
+    Acosh {
+        name: "acosh", sig: F1, flags: NONE, method: std acosh,
+        eval: |x| x.acosh(),
+        d: |g, [a], out| {
+            let one = g.constant(1.0);
+            let lo = g.app(Op::Sub, &[a, one]);
+            let hi = g.app(Op::Add, &[a, one]);
+            let r = g.app(Op::Mul, &[lo, hi]);
+            [Scale(g.app(Op::Rsqrt, &[r]))]
+        },
+        wgsl: "tang_acosh({0})", helper: ACOSH, accuracy: (0.0, 6e-7),
+    }
+    /// `a.atanh()` (±inf at ±1, NaN beyond)
+    Atanh {
+        name: "atanh", sig: F1, flags: NONE, method: std atanh,
+        eval: |x| x.atanh(),
+        d: |g, [a], out| {
+            let r = partials::one_plus_square(g, a, -1.0);
+            [Scale(g.app(Op::Recip, &[r]))]
+        },
+        wgsl: "tang_atanh({0})", helper: ATANH, accuracy: (0.0, 6e-7),
+    }
+    /// `a.exp_m1() = exp(a) - 1`, accurate near 0 (where `exp(a) - 1` loses every digit)
+    ExpM1 {
+        name: "exp_m1", sig: F1, flags: NONE, method: std exp_m1,
+        eval: |x| x.exp_m1(),
+        d: |g, [a], out| [Scale(g.app(Op::Exp, &[a]))],
+        wgsl: "tang_expm1({0})", helper: EXPM1, accuracy: (0.0, 2e-6),
+    }
+    /// `a.ln_1p() = ln(1 + a)`, accurate near 0 (-inf at -1, NaN below)
+    Ln1p {
+        name: "ln_1p", sig: F1, flags: NONE, method: std ln_1p,
+        eval: |x| x.ln_1p(),
+        d: |g, [a], out| {
+            let one = g.constant(1.0);
+            let r = g.app(Op::Add, &[one, a]);
+            [Scale(g.app(Op::Recip, &[r]))]
+        },
+        wgsl: "tang_ln1p({0})", helper: LN1P, accuracy: (1e-7, 6e-7),
+    }
+    /// `a.hypot(b) = sqrt(a^2 + b^2)` without overflow (inf if either is infinite, even
+    /// with a NaN on the other side)
+    Hypot {
+        name: "hypot", sig: F2, flags: COMMUTATIVE, method: std hypot,
+        eval: |x, y| x.hypot(y),
+        d: |g, [a, b], out| [
+            Scale(partials::over_positive(g, a, out)),
+            Scale(partials::over_positive(g, b, out)),
+        ],
+        wgsl: "tang_hypot({0}, {1})", helper: HYPOT, accuracy: (0.0, 4e-7),
+    }
+    /// `a.rsqrt() = 1 / a.sqrt()` (through `StableExt`: ±inf at ±0, NaN below 0)
+    Rsqrt {
+        name: "rsqrt", sig: F1, flags: NONE, method: ext rsqrt,
+        eval: |x| k::<F>(1.0) / x.sqrt(),
+        d: |g, [a], out| {
+            // -out^3 / 2
+            let h = g.constant(-0.5);
+            let sq = g.app(Op::Mul, &[out, out]);
+            let cube = g.app(Op::Mul, &[sq, out]);
+            [Scale(g.app(Op::Mul, &[h, cube]))]
+        },
+        wgsl: "tang_rsqrt({0})", helper: RSQRT, accuracy: (0.0, 4e-7),
+    }
+    /// `a.copysign(b)`: the magnitude of `a` with the sign of `b`
+    Copysign {
+        name: "copysign", sig: F2, flags: EXACT, method: std copysign,
+        eval: |x, y| x.copysign(y),
+        d: |g, [a, b], out| {
+            let slope = partials::abs_slope(g, a);
+            let s = g.app(Op::Signum, &[b]);
+            [Scale(g.app(Op::Mul, &[slope, s])), Zero]
+        },
+        wgsl: "tang_copysign({0}, {1})", helper: COPYSIGN, accuracy: (0.0, 0.0),
     }
 }
 
@@ -645,12 +780,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_op_has_consistent_arity_and_types() {
+    fn every_op_has_consistent_arity_types_and_wgsl() {
         for &op in ALL_OPS {
             assert_eq!(op.arg_types().count(), op.arity(), "{}", op.name());
             let args: Vec<String> = (0..op.arity()).map(|i| format!("a{i}")).collect();
-            assert!(!op.wgsl(&args, "f32").is_empty());
+            let text = op.wgsl(&args, "f32");
+            assert!(
+                !text.contains('{'),
+                "{}: unfilled template {text}",
+                op.name()
+            );
+            for a in &args {
+                assert!(
+                    text.contains(a.as_str()),
+                    "{}: {a} unused in {text}",
+                    op.name()
+                );
+            }
         }
+        let names: std::collections::BTreeSet<&str> = ALL_OPS.iter().map(|o| o.name()).collect();
+        assert_eq!(names.len(), ALL_OPS.len(), "op names are unique");
     }
 
     #[test]
@@ -686,5 +835,19 @@ mod tests {
         assert_eq!(Op::Round.eval(&[-2.5f32]), -3.0);
         assert_eq!(Op::Clamp.eval(&[5.0f32, 0.0, 1.0]), 1.0);
         assert_eq!(Op::PowI(3).eval(&[-2.0f64]), -8.0);
+    }
+
+    /// `-2147483648i` is not a WGSL literal (a negated out-of-range one): the exponent
+    /// `i32::MIN` prints as a subtraction, and the shader validates.
+    #[test]
+    fn powi_of_i32_min_emits_valid_wgsl() {
+        let text = Op::PowI(i32::MIN).wgsl(&["x".into()], "f32");
+        assert_eq!(text, "tang_powi(x, (-2147483647i - 1i))");
+        let mut g = Graph::new();
+        let x = g.input(0);
+        let y = g.apply(Op::PowI(i32::MIN), &[x]).unwrap();
+        let k = crate::scalar_fn::emit_scalar_fn("f", &g, y).unwrap();
+        assert!(k.contains("(-2147483647i - 1i)"));
+        assert_eq!(Op::PowI(i32::MIN).eval(&[2.0f32]), 0.0);
     }
 }

@@ -4,13 +4,12 @@
 //! functions the graph's ops need come first, each once, in a fixed order, so the same
 //! graph always prints the same bytes and the caller can cache by its hash.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::codegen::wgsl_literal;
 use crate::error::ExprError;
-use crate::graph::{Graph, Node, NodeId, Ty};
+use crate::graph::{Graph, NodeId, Ty};
 use crate::op_wgsl::Lanes;
+use crate::print::{Leaf, Printed, print_graph};
 
 /// Prints the sub-graph under `root` as `fn <name>(x: f32) -> f32`, where
 /// `Node::Input(0)` is `x`, preceded by the helper functions its ops call.
@@ -39,62 +38,25 @@ pub fn emit_scalar_fn(name: &str, graph: &Graph, root: NodeId) -> Result<String,
         });
     }
     let live = graph.reachable(&[root]);
-    let mut helpers: BTreeMap<&str, String> = BTreeMap::new();
-    let mut body = String::new();
-    let mut names: Vec<String> = vec![String::new(); graph.len()];
-    for id in graph.ids() {
-        if !live[id.index()] {
-            continue;
-        }
-        let expr = match graph.node(id)? {
-            Node::Input(0) => {
-                names[id.index()] = "x".to_string();
-                continue;
-            }
-            Node::Input(i) => {
-                return Err(ExprError::Index {
-                    what: "input",
-                    index: i,
-                    count: 1,
-                });
-            }
-            Node::Uniform(j) => {
-                return Err(ExprError::Index {
-                    what: "uniform",
-                    index: j,
-                    count: 0,
-                });
-            }
-            Node::Const(bits) => {
-                let v = f32::from_bits(bits);
-                names[id.index()] = if v.is_finite() {
-                    wgsl_literal(v)
-                } else {
-                    // naga's constant evaluator rejects inf/NaN constants: build the value
-                    // from bits through an expression that depends on `x`.
-                    format!("bitcast<f32>(0x{bits:08x}u | (bitcast<u32>(x) & 0u))")
-                };
-                continue;
-            }
-            Node::Bool(b) => {
-                names[id.index()] = b.to_string();
-                continue;
-            }
-            Node::Apply(op, args) => {
-                if let Some((hname, text)) = op.wgsl_helper(Lanes::Scalar) {
-                    helpers.insert(hname, text);
-                }
-                let printed: Vec<String> = args[..op.arity()]
-                    .iter()
-                    .map(|a| names[a.index()].clone())
-                    .collect();
-                op.wgsl(&printed, "f32")
-            }
-        };
-        let v = format!("v{}", id.index());
-        let _ = writeln!(body, "    let {v} = {expr};");
-        names[id.index()] = v;
-    }
+    let mut leaf = |leaf: Leaf, _: &mut String| match leaf {
+        Leaf::Input(0) => Ok("x".to_string()),
+        Leaf::Input(i) => Err(ExprError::Index {
+            what: "input",
+            index: i,
+            count: 1,
+        }),
+        Leaf::Uniform(j) => Err(ExprError::Index {
+            what: "uniform",
+            index: j,
+            count: 0,
+        }),
+    };
+    // Constants drivers must not see are built from `x`'s bits.
+    let Printed {
+        helpers,
+        body,
+        names,
+    } = print_graph(graph, &live, Lanes::Scalar, "bitcast<u32>(x)", &mut leaf)?;
 
     let mut w = String::new();
     for text in helpers.values() {

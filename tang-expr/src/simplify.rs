@@ -11,7 +11,7 @@
 //!   `min`/`max` of two zeros of different sign are left alone (their sign is unspecified).
 //!   The result must also be exact (representable in f32: `1 / 4` folds, `1 / 3` does
 //!   not), so a folded constant has the same value in f32, in f64 and on the GPU.
-//! - **Identities**: `x + 0`, `0 + x`, `x - 0`, `x * 1`, `x / 1`, `x * -1 -> -x`, `--x`,
+//! - **Identities**: `x + (-0)`, `(-0) + x`, `x - (+0)`, `x * 1`, `x / 1`, `x * -1 -> -x`, `--x`,
 //!   `select(true, a, b) -> a`, `select(false, a, b) -> b`, `select(c, a, a) -> a`,
 //!   `select(!c, a, b) -> select(c, b, a)`, `!!b`, `true && b`, `false && b`,
 //!   `true || b`, `false || b`, `stop_gradient(constant)`, `stop_gradient(stop_gradient(x))`,
@@ -20,10 +20,11 @@
 //!   infinite or NaN, and tang keeps NaNs visible. `c * 0` with a finite constant `c` folds
 //!   like any constant product.
 //!
-//! The only value the rules may change is the sign of a zero: `x + 0 -> x` turns
-//! `-0 + 0 = +0` into `-0`. Everything else is exact, NaN and infinities included; in
-//! particular, wherever the original evaluates to a finite number the simplified graph
-//! evaluates to an equal one (a property test checks this on random expressions).
+//! `x + (+0)` is **not** rewritten: at `x = -0` it is `+0` (IEEE: `-0 + +0 = +0`), and the
+//! kernel must return what the CPU function returns. Every rule is exact, NaN,
+//! infinities and the sign of zero included; in particular, wherever the original
+//! evaluates to a finite number the simplified graph evaluates to an equal one (a
+//! property test checks this on random expressions).
 //!
 //! Output is deterministic: nodes are visited in graph order and the result is compacted
 //! with [`Graph::extract`], so equal inputs give equal graphs.
@@ -106,10 +107,6 @@ fn is_const(g: &Graph, id: NodeId, v: f32) -> bool {
     matches!(g.get(id), Node::Const(bits) if bits == v.to_bits())
 }
 
-fn is_zero(g: &Graph, id: NodeId) -> bool {
-    matches!(g.get(id).as_const(), Some(c) if c == 0.0)
-}
-
 fn is_bool(g: &Graph, id: NodeId, v: bool) -> bool {
     g.get(id) == Node::Bool(v)
 }
@@ -159,9 +156,11 @@ fn identity(g: &mut Graph, op: Op, a: &[NodeId]) -> Option<NodeId> {
     let arg = |k: usize| a[k];
     let node = |g: &Graph, k: usize| g.get(a[k]);
     Some(match op {
-        Op::Add if is_zero(g, arg(1)) => arg(0),
-        Op::Add if is_zero(g, arg(0)) => arg(1),
-        Op::Sub if is_zero(g, arg(1)) && !is_const(g, arg(1), -0.0) => arg(0),
+        // x + (-0) = x for every x; x + (+0) is not an identity: -0 + +0 = +0
+        Op::Add if is_const(g, arg(1), -0.0) => arg(0),
+        Op::Add if is_const(g, arg(0), -0.0) => arg(1),
+        // x - (+0) = x + (-0) = x; x - (-0) is x + (+0), not an identity
+        Op::Sub if is_const(g, arg(1), 0.0) => arg(0),
         Op::Mul if is_const(g, arg(1), 1.0) => arg(0),
         Op::Mul if is_const(g, arg(0), 1.0) => arg(1),
         Op::Mul if is_const(g, arg(1), -1.0) => g.app(Op::Neg, &[arg(0)]),
@@ -201,7 +200,7 @@ fn identity(g: &mut Graph, op: Op, a: &[NodeId]) -> Option<NodeId> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::eval::eval_f64;
+    use crate::eval::{eval_f32, eval_f64};
 
     #[test]
     fn folds_exact_ops_only_and_never_to_non_finite() {
@@ -240,9 +239,10 @@ mod tests {
         let zero = g.constant(0.0);
         let one = g.constant(1.0);
         let m1 = g.constant(-1.0);
+        let minus_zero = g.constant(-0.0);
         let t = g.boolean(true);
         let cases: Vec<(NodeId, NodeId)> = vec![
-            (g.apply(Op::Add, &[x, zero]).unwrap(), x),
+            (g.apply(Op::Add, &[x, minus_zero]).unwrap(), x),
             (g.apply(Op::Sub, &[x, zero]).unwrap(), x),
             (g.apply(Op::Mul, &[one, x]).unwrap(), x),
             (g.apply(Op::Div, &[x, one]).unwrap(), x),
@@ -275,6 +275,17 @@ mod tests {
             let (h1, r1) = simplify(&g, &[*got]);
             let (h2, r2) = simplify(&g, &[*want]);
             assert_eq!(h1.structural_hash(&r1), h2.structural_hash(&r2), "case {k}");
+        }
+        // x + 0 and x - (-0) stay: at x = -0 they are +0, and so must the kernel be
+        for op in [Op::Add, Op::Sub] {
+            let c = if op == Op::Add { zero } else { minus_zero };
+            let s = g.apply(op, &[x, c]).unwrap();
+            let (h, r) = simplify(&g, &[s]);
+            assert_eq!(h.len(), 3, "{op:?}");
+            let v = eval_f64(&h, &r, &[-0.0], &[]).unwrap()[0];
+            assert!(v == 0.0 && v.is_sign_positive(), "{op:?}: {v}");
+            let v = eval_f32(&h, &r, &[-0.0], &[]).unwrap()[0];
+            assert!(v == 0.0 && v.is_sign_positive(), "{op:?}: {v}");
         }
         // x * 0 stays: it is NaN for an infinite x
         let xz = g.apply(Op::Mul, &[x, zero]).unwrap();

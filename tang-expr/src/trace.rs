@@ -45,7 +45,7 @@ thread_local! {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Repr<T> {
+pub(crate) enum Repr<T> {
     /// A constant not yet placed in a graph (works in any trace).
     Const(T),
     /// A node of the trace `trace`.
@@ -57,7 +57,7 @@ enum Repr<T> {
 /// A traced float value. Arithmetic and the `f32`-like methods record operations in the
 /// running trace (see [`trace`]). `f32` constants mix in on either side of an operator.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Expr(Repr<f32>);
+pub struct Expr(pub(crate) Repr<f32>);
 
 /// A traced boolean: the result of a comparison; `select` turns it back into a number.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -93,8 +93,11 @@ fn place<T: Copy>(
     }
 }
 
-enum Arg {
+/// An operand of a recorded op.
+pub(crate) enum Arg {
+    /// A float operand.
     F(Repr<f32>),
+    /// A boolean operand.
     B(Repr<bool>),
 }
 
@@ -132,7 +135,8 @@ fn retag<T>(r: Repr<()>) -> Repr<T> {
     }
 }
 
-fn float(op: Op, args: &[Arg]) -> Expr {
+/// Records a float-valued op (the tracing methods the op table generates call this).
+pub(crate) fn float(op: Op, args: &[Arg]) -> Expr {
     Expr(retag(record(op, args)))
 }
 
@@ -140,34 +144,21 @@ fn boolean(op: Op, args: &[Arg]) -> BoolExpr {
     BoolExpr(retag(record(op, args)))
 }
 
-fn f(e: impl Into<Expr>) -> Arg {
+/// A float operand from anything that converts to an `Expr`.
+pub(crate) fn arg(e: impl Into<Expr>) -> Arg {
     Arg::F(e.into().0)
 }
 
 /// `if cond { a } else { b }`, evaluating both sides (their derivatives are routed by the
 /// condition, so a NaN on the side not taken does not leak into gradients).
 pub fn select(cond: BoolExpr, a: impl Into<Expr>, b: impl Into<Expr>) -> Expr {
-    float(Op::Select, &[Arg::B(cond.0), f(a), f(b)])
-}
-
-macro_rules! unary {
-    ($($(#[$doc:meta])* $name:ident => $op:expr;)*) => {
-        $( $(#[$doc])* pub fn $name(self) -> Expr { float($op, &[Arg::F(self.0)]) } )*
-    };
-}
-
-macro_rules! binary {
-    ($($(#[$doc:meta])* $name:ident => $op:expr;)*) => {
-        $( $(#[$doc])* pub fn $name(self, other: impl Into<Expr>) -> Expr {
-            float($op, &[Arg::F(self.0), f(other)])
-        } )*
-    };
+    float(Op::Select, &[Arg::B(cond.0), arg(a), arg(b)])
 }
 
 macro_rules! compare {
     ($($(#[$doc:meta])* $name:ident => $op:expr;)*) => {
         $( $(#[$doc])* pub fn $name(self, other: impl Into<Expr>) -> BoolExpr {
-            boolean($op, &[Arg::F(self.0), f(other)])
+            boolean($op, &[Arg::F(self.0), arg(other)])
         } )*
     };
 }
@@ -176,64 +167,6 @@ impl Expr {
     /// A constant (usable in any trace).
     pub fn constant(v: f32) -> Expr {
         Expr::from(v)
-    }
-
-    unary! {
-        /// `e^self`
-        exp => Op::Exp;
-        /// natural logarithm
-        ln => Op::Ln;
-        /// `2^self`
-        exp2 => Op::Exp2;
-        /// base-2 logarithm
-        log2 => Op::Log2;
-        /// square root
-        sqrt => Op::Sqrt;
-        /// sine
-        sin => Op::Sin;
-        /// cosine
-        cos => Op::Cos;
-        /// tangent
-        tan => Op::Tan;
-        /// hyperbolic tangent
-        tanh => Op::Tanh;
-        /// absolute value (derivative 0 at 0)
-        abs => Op::Abs;
-        /// `1 / self`
-        recip => Op::Recip;
-        /// Rust's `signum` (1 for +0, -1 for -0)
-        signum => Op::Signum;
-        /// round down
-        floor => Op::Floor;
-        /// round up
-        ceil => Op::Ceil;
-        /// round half away from zero
-        round => Op::Round;
-        /// round toward zero
-        trunc => Op::Trunc;
-        /// `1 / (1 + e^-self)`, stable
-        sigmoid => Op::Sigmoid;
-        /// `ln(1 + e^self)`, stable
-        softplus => Op::Softplus;
-        /// `ln(sigmoid(self))`, stable
-        log_sigmoid => Op::LogSigmoid;
-        /// `self * sigmoid(self)`
-        silu => Op::Silu;
-        /// GELU, tanh approximation
-        gelu_tanh => Op::GeluTanh;
-        /// the value of `self`, with derivative zero
-        stop_gradient => Op::StopGradient;
-    }
-
-    binary! {
-        /// `self^other` (Rust's `powf`)
-        powf => Op::Powf;
-        /// the smaller value (at a tie neither side gets a gradient)
-        min => Op::Min;
-        /// the larger value (at a tie neither side gets a gradient)
-        max => Op::Max;
-        /// `ln(e^self + e^other)`, stable
-        logaddexp => Op::LogAddExp;
     }
 
     compare! {
@@ -254,16 +187,6 @@ impl Expr {
     /// `self^n` for a constant integer `n`.
     pub fn powi(self, n: i32) -> Expr {
         float(Op::PowI(n), &[Arg::F(self.0)])
-    }
-
-    /// Rust's `clamp` (`lo` below `lo`, `hi` above `hi`).
-    pub fn clamp(self, lo: impl Into<Expr>, hi: impl Into<Expr>) -> Expr {
-        float(Op::Clamp, &[Arg::F(self.0), f(lo), f(hi)])
-    }
-
-    /// `self * a + b`, fused on the GPU.
-    pub fn mul_add(self, a: impl Into<Expr>, b: impl Into<Expr>) -> Expr {
-        float(Op::MulAdd, &[Arg::F(self.0), f(a), f(b)])
     }
 }
 
@@ -295,18 +218,18 @@ macro_rules! arith {
         impl<R: Into<Expr>> $tr<R> for Expr {
             type Output = Expr;
             fn $m(self, rhs: R) -> Expr {
-                float($op, &[Arg::F(self.0), f(rhs)])
+                float($op, &[Arg::F(self.0), arg(rhs)])
             }
         }
         impl $tr<Expr> for f32 {
             type Output = Expr;
             fn $m(self, rhs: Expr) -> Expr {
-                float($op, &[f(self), Arg::F(rhs.0)])
+                float($op, &[arg(self), Arg::F(rhs.0)])
             }
         }
         impl<R: Into<Expr>> $atr<R> for Expr {
             fn $am(&mut self, rhs: R) {
-                *self = float($op, &[Arg::F(self.0), f(rhs)]);
+                *self = float($op, &[Arg::F(self.0), arg(rhs)]);
             }
         }
     )*};

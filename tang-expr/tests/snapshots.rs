@@ -1,11 +1,13 @@
-//! WGSL snapshots: the exact text of three representative kernels is pinned in
+//! WGSL snapshots: the exact text of three representative kernels and of one applying
+//! every op of the table is pinned in
 //! `tests/snapshots/*.wgsl`, so any change to code generation shows up in review.
 //! Run with `TANG_BLESS=1` to rewrite the files after an intended change.
 
 use std::path::PathBuf;
 
 use tang_expr::{
-    ElementwiseSpec, FusedSpec, Graph, Kernel, Op, emit_elementwise, fused_grad_kernels, validate,
+    ALL_OPS, ElementwiseSpec, FusedSpec, Graph, Kernel, NodeId, Op, Ty, emit_elementwise,
+    fused_grad_kernels, validate,
 };
 
 fn check_snapshot(kernel: &Kernel) {
@@ -88,9 +90,40 @@ fn gelu_grad() -> Kernel {
     .grad
 }
 
+/// Every op of the table (from `ALL_OPS`), one output each: the WGSL of every op and of
+/// every helper function is pinned. Boolean arguments are `x > y`, a boolean result picks
+/// between `x` and `y`.
+fn all_ops() -> Kernel {
+    let mut g = Graph::new();
+    let (x, y, z) = (g.input(0), g.input(1), g.input(2));
+    let c = g.apply(Op::Gt, &[x, y]).unwrap();
+    let mut outputs = Vec::new();
+    for &op in ALL_OPS {
+        let args: Vec<NodeId> = op
+            .arg_types()
+            .zip([x, y, z])
+            .map(|(t, v)| if t == Ty::Bool { c } else { v })
+            .collect();
+        let mut r = g.apply(op, &args).unwrap();
+        if op.result_type() == Ty::Bool {
+            r = g.apply(Op::Select, &[r, x, y]).unwrap();
+        }
+        outputs.push((op.name().to_string(), r));
+    }
+    emit_elementwise(&ElementwiseSpec {
+        name: "all_ops".into(),
+        graph: &g,
+        inputs: vec!["x".into(), "y".into(), "z".into()],
+        uniforms: vec![],
+        inouts: vec![],
+        outputs,
+    })
+    .unwrap()
+}
+
 #[test]
 fn kernels_match_their_snapshots_and_are_deterministic() {
-    for make in [axpb, sgd_momentum, gelu_grad] {
+    for make in [axpb, sgd_momentum, gelu_grad, all_ops] {
         let k = make();
         assert_eq!(k, make(), "generating {} twice differs", k.name);
         check_snapshot(&k);

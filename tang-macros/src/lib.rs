@@ -129,11 +129,12 @@
 //! assert_eq!(step3(5.0), 1.0);
 //! ```
 //!
-//! **`f32` methods**: `exp ln log2 exp2 sqrt powi powf abs min max clamp sin cos tan
-//! tanh mul_add recip signum floor ceil round trunc is_nan`; **constants**
-//! `std::f32::consts::*`, `core::f32::consts::*`, `f32::consts::*`, `f32::EPSILON` (and
-//! `MAX MIN MIN_POSITIVE INFINITY NEG_INFINITY NAN`); **function-call syntax**
-//! `f32::max(a, b)`:
+//! **`f32` methods** (Rust's own; this list is checked against tang's op table by a
+//! test): `recip sqrt exp ln log2 exp2 sin cos tan tanh abs signum floor ceil round trunc
+//! powi powf min max mul_add clamp atan atan2 asin acos sinh cosh asinh acosh atanh exp_m1
+//! ln_1p hypot copysign is_nan`; **constants** `std::f32::consts::*`,
+//! `core::f32::consts::*`, `f32::consts::*`, `f32::EPSILON` (and `MAX MIN MIN_POSITIVE
+//! INFINITY NEG_INFINITY NAN`); **function-call syntax** `f32::max(a, b)`:
 //!
 //! ```
 //! use tang_runtime::prelude::*;
@@ -146,10 +147,14 @@
 //! assert!((wave(0.25) - 1.0).abs() < 1e-6);
 //! ```
 //!
-//! **Numerically stable extras** through [`StableExt`](../tang_expr/ext/trait.StableExt.html)
-//! (`sigmoid softplus log_sigmoid silu gelu_tanh logaddexp stop_gradient`), with
-//! hand-written derivatives and overflow-free forms; bring the trait into scope with
-//! `use tang_runtime::prelude::*` so the CPU function compiles:
+//! **Numerically stable and special functions** through
+//! [`StableExt`](../tang_expr/ext/trait.StableExt.html) (also checked against the table):
+//! `sigmoid softplus log_sigmoid silu gelu_tanh stop_gradient logaddexp erf erfc gelu_erf
+//! rsqrt`, with hand-written derivatives and overflow-free forms; `gelu_erf` is PyTorch's
+//! exact `nn.GELU()`. Bring the trait into scope with `use tang_runtime::prelude::*` so
+//! the CPU function compiles. Rust's `f32` has unstable `erf`/`erfc` methods of its own,
+//! so `x.erf()` draws rustc's `unstable_name_collisions` warning: write
+//! `StableExt::erf(x)` (the lowering accepts both):
 //!
 //! ```
 //! use tang_runtime::prelude::*;
@@ -159,7 +164,35 @@
 //!     z.softplus() - y * z
 //! }
 //! assert!(bce_with_logits(1e4, 1.0).is_finite());
+//!
+//! #[fused_grad]
+//! fn gelu(x: f32) -> f32 {
+//!     x.gelu_erf() // = 0.5 * x * (1.0 + StableExt::erf(x / 2f32.sqrt())), stable
+//! }
+//! assert!((gelu(1.0) - 0.841_344_7).abs() < 1e-6);
 //! ```
+//!
+//! # When the GPU result equals the CPU function
+//!
+//! Each op has an accuracy stated in tang's op table (`tang_expr::Op::accuracy`): the GPU
+//! result and the CPU function are each within it of the exact (f64) value on arguments in
+//! `[-10, 10]`, and tests check this for every op on the GPU. Bit-for-bit equality holds
+//! for `- abs signum floor ceil round trunc min max clamp copysign`, comparisons and `if`,
+//! and for `+ - *` and `sqrt` where the driver rounds them correctly (drivers may fuse
+//! `a * b + c` into one rounding; NVIDIA's division is not correctly rounded); `exp`,
+//! `sin`, `tanh`, ... differ by a few ulps. The derivative kernels are exact to the same
+//! extent, except that a kink's side may differ when an input lies within an ulp of it.
+//!
+//! Non-finite values behave as on the CPU: NaN, ±inf and the sign of zero give the CPU
+//! function's result through every op (tested on every op at ±0, ±inf, NaN and ±f32::MAX
+//! on the software adapter). Vulkan drivers compile float comparisons, `select`,
+//! `min`/`max`/`clamp` and `x * 0.0` as if NaN and infinities never occur, so tang emits
+//! comparisons and its helpers with NaN tests on the bits, and builds zero and non-finite
+//! constants at run time where the driver cannot fold them. What remains: subnormal
+//! inputs and results may be flushed to zero; WGSL leaves `sqrt`, `ln` and `log2` of
+//! negative numbers and of zero, and division by zero, undefined (the adapters measured
+//! give IEEE's NaN and infinities); and an `f64`-typed CPU expression never occurs, since
+//! kernels are `f32` throughout.
 //!
 //! **Loops with constant bounds**, unrolled at compile time (`i as f32` uses the counter):
 //!

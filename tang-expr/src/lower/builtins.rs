@@ -1,61 +1,67 @@
 //! The `f32` methods, associated functions and constants the kernel language knows.
 
-use crate::op::Op;
+use crate::op::{ALL_OPS, Op, Provider};
+
+/// The table's method `name` taking `args` arguments besides the receiver (`powi`, whose
+/// argument is an integer, is read by the lowering itself).
+fn table_method(name: &str, args: usize) -> Option<Op> {
+    ALL_OPS.iter().copied().find(|op| {
+        !matches!(op, Op::PowI(_))
+            && op.arity() == args + 1
+            && op.method().is_some_and(|m| m.name == name)
+    })
+}
 
 /// Methods with no argument besides the receiver.
 pub(crate) fn unary_method(name: &str) -> Option<Op> {
-    Some(match name {
-        "exp" => Op::Exp,
-        "ln" => Op::Ln,
-        "log2" => Op::Log2,
-        "exp2" => Op::Exp2,
-        "sqrt" => Op::Sqrt,
-        "abs" => Op::Abs,
-        "sin" => Op::Sin,
-        "cos" => Op::Cos,
-        "tan" => Op::Tan,
-        "tanh" => Op::Tanh,
-        "recip" => Op::Recip,
-        "signum" => Op::Signum,
-        "floor" => Op::Floor,
-        "ceil" => Op::Ceil,
-        "round" => Op::Round,
-        "trunc" => Op::Trunc,
-        "sigmoid" => Op::Sigmoid,
-        "softplus" => Op::Softplus,
-        "log_sigmoid" => Op::LogSigmoid,
-        "silu" => Op::Silu,
-        "gelu_tanh" => Op::GeluTanh,
-        "stop_gradient" => Op::StopGradient,
-        _ => return None,
-    })
+    table_method(name, 0)
 }
 
 /// Methods with one float argument besides the receiver.
 pub(crate) fn binary_method(name: &str) -> Option<Op> {
-    Some(match name {
-        "powf" => Op::Powf,
-        "min" => Op::Min,
-        "max" => Op::Max,
-        "logaddexp" => Op::LogAddExp,
-        _ => return None,
-    })
+    table_method(name, 1)
 }
 
 /// Methods with two float arguments besides the receiver.
 pub(crate) fn ternary_method(name: &str) -> Option<Op> {
-    Some(match name {
-        "mul_add" => Op::MulAdd,
-        "clamp" => Op::Clamp,
-        _ => return None,
-    })
+    table_method(name, 2)
 }
 
-/// What an unknown method's error lists.
-pub(crate) const METHODS: &str = "exp, ln, log2, exp2, sqrt, powi, powf, abs, min, max, clamp, \
-sin, cos, tan, tanh, mul_add, recip, signum, floor, ceil, round, trunc, is_nan, and (through \
-`tang_runtime::StableExt`) sigmoid, softplus, log_sigmoid, silu, gelu_tanh, logaddexp, \
-stop_gradient";
+/// Methods the lowering rewrites into other ops (`x.is_nan()` is `x != x`).
+const REWRITTEN_METHODS: &[&str] = &["is_nan"];
+
+/// What an unknown method's error lists: the table's methods, Rust's own first.
+pub(crate) struct MethodList;
+
+/// The list [`MethodList`] prints.
+pub(crate) static METHODS: MethodList = MethodList;
+
+impl MethodList {
+    /// The methods of `provider` in table order (and, for Rust's, the rewritten ones).
+    pub(crate) fn names(provider: Provider) -> Vec<&'static str> {
+        let mut names: Vec<&'static str> = ALL_OPS
+            .iter()
+            .filter_map(|op| op.method())
+            .filter(|m| m.provider == provider)
+            .map(|m| m.name)
+            .collect();
+        if provider == Provider::Std {
+            names.extend(REWRITTEN_METHODS);
+        }
+        names
+    }
+}
+
+impl std::fmt::Display for MethodList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}, and (through `tang_runtime::StableExt`) {}",
+            Self::names(Provider::Std).join(", "),
+            Self::names(Provider::StableExt).join(", ")
+        )
+    }
+}
 
 /// `std::f32::consts::NAME` and the associated constants `f32::NAME`.
 fn named_constant(name: &str) -> Option<f32> {
@@ -141,5 +147,85 @@ mod tests {
         assert_eq!(binary_method("max"), Some(Op::Max));
         assert_eq!(ternary_method("clamp"), Some(Op::Clamp));
         assert_eq!(unary_method("expp"), None);
+        assert_eq!(unary_method("powi"), None, "powi's argument is an integer");
+        assert_eq!(binary_method("powi"), None);
+        assert_eq!(unary_method("erf"), Some(Op::Erf));
+        assert_eq!(binary_method("atan2"), Some(Op::Atan2));
+    }
+
+    /// Every table op with a method is reachable through the lookup, with its arity.
+    #[test]
+    fn every_method_of_the_table_is_found() {
+        for &op in ALL_OPS {
+            let (Some(m), false) = (op.method(), matches!(op, Op::PowI(_))) else {
+                continue;
+            };
+            let found = [unary_method, binary_method, ternary_method][op.arity() - 1](m.name);
+            assert_eq!(found, Some(op), "{}", m.name);
+        }
+    }
+
+    /// The backticked, space-separated list that follows `marker` in `text`.
+    fn list_after<'a>(text: &'a str, marker: &str) -> Vec<&'a str> {
+        let at = text
+            .find(marker)
+            .unwrap_or_else(|| panic!("`{marker}` not found"));
+        let rest = &text[at + marker.len()..];
+        let start = rest.find('`').map_or(0, |i| i + 1);
+        let len = rest[start..].find('`').unwrap_or(0);
+        rest[start..start + len].split_whitespace().collect()
+    }
+
+    /// The language list in the macro docs is the table's (the docs cannot drift).
+    #[test]
+    fn macro_docs_list_the_tables_methods() {
+        let docs = include_str!("../../../tang-macros/src/lib.rs");
+        let text: Vec<&str> = docs
+            .lines()
+            .filter_map(|l| l.strip_prefix("//!"))
+            .map(str::trim)
+            .collect();
+        let text = text.join(" ");
+        let std = MethodList::names(Provider::Std);
+        let ext = MethodList::names(Provider::StableExt);
+        assert_eq!(
+            list_after(&text, "**`f32` methods**"),
+            std,
+            "tang-macros/src/lib.rs: write the `f32` methods as `{}`",
+            std.join(" ")
+        );
+        assert_eq!(
+            list_after(&text, "(also checked against the table):"),
+            ext,
+            "tang-macros/src/lib.rs: write the StableExt methods as `{}`",
+            ext.join(" ")
+        );
+    }
+
+    /// Every method DESIGN.md's language list names exists in the table. DESIGN.md lives
+    /// beside the repository (`../shared`); where it is absent there is nothing to check.
+    #[test]
+    fn design_language_list_names_only_table_methods() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/DESIGN.md");
+        let Ok(design) = std::fs::read_to_string(path) else {
+            println!("{path} not found: nothing to check");
+            return;
+        };
+        let text: String = design.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut named = list_after(&text, "`f32` methods (");
+        named.extend(list_after(&text, "extension trait ("));
+        let known: Vec<&str> = MethodList::names(Provider::Std)
+            .into_iter()
+            .chain(MethodList::names(Provider::StableExt))
+            .collect();
+        let missing: Vec<&&str> = named
+            .iter()
+            .filter(|n| **n != "..." && !known.contains(n))
+            .collect();
+        assert!(named.len() > 10, "DESIGN's lists not found: {named:?}");
+        assert!(
+            missing.is_empty(),
+            "DESIGN names methods the table lacks: {missing:?}"
+        );
     }
 }

@@ -10,8 +10,18 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> out_d_y_x: array<vec4<f32>>;
 
 fn tang_gelu_tanh(x: vec4<f32>) -> vec4<f32> {
-    let u = clamp(0.7978846f * (x + 0.044715f * x * x * x), vec4<f32>(-15.0f), vec4<f32>(15.0f));
-    return 0.5f * x * (1.0f + tanh(u));
+    let u = clamp(0.7978846f * (x + 0.044715f * x * x * x), vec4<f32>((-15.0f)), vec4<f32>(15.0f));
+    return select(0.5f * x * (1.0f + tanh(u)), x, tang_nan(x));
+}
+
+fn tang_nan(x: vec4<f32>) -> vec4<bool> {
+    // on the bits: drivers may fold `x != x` to false
+    return (bitcast<vec4<u32>>(x) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u);
+}
+
+fn tang_tanh(x: vec4<f32>) -> vec4<f32> {
+    // tanh(±15) is ±1 in f32; some drivers compute tanh through exp, which overflows
+    return select(tanh(clamp(x, vec4<f32>((-15.0f)), vec4<f32>(15.0f))), x, tang_nan(x));
 }
 
 @compute @workgroup_size(256)
@@ -30,7 +40,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let v9 = (vec4<f32>(0.044715f) * v8);
     let v10 = (x_x + v9);
     let v11 = (vec4<f32>(0.7978846f) * v10);
-    let v12 = tanh(clamp(v11, vec4<f32>(-15.0f), vec4<f32>(15.0f)));
+    let v12 = tang_tanh(v11);
     let v13 = (vec4<f32>(1.0f) + v12);
     let v14 = (vec4<f32>(0.5f) * v13);
     let v15 = (v12 * v12);

@@ -1,0 +1,538 @@
+// tang kernel `all_ops` (generated)
+struct Params {
+    n: u32,
+    p_x: u32,
+    p_y: u32,
+    p_z: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> in_x: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> in_y: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> in_z: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> out_neg: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> out_recip: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> out_sqrt: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read_write> out_exp: array<vec4<f32>>;
+@group(0) @binding(8) var<storage, read_write> out_ln: array<vec4<f32>>;
+@group(0) @binding(9) var<storage, read_write> out_log2: array<vec4<f32>>;
+@group(0) @binding(10) var<storage, read_write> out_exp2: array<vec4<f32>>;
+@group(0) @binding(11) var<storage, read_write> out_sin: array<vec4<f32>>;
+@group(0) @binding(12) var<storage, read_write> out_cos: array<vec4<f32>>;
+@group(0) @binding(13) var<storage, read_write> out_tan: array<vec4<f32>>;
+@group(0) @binding(14) var<storage, read_write> out_tanh: array<vec4<f32>>;
+@group(0) @binding(15) var<storage, read_write> out_abs: array<vec4<f32>>;
+@group(0) @binding(16) var<storage, read_write> out_signum: array<vec4<f32>>;
+@group(0) @binding(17) var<storage, read_write> out_floor: array<vec4<f32>>;
+@group(0) @binding(18) var<storage, read_write> out_ceil: array<vec4<f32>>;
+@group(0) @binding(19) var<storage, read_write> out_round: array<vec4<f32>>;
+@group(0) @binding(20) var<storage, read_write> out_trunc: array<vec4<f32>>;
+@group(0) @binding(21) var<storage, read_write> out_sigmoid: array<vec4<f32>>;
+@group(0) @binding(22) var<storage, read_write> out_softplus: array<vec4<f32>>;
+@group(0) @binding(23) var<storage, read_write> out_log_sigmoid: array<vec4<f32>>;
+@group(0) @binding(24) var<storage, read_write> out_silu: array<vec4<f32>>;
+@group(0) @binding(25) var<storage, read_write> out_gelu_tanh: array<vec4<f32>>;
+@group(0) @binding(26) var<storage, read_write> out_stop_gradient: array<vec4<f32>>;
+@group(0) @binding(27) var<storage, read_write> out_powi: array<vec4<f32>>;
+@group(0) @binding(28) var<storage, read_write> out_add: array<vec4<f32>>;
+@group(0) @binding(29) var<storage, read_write> out_sub: array<vec4<f32>>;
+@group(0) @binding(30) var<storage, read_write> out_mul: array<vec4<f32>>;
+@group(0) @binding(31) var<storage, read_write> out_div: array<vec4<f32>>;
+@group(0) @binding(32) var<storage, read_write> out_powf: array<vec4<f32>>;
+@group(0) @binding(33) var<storage, read_write> out_min: array<vec4<f32>>;
+@group(0) @binding(34) var<storage, read_write> out_max: array<vec4<f32>>;
+@group(0) @binding(35) var<storage, read_write> out_logaddexp: array<vec4<f32>>;
+@group(0) @binding(36) var<storage, read_write> out_lt: array<vec4<f32>>;
+@group(0) @binding(37) var<storage, read_write> out_le: array<vec4<f32>>;
+@group(0) @binding(38) var<storage, read_write> out_gt: array<vec4<f32>>;
+@group(0) @binding(39) var<storage, read_write> out_ge: array<vec4<f32>>;
+@group(0) @binding(40) var<storage, read_write> out_eq: array<vec4<f32>>;
+@group(0) @binding(41) var<storage, read_write> out_ne: array<vec4<f32>>;
+@group(0) @binding(42) var<storage, read_write> out_and: array<vec4<f32>>;
+@group(0) @binding(43) var<storage, read_write> out_or: array<vec4<f32>>;
+@group(0) @binding(44) var<storage, read_write> out_not: array<vec4<f32>>;
+@group(0) @binding(45) var<storage, read_write> out_select: array<vec4<f32>>;
+@group(0) @binding(46) var<storage, read_write> out_mul_add: array<vec4<f32>>;
+@group(0) @binding(47) var<storage, read_write> out_clamp: array<vec4<f32>>;
+@group(0) @binding(48) var<storage, read_write> out_erf: array<vec4<f32>>;
+@group(0) @binding(49) var<storage, read_write> out_erfc: array<vec4<f32>>;
+@group(0) @binding(50) var<storage, read_write> out_gelu_erf: array<vec4<f32>>;
+@group(0) @binding(51) var<storage, read_write> out_atan: array<vec4<f32>>;
+@group(0) @binding(52) var<storage, read_write> out_atan2: array<vec4<f32>>;
+@group(0) @binding(53) var<storage, read_write> out_asin: array<vec4<f32>>;
+@group(0) @binding(54) var<storage, read_write> out_acos: array<vec4<f32>>;
+@group(0) @binding(55) var<storage, read_write> out_sinh: array<vec4<f32>>;
+@group(0) @binding(56) var<storage, read_write> out_cosh: array<vec4<f32>>;
+@group(0) @binding(57) var<storage, read_write> out_asinh: array<vec4<f32>>;
+@group(0) @binding(58) var<storage, read_write> out_acosh: array<vec4<f32>>;
+@group(0) @binding(59) var<storage, read_write> out_atanh: array<vec4<f32>>;
+@group(0) @binding(60) var<storage, read_write> out_exp_m1: array<vec4<f32>>;
+@group(0) @binding(61) var<storage, read_write> out_ln_1p: array<vec4<f32>>;
+@group(0) @binding(62) var<storage, read_write> out_hypot: array<vec4<f32>>;
+@group(0) @binding(63) var<storage, read_write> out_rsqrt: array<vec4<f32>>;
+@group(0) @binding(64) var<storage, read_write> out_copysign: array<vec4<f32>>;
+
+fn tang_acos(x: vec4<f32>) -> vec4<f32> {
+    return select(acos(x), bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), abs(x) > vec4<f32>(1.0f));
+}
+
+fn tang_acosh(x: vec4<f32>) -> vec4<f32> {
+    // ln_1p(t + sqrt(t (x + 1))), t = x - 1 (exact near 1); ln(2x) above 4096; NaN below 1
+    let t = x - 1.0f;
+    let r = select(log(x) + 0.6931472f, tang_ln1p(t + sqrt(t * (x + 1.0f))), x < vec4<f32>(4096.0f));
+    return select(r, bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), x < vec4<f32>(1.0f));
+}
+
+fn tang_asin(x: vec4<f32>) -> vec4<f32> {
+    return select(asin(x), bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), abs(x) > vec4<f32>(1.0f));
+}
+
+fn tang_asinh(x: vec4<f32>) -> vec4<f32> {
+    // ln_1p(a + a^2 / (1 + sqrt(1 + a^2))) keeps the digits near 0; ln(2a) above 4096,
+    // where a^2 would overflow long before f32's range ends
+    let a = abs(x);
+    let r = select(log(a) + 0.6931472f, tang_ln1p(a + a * a / (1.0f + sqrt(1.0f + a * a))), a < vec4<f32>(4096.0f));
+    return bitcast<vec4<f32>>(bitcast<vec4<u32>>(r) | (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u)));
+}
+
+fn tang_atan2(y: vec4<f32>, x: vec4<f32>) -> vec4<f32> {
+    // IEEE's corners on the bits (WGSL leaves atan2(0, 0) undefined): the angle of
+    // (|x|, |y|) in [0, pi/2], reflected for a negative x (-0 included), signed as y
+    let ya = bitcast<vec4<u32>>(y) & vec4<u32>(0x7fffffffu);
+    let xa = bitcast<vec4<u32>>(x) & vec4<u32>(0x7fffffffu);
+    let inf = vec4<u32>(0x7f800000u);
+    var r = atan2(abs(y), abs(x));
+    r = select(r, vec4<f32>(1.5707964f), (xa == vec4<u32>(0u)) | (ya == inf));
+    r = select(r, vec4<f32>(0.0f), (ya == vec4<u32>(0u)) | ((xa == inf) & (ya != inf)));
+    r = select(r, vec4<f32>(0.7853982f), (xa == inf) & (ya == inf));
+    r = select(r, 3.1415927f - r, (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u)) != vec4<u32>(0u));
+    return select(bitcast<vec4<f32>>(bitcast<vec4<u32>>(r) | (bitcast<vec4<u32>>(y) & vec4<u32>(0x80000000u))), x + y, tang_nan(x) | tang_nan(y));
+}
+
+fn tang_atanh(x: vec4<f32>) -> vec4<f32> {
+    // ln_1p(2a / (1 - a)) / 2 (1 - a is exact near 1); inf at 1, NaN beyond
+    let a = abs(x);
+    let r = select(select(0.5f * tang_ln1p(2.0f * a / (1.0f - a)), bitcast<vec4<f32>>(vec4<u32>(0x7f800000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), a == vec4<f32>(1.0f)), bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), a > vec4<f32>(1.0f));
+    return bitcast<vec4<f32>>(bitcast<vec4<u32>>(r) | (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u)));
+}
+
+fn tang_clamp(x: vec4<f32>, lo: vec4<f32>, hi: vec4<f32>) -> vec4<f32> {
+    // Rust's order of tests (WGSL's clamp is undefined when lo > hi); NaN stays NaN
+    return select(select(select(x, hi, x > hi), lo, x < lo), x, tang_nan(x));
+}
+
+fn tang_copysign(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
+    return bitcast<vec4<f32>>((bitcast<vec4<u32>>(a) & vec4<u32>(0x7fffffffu)) | (bitcast<vec4<u32>>(b) & vec4<u32>(0x80000000u)));
+}
+
+fn tang_cosh(x: vec4<f32>) -> vec4<f32> {
+    // (e^(a/2) / 2) e^(a/2) above 20 so that cosh stays finite up to 89
+    let a = abs(x);
+    let e = exp(a);
+    let h = exp(0.5f * a);
+    return select((0.5f * h) * h, 0.5f * e + 0.5f / e, a < vec4<f32>(20.0f));
+}
+
+fn tang_eq(a: vec4<f32>, b: vec4<f32>) -> vec4<bool> {
+    return (a == b) & !(tang_nan(a) | tang_nan(b));
+}
+
+fn tang_erf(x: vec4<f32>) -> vec4<f32> {
+    let a = abs(x);
+    let big = bitcast<vec4<f32>>(bitcast<vec4<u32>>(1.0f - tang_erfc_tail(max(a, vec4<f32>(1.0f)))) | (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u)));
+    return select(select(big, tang_erf_small(x), a < vec4<f32>(1.0f)), x, tang_nan(x));
+}
+
+fn tang_erf_small(x: vec4<f32>) -> vec4<f32> {
+    let s = x * x;
+    return x + x * (0.12837917f + s * ((-0.3761263f) + s * (0.11283626f + s * ((-0.0268554f) + s * (0.0051912186f + s * ((-0.00080348464f) + s * (7.933494e-5f)))))));
+}
+
+fn tang_erfc(x: vec4<f32>) -> vec4<f32> {
+    let a = abs(x);
+    let tail = tang_erfc_tail(max(a, vec4<f32>(1.0f)));
+    let big = select(2.0f - tail, tail, x > vec4<f32>(0.0f));
+    return select(select(big, 1.0f - tang_erf_small(x), a < vec4<f32>(1.0f)), x, tang_nan(x));
+}
+
+fn tang_erfc_tail(a: vec4<f32>) -> vec4<f32> {
+    // erfc(a) = exp(-a^2) R(1 / (1 + a)) for a >= 1, with a^2 split into an exact high
+    // part and a small rest so that exp keeps its relative accuracy
+    let b = min(a, vec4<f32>(10.5f));
+    let t = 1.0f / (1.0f + b);
+    let r = 5.7204643e-6f + t * (0.5639254f + t * (0.56936926f + t * (0.22574364f + t * (0.09009947f + t * ((-2.2246668f) + t * (3.487494f + t * ((-2.2564836f) + t * (0.5327875f))))))));
+    let bh = bitcast<vec4<f32>>(bitcast<vec4<u32>>(b) & vec4<u32>(0xfffff000u));
+    return exp(-bh * bh) * exp((bh - b) * (b + bh)) * r;
+}
+
+fn tang_expm1(x: vec4<f32>) -> vec4<f32> {
+    let small = select(x + (x * x) * (0.5f + x * (0.16666667f + x * (0.041666668f + x * (0.008333334f + x * (0.0013888889f + x * (0.0001984127f + x * (2.4801588e-5f + x * (2.7557319e-6f)))))))), x, (bitcast<vec4<u32>>(x) & vec4<u32>(0x7fffffffu)) == vec4<u32>(0u));
+    return select(exp(x) - 1.0f, small, abs(x) < vec4<f32>(0.5f));
+}
+
+fn tang_ge(a: vec4<f32>, b: vec4<f32>) -> vec4<bool> {
+    return (a >= b) & !(tang_nan(a) | tang_nan(b));
+}
+
+fn tang_gelu_erf(x: vec4<f32>) -> vec4<f32> {
+    // x Phi(x) = x/2 erfc(-x / sqrt 2): erfc keeps the digits where 1 + erf cancels
+    return 0.5f * x * tang_erfc(x * (-0.70710677f));
+}
+
+fn tang_gelu_tanh(x: vec4<f32>) -> vec4<f32> {
+    let u = clamp(0.7978846f * (x + 0.044715f * x * x * x), vec4<f32>((-15.0f)), vec4<f32>(15.0f));
+    return select(0.5f * x * (1.0f + tanh(u)), x, tang_nan(x));
+}
+
+fn tang_gt(a: vec4<f32>, b: vec4<f32>) -> vec4<bool> {
+    return (a > b) & !(tang_nan(a) | tang_nan(b));
+}
+
+fn tang_hypot(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
+    // m sqrt(1 + (n/m)^2) cannot overflow; an infinite side wins over NaN, as in Rust
+    let x = abs(a);
+    let y = abs(b);
+    let m = max(x, y);
+    let q = min(x, y) / m;
+    let r = select(select(m * sqrt(1.0f + q * q), vec4<f32>(0.0f), m == vec4<f32>(0.0f)), a + b, tang_nan(a) | tang_nan(b));
+    let inf = vec4<u32>(0x7f800000u);
+    return select(r, bitcast<vec4<f32>>(vec4<u32>(0x7f800000u) | (bitcast<vec4<u32>>(a) & vec4<u32>(0u))), (bitcast<vec4<u32>>(x) == inf) | (bitcast<vec4<u32>>(y) == inf));
+}
+
+fn tang_le(a: vec4<f32>, b: vec4<f32>) -> vec4<bool> {
+    return (a <= b) & !(tang_nan(a) | tang_nan(b));
+}
+
+fn tang_ln1p(x: vec4<f32>) -> vec4<f32> {
+    let s = x / (2.0f + x);
+    let s2 = s * s;
+    let small = 2.0f * (s + (s * s2) * (0.33333334f + s2 * (0.2f + s2 * (0.14285715f + s2 * (0.11111111f + s2 * (0.09090909f))))));
+    let r = select(log(1.0f + x), small, abs(x) < vec4<f32>(0.3f));
+    // log is undefined at 0 and below: Rust gives -inf at -1 and NaN below
+    return select(select(r, bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), x < vec4<f32>(-1.0f)), bitcast<vec4<f32>>(vec4<u32>(0xff800000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), x == vec4<f32>(-1.0f));
+}
+
+fn tang_log_sigmoid(x: vec4<f32>) -> vec4<f32> {
+    return select(min(x, vec4<f32>(0.0f)) - log(1.0f + exp(-abs(x))), x, tang_nan(x));
+}
+
+fn tang_logaddexp(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
+    // equal arguments (also both infinite) would give inf - inf = NaN below
+    let r = select(max(a, b) + log(1.0f + exp(-abs(a - b))), a + 0.6931472f, a == b);
+    return select(r, a + b, tang_nan(a) | tang_nan(b));
+}
+
+fn tang_lt(a: vec4<f32>, b: vec4<f32>) -> vec4<bool> {
+    return (a < b) & !(tang_nan(a) | tang_nan(b));
+}
+
+fn tang_max(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
+    // Rust's max: the other argument where one is NaN
+    return select(select(max(a, b), b, tang_nan(a)), a, tang_nan(b));
+}
+
+fn tang_min(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
+    // Rust's min: the other argument where one is NaN
+    return select(select(min(a, b), b, tang_nan(a)), a, tang_nan(b));
+}
+
+fn tang_nan(x: vec4<f32>) -> vec4<bool> {
+    // on the bits: drivers may fold `x != x` to false
+    return (bitcast<vec4<u32>>(x) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u);
+}
+
+fn tang_ne(a: vec4<f32>, b: vec4<f32>) -> vec4<bool> {
+    return (a != b) | (tang_nan(a) | tang_nan(b));
+}
+
+fn tang_powf(x: vec4<f32>, y: vec4<f32>) -> vec4<f32> {
+    // WGSL's pow is undefined for x < 0; Rust's powf is defined for integral y, gives NaN
+    // for a NaN argument, and 1 for y = ±0 or x = 1 (even with a NaN on the other side)
+    let m = pow(abs(x), y);
+    let odd = trunc(y * 0.5f) * 2.0f != y;
+    let negative = select(bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), select(m, -m, odd), trunc(y) == y);
+    let r = select(select(negative, m, x >= vec4<f32>(0.0f)), x + y, tang_nan(x) | tang_nan(y));
+    let one = ((bitcast<vec4<u32>>(y) & vec4<u32>(0x7fffffffu)) == vec4<u32>(0u)) | (bitcast<vec4<u32>>(x) == vec4<u32>(0x3f800000u));
+    return select(r, vec4<f32>(1.0f), one);
+}
+
+fn tang_powi(x: vec4<f32>, n: i32) -> vec4<f32> {
+    // square-and-multiply: exact sign for negative bases, like Rust's powi
+    // the exponent's magnitude as u32: abs(i32::MIN) is i32::MIN, whose bits are 2^31
+    var base = x;
+    var e = bitcast<u32>(abs(n));
+    var r = vec4<f32>(1.0f);
+    loop {
+        if (e == 0u) { break; }
+        if ((e & 1u) == 1u) { r = r * base; }
+        base = base * base;
+        e = e >> 1u;
+    }
+    return select(r, 1.0f / r, n < 0);
+}
+
+fn tang_round(x: vec4<f32>) -> vec4<f32> {
+    // halves away from zero, as Rust's round (WGSL's round goes to even)
+    let t = trunc(x);
+    return select(t, t + select(vec4<f32>(1.0f), vec4<f32>(-1.0f), x < vec4<f32>(0.0f)), abs(x - t) >= vec4<f32>(0.5f));
+}
+
+fn tang_rsqrt(x: vec4<f32>) -> vec4<f32> {
+    // inverseSqrt is undefined at 0 and below; 1 / sqrt(x) gives ±inf at ±0, NaN below 0
+    // and 0 at inf
+    let b = bitcast<vec4<u32>>(x);
+    var r = select(inverseSqrt(x), bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), (b & vec4<u32>(0x80000000u)) != vec4<u32>(0u));
+    r = select(r, bitcast<vec4<f32>>(b | vec4<u32>(0x7f800000u)), (b & vec4<u32>(0x7fffffffu)) == vec4<u32>(0u));
+    r = select(r, vec4<f32>(0.0f), b == vec4<u32>(0x7f800000u));
+    return select(r, x, tang_nan(x));
+}
+
+fn tang_sigmoid(x: vec4<f32>) -> vec4<f32> {
+    // exp of a non-positive number only: no overflow
+    let e = exp(-abs(x));
+    return select(select(e / (1.0f + e), 1.0f / (1.0f + e), x >= vec4<f32>(0.0f)), x, tang_nan(x));
+}
+
+fn tang_signum(x: vec4<f32>) -> vec4<f32> {
+    // Rust's signum: 1 for +0, -1 for -0, NaN stays NaN
+    let s = select(vec4<f32>(1.0f), vec4<f32>(-1.0f), (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u)) != vec4<u32>(0u));
+    return select(s, x, tang_nan(x));
+}
+
+fn tang_sinh(x: vec4<f32>) -> vec4<f32> {
+    // through expm1 near 0 (e^a - e^-a cancels); as (e^(a/2) / 2) e^(a/2) above 20 so
+    // that sinh stays finite up to 89
+    let a = abs(x);
+    let t = tang_expm1(a);
+    let h = exp(0.5f * a);
+    let r = select((0.5f * h) * h, 0.5f * (t + t / (t + 1.0f)), a < vec4<f32>(20.0f));
+    return bitcast<vec4<f32>>(bitcast<vec4<u32>>(r) | (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u)));
+}
+
+fn tang_softplus(x: vec4<f32>) -> vec4<f32> {
+    return select(max(x, vec4<f32>(0.0f)) + log(1.0f + exp(-abs(x))), x, tang_nan(x));
+}
+
+fn tang_tanh(x: vec4<f32>) -> vec4<f32> {
+    // tanh(±15) is ±1 in f32; some drivers compute tanh through exp, which overflows
+    return select(tanh(clamp(x, vec4<f32>((-15.0f)), vec4<f32>(15.0f))), x, tang_nan(x));
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    // thread q computes elements i .. i + 4
+    let q = gid.x + gid.y * nwg.x * 256u;
+    let i = q * 4u;
+    if (i >= params.n) { return; }
+    var x_x: vec4<f32>;
+    if (params.p_x == params.n) { x_x = in_x[q]; } else {
+        for (var l = 0u; l < 4u; l++) { let j = (i + l) % params.p_x; x_x[l] = in_x[j >> 2u][j & 3u]; }
+    }
+    var x_y: vec4<f32>;
+    if (params.p_y == params.n) { x_y = in_y[q]; } else {
+        for (var l = 0u; l < 4u; l++) { let j = (i + l) % params.p_y; x_y[l] = in_y[j >> 2u][j & 3u]; }
+    }
+    var x_z: vec4<f32>;
+    if (params.p_z == params.n) { x_z = in_z[q]; } else {
+        for (var l = 0u; l < 4u; l++) { let j = (i + l) % params.p_z; x_z[l] = in_z[j >> 2u][j & 3u]; }
+    }
+    let v3 = tang_gt(x_x, x_y);
+    let v4 = (-x_x);
+    let v5 = (1.0f / x_x);
+    let v6 = sqrt(x_x);
+    let v7 = exp(x_x);
+    let v8 = log(x_x);
+    let v9 = log2(x_x);
+    let v10 = exp2(x_x);
+    let v11 = sin(x_x);
+    let v12 = cos(x_x);
+    let v13 = tan(x_x);
+    let v14 = tang_tanh(x_x);
+    let v15 = abs(x_x);
+    let v16 = tang_signum(x_x);
+    let v17 = floor(x_x);
+    let v18 = ceil(x_x);
+    let v19 = tang_round(x_x);
+    let v20 = trunc(x_x);
+    let v21 = tang_sigmoid(x_x);
+    let v22 = tang_softplus(x_x);
+    let v23 = tang_log_sigmoid(x_x);
+    let v24 = (x_x * tang_sigmoid(x_x));
+    let v25 = tang_gelu_tanh(x_x);
+    let v26 = x_x;
+    let v27 = tang_powi(x_x, 3i);
+    let v28 = (x_x + x_y);
+    let v29 = (x_x - x_y);
+    let v30 = (x_x * x_y);
+    let v31 = (x_x / x_y);
+    let v32 = tang_powf(x_x, x_y);
+    let v33 = tang_min(x_x, x_y);
+    let v34 = tang_max(x_x, x_y);
+    let v35 = tang_logaddexp(x_x, x_y);
+    let v36 = tang_lt(x_x, x_y);
+    let v37 = select(x_y, x_x, v36);
+    let v38 = tang_le(x_x, x_y);
+    let v39 = select(x_y, x_x, v38);
+    let v40 = select(x_y, x_x, v3);
+    let v41 = tang_ge(x_x, x_y);
+    let v42 = select(x_y, x_x, v41);
+    let v43 = tang_eq(x_x, x_y);
+    let v44 = select(x_y, x_x, v43);
+    let v45 = tang_ne(x_x, x_y);
+    let v46 = select(x_y, x_x, v45);
+    let v47 = (v3 & v3);
+    let v48 = select(x_y, x_x, v47);
+    let v49 = (v3 | v3);
+    let v50 = select(x_y, x_x, v49);
+    let v51 = (!v3);
+    let v52 = select(x_y, x_x, v51);
+    let v53 = select(x_z, x_y, v3);
+    let v54 = fma(x_x, x_y, x_z);
+    let v55 = tang_clamp(x_x, x_y, x_z);
+    let v56 = tang_erf(x_x);
+    let v57 = tang_erfc(x_x);
+    let v58 = tang_gelu_erf(x_x);
+    let v59 = atan(x_x);
+    let v60 = tang_atan2(x_x, x_y);
+    let v61 = tang_asin(x_x);
+    let v62 = tang_acos(x_x);
+    let v63 = tang_sinh(x_x);
+    let v64 = tang_cosh(x_x);
+    let v65 = tang_asinh(x_x);
+    let v66 = tang_acosh(x_x);
+    let v67 = tang_atanh(x_x);
+    let v68 = tang_expm1(x_x);
+    let v69 = tang_ln1p(x_x);
+    let v70 = tang_hypot(x_x, x_y);
+    let v71 = tang_rsqrt(x_x);
+    let v72 = tang_copysign(x_x, x_y);
+    if (i + 4u <= params.n) {
+        out_neg[q] = v4;
+        out_recip[q] = v5;
+        out_sqrt[q] = v6;
+        out_exp[q] = v7;
+        out_ln[q] = v8;
+        out_log2[q] = v9;
+        out_exp2[q] = v10;
+        out_sin[q] = v11;
+        out_cos[q] = v12;
+        out_tan[q] = v13;
+        out_tanh[q] = v14;
+        out_abs[q] = v15;
+        out_signum[q] = v16;
+        out_floor[q] = v17;
+        out_ceil[q] = v18;
+        out_round[q] = v19;
+        out_trunc[q] = v20;
+        out_sigmoid[q] = v21;
+        out_softplus[q] = v22;
+        out_log_sigmoid[q] = v23;
+        out_silu[q] = v24;
+        out_gelu_tanh[q] = v25;
+        out_stop_gradient[q] = v26;
+        out_powi[q] = v27;
+        out_add[q] = v28;
+        out_sub[q] = v29;
+        out_mul[q] = v30;
+        out_div[q] = v31;
+        out_powf[q] = v32;
+        out_min[q] = v33;
+        out_max[q] = v34;
+        out_logaddexp[q] = v35;
+        out_lt[q] = v37;
+        out_le[q] = v39;
+        out_gt[q] = v40;
+        out_ge[q] = v42;
+        out_eq[q] = v44;
+        out_ne[q] = v46;
+        out_and[q] = v48;
+        out_or[q] = v50;
+        out_not[q] = v52;
+        out_select[q] = v53;
+        out_mul_add[q] = v54;
+        out_clamp[q] = v55;
+        out_erf[q] = v56;
+        out_erfc[q] = v57;
+        out_gelu_erf[q] = v58;
+        out_atan[q] = v59;
+        out_atan2[q] = v60;
+        out_asin[q] = v61;
+        out_acos[q] = v62;
+        out_sinh[q] = v63;
+        out_cosh[q] = v64;
+        out_asinh[q] = v65;
+        out_acosh[q] = v66;
+        out_atanh[q] = v67;
+        out_exp_m1[q] = v68;
+        out_ln_1p[q] = v69;
+        out_hypot[q] = v70;
+        out_rsqrt[q] = v71;
+        out_copysign[q] = v72;
+    } else {
+        for (var l = 0u; l < 4u; l++) {
+            if (i + l < params.n) {
+                out_neg[q][l] = v4[l];
+                out_recip[q][l] = v5[l];
+                out_sqrt[q][l] = v6[l];
+                out_exp[q][l] = v7[l];
+                out_ln[q][l] = v8[l];
+                out_log2[q][l] = v9[l];
+                out_exp2[q][l] = v10[l];
+                out_sin[q][l] = v11[l];
+                out_cos[q][l] = v12[l];
+                out_tan[q][l] = v13[l];
+                out_tanh[q][l] = v14[l];
+                out_abs[q][l] = v15[l];
+                out_signum[q][l] = v16[l];
+                out_floor[q][l] = v17[l];
+                out_ceil[q][l] = v18[l];
+                out_round[q][l] = v19[l];
+                out_trunc[q][l] = v20[l];
+                out_sigmoid[q][l] = v21[l];
+                out_softplus[q][l] = v22[l];
+                out_log_sigmoid[q][l] = v23[l];
+                out_silu[q][l] = v24[l];
+                out_gelu_tanh[q][l] = v25[l];
+                out_stop_gradient[q][l] = v26[l];
+                out_powi[q][l] = v27[l];
+                out_add[q][l] = v28[l];
+                out_sub[q][l] = v29[l];
+                out_mul[q][l] = v30[l];
+                out_div[q][l] = v31[l];
+                out_powf[q][l] = v32[l];
+                out_min[q][l] = v33[l];
+                out_max[q][l] = v34[l];
+                out_logaddexp[q][l] = v35[l];
+                out_lt[q][l] = v37[l];
+                out_le[q][l] = v39[l];
+                out_gt[q][l] = v40[l];
+                out_ge[q][l] = v42[l];
+                out_eq[q][l] = v44[l];
+                out_ne[q][l] = v46[l];
+                out_and[q][l] = v48[l];
+                out_or[q][l] = v50[l];
+                out_not[q][l] = v52[l];
+                out_select[q][l] = v53[l];
+                out_mul_add[q][l] = v54[l];
+                out_clamp[q][l] = v55[l];
+                out_erf[q][l] = v56[l];
+                out_erfc[q][l] = v57[l];
+                out_gelu_erf[q][l] = v58[l];
+                out_atan[q][l] = v59[l];
+                out_atan2[q][l] = v60[l];
+                out_asin[q][l] = v61[l];
+                out_acos[q][l] = v62[l];
+                out_sinh[q][l] = v63[l];
+                out_cosh[q][l] = v64[l];
+                out_asinh[q][l] = v65[l];
+                out_acosh[q][l] = v66[l];
+                out_atanh[q][l] = v67[l];
+                out_exp_m1[q][l] = v68[l];
+                out_ln_1p[q][l] = v69[l];
+                out_hypot[q][l] = v70[l];
+                out_rsqrt[q][l] = v71[l];
+                out_copysign[q][l] = v72[l];
+            }
+        }
+    }
+}
