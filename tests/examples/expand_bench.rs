@@ -54,25 +54,30 @@ fn expand(src: &str, mode: Mode, reps: usize) -> Result<(f64, f64), String> {
     Ok(best)
 }
 
-/// Seconds rustc takes to compile `src` alone as a library (no macro involved), or `None`
-/// when rustc cannot be run.
-fn rustc_alone(src: &str) -> Option<f64> {
+/// Seconds rustc takes to compile `src` alone as a library (no macro involved), `failed`
+/// when rustc rejects or crashes on it (past about 5,000 terms rustc's own stack
+/// overflows on the long sum), or `-` when rustc cannot be run.
+fn rustc_alone(src: &str) -> String {
     let dir = std::env::temp_dir().join(format!("tang_expand_bench_{}", std::process::id()));
-    std::fs::create_dir_all(&dir).ok()?;
     let file = dir.join("plain.rs");
-    std::fs::write(&file, src).ok()?;
+    if std::fs::create_dir_all(&dir).is_err() || std::fs::write(&file, src).is_err() {
+        return "-".to_string();
+    }
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
     let t = Instant::now();
-    let status = Command::new(rustc)
+    let run = Command::new(rustc)
         .args(["--edition", "2024", "--crate-type", "lib", "--emit", "obj"])
         .arg("-o")
         .arg(dir.join("plain.o"))
         .arg(&file)
-        .status()
-        .ok()?;
+        .output();
     let secs = t.elapsed().as_secs_f64();
     let _ = std::fs::remove_dir_all(&dir);
-    status.success().then_some(secs)
+    match run {
+        Ok(out) if out.status.success() => format!("{secs:9.3}"),
+        Ok(_) => "   failed".to_string(),
+        Err(_) => "        -".to_string(),
+    }
 }
 
 fn show(r: &Result<(f64, f64), String>) -> String {
@@ -90,7 +95,7 @@ fn row(what: &str, n: usize, src: &str) {
         Ok((s, _)) => format!("{:8.1}", s / n as f64 * 1e6),
         Err(_) => "       -".to_string(),
     };
-    let rustc = rustc_alone(src).map_or("        -".to_string(), |s| format!("{s:9.3}"));
+    let rustc = rustc_alone(src);
     println!(
         "{what:<8} {n:>7} {} {} {} {} {rustc}",
         show(&kernel),

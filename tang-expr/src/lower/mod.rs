@@ -3,9 +3,9 @@
 //!
 //! [`expand_kernel`] and [`expand_kernels`] take the macro's attribute and item tokens and
 //! return the expansion. They never panic and always return tokens: the function and the
-//! items generated beside it, or, when something is not supported, the function unchanged
-//! (minus `#[uniform]` markers) followed by one `compile_error!` per problem, each spanned
-//! at the offending code, all reported at once.
+//! items generated beside it, or, when something is not supported, the function's signature
+//! with a body that does nothing (so rustc reports nothing twice) followed by one
+//! `compile_error!` per problem, each spanned at the offending code, all reported at once.
 //!
 //! The pipeline for one function: check the signature, lower the body to a
 //! [`Graph`](crate::Graph) (every node remembers the span of the expression it came
@@ -75,7 +75,8 @@ pub struct Compiled {
 ///
 /// # Errors
 /// Every unsupported construct, as one combined [`syn::Error`] (each part spanned at the
-/// offending code), or a shader naga rejects (spanned at the function's name).
+/// offending code), or a shader naga rejects (spanned at the expression that produced it
+/// where it can be found, else at the function's name).
 pub fn compile_kernel(
     attr: TokenStream,
     item: TokenStream,
@@ -147,7 +148,7 @@ fn kernel_macro_name(attr: &syn::Attribute) -> Option<&'static str> {
 }
 
 /// The expansion of `#[kernel]` / `#[fused_grad]` on `item`: never panics; on error, the
-/// item unchanged (minus `#[uniform]` markers) plus `compile_error!`s.
+/// function's signature with an unreachable body plus `compile_error!`s.
 pub fn expand_kernel(attr: TokenStream, item: TokenStream, mode: Mode) -> TokenStream {
     guard::on_big_stack(|| expand_kernel_here(attr, item, mode))
 }
