@@ -199,7 +199,11 @@ pub(crate) fn check_signature(
     }
     // `Generics` prints without its `where` clause: point at the clause itself.
     if let Some(w) = &sig.generics.where_clause {
-        errors.at(w, format!("`where` clauses are not supported: {GENERIC}"));
+        errors.at(
+            w,
+            "`where` clauses are not supported on kernels: write the function over `f32` (a \
+             kernel is compiled once, to one shader)",
+        );
     }
     if let Some(v) = &sig.variadic {
         errors.at(v, "variadic parameters are not supported in a kernel");

@@ -9,8 +9,6 @@ fn f(x: f32) -> f32 {
 
 #[kernels]
 mod helpers {
-    use tang_runtime::prelude::*;
-
     fn twice(a: f32) -> f32 {
         a * 2.0
     }

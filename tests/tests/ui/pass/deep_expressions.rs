@@ -1,3 +1,4 @@
+#![allow(unused_parens)]
 use tang_runtime::prelude::*;
 
 // Deeper than the macros' stack allowed before: 1,000 nested parentheses (rustc's own
