@@ -16,7 +16,7 @@
 //!     d: |g, [a, b], out| [Partial; arity],
 //!     wgsl: "template",               // {0} {1} {2}: arguments, {t}: float type
 //!     helper: none | HELPER,          // from wgsl_helpers.rs
-//!     accuracy: (abs, rel),           // GPU and CPU twin against the f64 reference
+//!     accuracy: (abs, rel, up_to lim)?, // GPU and CPU against the f64 reference
 //! }
 //! ```
 //!
@@ -37,7 +37,7 @@ macro_rules! op_table {
             d: |$g:ident, [$($a:ident),+], $out:ident| $d:expr,
             wgsl: $wgsl:expr,
             helper: $helper:ident,
-            accuracy: ($abs:expr, $rel:expr),
+            accuracy: ($abs:expr, $rel:expr $(, up_to $lim:expr)?),
         }
     )+) => {
         /// An operation of the IR (one entry of the op table in `op.rs`).
@@ -75,7 +75,13 @@ macro_rules! op_table {
             /// same f32 arguments) that the GPU and the f32 CPU evaluation may show, on
             /// arguments in `[-10, 10]` (see [`Accuracy`]).
             pub fn accuracy(self) -> Accuracy {
-                match self { $( Op::$variant { .. } => Accuracy { abs: $abs, rel: $rel }, )+ }
+                match self {
+                    $( Op::$variant { .. } => Accuracy {
+                        abs: $abs,
+                        rel: $rel,
+                        args_up_to: or_infinity!($($lim)?),
+                    }, )+
+                }
             }
 
             /// Evaluates the op on the CPU in the precision of `F`. Booleans are 0 or 1.
@@ -163,6 +169,15 @@ macro_rules! method {
             name: stringify!($m),
             provider: Provider::StableExt,
         })
+    };
+}
+
+macro_rules! or_infinity {
+    () => {
+        f32::INFINITY
+    };
+    ($e:expr) => {
+        $e
     };
 }
 

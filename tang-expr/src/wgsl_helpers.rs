@@ -15,7 +15,9 @@ use std::collections::BTreeMap;
 
 use crate::codegen::wgsl_literal;
 use crate::op_wgsl::Lanes;
-use crate::special::{ERF_SMALL, ERFC_CUTOFF, ERFC_TAIL, GELU_C, GELU_K, SPLIT_MASK, TANH_CLAMP};
+use crate::special::{
+    ATAN_POLY, ERF_SMALL, ERFC_CUTOFF, ERFC_TAIL, GELU_C, GELU_K, SPLIT_MASK, TANH_CLAMP,
+};
 
 /// A WGSL function emitted once per shader that uses it, after the helpers it calls.
 pub(crate) struct Helper {
@@ -273,17 +275,29 @@ pub(crate) static POWF: Helper = Helper {
     name: "tang_powf",
     uses: &[&NAN],
     text: || {
-        let nan = bits(F32_NAN, "x");
+        let (nan, inf) = (bits(F32_NAN, "x"), bits(F32_INF, "x"));
         format!(
             "fn tang_powf(x: {{T}}, y: {{T}}) -> {{T}} {{
-    // WGSL's pow is undefined for x < 0; Rust's powf is defined for integral y, gives NaN
-    // for a NaN argument, and 1 for y = ±0 or x = 1 (even with a NaN on the other side)
-    let m = pow(abs(x), y);
-    let odd = trunc(y * 0.5f) * 2.0f != y;
-    let negative = select({nan}, select(m, -m, odd), trunc(y) == y);
-    let r = select(select(negative, m, x >= {{T}}(0.0f)), x + y, tang_nan(x) | tang_nan(y));
+    // Rust's powf, decided on the bits where WGSL's pow is undefined (x < 0, x = 0 with
+    // y <= 0) or drivers differ (|x| = 1 with an infinite y, infinite x)
+    let ax = abs(x);
+    let xb = bitcast<{{U}}>(ax);
+    let zero = xb == {{U}}(0u);
+    let xinf = xb == {{U}}(0x7f800000u);
+    let yint = trunc(y) == y;
+    let yodd = yint & (trunc(y * 0.5f) * 2.0f != y);
+    // |x|^y
+    var m = pow(ax, y);
+    m = select(m, select({{T}}(0.0f), {inf}, y < {{T}}(0.0f)), zero);
+    m = select(m, select({{T}}(0.0f), {inf}, y > {{T}}(0.0f)), xinf);
+    m = select(m, {{T}}(1.0f), xb == {{U}}(0x3f800000u));
+    // a negative base: an odd integer y flips the sign, another integer keeps it, and a
+    // non-integer y gives NaN except at -0 and -inf
+    let negative = select(select({nan}, m, zero | xinf), select(m, -m, yodd), yint);
+    let r = select(m, negative, (bitcast<{{U}}>(x) & {{U}}(0x80000000u)) != {{U}}(0u));
+    // NaN in, NaN out, except that x^0 = 1 and 1^y = 1
     let one = ((bitcast<{{U}}>(y) & {{U}}(0x7fffffffu)) == {{U}}(0u)) | (bitcast<{{U}}>(x) == {{U}}(0x3f800000u));
-    return select(r, {{T}}(1.0f), one);
+    return select(select(r, x + y, tang_nan(x) | tang_nan(y)), {{T}}(1.0f), one);
 }}
 "
         )
@@ -481,12 +495,15 @@ pub(crate) static ASINH: Helper = Helper {
     text: || {
         let ln2 = wgsl_literal(std::f32::consts::LN_2);
         let r = with_sign_of("r", "x");
+        let (inf, half_max) = (bits(F32_INF, "x"), wgsl_literal(f32::MAX / 2.0));
         format!(
             "fn tang_asinh(x: {{T}}) -> {{T}} {{
     // ln_1p(a + a^2 / (1 + sqrt(1 + a^2))) keeps the digits near 0; ln(2a) above 4096,
     // where a^2 would overflow long before f32's range ends
+    // (above f32::MAX / 2 Rust's f32::asinh overflows to inf, and so does this)
     let a = abs(x);
-    let r = select(log(a) + {ln2}, tang_ln1p(a + a * a / (1.0f + sqrt(1.0f + a * a))), a < {{T}}(4096.0f));
+    let big = select(log(a) + {ln2}, {inf}, a > {{T}}({half_max}));
+    let r = select(big, tang_ln1p(a + a * a / (1.0f + sqrt(1.0f + a * a))), a < {{T}}(4096.0f));
     return {r};
 }}
 "
@@ -499,12 +516,15 @@ pub(crate) static ACOSH: Helper = Helper {
     uses: &[&LN1P],
     text: || {
         let ln2 = wgsl_literal(std::f32::consts::LN_2);
-        let nan = bits(F32_NAN, "x");
+        let (nan, inf) = (bits(F32_NAN, "x"), bits(F32_INF, "x"));
+        let half_max = wgsl_literal(f32::MAX / 2.0);
         format!(
             "fn tang_acosh(x: {{T}}) -> {{T}} {{
     // ln_1p(t + sqrt(t (x + 1))), t = x - 1 (exact near 1); ln(2x) above 4096; NaN below 1
+    // (above f32::MAX / 2 Rust's f32::acosh overflows to inf, and so does this)
     let t = x - 1.0f;
-    let r = select(log(x) + {ln2}, tang_ln1p(t + sqrt(t * (x + 1.0f))), x < {{T}}(4096.0f));
+    let big = select(log(x) + {ln2}, {inf}, x > {{T}}({half_max}));
+    let r = select(big, tang_ln1p(t + sqrt(t * (x + 1.0f))), x < {{T}}(4096.0f));
     return select(r, {nan}, x < {{T}}(1.0f));
 }}
 "
@@ -530,14 +550,51 @@ pub(crate) static ATANH: Helper = Helper {
     },
 };
 
-pub(crate) static ASIN: Helper = Helper {
-    name: "tang_asin",
+/// `atan(n / d)` for `n, d >= 0`, in `[0, pi/2]`: the ratio that is at most 1 goes
+/// through the polynomial (`special::ATAN_POLY`), the other one is reflected.
+pub(crate) static ATAN_RATIO: Helper = Helper {
+    name: "tang_atan_ratio",
     uses: &[],
     text: || {
+        let q = horner(&ATAN_POLY, "s");
+        let pi2 = wgsl_literal(std::f32::consts::FRAC_PI_2);
+        format!(
+            "fn tang_atan_ratio(n: {{T}}, d: {{T}}) -> {{T}} {{
+    let t = min(n, d) / max(n, d);
+    let s = t * t;
+    let r = t + (t * s) * ({q});
+    return select(r, {pi2} - r, n > d);
+}}
+"
+        )
+    },
+};
+
+pub(crate) static ATAN: Helper = Helper {
+    name: "tang_atan",
+    uses: &[&NAN, &ATAN_RATIO],
+    text: || {
+        let r = with_sign_of("tang_atan_ratio(abs(x), {T}(1.0f))", "x");
+        format!(
+            "fn tang_atan(x: {{T}}) -> {{T}} {{
+    return select({r}, x, tang_nan(x));
+}}
+"
+        )
+    },
+};
+
+pub(crate) static ASIN: Helper = Helper {
+    name: "tang_asin",
+    uses: &[&NAN, &ATAN_RATIO],
+    text: || {
         let nan = bits(F32_NAN, "x");
+        let r = with_sign_of("tang_atan_ratio(a, sqrt((1.0f - a) * (1.0f + a)))", "x");
         format!(
             "fn tang_asin(x: {{T}}) -> {{T}} {{
-    return select(asin(x), {nan}, abs(x) > {{T}}(1.0f));
+    // atan(x / sqrt(1 - x^2)), with 1 - a exact near 1
+    let a = abs(x);
+    return select(select({r}, {nan}, a > {{T}}(1.0f)), x, tang_nan(x));
 }}
 "
         )
@@ -546,12 +603,14 @@ pub(crate) static ASIN: Helper = Helper {
 
 pub(crate) static ACOS: Helper = Helper {
     name: "tang_acos",
-    uses: &[],
+    uses: &[&NAN, &ATAN_RATIO],
     text: || {
         let nan = bits(F32_NAN, "x");
         format!(
             "fn tang_acos(x: {{T}}) -> {{T}} {{
-    return select(acos(x), {nan}, abs(x) > {{T}}(1.0f));
+    // 2 atan(sqrt((1 - x) / (1 + x))): no cancellation at either end
+    let r = 2.0f * tang_atan_ratio(sqrt(1.0f - x), sqrt(1.0f + x));
+    return select(select(r, {nan}, abs(x) > {{T}}(1.0f)), x, tang_nan(x));
 }}
 "
         )
@@ -560,7 +619,7 @@ pub(crate) static ACOS: Helper = Helper {
 
 pub(crate) static ATAN2: Helper = Helper {
     name: "tang_atan2",
-    uses: &[&NAN],
+    uses: &[&NAN, &ATAN_RATIO],
     text: || {
         let pi = wgsl_literal(std::f32::consts::PI);
         let pi2 = wgsl_literal(std::f32::consts::FRAC_PI_2);
@@ -573,7 +632,7 @@ pub(crate) static ATAN2: Helper = Helper {
     let ya = bitcast<{{U}}>(y) & {{U}}(0x7fffffffu);
     let xa = bitcast<{{U}}>(x) & {{U}}(0x7fffffffu);
     let inf = {{U}}(0x7f800000u);
-    var r = atan2(abs(y), abs(x));
+    var r = tang_atan_ratio(abs(y), abs(x));
     r = select(r, {{T}}({pi2}), (xa == {{U}}(0u)) | (ya == inf));
     r = select(r, {{T}}(0.0f), (ya == {{U}}(0u)) | ((xa == inf) & (ya != inf)));
     r = select(r, {{T}}({pi4}), (xa == inf) & (ya == inf));

@@ -3,7 +3,7 @@
 
 use tang_runtime::{Device, Tensor};
 use tang_tests::kernels::table::{FusedCase, fused_cases};
-use tang_tests::{Rng, close};
+use tang_tests::{Rng, close, neighbours};
 
 const N: usize = 100_000;
 const SPECIAL: [f32; 13] = [
@@ -44,24 +44,6 @@ fn download(ts: Vec<Tensor>) -> Vec<Vec<f32>> {
 
 /// A CPU twin for one check: element index and inputs to every output of that element.
 type Twin<'a> = dyn Fn(usize, &[f32]) -> Vec<f32> + 'a;
-
-/// Every input within one ulp of `x` (each coordinate at `x`, one float below or one above).
-fn neighbours(x: &[f32]) -> Vec<Vec<f32>> {
-    let mut out = vec![Vec::new()];
-    for &v in x {
-        out = out
-            .into_iter()
-            .flat_map(|pre| {
-                [v, v.next_down(), v.next_up()].map(|n| {
-                    let mut p = pre.clone();
-                    p.push(n);
-                    p
-                })
-            })
-            .collect();
-    }
-    out
-}
 
 /// Compares the GPU's outputs with the CPU's at every element (tolerance 1e-5 + 2e-4 |x|).
 ///

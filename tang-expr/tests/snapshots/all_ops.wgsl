@@ -73,26 +73,38 @@ struct Params {
 @group(0) @binding(64) var<storage, read_write> out_copysign: array<vec4<f32>>;
 
 fn tang_acos(x: vec4<f32>) -> vec4<f32> {
-    return select(acos(x), bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), abs(x) > vec4<f32>(1.0f));
+    // 2 atan(sqrt((1 - x) / (1 + x))): no cancellation at either end
+    let r = 2.0f * tang_atan_ratio(sqrt(1.0f - x), sqrt(1.0f + x));
+    return select(select(r, bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), abs(x) > vec4<f32>(1.0f)), x, tang_nan(x));
 }
 
 fn tang_acosh(x: vec4<f32>) -> vec4<f32> {
     // ln_1p(t + sqrt(t (x + 1))), t = x - 1 (exact near 1); ln(2x) above 4096; NaN below 1
+    // (above f32::MAX / 2 Rust's f32::acosh overflows to inf, and so does this)
     let t = x - 1.0f;
-    let r = select(log(x) + 0.6931472f, tang_ln1p(t + sqrt(t * (x + 1.0f))), x < vec4<f32>(4096.0f));
+    let big = select(log(x) + 0.6931472f, bitcast<vec4<f32>>(vec4<u32>(0x7f800000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), x > vec4<f32>(1.7014117e38f));
+    let r = select(big, tang_ln1p(t + sqrt(t * (x + 1.0f))), x < vec4<f32>(4096.0f));
     return select(r, bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), x < vec4<f32>(1.0f));
 }
 
 fn tang_asin(x: vec4<f32>) -> vec4<f32> {
-    return select(asin(x), bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), abs(x) > vec4<f32>(1.0f));
+    // atan(x / sqrt(1 - x^2)), with 1 - a exact near 1
+    let a = abs(x);
+    return select(select(bitcast<vec4<f32>>(bitcast<vec4<u32>>(tang_atan_ratio(a, sqrt((1.0f - a) * (1.0f + a)))) | (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u))), bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), a > vec4<f32>(1.0f)), x, tang_nan(x));
 }
 
 fn tang_asinh(x: vec4<f32>) -> vec4<f32> {
     // ln_1p(a + a^2 / (1 + sqrt(1 + a^2))) keeps the digits near 0; ln(2a) above 4096,
     // where a^2 would overflow long before f32's range ends
+    // (above f32::MAX / 2 Rust's f32::asinh overflows to inf, and so does this)
     let a = abs(x);
-    let r = select(log(a) + 0.6931472f, tang_ln1p(a + a * a / (1.0f + sqrt(1.0f + a * a))), a < vec4<f32>(4096.0f));
+    let big = select(log(a) + 0.6931472f, bitcast<vec4<f32>>(vec4<u32>(0x7f800000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), a > vec4<f32>(1.7014117e38f));
+    let r = select(big, tang_ln1p(a + a * a / (1.0f + sqrt(1.0f + a * a))), a < vec4<f32>(4096.0f));
     return bitcast<vec4<f32>>(bitcast<vec4<u32>>(r) | (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u)));
+}
+
+fn tang_atan(x: vec4<f32>) -> vec4<f32> {
+    return select(bitcast<vec4<f32>>(bitcast<vec4<u32>>(tang_atan_ratio(abs(x), vec4<f32>(1.0f))) | (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u))), x, tang_nan(x));
 }
 
 fn tang_atan2(y: vec4<f32>, x: vec4<f32>) -> vec4<f32> {
@@ -101,12 +113,19 @@ fn tang_atan2(y: vec4<f32>, x: vec4<f32>) -> vec4<f32> {
     let ya = bitcast<vec4<u32>>(y) & vec4<u32>(0x7fffffffu);
     let xa = bitcast<vec4<u32>>(x) & vec4<u32>(0x7fffffffu);
     let inf = vec4<u32>(0x7f800000u);
-    var r = atan2(abs(y), abs(x));
+    var r = tang_atan_ratio(abs(y), abs(x));
     r = select(r, vec4<f32>(1.5707964f), (xa == vec4<u32>(0u)) | (ya == inf));
     r = select(r, vec4<f32>(0.0f), (ya == vec4<u32>(0u)) | ((xa == inf) & (ya != inf)));
     r = select(r, vec4<f32>(0.7853982f), (xa == inf) & (ya == inf));
     r = select(r, 3.1415927f - r, (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u)) != vec4<u32>(0u));
     return select(bitcast<vec4<f32>>(bitcast<vec4<u32>>(r) | (bitcast<vec4<u32>>(y) & vec4<u32>(0x80000000u))), x + y, tang_nan(x) | tang_nan(y));
+}
+
+fn tang_atan_ratio(n: vec4<f32>, d: vec4<f32>) -> vec4<f32> {
+    let t = min(n, d) / max(n, d);
+    let s = t * t;
+    let r = t + (t * s) * ((-0.3333333f) + s * (0.19999829f + s * ((-0.14280173f) + s * (0.1104548f + s * ((-0.08700121f) + s * (0.06338251f + s * ((-0.03687578f) + s * (0.014108188f + s * ((-0.0025335755f))))))))));
+    return select(r, 1.5707964f - r, n > d);
 }
 
 fn tang_atanh(x: vec4<f32>) -> vec4<f32> {
@@ -246,14 +265,26 @@ fn tang_ne(a: vec4<f32>, b: vec4<f32>) -> vec4<bool> {
 }
 
 fn tang_powf(x: vec4<f32>, y: vec4<f32>) -> vec4<f32> {
-    // WGSL's pow is undefined for x < 0; Rust's powf is defined for integral y, gives NaN
-    // for a NaN argument, and 1 for y = ±0 or x = 1 (even with a NaN on the other side)
-    let m = pow(abs(x), y);
-    let odd = trunc(y * 0.5f) * 2.0f != y;
-    let negative = select(bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), select(m, -m, odd), trunc(y) == y);
-    let r = select(select(negative, m, x >= vec4<f32>(0.0f)), x + y, tang_nan(x) | tang_nan(y));
+    // Rust's powf, decided on the bits where WGSL's pow is undefined (x < 0, x = 0 with
+    // y <= 0) or drivers differ (|x| = 1 with an infinite y, infinite x)
+    let ax = abs(x);
+    let xb = bitcast<vec4<u32>>(ax);
+    let zero = xb == vec4<u32>(0u);
+    let xinf = xb == vec4<u32>(0x7f800000u);
+    let yint = trunc(y) == y;
+    let yodd = yint & (trunc(y * 0.5f) * 2.0f != y);
+    // |x|^y
+    var m = pow(ax, y);
+    m = select(m, select(vec4<f32>(0.0f), bitcast<vec4<f32>>(vec4<u32>(0x7f800000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), y < vec4<f32>(0.0f)), zero);
+    m = select(m, select(vec4<f32>(0.0f), bitcast<vec4<f32>>(vec4<u32>(0x7f800000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), y > vec4<f32>(0.0f)), xinf);
+    m = select(m, vec4<f32>(1.0f), xb == vec4<u32>(0x3f800000u));
+    // a negative base: an odd integer y flips the sign, another integer keeps it, and a
+    // non-integer y gives NaN except at -0 and -inf
+    let negative = select(select(bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), m, zero | xinf), select(m, -m, yodd), yint);
+    let r = select(m, negative, (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u)) != vec4<u32>(0u));
+    // NaN in, NaN out, except that x^0 = 1 and 1^y = 1
     let one = ((bitcast<vec4<u32>>(y) & vec4<u32>(0x7fffffffu)) == vec4<u32>(0u)) | (bitcast<vec4<u32>>(x) == vec4<u32>(0x3f800000u));
-    return select(r, vec4<f32>(1.0f), one);
+    return select(select(r, x + y, tang_nan(x) | tang_nan(y)), vec4<f32>(1.0f), one);
 }
 
 fn tang_powi(x: vec4<f32>, n: i32) -> vec4<f32> {
@@ -392,7 +423,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let v56 = tang_erf(x_x);
     let v57 = tang_erfc(x_x);
     let v58 = tang_gelu_erf(x_x);
-    let v59 = atan(x_x);
+    let v59 = tang_atan(x_x);
     let v60 = tang_atan2(x_x, x_y);
     let v61 = tang_asin(x_x);
     let v62 = tang_acos(x_x);
