@@ -142,6 +142,11 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
         mut body,
         names,
     } = print_graph(g, &live, lanes, "params.n", &mut leaf)?;
+    // A long body validates in linear time only as several functions (see wgsl_parts).
+    let parts = crate::wgsl_parts::split(g, &body, &names, &roots, lanes);
+    if let Some(p) = &parts {
+        body.clone_from(&p.body);
+    }
     // Stores: whole vec4s, except in the last group when n is not a multiple of 4, where
     // only the lanes below n are written (so nothing past a tensor's end changes).
     let stores: Vec<(String, &str)> = spec
@@ -200,6 +205,9 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
     for text in helpers.values() {
         w.push_str(text);
         w.push('\n');
+    }
+    if let Some(p) = &parts {
+        w.push_str(&p.functions);
     }
     let _ = writeln!(
         w,

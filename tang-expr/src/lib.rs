@@ -48,6 +48,7 @@ mod special;
 mod trace;
 mod validate;
 mod wgsl_helpers;
+mod wgsl_parts;
 
 pub use codegen::{ElementwiseSpec, emit_elementwise, wgsl_literal};
 pub use diff::{grad, jvp, vjp};

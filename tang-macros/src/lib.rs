@@ -4,12 +4,17 @@
 //! (WGSL validated by naga during expansion) and, with `#[fused_grad]`, into their
 //! derivative kernels. The function itself stays an ordinary function: callable on the
 //! CPU, and the reference every GPU test compares against. Use the macros through
-//! `tang_runtime` (which re-exports them); generated code names only `::tang_runtime`.
+//! `tang_runtime` (which re-exports them); generated code names only `::tang_runtime::__private`
+//! (and `::core`).
 //!
 //! This crate is thin: it hands the tokens to `tang_expr::lower`, which parses, lowers,
 //! differentiates, simplifies, emits and validates, and never panics: anything it does not
 //! accept is a compile error at the offending code, every error of a function at once, and
-//! the function is re-emitted unchanged so no second wave of errors follows.
+//! the function is re-emitted with its signature and a body that does nothing, so code
+//! calling it still compiles and rustc reports nothing a second time. Deep or long input
+//! (1,000 nested parentheses, a 10,000-term sum, 20,000 statements) expands without
+//! exhausting the compiler's stack, in time linear in its size
+//! (`cargo run -p tang-tests --example expand_bench` measures it).
 //!
 //! ```
 //! use tang_runtime::prelude::*;
@@ -48,7 +53,9 @@
 //! | `f::grad(x, ...) -> (f32, [f32; N])` | CPU twin of GRAD. For a function returning a tuple of `M` floats: `((f32, ..), [[f32; N]; M])`, row `k` the partials of output `k` |
 //! | `f::vjp(x, ..., g_out) -> [f32; N]` | CPU twin of VJP (one `g_` per output) |
 //!
-//! Outputs are named `out` for a single `f32`, `out0, out1, ...` for a tuple. The CPU
+//! Outputs are named `out` for a single `f32`, `out0, out1, ...` for a tuple (`out_`,
+//! `out_0, ...` when a parameter is already named `out`, `g_out` or `d_out_<x>`; a
+//! parameter named like a generated constant, `KERNEL` say, is fine too). The CPU
 //! twins are plain Rust emitted from the simplified derivative graph (one `let` per node,
 //! each calling the op's f32 evaluation), so no graph is built at run time.
 //!
@@ -73,7 +80,7 @@
 //! ```
 //!
 //! **`let`, `let mut`, shadowing, assignment, compound assignment** (`+= -= *= /=`) to
-//! locals and through `*p`:
+//! locals and through `*p`, and `let y;` assigned later on every path (as in Rust):
 //!
 //! ```
 //! use tang_runtime::prelude::*;
@@ -242,8 +249,13 @@
 //! `unsafe`, recursion, unknown functions and methods, methods on non-floats, string and
 //! char literals, struct/array/tuple indexing and fields, assigning to a uniform, a
 //! by-value input, or a non-`mut` local, a misplaced or misspelled `#[uniform]`, return
-//! types other than `f32`, tuples of `f32` and `()`, and `wrt(...)` naming anything but an
-//! `f32` input. A shader naga rejects is a compile error at the function's name.
+//! types other than `f32`, tuples of `f32` and `()`, `wrt(...)` naming anything but an
+//! `f32` input, a kernel with no per-element parameter (nothing sizes its launch), a
+//! kernel named `core`, `std`, `alloc`, `tang_runtime` or `tang_expr` (its module would
+//! shadow the crate), parameter names that are not ASCII or start with `__`, a kernel
+//! attribute applied twice, and constant `clamp` bounds with `min > max` (Rust's `clamp`
+//! panics on them). A shader naga rejects (a constant expression that overflows, say) is
+//! a compile error at the expression that produced it.
 
 use proc_macro::TokenStream;
 use tang_expr::lower::{self, Mode};

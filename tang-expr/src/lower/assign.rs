@@ -98,6 +98,8 @@ impl Lowerer<'_> {
                 };
                 let msg = match (b.kind, b.mutable) {
                     (Kind::Local | Kind::Input, true) => None,
+                    // `let y;` then `y = ...`: its first (and only) assignment.
+                    (Kind::Local, false) if b.val == Val::Uninit => None,
                     (Kind::Local, false) => Some(format!(
                         "cannot assign to `{name}`: it is not mutable; declare it with \
                          `let mut {name}`"

@@ -3,14 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use proc_macro2::Span;
 use quote::ToTokens;
-use syn::spanned::Spanned;
 use syn::{Block, Expr, ItemFn, Pat, Stmt};
 
 use super::env::{Binding, Env, Kind, Val};
 use super::errors::Errors;
 use super::sig::{Param, ParamKind, Ret, is_f32, is_uniform_attr, type_problem};
+use super::site::{Site, SpanRange};
 use crate::graph::{Graph, NodeId, Ty};
 use crate::op::Op;
 
@@ -28,8 +27,8 @@ pub(super) const MAX_UNROLL: i64 = 4096;
 pub(crate) struct Lowerer<'a> {
     /// The graph being built.
     pub g: Graph,
-    /// The span of the Rust expression each node first came from (by node index).
-    pub spans: Vec<Option<Span>>,
+    /// The Rust code each node first came from (by node index).
+    pub spans: Vec<Option<SpanRange>>,
     /// Everything rejected so far.
     pub errors: Errors,
     pub(crate) env: Env,
@@ -64,46 +63,46 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Remembers that `id` came from the code at `span` (the first origin wins).
-    pub(crate) fn record(&mut self, id: NodeId, span: Span) {
+    pub(crate) fn record(&mut self, id: NodeId, at: &impl Site) {
         if self.spans.len() < self.g.len() {
             self.spans.resize(self.g.len(), None);
         }
         if let Some(slot) = self.spans.get_mut(id.index())
             && slot.is_none()
         {
-            *slot = Some(span);
+            *slot = Some(at.site());
         }
     }
 
     /// A float constant that came from `at`.
-    pub(crate) fn konst(&mut self, v: f32, at: &impl ToTokens) -> NodeId {
+    pub(crate) fn konst(&mut self, v: f32, at: &impl Site) -> NodeId {
         let id = self.g.constant(v);
-        self.record(id, at.span());
+        self.record(id, at);
         id
     }
 
     /// `op(args)`, or an error at `at`.
-    pub(crate) fn apply(&mut self, op: Op, args: &[NodeId], at: &impl ToTokens) -> Val {
+    pub(crate) fn apply(&mut self, op: Op, args: &[NodeId], at: &impl Site) -> Val {
         if self.g.len() >= MAX_NODES {
-            self.too_large(at);
+            self.too_large(at.site());
             return Val::Poison;
         }
         match self.g.apply(op, args) {
             Ok(id) => {
-                self.record(id, at.span());
+                self.record(id, at);
                 Val::Node(id)
             }
             Err(e) => {
-                self.errors.at(at, e);
+                self.errors.range(at.site(), e);
                 Val::Poison
             }
         }
     }
 
-    fn too_large(&mut self, at: &impl ToTokens) {
+    fn too_large(&mut self, at: SpanRange) {
         if !self.too_big {
             self.too_big = true;
-            self.errors.at(
+            self.errors.range(
                 at,
                 format!(
                     "this kernel is too large (more than {MAX_NODES} operations or {MAX_STEPS} \
@@ -119,13 +118,13 @@ impl<'a> Lowerer<'a> {
     }
 
     /// The value as a float node, or an error at `at` saying what was found instead.
-    pub(crate) fn float(&mut self, v: Val, at: &impl ToTokens) -> Option<NodeId> {
+    pub(crate) fn float(&mut self, v: Val, at: &impl Site) -> Option<NodeId> {
         match v {
             Val::Node(id) => match self.g.ty(id) {
                 Ok(Ty::F32) => Some(id),
                 _ => {
-                    self.errors.at(
-                        at,
+                    self.errors.range(
+                        at.site(),
                         "expected an `f32` value, found a condition: to turn a condition into \
                          a number write `if c { 1.0 } else { 0.0 }`",
                     );
@@ -134,29 +133,32 @@ impl<'a> Lowerer<'a> {
             },
             Val::Int(i) => Some(self.konst(i as f32, at)),
             Val::Tuple(_) => {
-                self.errors.at(
-                    at,
+                self.errors.range(
+                    at.site(),
                     "expected an `f32` value, found a tuple: destructure it with `let (a, b) = ...;`",
                 );
                 None
             }
             Val::Unit => {
-                self.errors
-                    .at(at, "expected an `f32` value, found `()` (a statement)");
+                self.errors.range(
+                    at.site(),
+                    "expected an `f32` value, found `()` (a statement)",
+                );
                 None
             }
-            Val::Poison => None,
+            // Reading one is reported where it is read.
+            Val::Poison | Val::Uninit => None,
         }
     }
 
     /// The value as a condition node, or an error at `at`.
-    pub(crate) fn cond(&mut self, v: Val, at: &impl ToTokens) -> Option<NodeId> {
+    pub(crate) fn cond(&mut self, v: Val, at: &impl Site) -> Option<NodeId> {
         match v {
             Val::Node(id) if self.g.ty(id) == Ok(Ty::Bool) => Some(id),
             Val::Poison => None,
             _ => {
-                self.errors.at(
-                    at,
+                self.errors.range(
+                    at.site(),
                     "expected a condition (a comparison such as `x > 0.0`, `&&`, `||`, `!`), \
                      found a number",
                 );
@@ -167,12 +169,14 @@ impl<'a> Lowerer<'a> {
 
     /// `if c { a } else { b }` for values of any shape (used by `if` and by merging the
     /// variables the branches assigned).
-    pub(super) fn select(&mut self, c: NodeId, a: Val, b: Val, at: &impl ToTokens) -> Val {
+    pub(super) fn select(&mut self, c: NodeId, a: Val, b: Val, at: &impl Site) -> Val {
         if a == b {
             return a;
         }
         match (a, b) {
             (Val::Poison, _) | (_, Val::Poison) => Val::Poison,
+            // Assigned on one path only: still unassigned, as Rust sees it.
+            (Val::Uninit, _) | (_, Val::Uninit) => Val::Uninit,
             (Val::Tuple(xs), Val::Tuple(ys)) if xs.len() == ys.len() => Val::Tuple(
                 xs.into_iter()
                     .zip(ys)
@@ -207,8 +211,8 @@ impl<'a> Lowerer<'a> {
                         self.apply(Op::Or, &[l, r], at)
                     }
                     _ => {
-                        self.errors.at(
-                            at,
+                        self.errors.range(
+                            at.site(),
                             "the branches give different types (a number and a condition)",
                         );
                         Val::Poison
@@ -216,8 +220,8 @@ impl<'a> Lowerer<'a> {
                 }
             }
             _ => {
-                self.errors.at(
-                    at,
+                self.errors.range(
+                    at.site(),
                     "the branches give values of different shapes (a tuple, a number or `()`)",
                 );
                 Val::Poison
@@ -261,7 +265,7 @@ impl<'a> Lowerer<'a> {
                     (Kind::InOut, self.g.input(n_in + io - 1))
                 }
             };
-            self.record(id, p.ident.span());
+            self.record(id, &p.ident);
             self.env.bind(Binding {
                 name: p.name.clone(),
                 kind,
@@ -270,9 +274,9 @@ impl<'a> Lowerer<'a> {
             });
         }
         let v = self.fn_block(block);
-        let tail: &dyn ToTokens = match block.stmts.last() {
-            Some(s) => s,
-            None => block,
+        let tail = match block.stmts.last() {
+            Some(s) => s.site(),
+            None => block.site(),
         };
         let outputs = match ret {
             Ret::Unit => Vec::new(),
@@ -285,7 +289,7 @@ impl<'a> Lowerer<'a> {
                         .collect(),
                     Val::Poison => Vec::new(),
                     _ => {
-                        self.errors.at(
+                        self.errors.range(
                         tail,
                         format!("the function returns a tuple of {n} `f32`: end it with `(a, b, ...)`"),
                     );
@@ -460,7 +464,7 @@ impl<'a> Lowerer<'a> {
     fn stmt(&mut self, stmt: &Stmt, last: bool) -> Val {
         self.steps += 1;
         if self.steps > MAX_STEPS {
-            self.too_large(stmt);
+            self.too_large(stmt.site());
             return Val::Poison;
         }
         match stmt {
@@ -523,11 +527,8 @@ impl<'a> Lowerer<'a> {
             }
         }
         let Some(init) = &local.init else {
-            self.errors.at(
-                local,
-                "declare the variable with a value: `let x = ...;` (assign later with `let mut`)",
-            );
-            self.bind_pat(&local.pat, Val::Poison);
+            // `let y;` assigned later (once on each path, as Rust requires).
+            self.bind_pat(&local.pat, Val::Uninit);
             return;
         };
         if let Some((else_token, _)) = &init.diverge {

@@ -4,7 +4,7 @@
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{ToTokens, format_ident, quote};
 
-use super::sig::{ParamKind, Ret, Sig};
+use super::sig::{Param, ParamKind, Ret, Sig};
 use super::twin::twin_body;
 use crate::fused::FusedKernels;
 use crate::graph::Node;
@@ -26,7 +26,7 @@ fn desc(k: &Kernel, wgsl: &Ident) -> TokenStream {
     // binding layout, naga-validated during expansion, every access guarded by `params.n`.
     quote! {
         unsafe {
-            ::tang_runtime::KernelDesc::new_trusted(
+            ::tang_runtime::__private::KernelDesc::new_trusted(
                 #name, #wgsl, #inputs, #uniforms, #inouts, #outputs, #id,
             )
         }
@@ -54,8 +54,8 @@ fn ident(name: &str) -> Ident {
 }
 
 /// Code turning the `Vec<Tensor>` in `__tang_outs` into the value `shape` builds from
-/// `count` tensors named `__tang_o0, __tang_o1, ...`.
-fn unpack(desc: &Ident, count: usize, shape: TokenStream) -> TokenStream {
+/// `count` tensors named `__tang_o0, __tang_o1, ...`; `desc` is the descriptor's path.
+fn unpack(desc: &TokenStream, count: usize, shape: TokenStream) -> TokenStream {
     let names: Vec<Ident> = (0..count).map(|i| format_ident!("__tang_o{i}")).collect();
     let somes = names
         .iter()
@@ -66,7 +66,7 @@ fn unpack(desc: &Ident, count: usize, shape: TokenStream) -> TokenStream {
         let mut __tang_it = __tang_outs.into_iter();
         match (#(#nexts,)*) {
             (#(#somes,)*) => ::core::result::Result::Ok(#shape),
-            _ => ::core::result::Result::Err(::tang_runtime::Error::Arity {
+            _ => ::core::result::Result::Err(::tang_runtime::__private::Error::Arity {
                 op: #desc.name().into(),
                 what: "outputs",
                 expected: #count,
@@ -114,6 +114,24 @@ fn partials_shape(ret: Ret, n: usize, names: &[TokenStream]) -> TokenStream {
     }
 }
 
+/// The constants emitted in `mod f`. An identifier pattern that names a constant in scope
+/// matches it instead of binding a new name, so a parameter named like one of them must
+/// be renamed in the generated functions.
+const GENERATED_CONSTS: &[&str] = &["WGSL", "KERNEL", "GRAD", "GRAD_WGSL", "VJP", "VJP_WGSL"];
+
+/// The name parameter `p` has inside the generated functions: its own, or (for a name of
+/// [`GENERATED_CONSTS`]) that name with `_` appended until it is free.
+fn local_ident(sig: &Sig, p: &Param) -> Ident {
+    if !GENERATED_CONSTS.contains(&p.name.as_str()) {
+        return p.ident.clone();
+    }
+    let mut name = format!("{}_", p.name);
+    while GENERATED_CONSTS.contains(&name.as_str()) || sig.params.iter().any(|q| q.name == name) {
+        name.push('_');
+    }
+    Ident::new(&name, p.ident.span())
+}
+
 /// Everything `#[kernel]` / `#[fused_grad]` emits for `sig`, as the body of `mod f`.
 pub(crate) fn module(
     vis: &syn::Visibility,
@@ -122,32 +140,39 @@ pub(crate) fn module(
     fused: Option<&FusedKernels>,
 ) -> Result<TokenStream, String> {
     let fname = sig.ident.to_string();
-    let tensor = quote!(::tang_runtime::Tensor);
-    let dev = if sig.params.iter().any(|p| p.name == "dev") {
-        ident("tang_dev")
-    } else {
-        ident("dev")
-    };
+    let tensor = quote!(::tang_runtime::__private::Tensor);
+    // The launchers' device parameter: `dev`, or `dev_`, `dev__`, ... if a kernel parameter
+    // has that name. Generated items are named by path (`self::KERNEL`), so a parameter
+    // named `KERNEL` or `WGSL` shadows nothing they use.
+    let mut dev_name = String::from("dev");
+    while sig.params.iter().any(|p| p.name == dev_name) {
+        dev_name.push('_');
+    }
+    let dev = ident(&dev_name);
     let launch_params: Vec<TokenStream> = sig
         .params
         .iter()
         .map(|p| {
-            let id = &p.ident;
+            let id = &local_ident(sig, p);
             match p.kind {
                 ParamKind::Uniform => quote!(#id: f32),
                 ParamKind::Input | ParamKind::InOut => quote!(#id: &#tensor),
             }
         })
         .collect();
-    let inputs: Vec<&Ident> = sig.inputs().map(|p| &p.ident).collect();
-    let uniforms: Vec<&Ident> = sig.uniforms().map(|p| &p.ident).collect();
-    let inouts: Vec<&Ident> = sig.inouts().map(|p| &p.ident).collect();
+    let inputs: Vec<Ident> = sig.inputs().map(|p| local_ident(sig, p)).collect();
+    let uniforms: Vec<Ident> = sig.uniforms().map(|p| local_ident(sig, p)).collect();
+    let inouts: Vec<Ident> = sig.inouts().map(|p| local_ident(sig, p)).collect();
     let n_out = value.outputs.len();
     let out_names: Vec<Ident> = (0..n_out).map(|i| format_ident!("__tang_o{i}")).collect();
     let kernel_desc = desc(value, &ident("WGSL"));
     let wgsl = wgsl_literal(&value.wgsl);
     let ret_ty = value_type(sig.ret, &tensor);
-    let unpack_value = unpack(&ident("KERNEL"), n_out, value_shape(sig.ret, &out_names));
+    let unpack_value = unpack(
+        &quote!(self::KERNEL),
+        n_out,
+        value_shape(sig.ret, &out_names),
+    );
     let kind_doc = format!(
         "GPU kernel of [`{fname}`](fn@super::{fname}), generated at compile time by `#[kernel]`."
     );
@@ -162,12 +187,12 @@ pub(crate) fn module(
         pub const WGSL: &str = #wgsl;
         /// The kernel's descriptor: what `Device::launch` runs.
         #[allow(unsafe_code)]
-        pub const KERNEL: ::tang_runtime::KernelDesc = #kernel_desc;
+        pub const KERNEL: ::tang_runtime::__private::KernelDesc = #kernel_desc;
         #[doc = #launch_doc]
-        pub fn launch(#dev: &::tang_runtime::Device, #(#launch_params),*)
-            -> ::core::result::Result<#ret_ty, ::tang_runtime::Error>
+        pub fn launch(#dev: &::tang_runtime::__private::Device, #(#launch_params),*)
+            -> ::core::result::Result<#ret_ty, ::tang_runtime::__private::Error>
         {
-            let __tang_outs = #dev.launch(&KERNEL, &[#(#inputs),*], &[#(#inouts),*], &[#(#uniforms),*])?;
+            let __tang_outs = #dev.launch(&self::KERNEL, &[#(#inputs),*], &[#(#inouts),*], &[#(#uniforms),*])?;
             #unpack_value
         }
     };
@@ -182,7 +207,7 @@ pub(crate) fn module(
         .iter()
         .filter(|p| p.kind != ParamKind::InOut)
         .map(|p| {
-            let id = &p.ident;
+            let id = &local_ident(sig, p);
             match p.kind {
                 ParamKind::Uniform => quote!(#id: f32),
                 _ => quote!(#id: &#tensor),
@@ -203,7 +228,7 @@ pub(crate) fn module(
     let grad_shape_v = value_shape(sig.ret, grad_out.get(..n_out).unwrap_or(&[]));
     let grad_shape_p = partials_shape(sig.ret, n_wrt, &grad_part);
     let unpack_grad = unpack(
-        &ident("GRAD"),
+        &quote!(self::GRAD),
         n_grad,
         quote!((#grad_shape_v, #grad_shape_p)),
     );
@@ -218,11 +243,11 @@ pub(crate) fn module(
             quote!(#n)
         })
         .collect();
-    let unpack_vjp = unpack(&ident("VJP"), n_wrt, quote!([#(#vjp_out),*]));
+    let unpack_vjp = unpack(&quote!(self::VJP), n_wrt, quote!([#(#vjp_out),*]));
 
     // CPU twins from the simplified graph: leaves are the parameters.
-    let input_ids: Vec<Ident> = sig.inputs().map(|p| p.ident.clone()).collect();
-    let uniform_ids: Vec<Ident> = sig.uniforms().map(|p| p.ident.clone()).collect();
+    let input_ids: Vec<Ident> = sig.inputs().map(|p| local_ident(sig, p)).collect();
+    let uniform_ids: Vec<Ident> = sig.uniforms().map(|p| local_ident(sig, p)).collect();
     let n_in = input_ids.len();
     let leaf = |node: Node| -> Option<String> {
         let id = match node {
@@ -254,7 +279,7 @@ pub(crate) fn module(
         .iter()
         .filter(|p| p.kind != ParamKind::InOut)
         .map(|p| {
-            let id = &p.ident;
+            let id = &local_ident(sig, p);
             quote!(#id: f64)
         })
         .collect();
@@ -271,7 +296,7 @@ pub(crate) fn module(
         .iter()
         .filter(|p| p.kind != ParamKind::InOut)
         .map(|p| {
-            let id = &p.ident;
+            let id = &local_ident(sig, p);
             quote!(#id: f32)
         })
         .collect();
@@ -311,25 +336,25 @@ pub(crate) fn module(
         /// Values and every partial derivative, in one dispatch: outputs are the values,
         /// then `d_<output>_<input>` for each output and each differentiated input.
         #[allow(unsafe_code)]
-        pub const GRAD: ::tang_runtime::KernelDesc = #grad_desc;
+        pub const GRAD: ::tang_runtime::__private::KernelDesc = #grad_desc;
         /// WGSL of [`VJP`] (the backward pass), validated by naga.
         pub const VJP_WGSL: &str = #vjp_wgsl;
         /// The backward pass in one dispatch: inputs are the function's inputs then
         /// `g_<output>` per output; outputs are `grad_<input>` per differentiated input.
         #[allow(unsafe_code)]
-        pub const VJP: ::tang_runtime::KernelDesc = #vjp_desc;
+        pub const VJP: ::tang_runtime::__private::KernelDesc = #vjp_desc;
         #[doc = #launch_grad_doc]
-        pub fn launch_grad(#dev: &::tang_runtime::Device, #(#value_params),*)
-            -> ::core::result::Result<#grad_ty_t, ::tang_runtime::Error>
+        pub fn launch_grad(#dev: &::tang_runtime::__private::Device, #(#value_params),*)
+            -> ::core::result::Result<#grad_ty_t, ::tang_runtime::__private::Error>
         {
-            let __tang_outs = #dev.launch(&GRAD, &[#(#inputs),*], &[], &[#(#uniforms),*])?;
+            let __tang_outs = #dev.launch(&self::GRAD, &[#(#inputs),*], &[], &[#(#uniforms),*])?;
             #unpack_grad
         }
         #[doc = #launch_vjp_doc]
-        pub fn launch_vjp(#dev: &::tang_runtime::Device, #(#value_params,)* #(#g_names: &#tensor),*)
-            -> ::core::result::Result<[#tensor; #n_wrt], ::tang_runtime::Error>
+        pub fn launch_vjp(#dev: &::tang_runtime::__private::Device, #(#value_params,)* #(#g_names: &#tensor),*)
+            -> ::core::result::Result<[#tensor; #n_wrt], ::tang_runtime::__private::Error>
         {
-            let __tang_outs = #dev.launch(&VJP, &[#(#inputs,)* #(#g_names),*], &[], &[#(#uniforms),*])?;
+            let __tang_outs = #dev.launch(&self::VJP, &[#(#inputs,)* #(#g_names),*], &[], &[#(#uniforms),*])?;
             #unpack_vjp
         }
         #[doc = #grad_doc]

@@ -13,6 +13,8 @@ pub(crate) enum Val {
     Tuple(Vec<Val>),
     /// `()`: statements, assignments, `if` without `else`.
     Unit,
+    /// A local declared without a value (`let y;`), not yet assigned on every path.
+    Uninit,
     /// The result of an expression that already reported an error. Every consumer passes
     /// it on silently, so one mistake gives one error, not a cascade.
     Poison,

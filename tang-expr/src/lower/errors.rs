@@ -5,6 +5,8 @@ use std::collections::BTreeSet;
 use proc_macro2::Span;
 use quote::ToTokens;
 
+use super::site::SpanRange;
+
 /// The errors found so far, without duplicates (a helper inlined twice reports once).
 #[derive(Default)]
 pub(crate) struct Errors {
@@ -24,6 +26,11 @@ impl Errors {
     /// Records an error covering the tokens of `at`.
     pub(crate) fn at(&mut self, at: impl ToTokens, message: impl std::fmt::Display) {
         self.push(syn::Error::new_spanned(at, message));
+    }
+
+    /// Records an error underlining `range` (from its first to its last token).
+    pub(crate) fn range(&mut self, range: SpanRange, message: impl std::fmt::Display) {
+        self.push(syn::Error::new_spanned(range.tokens(), message));
     }
 
     /// Records an error at `span`.

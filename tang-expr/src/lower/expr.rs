@@ -8,6 +8,8 @@ use syn::{BinOp, Expr, Lit, UnOp};
 use super::body::Lowerer;
 use super::builtins;
 use super::env::{Kind, Val};
+use super::site::{Site, SpanRange};
+use crate::graph::NodeId;
 use crate::op::Op;
 
 /// Rust's arithmetic and comparison operators that exist in the kernel language.
@@ -74,6 +76,11 @@ impl Lowerer<'_> {
         if self.aborted() {
             return Val::Poison;
         }
+        // Recursion follows the user's nesting: keep enough stack for the next level.
+        super::guard::grow_if_needed(|| self.expr_here(e))
+    }
+
+    fn expr_here(&mut self, e: &Expr) -> Val {
         match e {
             Expr::Lit(l) => self.lit(&l.lit),
             Expr::Paren(p) => self.expr(&p.expr),
@@ -161,7 +168,7 @@ impl Lowerer<'_> {
             },
             Lit::Bool(b) => {
                 let id = self.g.boolean(b.value);
-                self.record(id, b.span);
+                self.record(id, &SpanRange::single(b.span));
                 Val::Node(id)
             }
             Lit::Str(_) | Lit::ByteStr(_) | Lit::CStr(_) => {
@@ -202,6 +209,16 @@ impl Lowerer<'_> {
                         p,
                         format!(
                             "`{name}` is a `&mut f32` parameter: read its value with `*{name}`"
+                        ),
+                    );
+                    Val::Poison
+                }
+                Some(b) if b.val == Val::Uninit => {
+                    self.errors.at(
+                        p,
+                        format!(
+                            "`{name}` is read before a value is assigned to it on every path: \
+                             assign it in each branch of the `if` before this use"
                         ),
                     );
                     Val::Poison
@@ -326,7 +343,7 @@ impl Lowerer<'_> {
             return match int_op(op, *a, *c) {
                 Some(IntResult::Bool(flag)) => {
                     let id = self.g.boolean(flag);
-                    self.record(id, syn::spanned::Spanned::span(at));
+                    self.record(id, at);
                     Val::Node(id)
                 }
                 Some(IntResult::Int(v)) => Val::Int(v),
@@ -385,7 +402,7 @@ impl Lowerer<'_> {
         receiver: Val,
         arg_exprs: &[&Expr],
         args: Vec<Val>,
-        at: &impl ToTokens,
+        at: &impl Site,
     ) -> Val {
         let method = name.to_string();
         let arity = if builtins::unary_method(&method).is_some() || method == "is_nan" {
@@ -471,6 +488,9 @@ impl Lowerer<'_> {
                 None => return Val::Poison,
             }
         }
+        if method == "clamp" && !self.clamp_bounds_ok(&ids, arg_exprs) {
+            return Val::Poison;
+        }
         let op = builtins::unary_method(&method)
             .or_else(|| builtins::binary_method(&method))
             .or_else(|| builtins::ternary_method(&method));
@@ -478,6 +498,48 @@ impl Lowerer<'_> {
             Some(op) => self.apply(op, &ids, at),
             None => Val::Poison,
         }
+    }
+
+    /// Checks constant bounds of `x.clamp(min, max)` (`ids` = `[x, min, max]`): Rust's
+    /// `f32::clamp` panics unless `min <= max` and neither is NaN, so the CPU function
+    /// would panic on every input while the kernel returned numbers.
+    fn clamp_bounds_ok(&mut self, ids: &[NodeId], arg_exprs: &[&Expr]) -> bool {
+        // A literal bound, possibly negated (`-1.0` lowers to a negation of `1.0`).
+        let constant = |s: &Self, k: usize| {
+            let mut id = *ids.get(k)?;
+            let mut sign = 1.0f32;
+            loop {
+                match s.g.node(id).ok()? {
+                    crate::graph::Node::Apply(Op::Neg, [a, ..]) => {
+                        sign = -sign;
+                        id = a;
+                    }
+                    n => return n.as_const().map(|v| sign * v),
+                }
+            }
+        };
+        let (lo, hi) = (constant(self, 1), constant(self, 2));
+        let bad = match (lo, hi) {
+            (Some(lo), Some(hi)) => lo.is_nan() || hi.is_nan() || lo > hi,
+            (Some(v), None) | (None, Some(v)) => v.is_nan(),
+            (None, None) => false,
+        };
+        if bad && let [lo_e, hi_e] = arg_exprs {
+            let at = SpanRange {
+                start: lo_e.site().start,
+                end: hi_e.site().end,
+            };
+            self.errors.range(
+                at,
+                format!(
+                    "`clamp` needs `min <= max` and neither NaN (Rust's `f32::clamp` panics \
+                     otherwise), but here min = {} and max = {}: swap the bounds",
+                    lo.map_or("(not constant)".to_string(), |v| format!("{v:?}")),
+                    hi.map_or("(not constant)".to_string(), |v| format!("{v:?}")),
+                ),
+            );
+        }
+        !bad
     }
 
     fn call_expr(&mut self, c: &syn::ExprCall) -> Val {

@@ -3,9 +3,9 @@
 //!
 //! [`expand_kernel`] and [`expand_kernels`] take the macro's attribute and item tokens and
 //! return the expansion. They never panic and always return tokens: the function and the
-//! items generated beside it, or, when something is not supported, the function unchanged
-//! (minus `#[uniform]` markers) followed by one `compile_error!` per problem, each spanned
-//! at the offending code, all reported at once.
+//! items generated beside it, or, when something is not supported, the function's signature
+//! with a body that does nothing (so rustc reports nothing twice) followed by one
+//! `compile_error!` per problem, each spanned at the offending code, all reported at once.
 //!
 //! The pipeline for one function: check the signature, lower the body to a
 //! [`Graph`](crate::Graph) (every node remembers the span of the expression it came
@@ -31,7 +31,10 @@ mod emit;
 mod env;
 mod errors;
 mod expr;
+mod guard;
+mod locate;
 mod sig;
+mod site;
 mod twin;
 
 use proc_macro2::{Span, TokenStream};
@@ -72,8 +75,21 @@ pub struct Compiled {
 ///
 /// # Errors
 /// Every unsupported construct, as one combined [`syn::Error`] (each part spanned at the
-/// offending code), or a shader naga rejects (spanned at the function's name).
+/// offending code), or a shader naga rejects (spanned at the expression that produced it
+/// where it can be found, else at the function's name).
 pub fn compile_kernel(
+    attr: TokenStream,
+    item: TokenStream,
+    mode: Mode,
+) -> Result<Compiled, syn::Error> {
+    guard::on_big_stack(|| {
+        guard::check_depth(&item)?;
+        compile_parsed(attr, item, mode)
+    })
+}
+
+/// [`compile_kernel`] on input whose depth is checked, already on the big stack.
+fn compile_parsed(
     attr: TokenStream,
     item: TokenStream,
     mode: Mode,
@@ -84,8 +100,26 @@ pub fn compile_kernel(
     };
     let mut fns = FnTable::new();
     fns.insert(f.sig.ident.unraw().to_string(), &f);
+    // A second kernel attribute would expand the function again (a second `mod f`).
+    let mut errors = Errors::default();
+    let this = match mode {
+        Mode::Kernel => "kernel",
+        Mode::FusedGrad => "fused_grad",
+    };
+    for attr in f.attrs.iter().filter(|a| kernel_macro_name(a).is_some()) {
+        let other = kernel_macro_name(attr).unwrap_or_default();
+        let msg = if other == this {
+            format!("`#[{this}]` is applied twice to this function: remove one")
+        } else {
+            format!(
+                "`#[{this}]` and `#[{other}]` are both applied to this function: a function \
+                 takes one of them (`#[fused_grad]` emits everything `#[kernel]` does); remove one"
+            )
+        };
+        errors.at(attr, msg);
+    }
     match compile_fn(&f, mode, attr, &fns) {
-        Ok(out) => {
+        Ok(out) if errors.is_empty() => {
             let cleaned = clean(&f);
             let module = out.module;
             Ok(Compiled {
@@ -94,20 +128,42 @@ pub fn compile_kernel(
                 nodes: out.nodes,
             })
         }
-        Err(e) => Err(e
-            .combined()
-            .unwrap_or_else(|| syn::Error::new(f.sig.ident.span(), "kernel compilation failed"))),
+        result => {
+            if let Err(e) = result {
+                errors.extend(e);
+            }
+            Err(errors.combined().unwrap_or_else(|| {
+                syn::Error::new(f.sig.ident.span(), "kernel compilation failed")
+            }))
+        }
     }
 }
 
+/// `"kernel"` or `"fused_grad"` if `attr` is one of the kernel macros.
+fn kernel_macro_name(attr: &syn::Attribute) -> Option<&'static str> {
+    let last = attr.path().segments.last()?;
+    ["kernel", "fused_grad"]
+        .into_iter()
+        .find(|name| last.ident == name)
+}
+
 /// The expansion of `#[kernel]` / `#[fused_grad]` on `item`: never panics; on error, the
-/// item unchanged (minus `#[uniform]` markers) plus `compile_error!`s.
+/// function's signature with an unreachable body plus `compile_error!`s.
 pub fn expand_kernel(attr: TokenStream, item: TokenStream, mode: Mode) -> TokenStream {
-    match compile_kernel(attr, item.clone(), mode) {
+    guard::on_big_stack(|| expand_kernel_here(attr, item, mode))
+}
+
+fn expand_kernel_here(attr: TokenStream, item: TokenStream, mode: Mode) -> TokenStream {
+    if let Err(e) = guard::check_depth(&item) {
+        // Too deep for syn's recursive parser: the item goes back to rustc as it came.
+        let errors = e.to_compile_error();
+        return quote!(#item #errors);
+    }
+    match compile_parsed(attr, item.clone(), mode) {
         Ok(done) => done.tokens,
         Err(e) => {
             let original = match syn::parse2::<Item>(item.clone()) {
-                Ok(Item::Fn(f)) => clean(&f).into_token_stream(),
+                Ok(Item::Fn(f)) => stub(&f).into_token_stream(),
                 _ => item,
             };
             let errors = e.to_compile_error();
@@ -120,6 +176,14 @@ pub fn expand_kernel(attr: TokenStream, item: TokenStream, mode: Mode) -> TokenS
 /// `#[kernel]` or `#[fused_grad]` is compiled, and may call (inlined) any function of the
 /// module. Other items are left as they are.
 pub fn expand_kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
+    guard::on_big_stack(|| expand_kernels_here(attr, item))
+}
+
+fn expand_kernels_here(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if let Err(e) = guard::check_depth(&item) {
+        let errors = e.to_compile_error();
+        return quote!(#item #errors);
+    }
     let mut errors = Errors::default();
     if !attr.is_empty() {
         errors.at(&attr, "`#[kernels]` takes no arguments");
@@ -159,13 +223,18 @@ pub fn expand_kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
             f.to_tokens(&mut out);
             continue;
         };
-        let mut cleaned = clean(f);
-        cleaned.attrs = rest;
-        cleaned.to_tokens(&mut out);
-        match compile_fn(f, mode, attr, &fns) {
-            Ok(done) => out.extend(done.module),
-            Err(e) => errors.extend(e),
-        }
+        let (mut emitted, module) = match compile_fn(f, mode, attr, &fns) {
+            Ok(done) => (clean(f), done.module),
+            Err(e) => {
+                errors.extend(e);
+                (stub(f), TokenStream::new())
+            }
+        };
+        emitted
+            .attrs
+            .retain(|a| rest.contains(a) || a.path().is_ident("allow"));
+        emitted.to_tokens(&mut out);
+        out.extend(module);
     }
     let attrs = &module.attrs;
     let vis = &module.vis;
@@ -241,9 +310,11 @@ fn kernel_attr(
 }
 
 /// The function as the CPU sees it: `#[uniform]` (and any other non-lint parameter
-/// attribute, already reported) removed, since rustc does not accept them on parameters.
+/// attribute, already reported) removed, since rustc does not accept them on parameters,
+/// and any further kernel attribute (reported as applied twice) removed.
 fn clean(f: &ItemFn) -> ItemFn {
     let mut f = f.clone();
+    f.attrs.retain(|a| kernel_macro_name(a).is_none());
     for arg in f.sig.inputs.iter_mut() {
         if let FnArg::Typed(pt) = arg {
             pt.attrs.retain(is_lint_attr);
@@ -251,6 +322,24 @@ fn clean(f: &ItemFn) -> ItemFn {
     }
     f
 }
+
+/// The function as emitted when it did not compile: its signature, so code calling it
+/// type-checks, and a body that does nothing. Its own body would make rustc report again
+/// what tang already reported (an unknown method, a wrong argument count): one error per
+/// problem, from tang.
+fn stub(f: &ItemFn) -> ItemFn {
+    let mut f = clean(f);
+    f.attrs
+        .push(syn::parse_quote!(#[allow(unused_variables, unused_mut, dead_code)]));
+    f.block = Box::new(syn::parse_quote!({
+        ::core::unreachable!("this kernel did not compile")
+    }));
+    f
+}
+
+/// Crates that a kernel's name would shadow in its module (the generated `mod f` takes
+/// the function's name), breaking paths such as `core::f32::consts::PI` there.
+const SHADOWED_CRATES: &[&str] = &["core", "std", "alloc", "tang_runtime", "tang_expr"];
 
 struct FnOutput {
     module: TokenStream,
@@ -277,6 +366,16 @@ fn compile_fn(
     fns: &FnTable,
 ) -> Result<FnOutput, Errors> {
     let mut errors = Errors::default();
+    let fname = f.sig.ident.unraw().to_string();
+    if SHADOWED_CRATES.contains(&fname.as_str()) {
+        errors.at(
+            &f.sig.ident,
+            format!(
+                "a kernel cannot be named `{fname}`: its generated `mod {fname}` would shadow \
+                 the `{fname}` crate in this module; rename the function"
+            ),
+        );
+    }
     let wrt = sig::parse_attr(attr, &mode, &mut errors);
     let sig = sig::check_signature(&f.sig, &mode, &wrt, &mut errors);
     let name = f.sig.ident.unraw().to_string();
@@ -298,14 +397,42 @@ fn compile_fn(
     let uniforms = param_name(ParamKind::Uniform);
     let inout_names = param_name(ParamKind::InOut);
     let outputs: Vec<(String, crate::NodeId)> = sig
-        .ret
         .output_names()
         .into_iter()
         .zip(lowered.outputs.iter().copied())
         .collect();
+    // The kernel as lowered, before simplification: where a rejected shader is traced
+    // back to the user's code.
+    let raw = ElementwiseSpec {
+        name: name.clone(),
+        graph: &lw.g,
+        inputs: inputs.clone(),
+        uniforms: uniforms.clone(),
+        inouts: inout_names
+            .iter()
+            .cloned()
+            .zip(lowered.inouts.iter().copied())
+            .collect(),
+        outputs: outputs.clone(),
+    };
     let fail = |e: ExprError| {
         let mut errs = Errors::default();
-        errs.span(f.sig.ident.span(), describe(&e));
+        if let ExprError::Invalid(_) = e
+            && let Some((site, message)) = locate::rejected_expression(&raw, &lw.spans)
+        {
+            errs.range(
+                site,
+                format!("naga rejected the shader generated for this expression: {message}"),
+            );
+            return errs;
+        }
+        // A name clash is the parameter's; anything else is the function's.
+        let at = match &e {
+            ExprError::BadName(n) => sig.params.iter().find(|p| &p.name == n),
+            _ => None,
+        }
+        .map_or(f.sig.ident.span(), |p| p.ident.span());
+        errs.span(at, describe(&e));
         errs
     };
     let (value, fused) = match mode {

@@ -2,6 +2,7 @@
 
 use proc_macro2::TokenStream;
 use quote::ToTokens;
+use syn::ext::IdentExt;
 use syn::punctuated::Punctuated;
 use syn::{FnArg, Ident, Pat, ReturnType, Token, Type};
 
@@ -41,12 +42,13 @@ pub(crate) enum Ret {
 }
 
 impl Ret {
-    /// The names of the outputs, in order.
-    pub(crate) fn output_names(self) -> Vec<String> {
+    /// The names of the outputs, in order, from `base` (`out`): `base`, or `base0, base1,
+    /// ...` for a tuple.
+    pub(crate) fn output_names(self, base: &str) -> Vec<String> {
         match self {
             Ret::Unit => Vec::new(),
-            Ret::Scalar => vec!["out".to_string()],
-            Ret::Tuple(n) => (0..n).map(|i| format!("out{i}")).collect(),
+            Ret::Scalar => vec![base.to_string()],
+            Ret::Tuple(n) => (0..n).map(|i| format!("{base}{i}")).collect(),
         }
     }
 }
@@ -66,6 +68,31 @@ pub(crate) struct Sig {
 }
 
 impl Sig {
+    /// The names of the outputs: `out` (or `out0, out1, ...`), with `_` appended while a
+    /// parameter already has one of them or of the names derived from them (`g_<out>`,
+    /// `d_<out>_<x>`), so every parameter name that is a valid identifier can be used.
+    pub(crate) fn output_names(&self) -> Vec<String> {
+        let taken = |n: &str| {
+            self.params.iter().any(|p| p.name == n) || self.rejected.iter().any(|r| r == n)
+        };
+        let mut base = String::from("out");
+        loop {
+            let names = self.ret.output_names(&base);
+            let clash = names.iter().any(|o| {
+                taken(o)
+                    || taken(&format!("g_{o}"))
+                    || self
+                        .params
+                        .iter()
+                        .any(|p| taken(&format!("d_{o}_{}", p.name)))
+            });
+            if !clash {
+                return names;
+            }
+            base.push('_');
+        }
+    }
+
     /// The by-value inputs, in order.
     pub(crate) fn inputs(&self) -> impl Iterator<Item = &Param> {
         self.params.iter().filter(|p| p.kind == ParamKind::Input)
@@ -165,11 +192,17 @@ pub(crate) fn check_signature(
             "an `extern` ABI is not supported on a kernel: remove it",
         );
     }
-    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+    const GENERIC: &str = "generic kernels are not supported: write the function over `f32` \
+                           (a kernel is compiled once, to one shader)";
+    if !sig.generics.params.is_empty() {
+        errors.at(&sig.generics, GENERIC);
+    }
+    // `Generics` prints without its `where` clause: point at the clause itself.
+    if let Some(w) = &sig.generics.where_clause {
         errors.at(
-            &sig.generics,
-            "generic kernels are not supported: write the function over `f32` (a kernel is \
-             compiled once, to one shader)",
+            w,
+            "`where` clauses are not supported on kernels: write the function over `f32` (a \
+             kernel is compiled once, to one shader)",
         );
     }
     if let Some(v) = &sig.variadic {
@@ -255,6 +288,11 @@ pub(crate) fn check_signature(
             }
         };
         let name = ident.to_string();
+        if let Some(why) = unusable_name(&ident.unraw().to_string()) {
+            errors.at(&ident, why);
+            rejected.push(name);
+            continue;
+        }
         if params.iter().any(|p| p.name == name) {
             errors.at(&ident, format!("parameter `{name}` is declared twice"));
             continue;
@@ -302,13 +340,6 @@ pub(crate) fn check_signature(
             .collect();
         if wrt.is_empty() {
             wrt_idx = (0..inputs.len() as u32).collect();
-            if inputs.is_empty() && sig.inputs.len() == params.len() {
-                errors.at(
-                    &sig.ident,
-                    "`#[fused_grad]` needs an `f32` input to differentiate with respect to \
-                     (uniforms are constants of the launch)",
-                );
-            }
         }
         for w in wrt {
             match inputs.iter().position(|p| p.ident == *w) {
@@ -334,6 +365,20 @@ pub(crate) fn check_signature(
         }
         // Partials come out in parameter order whatever order `wrt` lists them in.
         wrt_idx.sort_unstable();
+    }
+    // The launch's length is that of its per-element tensors: with none there is nothing
+    // to size it by (and `#[fused_grad]` nothing to differentiate).
+    if sig.inputs.len() == params.len()
+        && !params
+            .iter()
+            .any(|p| matches!(p.kind, ParamKind::Input | ParamKind::InOut))
+    {
+        errors.span(
+            sig.paren_token.span.join(),
+            "a kernel needs at least one per-element parameter (`x: f32`, or `p: &mut f32` \
+             for `#[kernel]`): the launch runs once per element of those tensors; uniforms \
+             (`#[uniform] a: f32`) are one value for the whole launch",
+        );
     }
     if ret == Ret::Unit
         && ret_ok
@@ -440,4 +485,22 @@ pub(crate) fn parse_attr(attr: TokenStream, mode: &Mode, errors: &mut Errors) ->
             wrt
         }
     }
+}
+
+/// Why `name` cannot name a kernel parameter, if it cannot: it names a WGSL binding, so it
+/// must be ASCII, and `__` starts the names of tang's generated locals.
+fn unusable_name(name: &str) -> Option<String> {
+    if !name.is_ascii() {
+        return Some(format!(
+            "`{name}` cannot name a kernel parameter: it names a buffer of the WGSL shader, \
+             which takes ASCII identifiers; rename it"
+        ));
+    }
+    if name.starts_with("__") {
+        return Some(format!(
+            "`{name}` cannot name a kernel parameter: names starting with `__` are reserved \
+             for the generated code; rename it"
+        ));
+    }
+    None
 }

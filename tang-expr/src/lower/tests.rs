@@ -152,9 +152,21 @@ fn calls_inline_and_recursion_is_caught_through_other_functions() {
 
 #[test]
 fn name_clashes_and_misuse_are_errors_not_panics() {
-    let errs = errors_of("fn f(out: f32) -> f32 { out }", Mode::Kernel);
+    // `out` is a parameter: the output takes the next free name.
+    let done = compile_kernel(
+        TokenStream::new(),
+        ts("fn f(out: f32) -> f32 { out }"),
+        Mode::Kernel,
+    )
+    .unwrap();
+    assert_eq!(done.kernels[0].outputs, ["out_"]);
+    // A clash left (the VJP's output `grad_x` and the parameter `grad_x`) is an error.
+    let errs = errors_of(
+        "fn f(x: f32, grad_x: f32) -> f32 { x * grad_x }",
+        Mode::FusedGrad,
+    );
     assert!(
-        errs[0].contains("`out` cannot name a kernel buffer"),
+        errs[0].contains("`grad_x` cannot name a kernel buffer"),
         "{errs:?}"
     );
     let errs = errors_of("fn f(x: f32, y: f32) -> f32 { x }", Mode::Kernel);
