@@ -5,16 +5,17 @@
 //!
 //! Every step records its launches (matmuls with fused bias, the ReLU kernel and its
 //! VJP, fused cross-entropy, row sums, in-place Adam) without waiting; the only reads are
-//! the summed training loss and the test logits, once per epoch, for the progress line.
+//! the summed training loss (`ops::add_` sums it in place) and the test predictions
+//! (`ops::argmax` on the GPU), once per epoch, for the progress line.
 //! Expect about 97% test accuracy; set `TANG_ADAPTER`/`TANG_BACKEND` to pick an adapter.
 
 use std::process::ExitCode;
 use std::time::Instant;
 
 use tang_examples::digits::{CLASSES, Digits, FEATURES, batches};
-use tang_examples::mlp::{Adam, Mlp, accumulate, accuracy, predictions};
+use tang_examples::mlp::{Adam, Mlp, accuracy};
 use tang_nn::rng::SplitMix64;
-use tang_runtime::{Device, Tensor};
+use tang_runtime::{Device, Tensor, ops};
 
 /// Hidden units.
 const HIDDEN: usize = 128;
@@ -69,13 +70,13 @@ fn run() -> Result<f64, Box<dyn std::error::Error>> {
             let x = Tensor::from_slice(&dev, &b.features, &[b.len(), FEATURES])?;
             let y = Tensor::from_u32(&dev, &b.labels, &[b.len()])?;
             let step = model.loss_and_grads(&x, &y)?;
-            accumulate::launch(&dev, &loss_sum, &step.loss, b.len() as f32)?;
+            ops::add_(&loss_sum, &step.loss, b.len() as f32)?;
             opt.step(&model, &step.grads)?;
         }
         // The epoch's only reads.
         let train_loss = loss_sum.item()? / train.len() as f32;
-        let logits = model.forward(&test_x)?.to_vec()?;
-        test_acc = accuracy(&predictions(&logits, CLASSES), &test.labels);
+        let predicted = model.predict(&test_x)?.to_vec_u32()?;
+        test_acc = accuracy(&predicted, &test.labels);
         println!(
             "epoch {epoch:>2}/{EPOCHS}  train loss {train_loss:.4}  test accuracy {:5.1}%  {:6.2}s",
             100.0 * test_acc,

@@ -7,11 +7,11 @@
 //! Layouts follow PyTorch's `nn.Linear`: a weight is `[out, in]` and the layer computes
 //! `x · Wᵀ + b`, so a checkpoint would load without transposes.
 
-use tang_runtime::Error;
 use tang_runtime::dense::cross_entropy::cross_entropy;
 use tang_runtime::dense::matmul::{MatmulOptions, matmul, matmul_with};
 use tang_runtime::dense::reduce::sum;
 use tang_runtime::prelude::*;
+use tang_runtime::{Error, ops};
 
 use tang_nn::rng::SplitMix64;
 
@@ -42,13 +42,6 @@ pub fn adam(
     *m = beta1 * *m + (1.0 - beta1) * g;
     *v = beta2 * *v + (1.0 - beta2) * g * g;
     *p -= lr * (*m / bc1) / ((*v / bc2).sqrt() + eps);
-}
-
-/// `acc += weight * x`: sums batch losses on the GPU so that nothing is read back until
-/// the end of an epoch.
-#[kernel]
-pub fn accumulate(acc: &mut f32, x: f32, #[uniform] weight: f32) {
-    *acc += weight * x;
 }
 
 /// The parameters: `w1 [hidden, inputs]`, `b1 [hidden]`, `w2 [classes, hidden]`,
@@ -153,6 +146,15 @@ impl Mlp {
         let z1 = Self::linear(x, &self.w1, &self.b1)?;
         let h = relu::launch(x.device(), &z1)?;
         Self::linear(&h, &self.w2, &self.b2)
+    }
+
+    /// The predicted class of each row of `x [rows, inputs]`: the arg-max of its logits,
+    /// taken on the GPU (a u32 tensor `[rows]`; ties go to the lower class, as in PyTorch).
+    ///
+    /// # Errors
+    /// As [`Mlp::forward`].
+    pub fn predict(&self, x: &Tensor) -> Result<Tensor, Error> {
+        ops::argmax(&self.forward(x)?, 1)
     }
 
     /// The mean cross-entropy of a batch (`x [rows, inputs]`, `labels [rows]` as u32) and
@@ -273,23 +275,6 @@ impl Adam {
     }
 }
 
-/// The arg-max class of each row of `logits` (`classes` values per row; ties go to
-/// the lower class, NaN never wins).
-pub fn predictions(logits: &[f32], classes: usize) -> Vec<u32> {
-    logits
-        .chunks(classes.max(1))
-        .map(|row| {
-            let mut best = 0;
-            for (k, &v) in row.iter().enumerate() {
-                if v > row[best] || row[best].is_nan() {
-                    best = k;
-                }
-            }
-            best as u32
-        })
-        .collect()
-}
-
 /// Fraction of `predicted` equal to `labels` (0 for empty input).
 pub fn accuracy(predicted: &[u32], labels: &[u32]) -> f64 {
     if labels.is_empty() {
@@ -317,15 +302,10 @@ mod tests {
             &mut p, &mut m, &mut v, -4.0, 0.1, 0.9, 0.999, 1e-8, 0.1, 0.001,
         );
         assert!((p - 1.1).abs() < 1e-6, "{p}");
-        let mut acc = 1.0;
-        accumulate(&mut acc, 2.0, 3.0);
-        assert_eq!(acc, 7.0);
     }
 
     #[test]
-    fn argmax_and_accuracy() {
-        let logits = [0.1, 0.9, 0.3, 2.0, 2.0, -1.0, f32::NAN, 0.5, 0.2];
-        assert_eq!(predictions(&logits, 3), vec![1, 0, 1]);
+    fn accuracy_counts_matches() {
         assert_eq!(accuracy(&[1, 0, 1], &[1, 2, 1]), 2.0 / 3.0);
         assert_eq!(accuracy(&[], &[]), 0.0);
     }

@@ -75,7 +75,7 @@ pub(crate) fn kernels() -> Vec<Source> {
 
 /// Launches a one-thread-per-element kernel over the last tensor of `tensors` (the one
 /// written); `params` gets the element count and grid row from `with`.
-fn launch_elementwise<P: Params>(
+pub(super) fn launch_elementwise<P: Params>(
     op: &str,
     kernel: &Spec<P>,
     tensors: &[&Tensor],

@@ -28,6 +28,7 @@
 mod broadcast;
 mod check;
 mod compare;
+mod conv;
 mod index;
 mod inplace;
 mod int;
@@ -40,6 +41,7 @@ mod view;
 
 pub use broadcast::{broadcast_shapes, expand, expand_backward, sum_to_shape};
 pub use compare::{eq, ge, gt, le, lt, ne};
+pub use conv::{Conv2d, Conv2dGrads, conv2d, conv2d_backward};
 pub use index::{gather, gather_backward, index_copy_, index_select, index_select_backward};
 pub use inplace::{add_, clone, copy_, fill_, fill_u32_, full, full_u32, mul_, zero_};
 pub use int::{arange, argmax, argmin, to_dtype};
@@ -73,5 +75,6 @@ pub(crate) fn registry() -> Vec<crate::spec::Source> {
     all.extend(compare::kernels());
     all.extend(random::kernels());
     all.extend(pool::kernels());
+    all.extend(conv::kernels());
     all
 }

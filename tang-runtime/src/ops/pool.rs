@@ -49,8 +49,9 @@ params! {
 }
 
 /// The input row/column of window element `k` of output `o` along one axis (may be out
-/// of range: negative inside the padding), and the output windows covering an input.
-const POOL_WGSL: &str = "
+/// of range: negative inside the padding), and the output windows covering an input:
+/// shared by pooling and convolution, whose windows are the same.
+pub(super) const WINDOW_WGSL: &str = "
 fn at_in(o: u32, k: u32, s: u32, pad: u32, d: u32) -> i32 {
     return i32(o * s + k * d) - i32(pad);
 }
@@ -61,6 +62,10 @@ fn covering(i: u32, k: u32, s: u32, pad: u32, d: u32, n_out: u32) -> i32 {
     let o = u32(t) / s;
     return select(-1, i32(o), o < n_out);
 }
+";
+
+/// Plane coordinates and the average's divisor, over [`PoolParams`].
+const POOL_WGSL: &str = "
 // (plane, y, x) of output element `i` and of input element `i`.
 fn out_coords(i: u32) -> vec3<u32> { return vec3<u32>(i / (p.ow * p.oh), (i / p.ow) % p.oh, i % p.ow); }
 fn in_coords(i: u32) -> vec3<u32> { return vec3<u32>(i / (p.w * p.h), (i / p.w) % p.h, i % p.w); }
@@ -79,7 +84,7 @@ fn divisor(oy: u32, ox: u32) -> f32 {
 /// the first (row-major) position; a NaN wins (the first NaN), as in PyTorch.
 static MAX_POOL: Spec<PoolParams> = Spec::new(
     "max_pool2d",
-    &[IS_NAN_WGSL, POOL_WGSL],
+    &[IS_NAN_WGSL, WINDOW_WGSL, POOL_WGSL],
     &[
         Slot::Read("x", "array<f32>"),
         Slot::ReadWrite("out", "array<f32>"),
@@ -122,7 +127,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 /// `grad_x[y, x]` = the sum of `grad_out` over the windows whose maximum was at `(y, x)`.
 static MAX_POOL_BACKWARD: Spec<PoolParams> = Spec::new(
     "max_pool2d_backward",
-    &[POOL_WGSL],
+    &[WINDOW_WGSL, POOL_WGSL],
     &[
         Slot::Read("grad_out", "array<f32>"),
         Slot::Read("idx", "array<u32>"),
@@ -157,7 +162,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 /// The window's mean (`divisor` elements).
 static AVG_POOL: Spec<PoolParams> = Spec::new(
     "avg_pool2d",
-    &[POOL_WGSL],
+    &[WINDOW_WGSL, POOL_WGSL],
     &[
         Slot::Read("x", "array<f32>"),
         Slot::ReadWrite("out", "array<f32>"),
@@ -189,7 +194,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 /// `grad_x[y, x]` = the sum over the windows covering `(y, x)` of `grad_out / divisor`.
 static AVG_POOL_BACKWARD: Spec<PoolParams> = Spec::new(
     "avg_pool2d_backward",
-    &[POOL_WGSL],
+    &[WINDOW_WGSL, POOL_WGSL],
     &[
         Slot::Read("grad_out", "array<f32>"),
         Slot::ReadWrite("grad_x", "array<f32>"),

@@ -1,0 +1,253 @@
+//! `conv2d` on the GPU against a direct f64 CPU convolution over strides, paddings,
+//! dilations and groups (depthwise, 1x1 kernels, batch 1, odd sizes, an empty batch), its
+//! backward against f64 finite differences of that convolution, and its shape errors.
+
+mod ops_support;
+
+use ops_support::{f64s, finite_diff};
+use tang_runtime::ops::{self, Conv2d};
+use tang_runtime::{Error, Tensor};
+use tang_testing::{assert_close, devices, random};
+
+/// Output size along one axis (PyTorch's formula).
+fn out_len(n: usize, k: usize, s: usize, p: usize, d: usize) -> usize {
+    (n + 2 * p - d * (k - 1) - 1) / s + 1
+}
+
+/// Direct NCHW convolution in f64 of `x [n, c, h, w]` by `wt [co, c / groups, kh, kw]`,
+/// plus `bias` when given.
+fn cpu_conv(
+    x: &[f64],
+    xs: [usize; 4],
+    wt: &[f64],
+    ws: [usize; 4],
+    bias: Option<&[f64]>,
+    cv: &Conv2d,
+) -> Vec<f64> {
+    let [n, c, h, w] = xs;
+    let [co, cg, kh, kw] = ws;
+    let oh = out_len(h, kh, cv.stride[0], cv.padding[0], cv.dilation[0]);
+    let ow = out_len(w, kw, cv.stride[1], cv.padding[1], cv.dilation[1]);
+    let cog = co / cv.groups;
+    let mut out = Vec::with_capacity(n * co * oh * ow);
+    for b in 0..n {
+        for o in 0..co {
+            let g = o / cog;
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    let mut acc = bias.map_or(0.0, |bv| bv[o]);
+                    for ci in 0..cg {
+                        let ch = g * cg + ci;
+                        for ky in 0..kh {
+                            let y = (oy * cv.stride[0] + ky * cv.dilation[0]) as isize
+                                - cv.padding[0] as isize;
+                            for kx in 0..kw {
+                                let xx = (ox * cv.stride[1] + kx * cv.dilation[1]) as isize
+                                    - cv.padding[1] as isize;
+                                if y < 0 || xx < 0 || y >= h as isize || xx >= w as isize {
+                                    continue;
+                                }
+                                let xi = ((b * c + ch) * h + y as usize) * w + xx as usize;
+                                let wi = ((o * cg + ci) * kh + ky) * kw + kx;
+                                acc += x[xi] * wt[wi];
+                            }
+                        }
+                    }
+                    out.push(acc);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn conv(s: [usize; 2], p: [usize; 2], d: [usize; 2], groups: usize) -> Conv2d {
+    Conv2d {
+        stride: s,
+        padding: p,
+        dilation: d,
+        groups,
+    }
+}
+
+#[test]
+fn conv2d_matches_a_direct_cpu_convolution_and_finite_differences() {
+    // (input, weight, bias?, window)
+    let cases: [([usize; 4], [usize; 4], bool, Conv2d); 8] = [
+        (
+            [2, 4, 7, 6],
+            [6, 2, 3, 2],
+            true,
+            conv([2, 1], [1, 0], [1, 1], 2),
+        ),
+        (
+            [1, 3, 9, 8],
+            [4, 3, 3, 3],
+            true,
+            conv([1, 2], [2, 1], [2, 1], 1),
+        ),
+        // Depthwise (groups = channels), and with a channel multiplier of 2.
+        (
+            [2, 3, 5, 5],
+            [3, 1, 3, 3],
+            false,
+            conv([1, 1], [1, 1], [1, 1], 3),
+        ),
+        (
+            [1, 2, 6, 5],
+            [4, 1, 2, 2],
+            true,
+            conv([1, 1], [0, 1], [2, 2], 2),
+        ),
+        // 1x1 kernel, batch 1.
+        ([1, 5, 3, 4], [2, 5, 1, 1], false, Conv2d::default()),
+        // Odd sizes, a kernel as tall as the padded input.
+        (
+            [1, 1, 17, 3],
+            [2, 1, 3, 5],
+            true,
+            conv([3, 1], [1, 1], [1, 1], 1),
+        ),
+        (
+            [3, 2, 1, 1],
+            [3, 2, 3, 3],
+            true,
+            conv([1, 1], [1, 1], [1, 1], 1),
+        ),
+        // An empty batch.
+        (
+            [0, 2, 4, 4],
+            [3, 2, 3, 3],
+            true,
+            conv([1, 1], [1, 1], [1, 1], 1),
+        ),
+    ];
+    for dev in devices() {
+        for (seed, (xs, ws, has_bias, cv)) in cases.iter().enumerate() {
+            let seed = seed as u64;
+            let (nx, nw): (usize, usize) = (xs.iter().product(), ws.iter().product());
+            let xv = random(nx, 10 + seed);
+            let wv = random(nw, 20 + seed);
+            let bv = random(ws[0], 30 + seed);
+            let x = Tensor::from_slice(&dev, &xv, xs).unwrap();
+            let w = Tensor::from_slice(&dev, &wv, ws).unwrap();
+            let b = Tensor::from_slice(&dev, &bv, &[ws[0]]).unwrap();
+            let bias = has_bias.then_some(&b);
+            let out = ops::conv2d(&x, &w, bias, cv).unwrap();
+            let bias64 = has_bias.then(|| f64s(&bv));
+            let want = cpu_conv(&f64s(&xv), *xs, &f64s(&wv), *ws, bias64.as_deref(), cv);
+            let what = format!("conv2d {xs:?} * {ws:?} {cv:?}");
+            assert_eq!(out.shape()[..2], [xs[0], ws[0]], "{what}");
+            assert_close(&what, &out.to_vec().unwrap(), &want, 1e-5, 1e-5);
+
+            // Backward: the gradient of Σ g · conv(x, w, b) over (x, w, b) at once.
+            let gv = random(out.len(), 40 + seed);
+            let g = Tensor::from_slice(&dev, &gv, out.shape()).unwrap();
+            let grads = ops::conv2d_backward(&g, &x, &w, bias, cv).unwrap();
+            let mut all = f64s(&xv);
+            all.extend(f64s(&wv));
+            if *has_bias {
+                all.extend(f64s(&bv));
+            }
+            let fd = finite_diff(
+                |p| {
+                    let (px, rest) = p.split_at(nx);
+                    let (pw, pb) = rest.split_at(nw);
+                    cpu_conv(px, *xs, pw, *ws, has_bias.then_some(pb), cv)
+                },
+                &all,
+                &f64s(&gv),
+                1e-3,
+            );
+            let (fx, rest) = fd.split_at(nx);
+            let (fw, fb) = rest.split_at(nw);
+            assert_eq!(grads.grad_input.shape(), xs, "{what}");
+            assert_eq!(grads.grad_weight.shape(), ws, "{what}");
+            let got_x = grads.grad_input.to_vec().unwrap();
+            assert_close(&format!("grad_input of {what}"), &got_x, fx, 1e-4, 1e-4);
+            let got_w = grads.grad_weight.to_vec().unwrap();
+            assert_close(&format!("grad_weight of {what}"), &got_w, fw, 1e-4, 1e-4);
+            match (&grads.grad_bias, has_bias) {
+                (Some(gb), true) => {
+                    let got_b = gb.to_vec().unwrap();
+                    assert_close(&format!("grad_bias of {what}"), &got_b, fb, 1e-4, 1e-4);
+                }
+                (None, false) => {}
+                (gb, _) => panic!("{what}: grad_bias {gb:?} with bias = {has_bias}"),
+            }
+        }
+    }
+}
+
+/// Input, weight and bias shapes, and the window, of a call that must fail.
+type BadShapes = (
+    &'static [usize],
+    &'static [usize],
+    Option<&'static [usize]>,
+    Conv2d,
+);
+
+#[test]
+fn conv2d_rejects_bad_shapes_and_arguments() {
+    let dev = tang_testing::device();
+    let t = |shape: &[usize]| {
+        Tensor::from_slice(&dev, &vec![0.5; shape.iter().product()], shape).unwrap()
+    };
+    let x = t(&[1, 4, 5, 5]);
+    let shape_errors: [BadShapes; 6] = [
+        // Channels not divisible by groups.
+        (
+            &[1, 4, 5, 5],
+            &[3, 2, 3, 3],
+            None,
+            conv([1, 1], [0, 0], [1, 1], 2),
+        ),
+        (
+            &[1, 4, 5, 5],
+            &[4, 1, 3, 3],
+            None,
+            conv([1, 1], [0, 0], [1, 1], 3),
+        ),
+        // Weight channels disagreeing with the input.
+        (&[1, 4, 5, 5], &[2, 3, 3, 3], None, Conv2d::default()),
+        // Kernel larger than the padded input (dilation counts).
+        (&[1, 4, 5, 5], &[2, 4, 6, 3], None, Conv2d::default()),
+        (
+            &[1, 4, 5, 5],
+            &[2, 4, 3, 3],
+            None,
+            conv([1, 1], [0, 0], [3, 1], 1),
+        ),
+        // A bias of the wrong length.
+        (&[1, 4, 5, 5], &[2, 4, 3, 3], Some(&[3]), Conv2d::default()),
+    ];
+    for (xs, ws, bs, cv) in shape_errors {
+        let b = bs.map(t);
+        let e = ops::conv2d(&t(xs), &t(ws), b.as_ref(), &cv).unwrap_err();
+        assert!(
+            matches!(e, Error::ShapeMismatch { .. }),
+            "{xs:?} {ws:?} {cv:?}: {e:?}"
+        );
+    }
+    let w = t(&[2, 4, 3, 3]);
+    for cv in [
+        conv([0, 1], [0, 0], [1, 1], 1),
+        conv([1, 1], [0, 0], [1, 0], 1),
+        conv([1, 1], [0, 0], [1, 1], 0),
+    ] {
+        let e = ops::conv2d(&x, &w, None, &cv).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { .. }), "{cv:?}: {e:?}");
+    }
+    // Wrong ranks, and a grad_out that is not the output's shape.
+    let e = ops::conv2d(&t(&[4, 5, 5]), &w, None, &Conv2d::default()).unwrap_err();
+    assert!(matches!(e, Error::ShapeMismatch { .. }), "{e:?}");
+    let e = ops::conv2d(&x, &t(&[2, 4, 9]), None, &Conv2d::default()).unwrap_err();
+    assert!(matches!(e, Error::ShapeMismatch { .. }), "{e:?}");
+    let g = t(&[1, 2, 4, 4]);
+    let e = ops::conv2d_backward(&g, &x, &w, None, &Conv2d::default()).unwrap_err();
+    assert!(matches!(e, Error::ShapeMismatch { .. }), "{e:?}");
+    // u32 where f32 belongs.
+    let idx = Tensor::from_u32(&dev, &[0; 100], &[1, 4, 5, 5]).unwrap();
+    let e = ops::conv2d(&idx, &w, None, &Conv2d::default()).unwrap_err();
+    assert!(matches!(e, Error::DType { .. }), "{e:?}");
+}
