@@ -7,7 +7,8 @@
 //! VJP, fused cross-entropy, row sums, in-place Adam) without waiting; the only reads are
 //! the summed training loss (`ops::add_` sums it in place) and the test predictions
 //! (`ops::argmax` on the GPU), once per epoch, for the progress line.
-//! Expect about 97% test accuracy; set `TANG_ADAPTER`/`TANG_BACKEND` to pick an adapter.
+//! Expect about 98% test accuracy (98.05% on lavapipe); set `TANG_ADAPTER`/`TANG_BACKEND`
+//! to pick an adapter.
 
 use std::process::ExitCode;
 use std::time::Instant;

@@ -37,7 +37,10 @@ impl Device {
                 }
                 Binding::Read(t) | Binding::ReadWrite(t) => {
                     storage += 1;
-                    t.expect_device(op, &format!("binding {i}"), self)?;
+                    // Name the binding only on the error path: this runs on every launch.
+                    if !t.device().same(self) {
+                        t.expect_device(op, &format!("binding {i}"), self)?;
+                    }
                     let max = limits.max_storage_buffer_binding_size;
                     if t.bytes() > max {
                         return Err(Error::TooLarge {
