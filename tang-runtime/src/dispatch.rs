@@ -37,10 +37,8 @@ impl Device {
                 }
                 Binding::Read(t) | Binding::ReadWrite(t) => {
                     storage += 1;
-                    // Name the binding only on the error path: this runs on every launch.
-                    if !t.device().same(self) {
-                        t.expect_device(op, &format!("binding {i}"), self)?;
-                    }
+                    // `format_args!` formats the binding's name only on the error path.
+                    t.expect_device(op, format_args!("binding {i}"), self)?;
                     let max = limits.max_storage_buffer_binding_size;
                     if t.bytes() > max {
                         return Err(Error::TooLarge {

@@ -309,12 +309,18 @@ impl Tensor {
     }
 
     /// Fails with [`Error::DeviceMismatch`] unless the tensor lives on `dev`; `what` names
-    /// the tensor in the message.
-    pub(crate) fn expect_device(&self, op: &str, what: &str, dev: &Device) -> Result<(), Error> {
+    /// the tensor in the message and is formatted only then, so a launch can pass
+    /// `format_args!` without allocating.
+    pub(crate) fn expect_device(
+        &self,
+        op: &str,
+        what: impl std::fmt::Display,
+        dev: &Device,
+    ) -> Result<(), Error> {
         if !self.device().same(dev) {
             return Err(Error::DeviceMismatch {
                 op: op.into(),
-                what: what.into(),
+                what: what.to_string(),
                 expected: dev.info().name.clone(),
                 got: self.device().info().name.clone(),
             });
