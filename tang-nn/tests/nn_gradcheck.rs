@@ -254,3 +254,48 @@ fn dropout_gradient_is_the_mask_it_drew_and_eval_is_identity() {
     assert!(Dropout::new(1.5).is_err());
     assert!(Dropout::new(-0.1).is_err());
 }
+
+#[test]
+fn gather_and_mul_constant_with_broadcast_pairs() {
+    let dev = tang_testing::device();
+    // gather along dim 1 and dim 0, with an index past the end (reads 0, no gradient).
+    let idx = [2u32, 0, 16, 99, 5, 5];
+    let index = RawTensor::from_u32(&dev, &idx, &[3, 2]).unwrap();
+    let case = Case::random("gather dim 1", &[&[3, 17]], 1.0, 70);
+    let cpu = |t: &[Vec<f64>]| {
+        (0..6)
+            .map(|k| {
+                let (row, i) = (k / 2, idx[k] as usize);
+                if i < 17 { t[0][row * 17 + i] } else { 0.0 }
+            })
+            .collect()
+    };
+    case.check(&dev, &|t| t[0].gather(1, &index), &cpu, &[0]);
+    let idx0 = [1u32, 0, 2, 2, 7, 1];
+    let index0 = RawTensor::from_u32(&dev, &idx0, &[2, 3]).unwrap();
+    let case = Case::random("gather dim 0", &[&[3, 3]], 1.0, 71);
+    let cpu0 = |t: &[Vec<f64>]| {
+        (0..6)
+            .map(|k| {
+                let (i, col) = (idx0[k] as usize, k % 3);
+                if i < 3 { t[0][i * 3 + col] } else { 0.0 }
+            })
+            .collect()
+    };
+    case.check(&dev, &|t| t[0].gather(0, &index0), &cpu0, &[0]);
+
+    // A constant of the same shape, one element, or a trailing row.
+    for (k, m_shape) in [&[3usize, 17][..], &[1], &[17]].into_iter().enumerate() {
+        let m: Vec<f32> = tang_testing::random(m_shape.iter().product(), 80 + k as u64);
+        let mt = RawTensor::from_slice(&dev, &m, m_shape).unwrap();
+        let name = format!("mul_constant [3,17] x {m_shape:?}");
+        let case = Case::random(&name, &[&[3, 17]], 1.0, 90 + k as u64);
+        let cpu = |t: &[Vec<f64>]| {
+            t[0].iter()
+                .enumerate()
+                .map(|(i, v)| v * f64::from(m[i % m.len()]))
+                .collect()
+        };
+        case.check(&dev, &|t| t[0].mul_constant(&mt), &cpu, &[0]);
+    }
+}
