@@ -15,6 +15,7 @@
 pub mod autograd;
 pub mod checkpoint;
 pub mod data;
+pub mod nn;
 pub mod optim;
 pub mod rng;
 pub mod safetensors;

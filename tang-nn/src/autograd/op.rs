@@ -7,7 +7,7 @@ use tang_runtime::dense::{attention, embedding, matmul, norm, reduce, softmax};
 use tang_runtime::ops;
 
 use super::Error;
-use super::activation::{gelu, relu, scale_by};
+use super::activation::{gelu, gelu_erf, relu, scale_by};
 use super::tensor::{RawTensor, Tensor};
 
 /// One recorded op. Input tensors live in the node; this holds attributes and state the
@@ -61,6 +61,8 @@ pub(crate) enum Op {
     Relu,
     /// `gelu(x)` (tanh form) through its `#[fused_grad]` kernel.
     Gelu,
+    /// `gelu(x)` (exact erf form) through its `#[fused_grad]` kernel.
+    GeluErf,
 }
 
 impl Op {
@@ -89,6 +91,7 @@ impl Op {
             Op::Attention { .. } => "attention",
             Op::Relu => "relu",
             Op::Gelu => "gelu",
+            Op::GeluErf => "gelu_erf",
         }
     }
 
@@ -176,6 +179,10 @@ impl Op {
             }
             Op::Gelu => {
                 let [gx] = gelu::launch_vjp(g.device(), x(0), g)?;
+                vec![gx]
+            }
+            Op::GeluErf => {
+                let [gx] = gelu_erf::launch_vjp(g.device(), x(0), g)?;
                 vec![gx]
             }
         };
