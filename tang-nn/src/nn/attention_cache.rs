@@ -27,10 +27,7 @@ pub struct KvCache {
 }
 
 fn cache_error(detail: String) -> Error {
-    Error::Runtime(tang_runtime::Error::InvalidArgument {
-        op: "KvCache".into(),
-        detail,
-    })
+    super::invalid("KvCache", detail)
 }
 
 impl KvCache {

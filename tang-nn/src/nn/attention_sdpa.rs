@@ -37,10 +37,7 @@ struct Sizes {
 }
 
 fn invalid(detail: String) -> Error {
-    Error::Runtime(tang_runtime::Error::InvalidArgument {
-        op: "scaled_dot_product_attention".into(),
-        detail,
-    })
+    super::invalid("scaled_dot_product_attention", detail)
 }
 
 fn sizes(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<Sizes, Error> {
@@ -51,7 +48,7 @@ fn sizes(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<Sizes, Error> {
             k.shape()
         )));
     };
-    if v.shape() != k.shape() || kb != b || kd != d || hkv == 0 || h % hkv != 0 {
+    if v.shape() != k.shape() || kb != b || kd != d || hkv == 0 || !h.is_multiple_of(hkv) {
         return Err(invalid(format!(
             "k and v must both be [B={b}, Hkv, S, D={d}] with Hkv dividing H={h} \
              (grouped-query heads); got k {:?}, v {:?}",

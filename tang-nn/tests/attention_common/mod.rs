@@ -77,3 +77,14 @@ pub fn param(
     let v = rng.vec(shape.iter().product(), a);
     Tensor::parameter(RawTensor::from_slice(dev, &v, shape).unwrap())
 }
+
+/// Overwrites every parameter of `m` with values in `[-0.5, 0.5)` from `seed` (so norms
+/// and biases are not at their identity initialisation).
+pub fn randomize(m: &impl tang_nn::Module, seed: u64) {
+    let mut rng = tang_testing::Rng::new(seed);
+    for (_, p) in m.named_parameters() {
+        let v = rng.vec(p.data().len(), 0.5);
+        let src = RawTensor::from_slice(p.data().device(), &v, p.shape()).unwrap();
+        tang_nn::autograd::no_grad(|| p.copy_(&Tensor::constant(src))).unwrap();
+    }
+}
