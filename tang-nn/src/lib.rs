@@ -19,6 +19,7 @@ extern crate self as tang_nn;
 pub mod autograd;
 pub mod checkpoint;
 pub mod data;
+pub mod models;
 pub mod module;
 pub mod nn;
 pub mod optim;
