@@ -370,3 +370,35 @@ fn the_kv_cache_gives_the_last_positions_of_full_recomputation() {
         assert!(err.to_string().contains("exceed the capacity 12"), "{err}");
     }
 }
+
+#[test]
+fn dropout_acts_in_training_only_and_gradients_still_reach_every_parameter() {
+    let dev = tang_testing::device();
+    let cfg = CausalSelfAttentionConfig {
+        dropout: 0.5,
+        ..CausalSelfAttentionConfig::new(8, 2)
+    };
+    let attn = CausalSelfAttention::new(&dev, &cfg, &mut SplitMix64::new(1)).unwrap();
+    let enc_cfg = TransformerEncoderLayerConfig {
+        dim_feedforward: 16,
+        ..TransformerEncoderLayerConfig::new(8, 2)
+    };
+    let enc = TransformerEncoderLayer::new(&dev, &enc_cfg, &mut SplitMix64::new(2)).unwrap();
+    let x = param(&dev, &mut Rng::new(3), &[2, 5, 8], 1.0);
+    let runs: [(&dyn Module, &dyn Fn() -> Tensor); 2] = [
+        (&attn, &|| attn.forward(&x).unwrap()),
+        (&enc, &|| enc.forward(&x, AttnMask::Causal).unwrap()),
+    ];
+    for (module, forward) in runs {
+        module.eval();
+        let (a, b) = (forward().to_vec().unwrap(), forward().to_vec().unwrap());
+        assert_eq!(a, b, "evaluation is deterministic");
+        module.train();
+        let y = forward();
+        assert_ne!(y.to_vec().unwrap(), a, "training applies dropout");
+        let grads = y.sum_all().unwrap().backward().unwrap();
+        for (name, p) in module.named_parameters() {
+            assert!(grads.get(&p).is_some(), "no gradient for {name}");
+        }
+    }
+}

@@ -15,6 +15,8 @@ use crate::nn::{
 };
 use crate::rng::SplitMix64;
 
+pub use super::gpt_generate::SampleOptions;
+
 /// nanoGPT's `GPTConfig` (plus `n_kv_head` for grouped-query attention).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GptConfig {

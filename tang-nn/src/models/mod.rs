@@ -5,5 +5,3 @@
 
 pub mod gpt;
 mod gpt_generate;
-
-pub use gpt_generate::SampleOptions;
