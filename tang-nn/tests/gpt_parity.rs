@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use attention_common::fixture;
 use tang_nn::Module;
 use tang_nn::models::gpt::{Gpt, GptConfig};
+use tang_nn::nn::functional::{class_indices_from_i64, cross_entropy};
 use tang_nn::safetensors::{load_model, read_file};
-use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+use tang_nn::tang_runtime::Device;
 
 /// The fixture GPT: built from the config in the file's metadata, weights loaded strictly.
 pub fn fixture_gpt(dev: &Device) -> Gpt {
@@ -75,15 +76,10 @@ fn logits_loss_and_gradients_equal_pytorchs() {
     let gpt = fixture_gpt(&dev);
     let io = read_file(fixture("gpt_io.safetensors")).unwrap().tensors;
     let idx = io.u32_tensor("idx", &dev).unwrap();
-    // PyTorch's ignore index -100 is negative; any id past the vocabulary serves here.
-    let ignore = u32::MAX;
-    let targets: Vec<u32> = io
-        .i64_values("targets")
-        .unwrap()
-        .into_iter()
-        .map(|t| u32::try_from(t).unwrap_or(ignore))
-        .collect();
-    let targets = RawTensor::from_u32(&dev, &targets, idx.shape()).unwrap();
+    // nanoGPT's loss: logits.view(-1, V) against targets.view(-1), PyTorch's ignore
+    // index -100 (kept as its 32-bit wrap).
+    let targets = io.i64_values("targets").unwrap();
+    let targets = class_indices_from_i64(&dev, &targets, &[targets.len()]).unwrap();
 
     let logits = gpt.forward(&idx).unwrap();
     let want = io.f32_values("logits").unwrap();
@@ -94,7 +90,9 @@ fn logits_loss_and_gradients_equal_pytorchs() {
     );
     assert!(diff <= 1e-4, "logits differ by {diff}");
 
-    let loss = logits.cross_entropy(&targets, Some(ignore)).unwrap();
+    let vocab = gpt.config().vocab_size;
+    let rows = logits.reshape(&[targets.len(), vocab]).unwrap();
+    let loss = cross_entropy(&rows, &targets).unwrap();
     let (got, want) = (loss.to_vec().unwrap()[0], io.f32_values("loss").unwrap()[0]);
     let rel = ((got - want) / want).abs();
     println!("loss: tang {got} torch {want} relative {rel:.3e}");
