@@ -8,8 +8,9 @@
 //! PyTorch's optimizers with gradient clipping that stays on the GPU ([`optim`]).
 //! Reverse-mode autograd over `tang_runtime::Tensor`s ([`autograd`]: write the forward,
 //! `loss.backward()?` gives every parameter's gradient on the GPU); modules with
-//! PyTorch's names ([`Module`], `#[derive(Module)]`) build on it; whole models whose
-//! checkpoints load as PyTorch wrote them are in [`models`] (nanoGPT's GPT).
+//! PyTorch's names ([`Module`], `#[derive(Module)]`), and layers and losses with
+//! PyTorch's layouts, defaults and initialisation ([`nn`]) build on it; whole models
+//! whose checkpoints load as PyTorch wrote them are in [`models`] (nanoGPT's GPT).
 //!
 //! It re-exports the runtime so that examples and tests can depend on one crate.
 

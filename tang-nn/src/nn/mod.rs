@@ -39,11 +39,37 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+/// `Module` (nothing to list, no mode) and `Layer` (the inherent `forward`) for
+/// parameter-free layers: they still take an index in a [`Sequential`], as in PyTorch.
+macro_rules! stateless_layer {
+    ($($name:ident),*) => {$(
+        impl $crate::Module for $name {
+            fn visit_parameters(
+                &self,
+                _prefix: &str,
+                _f: &mut dyn FnMut(&str, &$crate::autograd::Tensor),
+            ) {
+            }
+            fn set_training(&self, _training: bool) {}
+        }
+
+        impl $crate::nn::Layer for $name {
+            fn forward(
+                &self,
+                x: &$crate::autograd::Tensor,
+            ) -> Result<$crate::autograd::Tensor, $crate::autograd::Error> {
+                $name::forward(self, x)
+            }
+        }
+    )*};
+}
+
 mod activation;
 mod attention;
 mod attention_cache;
 mod attention_multihead;
 mod attention_sdpa;
+mod conv;
 mod dropout;
 mod embedding;
 pub mod functional;
@@ -58,6 +84,7 @@ pub use attention::{CausalSelfAttention, CausalSelfAttentionConfig};
 pub use attention_cache::KvCache;
 pub use attention_multihead::MultiheadAttention;
 pub use attention_sdpa::{AttnMask, WeightDropout, scaled_dot_product_attention};
+pub use conv::{AvgPool2d, Conv2d, MaxPool2d};
 pub use dropout::{DEFAULT_SEED, Dropout, manual_seed};
 pub use embedding::Embedding;
 pub use linear::Linear;
