@@ -271,3 +271,21 @@ fn eval_forward_under_no_grad_records_nothing() {
         ["0.weight", "0.bias", "3.weight", "3.bias"]
     );
 }
+
+#[test]
+fn an_integer_entry_is_refused_before_anything_is_copied() {
+    let dev = tang_testing::device();
+    let model = affine(&dev, 2, true);
+    let mut sd = StateDict::new();
+    sd.insert(
+        "weight",
+        RawTensor::from_slice(&dev, &[1.0, 2.0, 3.0, 4.0], &[2, 2]).unwrap(),
+    );
+    sd.insert(
+        "bias",
+        StateTensor::Host(HostTensor::from_i64(&[1, 2], &[2]).unwrap()),
+    );
+    let err = model.load_state_dict(&sd, true).unwrap_err();
+    assert!(matches!(err, Error::Safetensors(_)), "{err}");
+    assert_eq!(model.weight.to_vec().unwrap(), vec![0.0; 4]);
+}
