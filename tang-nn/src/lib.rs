@@ -9,7 +9,8 @@
 //! Reverse-mode autograd over `tang_runtime::Tensor`s ([`autograd`]: write the forward,
 //! `loss.backward()?` gives every parameter's gradient on the GPU); modules with
 //! PyTorch's names ([`Module`], `#[derive(Module)]`), and layers and losses with
-//! PyTorch's layouts, defaults and initialisation ([`nn`]) build on it.
+//! PyTorch's layouts, defaults and initialisation ([`nn`]) build on it; whole models
+//! whose checkpoints load as PyTorch wrote them are in [`models`] (nanoGPT's GPT).
 //!
 //! It re-exports the runtime so that examples and tests can depend on one crate.
 
@@ -20,6 +21,7 @@ extern crate self as tang_nn;
 pub mod autograd;
 pub mod checkpoint;
 pub mod data;
+pub mod models;
 pub mod module;
 pub mod nn;
 pub mod optim;

@@ -65,6 +65,10 @@ macro_rules! stateless_layer {
 }
 
 mod activation;
+mod attention;
+mod attention_cache;
+mod attention_multihead;
+mod attention_sdpa;
 mod conv;
 mod dropout;
 mod embedding;
@@ -73,14 +77,20 @@ mod init;
 mod linear;
 mod norm;
 mod sequential;
+mod transformer_encoder;
 
 pub use activation::{Approximate, GELU, ReLU, SiLU, Sigmoid, Tanh};
+pub use attention::{CausalSelfAttention, CausalSelfAttentionConfig};
+pub use attention_cache::KvCache;
+pub use attention_multihead::MultiheadAttention;
+pub use attention_sdpa::{AttnMask, WeightDropout, scaled_dot_product_attention};
 pub use conv::{AvgPool2d, Conv2d, MaxPool2d};
 pub use dropout::{DEFAULT_SEED, Dropout, manual_seed};
 pub use embedding::Embedding;
 pub use linear::Linear;
 pub use norm::{LayerNorm, RMSNorm};
 pub use sequential::Sequential;
+pub use transformer_encoder::{Activation, TransformerEncoderLayer, TransformerEncoderLayerConfig};
 
 use crate::Module;
 use crate::autograd::{Error, Tensor};

@@ -7,6 +7,8 @@
 //! - [`save_file`] / [`save_bytes`]: F32, F16 or BF16, tied entries once as
 //!   `safetensors.torch.save_model` writes them, byte-identical to
 //!   `safetensors.torch.save_file` for untied tensors.
+//! - [`save_model`] / [`load_model`]: a [`crate::Module`]'s parameters, as
+//!   `safetensors.torch.save_model` / `load_model`.
 //! - [`check_state_dict`]: strict and non-strict loading checks in PyTorch's words.
 //!
 //! tang parses headers itself (not through the `safetensors` crate) so that duplicate
@@ -18,6 +20,7 @@ mod dtype;
 mod error;
 mod header;
 mod json;
+mod model;
 mod read;
 mod state_dict;
 mod strict;
@@ -27,6 +30,7 @@ pub use convert::FloatDtype;
 pub use dtype::Dtype;
 pub use error::SafetensorsError;
 pub use header::{Header, MAX_HEADER_LEN, MAX_RANK, TensorInfo};
+pub use model::{load_model, save_model};
 pub use read::{Checkpoint, load_file, read_bytes, read_file};
 pub use state_dict::{HostTensor, StateDict, StateTensor};
 pub use strict::{IncompatibleKeys, SizeMismatch, StateDictError, check_state_dict};

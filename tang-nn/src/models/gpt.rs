@@ -1,0 +1,396 @@
+//! nanoGPT's GPT: token and position embeddings, `n_layer` pre-norm blocks (causal
+//! self-attention and an exact-GELU MLP), a final layer norm and a language-model head
+//! tied to the token embedding. The parameters carry nanoGPT's `state_dict` names
+//! (`transformer.wte.weight`, `transformer.h.0.attn.c_attn.weight`, `lm_head.weight`, ...),
+//! so its checkpoints load as they are.
+
+use tang_runtime::ops::arange;
+use tang_runtime::{Device, Tensor as RawTensor};
+
+use crate::Module;
+use crate::autograd::{Error, Tensor, no_grad};
+use crate::nn::{
+    CausalSelfAttention, CausalSelfAttentionConfig, Dropout, Embedding, KvCache, LayerNorm, Linear,
+    invalid,
+};
+use crate::rng::SplitMix64;
+
+pub use super::gpt_generate::SampleOptions;
+
+/// nanoGPT's `GPTConfig` (plus `n_kv_head` for grouped-query attention).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GptConfig {
+    /// Tokens in the vocabulary.
+    pub vocab_size: usize,
+    /// The longest context, in tokens (rows of the position embedding).
+    pub block_size: usize,
+    /// Transformer blocks.
+    pub n_layer: usize,
+    /// Query heads per block.
+    pub n_head: usize,
+    /// Key/value heads per block (`n_head`, as nanoGPT, unless grouped-query attention).
+    pub n_kv_head: usize,
+    /// Width of the residual stream.
+    pub n_embd: usize,
+    /// Dropout probability (training only).
+    pub dropout: f32,
+    /// Biases in the linear layers and layer norms.
+    pub bias: bool,
+}
+
+impl GptConfig {
+    /// nanoGPT's defaults (GPT-2 small): vocab 50304, block 1024, 12 layers, 12 heads,
+    /// width 768, no dropout, biases.
+    pub fn gpt2() -> GptConfig {
+        GptConfig {
+            vocab_size: 50304,
+            block_size: 1024,
+            n_layer: 12,
+            n_head: 12,
+            n_kv_head: 12,
+            n_embd: 768,
+            dropout: 0.0,
+            bias: true,
+        }
+    }
+
+    /// A config from the JSON object nanoGPT's fields make (as stored in a checkpoint's
+    /// metadata, e.g. `{"n_layer": 2, "n_head": 4, "n_embd": 64, "block_size": 64,
+    /// "vocab_size": 81, "bias": false}`); absent fields take [`GptConfig::gpt2`]'s values,
+    /// an absent `n_kv_head` is `n_head`.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when the text is not such an object.
+    pub fn from_json(text: &str) -> Result<GptConfig, Error> {
+        let bad = |detail: String| invalid("GptConfig::from_json", detail);
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| bad(format!("not JSON: {e}")))?;
+        let obj = value
+            .as_object()
+            .ok_or_else(|| bad(format!("expected a JSON object, got {value}")))?;
+        let mut c = GptConfig::gpt2();
+        let size = |key: &str, default: usize| -> Result<usize, Error> {
+            match obj.get(key) {
+                None => Ok(default),
+                Some(v) => v
+                    .as_u64()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .ok_or_else(|| bad(format!("{key} must be a non-negative integer, got {v}"))),
+            }
+        };
+        c.vocab_size = size("vocab_size", c.vocab_size)?;
+        c.block_size = size("block_size", c.block_size)?;
+        c.n_layer = size("n_layer", c.n_layer)?;
+        c.n_head = size("n_head", c.n_head)?;
+        c.n_kv_head = size("n_kv_head", c.n_head)?;
+        c.n_embd = size("n_embd", c.n_embd)?;
+        if let Some(v) = obj.get("dropout") {
+            c.dropout = v
+                .as_f64()
+                .ok_or_else(|| bad(format!("dropout must be a number, got {v}")))?
+                as f32;
+        }
+        if let Some(v) = obj.get("bias") {
+            c.bias = v
+                .as_bool()
+                .ok_or_else(|| bad(format!("bias must be true or false, got {v}")))?;
+        }
+        Ok(c)
+    }
+
+    fn attention(&self) -> CausalSelfAttentionConfig {
+        CausalSelfAttentionConfig {
+            n_embd: self.n_embd,
+            n_head: self.n_head,
+            n_kv_head: self.n_kv_head,
+            dropout: self.dropout,
+            bias: self.bias,
+        }
+    }
+}
+
+/// nanoGPT's `MLP`: `c_fc [4C, C]`, exact GELU, `c_proj [C, 4C]`, dropout.
+#[derive(Module)]
+pub struct Mlp {
+    /// The widening projection.
+    pub c_fc: Linear,
+    /// The narrowing projection.
+    pub c_proj: Linear,
+    /// Dropout on the output.
+    pub dropout: Dropout,
+}
+
+/// nanoGPT's `Block`: `x + attn(ln_1(x))`, then `x + mlp(ln_2(x))`.
+#[derive(Module)]
+pub struct Block {
+    /// Layer norm before attention.
+    pub ln_1: LayerNorm,
+    /// Causal self-attention.
+    pub attn: CausalSelfAttention,
+    /// Layer norm before the MLP.
+    pub ln_2: LayerNorm,
+    /// The MLP.
+    pub mlp: Mlp,
+}
+
+/// nanoGPT's `transformer` `ModuleDict`: embeddings, blocks, final norm.
+#[derive(Module)]
+pub struct GptTransformer {
+    /// Token embedding `[vocab_size, n_embd]` (tied to `lm_head.weight`).
+    pub wte: Embedding,
+    /// Position embedding `[block_size, n_embd]`.
+    pub wpe: Embedding,
+    /// Dropout on the embeddings.
+    pub drop: Dropout,
+    /// The blocks, `h.0`, `h.1`, ...
+    pub h: Vec<Block>,
+    /// The final layer norm.
+    pub ln_f: LayerNorm,
+}
+
+/// nanoGPT's `GPT`, with the language-model head tied to the token embedding.
+///
+/// ```no_run
+/// use tang_nn::Module;
+/// use tang_nn::models::gpt::{Gpt, GptConfig};
+/// let dev = tang_nn::tang_runtime::Device::new()?;
+/// let config = GptConfig { vocab_size: 81, block_size: 64, n_layer: 2, n_head: 4, n_kv_head: 4,
+///                          n_embd: 64, dropout: 0.0, bias: false };
+/// let gpt = Gpt::new(&dev, &config, 1337)?;
+/// assert_eq!(gpt.num_params(), 107_904);
+/// let idx = tang_nn::tang_runtime::Tensor::from_u32(&dev, &[1, 2, 3], &[1, 3])?;
+/// assert_eq!(gpt.forward(&idx)?.shape(), &[1, 3, 81]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Module)]
+pub struct Gpt {
+    /// Embeddings, blocks and final norm.
+    pub transformer: GptTransformer,
+    /// The head `[vocab_size, n_embd]`, sharing its weight with `transformer.wte`.
+    pub lm_head: Linear,
+    #[module(skip)]
+    config: GptConfig,
+}
+
+/// One key/value cache per block, for generation ([`Gpt::forward_with_cache`]).
+#[derive(Clone, Debug)]
+pub struct GptCache {
+    layers: Vec<KvCache>,
+}
+
+impl GptCache {
+    /// Positions cached so far.
+    pub fn len(&self) -> usize {
+        self.layers.first().map_or(0, KvCache::len)
+    }
+
+    /// Whether no position is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Forgets every position, keeping the buffers.
+    pub fn clear(&mut self) {
+        self.layers.iter_mut().for_each(KvCache::clear);
+    }
+}
+
+/// Overwrites `t` with normal values of standard deviation `std` drawn from `rng`.
+fn normal_(t: &Tensor, std: f64, rng: &mut SplitMix64) -> Result<(), Error> {
+    let values: Vec<f32> = (0..t.data().len())
+        .map(|_| (rng.normal() * std) as f32)
+        .collect();
+    let src = RawTensor::from_slice(t.data().device(), &values, t.shape())?;
+    no_grad(|| t.copy_(&Tensor::constant(src)))
+}
+
+impl Gpt {
+    /// A GPT initialised as nanoGPT initialises one (weights normal with std 0.02, the
+    /// residual projections `c_proj` with `0.02 / sqrt(2 n_layer)`, biases zero, norms
+    /// one), from `seed`, with `lm_head.weight` and `transformer.wte.weight` one
+    /// parameter.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when a size is 0, `n_head` does not divide `n_embd`, `n_kv_head`
+    /// does not divide `n_head`, or the device fails.
+    pub fn new(dev: &Device, config: &GptConfig, seed: u64) -> Result<Gpt, Error> {
+        let c = config;
+        if c.vocab_size == 0 || c.block_size == 0 || c.n_layer == 0 || c.n_embd == 0 {
+            return Err(invalid(
+                "Gpt::new",
+                format!("vocab_size, block_size, n_layer and n_embd must be positive, got {c:?}"),
+            ));
+        }
+        let mut rng = SplitMix64::new(seed);
+        let e = c.n_embd;
+        let wte = Embedding::new(dev, c.vocab_size, e, &mut rng)?;
+        let wpe = Embedding::new(dev, c.block_size, e, &mut rng)?;
+        let mut h = Vec::with_capacity(c.n_layer);
+        for _ in 0..c.n_layer {
+            h.push(Block {
+                ln_1: LayerNorm::new(dev, e, 1e-5, c.bias)?,
+                attn: CausalSelfAttention::new(dev, &c.attention(), &mut rng)?,
+                ln_2: LayerNorm::new(dev, e, 1e-5, c.bias)?,
+                mlp: Mlp {
+                    c_fc: Linear::new(dev, e, 4 * e, c.bias, &mut rng)?,
+                    c_proj: Linear::new(dev, 4 * e, e, c.bias, &mut rng)?,
+                    dropout: Dropout::new(c.dropout)?,
+                },
+            });
+        }
+        // The head shares the token embedding's leaf: one parameter, two names.
+        let lm_head = Linear {
+            weight: wte.weight.clone(),
+            bias: None,
+        };
+        let gpt = Gpt {
+            transformer: GptTransformer {
+                wte,
+                wpe,
+                drop: Dropout::new(c.dropout)?,
+                h,
+                ln_f: LayerNorm::new(dev, e, 1e-5, c.bias)?,
+            },
+            lm_head,
+            config: *config,
+        };
+        gpt.init_weights(&mut rng)?;
+        Ok(gpt)
+    }
+
+    /// nanoGPT's `_init_weights` and its scaled `c_proj` initialisation.
+    fn init_weights(&self, rng: &mut SplitMix64) -> Result<(), Error> {
+        let proj_std = 0.02 / (2.0 * self.config.n_layer as f64).sqrt();
+        let mut result = Ok(());
+        self.visit_parameters("", &mut |name, t| {
+            if result.is_err() || name == "lm_head.weight" {
+                return;
+            }
+            result = if name.ends_with("c_proj.weight") {
+                normal_(t, proj_std, rng)
+            } else if name.ends_with(".bias") {
+                no_grad(|| t.fill_(0.0))
+            } else if name.contains(".ln_") || name.contains("ln_f") {
+                no_grad(|| t.fill_(1.0))
+            } else {
+                normal_(t, 0.02, rng)
+            };
+        });
+        result
+    }
+
+    /// The model's configuration.
+    pub fn config(&self) -> &GptConfig {
+        &self.config
+    }
+
+    /// The residual stream after the blocks and `ln_f`, `[B, T, C]`, for tokens whose first
+    /// position is `start`; `block` runs one block.
+    fn trunk(
+        &self,
+        idx: &RawTensor,
+        start: usize,
+        mut block: impl FnMut(usize, &Block, &Tensor) -> Result<Tensor, Error>,
+    ) -> Result<Tensor, Error> {
+        let &[_, t] = idx.shape() else {
+            return Err(invalid(
+                "Gpt::forward",
+                format!("idx must be [B, T] token ids, got shape {:?}", idx.shape()),
+            ));
+        };
+        let bs = self.config.block_size;
+        if t == 0 || start + t > bs {
+            return Err(invalid(
+                "Gpt::forward",
+                format!(
+                    "cannot forward positions {start}..{}: the block size is only {bs}",
+                    start + t
+                ),
+            ));
+        }
+        // `start + t <= block_size`, which fits in u32 because the position table has it.
+        let pos = arange(idx.device(), start as u32, (start + t) as u32, 1)?;
+        let tr = &self.transformer;
+        let x = tr.wte.forward(idx)?.add(&tr.wpe.forward(&pos)?)?;
+        let mut x = tr.drop.forward(&x)?;
+        for (i, b) in tr.h.iter().enumerate() {
+            x = block(i, b, &x)?;
+        }
+        tr.ln_f.forward(&x)
+    }
+
+    /// The logits `[B, T, vocab_size]` of token ids `idx` (u32 `[B, T]`, `T <=
+    /// block_size`): nanoGPT's `forward` without targets, at every position. For the loss,
+    /// pass the logits to `cross_entropy`.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when `idx` is not `[B, T]` u32 with `1 <= T <= block_size` or an
+    /// id is not below `vocab_size`.
+    pub fn forward(&self, idx: &RawTensor) -> Result<Tensor, Error> {
+        let x = self.trunk(idx, 0, |_, b, x| {
+            let x = x.add(&b.attn.forward(&b.ln_1.forward(x)?)?)?;
+            x.add(&b.mlp_forward(&b.ln_2.forward(&x)?)?)
+        })?;
+        self.lm_head.forward(&x)
+    }
+
+    /// An empty cache for `batch` sequences of up to `block_size` positions.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when `batch` is 0 or the device fails.
+    pub fn new_cache(&self, dev: &Device, batch: usize) -> Result<GptCache, Error> {
+        let layers = self
+            .transformer
+            .h
+            .iter()
+            .map(|b| b.attn.new_cache(dev, batch, self.config.block_size))
+            .collect::<Result<_, _>>()?;
+        Ok(GptCache { layers })
+    }
+
+    /// The logits `[B, T, vocab_size]` of `T` tokens `idx` that follow the `cache.len()`
+    /// tokens already in `cache` (at positions `cache.len()..`), writing their keys and
+    /// values into it: the prefix is not recomputed. Equal to the last `T` positions of
+    /// [`forward`](Self::forward) over the whole sequence in evaluation mode. Records
+    /// nothing.
+    ///
+    /// # Errors
+    /// As [`forward`](Self::forward), and [`Error::Runtime`] when the tokens do not fit in
+    /// the block (clear the cache and start again from the last positions).
+    pub fn forward_with_cache(
+        &self,
+        idx: &RawTensor,
+        cache: &mut GptCache,
+    ) -> Result<Tensor, Error> {
+        if cache.layers.len() != self.transformer.h.len() {
+            return Err(invalid(
+                "Gpt::forward_with_cache",
+                format!(
+                    "the cache has {} layers, the model {}; make it with Gpt::new_cache",
+                    cache.layers.len(),
+                    self.transformer.h.len()
+                ),
+            ));
+        }
+        let start = cache.len();
+        no_grad(|| {
+            let x = self.trunk(idx, start, |i, b, x| {
+                let a = b
+                    .attn
+                    .forward_with_cache(&b.ln_1.forward(x)?, &mut cache.layers[i])?;
+                let x = x.add(&a)?;
+                x.add(&b.mlp_forward(&b.ln_2.forward(&x)?)?)
+            })?;
+            self.lm_head.forward(&x)
+        })
+    }
+}
+
+impl Block {
+    /// The MLP: `dropout(c_proj(gelu(c_fc(x))))`.
+    fn mlp_forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        let m = &self.mlp;
+        m.dropout
+            .forward(&m.c_proj.forward(&m.c_fc.forward(x)?.gelu_erf()?)?)
+    }
+}

@@ -1,0 +1,130 @@
+//! Scaled dot-product attention as PyTorch's `F.scaled_dot_product_attention`: one
+//! function that every attention layer calls. The common training case (causal, equal
+//! query and key lengths, no dropout) runs the fused flash-attention kernel of
+//! `tang_runtime::dense::attention`, whose backward is its own kernels; everything else
+//! (no mask, an additive mask, causal with different lengths, attention dropout) is
+//! composed from recording ops, so every case has a gradient.
+
+use tang_runtime::Tensor as RawTensor;
+
+use crate::autograd::{Error, Tensor};
+
+/// Which scores may be attended.
+#[derive(Clone, Copy, Debug, Default)]
+pub enum AttnMask<'a> {
+    /// Every query attends every key (PyTorch's `attn_mask=None, is_causal=False`).
+    #[default]
+    None,
+    /// Query `i` attends keys `0..=i` (PyTorch's `is_causal=True`: the mask is the lower
+    /// triangle of an `[L, S]` matrix of ones, aligned at the top left).
+    Causal,
+    /// A float mask added to the scaled scores before the softmax (`-inf` removes a
+    /// score): any shape that broadcasts to `[B, H, L, S]`, usually `[L, S]` (PyTorch's
+    /// float `attn_mask`).
+    Additive(&'a Tensor),
+}
+
+/// A dropout applied to the attention weights (a layer's `Dropout` in training mode).
+pub type WeightDropout<'a> = &'a dyn Fn(&Tensor) -> Result<Tensor, Error>;
+
+/// The problem sizes of `q [B, H, L, D]` against `k, v [B, Hkv, S, D]`.
+struct Sizes {
+    h: usize,
+    hkv: usize,
+    l: usize,
+    s: usize,
+    d: usize,
+}
+
+fn invalid(detail: String) -> Error {
+    super::invalid("scaled_dot_product_attention", detail)
+}
+
+fn sizes(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<Sizes, Error> {
+    let (&[b, h, l, d], &[kb, hkv, s, kd]) = (q.shape(), k.shape()) else {
+        return Err(invalid(format!(
+            "q must be [B, H, L, D] and k, v [B, Hkv, S, D]; got q {:?}, k {:?}",
+            q.shape(),
+            k.shape()
+        )));
+    };
+    if v.shape() != k.shape() || kb != b || kd != d || hkv == 0 || !h.is_multiple_of(hkv) {
+        return Err(invalid(format!(
+            "k and v must both be [B={b}, Hkv, S, D={d}] with Hkv dividing H={h} \
+             (grouped-query heads); got k {:?}, v {:?}",
+            k.shape(),
+            v.shape()
+        )));
+    }
+    Ok(Sizes { h, hkv, l, s, d })
+}
+
+/// `softmax(q kᵀ / sqrt(D) + mask) v` per head, for `q [B, H, L, D]` and `k, v
+/// [B, Hkv, S, D]` where `Hkv` divides `H` (grouped-query attention: query head `h` reads
+/// kv head `h / (H / Hkv)`, PyTorch's `enable_gqa=True`). `dropout`, when given, is
+/// applied to the attention weights (PyTorch's `dropout_p`; pass it only in training).
+/// Returns `[B, H, L, D]`.
+///
+/// ```no_run
+/// use tang_nn::autograd::{RawTensor, Tensor};
+/// use tang_nn::nn::{AttnMask, scaled_dot_product_attention};
+/// let dev = tang_nn::tang_runtime::Device::new()?;
+/// let q = Tensor::parameter(RawTensor::from_slice(&dev, &[0.1; 2 * 4 * 3], &[1, 2, 4, 3])?);
+/// let kv = Tensor::constant(RawTensor::from_slice(&dev, &[0.2; 4 * 3], &[1, 1, 4, 3])?);
+/// let y = scaled_dot_product_attention(&q, &kv, &kv, AttnMask::Causal, None)?;
+/// assert_eq!(y.shape(), &[1, 2, 4, 3]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// [`Error::Runtime`] when the shapes do not fit the contract above or the mask does not
+/// broadcast to the scores.
+pub fn scaled_dot_product_attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mask: AttnMask<'_>,
+    dropout: Option<WeightDropout<'_>>,
+) -> Result<Tensor, Error> {
+    let n = sizes(q, k, v)?;
+    // The fused kernel covers causal self-attention without dropout, grouped heads
+    // included, for head dims up to 128.
+    if matches!(mask, AttnMask::Causal) && dropout.is_none() && n.l == n.s && n.d <= 128 {
+        return q.attention(k, v, None);
+    }
+    let (k, v) = if n.hkv == n.h {
+        (k.clone(), v.clone())
+    } else {
+        let group = (n.h / n.hkv) as u32;
+        let heads: Vec<u32> = (0..n.h as u32).map(|h| h / group).collect();
+        let index = RawTensor::from_u32(q.data().device(), &heads, &[n.h])?;
+        (k.index_select(1, &index)?, v.index_select(1, &index)?)
+    };
+    let scale = 1.0 / (n.d as f32).sqrt();
+    let mut scores = q.matmul(&k.permute(&[0, 1, 3, 2])?)?.mul_scalar(scale)?;
+    match mask {
+        AttnMask::None => {}
+        AttnMask::Causal => {
+            let tril = causal_mask(q.data().device(), n.l, n.s)?;
+            scores = scores.add(&tril)?;
+        }
+        AttnMask::Additive(m) => scores = scores.add(m)?,
+    }
+    let mut weights = scores.softmax()?;
+    if let Some(drop) = dropout {
+        weights = drop(&weights)?;
+    }
+    weights.matmul(&v)
+}
+
+/// The additive causal mask `[L, S]`: 0 where key `j <= i`, `-inf` above the diagonal.
+fn causal_mask(dev: &tang_runtime::Device, l: usize, s: usize) -> Result<Tensor, Error> {
+    let values: Vec<f32> = (0..l)
+        .flat_map(|i| (0..s).map(move |j| if j <= i { 0.0 } else { f32::NEG_INFINITY }))
+        .collect();
+    Ok(Tensor::constant(RawTensor::from_slice(
+        dev,
+        &values,
+        &[l, s],
+    )?))
+}

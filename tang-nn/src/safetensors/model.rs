@@ -1,0 +1,65 @@
+//! A module's parameters to and from a safetensors file: [`save_model`] and
+//! [`load_model`], PyTorch's `safetensors.torch.save_model` / `load_model`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::convert::FloatDtype;
+use super::error::SafetensorsError;
+use super::read::read_file;
+use super::strict::IncompatibleKeys;
+use super::write::save_file;
+use crate::module::{Error, Module};
+
+/// Writes `model`'s `state_dict` to `path` as `safetensors.torch.save_model` does: floats
+/// in `float` (F32, or F16/BF16 rounded to nearest even), each group of tied parameters
+/// once under its first name in string order with the other names recorded in
+/// `__metadata__` as `{dropped: kept}`, and `metadata` (a config, say) kept. For a model
+/// without ties the file is byte-identical to `safetensors.torch.save_file` of its
+/// state dict.
+///
+/// ```no_run
+/// use std::collections::BTreeMap;
+/// use tang_nn::models::gpt::{Gpt, GptConfig};
+/// use tang_nn::safetensors::{FloatDtype, load_model, save_model};
+/// let dev = tang_nn::tang_runtime::Device::new()?;
+/// let config = GptConfig { vocab_size: 81, block_size: 64, n_layer: 2, n_head: 4, n_kv_head: 4,
+///                          n_embd: 64, dropout: 0.0, bias: false };
+/// let gpt = Gpt::new(&dev, &config, 0)?;
+/// save_model(&gpt, "gpt.safetensors", FloatDtype::F32, &BTreeMap::new())?;
+/// let again = Gpt::new(&dev, &config, 1)?;
+/// load_model(&again, "gpt.safetensors", true)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// [`SafetensorsError::Io`] when the file cannot be written, [`SafetensorsError::Runtime`]
+/// when a download fails.
+pub fn save_model<M: Module + ?Sized>(
+    model: &M,
+    path: impl AsRef<Path>,
+    float: FloatDtype,
+    metadata: &BTreeMap<String, String>,
+) -> Result<(), SafetensorsError> {
+    save_file(path, &model.state_dict(), float, metadata)
+}
+
+/// Loads the safetensors file at `path` into `model`'s parameters in place, as
+/// `safetensors.torch.load_model(model, path, strict)`: F16 and BF16 are widened to f32,
+/// names recorded as tied aliases in `__metadata__` are filled from their kept tensor,
+/// and with `strict` every missing, unexpected or shape-mismatched key is reported at
+/// once in PyTorch's words (nothing is copied then). Returns the keys a non-strict load
+/// left out.
+///
+/// # Errors
+/// [`Error::Safetensors`] for a file that cannot be read or is malformed (never a
+/// panic), [`Error::Keys`] for key or shape mismatches, [`Error::Autograd`] when a copy
+/// fails on the device.
+pub fn load_model<M: Module + ?Sized>(
+    model: &M,
+    path: impl AsRef<Path>,
+    strict: bool,
+) -> Result<IncompatibleKeys, Error> {
+    let checkpoint = read_file(path)?;
+    model.load_state_dict(&checkpoint.tensors, strict)
+}
