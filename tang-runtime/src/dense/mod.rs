@@ -27,6 +27,7 @@ macro_rules! kernel_modules {
 
 kernel_modules! {
     pub mod attention;
+    pub(crate) mod conv_gemm;
     pub mod cross_entropy;
     pub mod embedding;
     pub mod matmul;
