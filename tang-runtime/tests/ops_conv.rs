@@ -5,6 +5,8 @@
 mod ops_support;
 
 use ops_support::{f64s, finite_diff};
+use tang_runtime::dense::conv_gemm;
+use tang_runtime::dense::matmul::TileConfig;
 use tang_runtime::ops::{self, Conv2d};
 use tang_runtime::{Error, Tensor};
 use tang_testing::{assert_close, devices, random};
@@ -350,4 +352,61 @@ fn conv2d_layers_match_the_direct_convolution_and_its_adjoint() {
             assert!(grads.grad_bias.is_none(), "{what}");
         }
     }
+}
+
+/// Tiles the automatic choice does not take (the benchmark's tuning candidates) give the
+/// same products when forced, and a tile the generator does not support is refused.
+#[test]
+fn conv2d_on_forced_tiles_matches_the_direct_convolution() {
+    let dev = tang_testing::device();
+    let (xs, ws) = ([2, 4, 9, 10], [6, 2, 3, 3]);
+    let cv = conv([2, 1], [1, 1], [1, 2], 2);
+    let (xv, wv) = (
+        random(xs.iter().product(), 7),
+        random(ws.iter().product(), 8),
+    );
+    let x = Tensor::from_slice(&dev, &xv, &xs).unwrap();
+    let w = Tensor::from_slice(&dev, &wv, &ws).unwrap();
+    let os = out_shape(xs, ws, &cv);
+    let gv = random(os.iter().product(), 9);
+    let g = Tensor::from_slice(&dev, &gv, &os).unwrap();
+    let want = cpu_conv(&f64s(&xv), xs, &f64s(&wv), ws, None, &cv);
+    let (gx, gw) = cpu_conv_grads(&f64s(&xv), xs, &f64s(&wv), ws, &f64s(&gv), &cv);
+    for tile in [
+        TileConfig {
+            bm: 64,
+            bn: 128,
+            bk: 16,
+            tm: 8,
+            tn: 8,
+        },
+        TileConfig {
+            bm: 128,
+            bn: 64,
+            bk: 8,
+            tm: 8,
+            tn: 8,
+        },
+    ] {
+        let (out, grads) = conv_gemm::with_tile(tile, || {
+            let out = ops::conv2d(&x, &w, None, &cv).unwrap();
+            (out, ops::conv2d_backward(&g, &x, &w, None, &cv).unwrap())
+        });
+        let what = format!("conv2d on {tile:?}");
+        assert_close(&what, &out.to_vec().unwrap(), &want, 1e-5, 1e-5);
+        let got_x = grads.grad_input.to_vec().unwrap();
+        assert_close(&format!("grad_input of {what}"), &got_x, &gx, 1e-5, 1e-5);
+        let got_w = grads.grad_weight.to_vec().unwrap();
+        assert_close(&format!("grad_weight of {what}"), &got_w, &gw, 1e-5, 1e-5);
+    }
+    // A tile the generator does not support is refused, not run.
+    let bad = TileConfig {
+        bm: 64,
+        bn: 64,
+        bk: 6,
+        tm: 8,
+        tn: 8,
+    };
+    let e = conv_gemm::with_tile(bad, || ops::conv2d(&x, &w, None, &cv)).unwrap_err();
+    assert!(matches!(e, Error::TooLarge { .. }), "{e:?}");
 }

@@ -25,6 +25,7 @@
 //! The divisors (`PW`, `KW`, `KHW`, `QY`, `QX`) are `override` constants, so the driver
 //! compiles them as constant divisions (one pipeline per distinct geometry).
 
+use std::cell::Cell;
 use std::fmt::Write as _;
 
 use super::check::grid;
@@ -174,6 +175,25 @@ const TILES: [TileConfig; 5] = [
     TileConfig::SMALL,
 ];
 
+thread_local! {
+    static FORCED_TILE: Cell<Option<TileConfig>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with every convolution launched from this thread on `tile` instead of the
+/// automatic choice (for benchmarks and tuning; a tile that is not valid or does not fit
+/// the device makes those launches fail with [`Error::TooLarge`]). Launches are recorded
+/// on the calling thread, so other threads are unaffected.
+pub fn with_tile<R>(tile: TileConfig, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<TileConfig>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            FORCED_TILE.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(FORCED_TILE.with(|c| c.replace(Some(tile))));
+    f()
+}
+
 /// The tile for products of `m` rows: blocks of 128 rows above 64, of 64 rows above 32,
 /// else 32 (a larger block would compute rows that do not exist); the first of those
 /// that fits the device, else the smallest that fits.
@@ -294,11 +314,25 @@ pub(crate) fn run(
         return Ok(());
     }
     let dev = out.device();
-    let tile = choose_tile(dev, g.m).ok_or_else(|| Error::TooLarge {
-        what: format!("{op}: the smallest tile's workgroup memory"),
-        requested: TileConfig::SMALL.workgroup_bytes().into(),
-        limit: dev.info().limits.max_compute_workgroup_storage_size.into(),
-    })?;
+    let tile = match FORCED_TILE.with(Cell::get) {
+        Some(t) if t.fits(dev) => t,
+        Some(t) => {
+            return Err(Error::TooLarge {
+                what: format!(
+                    "{op}: tile {t:?} ({} threads, {} bytes of workgroup memory; it must also satisfy TileConfig::is_valid)",
+                    t.threads(),
+                    t.workgroup_bytes()
+                ),
+                requested: t.workgroup_bytes().into(),
+                limit: dev.info().limits.max_compute_workgroup_storage_size.into(),
+            });
+        }
+        None => choose_tile(dev, g.m).ok_or_else(|| Error::TooLarge {
+            what: format!("{op}: the smallest tile's workgroup memory"),
+            requested: TileConfig::SMALL.workgroup_bytes().into(),
+            limit: dev.info().limits.max_compute_workgroup_storage_size.into(),
+        })?,
+    };
     let a_aligned = [g.lda, g.a_offsets[0], g.a_offsets[1], g.a_offsets[2]]
         .iter()
         .all(|x| x.is_multiple_of(4));
