@@ -91,53 +91,67 @@ const BASES: &str = "    let per_image = p.splits * p.groups;
     let c_base = bat * p.c_bstride;
 ";
 
-/// Bindings: A (vec4 when `va`), the gathered source, C (vec4 when `vc`).
-static LAYOUTS: [Layout<ConvGemmParams>; 4] = [
-    Layout::new(&[
-        Slot::Read("a", "array<f32>"),
-        Slot::Read("src", "array<f32>"),
-        Slot::ReadWrite("c", "array<f32>"),
-    ]),
-    Layout::new(&[
-        Slot::Read("a", "array<vec4<f32>>"),
-        Slot::Read("src", "array<f32>"),
-        Slot::ReadWrite("c", "array<f32>"),
-    ]),
-    Layout::new(&[
-        Slot::Read("a", "array<f32>"),
-        Slot::Read("src", "array<f32>"),
-        Slot::ReadWrite("c", "array<vec4<f32>>"),
-    ]),
-    Layout::new(&[
-        Slot::Read("a", "array<vec4<f32>>"),
-        Slot::Read("src", "array<f32>"),
-        Slot::ReadWrite("c", "array<vec4<f32>>"),
-    ]),
+const A: Slot = Slot::Read("a", "array<f32>");
+const A4: Slot = Slot::Read("a", "array<vec4<f32>>");
+const SRC: Slot = Slot::Read("src", "array<f32>");
+const BIAS: Slot = Slot::Read("bias", "array<f32>");
+const C: Slot = Slot::ReadWrite("c", "array<f32>");
+const C4: Slot = Slot::ReadWrite("c", "array<vec4<f32>>");
+
+/// The bindings of each variant, in order: A (vec4 when `va`), the gathered source, the
+/// per-row bias when there is one, C (vec4 when `vc`); indexed by `va + 2 vc + 4 bias`.
+static LAYOUTS: [Layout<ConvGemmParams>; 8] = [
+    Layout::new(&[A, SRC, C]),
+    Layout::new(&[A4, SRC, C]),
+    Layout::new(&[A, SRC, C4]),
+    Layout::new(&[A4, SRC, C4]),
+    Layout::new(&[A, SRC, BIAS, C]),
+    Layout::new(&[A4, SRC, BIAS, C]),
+    Layout::new(&[A, SRC, BIAS, C4]),
+    Layout::new(&[A4, SRC, BIAS, C4]),
 ];
 
-fn layout(v: &Variant) -> &'static Layout<ConvGemmParams> {
-    &LAYOUTS[usize::from(v.va) + 2 * usize::from(v.vc)]
+/// What selects a kernel text: the matmul variant (tile, `tb` for the grad_weight
+/// layout, `va`, `vc`) and whether a per-row bias is added on store.
+type Key = (Variant, bool);
+
+fn layout(&(v, bias): &Key) -> &'static Layout<ConvGemmParams> {
+    &LAYOUTS[usize::from(v.va) + 2 * usize::from(v.vc) + 4 * usize::from(bias)]
 }
 
-/// The WGSL of `v`: `v.tb` selects the grad_weight layout (B's rows are positions, its
-/// columns taps); `vb`, `bias` and `epilogue` are unused (B is gathered, scalar).
-fn generate(v: &Variant) -> String {
+/// `bias[group · m + row]`, 0 past the last row: the forward's per-channel bias.
+const ROW_BIAS: &str = "
+fn row_bias(group: u32, row: u32) -> f32 {
+    if (row >= p.m) { return 0.0f; }
+    return bias[group * p.m + row];
+}
+";
+
+/// The WGSL of `key`: `v.tb` selects the grad_weight layout (B's rows are positions, its
+/// columns taps); `vb`, `bias` and `epilogue` of the matmul variant are unused (B is
+/// gathered, scalar; the bias here is per row, the key's flag).
+fn generate(key: &Key) -> String {
+    let (v, row_bias) = key;
     let t = v.tile;
     let mut w = String::with_capacity(24 * 1024);
     let _ = writeln!(
         w,
-        "// tang convolution as implicit GEMM {}x{}x{} ({}x{} per thread), B {} (generated)",
+        "// tang convolution as implicit GEMM {}x{}x{} ({}x{} per thread), B {}{} (generated)",
         t.bm,
         t.bn,
         t.bk,
         t.tm,
         t.tn,
-        if v.tb { "positions x taps" } else { "taps x positions" }
+        if v.tb { "positions x taps" } else { "taps x positions" },
+        if *row_bias { ", row bias" } else { "" }
     );
     w.push_str(OVERRIDES);
-    w.push_str(&layout(v).declarations());
+    w.push_str(&layout(key).declarations());
     codegen::emit_workgroup_memory(&mut w, v);
     w.push_str(TAP);
+    if *row_bias {
+        w.push_str(ROW_BIAS);
+    }
     codegen::emit_block_origin(&mut w, v);
     w.push_str(BASES);
     // `r` is the row of B's tile in the operand's own order: a position in the forward
@@ -147,7 +161,8 @@ fn generate(v: &Variant) -> String {
     } else {
         "tap(src_base, r, kk)"
     };
-    codegen::emit_tile_loop(&mut w, v, Some(gather));
+    let add = row_bias.then_some("row_bias(group, row)");
+    codegen::emit_tile_loop(&mut w, v, Some(gather), add);
     w.push_str("}\n");
     w
 }
@@ -212,7 +227,7 @@ fn choose_tile(dev: &Device, m: usize) -> Option<TileConfig> {
 }
 
 /// The generated kernels, by variant.
-static KERNELS: Variants<Variant> = Variants::new();
+static KERNELS: Variants<Key> = Variants::new();
 
 /// The variant for `tile` and the flags that change the text.
 fn variant(tile: TileConfig, positions_along_k: bool, va: bool, vc: bool) -> Variant {
@@ -228,13 +243,15 @@ fn variant(tile: TileConfig, positions_along_k: bool, va: bool, vc: bool) -> Var
     }
 }
 
-/// Every kernel this module can produce: each tile, both layouts, each alignment.
+/// Every kernel this module can produce: each tile, both layouts, each alignment, with
+/// and without a bias.
 pub(crate) fn kernels() -> Vec<Source> {
     let mut out = Vec::new();
     for (i, tile) in TILES.into_iter().enumerate() {
-        for flags in 0u32..8 {
+        for flags in 0u32..16 {
             let v = variant(tile, flags & 1 != 0, flags & 2 != 0, flags & 4 != 0);
-            out.push((format!("conv_gemm_tile{i}_flags{flags}"), generate(&v)));
+            let key = (v, flags & 8 != 0);
+            out.push((format!("conv_gemm_tile{i}_flags{flags:02}"), generate(&key)));
         }
     }
     out
@@ -296,7 +313,8 @@ fn word(op: &str, what: &str, v: usize) -> Result<u32, Error> {
     Ok(v as u32)
 }
 
-/// Runs `g`: `a` is A, `src` the gathered tensor, `out` receives C (`batch · m · n`
+/// Runs `g`: `a` is A, `src` the gathered tensor, `row_bias` (`groups · m` values, one
+/// per row of each group's C) added on store, `out` receives C (`batch · m · n`
 /// elements, batch entries `m · n` apart).
 ///
 /// # Errors
@@ -307,6 +325,7 @@ pub(crate) fn run(
     g: &ConvGemm,
     a: &Tensor,
     src: &Tensor,
+    row_bias: Option<&Tensor>,
     out: &Tensor,
 ) -> Result<(), Error> {
     let batch = g.images * g.splits * g.groups;
@@ -342,7 +361,8 @@ pub(crate) fn run(
         a_aligned && !a.is_empty(),
         g.n.is_multiple_of(4),
     );
-    let kernel = KERNELS.get(&v, || ("conv2d_gemm".to_string(), generate(&v)))?;
+    let key = (v, row_bias.is_some());
+    let kernel = KERNELS.get(&key, || ("conv2d_gemm".to_string(), generate(&key)))?;
     let m_tiles = g.m.div_ceil(tile.bm as usize);
     let n_tiles = g.n.div_ceil(tile.bn as usize);
     let total = m_tiles * n_tiles * batch;
@@ -385,5 +405,9 @@ pub(crate) fn run(
         ("QY", f64::from(g.axes[0].div)),
         ("QX", f64::from(g.axes[1].div)),
     ];
-    layout(&v).dispatch(kernel, &constants, &params, &[a, src, out], workgroups)
+    let tensors: &[&Tensor] = match row_bias {
+        Some(bias) => &[a, src, bias, out],
+        None => &[a, src, out],
+    };
+    layout(&key).dispatch(kernel, &constants, &params, tensors, workgroups)
 }

@@ -13,7 +13,6 @@
 //! pieces summed after); grad_bias is `grad_out` summed over images and positions.
 
 use super::check;
-use super::inplace::add_;
 use super::view::permute;
 use crate::dense::conv_gemm::{self, Axis, ConvGemm};
 use crate::dense::reduce::sum;
@@ -238,12 +237,13 @@ impl Dims {
         })
     }
 
-    /// The forward: `W_g · windows` per image and group, into `out`.
+    /// The forward: `W_g · windows (+ bias)` per image and group, into `out`.
     fn forward(
         &self,
         conv: &Conv2d,
         input: &Tensor,
         weight: &Tensor,
+        bias: Option<&Tensor>,
         out: &Tensor,
     ) -> Result<(), Error> {
         let g = ConvGemm {
@@ -262,7 +262,7 @@ impl Dims {
             axes: self.windows(conv),
             positions_along_k: false,
         };
-        conv_gemm::run("conv2d", &g, weight, input, out)
+        conv_gemm::run("conv2d", &g, weight, input, bias, out)
     }
 
     /// grad_input: the weight as `[g, C_in/g, C_out/g · kh · kw]` times `grad_out`
@@ -305,7 +305,7 @@ impl Dims {
             }),
             positions_along_k: false,
         };
-        conv_gemm::run("conv2d_backward", &g, &swapped, grad_out, &grad_input)?;
+        conv_gemm::run("conv2d_backward", &g, &swapped, grad_out, None, &grad_input)?;
         Ok(grad_input)
     }
 
@@ -349,7 +349,7 @@ impl Dims {
             axes: self.windows(conv),
             positions_along_k: true,
         };
-        conv_gemm::run(op, &g, grad_out, input, &parts)?;
+        conv_gemm::run(op, &g, grad_out, input, None, &parts)?;
         sum(&parts, 0)?.reshape(weight.shape())
     }
 }
@@ -414,10 +414,7 @@ pub fn conv2d(
     }
     // [N, groups, C_out/groups, OH · OW] is the NCHW output's memory order.
     let out = dev.empty(&d.out, DType::F32)?;
-    d.forward(conv, input, weight, &out)?;
-    if let Some(b) = bias {
-        add_(&out, &b.reshape(&[d.c_out, 1, 1])?, 1.0)?;
-    }
+    d.forward(conv, input, weight, bias, &out)?;
     Ok(out)
 }
 

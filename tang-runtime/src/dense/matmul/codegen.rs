@@ -429,7 +429,7 @@ pub fn generate(v: &Variant, epilogue: &str) -> String {
     let c_base = bat * p.c_bstride;
 ",
     );
-    emit_tile_loop(&mut w, v, None);
+    emit_tile_loop(&mut w, v, None, None);
     w.push_str("}\n");
     w
 }
@@ -486,8 +486,14 @@ fn {ENTRY}(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index
 /// the store with bias and epilogue. Reads `p.m`, `p.n`, `p.k`, `p.k_tiles`, `p.lda`,
 /// `p.ldb`, and the bases `a_base`, `b_base` (not with `b_load`) and `c_base`, which
 /// the caller defines after [`emit_block_origin`]. `b_load` replaces B's plain read by a
-/// gather (a WGSL expression of `r` and `kk`, see [`Operand::load`]).
-pub(crate) fn emit_tile_loop(w: &mut String, v: &Variant, b_load: Option<&str>) {
+/// gather (a WGSL expression of `r` and `kk`, see [`Operand::load`]); `row_add` (an f32
+/// WGSL expression of `row`) is added to every element of a row of C as it is stored.
+pub(crate) fn emit_tile_loop(
+    w: &mut String,
+    v: &Variant,
+    b_load: Option<&str>,
+    row_add: Option<&str>,
+) {
     let tile = v.tile;
     let (bm, bn, bk, tm, tn) = (tile.bm, tile.bn, tile.bk, tile.tm, tile.tn);
     let threads = tile.threads();
@@ -568,12 +574,20 @@ pub(crate) fn emit_tile_loop(w: &mut String, v: &Variant, b_load: Option<&str>) 
             format!("{}u + ty * 4u + {}u", bm / 2, i - 4)
         };
         let _ = writeln!(w, "    {{\n        let row = m0 + {roff};");
+        if let Some(add) = row_add {
+            // Evaluated for every row of the tile, also those past p.m that are not
+            // stored: the expression guards its own reads.
+            let _ = writeln!(w, "        let row_add = {add};");
+        }
         for j in 0..tn / 4 {
             let _ = writeln!(
                 w,
                 "        {{\n            let col = n0 + tx * 4u + {}u;\n            var v = c{i}_{j};",
                 j * bn / 2
             );
+            if row_add.is_some() {
+                w.push_str("            v = v + row_add;\n");
+            }
             if v.vc {
                 w.push_str("            if (row < p.m && col < p.n) {\n");
                 if v.bias {
