@@ -118,7 +118,7 @@ fn conv(s: [usize; 2], p: [usize; 2], d: [usize; 2], groups: usize) -> Conv2d {
 #[test]
 fn conv2d_matches_a_direct_cpu_convolution_and_finite_differences() {
     // (input, weight, bias?, window)
-    let cases: [([usize; 4], [usize; 4], bool, Conv2d); 8] = [
+    let cases: [([usize; 4], [usize; 4], bool, Conv2d); 10] = [
         (
             [2, 4, 7, 6],
             [6, 2, 3, 2],
@@ -166,6 +166,15 @@ fn conv2d_matches_a_direct_cpu_convolution_and_finite_differences() {
             true,
             conv([1, 1], [1, 1], [1, 1], 1),
         ),
+        // An empty image whose padding still gives outputs (the bias alone), and no
+        // input channels (the reduction is empty).
+        (
+            [1, 2, 0, 3],
+            [3, 2, 1, 2],
+            true,
+            conv([1, 1], [1, 0], [1, 1], 1),
+        ),
+        ([2, 0, 3, 3], [2, 0, 2, 2], true, Conv2d::default()),
     ];
     for dev in devices() {
         for (seed, (xs, ws, has_bias, cv)) in cases.iter().enumerate() {
