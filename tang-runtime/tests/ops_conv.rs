@@ -300,6 +300,55 @@ fn conv2d_rejects_bad_shapes_and_arguments() {
     let g = t(&[1, 2, 4, 4]);
     let e = ops::conv2d_backward(&g, &x, &w, None, &Conv2d::default()).unwrap_err();
     assert!(matches!(e, Error::ShapeMismatch { .. }), "{e:?}");
+    // Sizes past i32 in the window arithmetic: refused when they would reach the
+    // gather, computed when they only multiply zero (one output per axis, a 1x1 kernel).
+    let huge = 1usize << 40;
+    let e = ops::conv2d(&x, &w, None, &conv([1, 1], [huge, 0], [1, 1], 1)).unwrap_err();
+    assert!(matches!(e, Error::TooLarge { .. }), "{e:?}");
+    let (xv, wv) = (random(100, 50), random(8, 51));
+    let xr = Tensor::from_slice(&dev, &xv, &[1, 4, 5, 5]).unwrap();
+    let w1 = Tensor::from_slice(&dev, &wv, &[2, 4, 1, 1]).unwrap();
+    let cv = conv([huge, huge], [0, 0], [huge, huge], 1);
+    let out = ops::conv2d(&xr, &w1, None, &cv).unwrap();
+    let want = cpu_conv(
+        &f64s(&xv),
+        [1, 4, 5, 5],
+        &f64s(&wv),
+        [2, 4, 1, 1],
+        None,
+        &cv,
+    );
+    assert_close(
+        "conv2d with huge stride",
+        &out.to_vec().unwrap(),
+        &want,
+        1e-5,
+        1e-5,
+    );
+    let g = Tensor::from_slice(&dev, &[1.0, -2.0], &[1, 2, 1, 1]).unwrap();
+    let grads = ops::conv2d_backward(&g, &xr, &w1, None, &cv).unwrap();
+    let (gx, gw) = cpu_conv_grads(
+        &f64s(&xv),
+        [1, 4, 5, 5],
+        &f64s(&wv),
+        [2, 4, 1, 1],
+        &[1.0, -2.0],
+        &cv,
+    );
+    assert_close(
+        "grad_input, huge stride",
+        &grads.grad_input.to_vec().unwrap(),
+        &gx,
+        1e-5,
+        1e-5,
+    );
+    assert_close(
+        "grad_weight, huge stride",
+        &grads.grad_weight.to_vec().unwrap(),
+        &gw,
+        1e-5,
+        1e-5,
+    );
     // u32 where f32 belongs.
     let idx = Tensor::from_u32(&dev, &[0; 100], &[1, 4, 5, 5]).unwrap();
     let e = ops::conv2d(&idx, &w, None, &Conv2d::default()).unwrap_err();

@@ -3,7 +3,7 @@
 //! order), with its B operand gathered from an NCHW tensor as it is loaded, so no
 //! unfolded (im2col) matrix is ever written.
 //!
-//! One kernel text per (tile, layout, alignment) serves the three products of a
+//! One kernel text per (tile, layout, alignment, bias) serves the three products of a
 //! convolution, each a batch of GEMMs `C[bat] (m × n) = A[bat] (m × k) · B[bat] (k × n)`
 //! over `bat = (image · splits + split) · groups + group`:
 //!
@@ -22,8 +22,12 @@
 //! `num / div`, zero when `num` is negative, not a multiple of `div`, or past the edge.
 //! The forward windows are `mul = stride, step = dilation, offset = -padding, div = 1`;
 //! the transposed gather is `mul = 1, step = -dilation, offset = padding, div = stride`.
-//! The divisors (`PW`, `KW`, `KHW`, `QY`, `QX`) are `override` constants, so the driver
-//! compiles them as constant divisions (one pipeline per distinct geometry).
+//! The divisors (`PW`, `KW`, `KHW`, `QY`, `QX`) are `override` constants, so the shader
+//! the driver compiles divides by constants (one pipeline per distinct geometry). The
+//! forward's bias is added per row as C is stored.
+//!
+//! The tile follows the rows of the products (see `choose_tile`); [`with_tile`] forces
+//! another, for benchmarks and tuning.
 
 use std::cell::Cell;
 use std::fmt::Write as _;

@@ -169,9 +169,10 @@ fn dims(
         out[axis + 2] = (padded - span) / s + 1;
     }
     // The gather computes `position · stride + tap · dilation ± padding` per axis in
-    // i32; every such value is below the padded size plus the kernel's span.
+    // i32; every such value is below the padded size plus the kernel's span. (A stride
+    // or dilation past i32 only ever multiplies 0 then, and is passed saturated.)
     for (axis, size) in [h, w].into_iter().enumerate() {
-        let span = conv.dilation[axis].saturating_mul([kh, kw][axis]);
+        let span = conv.dilation[axis].saturating_mul([kh, kw][axis] - 1);
         let reach = conv.padding[axis]
             .saturating_mul(2)
             .saturating_add(size)
