@@ -11,6 +11,8 @@
 
 use std::time::Instant;
 
+use tang_runtime::dense::conv_gemm;
+use tang_runtime::dense::matmul::TileConfig;
 use tang_runtime::{Device, Error, Tensor, ops};
 
 /// Median milliseconds per call of `op` over 11 timed batches of `reps` calls each.
@@ -72,30 +74,14 @@ fn layout_ops_against_copy_bandwidth() {
 }
 
 /// A ResNet-style layer (batch 64, 64 -> 64 channels, 56x56, 3x3, padding 1, bias) on a
-/// real GPU, forward and forward + backward in ms (ignored in `cargo test`: timings on a
-/// shared CI machine say nothing). Run:
+/// real GPU: forward, backward (grad_input, grad_weight, grad_bias) and forward +
+/// backward in ms, with the automatic tile and then with other tiles forced (ignored in
+/// `cargo test`: timings on a shared CI machine say nothing).
+/// Run, with PyTorch's counterpart (fp32, TF32 off) in the same run:
 ///
 /// ```text
 /// cargo test --release -p tang-runtime --test ops_bench -- --ignored --nocapture conv2d
-/// ```
-///
-/// PyTorch's counterpart (fp32, TF32 off), in the same run:
-///
-/// ```text
-/// python3 -c "
-/// import torch, torch.nn.functional as F
-/// torch.backends.cudnn.allow_tf32 = False; torch.backends.cuda.matmul.allow_tf32 = False
-/// x = torch.randn(64, 64, 56, 56, device='cuda', requires_grad=True)
-/// w = torch.randn(64, 64, 3, 3, device='cuda', requires_grad=True)
-/// b = torch.randn(64, device='cuda', requires_grad=True)
-/// def step(): F.conv2d(x, w, b, padding=1).backward(g)
-/// g = torch.randn(64, 64, 56, 56, device='cuda')
-/// for f, name in [(lambda: F.conv2d(x, w, b, padding=1), 'fwd'), (step, 'fwd+bwd')]:
-///     for _ in range(3): f()
-///     s, e = torch.cuda.Event(True), torch.cuda.Event(True); torch.cuda.synchronize(); s.record()
-///     for _ in range(20): f()
-///     e.record(); torch.cuda.synchronize(); print(name, s.elapsed_time(e) / 20, 'ms')
-/// "
+/// python3 examples/scripts/torch_ops_anchors.py
 /// ```
 #[test]
 #[ignore = "a benchmark for a real GPU: run with --ignored --nocapture"]
@@ -113,16 +99,42 @@ fn conv2d_resnet_layer_timing() {
     };
     let (x, w, b) = (t(&xs, 1), t(&ws, 2), t(&[64], 3));
     let g = t(&xs, 4);
-    let fwd = time(&dev, 10, || ops::conv2d(&x, &w, Some(&b), &cv));
-    let both = time(&dev, 10, || {
-        ops::conv2d(&x, &w, Some(&b), &cv)?;
-        Ok(ops::conv2d_backward(&g, &x, &w, Some(&b), &cv)?.grad_input)
-    });
-    // 2 · N · C_out · OH · OW · C_in · kh · kw per matmul; the backward has two.
+    // 2 · N · C_out · OH · OW · C_in · kh · kw per product; the backward has two.
     let flops = 2.0 * 64.0 * 64.0 * 56.0 * 56.0 * 64.0 * 9.0;
-    println!(
-        "conv2d [64,64,56,56] * [64,64,3,3] pad 1: forward {fwd:.3} ms ({:.1} TFLOP/s), forward+backward {both:.3} ms ({:.1} TFLOP/s)",
-        flops / fwd / 1e9,
-        3.0 * flops / both / 1e9
-    );
+    let rate = |products: f64, ms: f64| products * flops / ms / 1e9;
+    let run = |label: &str| {
+        let fwd = time(&dev, 10, || ops::conv2d(&x, &w, Some(&b), &cv));
+        let bwd = time(&dev, 10, || {
+            Ok(ops::conv2d_backward(&g, &x, &w, Some(&b), &cv)?.grad_input)
+        });
+        let both = time(&dev, 10, || {
+            ops::conv2d(&x, &w, Some(&b), &cv)?;
+            Ok(ops::conv2d_backward(&g, &x, &w, Some(&b), &cv)?.grad_input)
+        });
+        println!(
+            "conv2d [64,64,56,56] * [64,64,3,3] pad 1, {label}: forward {fwd:.3} ms ({:.1} TFLOP/s), backward {bwd:.3} ms ({:.1} TFLOP/s), forward+backward {both:.3} ms ({:.1} TFLOP/s)",
+            rate(1.0, fwd),
+            rate(2.0, bwd),
+            rate(3.0, both)
+        );
+    };
+    run("automatic tile");
+    // Other tiles for every product, for tuning the automatic choice.
+    let tile = |bm, bn, bk| TileConfig {
+        bm,
+        bn,
+        bk,
+        tm: 8,
+        tn: 8,
+    };
+    for t in [
+        tile(64, 128, 16),
+        tile(64, 64, 8),
+        tile(128, 64, 16),
+        tile(128, 128, 16),
+    ] {
+        if t.fits(&dev) {
+            conv_gemm::with_tile(t, || run(&format!("tile {}x{}x{}", t.bm, t.bn, t.bk)));
+        }
+    }
 }

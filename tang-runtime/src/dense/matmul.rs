@@ -9,7 +9,7 @@
 //! once and kept for the life of the process: the count is bounded by the variants
 //! (at most a few hundred) times the distinct epilogues a program uses.
 
-mod codegen;
+pub(crate) mod codegen;
 mod epilogue;
 
 

@@ -27,6 +27,10 @@ macro_rules! kernel_modules {
 
 kernel_modules! {
     pub mod attention;
+    // The tile override of the implicit-GEMM convolution: a hook for benchmarks and
+    // tuning, not part of the API.
+    #[doc(hidden)]
+    pub mod conv_gemm;
     pub mod cross_entropy;
     pub mod embedding;
     pub mod matmul;

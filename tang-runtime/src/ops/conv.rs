@@ -1,23 +1,22 @@
 //! 2-D convolution over NCHW tensors (PyTorch's `conv2d`: stride, padding, dilation,
-//! groups, optional bias) and its backward, on the tiled matmul.
+//! groups, optional bias) and its backward, as implicit GEMM on the matmul's tiles
+//! (`dense/conv_gemm.rs`): the windows of the input are gathered as the tiles load them,
+//! so no unfolded (im2col) matrix is written, for any stride, padding, dilation or group
+//! count.
 //!
-//! The forward unfolds the input into columns (im2col): for each image and group, a
-//! `[K, L]` matrix with `K = C_in/groups · kh · kw` rows (one per weight element of an
-//! output channel) and `L = OH · OW` columns (one per output position), zeros where a
-//! window reaches into the padding. The convolution is then one batched matmul
-//! `W_g [C_out/groups, K] · col [K, L]` per image and group, whose `[N, groups,
-//! C_out/groups, L]` result is already the NCHW output. The backward reuses the same
-//! pieces: `grad_col = W_gᵀ · grad_out` folded back onto the input (col2im, one thread per
-//! input element gathering the windows that cover it in a fixed order: deterministic, no
-//! atomics), `grad_weight = Σ_n grad_out · colᵀ`, `grad_bias = Σ_{n,y,x} grad_out`.
+//! Per image and group the forward is `W_g [C_out/g, K] · windows [K, OH · OW]` with
+//! `K = C_in/g · kh · kw`, whose `[N, g, C_out/g, OH · OW]` result is already the NCHW
+//! output. grad_input is the transposed convolution as one more such product (the weight
+//! with its channel axes swapped, times `grad_out` gathered where each input pixel's taps
+//! landed: deterministic, no atomics, no col2im); grad_weight is `grad_out · windowsᵀ`
+//! reduced over images and positions (split into pieces so enough workgroups run, the
+//! pieces summed after); grad_bias is `grad_out` summed over images and positions.
 
-use super::broadcast::expand;
 use super::check;
-use super::inplace::{add_, launch_elementwise};
-use super::pool::WINDOW_WGSL;
-use crate::dense::matmul::{MatmulOptions, matmul, matmul_with};
+use super::view::permute;
+use crate::dense::conv_gemm::{self, Axis, ConvGemm};
 use crate::dense::reduce::sum;
-use crate::spec::{Slot, Source, Spec, params};
+use crate::size::Size;
 use crate::{DType, Error, Tensor};
 
 /// The window of a 2-D convolution: `[height, width]` pairs and the group count,
@@ -58,95 +57,6 @@ pub struct Conv2dGrads {
     pub grad_bias: Option<Tensor>,
 }
 
-params! {
-    /// One unfolding of `[n, c, h, w]` into `[n, groups, k, l]` columns (or its fold
-    /// back): `cg` input channels per group, `k = cg · kh · kw`, `l = oh · ow`; `total`
-    /// threads, `row` threads per grid row.
-    struct ColParams {
-        c: u32, h: u32, w: u32, oh: u32, ow: u32, groups: u32, cg: u32, k: u32,
-        kh: u32, kw: u32, sh: u32, sw: u32, ph: u32, pw: u32, dh: u32, dw: u32,
-        total: u32, row: u32,
-    }
-}
-
-/// `col[n, g, (ci, ky, kx), (oy, ox)] = x[n, g·cg + ci, oy·sh + ky·dh - ph, ox·sw + kx·dw - pw]`,
-/// 0 in the padding. One thread per column element.
-static IM2COL: Spec<ColParams> = Spec::new(
-    "conv2d_im2col",
-    &[WINDOW_WGSL],
-    &[
-        Slot::Read("x", "array<f32>"),
-        Slot::ReadWrite("col", "array<f32>"),
-    ],
-    "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i >= p.total) { return; }
-    let l_len = p.oh * p.ow;
-    let l = i % l_len;
-    let kk = (i / l_len) % p.k;
-    let ng = i / (l_len * p.k);
-    let n = ng / p.groups;
-    let grp = ng % p.groups;
-    let ci = kk / (p.kh * p.kw);
-    let ky = (kk / p.kw) % p.kh;
-    let kx = kk % p.kw;
-    let y = at_in(l / p.ow, ky, p.sh, p.ph, p.dh);
-    let xx = at_in(l % p.ow, kx, p.sw, p.pw, p.dw);
-    var v = 0.0;
-    if (y >= 0 && y < i32(p.h) && xx >= 0 && xx < i32(p.w)) {
-        let ch = n * p.c + grp * p.cg + ci;
-        v = x[(ch * p.h + u32(y)) * p.w + u32(xx)];
-    }
-    col[i] = v;
-}
-",
-);
-
-/// `grad_x[n, c, y, x]` = the sum of `grad_col` over the column entries [`IM2COL`] read
-/// `x[n, c, y, x]` into, in a fixed order. One thread per input element.
-static COL2IM: Spec<ColParams> = Spec::new(
-    "conv2d_col2im",
-    &[WINDOW_WGSL],
-    &[
-        Slot::Read("grad_col", "array<f32>"),
-        Slot::ReadWrite("grad_x", "array<f32>"),
-    ],
-    "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i >= p.total) { return; }
-    let ix = i % p.w;
-    let iy = (i / p.w) % p.h;
-    let ch = (i / (p.w * p.h)) % p.c;
-    let n = i / (p.w * p.h * p.c);
-    let grp = ch / p.cg;
-    let ci = ch % p.cg;
-    let l_len = p.oh * p.ow;
-    let base = (n * p.groups + grp) * p.k;
-    var acc = 0.0;
-    for (var ky = 0u; ky < p.kh; ky = ky + 1u) {
-        let oy = covering(iy, ky, p.sh, p.ph, p.dh, p.oh);
-        if (oy < 0) { continue; }
-        for (var kx = 0u; kx < p.kw; kx = kx + 1u) {
-            let ox = covering(ix, kx, p.sw, p.pw, p.dw, p.ow);
-            if (ox < 0) { continue; }
-            let kk = (ci * p.kh + ky) * p.kw + kx;
-            acc = acc + grad_col[(base + kk) * l_len + u32(oy) * p.ow + u32(ox)];
-        }
-    }
-    grad_x[i] = acc;
-}
-",
-);
-
-/// Every kernel of this file, for the registry.
-pub(crate) fn kernels() -> Vec<Source> {
-    vec![IM2COL.source(), COL2IM.source()]
-}
-
 /// The checked sizes of one convolution.
 #[derive(Clone, Copy, Debug)]
 struct Dims {
@@ -154,8 +64,12 @@ struct Dims {
     c_in: usize,
     c_out: usize,
     groups: usize,
-    /// Rows of a column matrix: `C_in/groups · kh · kw`.
-    k: usize,
+    /// Input channels per group.
+    cg: usize,
+    /// The input's `[H, W]`.
+    in_hw: [usize; 2],
+    /// The kernel's `[kh, kw]`.
+    kernel: [usize; 2],
     out: [usize; 4],
 }
 
@@ -254,104 +168,212 @@ fn dims(
         }
         out[axis + 2] = (padded - span) / s + 1;
     }
-    let k = cg.saturating_mul(kh).saturating_mul(kw);
-    // Every kernel index (column matrix, input, output) must fit in u32.
-    let col = n
-        .saturating_mul(g)
-        .saturating_mul(k)
-        .saturating_mul(out[2] * out[3]);
-    let largest = [col, input.iter().product(), out.iter().product()]
+    // The gather computes `position · stride + tap · dilation ± padding` per axis in
+    // i32; every such value is below the padded size plus the kernel's span. (A stride
+    // or dilation past i32 only ever multiplies 0 then, and is passed saturated.)
+    for (axis, size) in [h, w].into_iter().enumerate() {
+        let span = conv.dilation[axis].saturating_mul([kh, kw][axis] - 1);
+        let reach = conv.padding[axis]
+            .saturating_mul(2)
+            .saturating_add(size)
+            .saturating_add(span);
+        if reach > i32::MAX as usize {
+            return Err(Error::TooLarge {
+                what: format!(
+                    "{op}: padded size plus dilated kernel along axis {} (input {input:?}, weight {weight:?}, {conv:?})",
+                    axis + 2
+                ),
+                requested: reach as u64,
+                limit: i32::MAX as u64,
+            });
+        }
+    }
+    // Every element index the kernels compute must fit in u32.
+    let out_len = Size::product(&out).get().unwrap_or(usize::MAX);
+    let largest = [input.iter().product(), weight.iter().product(), out_len]
         .into_iter()
         .max()
         .unwrap_or(0);
-    check::fits_u32(
-        op,
-        "elements of the unfolded input (N · C_in · kh · kw · OH · OW)",
-        largest,
-    )?;
+    check::fits_u32(op, "elements of the input, weight or output", largest)?;
     Ok(Dims {
         n,
         c_in,
         c_out,
         groups: g,
-        k,
+        cg,
+        in_hw: [h, w],
+        kernel: [kh, kw],
         out,
     })
 }
 
-/// Runs a column kernel ([`IM2COL`] or [`COL2IM`]) for the convolution of `input_shape`
-/// by `weight_shape`: one thread per element of the last tensor of `tensors` (the one
-/// written).
-fn launch(
-    op: &str,
-    kernel: &Spec<ColParams>,
-    input_shape: &[usize],
-    weight_shape: &[usize],
-    d: &Dims,
-    conv: &Conv2d,
-    tensors: &[&Tensor],
-) -> Result<(), Error> {
-    // `dims` bounded every size here by the column matrix's length, which fits in u32.
-    let u = |what: &str, v: usize| check::fits_u32(op, what, v);
-    let shape = ColParams {
-        c: u("channels", d.c_in)?,
-        h: u("height", input_shape[2])?,
-        w: u("width", input_shape[3])?,
-        oh: u("output height", d.out[2])?,
-        ow: u("output width", d.out[3])?,
-        groups: u("groups", d.groups)?,
-        cg: u("channels per group", d.c_in / d.groups)?,
-        k: u("kernel elements", d.k)?,
-        kh: u("kernel height", weight_shape[2])?,
-        kw: u("kernel width", weight_shape[3])?,
-        sh: u("stride", conv.stride[0])?,
-        sw: u("stride", conv.stride[1])?,
-        ph: u("padding", conv.padding[0])?,
-        pw: u("padding", conv.padding[1])?,
-        dh: u("dilation", conv.dilation[0])?,
-        dw: u("dilation", conv.dilation[1])?,
-        total: 0,
-        row: 0,
-    };
-    launch_elementwise(op, kernel, tensors, |total, row| ColParams {
-        total,
-        row,
-        ..shape
-    })
+/// `v` as i32 (bounded by the checks of [`dims`]).
+fn signed(v: usize) -> i32 {
+    i32::try_from(v).unwrap_or(i32::MAX)
 }
 
-/// The input unfolded into columns, `[N, groups, K, L]`.
-fn im2col(
-    op: &str,
-    input: &Tensor,
-    weight: &Tensor,
-    d: &Dims,
-    conv: &Conv2d,
-) -> Result<Tensor, Error> {
-    let col = input
-        .device()
-        .empty(&[d.n, d.groups, d.k, d.l()], DType::F32)?;
-    launch(
-        op,
-        &IM2COL,
-        input.shape(),
-        weight.shape(),
-        d,
-        conv,
-        &[input, &col],
-    )?;
-    Ok(col)
-}
-
-/// The weight as the left operand of the per-group matmul: `[C_out, K]` for one group
-/// (broadcast over the batch by the matmul), else `[N, groups, C_out/groups, K]` (the
-/// matmul needs equal batch dimensions, so the small weight is repeated per image).
-fn weight_matrix(weight: &Tensor, d: &Dims) -> Result<Tensor, Error> {
-    if d.groups == 1 {
-        return weight.reshape(&[d.c_out, d.k]);
+impl Dims {
+    /// Taps of one output channel: `C_in/g · kh · kw`.
+    fn taps(&self) -> usize {
+        self.cg * self.kernel[0] * self.kernel[1]
     }
-    let per_group = weight.reshape(&[1, d.groups, d.c_out / d.groups, d.k])?;
-    expand(&per_group, &[d.n, d.groups, d.c_out / d.groups, d.k])
+
+    /// Output channels per group.
+    fn cog(&self) -> usize {
+        self.c_out / self.groups
+    }
+
+    /// Pixels of one input plane.
+    fn in_plane(&self) -> usize {
+        self.in_hw[0] * self.in_hw[1]
+    }
+
+    /// The forward windows: source pixel `position · stride + tap · dilation - padding`.
+    fn windows(&self, conv: &Conv2d) -> [Axis; 2] {
+        [0, 1].map(|i| Axis {
+            mul: signed(conv.stride[i]),
+            step: signed(conv.dilation[i]),
+            offset: -signed(conv.padding[i]),
+            div: 1,
+        })
+    }
+
+    /// The forward: `W_g · windows (+ bias)` per image and group, into `out`.
+    fn forward(
+        &self,
+        conv: &Conv2d,
+        input: &Tensor,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        out: &Tensor,
+    ) -> Result<(), Error> {
+        let g = ConvGemm {
+            m: self.cog(),
+            n: self.l(),
+            k: self.taps(),
+            images: self.n,
+            splits: 1,
+            groups: self.groups,
+            lda: self.taps(),
+            a_offsets: [0, self.cog() * self.taps(), 0],
+            src_offsets: [self.c_in * self.in_plane(), self.cg * self.in_plane()],
+            src_size: self.in_hw,
+            positions_width: self.out[3],
+            kernel: self.kernel,
+            axes: self.windows(conv),
+            positions_along_k: false,
+        };
+        conv_gemm::run("conv2d", &g, weight, input, bias, out)
+    }
+
+    /// grad_input: the weight as `[g, C_in/g, C_out/g · kh · kw]` times `grad_out`
+    /// gathered at `(pixel + padding - tap · dilation) / stride` where that divides.
+    fn grad_input(
+        &self,
+        conv: &Conv2d,
+        grad_out: &Tensor,
+        weight: &Tensor,
+    ) -> Result<Tensor, Error> {
+        let dev = grad_out.device();
+        let grad_input = dev.empty(
+            &[self.n, self.c_in, self.in_hw[0], self.in_hw[1]],
+            DType::F32,
+        )?;
+        let [kh, kw] = self.kernel;
+        let swapped = permute(
+            &weight.reshape(&[self.groups, self.cog(), self.cg, kh * kw])?,
+            &[0, 2, 1, 3],
+        )?;
+        let per_row = self.cog() * kh * kw;
+        let g = ConvGemm {
+            m: self.cg,
+            n: self.in_plane(),
+            k: per_row,
+            images: self.n,
+            splits: 1,
+            groups: self.groups,
+            lda: per_row,
+            a_offsets: [0, self.cg * per_row, 0],
+            src_offsets: [self.c_out * self.l(), self.cog() * self.l()],
+            src_size: [self.out[2], self.out[3]],
+            positions_width: self.in_hw[1],
+            kernel: self.kernel,
+            axes: [0, 1].map(|i| Axis {
+                mul: 1,
+                step: -signed(conv.dilation[i]),
+                offset: signed(conv.padding[i]),
+                div: signed(conv.stride[i]),
+            }),
+            positions_along_k: false,
+        };
+        conv_gemm::run("conv2d_backward", &g, &swapped, grad_out, None, &grad_input)?;
+        Ok(grad_input)
+    }
+
+    /// grad_weight: `grad_out · windowsᵀ` per image, split and group, summed.
+    fn grad_weight(
+        &self,
+        conv: &Conv2d,
+        grad_out: &Tensor,
+        input: &Tensor,
+        weight: &Tensor,
+    ) -> Result<Tensor, Error> {
+        let op = "conv2d_backward";
+        let l = self.l();
+        let splits = reduction_splits(self.n * self.groups, self.cog(), self.taps(), l);
+        let len = l / splits;
+        let batch = self.n * splits;
+        let part_len = Size::product(&[batch, self.c_out, self.taps()])
+            .get()
+            .unwrap_or(usize::MAX);
+        check::fits_u32(
+            op,
+            "elements of the per-image weight gradients (N · C_out · C_in/g · kh · kw)",
+            part_len,
+        )?;
+        let parts = grad_out
+            .device()
+            .empty(&[batch, self.c_out * self.taps()], DType::F32)?;
+        let g = ConvGemm {
+            m: self.cog(),
+            n: self.taps(),
+            k: len,
+            images: self.n,
+            splits,
+            groups: self.groups,
+            lda: l,
+            a_offsets: [self.c_out * l, self.cog() * l, len],
+            src_offsets: [self.c_in * self.in_plane(), self.cg * self.in_plane()],
+            src_size: self.in_hw,
+            positions_width: self.out[3],
+            kernel: self.kernel,
+            axes: self.windows(conv),
+            positions_along_k: true,
+        };
+        conv_gemm::run(op, &g, grad_out, input, None, &parts)?;
+        sum(&parts, 0)?.reshape(weight.shape())
+    }
+}
+
+/// Pieces to split each image's reduction over `positions` into for grad_weight: enough
+/// that `products` products of `rows × cols` give about 4096 blocks of 64 × 64 (several
+/// waves on a 132-SM GPU, so the last, partly filled wave costs little), each piece at
+/// least 256 positions long, and an exact divisor of `positions` (all pieces equally
+/// long) that keeps the pieces 4-aligned when the positions are. The ResNet layer (64
+/// images, 64 × 576, 3136 positions) gets 8 pieces of 392.
+fn reduction_splits(products: usize, rows: usize, cols: usize, positions: usize) -> usize {
+    let blocks = products * rows.div_ceil(64) * cols.div_ceil(64);
+    let aligned = |s: usize| !positions.is_multiple_of(4) || (positions / s).is_multiple_of(4);
+    let mut best = 1;
+    for s in 1..=64 {
+        if positions / s < 256 || blocks * best >= 4096 {
+            break;
+        }
+        if positions.is_multiple_of(s) && aligned(s) {
+            best = s;
+        }
+    }
+    best
 }
 
 /// 2-D convolution (PyTorch's `conv2d`, cross-correlation as in every framework):
@@ -363,8 +385,9 @@ fn weight_matrix(weight: &Tensor, d: &Dims) -> Result<Tensor, Error> {
 /// [`Error::ShapeMismatch`] for tensors of the wrong rank, channels not divisible by
 /// `groups` or not matching the weight, a bias not `[C_out]`, or a kernel larger than the
 /// padded input; [`Error::InvalidArgument`] for a zero stride, dilation or group count;
-/// [`Error::DType`], [`Error::DeviceMismatch`], [`Error::TooLarge`] when the unfolded input
-/// (`N · C_in · kh · kw · OH · OW` elements) passes 2^32 - 1 or the device's buffer limit.
+/// [`Error::DType`], [`Error::DeviceMismatch`], [`Error::TooLarge`] when the input, weight
+/// or output has more than 2^32 - 1 elements or passes the device's buffer limit, or a
+/// padded axis plus the dilated kernel passes 2^31 - 1.
 pub fn conv2d(
     input: &Tensor,
     weight: &Tensor,
@@ -390,18 +413,15 @@ pub fn conv2d(
     if d.n == 0 {
         return dev.empty(&d.out, DType::F32);
     }
-    let col = im2col(op, input, weight, &d, conv)?;
-    // [N, groups, C_out/groups, L] is the NCHW output's memory order.
-    let out = matmul(&weight_matrix(weight, &d)?, &col)?.reshape(&d.out)?;
-    if let Some(b) = bias {
-        add_(&out, &b.reshape(&[d.c_out, 1, 1])?, 1.0)?;
-    }
+    // [N, groups, C_out/groups, OH · OW] is the NCHW output's memory order.
+    let out = dev.empty(&d.out, DType::F32)?;
+    d.forward(conv, input, weight, bias, &out)?;
     Ok(out)
 }
 
 /// The gradients of [`conv2d`] with respect to its input, weight and (when `bias` is
-/// given, as in the forward) bias, for `grad_out [N, C_out, OH, OW]`. The columns are
-/// unfolded again from `input` rather than kept from the forward.
+/// given, as in the forward) bias, for `grad_out [N, C_out, OH, OW]`. Nothing is kept
+/// from the forward: the input's windows are gathered again.
 ///
 /// # Errors
 /// As [`conv2d`], and [`Error::ShapeMismatch`] when `grad_out` is not the output's shape.
@@ -448,41 +468,8 @@ pub fn conv2d_backward(
             grad_bias: bias.map(|_| Tensor::zeros(dev, &[d.c_out])).transpose()?,
         });
     }
-    let cog = d.c_out / d.groups;
-    let go = grad_out.reshape(&[d.n, d.groups, cog, d.l()])?;
-
-    // grad_col [N, groups, K, L] = W_gᵀ · grad_out, folded back onto the input.
-    let grad_col = matmul_with(
-        &weight_matrix(weight, &d)?,
-        &go,
-        &MatmulOptions {
-            transpose_a: true,
-            ..MatmulOptions::default()
-        },
-    )?;
-    let grad_input = dev.empty(input.shape(), DType::F32)?;
-    launch(
-        op,
-        &COL2IM,
-        input.shape(),
-        weight.shape(),
-        &d,
-        conv,
-        &[&grad_col, &grad_input],
-    )?;
-
-    // grad_weight [groups, C_out/groups, K] = Σ_n grad_out · colᵀ.
-    let col = im2col(op, input, weight, &d, conv)?;
-    let per_image = matmul_with(
-        &go,
-        &col,
-        &MatmulOptions {
-            transpose_b: true,
-            ..MatmulOptions::default()
-        },
-    )?;
-    let grad_weight = sum(&per_image, 0)?.reshape(weight.shape())?;
-
+    let grad_input = d.grad_input(conv, grad_out, weight)?;
+    let grad_weight = d.grad_weight(conv, grad_out, input, weight)?;
     let grad_bias = match bias {
         None => None,
         Some(_) => {

@@ -75,6 +75,5 @@ pub(crate) fn registry() -> Vec<crate::spec::Source> {
     all.extend(compare::kernels());
     all.extend(random::kernels());
     all.extend(pool::kernels());
-    all.extend(conv::kernels());
     all
 }

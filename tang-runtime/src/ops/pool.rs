@@ -49,9 +49,8 @@ params! {
 }
 
 /// The input row/column of window element `k` of output `o` along one axis (may be out
-/// of range: negative inside the padding), and the output windows covering an input:
-/// shared by pooling and convolution, whose windows are the same.
-pub(super) const WINDOW_WGSL: &str = "
+/// of range: negative inside the padding), and the output windows covering an input.
+const WINDOW_WGSL: &str = "
 fn at_in(o: u32, k: u32, s: u32, pad: u32, d: u32) -> i32 {
     return i32(o * s + k * d) - i32(pad);
 }

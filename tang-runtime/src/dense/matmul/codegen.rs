@@ -222,7 +222,7 @@ pub fn launch_shape(
 }
 
 /// One operand's staging plan.
-struct Operand {
+struct Operand<'a> {
     /// `a` or `b` (the buffer) and `sa`/`sb` (its workgroup array).
     name: char,
     /// Rows of the tile (bm for A, bn for B).
@@ -233,9 +233,12 @@ struct Operand {
     vec: bool,
     /// Padding of each `[rows]` line in workgroup memory.
     pad: u32,
+    /// A WGSL expression of `r` (row of the tile's operand) and `kk` (index along k)
+    /// that replaces the plain read: an implicit-GEMM gather (scalar operands only).
+    load: Option<&'a str>,
 }
 
-impl Operand {
+impl Operand<'_> {
     fn width(&self) -> u32 {
         if self.vec { 4 } else { 1 }
     }
@@ -267,19 +270,25 @@ fn emit_loads(w: &mut String, op: &Operand, v: &Variant, guarded: bool, kt: &str
             let per = bk / wd;
             let _ = writeln!(
                 w,
-                "            let r = {r0} + u / {per}u;\n            let kk = {kt} * {bk}u + (u % {per}u) * {wd}u;\n            let gi = {base} + r * {ld} + kk;"
+                "            let r = {r0} + u / {per}u;\n            let kk = {kt} * {bk}u + (u % {per}u) * {wd}u;"
             );
+            if op.load.is_none() {
+                let _ = writeln!(w, "            let gi = {base} + r * {ld} + kk;");
+            }
         } else {
             let per = op.rows / wd;
             let _ = writeln!(
                 w,
-                "            let r = {r0} + (u % {per}u) * {wd}u;\n            let kk = {kt} * {bk}u + u / {per}u;\n            let gi = {base} + kk * {ld} + r;"
+                "            let r = {r0} + (u % {per}u) * {wd}u;\n            let kk = {kt} * {bk}u + u / {per}u;"
             );
+            if op.load.is_none() {
+                let _ = writeln!(w, "            let gi = {base} + kk * {ld} + r;");
+            }
         }
-        let load = if op.vec {
-            format!("{n}[gi >> 2u]")
-        } else {
-            format!("{n}[gi]")
+        let load = match op.load {
+            Some(expr) => expr.to_string(),
+            None if op.vec => format!("{n}[gi >> 2u]"),
+            None => format!("{n}[gi]"),
         };
         if guarded {
             // With vec4 loads the contiguous extent is a multiple of 4 and the vector
@@ -341,32 +350,44 @@ fn emit_stage(w: &mut String, op: &Operand, v: &Variant, sel: &str) {
     }
 }
 
-/// The WGSL of `v`, with `epilogue` (the text of `fn tang_epilogue(x: f32) -> f32` and
-/// its helpers) pasted in when `v.epilogue` is set.
-pub fn generate(v: &Variant, epilogue: &str) -> String {
-    let tile = v.tile;
-    let (bm, bn, bk, tm, tn) = (tile.bm, tile.bn, tile.bk, tile.tm, tile.tn);
-    let threads = tile.threads();
+/// The staging plans of `v`'s operands; `b_load` replaces B's plain read (see
+/// [`Operand::load`]).
+fn operands<'a>(v: &Variant, b_load: Option<&'a str>) -> (Operand<'a>, Operand<'a>) {
     let opa = Operand {
         name: 'a',
-        rows: bm,
+        rows: v.tile.bm,
         kcontig: !v.ta,
         vec: v.va,
         pad: if v.ta { 0 } else { 4 },
+        load: None,
     };
     let opb = Operand {
         name: 'b',
-        rows: bn,
+        rows: v.tile.bn,
         kcontig: v.tb,
-        vec: v.vb,
+        vec: v.vb && b_load.is_none(),
         pad: if v.tb { 4 } else { 0 },
+        load: b_load,
     };
-    let ty_a = |vec: bool| if vec { "vec4<f32>" } else { "f32" };
+    (opa, opb)
+}
 
+fn ty(vec: bool) -> &'static str {
+    if vec { "vec4<f32>" } else { "f32" }
+}
+
+/// The WGSL of `v`, with `epilogue` (the text of `fn tang_epilogue(x: f32) -> f32` and
+/// its helpers) pasted in when `v.epilogue` is set.
+pub fn generate(v: &Variant, epilogue: &str) -> String {
     let mut w = String::with_capacity(16 * 1024);
     let _ = writeln!(
         w,
-        "// tang matmul {bm}x{bn}x{bk} ({tm}x{tn} per thread), A{} B{} (generated)",
+        "// tang matmul {}x{}x{} ({}x{} per thread), A{} B{} (generated)",
+        v.tile.bm,
+        v.tile.bn,
+        v.tile.bk,
+        v.tile.tm,
+        v.tile.tn,
         if v.ta { "^T" } else { "" },
         if v.tb { "^T" } else { "" }
     );
@@ -375,27 +396,48 @@ pub fn generate(v: &Variant, epilogue: &str) -> String {
     let _ = writeln!(
         w,
         "@group(0) @binding(1) var<storage, read> a: array<{}>;",
-        ty_a(v.va)
+        ty(v.va)
     );
     let _ = writeln!(
         w,
         "@group(0) @binding(2) var<storage, read> b: array<{}>;",
-        ty_a(v.vb)
+        ty(v.vb)
     );
     let mut binding = 3;
     if v.bias {
         let _ = writeln!(
             w,
             "@group(0) @binding(3) var<storage, read> bias: array<{}>;",
-            ty_a(v.vc)
+            ty(v.vc)
         );
         binding = 4;
     }
     let _ = writeln!(
         w,
         "@group(0) @binding({binding}) var<storage, read_write> c: array<{}>;",
-        ty_a(v.vc)
+        ty(v.vc)
     );
+    emit_workgroup_memory(&mut w, v);
+    if v.epilogue {
+        w.push_str(epilogue);
+        w.push('\n');
+    }
+    emit_block_origin(&mut w, v);
+    w.push_str(
+        "    let a_base = bat * p.a_bstride;
+    let b_base = bat * p.b_bstride;
+    let c_base = bat * p.c_bstride;
+",
+    );
+    emit_tile_loop(&mut w, v, None, None);
+    w.push_str("}\n");
+    w
+}
+
+/// The workgroup arrays `sa` and `sb` (both buffers of both operands) of `v`.
+pub(crate) fn emit_workgroup_memory(w: &mut String, v: &Variant) {
+    let (opa, opb) = operands(v, None);
+    let bk = v.tile.bk;
     let _ = writeln!(
         w,
         "var<workgroup> sa: array<vec4<f32>, {}>;",
@@ -406,11 +448,15 @@ pub fn generate(v: &Variant, epilogue: &str) -> String {
         "var<workgroup> sb: array<vec4<f32>, {}>;",
         2 * opb.buf(bk) / 4
     );
-    if v.epilogue {
-        w.push_str(epilogue);
-        w.push('\n');
-    }
+}
 
+/// The entry point's signature and the block this workgroup computes: `bat` (the batch
+/// entry), `m0`, `n0` (its first row and column of C), `tx`, `ty` (the thread's place in
+/// it) and `full_mn` (no edge). Reads `p.grid_x`, `p.grid_xy`, `p.total`, `p.m_tiles`,
+/// `p.n_tiles`, `p.m` and `p.n`; leaves the function open.
+pub(crate) fn emit_block_origin(w: &mut String, v: &Variant) {
+    let TileConfig { bm, bn, tn, .. } = v.tile;
+    let threads = v.tile.threads();
     let _ = writeln!(
         w,
         "@compute @workgroup_size({threads})
@@ -428,15 +474,30 @@ fn {ENTRY}(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index
     let rr = rem - grp * width;
     let m0 = (first_m + rr % gsize) * {bm}u;
     let n0 = (rr / gsize) * {bn}u;
-    let a_base = bat * p.a_bstride;
-    let b_base = bat * p.b_bstride;
-    let c_base = bat * p.c_bstride;
     let tx = lid % {}u;
     let ty = lid / {}u;
     let full_mn = m0 + {bm}u <= p.m && n0 + {bn}u <= p.n;",
         bn / tn,
         bn / tn
     );
+}
+
+/// The k loop and the store of C: accumulators, double-buffered staging, the FMAs, and
+/// the store with bias and epilogue. Reads `p.m`, `p.n`, `p.k`, `p.k_tiles`, `p.lda`,
+/// `p.ldb`, and the bases `a_base`, `b_base` (not with `b_load`) and `c_base`, which
+/// the caller defines after [`emit_block_origin`]. `b_load` replaces B's plain read by a
+/// gather (a WGSL expression of `r` and `kk`, see [`Operand::load`]); `row_add` (an f32
+/// WGSL expression of `row`) is added to every element of a row of C as it is stored.
+pub(crate) fn emit_tile_loop(
+    w: &mut String,
+    v: &Variant,
+    b_load: Option<&str>,
+    row_add: Option<&str>,
+) {
+    let tile = v.tile;
+    let (bm, bn, bk, tm, tn) = (tile.bm, tile.bn, tile.bk, tile.tm, tile.tn);
+    let threads = tile.threads();
+    let (opa, opb) = operands(v, b_load);
     for i in 0..tm {
         for j in 0..tn / 4 {
             let _ = writeln!(w, "    var c{i}_{j} = vec4<f32>();");
@@ -444,10 +505,9 @@ fn {ENTRY}(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index
     }
     for (op, n) in [(&opa, bm), (&opb, bn)] {
         for i in 0..(n * bk / op.width()) / threads {
-            let _ = writeln!(w, "    var p{}{i}: {};", op.name, ty_a(op.vec));
+            let _ = writeln!(w, "    var p{}{i}: {};", op.name, ty(op.vec));
         }
     }
-
     // Loads of k tile `kt` into the prefetch registers (guarded only on edge tiles).
     let loads = |w: &mut String, kt: &str| {
         let _ = writeln!(w, "    if (full_mn && ({kt} + 1u) * {bk}u <= p.k) {{");
@@ -460,9 +520,9 @@ fn {ENTRY}(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index
     };
 
     w.push_str("    if (p.k_tiles > 0u) {\n");
-    loads(&mut w, "0u");
-    emit_stage(&mut w, &opa, v, "0u");
-    emit_stage(&mut w, &opb, v, "0u");
+    loads(w, "0u");
+    emit_stage(w, &opa, v, "0u");
+    emit_stage(w, &opb, v, "0u");
     w.push_str("    }\n    workgroupBarrier();\n");
     w.push_str("    for (var t = 0u; t < p.k_tiles; t++) {\n");
     w.push_str("        let cur = t & 1u;\n        let has_next = t + 1u < p.k_tiles;\n");
@@ -514,12 +574,20 @@ fn {ENTRY}(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index
             format!("{}u + ty * 4u + {}u", bm / 2, i - 4)
         };
         let _ = writeln!(w, "    {{\n        let row = m0 + {roff};");
+        if let Some(add) = row_add {
+            // Evaluated for every row of the tile, also those past p.m that are not
+            // stored: the expression guards its own reads.
+            let _ = writeln!(w, "        let row_add = {add};");
+        }
         for j in 0..tn / 4 {
             let _ = writeln!(
                 w,
                 "        {{\n            let col = n0 + tx * 4u + {}u;\n            var v = c{i}_{j};",
                 j * bn / 2
             );
+            if row_add.is_some() {
+                w.push_str("            v = v + row_add;\n");
+            }
             if v.vc {
                 w.push_str("            if (row < p.m && col < p.n) {\n");
                 if v.bias {
@@ -555,6 +623,4 @@ fn {ENTRY}(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index
         }
         w.push_str("    }\n");
     }
-    w.push_str("}\n");
-    w
 }
