@@ -260,6 +260,8 @@
 use proc_macro::TokenStream;
 use tang_expr::lower::{self, Mode};
 
+mod module;
+
 /// Compiles an `f32` function into a GPU kernel: emits `f::WGSL`, `f::KERNEL` and
 /// `f::launch` in a module beside the unchanged function (see the crate docs).
 #[proc_macro_attribute]
@@ -287,4 +289,14 @@ pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn uniform(_attr: TokenStream, item: TokenStream) -> TokenStream {
     lower::expand_misplaced_uniform(item.into()).into()
+}
+
+/// `#[derive(Module)]` on a struct with named fields: implements `tang_nn::Module`, each
+/// field a child module named by the field (PyTorch's attribute naming, so the state dict
+/// has PyTorch's keys). `#[module(skip)]` leaves out a field that is not a module (a
+/// config number, a flag); `#[module(name = "...")]` renames one. Use it through
+/// `tang_nn` (`use tang_nn::Module;` brings the trait and the derive).
+#[proc_macro_derive(Module, attributes(module))]
+pub fn derive_module(item: TokenStream) -> TokenStream {
+    module::expand_derive_module(item.into()).into()
 }

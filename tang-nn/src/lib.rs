@@ -8,17 +8,31 @@
 //! PyTorch's optimizers with gradient clipping that stays on the GPU ([`optim`]).
 //! Reverse-mode autograd over `tang_runtime::Tensor`s ([`autograd`]: write the forward,
 //! `loss.backward()?` gives every parameter's gradient on the GPU); modules with
-//! PyTorch's names and layouts build on it.
+//! PyTorch's names ([`Module`], `#[derive(Module)]`) build on it.
 //!
 //! It re-exports the runtime so that examples and tests can depend on one crate.
+
+// `#[derive(Module)]` expands to `::tang_nn::...` paths; this makes them resolve inside
+// the crate too.
+extern crate self as tang_nn;
 
 pub mod autograd;
 pub mod checkpoint;
 pub mod data;
+pub mod module;
 pub mod optim;
 pub mod rng;
 pub mod safetensors;
 pub mod schedule;
 pub mod train;
 
+pub use module::Module;
+/// `#[derive(Module)]`: see [`module`].
+pub use tang_macros::Module;
 pub use tang_runtime;
+
+/// What `#[derive(Module)]` generates names; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::module::derive_support::{set_training, visit_child};
+}

@@ -40,8 +40,8 @@ pub use tang_expr;
 pub use tang_expr::ext::StableExt;
 pub use tang_expr::{KernelDesc, kernel::WORKGROUP_SIZE};
 // The kernel macros (`#[kernel]`, `#[fused_grad]`, `#[kernels]`): users need only this crate.
-#[allow(unused_imports)]
-pub use tang_macros::*;
+// Named, not globbed: the crate's `derive(Module)` belongs to tang-nn.
+pub use tang_macros::{fused_grad, kernel, kernels, uniform};
 pub use tensor::{DType, Tensor};
 pub use wgpu;
 

@@ -27,6 +27,8 @@ pub enum Error {
     GraphFreed,
     /// `backward` was called on a tensor that does not depend on any parameter.
     NoGradient,
+    /// `requires_grad_` on an op's result (only leaves can be frozen or unfrozen).
+    NotLeaf,
     /// `backward` needs a scalar (one element) loss.
     NotScalar {
         /// The shape of the tensor `backward` was called on.
@@ -58,6 +60,11 @@ impl fmt::Display for Error {
                 f,
                 "backward on a tensor that depends on no parameter (made from constants, or under \
                  no_grad); create the inputs you want gradients of with Tensor::parameter"
+            ),
+            Error::NotLeaf => write!(
+                f,
+                "requires_grad_ can only change a leaf (a parameter or constant); an op's result \
+                 follows its inputs: call requires_grad_ on the inputs, or detach the result first"
             ),
             Error::NotScalar { shape } => write!(
                 f,

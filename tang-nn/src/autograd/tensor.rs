@@ -4,7 +4,7 @@
 //! when `backward` has run through it.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::Error;
@@ -49,7 +49,9 @@ pub(crate) struct Node {
     pub(crate) data: RawTensor,
     /// Bumped by every in-place write; shared by views of the same buffer.
     pub(crate) version: Arc<AtomicU64>,
-    pub(crate) requires_grad: bool,
+    /// Atomic so that a leaf can be frozen and unfrozen through a shared handle
+    /// ([`Tensor::requires_grad_`]); an op's result never changes it.
+    pub(crate) requires_grad: AtomicBool,
     /// True for tensors made by [`Tensor::parameter`] / [`Tensor::constant`]: the ends of
     /// the graph where gradients are collected.
     pub(crate) is_leaf: bool,
@@ -156,7 +158,7 @@ impl Tensor {
                 id: TensorId::next(),
                 data,
                 version,
-                requires_grad,
+                requires_grad: AtomicBool::new(requires_grad),
                 is_leaf,
                 grad_fn: Mutex::new(grad_fn),
             }),
@@ -206,7 +208,34 @@ impl Tensor {
     /// Whether gradients flow to this tensor (a parameter, or an op's result with a
     /// parameter among its inputs, recorded outside [`no_grad`]).
     pub fn requires_grad(&self) -> bool {
-        self.node.requires_grad
+        self.node.requires_grad.load(Ordering::Acquire)
+    }
+
+    /// Sets whether gradients flow to this leaf (PyTorch's `requires_grad_`): `false`
+    /// freezes a parameter (ops on it record nothing and backward gives it no gradient),
+    /// `true` makes any leaf trainable. Every clone of the tensor sees the change.
+    ///
+    /// ```no_run
+    /// # use tang_nn::autograd::Tensor;
+    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// let dev = Device::new()?;
+    /// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0], &[1])?);
+    /// w.requires_grad_(false)?;
+    /// assert!(!w.requires_grad());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NotLeaf`] on an op's result, whose flag follows its inputs (detach it
+    /// first, as in PyTorch).
+    pub fn requires_grad_(&self, requires_grad: bool) -> Result<(), Error> {
+        if !self.is_leaf() {
+            return Err(Error::NotLeaf);
+        }
+        self.node
+            .requires_grad
+            .store(requires_grad, Ordering::Release);
+        Ok(())
     }
 
     /// Whether this tensor was created directly rather than by an op.
@@ -341,7 +370,7 @@ impl std::fmt::Debug for Tensor {
         f.debug_struct("Tensor")
             .field("id", &self.node.id)
             .field("shape", &self.shape())
-            .field("requires_grad", &self.node.requires_grad)
+            .field("requires_grad", &self.requires_grad())
             .finish()
     }
 }

@@ -1,0 +1,59 @@
+//! The error of loading a state dict into a module.
+
+use std::fmt;
+
+use crate::safetensors::{SafetensorsError, StateDictError};
+
+/// Why [`Module::load_state_dict`](super::Module::load_state_dict) or
+/// [`Module::requires_grad_`](super::Module::requires_grad_) failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// Missing, unexpected or shape-mismatched keys, every one listed (PyTorch's
+    /// message). Fix the checkpoint or the model, or load non-strictly to accept missing
+    /// and unexpected keys.
+    Keys(StateDictError),
+    /// An entry could not be read as f32 values (an integer tensor under a parameter's
+    /// name, say).
+    Safetensors(SafetensorsError),
+    /// A device copy failed, or a listed tensor is not a leaf.
+    Autograd(crate::autograd::Error),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Keys(e) => write!(f, "{e}"),
+            Error::Safetensors(e) => write!(f, "{e}"),
+            Error::Autograd(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Keys(e) => Some(e),
+            Error::Safetensors(e) => Some(e),
+            Error::Autograd(e) => Some(e),
+        }
+    }
+}
+
+impl From<StateDictError> for Error {
+    fn from(e: StateDictError) -> Self {
+        Error::Keys(e)
+    }
+}
+
+impl From<SafetensorsError> for Error {
+    fn from(e: SafetensorsError) -> Self {
+        Error::Safetensors(e)
+    }
+}
+
+impl From<crate::autograd::Error> for Error {
+    fn from(e: crate::autograd::Error) -> Self {
+        Error::Autograd(e)
+    }
+}
