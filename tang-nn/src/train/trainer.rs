@@ -1,0 +1,586 @@
+//! [`Trainer`]: the loop a user would otherwise write around a [`Module`] and an
+//! [`Optimizer`]. Each step: the learning rate from the schedule, the user's forward and
+//! loss (a closure), `backward`, clipping by global norm on the device, the optimizer step
+//! (the clip coefficient taken inside the update kernels). Every `log_every` steps the
+//! loss and the gradient norm are read back (one host read of both), and a metrics record
+//! (loss, lr, grad norm, ms per step, samples or tokens per second) is appended to
+//! `metrics.jsonl` and shown by the progress bar (plain lines when piped). Evaluation
+//! runs every `eval_every` steps in eval mode without gradients; checkpoints (weights,
+//! optimizer state, trainer state) are saved every `checkpoint_every` steps, at the end
+//! and on Ctrl-C, which finishes the current step first; the loss curve is drawn at the
+//! end and on demand ([`Trainer::plot`]).
+//!
+//! A run resumed from a checkpoint continues exactly: the weights and optimizer state are
+//! restored bit for bit, the schedule and [`crate::data::DeviceTokenBatcher`] are pure
+//! functions of the step, and the device generator handed to each step (dropout's) is
+//! saved with its position.
+
+use std::path::{Path, PathBuf};
+
+use tang_runtime::dense::shape::concat;
+use tang_runtime::ops::Generator;
+
+use super::metrics::{MetricsLog, MetricsRecord, StepTimer};
+use super::options::{Throughput, TrainerOptions};
+use super::plot::plot_loss_curve;
+use super::{Interrupt, Progress, TrainError};
+use crate::autograd::{Tensor, no_grad};
+use crate::checkpoint::{
+    Checkpoint, CheckpointDir, GeneratorState, TrainerState, load_training, save_training,
+};
+use crate::data::LoaderState;
+use crate::module::Module;
+use crate::optim::{Algorithm, NamedGradients, Optimizer, grad_norm};
+use crate::schedule::Schedule;
+
+/// The metrics file in the output directory.
+pub const METRICS_FILE: &str = "metrics.jsonl";
+/// The loss-curve PNG in the output directory.
+pub const PLOT_FILE: &str = "loss.png";
+/// The checkpoint root under the output directory.
+pub const CHECKPOINTS_DIR: &str = "checkpoints";
+/// The name of the step generator in [`TrainerState::generators`].
+pub const STEP_GENERATOR: &str = "dropout";
+
+/// An error from a user's closure.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What the forward and evaluation closures are given.
+pub struct StepContext<'a> {
+    /// The step (0-based: the number of steps taken before this one).
+    pub step: u64,
+    /// The device generator to draw dropout masks from (saved in checkpoints, so a
+    /// resumed run draws the same masks).
+    pub generator: &'a mut Generator,
+    /// Where a [`crate::data::DataLoader`] feeding the steps stands: set it after taking
+    /// a batch and checkpoints carry it (`Trainer::state().loader` after a resume).
+    pub loader: &'a mut Option<LoaderState>,
+}
+
+/// What one [`Trainer::step`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepReport {
+    /// Steps taken, this one included.
+    pub step: u64,
+    /// The device's count of host reads from the start of `backward` to the end of the
+    /// optimizer step: 0, because nothing there reads back.
+    pub host_reads_backward_to_step: u64,
+    /// The metrics of this step when it was a log step.
+    pub record: Option<MetricsRecord>,
+}
+
+/// How a [`Trainer::fit`] run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FitSummary {
+    /// Steps taken in total (the resumed ones included).
+    pub steps: u64,
+    /// Whether it stopped early because of Ctrl-C (or [`Interrupt::request`]).
+    pub interrupted: bool,
+    /// The checkpoint saved at the end.
+    pub checkpoint: Checkpoint,
+}
+
+/// The training loop over a model and an optimizer (see the module documentation).
+pub struct Trainer<'m, M: Module + ?Sized, A: Algorithm> {
+    model: &'m M,
+    optimizer: Optimizer<A>,
+    params: Vec<(String, Tensor)>,
+    options: TrainerOptions,
+    schedule: Option<Schedule>,
+    out_dir: PathBuf,
+    checkpoints: CheckpointDir,
+    metrics: Option<MetricsLog>,
+    history: Vec<MetricsRecord>,
+    progress: Option<Progress>,
+    interrupt: Option<Interrupt>,
+    state: TrainerState,
+    generator: Generator,
+    timer: StepTimer,
+    steps_since_lap: u64,
+}
+
+impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
+    /// A trainer of `model` by `optimizer` (built over
+    /// [`crate::optim::named_parameters_of`]`(model)`), writing `metrics.jsonl`,
+    /// `loss.png` and `checkpoints/` into `out_dir`.
+    ///
+    /// # Errors
+    /// [`TrainError::InvalidOption`]; [`TrainError::ParameterMismatch`] when the
+    /// optimizer's parameters are not the model's trainable ones (same names, same
+    /// buffers); [`TrainError::Checkpoint`] when `out_dir/checkpoints` cannot be created.
+    pub fn new(
+        model: &'m M,
+        optimizer: Optimizer<A>,
+        out_dir: impl Into<PathBuf>,
+        options: TrainerOptions,
+    ) -> Result<Self, TrainError> {
+        options.validate()?;
+        let params: Vec<(String, Tensor)> = model
+            .named_parameters()
+            .into_iter()
+            .filter(|(_, p)| p.requires_grad())
+            .collect();
+        check_parameters(&params, &optimizer)?;
+        let out_dir = out_dir.into();
+        let checkpoints = CheckpointDir::open(out_dir.join(CHECKPOINTS_DIR), options.retention)?;
+        let mut state = TrainerState::default();
+        state.seeds.insert(STEP_GENERATOR.into(), options.seed);
+        Ok(Trainer {
+            model,
+            optimizer,
+            params,
+            generator: Generator::new(options.seed),
+            options,
+            schedule: None,
+            out_dir,
+            checkpoints,
+            metrics: None,
+            history: Vec::new(),
+            progress: None,
+            interrupt: None,
+            state,
+            timer: StepTimer::new(),
+            steps_since_lap: 0,
+        })
+    }
+
+    /// Sets the learning rate of every group from `schedule` before each step.
+    pub fn with_schedule(mut self, schedule: Schedule) -> Self {
+        self.schedule = Some(schedule);
+        self
+    }
+
+    /// Shows progress on `progress` (default: [`Progress::new`], a bar on a terminal and
+    /// plain lines when standard error is piped).
+    pub fn with_progress(mut self, progress: Progress) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+
+    /// Stops [`Trainer::fit`] cleanly when `interrupt` is requested (see
+    /// [`Interrupt::install`] for Ctrl-C).
+    pub fn with_interrupt(mut self, interrupt: Interrupt) -> Self {
+        self.interrupt = Some(interrupt);
+        self
+    }
+
+    /// The trainer state: steps taken, seeds, generator positions, metrics.
+    pub fn state(&self) -> &TrainerState {
+        &self.state
+    }
+
+    /// The metrics records of this run (and, after a resume, of the run before it).
+    pub fn history(&self) -> &[MetricsRecord] {
+        &self.history
+    }
+
+    /// The optimizer.
+    pub fn optimizer(&self) -> &Optimizer<A> {
+        &self.optimizer
+    }
+
+    /// The checkpoint store (`out_dir/checkpoints`).
+    pub fn checkpoints(&self) -> &CheckpointDir {
+        &self.checkpoints
+    }
+
+    /// Continues from the most recent checkpoint in `out_dir/checkpoints`, if there is
+    /// one; returns its step.
+    ///
+    /// # Errors
+    /// As [`Trainer::resume`].
+    pub fn resume_latest(&mut self) -> Result<Option<u64>, TrainError> {
+        let Some(checkpoint) = self.checkpoints.latest()? else {
+            return Ok(None);
+        };
+        self.resume(&checkpoint)?;
+        Ok(Some(checkpoint.state().step))
+    }
+
+    /// Continues from `checkpoint`: the weights (strictly) and the optimizer state are
+    /// loaded, and the step, the generator, the loader position and the metrics come
+    /// from its trainer state. Records that an interrupted run logged after the
+    /// checkpoint are dropped from `metrics.jsonl` when the run goes on.
+    ///
+    /// # Errors
+    /// [`TrainError::Checkpoint`] when a file does not load or does not fit the model or
+    /// the optimizer.
+    pub fn resume(&mut self, checkpoint: &Checkpoint) -> Result<(), TrainError> {
+        let state = load_training(checkpoint, self.model, &mut self.optimizer)?;
+        self.generator = match state.generators.get(STEP_GENERATOR) {
+            Some(g) => g.generator(),
+            None => Generator::new(self.options.seed),
+        };
+        self.state = state;
+        self.metrics = None;
+        Ok(())
+    }
+
+    /// One training step (see the module documentation); `forward` returns the loss.
+    ///
+    /// # Errors
+    /// [`TrainError::Step`] when `forward` fails; [`TrainError::Autograd`] when backward
+    /// or the read of the loss fails; [`TrainError::Optim`]; [`TrainError::Io`] when
+    /// the metrics cannot be appended.
+    pub fn step<F, E>(&mut self, forward: &mut F) -> Result<StepReport, TrainError>
+    where
+        F: FnMut(&mut StepContext<'_>) -> Result<Tensor, E>,
+        E: Into<BoxError>,
+    {
+        let step = self.state.step;
+        if let Some(schedule) = &self.schedule {
+            self.optimizer.set_lr(schedule.lr(step));
+        }
+        let lr = self.optimizer.lr();
+        self.model.train();
+        let loss = forward(&mut StepContext {
+            step,
+            generator: &mut self.generator,
+            loader: &mut self.state.loader,
+        })
+        .map_err(|e| TrainError::Step {
+            step,
+            source: e.into(),
+        })?;
+        let dev = loss.data().device().clone();
+        // The last step of a run, and a step that an interrupt will end the run after,
+        // are logged too.
+        let log_now = (step + 1).is_multiple_of(self.options.log_every)
+            || step + 1 == self.options.max_steps
+            || self.interrupt.as_ref().is_some_and(Interrupt::requested);
+        let reads_before = dev.stats().host_reads;
+        let grads = loss.backward()?;
+        let named = NamedGradients::new(&self.params, &grads);
+        // The norm is computed on the device every step when clipping (the update takes
+        // its coefficient), and only on log steps otherwise.
+        let norm = if named.is_empty() {
+            None
+        } else if let Some(max_norm) = self.options.clip_grad_norm {
+            let norm = grad_norm(named.tensors(), max_norm)?;
+            self.optimizer
+                .step_with_clip_coef(&named, &norm.clip_coef)?;
+            Some(norm.total_norm)
+        } else {
+            let norm = if log_now {
+                Some(grad_norm(named.tensors(), f64::INFINITY)?.total_norm)
+            } else {
+                None
+            };
+            self.optimizer.step(&named)?;
+            norm
+        };
+        let host_reads_backward_to_step = dev.stats().host_reads - reads_before;
+        self.state.step = step + 1;
+        self.steps_since_lap += 1;
+        let record = if log_now {
+            Some(self.log_record(&loss, norm.as_ref(), lr)?)
+        } else {
+            None
+        };
+        Ok(StepReport {
+            step: step + 1,
+            host_reads_backward_to_step,
+            record,
+        })
+    }
+
+    /// The metrics of the step just taken: the loss and the gradient norm read back in
+    /// one read, the time per step since the previous log.
+    fn log_record(
+        &mut self,
+        loss: &Tensor,
+        norm: Option<&tang_runtime::Tensor>,
+        lr: f64,
+    ) -> Result<MetricsRecord, TrainError> {
+        let loss = loss.data().reshape(&[1])?;
+        let values = match norm {
+            Some(n) => concat(&[&loss, &n.reshape(&[1])?], 0)?.to_vec()?,
+            None => loss.to_vec()?,
+        };
+        let mut record = MetricsRecord {
+            step: self.state.step,
+            loss: values.first().map(|&v| f64::from(v)),
+            grad_norm: values.get(1).map(|&v| f64::from(v)),
+            lr: Some(lr),
+            ..MetricsRecord::default()
+        };
+        let steps = std::mem::take(&mut self.steps_since_lap);
+        let per_step = match self.options.throughput {
+            Some(Throughput::Samples(n) | Throughput::Tokens(n)) => n,
+            None => 0,
+        };
+        if let Some((ms, items_per_sec)) = self.timer.lap(steps, steps * per_step) {
+            record.ms_per_step = Some(ms);
+            match self.options.throughput {
+                Some(Throughput::Samples(_)) => record.samples_per_sec = Some(items_per_sec),
+                Some(Throughput::Tokens(_)) => record.tokens_per_sec = Some(items_per_sec),
+                None => {}
+            }
+        }
+        Ok(record)
+    }
+
+    /// Runs `eval` in eval mode without recording gradients (dropout off), with a copy
+    /// of the step generator (so evaluation never shifts training's random stream), and
+    /// returns its value (a validation loss, read back by `eval`). Training mode is
+    /// restored afterwards.
+    ///
+    /// # Errors
+    /// [`TrainError::Step`] when `eval` fails.
+    pub fn evaluate<G, E>(&mut self, eval: &mut G) -> Result<f64, TrainError>
+    where
+        G: FnMut(&mut StepContext<'_>) -> Result<f64, E>,
+        E: Into<BoxError>,
+    {
+        let step = self.state.step;
+        let mut generator = self.generator.clone();
+        let mut loader = self.state.loader;
+        self.model.eval();
+        let value = no_grad(|| {
+            eval(&mut StepContext {
+                step,
+                generator: &mut generator,
+                loader: &mut loader,
+            })
+        });
+        self.model.train();
+        value.map_err(|e| TrainError::Step {
+            step,
+            source: e.into(),
+        })
+    }
+
+    /// Saves a checkpoint of the current step (weights, optimizer state, trainer state
+    /// with the generator's position) into `out_dir/checkpoints`, applying the retention
+    /// policy.
+    ///
+    /// # Errors
+    /// [`TrainError::Checkpoint`] (also when this step was already saved).
+    pub fn save_checkpoint(&mut self) -> Result<Checkpoint, TrainError> {
+        self.state
+            .generators
+            .insert(STEP_GENERATOR.into(), GeneratorState::from(&self.generator));
+        Ok(save_training(
+            &self.checkpoints,
+            self.model,
+            &self.optimizer,
+            &self.state,
+        )?)
+    }
+
+    /// Draws the loss curve of [`Trainer::history`] into `out_dir/loss.png` now.
+    ///
+    /// # Errors
+    /// As [`plot_loss_curve`].
+    pub fn plot(&self) -> Result<PathBuf, TrainError> {
+        let path = self.out_dir.join(PLOT_FILE);
+        plot_loss_curve(&path, &self.history, self.options.plot)?;
+        Ok(path)
+    }
+
+    /// Trains up to `max_steps` (from the current step: 0, or a resumed checkpoint's):
+    /// logs, evaluates never, checkpoints as the options say; saves a checkpoint and
+    /// draws the loss curve at the end or when interrupted.
+    ///
+    /// # Errors
+    /// As [`Trainer::step`] and [`Trainer::save_checkpoint`].
+    pub fn fit<F, E>(&mut self, mut forward: F) -> Result<FitSummary, TrainError>
+    where
+        F: FnMut(&mut StepContext<'_>) -> Result<Tensor, E>,
+        E: Into<BoxError>,
+    {
+        self.run(&mut forward, None)
+    }
+
+    /// [`Trainer::fit`] with `eval` (returning a validation loss) run every `eval_every`
+    /// steps and after the last one; its value is logged as `val_loss` and ranks the
+    /// checkpoints for keep-best.
+    ///
+    /// # Errors
+    /// As [`Trainer::fit`]; [`TrainError::Step`] when `eval` fails.
+    pub fn fit_with_eval<F, E, G, E2>(
+        &mut self,
+        mut forward: F,
+        mut eval: G,
+    ) -> Result<FitSummary, TrainError>
+    where
+        F: FnMut(&mut StepContext<'_>) -> Result<Tensor, E>,
+        E: Into<BoxError>,
+        G: FnMut(&mut StepContext<'_>) -> Result<f64, E2>,
+        E2: Into<BoxError>,
+    {
+        let mut eval = |ctx: &mut StepContext<'_>| eval(ctx).map_err(Into::into);
+        self.run(&mut forward, Some(&mut eval))
+    }
+
+    /// The loop of [`Trainer::fit`].
+    #[allow(clippy::type_complexity)]
+    fn run<F, E>(
+        &mut self,
+        forward: &mut F,
+        mut eval: Option<&mut dyn FnMut(&mut StepContext<'_>) -> Result<f64, BoxError>>,
+    ) -> Result<FitSummary, TrainError>
+    where
+        F: FnMut(&mut StepContext<'_>) -> Result<Tensor, E>,
+        E: Into<BoxError>,
+    {
+        self.open_metrics()?;
+        let mut progress = match self.progress.take() {
+            Some(p) => p,
+            None => Progress::new(self.options.max_steps),
+        };
+        let result = self.run_steps(forward, &mut eval, &mut progress);
+        progress.finish();
+        self.progress = Some(progress);
+        result
+    }
+
+    /// The steps of [`Trainer::run`], with progress shown on `progress`.
+    #[allow(clippy::type_complexity)]
+    fn run_steps<F, E>(
+        &mut self,
+        forward: &mut F,
+        eval: &mut Option<&mut dyn FnMut(&mut StepContext<'_>) -> Result<f64, BoxError>>,
+        progress: &mut Progress,
+    ) -> Result<FitSummary, TrainError>
+    where
+        F: FnMut(&mut StepContext<'_>) -> Result<Tensor, E>,
+        E: Into<BoxError>,
+    {
+        let opts = self.options.clone();
+        let mut saved: Option<Checkpoint> = None;
+        let mut interrupted = false;
+        self.timer = StepTimer::new();
+        self.steps_since_lap = 0;
+        while self.state.step < opts.max_steps {
+            let report = self.step(forward)?;
+            let done = report.step;
+            let mut record = report.record;
+            let eval_now = opts.eval_every > 0
+                && (done.is_multiple_of(opts.eval_every) || done == opts.max_steps);
+            if let (true, Some(eval)) = (eval_now, eval.as_mut()) {
+                let val = self.evaluate(eval)?;
+                self.note_metric(val);
+                record.get_or_insert_with(|| MetricsRecord {
+                    step: done,
+                    ..MetricsRecord::default()
+                });
+                if let Some(r) = record.as_mut() {
+                    r.val_loss = Some(val);
+                }
+            }
+            if let Some(r) = &record {
+                self.append(r)?;
+                progress.update(r)?;
+            }
+            interrupted = self.interrupt.as_ref().is_some_and(Interrupt::requested);
+            let periodic = opts.checkpoint_every > 0 && done.is_multiple_of(opts.checkpoint_every);
+            if periodic || interrupted || done == opts.max_steps {
+                saved = Some(self.save_checkpoint()?);
+            }
+            if interrupted {
+                progress.println(&format!(
+                    "interrupted: stopped after step {done}, checkpoint saved"
+                ))?;
+                break;
+            }
+        }
+        let checkpoint = match saved {
+            Some(c) => c,
+            // Nothing to do (already at max_steps): the checkpoint of this step, if any.
+            None => match self.checkpoints.latest()? {
+                Some(c) if c.state().step == self.state.step => c,
+                _ => self.save_checkpoint()?,
+            },
+        };
+        if self
+            .history
+            .iter()
+            .any(|r| r.loss.is_some() || r.val_loss.is_some())
+        {
+            self.plot()?;
+        }
+        Ok(FitSummary {
+            steps: self.state.step,
+            interrupted,
+            checkpoint,
+        })
+    }
+
+    /// Records an evaluation's value as the current metric, and as the best when it is.
+    fn note_metric(&mut self, value: f64) {
+        if !value.is_finite() {
+            self.state.metric = None;
+            return;
+        }
+        self.state.metric = Some(value);
+        let mode = self.options.retention.mode;
+        if self
+            .state
+            .best_metric
+            .is_none_or(|best| mode.is_better(value, best))
+        {
+            self.state.best_metric = Some(value);
+        }
+    }
+
+    /// Opens `metrics.jsonl` for this run, dropping records past the current step (an
+    /// interrupted run's tail, logged again by the resumed one).
+    fn open_metrics(&mut self) -> Result<(), TrainError> {
+        if self.metrics.is_none() {
+            let (log, kept) =
+                MetricsLog::open_through(self.out_dir.join(METRICS_FILE), self.state.step)?;
+            self.metrics = Some(log);
+            self.history = kept;
+        }
+        Ok(())
+    }
+
+    /// Appends `record` to `metrics.jsonl` and the history.
+    fn append(&mut self, record: &MetricsRecord) -> Result<(), TrainError> {
+        self.open_metrics()?;
+        if let Some(log) = self.metrics.as_mut() {
+            log.append(record)?;
+        }
+        self.history.push(record.clone());
+        Ok(())
+    }
+
+    /// The output directory.
+    pub fn out_dir(&self) -> &Path {
+        &self.out_dir
+    }
+}
+
+/// Checks that `optimizer` holds exactly the trainable `params`, by name and buffer.
+fn check_parameters<A: Algorithm>(
+    params: &[(String, Tensor)],
+    optimizer: &Optimizer<A>,
+) -> Result<(), TrainError> {
+    let held: std::collections::HashMap<&str, &tang_runtime::Tensor> = optimizer.params().collect();
+    for (name, p) in params {
+        match held.get(name.as_str()) {
+            Some(t) if t.same_buffer(p.data()) => {}
+            Some(_) => {
+                return Err(TrainError::ParameterMismatch {
+                    detail: format!("its {name:?} is another tensor than the model's"),
+                });
+            }
+            None => {
+                return Err(TrainError::ParameterMismatch {
+                    detail: format!("the model's parameter {name:?} is missing"),
+                });
+            }
+        }
+    }
+    if held.len() != params.len() {
+        let extra = held
+            .keys()
+            .find(|k| !params.iter().any(|(n, _)| n == *k))
+            .map_or_else(String::new, |k| format!("{k:?}"));
+        return Err(TrainError::ParameterMismatch {
+            detail: format!("it holds {extra}, which is not a trainable parameter of the model"),
+        });
+    }
+    Ok(())
+}
