@@ -121,6 +121,9 @@ fn options(max_steps: u64) -> TrainerOptions {
         clip_grad_norm: Some(0.5),
         throughput: Some(Throughput::Samples(BATCH as u64)),
         seed: 11,
+        // Tests run in parallel in one process, which has one Ctrl-C flag: only the
+        // interrupt test uses it.
+        handle_ctrl_c: false,
         ..TrainerOptions::new(max_steps)
     }
 }

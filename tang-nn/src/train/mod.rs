@@ -6,6 +6,7 @@
 //! step, saves and exits).
 
 mod error;
+mod fit;
 mod font;
 mod interrupt;
 mod metrics;

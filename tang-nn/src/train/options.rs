@@ -43,6 +43,10 @@ pub struct TrainerOptions {
     pub retention: Retention,
     /// Size of the loss-curve PNG.
     pub plot: PlotOptions,
+    /// Whether [`super::Trainer::fit`] installs the Ctrl-C handler ([`super::Interrupt`])
+    /// when none was given with `with_interrupt`, so that Ctrl-C finishes the step, saves
+    /// and returns (default true; the handler is process-wide).
+    pub handle_ctrl_c: bool,
 }
 
 impl TrainerOptions {
@@ -58,6 +62,7 @@ impl TrainerOptions {
             seed: 0,
             retention: Retention::default(),
             plot: PlotOptions::default(),
+            handle_ctrl_c: true,
         }
     }
 

@@ -43,7 +43,7 @@ pub const CHECKPOINTS_DIR: &str = "checkpoints";
 pub const STEP_GENERATOR: &str = "dropout";
 
 /// An error from a user's closure.
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub(super) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What the forward and evaluation closures are given.
 pub struct StepContext<'a> {
@@ -82,21 +82,21 @@ pub struct FitSummary {
 
 /// The training loop over a model and an optimizer (see the module documentation).
 pub struct Trainer<'m, M: Module + ?Sized, A: Algorithm> {
-    model: &'m M,
-    optimizer: Optimizer<A>,
-    params: Vec<(String, Tensor)>,
-    options: TrainerOptions,
-    schedule: Option<Schedule>,
-    out_dir: PathBuf,
-    checkpoints: CheckpointDir,
-    metrics: Option<MetricsLog>,
-    history: Vec<MetricsRecord>,
-    progress: Option<Progress>,
-    interrupt: Option<Interrupt>,
-    state: TrainerState,
-    generator: Generator,
-    timer: StepTimer,
-    steps_since_lap: u64,
+    pub(super) model: &'m M,
+    pub(super) optimizer: Optimizer<A>,
+    pub(super) params: Vec<(String, Tensor)>,
+    pub(super) options: TrainerOptions,
+    pub(super) schedule: Option<Schedule>,
+    pub(super) out_dir: PathBuf,
+    pub(super) checkpoints: CheckpointDir,
+    pub(super) metrics: Option<MetricsLog>,
+    pub(super) history: Vec<MetricsRecord>,
+    pub(super) progress: Option<Progress>,
+    pub(super) interrupt: Option<Interrupt>,
+    pub(super) state: TrainerState,
+    pub(super) generator: Generator,
+    pub(super) timer: StepTimer,
+    pub(super) steps_since_lap: u64,
 }
 
 impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
@@ -157,8 +157,8 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
         self
     }
 
-    /// Stops [`Trainer::fit`] cleanly when `interrupt` is requested (see
-    /// [`Interrupt::install`] for Ctrl-C).
+    /// Stops [`Trainer::fit`] cleanly when `interrupt` is requested (by default `fit`
+    /// installs the Ctrl-C handler itself: see [`TrainerOptions::handle_ctrl_c`]).
     pub fn with_interrupt(mut self, interrupt: Interrupt) -> Self {
         self.interrupt = Some(interrupt);
         self
@@ -378,155 +378,9 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
         Ok(path)
     }
 
-    /// Trains up to `max_steps` (from the current step: 0, or a resumed checkpoint's):
-    /// logs, evaluates never, checkpoints as the options say; saves a checkpoint and
-    /// draws the loss curve at the end or when interrupted.
-    ///
-    /// # Errors
-    /// As [`Trainer::step`] and [`Trainer::save_checkpoint`].
-    pub fn fit<F, E>(&mut self, mut forward: F) -> Result<FitSummary, TrainError>
-    where
-        F: FnMut(&mut StepContext<'_>) -> Result<Tensor, E>,
-        E: Into<BoxError>,
-    {
-        self.run(&mut forward, None)
-    }
-
-    /// [`Trainer::fit`] with `eval` (returning a validation loss) run every `eval_every`
-    /// steps and after the last one; its value is logged as `val_loss` and ranks the
-    /// checkpoints for keep-best.
-    ///
-    /// # Errors
-    /// As [`Trainer::fit`]; [`TrainError::Step`] when `eval` fails.
-    pub fn fit_with_eval<F, E, G, E2>(
-        &mut self,
-        mut forward: F,
-        mut eval: G,
-    ) -> Result<FitSummary, TrainError>
-    where
-        F: FnMut(&mut StepContext<'_>) -> Result<Tensor, E>,
-        E: Into<BoxError>,
-        G: FnMut(&mut StepContext<'_>) -> Result<f64, E2>,
-        E2: Into<BoxError>,
-    {
-        let mut eval = |ctx: &mut StepContext<'_>| eval(ctx).map_err(Into::into);
-        self.run(&mut forward, Some(&mut eval))
-    }
-
-    /// The loop of [`Trainer::fit`].
-    #[allow(clippy::type_complexity)]
-    fn run<F, E>(
-        &mut self,
-        forward: &mut F,
-        mut eval: Option<&mut dyn FnMut(&mut StepContext<'_>) -> Result<f64, BoxError>>,
-    ) -> Result<FitSummary, TrainError>
-    where
-        F: FnMut(&mut StepContext<'_>) -> Result<Tensor, E>,
-        E: Into<BoxError>,
-    {
-        self.open_metrics()?;
-        let mut progress = match self.progress.take() {
-            Some(p) => p,
-            None => Progress::new(self.options.max_steps),
-        };
-        let result = self.run_steps(forward, &mut eval, &mut progress);
-        progress.finish();
-        self.progress = Some(progress);
-        result
-    }
-
-    /// The steps of [`Trainer::run`], with progress shown on `progress`.
-    #[allow(clippy::type_complexity)]
-    fn run_steps<F, E>(
-        &mut self,
-        forward: &mut F,
-        eval: &mut Option<&mut dyn FnMut(&mut StepContext<'_>) -> Result<f64, BoxError>>,
-        progress: &mut Progress,
-    ) -> Result<FitSummary, TrainError>
-    where
-        F: FnMut(&mut StepContext<'_>) -> Result<Tensor, E>,
-        E: Into<BoxError>,
-    {
-        let opts = self.options.clone();
-        let mut saved: Option<Checkpoint> = None;
-        let mut interrupted = false;
-        self.timer = StepTimer::new();
-        self.steps_since_lap = 0;
-        while self.state.step < opts.max_steps {
-            let report = self.step(forward)?;
-            let done = report.step;
-            let mut record = report.record;
-            let eval_now = opts.eval_every > 0
-                && (done.is_multiple_of(opts.eval_every) || done == opts.max_steps);
-            if let (true, Some(eval)) = (eval_now, eval.as_mut()) {
-                let val = self.evaluate(eval)?;
-                self.note_metric(val);
-                record.get_or_insert_with(|| MetricsRecord {
-                    step: done,
-                    ..MetricsRecord::default()
-                });
-                if let Some(r) = record.as_mut() {
-                    r.val_loss = Some(val);
-                }
-            }
-            if let Some(r) = &record {
-                self.append(r)?;
-                progress.update(r)?;
-            }
-            interrupted = self.interrupt.as_ref().is_some_and(Interrupt::requested);
-            let periodic = opts.checkpoint_every > 0 && done.is_multiple_of(opts.checkpoint_every);
-            if periodic || interrupted || done == opts.max_steps {
-                saved = Some(self.save_checkpoint()?);
-            }
-            if interrupted {
-                progress.println(&format!(
-                    "interrupted: stopped after step {done}, checkpoint saved"
-                ))?;
-                break;
-            }
-        }
-        let checkpoint = match saved {
-            Some(c) => c,
-            // Nothing to do (already at max_steps): the checkpoint of this step, if any.
-            None => match self.checkpoints.latest()? {
-                Some(c) if c.state().step == self.state.step => c,
-                _ => self.save_checkpoint()?,
-            },
-        };
-        if self
-            .history
-            .iter()
-            .any(|r| r.loss.is_some() || r.val_loss.is_some())
-        {
-            self.plot()?;
-        }
-        Ok(FitSummary {
-            steps: self.state.step,
-            interrupted,
-            checkpoint,
-        })
-    }
-
-    /// Records an evaluation's value as the current metric, and as the best when it is.
-    fn note_metric(&mut self, value: f64) {
-        if !value.is_finite() {
-            self.state.metric = None;
-            return;
-        }
-        self.state.metric = Some(value);
-        let mode = self.options.retention.mode;
-        if self
-            .state
-            .best_metric
-            .is_none_or(|best| mode.is_better(value, best))
-        {
-            self.state.best_metric = Some(value);
-        }
-    }
-
     /// Opens `metrics.jsonl` for this run, dropping records past the current step (an
     /// interrupted run's tail, logged again by the resumed one).
-    fn open_metrics(&mut self) -> Result<(), TrainError> {
+    pub(super) fn open_metrics(&mut self) -> Result<(), TrainError> {
         if self.metrics.is_none() {
             let (log, kept) =
                 MetricsLog::open_through(self.out_dir.join(METRICS_FILE), self.state.step)?;
@@ -537,7 +391,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     }
 
     /// Appends `record` to `metrics.jsonl` and the history.
-    fn append(&mut self, record: &MetricsRecord) -> Result<(), TrainError> {
+    pub(super) fn append(&mut self, record: &MetricsRecord) -> Result<(), TrainError> {
         self.open_metrics()?;
         if let Some(log) = self.metrics.as_mut() {
             log.append(record)?;
