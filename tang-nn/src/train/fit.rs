@@ -11,7 +11,7 @@ use crate::optim::Algorithm;
 
 impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// Trains up to `max_steps` (from the current step: 0, or a resumed checkpoint's):
-    /// logs, evaluates never, checkpoints as the options say; saves a checkpoint and
+    /// logs and checkpoints as the options say, without evaluation; saves a checkpoint and
     /// draws the loss curve at the end or when interrupted.
     ///
     /// # Errors

@@ -45,7 +45,8 @@ pub struct TrainerOptions {
     pub plot: PlotOptions,
     /// Whether [`super::Trainer::fit`] installs the Ctrl-C handler ([`super::Interrupt`])
     /// when none was given with `with_interrupt`, so that Ctrl-C finishes the step, saves
-    /// and returns (default true; the handler is process-wide).
+    /// and returns (default true; the handler is process-wide: turn this off when the
+    /// program handles SIGINT itself, or `fit` fails with [`TrainError::Interrupt`]).
     pub handle_ctrl_c: bool,
 }
 

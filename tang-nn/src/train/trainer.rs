@@ -228,6 +228,9 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
         E: Into<BoxError>,
     {
         let step = self.state.step;
+        // The monitored metric belongs to the step it was evaluated at: a checkpoint of
+        // a later step without an evaluation has none (and never ranks as best).
+        self.state.metric = None;
         if let Some(schedule) = &self.schedule {
             self.optimizer.set_lr(schedule.lr(step));
         }
