@@ -20,6 +20,7 @@ pub mod autograd;
 pub mod checkpoint;
 pub mod data;
 pub mod module;
+pub mod nn;
 pub mod optim;
 pub mod rng;
 pub mod safetensors;

@@ -21,6 +21,13 @@ pub fn gelu(x: f32) -> f32 {
     x.gelu_tanh()
 }
 
+/// GELU, exact form `x * Φ(x)` with the error function (PyTorch's `nn.GELU()` default,
+/// `approximate="none"`; nanoGPT's MLP uses it).
+#[fused_grad]
+pub fn gelu_erf(x: f32) -> f32 {
+    x.gelu_erf()
+}
+
 /// `x * s`, `s` one element broadcast over `x`: scales a gradient by an upstream scalar
 /// that stays on the GPU.
 #[kernel]

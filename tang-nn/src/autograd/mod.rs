@@ -48,10 +48,14 @@
 mod activation;
 mod engine;
 mod error;
+mod layer_kernels;
+mod layer_ops;
 mod op;
 mod ops;
 mod tensor;
 
 pub use engine::Gradients;
 pub use error::Error;
+/// `1 / x` as a kernel (the losses' reciprocal counts).
+pub(crate) use layer_kernels::recip as recip_kernel;
 pub use tensor::{RawTensor, Tensor, TensorId, is_grad_enabled, no_grad};

@@ -7,7 +7,8 @@ use tang_runtime::dense::{attention, embedding, matmul, norm, reduce, softmax};
 use tang_runtime::ops;
 
 use super::Error;
-use super::activation::{gelu, relu, scale_by};
+use super::activation::{gelu, gelu_erf, relu, scale_by};
+use super::layer_kernels::{bce_with_logits, mul_by, sigmoid, silu, square, tanh};
 use super::tensor::{RawTensor, Tensor};
 
 /// One recorded op. Input tensors live in the node; this holds attributes and state the
@@ -61,6 +62,26 @@ pub(crate) enum Op {
     Relu,
     /// `gelu(x)` (tanh form) through its `#[fused_grad]` kernel.
     Gelu,
+    /// `gelu(x)` (exact erf form) through its `#[fused_grad]` kernel.
+    GeluErf,
+    /// `x · wᵀ (+ b)` of inputs `x, w[, b]`.
+    Linear,
+    /// Dropout; the stream its mask came from (regenerated in backward).
+    Dropout(ops::DropoutState),
+    /// `gather(dim, index)`.
+    Gather { dim: usize, index: RawTensor },
+    /// `x * m` for a constant `m`.
+    MulBy(RawTensor),
+    /// Elementwise sigmoid.
+    Sigmoid,
+    /// Elementwise tanh.
+    Tanh,
+    /// Elementwise SiLU.
+    Silu,
+    /// Elementwise square.
+    Square,
+    /// Elementwise binary cross-entropy of inputs `logits, target`.
+    BceWithLogits,
 }
 
 impl Op {
@@ -89,6 +110,16 @@ impl Op {
             Op::Attention { .. } => "attention",
             Op::Relu => "relu",
             Op::Gelu => "gelu",
+            Op::GeluErf => "gelu_erf",
+            Op::Linear => "linear",
+            Op::Dropout(_) => "dropout",
+            Op::Gather { .. } => "gather",
+            Op::MulBy(_) => "mul",
+            Op::Sigmoid => "sigmoid",
+            Op::Tanh => "tanh",
+            Op::Silu => "silu",
+            Op::Square => "square",
+            Op::BceWithLogits => "binary_cross_entropy_with_logits",
         }
     }
 
@@ -177,6 +208,34 @@ impl Op {
             Op::Gelu => {
                 let [gx] = gelu::launch_vjp(g.device(), x(0), g)?;
                 vec![gx]
+            }
+            Op::GeluErf => {
+                let [gx] = gelu_erf::launch_vjp(g.device(), x(0), g)?;
+                vec![gx]
+            }
+            Op::Linear => {
+                let (gx, gw) = matmul::matmul_backward(x(0), x(1), g, false, true)?;
+                let mut grads = vec![gx, gw];
+                if inputs.len() == 3 {
+                    grads.push(matmul::bias_backward(g)?);
+                }
+                grads
+            }
+            Op::Dropout(state) => vec![ops::dropout_backward(g, state)?],
+            Op::Gather { dim, index } => {
+                vec![ops::gather_backward(g, inputs[0].shape(), *dim, index)?]
+            }
+            Op::MulBy(m) => {
+                let [gx] = mul_by::launch_vjp(g.device(), x(0), m, g)?;
+                vec![gx]
+            }
+            Op::Sigmoid => vec![sigmoid::launch_vjp(g.device(), x(0), g)?[0].clone()],
+            Op::Tanh => vec![tanh::launch_vjp(g.device(), x(0), g)?[0].clone()],
+            Op::Silu => vec![silu::launch_vjp(g.device(), x(0), g)?[0].clone()],
+            Op::Square => vec![square::launch_vjp(g.device(), x(0), g)?[0].clone()],
+            Op::BceWithLogits => {
+                let [gx, gy] = bce_with_logits::launch_vjp(g.device(), x(0), x(1), g)?;
+                vec![gx, gy]
             }
         };
         Ok(grads.into_iter().map(Some).collect())

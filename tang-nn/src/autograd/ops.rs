@@ -7,7 +7,7 @@ use tang_runtime::dense::{attention, cross_entropy, embedding, matmul, norm, red
 use tang_runtime::ops;
 
 use super::Error;
-use super::activation::{gelu, relu};
+use super::activation::{gelu, gelu_erf, relu};
 use super::op::Op;
 use super::tensor::{RawTensor, Tensor};
 
@@ -270,5 +270,15 @@ impl Tensor {
     pub fn gelu(&self) -> Result<Tensor, Error> {
         let out = gelu::launch(self.data().device(), self.data())?;
         Ok(Tensor::record(out, Op::Gelu, &[self], true, false))
+    }
+
+    /// GELU, exact form `x * Φ(x)` (PyTorch's `F.gelu(x)`, `approximate="none"`),
+    /// elementwise.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] for a u32 tensor.
+    pub fn gelu_erf(&self) -> Result<Tensor, Error> {
+        let out = gelu_erf::launch(self.data().device(), self.data())?;
+        Ok(Tensor::record(out, Op::GeluErf, &[self], true, false))
     }
 }

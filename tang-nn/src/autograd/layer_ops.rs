@@ -1,0 +1,154 @@
+//! The recording ops layers and losses are built from: `linear` (one matmul with the
+//! bias fused), `dropout` (mask regenerated in backward), `gather`, elementwise
+//! activations and the elementwise parts of losses. PyTorch's names.
+
+use tang_runtime::dense::matmul::{self, MatmulOptions};
+use tang_runtime::ops::{self, Generator};
+
+use super::Error;
+use super::layer_kernels::{bce_with_logits, mul_by, sigmoid, silu, square, tanh};
+use super::op::Op;
+use super::tensor::{RawTensor, Tensor};
+
+impl Tensor {
+    /// `self · weightᵀ + bias` for `self [.., in]`, `weight [out, in]`, `bias [out]`
+    /// (PyTorch's `F.linear`): one matmul reading the weight transposed in place, with
+    /// the bias added as C is stored.
+    ///
+    /// ```no_run
+    /// # use tang_nn::autograd::Tensor;
+    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// let dev = Device::new()?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 2.0], &[1, 2])?);
+    /// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0, 0.0, 0.0, 1.0, 1.0, 1.0], &[3, 2])?);
+    /// assert_eq!(x.linear(&w, None)?.to_vec()?, vec![1.0, 2.0, 3.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when the inner sizes differ or `bias` is not `[out]`.
+    pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor, Error> {
+        let options = MatmulOptions {
+            transpose_b: true,
+            bias: bias.map(Tensor::data),
+            ..MatmulOptions::default()
+        };
+        let out = matmul::matmul_with(self.data(), weight.data(), &options)?;
+        let mut inputs = vec![self, weight];
+        inputs.extend(bias);
+        Ok(Tensor::record(out, Op::Linear, &inputs, true, false))
+    }
+
+    /// Zeroes each element with probability `p` and scales the rest by `1 / (1 - p)`,
+    /// drawing the mask from `generator` (PyTorch's `F.dropout(x, p, training=True)`).
+    /// Backward regenerates the mask from the generator's `(seed, offset)`: nothing is
+    /// stored but the stream.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] unless `0 <= p <= 1`, or for a u32 tensor.
+    pub fn dropout(&self, p: f32, generator: &mut Generator) -> Result<Tensor, Error> {
+        let (out, state) = ops::dropout(self.data(), p, generator)?;
+        Ok(Tensor::record(
+            out,
+            Op::Dropout(state),
+            &[self],
+            false,
+            false,
+        ))
+    }
+
+    /// `out[c] = self[c with c[dim] replaced by index[c]]` over `index`'s shape
+    /// (PyTorch's `torch.gather`); an index `>= self.shape()[dim]` reads 0 and passes no
+    /// gradient.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] unless `index` is u32 of `self`'s rank and fits it.
+    pub fn gather(&self, dim: usize, index: &RawTensor) -> Result<Tensor, Error> {
+        let out = ops::gather(self.data(), dim, index)?;
+        let op = Op::Gather {
+            dim,
+            index: index.clone(),
+        };
+        Ok(Tensor::record(out, op, &[self], false, false))
+    }
+
+    /// `self * m` elementwise with `m` a constant (no gradient), same shape, one element
+    /// or a trailing row (a mask, a scale that stays on the GPU).
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when the shapes do not fit.
+    pub fn mul_constant(&self, m: &RawTensor) -> Result<Tensor, Error> {
+        let out = mul_by::launch(self.data().device(), self.data(), m)?;
+        Ok(Tensor::record(
+            out,
+            Op::MulBy(m.clone()),
+            &[self],
+            false,
+            false,
+        ))
+    }
+
+    /// The logistic sigmoid, elementwise.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] for a u32 tensor.
+    pub fn sigmoid(&self) -> Result<Tensor, Error> {
+        let out = sigmoid::launch(self.data().device(), self.data())?;
+        Ok(Tensor::record(out, Op::Sigmoid, &[self], true, false))
+    }
+
+    /// The hyperbolic tangent, elementwise.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] for a u32 tensor.
+    pub fn tanh(&self) -> Result<Tensor, Error> {
+        let out = tanh::launch(self.data().device(), self.data())?;
+        Ok(Tensor::record(out, Op::Tanh, &[self], true, false))
+    }
+
+    /// SiLU, `x * sigmoid(x)`, elementwise (PyTorch's `F.silu`).
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] for a u32 tensor.
+    pub fn silu(&self) -> Result<Tensor, Error> {
+        let out = silu::launch(self.data().device(), self.data())?;
+        Ok(Tensor::record(out, Op::Silu, &[self], true, false))
+    }
+
+    /// `x²`, elementwise (PyTorch's `torch.square`).
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] for a u32 tensor.
+    pub fn square(&self) -> Result<Tensor, Error> {
+        let out = square::launch(self.data().device(), self.data())?;
+        Ok(Tensor::record(out, Op::Square, &[self], true, false))
+    }
+
+    /// Elementwise binary cross-entropy of logits `self` against `target` (same shape),
+    /// unreduced: `softplus(x) - x y`. Both inputs get gradients, as in PyTorch.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when the shapes differ.
+    pub fn bce_with_logits(&self, target: &Tensor) -> Result<Tensor, Error> {
+        if self.shape() != target.shape() {
+            return Err(tang_runtime::Error::ShapeMismatch {
+                op: "binary_cross_entropy_with_logits".into(),
+                detail: format!(
+                    "the target has shape {:?}, the input {:?}; they must be equal",
+                    target.shape(),
+                    self.shape()
+                ),
+            }
+            .into());
+        }
+        let dev = self.data().device();
+        let out = bce_with_logits::launch(dev, self.data(), target.data())?;
+        Ok(Tensor::record(
+            out,
+            Op::BceWithLogits,
+            &[self, target],
+            true,
+            false,
+        ))
+    }
+}

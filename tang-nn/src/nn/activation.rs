@@ -1,0 +1,175 @@
+//! Activation functions as modules (parameter-free: they list nothing but still take an
+//! index in a [`super::Sequential`], as in PyTorch).
+
+use super::Layer;
+use crate::Module;
+use crate::autograd::{Error, Tensor};
+
+/// Implements `Module` (nothing to list) and `Layer` for an activation.
+macro_rules! activation {
+    ($name:ident, $method:ident) => {
+        impl Module for $name {
+            fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Tensor)) {}
+            fn set_training(&self, _training: bool) {}
+        }
+
+        impl Layer for $name {
+            fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+                self.$method(x)
+            }
+        }
+    };
+}
+
+/// `max(x, 0)` (PyTorch's `nn.ReLU`).
+///
+/// ```no_run
+/// use tang_nn::autograd::{RawTensor, Tensor};
+/// let dev = tang_nn::tang_runtime::Device::new()?;
+/// let x = Tensor::constant(RawTensor::from_slice(&dev, &[-1.0, 2.0], &[2])?);
+/// assert_eq!(tang_nn::nn::ReLU.forward(&x)?.to_vec()?, vec![0.0, 2.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReLU;
+
+impl ReLU {
+    /// `max(x, 0)` elementwise.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] for a u32 tensor.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        x.relu()
+    }
+}
+activation!(ReLU, forward);
+
+/// Which GELU (PyTorch's `approximate` argument).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Approximate {
+    /// `"none"`, PyTorch's default: the exact `x Φ(x)` with the error function.
+    #[default]
+    None,
+    /// `"tanh"`: `0.5 x (1 + tanh(sqrt(2/π) (x + 0.044715 x³)))`.
+    Tanh,
+}
+
+impl std::str::FromStr for Approximate {
+    type Err = Error;
+
+    /// PyTorch's strings, `"none"` and `"tanh"`.
+    fn from_str(s: &str) -> Result<Approximate, Error> {
+        match s {
+            "none" => Ok(Approximate::None),
+            "tanh" => Ok(Approximate::Tanh),
+            other => Err(super::invalid(
+                "GELU",
+                format!("approximate must be \"none\" or \"tanh\", got {other:?}"),
+            )),
+        }
+    }
+}
+
+/// GELU (PyTorch's `nn.GELU(approximate)`; the default is the exact form).
+///
+/// ```no_run
+/// use tang_nn::nn::{Approximate, GELU};
+/// let exact = GELU::default();
+/// let fast = GELU::new("tanh".parse()?);
+/// assert_eq!((exact.approximate, fast.approximate), (Approximate::None, Approximate::Tanh));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[allow(clippy::upper_case_acronyms)] // PyTorch's name.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GELU {
+    /// Exact or tanh form.
+    pub approximate: Approximate,
+}
+
+impl GELU {
+    /// A GELU of the given form.
+    pub fn new(approximate: Approximate) -> GELU {
+        GELU { approximate }
+    }
+
+    /// GELU elementwise.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] for a u32 tensor.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        match self.approximate {
+            Approximate::None => x.gelu_erf(),
+            Approximate::Tanh => x.gelu(),
+        }
+    }
+}
+activation!(GELU, forward);
+
+/// `x * sigmoid(x)` (PyTorch's `nn.SiLU`).
+///
+/// ```no_run
+/// use tang_nn::autograd::{RawTensor, Tensor};
+/// let dev = tang_nn::tang_runtime::Device::new()?;
+/// let x = Tensor::constant(RawTensor::from_slice(&dev, &[0.0], &[1])?);
+/// assert_eq!(tang_nn::nn::SiLU.forward(&x)?.to_vec()?, vec![0.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SiLU;
+
+impl SiLU {
+    /// SiLU elementwise.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] for a u32 tensor.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        x.silu()
+    }
+}
+activation!(SiLU, forward);
+
+/// `1 / (1 + e^-x)` (PyTorch's `nn.Sigmoid`).
+///
+/// ```no_run
+/// use tang_nn::autograd::{RawTensor, Tensor};
+/// let dev = tang_nn::tang_runtime::Device::new()?;
+/// let x = Tensor::constant(RawTensor::from_slice(&dev, &[0.0], &[1])?);
+/// assert_eq!(tang_nn::nn::Sigmoid.forward(&x)?.to_vec()?, vec![0.5]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sigmoid;
+
+impl Sigmoid {
+    /// The sigmoid elementwise.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] for a u32 tensor.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        x.sigmoid()
+    }
+}
+activation!(Sigmoid, forward);
+
+/// The hyperbolic tangent (PyTorch's `nn.Tanh`).
+///
+/// ```no_run
+/// use tang_nn::autograd::{RawTensor, Tensor};
+/// let dev = tang_nn::tang_runtime::Device::new()?;
+/// let x = Tensor::constant(RawTensor::from_slice(&dev, &[0.0], &[1])?);
+/// assert_eq!(tang_nn::nn::Tanh.forward(&x)?.to_vec()?, vec![0.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tanh;
+
+impl Tanh {
+    /// tanh elementwise.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] for a u32 tensor.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        x.tanh()
+    }
+}
+activation!(Tanh, forward);

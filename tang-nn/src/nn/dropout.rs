@@ -1,0 +1,101 @@
+//! `Dropout`, drawing its masks from tang's GPU Philox generator.
+
+use std::cell::Cell;
+use std::sync::Mutex;
+
+use tang_runtime::ops::Generator;
+
+use super::Layer;
+use crate::Module;
+use crate::autograd::{Error, Tensor};
+
+/// The seed the shared dropout generator starts from until [`manual_seed`] is called.
+pub const DEFAULT_SEED: u64 = 0;
+
+/// The generator every [`Dropout`] draws from (PyTorch's default generator for dropout):
+/// deterministic given [`manual_seed`] and the order of forward calls.
+static GENERATOR: Mutex<Option<Generator>> = Mutex::new(None);
+
+/// Restarts the shared dropout generator at `seed` (PyTorch's `torch.manual_seed`).
+/// tang's Philox streams are not PyTorch's, so the masks differ from PyTorch's for the
+/// same seed; their distribution is the same.
+///
+/// ```
+/// tang_nn::nn::manual_seed(1234);
+/// ```
+pub fn manual_seed(seed: u64) {
+    *GENERATOR.lock().unwrap_or_else(|e| e.into_inner()) = Some(Generator::new(seed));
+}
+
+/// Dropout (PyTorch's `nn.Dropout(p)`, default `p = 0.5`): in training mode zeroes each
+/// element with probability `p` and scales the rest by `1 / (1 - p)`; in evaluation
+/// mode ([`Module::eval`]) the identity. The mask is made on the GPU from a Philox stream
+/// and regenerated in backward from the stream's `(seed, offset)`: it is never stored.
+///
+/// ```no_run
+/// use tang_nn::Module;
+/// use tang_nn::autograd::{RawTensor, Tensor};
+/// use tang_nn::nn::Dropout;
+/// let dev = tang_nn::tang_runtime::Device::new()?;
+/// let drop = Dropout::new(0.1)?;
+/// let x = Tensor::constant(RawTensor::full(&dev, &[4, 8], 1.0)?);
+/// drop.eval();
+/// assert_eq!(drop.forward(&x)?.to_vec()?, vec![1.0; 32]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Dropout {
+    /// The drop probability.
+    pub p: f32,
+    training: Cell<bool>,
+}
+
+impl Dropout {
+    /// A dropout layer in training mode.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] unless `0 <= p <= 1`.
+    pub fn new(p: f32) -> Result<Dropout, Error> {
+        if !(0.0..=1.0).contains(&p) {
+            return Err(super::invalid(
+                "Dropout",
+                format!("dropout probability has to be between 0 and 1, but got {p}"),
+            ));
+        }
+        Ok(Dropout {
+            p,
+            training: Cell::new(true),
+        })
+    }
+
+    /// Whether the layer is in training mode.
+    pub fn is_training(&self) -> bool {
+        self.training.get()
+    }
+
+    /// `x` with dropout applied in training mode (and `p > 0`); `x` itself otherwise.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] for a u32 tensor.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        if !self.training.get() || self.p == 0.0 {
+            return Ok(x.clone());
+        }
+        let mut guard = GENERATOR.lock().unwrap_or_else(|e| e.into_inner());
+        let generator = guard.get_or_insert_with(|| Generator::new(DEFAULT_SEED));
+        x.dropout(self.p, generator)
+    }
+}
+
+impl Module for Dropout {
+    fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Tensor)) {}
+
+    fn set_training(&self, training: bool) {
+        self.training.set(training);
+    }
+}
+
+impl Layer for Dropout {
+    fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        Dropout::forward(self, x)
+    }
+}

@@ -1,0 +1,53 @@
+//! `Embedding`: rows of a table picked by u32 ids.
+
+use super::init;
+use crate::Module;
+use crate::autograd::{Error, RawTensor, Tensor};
+use crate::rng::SplitMix64;
+use tang_runtime::Device;
+
+/// A lookup table (PyTorch's `nn.Embedding`): `weight [num_embeddings, embedding_dim]`,
+/// initialised `N(0, 1)` as PyTorch does (draws from `rng`: PyTorch's distribution, not
+/// its bits).
+///
+/// ```no_run
+/// use tang_nn::nn::Embedding;
+/// use tang_nn::tang_runtime::Tensor as RawTensor;
+/// let dev = tang_nn::tang_runtime::Device::new()?;
+/// let wte = Embedding::new(&dev, 81, 64, &mut tang_nn::rng::SplitMix64::new(0))?;
+/// let ids = RawTensor::from_u32(&dev, &[3, 1, 4], &[1, 3])?;
+/// assert_eq!(wte.forward(&ids)?.shape(), &[1, 3, 64]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Module)]
+pub struct Embedding {
+    /// `[num_embeddings, embedding_dim]`.
+    pub weight: Tensor,
+}
+
+impl Embedding {
+    /// A table of `num_embeddings` rows of `embedding_dim` values.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when the sizes overflow or the device cannot allocate them.
+    pub fn new(
+        dev: &Device,
+        num_embeddings: usize,
+        embedding_dim: usize,
+        rng: &mut SplitMix64,
+    ) -> Result<Embedding, Error> {
+        let shape = [num_embeddings, embedding_dim];
+        let weight = init::normal(dev, "Embedding", &shape, rng)?;
+        Ok(Embedding {
+            weight: Tensor::parameter(weight),
+        })
+    }
+
+    /// The rows for `ids` (u32, any shape): `[..ids.shape, embedding_dim]`.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] unless `ids` is a u32 tensor on the table's device.
+    pub fn forward(&self, ids: &RawTensor) -> Result<Tensor, Error> {
+        Tensor::embedding(ids, &self.weight)
+    }
+}

@@ -1,0 +1,83 @@
+//! `Linear`: `y = x Wᵀ + b` with PyTorch's layout and initialisation.
+
+use super::{Layer, init};
+use crate::Module;
+use crate::autograd::{Error, Tensor};
+use crate::rng::SplitMix64;
+use tang_runtime::Device;
+
+/// A fully connected layer (PyTorch's `nn.Linear`): `weight [out_features, in_features]`,
+/// `bias [out_features]` (optional), both uniform on `±1/sqrt(in_features)` as PyTorch
+/// initialises them (`kaiming_uniform_(a=sqrt(5))` for the weight); the draws come from
+/// `rng`, so they differ from PyTorch's bits but not its distribution.
+///
+/// ```no_run
+/// use tang_nn::Module;
+/// use tang_nn::autograd::{RawTensor, Tensor};
+/// use tang_nn::nn::Linear;
+/// let dev = tang_nn::tang_runtime::Device::new()?;
+/// let fc = Linear::new(&dev, 64, 10, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+/// let x = Tensor::constant(RawTensor::zeros(&dev, &[32, 64])?);
+/// assert_eq!(fc.forward(&x)?.shape(), &[32, 10]);
+/// assert_eq!(fc.state_dict().names().collect::<Vec<_>>(), ["weight", "bias"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Module)]
+pub struct Linear {
+    /// `[out_features, in_features]`.
+    pub weight: Tensor,
+    /// `[out_features]`, absent for `bias = false`.
+    pub bias: Option<Tensor>,
+}
+
+impl Linear {
+    /// A layer of `in_features` inputs and `out_features` outputs, with a bias when
+    /// `bias` (PyTorch's default is `true`).
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when the sizes overflow or the device cannot allocate them.
+    pub fn new(
+        dev: &Device,
+        in_features: usize,
+        out_features: usize,
+        bias: bool,
+        rng: &mut SplitMix64,
+    ) -> Result<Linear, Error> {
+        let bound = init::linear_bound(in_features);
+        let weight = init::uniform(dev, "Linear", &[out_features, in_features], bound, rng)?;
+        let bias = if bias {
+            let b = init::uniform(dev, "Linear", &[out_features], bound, rng)?;
+            Some(Tensor::parameter(b))
+        } else {
+            None
+        };
+        Ok(Linear {
+            weight: Tensor::parameter(weight),
+            bias,
+        })
+    }
+
+    /// `in_features`.
+    pub fn in_features(&self) -> usize {
+        self.weight.shape()[1]
+    }
+
+    /// `out_features`.
+    pub fn out_features(&self) -> usize {
+        self.weight.shape()[0]
+    }
+
+    /// `x [.., in_features]` to `[.., out_features]`.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when `x`'s last dimension is not `in_features`.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        x.linear(&self.weight, self.bias.as_ref())
+    }
+}
+
+impl Layer for Linear {
+    fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        Linear::forward(self, x)
+    }
+}

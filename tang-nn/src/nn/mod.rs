@@ -1,0 +1,89 @@
+//! # Layers and losses with PyTorch's names, layouts, defaults and initialisation
+//!
+//! Every layer is a [`Module`](crate::Module) (its state dict has PyTorch's keys) with a
+//! `forward(&self, ..) -> Result<Tensor>` over autograd tensors; layers of one input are
+//! also [`Layer`]s, so [`Sequential`] can hold them. Losses are in [`functional`]
+//! (PyTorch's `torch.nn.functional`).
+//!
+//! Initialisation follows PyTorch's distributions (Linear: uniform `±1/sqrt(in)` for
+//! weight and bias; Embedding: `N(0, 1)`; norms: ones and zeros), drawn from a seeded
+//! [`SplitMix64`](crate::rng::SplitMix64): the values differ from PyTorch's (another
+//! generator) but not their distribution. Dropout draws from tang's GPU Philox generator
+//! ([`manual_seed`]).
+//!
+//! ```no_run
+//! use tang_nn::Module;
+//! use tang_nn::autograd::{RawTensor, Tensor};
+//! use tang_nn::nn::{Linear, functional::cross_entropy};
+//!
+//! #[derive(Module)]
+//! struct Mlp { fc1: Linear, fc2: Linear }
+//!
+//! impl Mlp {
+//!     fn forward(&self, x: &Tensor) -> Result<Tensor, tang_nn::autograd::Error> {
+//!         self.fc2.forward(&self.fc1.forward(x)?.relu()?)
+//!     }
+//! }
+//!
+//! let dev = tang_nn::tang_runtime::Device::new()?;
+//! let mut rng = tang_nn::rng::SplitMix64::new(0);
+//! let model = Mlp {
+//!     fc1: Linear::new(&dev, 64, 128, true, &mut rng)?,
+//!     fc2: Linear::new(&dev, 128, 10, true, &mut rng)?,
+//! };
+//! let x = Tensor::constant(RawTensor::zeros(&dev, &[32, 64])?);
+//! let y = RawTensor::from_u32(&dev, &[3; 32], &[32])?;
+//! let loss = cross_entropy(&model.forward(&x)?, &y)?;
+//! let grads = loss.backward()?;
+//! assert!(grads.get(&model.fc1.weight).is_some());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod activation;
+mod dropout;
+mod embedding;
+pub mod functional;
+mod init;
+mod linear;
+mod norm;
+mod sequential;
+
+pub use activation::{Approximate, GELU, ReLU, SiLU, Sigmoid, Tanh};
+pub use dropout::{DEFAULT_SEED, Dropout, manual_seed};
+pub use embedding::Embedding;
+pub use linear::Linear;
+pub use norm::{LayerNorm, RMSNorm};
+pub use sequential::Sequential;
+
+use crate::Module;
+use crate::autograd::{Error, Tensor};
+
+/// A module with a forward pass of one tensor to one tensor: what [`Sequential`] chains.
+///
+/// ```no_run
+/// use tang_nn::nn::{Layer, ReLU};
+/// let layers: Vec<Box<dyn Layer>> = vec![Box::new(ReLU)];
+/// assert_eq!(layers.len(), 1);
+/// ```
+pub trait Layer: Module {
+    /// The layer applied to `x`.
+    ///
+    /// # Errors
+    /// The layer's own (shapes, devices, kernels).
+    fn forward(&self, x: &Tensor) -> Result<Tensor, Error>;
+}
+
+/// A boxed layer is a layer (so `Box<dyn Layer>` nests).
+impl<L: Layer + ?Sized> Layer for Box<L> {
+    fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        (**self).forward(x)
+    }
+}
+
+/// A layer's invalid configuration, as the runtime's `InvalidArgument` names it.
+pub(crate) fn invalid(layer: &str, detail: String) -> Error {
+    Error::Runtime(tang_runtime::Error::InvalidArgument {
+        op: layer.to_string(),
+        detail,
+    })
+}

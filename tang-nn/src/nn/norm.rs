@@ -1,0 +1,140 @@
+//! `LayerNorm` and `RMSNorm` over the last dimension.
+
+use crate::Module;
+use crate::autograd::{Error, RawTensor, Tensor};
+use tang_runtime::Device;
+
+/// Layer normalisation over the last dimension (PyTorch's `nn.LayerNorm(n, eps, bias)`
+/// with `elementwise_affine=True`): `weight [n]` ones and `bias [n]` zeros, as PyTorch
+/// initialises them; PyTorch's default `eps` is `1e-5`. Without a bias
+/// (`bias = false`, nanoGPT's `bias=False`) the state dict holds `weight` alone.
+///
+/// ```no_run
+/// use tang_nn::Module;
+/// use tang_nn::nn::LayerNorm;
+/// let dev = tang_nn::tang_runtime::Device::new()?;
+/// let ln = LayerNorm::new(&dev, 64, 1e-5, false)?;
+/// assert_eq!(ln.state_dict().names().collect::<Vec<_>>(), ["weight"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Module)]
+pub struct LayerNorm {
+    /// `[n]`, ones.
+    pub weight: Tensor,
+    /// `[n]`, zeros; absent for `bias = false`.
+    pub bias: Option<Tensor>,
+    /// Zeros standing in for an absent bias (the kernel takes one); never trained.
+    #[module(skip)]
+    zero_bias: Tensor,
+    /// Added to the variance.
+    #[module(skip)]
+    pub eps: f32,
+}
+
+impl LayerNorm {
+    /// A layer norm over a last dimension of `normalized_shape` values.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when `eps` is negative or not finite, or the device cannot
+    /// allocate the parameters.
+    pub fn new(
+        dev: &Device,
+        normalized_shape: usize,
+        eps: f32,
+        bias: bool,
+    ) -> Result<LayerNorm, Error> {
+        check_eps("LayerNorm", eps)?;
+        let shape = [normalized_shape];
+        let weight = Tensor::parameter(RawTensor::full(dev, &shape, 1.0)?);
+        let bias = if bias {
+            Some(Tensor::parameter(RawTensor::zeros(dev, &shape)?))
+        } else {
+            None
+        };
+        Ok(LayerNorm {
+            weight,
+            bias,
+            zero_bias: Tensor::constant(RawTensor::zeros(dev, &shape)?),
+            eps,
+        })
+    }
+
+    /// `x [.., n]` normalised over its last dimension, scaled and shifted.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when `x`'s last dimension is not `n`.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        let bias = self.bias.as_ref().unwrap_or(&self.zero_bias);
+        x.layer_norm(&self.weight, bias, self.eps)
+    }
+}
+
+impl super::Layer for LayerNorm {
+    fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        LayerNorm::forward(self, x)
+    }
+}
+
+/// Root-mean-square normalisation over the last dimension (PyTorch's `nn.RMSNorm(n, eps)`
+/// with `elementwise_affine=True`): `x / sqrt(mean(x²) + eps) * weight`, `weight [n]`
+/// ones. `eps = None` is PyTorch's default, the f32 machine epsilon
+/// (`torch.finfo(torch.float32).eps`, [`f32::EPSILON`]).
+///
+/// ```no_run
+/// use tang_nn::Module;
+/// use tang_nn::nn::RMSNorm;
+/// let dev = tang_nn::tang_runtime::Device::new()?;
+/// let norm = RMSNorm::new(&dev, 64, None)?;
+/// assert_eq!(norm.eps, f32::EPSILON);
+/// assert_eq!(norm.num_params(), 64);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Module)]
+pub struct RMSNorm {
+    /// `[n]`, ones.
+    pub weight: Tensor,
+    /// Added to the mean square.
+    #[module(skip)]
+    pub eps: f32,
+}
+
+impl RMSNorm {
+    /// An RMS norm over a last dimension of `normalized_shape` values.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when `eps` is negative or not finite, or the device cannot
+    /// allocate the weight.
+    pub fn new(dev: &Device, normalized_shape: usize, eps: Option<f32>) -> Result<RMSNorm, Error> {
+        let eps = eps.unwrap_or(f32::EPSILON);
+        check_eps("RMSNorm", eps)?;
+        let weight = RawTensor::full(dev, &[normalized_shape], 1.0)?;
+        Ok(RMSNorm {
+            weight: Tensor::parameter(weight),
+            eps,
+        })
+    }
+
+    /// `x [.., n]` normalised over its last dimension and scaled.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when `x`'s last dimension is not `n`.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        x.rms_norm(&self.weight, self.eps)
+    }
+}
+
+impl super::Layer for RMSNorm {
+    fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        RMSNorm::forward(self, x)
+    }
+}
+
+fn check_eps(layer: &str, eps: f32) -> Result<(), Error> {
+    if eps.is_finite() && eps >= 0.0 {
+        return Ok(());
+    }
+    Err(super::invalid(
+        layer,
+        format!("eps must be a finite number >= 0, got {eps}"),
+    ))
+}

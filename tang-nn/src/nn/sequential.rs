@@ -1,0 +1,90 @@
+//! `Sequential`: layers applied in order, named by position.
+
+use super::Layer;
+use crate::Module;
+use crate::autograd::{Error, Tensor};
+
+/// Layers applied one after the other (PyTorch's `nn.Sequential`), named `0`, `1`, ...
+/// by position; parameter-free layers take their index too, so
+/// `Sequential(Linear, ReLU, Linear)` has `0.weight` and `2.weight`, as in PyTorch.
+///
+/// ```no_run
+/// use tang_nn::Module;
+/// use tang_nn::nn::{Linear, ReLU, Sequential};
+/// let dev = tang_nn::tang_runtime::Device::new()?;
+/// let mut rng = tang_nn::rng::SplitMix64::new(0);
+/// let mlp = Sequential::new()
+///     .append(Linear::new(&dev, 64, 128, true, &mut rng)?)
+///     .append(ReLU)
+///     .append(Linear::new(&dev, 128, 10, true, &mut rng)?);
+/// let names: Vec<String> = mlp.named_parameters().into_iter().map(|(n, _)| n).collect();
+/// assert_eq!(names, ["0.weight", "0.bias", "2.weight", "2.bias"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Default)]
+pub struct Sequential {
+    layers: Vec<Box<dyn Layer>>,
+}
+
+impl Sequential {
+    /// An empty sequence (its forward is the identity).
+    pub fn new() -> Sequential {
+        Sequential::default()
+    }
+
+    /// The sequence of the given boxed layers.
+    pub fn from_layers(layers: Vec<Box<dyn Layer>>) -> Sequential {
+        Sequential { layers }
+    }
+
+    /// Appends `layer` (PyTorch's `append`), builder style; a `Box<dyn Layer>` works too.
+    #[must_use]
+    pub fn append(mut self, layer: impl Layer + 'static) -> Sequential {
+        self.layers.push(Box::new(layer));
+        self
+    }
+
+    /// The number of layers.
+    pub fn len(&self) -> usize {
+        self.layers.len()
+    }
+
+    /// Whether there are no layers.
+    pub fn is_empty(&self) -> bool {
+        self.layers.is_empty()
+    }
+
+    /// Layer `i`.
+    pub fn get(&self, i: usize) -> Option<&dyn Layer> {
+        self.layers.get(i).map(|l| &**l)
+    }
+
+    /// Each layer applied to the previous one's output.
+    ///
+    /// # Errors
+    /// The first error of a layer.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        let mut h = x.clone();
+        for layer in &self.layers {
+            h = layer.forward(&h)?;
+        }
+        Ok(h)
+    }
+}
+
+impl Module for Sequential {
+    // Named and switched exactly as a `Vec` of children.
+    fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Tensor)) {
+        self.layers.visit_parameters(prefix, f);
+    }
+
+    fn set_training(&self, training: bool) {
+        self.layers.set_training(training);
+    }
+}
+
+impl Layer for Sequential {
+    fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        Sequential::forward(self, x)
+    }
+}
