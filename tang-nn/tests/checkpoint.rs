@@ -4,8 +4,7 @@
 use std::path::PathBuf;
 
 use tang_nn::checkpoint::{
-    CheckpointDir, CheckpointError, GeneratorState, Mode, Retention, TRAINER_STATE_FILE,
-    TrainerState,
+    CheckpointDir, CheckpointError, Mode, Retention, TRAINER_STATE_FILE, TrainerState,
 };
 use tang_nn::data::LoaderState;
 
@@ -44,14 +43,6 @@ fn a_checkpoint_holds_its_files_and_trainer_state() {
             ("init".to_string(), 1337),
             ("dropout".to_string(), u64::MAX),
         ]
-        .into(),
-        generators: [(
-            "dropout".to_string(),
-            GeneratorState {
-                seed: u64::MAX,
-                offset: 4096,
-            },
-        )]
         .into(),
         metric: Some(1.25),
         best_metric: Some(1.125),

@@ -50,7 +50,6 @@ fn state(step: u64) -> TrainerState {
             position: step % 10,
         }),
         seeds: [("data".to_string(), 5), ("dropout".to_string(), step * 3)].into(),
-        generators: Default::default(),
         // A metric that goes up and down, so keep-best keeps an old checkpoint.
         metric: Some(((step * 7919) % 101) as f64 / 10.0),
         best_metric: None,

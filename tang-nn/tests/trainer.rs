@@ -5,10 +5,13 @@
 mod train_common;
 
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
 
 use tang_nn::Module;
 use tang_nn::autograd::Tensor;
 use tang_nn::checkpoint::{MODEL_FILE, Mode, Retention};
+use tang_nn::nn::functional::cross_entropy;
+use tang_nn::nn::{Dropout, Linear, ReLU, Sequential};
 use tang_nn::optim::{AdamW, AdamWOptions, Sgd, SgdOptions, decay_groups, named_parameters_of};
 use tang_nn::rng::SplitMix64;
 use tang_nn::safetensors::read_file;
@@ -25,49 +28,22 @@ const INPUTS: usize = 6;
 const HIDDEN: usize = 16;
 const CLASSES: usize = 4;
 
-/// `x · weight + bias` (weight stored `[in, out]`).
-#[derive(Module)]
-struct Affine {
-    weight: Tensor,
-    bias: Tensor,
-}
-
-/// A two-layer classifier.
-#[derive(Module)]
-struct Mlp {
-    fc1: Affine,
-    fc2: Affine,
-}
-
-fn param(dev: &Device, rng: &mut SplitMix64, shape: &[usize], scale: f64) -> Tensor {
-    let n = shape.iter().product();
-    let v: Vec<f32> = (0..n).map(|_| (rng.normal() * scale) as f32).collect();
-    Tensor::parameter(RawTensor::from_slice(dev, &v, shape).unwrap())
-}
+/// A two-layer classifier with dropout: `0` Linear, `1` ReLU, `2` Dropout(0.2), `3`
+/// Linear (PyTorch's numbering in a `Sequential`).
+type Mlp = Sequential;
 
 fn mlp(dev: &Device, seed: u64) -> Mlp {
     let mut rng = SplitMix64::new(seed);
-    Mlp {
-        fc1: Affine {
-            weight: param(dev, &mut rng, &[INPUTS, HIDDEN], 0.4),
-            bias: param(dev, &mut rng, &[HIDDEN], 0.1),
-        },
-        fc2: Affine {
-            weight: param(dev, &mut rng, &[HIDDEN, CLASSES], 0.4),
-            bias: param(dev, &mut rng, &[CLASSES], 0.1),
-        },
-    }
-}
-
-impl Affine {
-    fn forward(&self, x: &Tensor) -> Result<Tensor, tang_nn::autograd::Error> {
-        x.matmul(&self.weight)?.add(&self.bias)
-    }
+    Sequential::new()
+        .append(Linear::new(dev, INPUTS, HIDDEN, true, &mut rng).unwrap())
+        .append(ReLU)
+        .append(Dropout::new(0.2).unwrap())
+        .append(Linear::new(dev, HIDDEN, CLASSES, true, &mut rng).unwrap())
 }
 
 /// A data set of 64 samples: each step takes 8 of them (a pure function of the step) and
-/// adds noise drawn from the step's device generator, so the generator's position is part
-/// of what a resume must restore.
+/// adds noise drawn from the step's device generator; the model's dropout draws from the
+/// process-wide generator that the trainer reseeds per step.
 struct Data {
     x: Vec<f32>,
     y: Vec<u32>,
@@ -93,8 +69,7 @@ impl Data {
         let noise = randn(dev, &[BATCH, INPUTS], ctx.generator)?;
         let x = Tensor::constant(x).add(&Tensor::constant(noise).mul_scalar(0.1)?)?;
         let y = RawTensor::from_u32(dev, &self.y[start..start + BATCH], &[BATCH])?;
-        let h = model.fc1.forward(&x)?.relu()?;
-        model.fc2.forward(&h)?.cross_entropy(&y, None)
+        cross_entropy(&model.forward(&x)?, &y)
     }
 }
 
@@ -108,6 +83,14 @@ fn adamw(model: &Mlp) -> AdamW {
         },
     )
     .unwrap()
+}
+
+/// Dropout draws from one process-wide generator that every trainer reseeds at each
+/// step, so the tests of this file, which run on parallel threads, step one at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Quiet progress (a sink), so test output stays readable.
@@ -163,6 +146,7 @@ fn losses(
 
 #[test]
 fn a_resumed_run_continues_bit_exactly_for_200_steps() {
+    let _serial = one_at_a_time();
     let dev = Device::new().unwrap();
     let data = data();
     let (before, after) = (20, 200);
@@ -206,8 +190,8 @@ fn a_resumed_run_continues_bit_exactly_for_200_steps() {
     assert_eq!(differing, 0);
     assert_eq!(weights(&second), straight_weights);
     assert!(continued[after as usize - 1] < continued[0], "it trains");
-    // The generator's position matters: restarting its stream at each step changes the
-    // losses (so the comparison above can fail).
+    // Dropout is on and its masks come from the step's seed: other masks (the generator
+    // reseeded by hand) give other losses, so the comparison above can fail.
     let third = mlp(&dev, 99);
     let mut restarted = Trainer::new(&third, adamw(&third), dir.join("b"), options(220))
         .unwrap()
@@ -216,7 +200,7 @@ fn a_resumed_run_continues_bit_exactly_for_200_steps() {
     assert_eq!(restarted.resume_latest().unwrap(), Some(before));
     let mut kept = Vec::new();
     let mut forward = |ctx: &mut StepContext<'_>| {
-        ctx.generator.set_offset(0);
+        tang_nn::nn::manual_seed(12345);
         let loss = data.loss(&third, &dev, ctx)?;
         kept.push(loss.data().clone());
         Ok::<_, tang_nn::autograd::Error>(loss)
@@ -230,6 +214,7 @@ fn a_resumed_run_continues_bit_exactly_for_200_steps() {
 
 #[test]
 fn nothing_is_read_between_backward_and_the_step_and_the_loss_once_per_log_interval() {
+    let _serial = one_at_a_time();
     let dev = Device::new().unwrap();
     let data = data();
     let dir = tempdir("reads");
@@ -263,6 +248,7 @@ fn nothing_is_read_between_backward_and_the_step_and_the_loss_once_per_log_inter
 
 #[test]
 fn fit_logs_metrics_draws_the_curve_and_keeps_the_last_and_the_best_checkpoints() {
+    let _serial = one_at_a_time();
     let dev = Device::new().unwrap();
     let data = data();
     let dir = tempdir("fit");
@@ -332,7 +318,7 @@ fn fit_logs_metrics_draws_the_curve_and_keeps_the_last_and_the_best_checkpoints(
     let file = read_file(summary.checkpoint.file(MODEL_FILE).unwrap()).unwrap();
     let mut names: Vec<String> = file.tensors.names().map(str::to_string).collect();
     names.sort();
-    assert_eq!(names, ["fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight"]);
+    assert_eq!(names, ["0.bias", "0.weight", "3.bias", "3.weight"]);
     let text = out.text();
     println!("{text}");
     assert!(text.contains("step 40/40 (100%) loss "), "{text}");
@@ -345,6 +331,7 @@ fn fit_logs_metrics_draws_the_curve_and_keeps_the_last_and_the_best_checkpoints(
 
 #[test]
 fn an_interrupt_finishes_the_step_saves_and_stops_and_the_run_resumes() {
+    let _serial = one_at_a_time();
     let dev = Device::new().unwrap();
     let data = data();
     let dir = tempdir("interrupt");
@@ -388,6 +375,7 @@ fn an_interrupt_finishes_the_step_saves_and_stops_and_the_run_resumes() {
 
 #[test]
 fn an_optimizer_over_other_parameters_is_refused() {
+    let _serial = one_at_a_time();
     let dev = Device::new().unwrap();
     let model = mlp(&dev, 5);
     let other = mlp(&dev, 5);
@@ -396,14 +384,14 @@ fn an_optimizer_over_other_parameters_is_refused() {
         .unwrap();
     assert!(matches!(e, TrainError::ParameterMismatch { .. }), "{e}");
     let partial = Sgd::new(
-        [("fc1.weight", model.fc1.weight.data().clone())],
+        [("0.weight", named_parameters_of(&model)[0].1.clone())],
         SgdOptions::default(),
     )
     .unwrap();
     let e = Trainer::new(&model, partial, tempdir("mismatch2"), options(1))
         .err()
         .unwrap();
-    assert!(e.to_string().contains("\"fc1.bias\" is missing"), "{e}");
+    assert!(e.to_string().contains("\"0.bias\" is missing"), "{e}");
     let e = Trainer::new(
         &model,
         adamw(&model),

@@ -23,8 +23,6 @@ use serde::{Deserialize, Serialize};
 pub use error::CheckpointError;
 pub use training::{MODEL_FILE, OPTIMIZER_FILE, load_training, save_training};
 
-use tang_runtime::ops::Generator;
-
 use crate::data::LoaderState;
 use durable::{remove_via_trash, sync_dir, sync_file, write_synced};
 use error::io_error;
@@ -47,10 +45,6 @@ pub struct TrainerState {
     /// Named seeds (initialisation, dropout, data) so a resumed run draws the same numbers.
     #[serde(default)]
     pub seeds: BTreeMap<String, u64>,
-    /// Named device random generators (dropout's) where they stand: seed and draws
-    /// handed out, so a resumed run continues their streams.
-    #[serde(default)]
-    pub generators: BTreeMap<String, GeneratorState>,
     /// This checkpoint's value of the monitored metric (validation loss, say): what
     /// keep-best ranks by. Finite.
     #[serde(default)]
@@ -58,34 +52,6 @@ pub struct TrainerState {
     /// The best value of the monitored metric so far. Finite.
     #[serde(default)]
     pub best_metric: Option<f64>,
-}
-
-/// Where a device random generator ([`tang_runtime::ops::Generator`]) stands: its seed
-/// and how many streams it has handed out.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GeneratorState {
-    /// The seed.
-    pub seed: u64,
-    /// Streams handed out since seeding.
-    pub offset: u64,
-}
-
-impl From<&Generator> for GeneratorState {
-    fn from(g: &Generator) -> Self {
-        GeneratorState {
-            seed: g.seed(),
-            offset: g.offset(),
-        }
-    }
-}
-
-impl GeneratorState {
-    /// A generator that continues from here.
-    pub fn generator(&self) -> Generator {
-        let mut g = Generator::new(self.seed);
-        g.set_offset(self.offset);
-        g
-    }
 }
 
 /// Whether a lower or a higher metric is better (PyTorch Lightning's `mode`).

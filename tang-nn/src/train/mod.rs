@@ -22,6 +22,6 @@ pub use options::{Throughput, TrainerOptions};
 pub use plot::{PlotOptions, plot_loss_curve};
 pub use progress::Progress;
 pub use trainer::{
-    CHECKPOINTS_DIR, FitSummary, METRICS_FILE, PLOT_FILE, STEP_GENERATOR, StepContext, StepReport,
+    CHECKPOINTS_DIR, FitSummary, METRICS_FILE, PLOT_FILE, STEP_SEED, StepContext, StepReport,
     Trainer,
 };

@@ -11,9 +11,12 @@
 //! end and on demand ([`Trainer::plot`]).
 //!
 //! A run resumed from a checkpoint continues exactly: the weights and optimizer state are
-//! restored bit for bit, the schedule and [`crate::data::DeviceTokenBatcher`] are pure
-//! functions of the step, and the device generator handed to each step (dropout's) is
-//! saved with its position.
+//! restored bit for bit, and everything else a step draws on is a pure function of the
+//! step: the schedule, [`crate::data::DeviceTokenBatcher`]'s windows, and the random
+//! numbers. Before each step the trainer reseeds the process-wide generator of
+//! [`crate::nn::Dropout`] ([`crate::nn::manual_seed`]) and makes the step's own
+//! generator ([`StepContext::generator`]), both from `(seed, step)`, so a resumed run
+//! draws the same dropout masks without saving any generator position.
 
 use std::path::{Path, PathBuf};
 
@@ -26,11 +29,12 @@ use super::plot::plot_loss_curve;
 use super::{Interrupt, Progress, TrainError};
 use crate::autograd::{Tensor, no_grad};
 use crate::checkpoint::{
-    Checkpoint, CheckpointDir, GeneratorState, TrainerState, load_training, save_training,
+    Checkpoint, CheckpointDir, CheckpointError, TrainerState, load_training, save_training,
 };
 use crate::data::LoaderState;
 use crate::module::Module;
 use crate::optim::{Algorithm, NamedGradients, Optimizer, grad_norm};
+use crate::rng::SplitMix64;
 use crate::schedule::Schedule;
 
 /// The metrics file in the output directory.
@@ -39,8 +43,9 @@ pub const METRICS_FILE: &str = "metrics.jsonl";
 pub const PLOT_FILE: &str = "loss.png";
 /// The checkpoint root under the output directory.
 pub const CHECKPOINTS_DIR: &str = "checkpoints";
-/// The name of the step generator in [`TrainerState::generators`].
-pub const STEP_GENERATOR: &str = "dropout";
+/// The name of the trainer's seed in [`TrainerState::seeds`] (dropout and the step
+/// generators derive from it).
+pub const STEP_SEED: &str = "step";
 
 /// An error from a user's closure.
 pub(super) type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -49,8 +54,8 @@ pub(super) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub struct StepContext<'a> {
     /// The step (0-based: the number of steps taken before this one).
     pub step: u64,
-    /// The device generator to draw dropout masks from (saved in checkpoints, so a
-    /// resumed run draws the same masks).
+    /// A device generator for this step's own random draws (noise, augmentation, or
+    /// dropout through [`Tensor::dropout`]), seeded from `(seed, step)`.
     pub generator: &'a mut Generator,
     /// Where a [`crate::data::DataLoader`] feeding the steps stands: set it after taking
     /// a batch and checkpoints carry it (`Trainer::state().loader` after a resume).
@@ -94,7 +99,6 @@ pub struct Trainer<'m, M: Module + ?Sized, A: Algorithm> {
     pub(super) progress: Option<Progress>,
     pub(super) interrupt: Option<Interrupt>,
     pub(super) state: TrainerState,
-    pub(super) generator: Generator,
     pub(super) timer: StepTimer,
     pub(super) steps_since_lap: u64,
 }
@@ -124,12 +128,11 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
         let out_dir = out_dir.into();
         let checkpoints = CheckpointDir::open(out_dir.join(CHECKPOINTS_DIR), options.retention)?;
         let mut state = TrainerState::default();
-        state.seeds.insert(STEP_GENERATOR.into(), options.seed);
+        state.seeds.insert(STEP_SEED.into(), options.seed);
         Ok(Trainer {
             model,
             optimizer,
             params,
-            generator: Generator::new(options.seed),
             options,
             schedule: None,
             out_dir,
@@ -164,7 +167,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
         self
     }
 
-    /// The trainer state: steps taken, seeds, generator positions, metrics.
+    /// The trainer state: steps taken, seed, loader position, metrics.
     pub fn state(&self) -> &TrainerState {
         &self.state
     }
@@ -198,19 +201,24 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     }
 
     /// Continues from `checkpoint`: the weights (strictly) and the optimizer state are
-    /// loaded, and the step, the generator, the loader position and the metrics come
-    /// from its trainer state. Records that an interrupted run logged after the
-    /// checkpoint are dropped from `metrics.jsonl` when the run goes on.
+    /// loaded, and the step, the seed (which replaces [`TrainerOptions::seed`]), the
+    /// loader position and the metrics come from its trainer state. Records that an
+    /// interrupted run logged after the checkpoint are dropped from `metrics.jsonl` when
+    /// the run goes on.
     ///
     /// # Errors
     /// [`TrainError::Checkpoint`] when a file does not load or does not fit the model or
     /// the optimizer.
     pub fn resume(&mut self, checkpoint: &Checkpoint) -> Result<(), TrainError> {
-        let state = load_training(checkpoint, self.model, &mut self.optimizer)?;
-        self.generator = match state.generators.get(STEP_GENERATOR) {
-            Some(g) => g.generator(),
-            None => Generator::new(self.options.seed),
+        // Checked before anything is loaded, so a refused checkpoint changes nothing.
+        let Some(&seed) = checkpoint.state().seeds.get(STEP_SEED) else {
+            return Err(TrainError::Checkpoint(CheckpointError::Corrupt {
+                path: checkpoint.path().to_path_buf(),
+                detail: format!("its trainer state has no {STEP_SEED:?} seed"),
+            }));
         };
+        let state = load_training(checkpoint, self.model, &mut self.optimizer)?;
+        self.options.seed = seed;
         self.state = state;
         self.metrics = None;
         Ok(())
@@ -236,9 +244,11 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
         }
         let lr = self.optimizer.lr();
         self.model.train();
+        let (dropout_seed, mut generator) = step_randomness(self.options.seed, step);
+        crate::nn::manual_seed(dropout_seed);
         let loss = forward(&mut StepContext {
             step,
-            generator: &mut self.generator,
+            generator: &mut generator,
             loader: &mut self.state.loader,
         })
         .map_err(|e| TrainError::Step {
@@ -323,10 +333,10 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
         Ok(record)
     }
 
-    /// Runs `eval` in eval mode without recording gradients (dropout off), with a copy
-    /// of the step generator (so evaluation never shifts training's random stream), and
-    /// returns its value (a validation loss, read back by `eval`). Training mode is
-    /// restored afterwards.
+    /// Runs `eval` in eval mode without recording gradients (dropout off), with the next
+    /// step's generator (evaluation cannot shift training's random numbers: each step
+    /// makes its own), and returns its value (a validation loss, read back by `eval`).
+    /// Training mode is restored afterwards.
     ///
     /// # Errors
     /// [`TrainError::Step`] when `eval` fails.
@@ -336,7 +346,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
         E: Into<BoxError>,
     {
         let step = self.state.step;
-        let mut generator = self.generator.clone();
+        let (_, mut generator) = step_randomness(self.options.seed, step);
         let mut loader = self.state.loader;
         self.model.eval();
         let value = no_grad(|| {
@@ -353,16 +363,12 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
         })
     }
 
-    /// Saves a checkpoint of the current step (weights, optimizer state, trainer state
-    /// with the generator's position) into `out_dir/checkpoints`, applying the retention
-    /// policy.
+    /// Saves a checkpoint of the current step (weights, optimizer state, trainer state)
+    /// into `out_dir/checkpoints`, applying the retention policy.
     ///
     /// # Errors
     /// [`TrainError::Checkpoint`] (also when this step was already saved).
     pub fn save_checkpoint(&mut self) -> Result<Checkpoint, TrainError> {
-        self.state
-            .generators
-            .insert(STEP_GENERATOR.into(), GeneratorState::from(&self.generator));
         Ok(save_training(
             &self.checkpoints,
             self.model,
@@ -407,6 +413,14 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     pub fn out_dir(&self) -> &Path {
         &self.out_dir
     }
+}
+
+/// The seed of the dropout generator and the step generator of step `step`: two draws
+/// of the stream that `(seed, step)` derives, so neighbouring steps are independent.
+fn step_randomness(seed: u64, step: u64) -> (u64, Generator) {
+    let mut rng = SplitMix64::derive(seed, step);
+    let dropout_seed = rng.next_u64();
+    (dropout_seed, Generator::new(rng.next_u64()))
 }
 
 /// Checks that `optimizer` holds exactly the trainable `params`, by name and buffer.
