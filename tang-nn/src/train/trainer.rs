@@ -322,7 +322,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
             Some(Throughput::Samples(n) | Throughput::Tokens(n)) => n,
             None => 0,
         };
-        if let Some((ms, items_per_sec)) = self.timer.lap(steps, steps * per_step) {
+        if let Some((ms, items_per_sec)) = self.timer.lap(steps, steps.saturating_mul(per_step)) {
             record.ms_per_step = Some(ms);
             match self.options.throughput {
                 Some(Throughput::Samples(_)) => record.samples_per_sec = Some(items_per_sec),
