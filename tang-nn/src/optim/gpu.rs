@@ -227,7 +227,7 @@ pub mod kernels {
         *p += divide(neg_step_size * *exp_avg, denom, one);
     }
 
-    /// [`adam_update`] with AMSGrad's running maximum of the second moment.
+    /// [`adam_update()`] with AMSGrad's running maximum of the second moment.
     #[kernel]
     #[allow(clippy::too_many_arguments)]
     pub fn adam_amsgrad_update(

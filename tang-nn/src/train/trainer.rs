@@ -17,6 +17,39 @@
 //! [`crate::nn::Dropout`] ([`crate::nn::manual_seed`]) and makes the step's own
 //! generator ([`StepContext::generator`]), both from `(seed, step)`, so a resumed run
 //! draws the same dropout masks without saving any generator position.
+//!
+//! ```no_run
+//! use tang_nn::data::DeviceTokenBatcher;
+//! use tang_nn::nn::{Embedding, functional::cross_entropy};
+//! use tang_nn::optim::{AdamW, AdamWOptions, named_parameters_of};
+//! use tang_nn::rng::SplitMix64;
+//! use tang_nn::schedule::Schedule;
+//! use tang_nn::train::{StepContext, Throughput, Trainer, TrainerOptions};
+//! let dev = tang_nn::tang_runtime::Device::new()?;
+//! let corpus: Vec<u32> = (0..10_000).map(|i| (i * 7 % 64) as u32).collect();
+//! let batches = DeviceTokenBatcher::new(&dev, &corpus, 8, 32, 1337)?;
+//! let model = Embedding::new(&dev, 64, 64, &mut SplitMix64::new(0))?;
+//! let opt = AdamW::new(named_parameters_of(&model), AdamWOptions::default())?;
+//! let options = TrainerOptions {
+//!     clip_grad_norm: Some(1.0),
+//!     throughput: Some(Throughput::Tokens(8 * 32)),
+//!     checkpoint_every: 500,
+//!     ..TrainerOptions::new(2000)
+//! };
+//! let mut trainer = Trainer::new(&model, opt, "runs/bigram", options)?
+//!     .with_schedule(Schedule::warmup_cosine(1e-3, 1e-4, 100, 2000)?);
+//! trainer.resume_latest()?; // continues a previous run of this directory, if any
+//! let summary = trainer.fit(|ctx: &mut StepContext<'_>| {
+//!     let (x, y) = batches.batch(ctx.step)?;
+//!     let logits = model.forward(&x.reshape(&[8 * 32])?)?;
+//!     Ok::<_, Box<dyn std::error::Error + Send + Sync>>(cross_entropy(
+//!         &logits,
+//!         &y.reshape(&[8 * 32])?,
+//!     )?)
+//! })?;
+//! println!("{} steps, checkpoint {}", summary.steps, summary.checkpoint.path().display());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::path::{Path, PathBuf};
 
