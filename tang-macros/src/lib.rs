@@ -7,6 +7,10 @@
 //! `tang_runtime` (which re-exports them); generated code names only `::tang_runtime::__private`
 //! (and `::core`).
 //!
+//! It also holds `#[derive(Module)]`, used through `tang_nn` (`use tang_nn::Module;`):
+//! it parses a struct with named fields and emits one call per field into tang-nn,
+//! which does the naming (see `tang_nn::module`).
+//!
 //! This crate is thin: it hands the tokens to `tang_expr::lower`, which parses, lowers,
 //! differentiates, simplifies, emits and validates, and never panics: anything it does not
 //! accept is a compile error at the offending code, every error of a function at once, and

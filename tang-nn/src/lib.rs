@@ -9,7 +9,8 @@
 //! PyTorch's optimizers with gradient clipping that stays on the GPU ([`optim`]).
 //! Reverse-mode autograd over `tang_runtime::Tensor`s ([`autograd`]: write the forward,
 //! `loss.backward()?` gives every parameter's gradient on the GPU); modules with
-//! PyTorch's names ([`Module`], `#[derive(Module)]`) build on it.
+//! PyTorch's names ([`Module`], `#[derive(Module)]`), and layers and losses with
+//! PyTorch's layouts, defaults and initialisation ([`nn`]) build on it.
 //!
 //! It re-exports the runtime so that examples and tests can depend on one crate.
 

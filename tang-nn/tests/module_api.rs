@@ -243,3 +243,49 @@ fn state_dict_round_trips_through_load() {
     tang_nn::autograd::no_grad(|| a.weight.fill_(1.0)).unwrap();
     assert_eq!(b.weight.to_vec().unwrap(), vec![0.5; 4]);
 }
+
+/// A model in eval mode under `no_grad` records nothing: no graph, no gradient.
+#[test]
+fn eval_forward_under_no_grad_records_nothing() {
+    use tang_nn::nn::{Dropout, Linear, ReLU, Sequential};
+    let dev = tang_testing::device();
+    let mut rng = tang_nn::rng::SplitMix64::new(0);
+    let model = Sequential::new()
+        .append(Linear::new(&dev, 3, 4, true, &mut rng).unwrap())
+        .append(ReLU)
+        .append(Dropout::new(0.5).unwrap())
+        .append(Linear::new(&dev, 4, 2, true, &mut rng).unwrap());
+    let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 2.0, 3.0], &[1, 3]).unwrap());
+    model.eval();
+    let a = tang_nn::autograd::no_grad(|| model.forward(&x)).unwrap();
+    assert!(!a.requires_grad() && !a.has_grad_fn());
+    // Eval is deterministic (dropout off); training mode records.
+    let b = tang_nn::autograd::no_grad(|| model.forward(&x)).unwrap();
+    assert_eq!(a.to_vec().unwrap(), b.to_vec().unwrap());
+    model.train();
+    let c = model.forward(&x).unwrap();
+    assert!(c.requires_grad() && c.has_grad_fn());
+    assert_eq!(model.named_parameters().len(), 4);
+    assert_eq!(
+        model.state_dict().names().collect::<Vec<_>>(),
+        ["0.weight", "0.bias", "3.weight", "3.bias"]
+    );
+}
+
+#[test]
+fn an_integer_entry_is_refused_before_anything_is_copied() {
+    let dev = tang_testing::device();
+    let model = affine(&dev, 2, true);
+    let mut sd = StateDict::new();
+    sd.insert(
+        "weight",
+        RawTensor::from_slice(&dev, &[1.0, 2.0, 3.0, 4.0], &[2, 2]).unwrap(),
+    );
+    sd.insert(
+        "bias",
+        StateTensor::Host(HostTensor::from_i64(&[1, 2], &[2]).unwrap()),
+    );
+    let err = model.load_state_dict(&sd, true).unwrap_err();
+    assert!(matches!(err, Error::Safetensors(_)), "{err}");
+    assert_eq!(model.weight.to_vec().unwrap(), vec![0.0; 4]);
+}

@@ -8,10 +8,11 @@ use nn_common::{Case, linear_cpu};
 use tang_nn::Module;
 use tang_nn::autograd::{RawTensor, Tensor};
 use tang_nn::nn::{
-    Approximate, Dropout, Embedding, GELU, LayerNorm, Linear, RMSNorm, ReLU, Sequential, SiLU,
-    Sigmoid, Tanh,
+    Approximate, AvgPool2d, Conv2d, Dropout, Embedding, GELU, LayerNorm, Linear, MaxPool2d,
+    RMSNorm, ReLU, Sequential, SiLU, Sigmoid, Tanh,
 };
 use tang_nn::rng::SplitMix64;
+use tang_nn::tang_runtime::ops::{Conv2d as Conv2dOptions, Pool2d};
 
 #[test]
 fn linear_with_and_without_bias_and_batched() {
@@ -253,4 +254,221 @@ fn dropout_gradient_is_the_mask_it_drew_and_eval_is_identity() {
     drop.train();
     assert!(Dropout::new(1.5).is_err());
     assert!(Dropout::new(-0.1).is_err());
+}
+
+#[test]
+fn gather_and_mul_constant_with_broadcast_pairs() {
+    let dev = tang_testing::device();
+    // gather along dim 1 and dim 0, with an index past the end (reads 0, no gradient).
+    let idx = [2u32, 0, 16, 99, 5, 5];
+    let index = RawTensor::from_u32(&dev, &idx, &[3, 2]).unwrap();
+    let case = Case::random("gather dim 1", &[&[3, 17]], 1.0, 70);
+    let cpu = |t: &[Vec<f64>]| {
+        (0..6)
+            .map(|k| {
+                let (row, i) = (k / 2, idx[k] as usize);
+                if i < 17 { t[0][row * 17 + i] } else { 0.0 }
+            })
+            .collect()
+    };
+    case.check(&dev, &|t| t[0].gather(1, &index), &cpu, &[0]);
+    let idx0 = [1u32, 0, 2, 2, 7, 1];
+    let index0 = RawTensor::from_u32(&dev, &idx0, &[2, 3]).unwrap();
+    let case = Case::random("gather dim 0", &[&[3, 3]], 1.0, 71);
+    let cpu0 = |t: &[Vec<f64>]| {
+        (0..6)
+            .map(|k| {
+                let (i, col) = (idx0[k] as usize, k % 3);
+                if i < 3 { t[0][i * 3 + col] } else { 0.0 }
+            })
+            .collect()
+    };
+    case.check(&dev, &|t| t[0].gather(0, &index0), &cpu0, &[0]);
+
+    // A constant of the same shape, one element, or a trailing row.
+    for (k, m_shape) in [&[3usize, 17][..], &[1], &[17]].into_iter().enumerate() {
+        let m: Vec<f32> = tang_testing::random(m_shape.iter().product(), 80 + k as u64);
+        let mt = RawTensor::from_slice(&dev, &m, m_shape).unwrap();
+        let name = format!("mul_constant [3,17] x {m_shape:?}");
+        let case = Case::random(&name, &[&[3, 17]], 1.0, 90 + k as u64);
+        let cpu = |t: &[Vec<f64>]| {
+            t[0].iter()
+                .enumerate()
+                .map(|(i, v)| v * f64::from(m[i % m.len()]))
+                .collect()
+        };
+        case.check(&dev, &|t| t[0].mul_constant(&mt), &cpu, &[0]);
+    }
+}
+
+/// `x [n, c, h, w]` convolved with `w [o, c/g, kh, kw]` (+ `b`) in f64.
+#[allow(clippy::too_many_arguments)]
+fn conv2d_cpu(
+    x: &[f64],
+    w: &[f64],
+    b: Option<&[f64]>,
+    [n, c, h, wd]: [usize; 4],
+    [o, kh, kw]: [usize; 3],
+    opts: &Conv2dOptions,
+) -> Vec<f64> {
+    let g = opts.groups;
+    let (cg, og) = (c / g, o / g);
+    let [sh, sw] = opts.stride;
+    let [ph, pw] = opts.padding;
+    let [dh, dw] = opts.dilation;
+    let oh = (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1;
+    let ow = (wd + 2 * pw - dw * (kw - 1) - 1) / sw + 1;
+    let mut out = Vec::with_capacity(n * o * oh * ow);
+    for ni in 0..n {
+        for oc in 0..o {
+            let grp = oc / og;
+            for y in 0..oh {
+                for xo in 0..ow {
+                    let mut acc = b.map_or(0.0, |b| b[oc]);
+                    for ci in 0..cg {
+                        for ky in 0..kh {
+                            for kx in 0..kw {
+                                let iy = (y * sh + ky * dh) as isize - ph as isize;
+                                let ix = (xo * sw + kx * dw) as isize - pw as isize;
+                                if iy < 0 || ix < 0 || iy >= h as isize || ix >= wd as isize {
+                                    continue;
+                                }
+                                let cin = grp * cg + ci;
+                                let xv = x[((ni * c + cin) * h + iy as usize) * wd + ix as usize];
+                                acc += xv * w[((oc * cg + ci) * kh + ky) * kw + kx];
+                            }
+                        }
+                    }
+                    out.push(acc);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn conv2d_layers_and_pooling() {
+    let dev = tang_testing::device();
+    let mut rng = SplitMix64::new(4);
+    let cases = [
+        (
+            [1usize, 1, 3, 3],
+            1usize,
+            [1usize, 1],
+            Conv2dOptions::default(),
+            true,
+        ),
+        (
+            [2, 2, 5, 4],
+            4,
+            [3, 2],
+            Conv2dOptions {
+                stride: [2, 1],
+                padding: [1, 1],
+                dilation: [1, 1],
+                groups: 2,
+            },
+            true,
+        ),
+        (
+            [1, 3, 6, 6],
+            2,
+            [2, 2],
+            Conv2dOptions {
+                dilation: [2, 2],
+                ..Conv2dOptions::default()
+            },
+            false,
+        ),
+    ];
+    for (k, (xs, o, [kh, kw], opts, bias)) in cases.into_iter().enumerate() {
+        let conv = Conv2d::new(&dev, xs[1], o, [kh, kw], opts, bias, &mut rng).unwrap();
+        let ws = [o, xs[1] / opts.groups, kh, kw];
+        let bs = [o];
+        let mut shapes: Vec<&[usize]> = vec![&xs, &ws];
+        if bias {
+            shapes.push(&bs);
+        }
+        let name = format!("conv2d {xs:?} -> {o} k={kh}x{kw} {opts:?} bias={bias}");
+        let case = Case::random(&name, &shapes, 1.0, 110 + k as u64);
+        let cpu = |t: &[Vec<f64>]| {
+            conv2d_cpu(
+                &t[0],
+                &t[1],
+                t.get(2).map(Vec::as_slice),
+                xs,
+                [o, kh, kw],
+                &opts,
+            )
+        };
+        case.check_layer(&dev, &conv, &cpu);
+    }
+    assert!(
+        Conv2d::new(
+            &dev,
+            3,
+            4,
+            [3, 3],
+            Conv2dOptions {
+                groups: 2,
+                ..Conv2dOptions::default()
+            },
+            true,
+            &mut rng
+        )
+        .is_err()
+    );
+
+    // Pools: distinct inputs so each window has one maximum.
+    let (n, c, h, w) = (1usize, 2usize, 4usize, 5usize);
+    let mut case = Case::random("max_pool2d 2x2", &[&[n, c, h, w]], 1.0, 120);
+    case.inputs[0].0 = tang_testing::Rng::new(3).distinct(n * c * h * w);
+    let pool = Pool2d::new([2, 2]);
+    let max_cpu = |t: &[Vec<f64>]| {
+        let mut out = Vec::new();
+        for p in 0..n * c {
+            for y in 0..h / 2 {
+                for x in 0..w / 2 {
+                    let at = |dy: usize, dx: usize| t[0][(p * h + 2 * y + dy) * w + 2 * x + dx];
+                    out.push(at(0, 0).max(at(0, 1)).max(at(1, 0)).max(at(1, 1)));
+                }
+            }
+        }
+        out
+    };
+    case.check_layer(&dev, &MaxPool2d(pool), &max_cpu);
+    let avg = AvgPool2d {
+        pool: Pool2d {
+            kernel_size: [3, 3],
+            stride: [1, 2],
+            padding: [1, 1],
+            dilation: [1, 1],
+        },
+        count_include_pad: false,
+    };
+    let case = Case::random("avg_pool2d 3x3 pad 1", &[&[n, c, h, w]], 1.0, 121);
+    let avg_cpu = |t: &[Vec<f64>]| {
+        let ow = (w + 2 - 3) / 2 + 1;
+        let mut out = Vec::new();
+        for p in 0..n * c {
+            for y in 0..h {
+                for x in 0..ow {
+                    let (mut sum, mut count) = (0.0, 0.0);
+                    for dy in 0..3 {
+                        for dx in 0..3 {
+                            let (iy, ix) = ((y + dy) as isize - 1, (2 * x + dx) as isize - 1);
+                            if iy >= 0 && ix >= 0 && (iy as usize) < h && (ix as usize) < w {
+                                sum += t[0][(p * h + iy as usize) * w + ix as usize];
+                                count += 1.0;
+                            }
+                        }
+                    }
+                    out.push(sum / count);
+                }
+            }
+        }
+        out
+    };
+    case.check_layer(&dev, &avg, &avg_cpu);
 }

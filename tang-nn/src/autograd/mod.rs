@@ -46,6 +46,7 @@
 //!   graph.
 
 mod activation;
+mod conv_ops;
 mod engine;
 mod error;
 mod layer_kernels;

@@ -82,6 +82,18 @@ pub(crate) enum Op {
     Square,
     /// Elementwise binary cross-entropy of inputs `logits, target`.
     BceWithLogits,
+    /// 2-D convolution of inputs `x, weight[, bias]`.
+    Conv2d(ops::Conv2d),
+    /// Max pooling; the index of each window's maximum.
+    MaxPool2d {
+        indices: RawTensor,
+        pool: ops::Pool2d,
+    },
+    /// Average pooling.
+    AvgPool2d {
+        pool: ops::Pool2d,
+        count_include_pad: bool,
+    },
 }
 
 impl Op {
@@ -120,6 +132,9 @@ impl Op {
             Op::Silu => "silu",
             Op::Square => "square",
             Op::BceWithLogits => "binary_cross_entropy_with_logits",
+            Op::Conv2d(_) => "conv2d",
+            Op::MaxPool2d { .. } => "max_pool2d",
+            Op::AvgPool2d { .. } => "avg_pool2d",
         }
     }
 
@@ -237,6 +252,30 @@ impl Op {
                 let [gx, gy] = bce_with_logits::launch_vjp(g.device(), x(0), x(1), g)?;
                 vec![gx, gy]
             }
+            Op::Conv2d(conv) => {
+                let bias = inputs.get(2).map(Tensor::data);
+                let gr = ops::conv2d_backward(g, x(0), x(1), bias, conv)?;
+                let mut grads = vec![gr.grad_input, gr.grad_weight];
+                grads.extend(gr.grad_bias);
+                grads
+            }
+            Op::MaxPool2d { indices, pool } => {
+                vec![ops::max_pool2d_backward(
+                    g,
+                    indices,
+                    inputs[0].shape(),
+                    pool,
+                )?]
+            }
+            Op::AvgPool2d {
+                pool,
+                count_include_pad,
+            } => vec![ops::avg_pool2d_backward(
+                g,
+                inputs[0].shape(),
+                pool,
+                *count_include_pad,
+            )?],
         };
         Ok(grads.into_iter().map(Some).collect())
     }

@@ -129,15 +129,16 @@ pub trait Module {
     }
 
     /// Copies `state` into this module's parameters in place (under
-    /// [`no_grad`](crate::autograd::no_grad)), so tied parameters stay tied and optimizers
+    /// [`no_grad`]), so tied parameters stay tied and optimizers
     /// holding the parameters see the new values. As PyTorch: `strict` makes any missing
     /// or unexpected key an error; a shape mismatch is always one; every problem is
     /// reported at once. Host tensors (F32, F16, BF16 as read from a file) are uploaded.
     ///
     /// # Errors
-    /// [`Error::Keys`] listing every missing, unexpected and mismatched key (nothing is
-    /// copied then); [`Error::Safetensors`] when an entry is not a float tensor;
-    /// [`Error::Autograd`] when a copy fails on the device.
+    /// [`Error::Keys`] listing every missing, unexpected and mismatched key, or
+    /// [`Error::Safetensors`] when an entry is not a float tensor (nothing is copied in
+    /// either case); [`Error::Autograd`] when a copy fails on the device (a u32 device
+    /// tensor under a parameter's name, say).
     fn load_state_dict(&self, state: &StateDict, strict: bool) -> Result<IncompatibleKeys, Error> {
         let mut expected: Vec<(String, Tensor)> = Vec::new();
         self.visit_parameters("", &mut |name, t| {
@@ -147,6 +148,9 @@ pub trait Module {
             .iter()
             .map(|(n, t)| (n.as_str(), t.shape().to_vec()));
         let report = check_state_dict(short_type_name::<Self>(), shapes, state, strict)?;
+        // Every source is read (and uploaded) before the first copy, so a bad entry
+        // leaves the module as it was.
+        let mut copies = Vec::new();
         for (name, param) in &expected {
             let Some(entry) = state.get(name) else {
                 continue;
@@ -160,6 +164,9 @@ pub trait Module {
                         .map_err(crate::autograd::Error::from)?
                 }
             };
+            copies.push((param, source));
+        }
+        for (param, source) in copies {
             no_grad(|| param.copy_(&Tensor::constant(source)))?;
         }
         Ok(report)

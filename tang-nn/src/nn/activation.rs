@@ -1,25 +1,7 @@
 //! Activation functions as modules (parameter-free: they list nothing but still take an
 //! index in a [`super::Sequential`], as in PyTorch).
 
-use super::Layer;
-use crate::Module;
 use crate::autograd::{Error, Tensor};
-
-/// Implements `Module` (nothing to list) and `Layer` for an activation.
-macro_rules! activation {
-    ($name:ident, $method:ident) => {
-        impl Module for $name {
-            fn visit_parameters(&self, _prefix: &str, _f: &mut dyn FnMut(&str, &Tensor)) {}
-            fn set_training(&self, _training: bool) {}
-        }
-
-        impl Layer for $name {
-            fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
-                self.$method(x)
-            }
-        }
-    };
-}
 
 /// `max(x, 0)` (PyTorch's `nn.ReLU`).
 ///
@@ -42,7 +24,6 @@ impl ReLU {
         x.relu()
     }
 }
-activation!(ReLU, forward);
 
 /// Which GELU (PyTorch's `approximate` argument).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -103,7 +84,6 @@ impl GELU {
         }
     }
 }
-activation!(GELU, forward);
 
 /// `x * sigmoid(x)` (PyTorch's `nn.SiLU`).
 ///
@@ -126,7 +106,6 @@ impl SiLU {
         x.silu()
     }
 }
-activation!(SiLU, forward);
 
 /// `1 / (1 + e^-x)` (PyTorch's `nn.Sigmoid`).
 ///
@@ -149,7 +128,6 @@ impl Sigmoid {
         x.sigmoid()
     }
 }
-activation!(Sigmoid, forward);
 
 /// The hyperbolic tangent (PyTorch's `nn.Tanh`).
 ///
@@ -172,4 +150,5 @@ impl Tanh {
         x.tanh()
     }
 }
-activation!(Tanh, forward);
+
+stateless_layer!(ReLU, GELU, SiLU, Sigmoid, Tanh);

@@ -1,6 +1,6 @@
 //! # Layers and losses with PyTorch's names, layouts, defaults and initialisation
 //!
-//! Every layer is a [`Module`](crate::Module) (its state dict has PyTorch's keys) with a
+//! Every layer is a [`Module`] (its state dict has PyTorch's keys) with a
 //! `forward(&self, ..) -> Result<Tensor>` over autograd tensors; layers of one input are
 //! also [`Layer`]s, so [`Sequential`] can hold them. Losses are in [`functional`]
 //! (PyTorch's `torch.nn.functional`).
@@ -39,7 +39,33 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+/// `Module` (nothing to list, no mode) and `Layer` (the inherent `forward`) for
+/// parameter-free layers: they still take an index in a [`Sequential`], as in PyTorch.
+macro_rules! stateless_layer {
+    ($($name:ident),*) => {$(
+        impl $crate::Module for $name {
+            fn visit_parameters(
+                &self,
+                _prefix: &str,
+                _f: &mut dyn FnMut(&str, &$crate::autograd::Tensor),
+            ) {
+            }
+            fn set_training(&self, _training: bool) {}
+        }
+
+        impl $crate::nn::Layer for $name {
+            fn forward(
+                &self,
+                x: &$crate::autograd::Tensor,
+            ) -> Result<$crate::autograd::Tensor, $crate::autograd::Error> {
+                $name::forward(self, x)
+            }
+        }
+    )*};
+}
+
 mod activation;
+mod conv;
 mod dropout;
 mod embedding;
 pub mod functional;
@@ -49,6 +75,7 @@ mod norm;
 mod sequential;
 
 pub use activation::{Approximate, GELU, ReLU, SiLU, Sigmoid, Tanh};
+pub use conv::{AvgPool2d, Conv2d, MaxPool2d};
 pub use dropout::{DEFAULT_SEED, Dropout, manual_seed};
 pub use embedding::Embedding;
 pub use linear::Linear;
