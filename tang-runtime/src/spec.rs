@@ -117,18 +117,26 @@ pub(crate) enum Slot {
     ReadWrite(&'static str, &'static str),
 }
 
-/// The declarations of a kernel: its params type `P` at binding 0, then its slots.
+/// The declarations of a kernel: its params type `P` at binding 0, then its slots
+/// (`S`: a static list, or one chosen per generated variant, as matmul's).
 /// Generated variants that share a [`Spec`]'s interface write the same declarations
 /// through [`Layout::declarations`].
 #[derive(Debug)]
-pub(crate) struct Layout<P> {
-    slots: &'static [Slot],
+pub(crate) struct Layout<P, S = &'static [Slot]> {
+    slots: S,
     params: PhantomData<fn() -> P>,
 }
 
 impl<P: Params> Layout<P> {
     /// The layout of params `P` and these slots.
     pub(crate) const fn new(slots: &'static [Slot]) -> Self {
+        Layout::with_slots(slots)
+    }
+}
+
+impl<P: Params, S: AsRef<[Slot]>> Layout<P, S> {
+    /// The layout of params `P` and slots chosen at run time.
+    pub(crate) const fn with_slots(slots: S) -> Self {
         Layout {
             slots,
             params: PhantomData,
@@ -137,14 +145,30 @@ impl<P: Params> Layout<P> {
 
     /// `struct P { .. }` and the `@group(0) @binding(i)` lines.
     pub(crate) fn declarations(&self) -> String {
-        declarations::<P>(self.slots)
+        let fields: Vec<String> = P::FIELDS.iter().map(|(f, t)| format!("{f}: {t}")).collect();
+        let mut s = format!(
+            "struct P {{ {} }}\n@group(0) @binding(0) var<uniform> p: P;\n",
+            fields.join(", ")
+        );
+        for (i, slot) in self.slots.as_ref().iter().enumerate() {
+            let (access, name, ty) = match slot {
+                Slot::Read(n, t) => ("read", n, t),
+                Slot::ReadWrite(n, t) => ("read_write", n, t),
+            };
+            s.push_str(&format!(
+                "@group(0) @binding({}) var<storage, {access}> {name}: {ty};\n",
+                i + 1
+            ));
+        }
+        s
     }
 
     /// Records a dispatch of `kernel` (written with these declarations): `params` at
     /// binding 0, `tensors[i]` at binding `i + 1` with the kind of slot `i`.
     ///
     /// # Errors
-    /// As [`dispatch`].
+    /// [`Error::Arity`] when `tensors` does not match the slots (a bug of the caller);
+    /// otherwise as [`Device::dispatch_raw`](crate::Device::dispatch_raw).
     pub(crate) fn dispatch(
         &self,
         kernel: &RawKernel,
@@ -153,70 +177,33 @@ impl<P: Params> Layout<P> {
         tensors: &[&Tensor],
         workgroups: [u32; 3],
     ) -> Result<(), Error> {
-        dispatch(self.slots, kernel, constants, params, tensors, workgroups)
-    }
-}
-
-/// The declarations of params `P` at binding 0 and `slots` at bindings 1.. (what
-/// [`Layout::declarations`] writes, for kernels whose slots are chosen per variant).
-pub(crate) fn declarations<P: Params>(slots: &[Slot]) -> String {
-    let fields: Vec<String> = P::FIELDS.iter().map(|(f, t)| format!("{f}: {t}")).collect();
-    let mut s = format!(
-        "struct P {{ {} }}\n@group(0) @binding(0) var<uniform> p: P;\n",
-        fields.join(", ")
-    );
-    for (i, slot) in slots.iter().enumerate() {
-        let (access, name, ty) = match slot {
-            Slot::Read(n, t) => ("read", n, t),
-            Slot::ReadWrite(n, t) => ("read_write", n, t),
+        let slots = self.slots.as_ref();
+        if tensors.len() != slots.len() {
+            return Err(Error::Arity {
+                op: kernel.name().into(),
+                what: "tensor bindings",
+                expected: slots.len(),
+                got: tensors.len(),
+            });
+        }
+        let Some(dev) = tensors.first().map(|t| t.device()) else {
+            return Err(Error::Arity {
+                op: kernel.name().into(),
+                what: "tensor bindings",
+                expected: 1,
+                got: 0,
+            });
         };
-        s.push_str(&format!(
-            "@group(0) @binding({}) var<storage, {access}> {name}: {ty};\n",
-            i + 1
-        ));
+        let mut bindings = Vec::with_capacity(1 + tensors.len());
+        bindings.push(Binding::Uniform(bytemuck::bytes_of(params)));
+        for (slot, t) in slots.iter().zip(tensors) {
+            bindings.push(match slot {
+                Slot::Read(..) => Binding::Read(t),
+                Slot::ReadWrite(..) => Binding::ReadWrite(t),
+            });
+        }
+        dev.dispatch_raw(kernel, constants, &bindings, workgroups)
     }
-    s
-}
-
-/// Records a dispatch of `kernel`, written with [`declarations`] of `P` and `slots`:
-/// `params` at binding 0, `tensors[i]` at binding `i + 1` with the kind of slot `i`.
-///
-/// # Errors
-/// [`Error::Arity`] when `tensors` does not match the slots (a bug of the caller);
-/// otherwise as [`Device::dispatch_raw`](crate::Device::dispatch_raw).
-pub(crate) fn dispatch<P: Params>(
-    slots: &[Slot],
-    kernel: &RawKernel,
-    constants: &[(&str, f64)],
-    params: &P,
-    tensors: &[&Tensor],
-    workgroups: [u32; 3],
-) -> Result<(), Error> {
-    if tensors.len() != slots.len() {
-        return Err(Error::Arity {
-            op: kernel.name().into(),
-            what: "tensor bindings",
-            expected: slots.len(),
-            got: tensors.len(),
-        });
-    }
-    let Some(dev) = tensors.first().map(|t| t.device()) else {
-        return Err(Error::Arity {
-            op: kernel.name().into(),
-            what: "tensor bindings",
-            expected: 1,
-            got: 0,
-        });
-    };
-    let mut bindings = Vec::with_capacity(1 + tensors.len());
-    bindings.push(Binding::Uniform(bytemuck::bytes_of(params)));
-    for (slot, t) in slots.iter().zip(tensors) {
-        bindings.push(match slot {
-            Slot::Read(..) => Binding::Read(t),
-            Slot::ReadWrite(..) => Binding::ReadWrite(t),
-        });
-    }
-    dev.dispatch_raw(kernel, constants, &bindings, workgroups)
 }
 
 /// A kernel's name and WGSL text, as the registry lists it for validation.

@@ -308,7 +308,7 @@ pub fn matmul_with(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Tens
     let mut tensors = vec![a, b];
     tensors.extend(o.bias);
     tensors.push(&out);
-    crate::spec::dispatch(&codegen::slots(&v), k, &[], &params, &tensors, grid)?;
+    codegen::layout(&v).dispatch(k, &[], &params, &tensors, grid)?;
     Ok(out)
 }
 

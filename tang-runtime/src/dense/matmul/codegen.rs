@@ -23,7 +23,7 @@
 
 use std::fmt::Write as _;
 
-use crate::spec::{Slot, declarations, params};
+use crate::spec::{Layout, Slot, params};
 
 /// Block rows walked together by consecutive workgroups (L2 reuse).
 const GROUP_M: u32 = 8;
@@ -195,16 +195,16 @@ pub struct Shape {
     pub batch: u32,
 }
 
-/// The storage bindings of variant `v`, in binding order: `a`, `b`, the bias when `v`
-/// has one, and `c` (vec4 elements where `v` allows them).
-pub fn slots(v: &Variant) -> Vec<Slot> {
+/// The params and storage bindings of variant `v`: `a`, `b`, the bias when `v` has one,
+/// and `c` (vec4 elements where `v` allows them).
+pub fn layout(v: &Variant) -> Layout<MatmulParams, Vec<Slot>> {
     let ty = |vec: bool| if vec { "array<vec4<f32>>" } else { "array<f32>" };
     let mut slots = vec![Slot::Read("a", ty(v.va)), Slot::Read("b", ty(v.vb))];
     if v.bias {
         slots.push(Slot::Read("bias", ty(v.vc)));
     }
     slots.push(Slot::ReadWrite("c", ty(v.vc)));
-    slots
+    Layout::with_slots(slots)
 }
 
 /// Params and workgroup grid for a launch of `tile`.
@@ -398,7 +398,7 @@ pub fn generate(v: &Variant, epilogue: &str) -> String {
         if v.ta { "^T" } else { "" },
         if v.tb { "^T" } else { "" }
     );
-    w.push_str(&declarations::<MatmulParams>(&slots(v)));
+    w.push_str(&layout(v).declarations());
     let _ = writeln!(
         w,
         "var<workgroup> sa: array<vec4<f32>, {}>;",
