@@ -20,7 +20,7 @@
 use super::check::{grid, rows_cols, want_f32};
 use super::reduce::sum;
 use super::rows_team::{Kind, row_kernel, team_kernel};
-use super::wgsl::{wg_common, unit_specs};
+use super::wgsl::{row_math, unit_specs, wg_common};
 use crate::spec::{Slot, Source, params};
 use crate::{DType, Error, Tensor};
 
@@ -92,13 +92,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var k = 0u; k < K; k = k + 1u) {
         let u = lid + k * WG;
         if (u < n) {
-            var o = (c[k] - T(mean)) * rstd * w[u];
+            var o = norm_xhat(c[k], mean, rstd) * w[u];
             if (!RMS) { o = o + b[u]; }
             y[base + u] = o;
         }
     }
     for (var u = lid + K * WG; u < n; u = u + WG) {
-        var o = (x[base + u] - T(mean)) * rstd * w[u];
+        var o = norm_xhat(x[base + u], mean, rstd) * w[u];
         if (!RMS) { o = o + b[u]; }
         y[base + u] = o;
     }
@@ -137,7 +137,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             let u = lid + k * WG;
             if (u < n) {
                 let d = dy[base + u];
-                let xh = (x[base + u] - T(mean)) * T(rstd);
+                let xh = norm_xhat(x[base + u], mean, rstd);
                 let gw = d * w[u];
                 cx[k] = xh;
                 cg[k] = gw;
@@ -149,7 +149,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         }
         for (var u = lid + K * WG; u < n; u = u + WG) {
             let d = dy[base + u];
-            let xh = (x[base + u] - T(mean)) * T(rstd);
+            let xh = norm_xhat(x[base + u], mean, rstd);
             let gw = d * w[u];
             sg = sg + hsum(gw);
             sgx = sgx + hsum(gw * xh);
@@ -162,12 +162,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let mgx = r.y / cnt;
         for (var k = 0u; k < K; k = k + 1u) {
             let u = lid + k * WG;
-            if (u < n) { dx[base + u] = T(rstd) * (cg[k] - T(mg) - cx[k] * mgx); }
+            if (u < n) { dx[base + u] = norm_dx(cg[k], cx[k], rstd, mg, mgx); }
         }
         for (var u = lid + K * WG; u < n; u = u + WG) {
-            let xh = (x[base + u] - T(mean)) * T(rstd);
+            let xh = norm_xhat(x[base + u], mean, rstd);
             let gw = dy[base + u] * w[u];
-            dx[base + u] = T(rstd) * (gw - T(mg) - xh * mgx);
+            dx[base + u] = norm_dx(gw, xh, rstd, mg, mgx);
         }
     }
     for (var k = 0u; k < K; k = k + 1u) {
@@ -177,8 +177,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 }
 ";
 
-unit_specs!(K_FWD_V4, K_FWD_F1: NormParams = "norm", [wg_common!()], FWD_SLOTS, FWD_BODY);
-unit_specs!(K_BWD_V4, K_BWD_F1: NormBackwardParams = "norm_backward", [wg_common!()], BWD_SLOTS, BWD_BODY);
+unit_specs!(K_FWD_V4, K_FWD_F1: NormParams = "norm", [wg_common!(), row_math!()], FWD_SLOTS, FWD_BODY);
+unit_specs!(K_BWD_V4, K_BWD_F1: NormBackwardParams = "norm_backward", [wg_common!(), row_math!()], BWD_SLOTS, BWD_BODY);
 
 /// Every kernel of this file, for the registry of `dense/mod.rs` (the team variants are
 /// listed by `rows_team`).
