@@ -13,7 +13,7 @@
 
 use super::check::{grid, want_f32, want_u32};
 use super::rows_team::{Kind, team_kernel};
-use super::wgsl::{lowest, row_math, row_max_sumexp, unit_specs, wg_common};
+use super::wgsl::{lowest, row_math, row_max_sumexp, unit_specs, wg_common, wg_main};
 use crate::spec::{Slot, Source, Spec, params};
 use crate::size::Size;
 use crate::{DType, Error, Tensor};
@@ -66,12 +66,9 @@ pub(super) const MAIN_SLOTS: &[Slot] = &[
     Slot::ReadWrite("dx", "array<T>"),
 ];
 
-const MAIN_BODY: &str = "
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let row = group_index(wid, nwg);
-    let live = row < p.rows;
+const MAIN_BODY: &str = concat!(
+    wg_main!(row),
+    "    let live = row < p.rows;
     let n = select(0u, p.n, live);
     let base = row * p.n;
     var t = p.ignore;
@@ -94,7 +91,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     if (lid == 0u && live) { loss[row] = cross_entropy_loss(mx + log(r.y), base, t, valid, ignored); }
 }
-";
+");
 
 const MEAN_SLOTS: &[Slot] = &[
     Slot::Read("loss", "array<f32>"),

@@ -20,7 +20,7 @@
 use super::check::{grid, rows_cols, want_f32};
 use super::reduce::sum;
 use super::rows_team::{Kind, row_kernel, team_kernel};
-use super::wgsl::{row_math, unit_specs, wg_common};
+use super::wgsl::{row_math, unit_specs, wg_common, wg_main};
 use crate::spec::{Slot, Source, params};
 use crate::{DType, Error, Tensor};
 
@@ -56,14 +56,12 @@ pub(super) const BWD_SLOTS: &[Slot] = &[
     Slot::ReadWrite("pb", "array<T>"),
 ];
 
-const FWD_BODY: &str = "// true: RMS norm (no mean, no bias; `b` is not read).
+const FWD_BODY: &str = concat!("// true: RMS norm (no mean, no bias; `b` is not read).
 override RMS: bool = false;
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let row = group_index(wid, nwg);
-    let live = row < p.rows;
+",
+    wg_main!(row),
+    "    let live = row < p.rows;
     let n = select(0u, p.n, live);
     let base = row * p.n;
     let cnt = f32(p.n * W);
@@ -107,15 +105,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         stats[2u * row + 1u] = rstd;
     }
 }
-";
+");
 
-const BWD_BODY: &str = "override RMS: bool = false;
+const BWD_BODY: &str = concat!("override RMS: bool = false;
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let g = group_index(wid, nwg);
-    let r0 = g * p.rpt;
+",
+    wg_main!(g),
+    "    let r0 = g * p.rpt;
     let r1 = min(r0 + p.rpt, p.rows);
     let live = r0 < p.rows;
     let n = select(0u, p.n, live);
@@ -175,7 +171,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         if (u < n) { pw[pbase + u] = aw[k]; pb[pbase + u] = ab[k]; }
     }
 }
-";
+");
 
 unit_specs!(K_FWD_V4, K_FWD_F1: NormParams = "norm", [wg_common!(), row_math!()], FWD_SLOTS, FWD_BODY);
 unit_specs!(K_BWD_V4, K_BWD_F1: NormBackwardParams = "norm_backward", [wg_common!(), row_math!()], BWD_SLOTS, BWD_BODY);

@@ -23,6 +23,7 @@ use super::check::{AxisView, axis_view, grid, want_f32};
 use super::reduce::{TARGET_GROUPS, TARGET_THREADS};
 use super::wgsl::WG;
 use crate::size::numel;
+use super::wgsl::{thread_main, wg_main};
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Error, Tensor};
 
@@ -85,12 +86,9 @@ const BROADCAST_SLOTS: &[Slot] = &[
     Slot::ReadWrite("dx", "array<T>"),
 ];
 
-const BROADCAST_BODY: &str = "
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let u = group_index(wid, nwg) * WG + lid;
-    if (u >= p.units) { return; }
+const BROADCAST_BODY: &str = concat!(
+    thread_main!(u),
+    "    if (u >= p.units) { return; }
     let e = u * W;
     let o = e / (p.axis * p.inner);
     // vec4 units are launched only for inner == 1 with an axis of a multiple of 4 (the
@@ -102,7 +100,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         dx[u] = gather(o * p.inner + e % p.inner) * p.scale;
     }
 }
-";
+");
 
 /// The match rule of the max backward: IEEE equality (so -0 == +0), and NaN matches NaN.
 /// NaN is tested on the bits: a compiler may fold `v != v` away.
@@ -126,13 +124,11 @@ const SEARCH_ROWS_SLOTS: &[Slot] = &[
     Slot::ReadWrite("first", "array<u32>"),
 ];
 
-const SEARCH_ROWS_BODY: &str = "var<workgroup> red: array<u32, 256>;
+const SEARCH_ROWS_BODY: &str = concat!("var<workgroup> red: array<u32, 256>;
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let g = group_index(wid, nwg);
-    let row = g / p.chunks;
+",
+    wg_main!(g),
+    "    let row = g / p.chunks;
     let c = g % p.chunks;
     let live = row < p.rows;
     let lo = c * p.chunk;
@@ -155,7 +151,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     if (lid == 0u && live) { first[row * p.chunks + c] = red[0]; }
 }
-";
+");
 
 params! {
     /// `[outer, axis, inner]` (inner in units) searched along the axis in `chunks` chunks of `chunk`.
@@ -168,12 +164,9 @@ const SEARCH_COLS_SLOTS: &[Slot] = &[
     Slot::ReadWrite("first", "array<U>"),
 ];
 
-const SEARCH_COLS_BODY: &str = "
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let idx = group_index(wid, nwg) * WG + lid;
-    if (idx >= p.outer * p.chunks * p.inner) { return; }
+const SEARCH_COLS_BODY: &str = concat!(
+    thread_main!(idx),
+    "    if (idx >= p.outer * p.chunks * p.inner) { return; }
     let i = idx % p.inner;
     let t = idx / p.inner;
     let c = t % p.chunks;
@@ -189,7 +182,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     first[idx] = best;
 }
-";
+");
 
 params! {
     /// `[outer, axis, inner]` with `chunks` partial first indices per output.
@@ -202,12 +195,9 @@ const SCATTER_SLOTS: &[Slot] = &[
     Slot::ReadWrite("dx", "array<f32>"),
 ];
 
-const SCATTER_BODY: &str = "
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let idx = group_index(wid, nwg) * WG + lid;
-    if (idx >= p.outer * p.inner) { return; }
+const SCATTER_BODY: &str = concat!(
+    thread_main!(idx),
+    "    if (idx >= p.outer * p.inner) { return; }
     let i = idx % p.inner;
     let o = idx / p.inner;
     var a = NONE;
@@ -217,7 +207,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     // NONE (no element matched y) leaves the slice's gradient at zero.
     if (a < p.axis) { dx[(o * p.axis + a) * p.inner + i] = dy[idx]; }
 }
-";
+");
 
 static K_BCAST_V4: Spec<BroadcastParams> = Spec::new(
     "reduce_broadcast_v4",

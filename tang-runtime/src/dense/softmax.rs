@@ -12,7 +12,7 @@
 
 use super::check::{rows_cols, want_f32};
 use super::rows_team::{Kind, row_kernel};
-use super::wgsl::{lowest, row_math, row_max_sumexp, unit_specs, wg_common};
+use super::wgsl::{lowest, row_math, row_max_sumexp, unit_specs, wg_common, wg_main};
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Device, Error, Tensor};
 
@@ -34,14 +34,12 @@ pub(super) const BWD_SLOTS: &[Slot] = &[
     Slot::Read("dy", "array<T>"),
 ];
 
-const FWD_BODY: &str = "// true: log_softmax.
+const FWD_BODY: &str = concat!("// true: log_softmax.
 override LOG: bool = false;
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let row = group_index(wid, nwg);
-    let n = select(0u, p.n, row < p.rows);
+",
+    wg_main!(row),
+    "    let n = select(0u, p.n, row < p.rows);
     let base = row * p.n;
     var c: array<T, K>;
     let r = row_max_sumexp(&c, base, n, lid);
@@ -57,16 +55,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         y[base + u] = softmax_y(v, exp(v - T(mx)), inv, lse, LOG);
     }
 }
-";
+");
 
-const BWD_BODY: &str = "// false: dx = y * (dy - sum(y * dy)); true (y = log_softmax): dx = dy - exp(y) * sum(dy).
+const BWD_BODY: &str = concat!("// false: dx = y * (dy - sum(y * dy)); true (y = log_softmax): dx = dy - exp(y) * sum(dy).
 override LOG: bool = false;
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let row = group_index(wid, nwg);
-    let n = select(0u, p.n, row < p.rows);
+",
+    wg_main!(row),
+    "    let n = select(0u, p.n, row < p.rows);
     let base = row * p.n;
     var cy: array<T, K>;
     var cg: array<T, K>;
@@ -93,7 +89,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         dx[base + u] = softmax_bwd_dx(y[base + u], dy[base + u], d, LOG);
     }
 }
-";
+");
 
 unit_specs!(K_FWD_V4, K_FWD_F1: SoftmaxParams = "softmax", [wg_common!(), lowest!(), row_math!(), row_max_sumexp!()], FWD_SLOTS, FWD_BODY);
 unit_specs!(K_BWD_V4, K_BWD_F1: SoftmaxParams = "softmax_backward", [wg_common!(), row_math!()], BWD_SLOTS, BWD_BODY);

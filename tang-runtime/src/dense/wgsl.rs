@@ -181,6 +181,37 @@ fn row_max_sumexp(c: ptr<function, array<T, K>>, base: u32, n: u32, lid: u32) ->
 }
 pub(crate) use row_max_sumexp;
 
+/// The entry point of a 256-thread kernel on a 2-D grid of workgroups (any number of
+/// them), up to its first statement: `wg_main!(row)` declares `row`, the workgroup's linear
+/// index; `lid` is the thread's index within it.
+macro_rules! wg_main {
+    (@signature) => {
+        concat!(
+            "@compute @workgroup_size(256)\n",
+            "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n",
+            "        @builtin(local_invocation_index) lid: u32) {\n",
+        )
+    };
+    ($var:ident) => {
+        concat!(
+            $crate::dense::wgsl::wg_main!(@signature),
+            "    let ", stringify!($var), " = wid.x + wid.y * nwg.x;\n",
+        )
+    };
+}
+pub(crate) use wg_main;
+
+/// As [`wg_main`], declaring the thread's global index instead (`thread_main!(idx)`).
+macro_rules! thread_main {
+    ($var:ident) => {
+        concat!(
+            $crate::dense::wgsl::wg_main!(@signature),
+            "    let ", stringify!($var), " = (wid.x + wid.y * nwg.x) * 256u + lid;\n",
+        )
+    };
+}
+pub(crate) use thread_main;
+
 /// The most negative finite f32: the starting maximum of online softmax statistics.
 /// Finite so that `exp(m_old - m_new)` is never `exp(-inf - -inf) = NaN`; a row of all
 /// `-inf` still ends with sum 0 and so NaN probabilities, as in PyTorch.
