@@ -207,16 +207,8 @@ fn kernel(v: &Variant, epi: Option<&Epilogue>) -> Result<&'static RawKernel, Err
 /// preset, transpose, vec4 and bias combination (for validation; kernels with an
 /// epilogue are validated when they are first generated).
 pub(crate) fn kernels() -> Vec<crate::spec::Source> {
-    let tiles = [
-        TileConfig::LARGE,
-        TileConfig::LARGE_K16,
-        TileConfig::WIDE,
-        TileConfig::MEDIUM,
-        TileConfig::MEDIUM_T256,
-        TileConfig::SMALL,
-    ];
     let mut out = Vec::new();
-    for (i, tile) in tiles.into_iter().enumerate() {
+    for (i, tile) in TileConfig::PRESETS.into_iter().enumerate() {
         for flags in 0u32..64 {
             let bit = |k: u32| flags & (1 << k) != 0;
             let v = Variant {
@@ -429,16 +421,8 @@ mod tests {
     /// Every variant of every preset tile passes naga.
     #[test]
     fn every_variant_validates() {
-        let presets = [
-            TileConfig::LARGE,
-            TileConfig::LARGE_K16,
-            TileConfig::WIDE,
-            TileConfig::MEDIUM,
-            TileConfig::MEDIUM_T256,
-            TileConfig::SMALL,
-        ];
         let epi = "fn tang_epilogue(x: f32) -> f32 { return max(x, 0.0f); }\n";
-        for tile in presets {
+        for tile in TileConfig::PRESETS {
             assert!(tile.is_valid(), "{tile:?}");
             for bits in 0..256u32 {
                 let f = |i: u32| bits & (1 << i) != 0;

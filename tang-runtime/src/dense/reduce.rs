@@ -20,7 +20,7 @@
 
 use super::check::{AxisView, axis_view, grid, want_f32};
 use super::nan_max::{nan_max_f1, nan_max_v4};
-use super::wgsl::{WG, thread_main, unit_specs, wg_common, wg_main};
+use super::wgsl::{WG, chunk_main, unit_specs, wg_common, wg_main};
 use crate::spec::{Slot, Source, params};
 use crate::{DType, Error, Tensor};
 
@@ -100,13 +100,8 @@ fn comb(a: T, b: T) -> T {
 }
 
 ",
-    thread_main!(idx),
-    "    if (idx >= p.outer * p.chunks * p.inner) { return; }
-    let i = idx % p.inner;
-    let t = idx / p.inner;
-    let c = t % p.chunks;
-    let o = t / p.chunks;
-    let lo = c * p.chunk;
+    chunk_main!(),
+    "    let lo = c * p.chunk;
     let hi = min(lo + p.chunk, p.axis);
     var acc = T(0.0);
     if (OP == 1u) { acc = T(bitcast<f32>(0xff800000u)); }

@@ -21,9 +21,8 @@
 
 use super::check::{AxisView, axis_view, grid, want_f32};
 use super::reduce::{TARGET_GROUPS, TARGET_THREADS};
-use super::wgsl::WG;
+use super::wgsl::{WG, chunk_main, thread_main, wg_main};
 use crate::size::numel;
-use super::wgsl::{thread_main, wg_main};
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Error, Tensor};
 
@@ -165,13 +164,8 @@ const SEARCH_COLS_SLOTS: &[Slot] = &[
 ];
 
 const SEARCH_COLS_BODY: &str = concat!(
-    thread_main!(idx),
-    "    if (idx >= p.outer * p.chunks * p.inner) { return; }
-    let i = idx % p.inner;
-    let t = idx / p.inner;
-    let c = t % p.chunks;
-    let o = t / p.chunks;
-    let yv = y[o * p.inner + i];
+    chunk_main!(),
+    "    let yv = y[o * p.inner + i];
     let lo = c * p.chunk;
     let hi = min(lo + p.chunk, p.axis);
     var best = U(NONE);

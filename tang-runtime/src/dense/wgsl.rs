@@ -212,6 +212,23 @@ macro_rules! thread_main {
 }
 pub(crate) use thread_main;
 
+/// The entry point of a reduction along the middle axis of `[outer, axis, inner]` in
+/// chunks (params `outer`, `inner`, `chunks`): one thread per (outer, chunk, inner unit),
+/// declared as `o`, `c` and `i`; threads past the last return.
+macro_rules! chunk_main {
+    () => {
+        concat!(
+            $crate::dense::wgsl::thread_main!(idx),
+            "    if (idx >= p.outer * p.chunks * p.inner) { return; }\n",
+            "    let i = idx % p.inner;\n",
+            "    let t = idx / p.inner;\n",
+            "    let c = t % p.chunks;\n",
+            "    let o = t / p.chunks;\n",
+        )
+    };
+}
+pub(crate) use chunk_main;
+
 /// The most negative finite f32: the starting maximum of online softmax statistics.
 /// Finite so that `exp(m_old - m_new)` is never `exp(-inf - -inf) = NaN`; a row of all
 /// `-inf` still ends with sum 0 and so NaN probabilities, as in PyTorch.

@@ -93,6 +93,17 @@ impl TileConfig {
         tn: 4,
     };
 
+    /// Every preset tile shape, largest first (for benchmarks, tests and the list of
+    /// kernels the crate validates).
+    pub const PRESETS: [TileConfig; 6] = [
+        TileConfig::LARGE,
+        TileConfig::LARGE_K16,
+        TileConfig::WIDE,
+        TileConfig::MEDIUM,
+        TileConfig::MEDIUM_T256,
+        TileConfig::SMALL,
+    ];
+
     /// Threads per workgroup: 0 for a tile with `tm` or `tn` 0 (never valid), and
     /// `u32::MAX` when the count does not fit (never valid either).
     pub fn threads(&self) -> u32 {
