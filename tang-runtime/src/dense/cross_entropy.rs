@@ -11,7 +11,7 @@
 //! A target `>= classes` that is not the ignore index gives that row a NaN loss (so the
 //! mean is NaN, visibly) and a zero gradient row; it is never read out of bounds.
 
-use super::check::{grid, want_f32, want_u32};
+use super::check::{grid, want_f32, want_shape, want_u32};
 use super::rows_team::{Kind, team_kernel};
 use super::wgsl::{lowest, row_math, row_max_sumexp, unit_specs, wg_common, wg_main};
 use crate::spec::{Slot, Source, Spec, params};
@@ -162,15 +162,13 @@ pub fn cross_entropy(
             detail: "logits is a scalar; expected [..., classes]".into(),
         });
     };
-    if targets.shape() != lead {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
-                "targets has shape {:?}; expected {lead:?} (logits {ls:?} without the class axis)",
-                targets.shape()
-            ),
-        });
-    }
+    want_shape(
+        op,
+        "targets",
+        targets.shape(),
+        lead,
+        format_args!("logits {ls:?} without the class axis"),
+    )?;
     // The kernels index with 32 bits: each count must fit, and the error names the one
     // that does not (a `[0, 2^40]` batch has no elements but too many classes).
     let limit = u64::from(u32::MAX);

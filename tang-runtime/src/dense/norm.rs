@@ -17,7 +17,7 @@
 //! (the deterministic tree of [`super::reduce`]) sums the partials: no float atomics, the
 //! same bits on every run, and `x` and `grad_y` are read once.
 
-use super::check::{grid, rows_cols, want_f32};
+use super::check::{grid, rows_cols, want_f32, want_shape};
 use super::reduce::sum;
 use super::rows_team::{Kind, row_kernel, team_kernel};
 use super::wgsl::{row_math, unit_specs, wg_common, wg_main};
@@ -215,16 +215,7 @@ pub struct RmsNormGrads {
 
 fn check_vec(op: &str, what: &str, t: &Tensor, cols: usize) -> Result<(), Error> {
     want_f32(op, t)?;
-    if t.shape() != [cols] {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
-                "{what} has shape {:?}; expected [{cols}] (the last axis of x)",
-                t.shape()
-            ),
-        });
-    }
-    Ok(())
+    want_shape(op, what, t.shape(), &[cols], "the last axis of x")
 }
 
 fn check_x(op: &str, x: &Tensor) -> Result<(usize, usize), Error> {
@@ -297,25 +288,8 @@ fn backward(
     check_vec(op, "weight", w, cols)?;
     want_f32(op, stats)?;
     want_f32(op, grad_y)?;
-    if stats.shape() != [rows, 2] {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
-                "stats has shape {:?}; expected [{rows}, 2] (NormOutput::stats of the forward)",
-                stats.shape()
-            ),
-        });
-    }
-    if grad_y.shape() != x.shape() {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
-                "grad_y has shape {:?}; expected the shape of x, {:?}",
-                grad_y.shape(),
-                x.shape()
-            ),
-        });
-    }
+    want_shape(op, "stats", stats.shape(), &[rows, 2], "NormOutput::stats of the forward")?;
+    want_shape(op, "grad_y", grad_y.shape(), x.shape(), "the shape of x")?;
     let dev = x.device();
     let dx = dev.empty(x.shape(), DType::F32)?;
     if rows == 0 || cols == 0 {

@@ -19,7 +19,7 @@
 //! gets all of `dy`, as the indices of PyTorch's `max(dim)`; a NaN `y` matches the first
 //! NaN of its slice.
 
-use super::check::{AxisView, axis_view, grid, want_f32};
+use super::check::{AxisView, axis_view, grid, want_f32, want_shape};
 use super::reduce::{TARGET_GROUPS, TARGET_THREADS};
 use super::wgsl::{WG, chunk_main, thread_main, wg_main};
 use crate::size::numel;
@@ -260,18 +260,6 @@ pub(crate) fn kernels() -> Vec<Source> {
 /// idle, and the software adapter pays for every idle invocation).
 const SEARCH_ROW_MIN: usize = 256;
 
-fn want_shape(op: &str, what: &str, got: &[usize], want: &[usize]) -> Result<(), Error> {
-    if got == want {
-        return Ok(());
-    }
-    Err(Error::ShapeMismatch {
-        op: op.into(),
-        detail: format!(
-            "{what} has shape {got:?}; expected the shape of the forward output, {want:?}"
-        ),
-    })
-}
-
 fn want_u32_len(op: &str, n: usize) -> Result<(), Error> {
     if n > u32::MAX as usize {
         return Err(Error::TooLarge {
@@ -299,7 +287,7 @@ fn broadcast(
         inner,
         out_shape,
     } = axis_view(op, input_shape, axis)?;
-    want_shape(op, "dy", dy.shape(), &out_shape)?;
+    want_shape(op, "dy", dy.shape(), &out_shape, "the shape of the forward output")?;
     want_u32_len(op, total)?;
     let dev = dy.device();
     if total == 0 {
@@ -339,8 +327,8 @@ fn max_axis_backward(
         inner,
         out_shape,
     } = axis_view(op, x.shape(), axis)?;
-    want_shape(op, "y", y.shape(), &out_shape)?;
-    want_shape(op, "dy", dy.shape(), &out_shape)?;
+    want_shape(op, "y", y.shape(), &out_shape, "the shape of the forward output")?;
+    want_shape(op, "dy", dy.shape(), &out_shape, "the shape of the forward output")?;
     want_u32_len(op, x.len())?;
     let dev = x.device();
     let dx = Tensor::zeros(dev, x.shape())?;

@@ -10,7 +10,7 @@
 //! reduction. Longer rows stream their tail with an online max/sum update and read it a
 //! second time for the output.
 
-use super::check::{rows_cols, want_f32};
+use super::check::{rows_cols, want_f32, want_shape};
 use super::rows_team::{Kind, row_kernel};
 use super::wgsl::{lowest, row_math, row_max_sumexp, unit_specs, wg_common, wg_main};
 use crate::spec::{Slot, Source, Spec, params};
@@ -163,16 +163,7 @@ fn backward(y: &Tensor, grad_y: &Tensor, log: bool) -> Result<Tensor, Error> {
     };
     let (rows, cols) = check_len(op, y)?;
     want_f32(op, grad_y)?;
-    if grad_y.shape() != y.shape() {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
-                "grad_y has shape {:?}; expected the shape of the forward output y, {:?}",
-                grad_y.shape(),
-                y.shape()
-            ),
-        });
-    }
+    want_shape(op, "grad_y", grad_y.shape(), y.shape(), "the forward output y")?;
     let dev = y.device();
     let dx = dev.empty(y.shape(), DType::F32)?;
     if rows == 0 || cols == 0 {
