@@ -113,10 +113,7 @@ impl Device {
             id: kernel.id(),
             trusted: kernel.is_trusted(),
             entry_point: kernel.entry_point(),
-            constants: constants
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_bits()))
-                .collect(),
+            constants: constants.iter().map(|(k, v)| (*k, v.to_bits())).collect(),
             kinds: bindings.iter().map(Binding::kind).collect(),
         };
         self.record(key, kernel.name(), kernel.wgsl(), bindings, workgroups)
@@ -125,7 +122,7 @@ impl Device {
     /// Records a dispatch whose bindings were already checked.
     pub(crate) fn record(
         &self,
-        key: PipelineKey,
+        key: PipelineKey<'_>,
         name: &str,
         wgsl: &str,
         bindings: &[Binding<'_>],
@@ -141,39 +138,39 @@ impl Device {
             st.submit(inner);
         }
         let arena = st.arena_buf.clone();
-        let mut offsets = Vec::new();
-        let mut ranges = Vec::with_capacity(bindings.len());
+        // Dynamic offsets and padded sizes of the uniforms, in binding order: lists kept
+        // in the state and reused by every launch (taken out while the state is borrowed
+        // for the pass; an error path simply drops them).
+        let mut offsets = std::mem::take(&mut st.uniform_offsets);
+        let mut sizes = std::mem::take(&mut st.uniform_sizes);
+        offsets.clear();
+        sizes.clear();
         for b in bindings {
             if let Binding::Uniform(bytes) = b {
-                let Some((off, size)) = st.push_uniform(bytes) else {
+                let Some((offset, size)) = st.push_uniform(bytes) else {
                     return Err(Error::TooLarge {
                         what: format!("{name}: uniform bytes in one launch"),
                         requested: bytes.len() as u64,
                         limit: 1 << 20,
                     });
                 };
-                offsets.push(off);
-                ranges.push(size);
-            } else {
-                ranges.push(0);
+                offsets.push(offset);
+                sizes.push(size);
             }
         }
-        let (pipeline, layout) = {
-            let p = st
-                .cache
-                .get(&inner.device, inner.info.checked, key, name, wgsl)?;
-            (p.pipeline.clone(), p.layout.clone())
-        };
+        let (pipeline, layout) =
+            st.cache
+                .get(&inner.device, inner.info.checked, &key, name, wgsl)?;
+        let mut uniform_sizes = sizes.iter().copied();
         let entries: Vec<wgpu::BindGroupEntry<'_>> = bindings
             .iter()
-            .zip(&ranges)
             .enumerate()
-            .map(|(i, (b, &size))| {
+            .map(|(i, b)| {
                 let binding = match b {
                     Binding::Uniform(_) => wgpu::BufferBinding {
                         buffer: &arena,
                         offset: 0,
-                        size: wgpu::BufferSize::new(size),
+                        size: uniform_sizes.next().and_then(wgpu::BufferSize::new),
                     },
                     Binding::Read(t) | Binding::ReadWrite(t) => wgpu::BufferBinding {
                         buffer: t.buffer(),
@@ -197,6 +194,8 @@ impl Device {
         pass.set_pipeline(&pipeline);
         pass.set_bind_group(0, &group, &offsets);
         pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
+        st.uniform_offsets = offsets;
+        st.uniform_sizes = sizes;
         for b in bindings {
             if let Binding::Read(t) | Binding::ReadWrite(t) = b {
                 t.storage.last_batch.store(batch, Ordering::Relaxed);

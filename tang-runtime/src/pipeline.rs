@@ -150,27 +150,168 @@ impl Binding<'_> {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct PipelineKey {
+/// The binding kinds of a pipeline, packed two bits each into one word for up to 64
+/// bindings (every kernel tang makes), so a launch builds its cache key without
+/// allocating; longer lists are kept as a vector.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum KindList {
+    /// `len` kinds, kind `i` in bits `2i..2i + 2`.
+    Packed { len: u32, bits: u128 },
+    /// More kinds than one word holds.
+    Long(Vec<Kind>),
+}
+
+impl KindList {
+    const PACKED_MAX: u32 = 64;
+
+    fn code(kind: Kind) -> u128 {
+        match kind {
+            Kind::Uniform => 1,
+            Kind::Read => 2,
+            Kind::ReadWrite => 3,
+        }
+    }
+
+    fn push(&mut self, kind: Kind) {
+        match self {
+            KindList::Packed { len, bits } if *len < Self::PACKED_MAX => {
+                *bits |= Self::code(kind) << (2 * *len);
+                *len += 1;
+            }
+            KindList::Packed { .. } => {
+                let mut all: Vec<Kind> = self.iter().collect();
+                all.push(kind);
+                *self = KindList::Long(all);
+            }
+            KindList::Long(all) => all.push(kind),
+        }
+    }
+
+    /// The kinds in binding order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = Kind> + '_ {
+        let (packed, long) = match self {
+            KindList::Packed { len, bits } => (Some((*len, *bits)), &[][..]),
+            KindList::Long(all) => (None, &all[..]),
+        };
+        let unpacked = packed.into_iter().flat_map(|(len, bits)| {
+            (0..len).map(move |i| match (bits >> (2 * i)) & 3 {
+                1 => Kind::Uniform,
+                2 => Kind::Read,
+                _ => Kind::ReadWrite,
+            })
+        });
+        unpacked.chain(long.iter().copied())
+    }
+
+    /// A 64-bit summary for the cache's hash.
+    fn fingerprint(&self) -> u64 {
+        match self {
+            KindList::Packed { len, bits } => {
+                (*bits as u64) ^ ((*bits >> 64) as u64).rotate_left(29) ^ u64::from(*len) << 58
+            }
+            KindList::Long(all) => all
+                .iter()
+                .fold(all.len() as u64, |h, &k| mix(h, Self::code(k) as u64)),
+        }
+    }
+}
+
+impl FromIterator<Kind> for KindList {
+    fn from_iter<I: IntoIterator<Item = Kind>>(iter: I) -> Self {
+        let mut list = KindList::Packed { len: 0, bits: 0 };
+        for kind in iter {
+            list.push(kind);
+        }
+        list
+    }
+}
+
+/// One step of the cache's hash: cheap, and well mixed enough for a hash-map index (the
+/// map compares full keys, so a collision costs a comparison, never a wrong pipeline).
+fn mix(h: u64, v: u64) -> u64 {
+    (h ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(31)
+}
+
+/// What identifies a pipeline: the kernel (its id covers the text, the entry point and
+/// the trust), its override constants and the kinds of its bindings. Borrowed, so a
+/// launch whose pipeline is cached allocates nothing for it.
+#[derive(Clone, Debug)]
+pub(crate) struct PipelineKey<'a> {
     pub id: u64,
     /// Whether the kernel may run without wgpu's runtime checks (part of the key: the
     /// same text may be launched both ways).
     pub trusted: bool,
     pub entry_point: &'static str,
-    pub constants: Vec<(String, u64)>,
-    pub kinds: Vec<Kind>,
+    /// Override constants: name and the bits of the `f64` value.
+    pub constants: Vec<(&'a str, u64)>,
+    pub kinds: KindList,
 }
 
+impl PipelineKey<'_> {
+    fn hash(&self) -> u64 {
+        let h = mix(self.id, self.kinds.fingerprint());
+        let h = mix(h, u64::from(self.trusted));
+        self.constants.iter().fold(h, |h, (name, bits)| {
+            mix(mix(h, tang_expr::stable_hash(name)), *bits)
+        })
+    }
+}
+
+/// A cached pipeline with the key it was created for.
 pub(crate) struct Pipeline {
-    pub pipeline: wgpu::ComputePipeline,
-    pub layout: wgpu::BindGroupLayout,
+    id: u64,
+    trusted: bool,
+    entry_point: &'static str,
+    constants: Vec<(String, u64)>,
+    kinds: KindList,
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
 }
 
-/// Shader modules (by kernel id) and pipelines (by [`PipelineKey`]).
+impl Pipeline {
+    fn is_for(&self, key: &PipelineKey<'_>) -> bool {
+        self.id == key.id
+            && self.trusted == key.trusted
+            && self.entry_point == key.entry_point
+            && self.kinds == key.kinds
+            && self.constants.len() == key.constants.len()
+            && self
+                .constants
+                .iter()
+                .zip(&key.constants)
+                .all(|((n, v), (kn, kv))| n == kn && v == kv)
+    }
+}
+
+/// A hasher for keys that are already well-mixed `u64`s (the [`PipelineKey`] hash).
+#[derive(Default)]
+pub(crate) struct PremixedHasher(u64);
+
+impl std::hash::Hasher for PremixedHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = mix(self.0, u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+type PremixedMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<PremixedHasher>>;
+
+/// Shader modules (by kernel id and trust) and pipelines (by [`PipelineKey`]).
+///
+/// A lookup costs one cheap hash of the key and one comparison, however many pipelines
+/// the device has made: the launch path runs it for every launch.
 #[derive(Default)]
 pub(crate) struct Cache {
     modules: HashMap<(u64, bool), wgpu::ShaderModule>,
-    pipelines: HashMap<PipelineKey, Pipeline>,
+    /// Pipelines by [`PipelineKey::hash`]; distinct keys with one hash share the list.
+    pipelines: PremixedMap<u64, Vec<Pipeline>>,
     pub modules_created: u64,
     pub pipelines_created: u64,
 }
@@ -205,93 +346,100 @@ fn create_module(
 }
 
 impl Cache {
-    /// The pipeline for `key`, created (with its module) on first use.
+    /// The pipeline for `key` and its bind group layout, created (with its module) on
+    /// first use.
     pub fn get(
         &mut self,
         device: &wgpu::Device,
         checked: bool,
-        key: PipelineKey,
+        key: &PipelineKey<'_>,
         name: &str,
         wgsl: &str,
-    ) -> Result<&Pipeline, Error> {
-        if !self.pipelines.contains_key(&key) {
-            // Creation errors (bad WGSL, a layout the shader disagrees with) are caught
-            // here, so a broken kernel is an error of its launch and never poisons the
-            // batch it would have been recorded into.
-            let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-            let module_key = (key.id, key.trusted && !checked);
-            let module = match self.modules.get(&module_key) {
-                Some(m) => m.clone(),
-                None => {
-                    self.modules_created += 1;
-                    create_module(device, name, wgsl, module_key.1)
-                }
-            };
-            let module = &module;
-            let entries: Vec<wgpu::BindGroupLayoutEntry> = key
-                .kinds
-                .iter()
-                .enumerate()
-                .map(|(i, k)| wgpu::BindGroupLayoutEntry {
-                    binding: i as u32,
-                    visibility: wgpu::ShaderStages::COMPUTE,
+    ) -> Result<(wgpu::ComputePipeline, wgpu::BindGroupLayout), Error> {
+        let hash = key.hash();
+        if let Some(p) = self
+            .pipelines
+            .get(&hash)
+            .and_then(|list| list.iter().find(|p| p.is_for(key)))
+        {
+            return Ok((p.pipeline.clone(), p.layout.clone()));
+        }
+        // Creation errors (bad WGSL, a layout the shader disagrees with) are caught
+        // here, so a broken kernel is an error of its launch and never poisons the
+        // batch it would have been recorded into.
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module_key = (key.id, key.trusted && !checked);
+        let module = match self.modules.get(&module_key) {
+            Some(m) => m.clone(),
+            None => {
+                self.modules_created += 1;
+                create_module(device, name, wgsl, module_key.1)
+            }
+        };
+        let entries: Vec<wgpu::BindGroupLayoutEntry> = key
+            .kinds
+            .iter()
+            .enumerate()
+            .map(|(i, k)| wgpu::BindGroupLayoutEntry {
+                binding: i as u32,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
                     ty: match k {
-                        Kind::Uniform => wgpu::BindingType::Buffer {
-                            ty: wgpu::BufferBindingType::Uniform,
-                            has_dynamic_offset: true,
-                            min_binding_size: None,
-                        },
-                        Kind::Read => wgpu::BindingType::Buffer {
-                            ty: wgpu::BufferBindingType::Storage { read_only: true },
-                            has_dynamic_offset: false,
-                            min_binding_size: None,
-                        },
-                        Kind::ReadWrite => wgpu::BindingType::Buffer {
-                            ty: wgpu::BufferBindingType::Storage { read_only: false },
-                            has_dynamic_offset: false,
-                            min_binding_size: None,
-                        },
+                        Kind::Uniform => wgpu::BufferBindingType::Uniform,
+                        Kind::Read => wgpu::BufferBindingType::Storage { read_only: true },
+                        Kind::ReadWrite => wgpu::BufferBindingType::Storage { read_only: false },
                     },
-                    count: None,
-                })
-                .collect();
-            let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                label: Some(name),
-                entries: &entries,
-            });
-            let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                label: Some(name),
-                bind_group_layouts: &[Some(&layout)],
-                immediate_size: 0,
-            });
-            let constants: Vec<(&str, f64)> = key
+                    has_dynamic_offset: k == Kind::Uniform,
+                    min_binding_size: None,
+                },
+                count: None,
+            })
+            .collect();
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some(name),
+            entries: &entries,
+        });
+        let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some(name),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let constants: Vec<(&str, f64)> = key
+            .constants
+            .iter()
+            .map(|(k, v)| (*k, f64::from_bits(*v)))
+            .collect();
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(name),
+            layout: Some(&pl),
+            module: &module,
+            entry_point: Some(key.entry_point),
+            compilation_options: wgpu::PipelineCompilationOptions {
+                constants: &constants,
+                // WGSL promises zeroed workgroup memory; kernels may rely on it.
+                zero_initialize_workgroup_memory: true,
+            },
+            cache: None,
+        });
+        self.pipelines_created += 1;
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(Error::Wgpu(format!("kernel `{name}`: {e}")));
+        }
+        self.modules.insert(module_key, module);
+        self.pipelines.entry(hash).or_default().push(Pipeline {
+            id: key.id,
+            trusted: key.trusted,
+            entry_point: key.entry_point,
+            constants: key
                 .constants
                 .iter()
-                .map(|(k, v)| (k.as_str(), f64::from_bits(*v)))
-                .collect();
-            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(name),
-                layout: Some(&pl),
-                module,
-                entry_point: Some(key.entry_point),
-                compilation_options: wgpu::PipelineCompilationOptions {
-                    constants: &constants,
-                    // WGSL promises zeroed workgroup memory; kernels may rely on it.
-                    zero_initialize_workgroup_memory: true,
-                },
-                cache: None,
-            });
-            self.pipelines_created += 1;
-            if let Some(e) = pollster::block_on(scope.pop()) {
-                return Err(Error::Wgpu(format!("kernel `{name}`: {e}")));
-            }
-            self.modules.insert(module_key, module.clone());
-            self.pipelines
-                .insert(key.clone(), Pipeline { pipeline, layout });
-        }
-        self.pipelines
-            .get(&key)
-            .ok_or_else(|| Error::Wgpu(format!("kernel `{name}`: pipeline missing from the cache")))
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+            kinds: key.kinds.clone(),
+            pipeline: pipeline.clone(),
+            layout: layout.clone(),
+        });
+        Ok((pipeline, layout))
     }
 }
 
@@ -308,5 +456,50 @@ mod tests {
         assert_eq!(K.id, RawKernel::own("x", K.wgsl, "main").id);
         assert_ne!(K.id, RawKernel::own("k", K.wgsl, "other").id);
         assert_ne!(K.id, RawKernel::checked("k", K.wgsl, "main").id);
+    }
+
+    #[test]
+    fn kind_lists_round_trip_packed_and_long() {
+        for len in [0usize, 1, 3, 63, 64, 65, 130] {
+            let kinds: Vec<Kind> = (0..len)
+                .map(|i| [Kind::Uniform, Kind::Read, Kind::ReadWrite][(i * 7 + len) % 3])
+                .collect();
+            let list: KindList = kinds.iter().copied().collect();
+            assert_eq!(list.iter().collect::<Vec<_>>(), kinds, "{len} kinds");
+            assert_eq!(matches!(list, KindList::Packed { .. }), len <= 64);
+            let mut other = kinds.clone();
+            if let Some(last) = other.last_mut() {
+                *last = if *last == Kind::Read {
+                    Kind::ReadWrite
+                } else {
+                    Kind::Read
+                };
+                let changed: KindList = other.into_iter().collect();
+                assert_ne!(changed, list);
+            }
+        }
+    }
+
+    #[test]
+    fn keys_that_differ_anywhere_find_different_pipelines() {
+        let key = |id, trusted, constants: Vec<(&'static str, u64)>, kinds: &[Kind]| PipelineKey {
+            id,
+            trusted,
+            entry_point: "main",
+            constants,
+            kinds: kinds.iter().copied().collect(),
+        };
+        let base = key(1, true, vec![("A", 1)], &[Kind::Uniform, Kind::Read]);
+        let others = [
+            key(2, true, vec![("A", 1)], &[Kind::Uniform, Kind::Read]),
+            key(1, false, vec![("A", 1)], &[Kind::Uniform, Kind::Read]),
+            key(1, true, vec![("A", 2)], &[Kind::Uniform, Kind::Read]),
+            key(1, true, vec![("B", 1)], &[Kind::Uniform, Kind::Read]),
+            key(1, true, vec![], &[Kind::Uniform, Kind::Read]),
+            key(1, true, vec![("A", 1)], &[Kind::Uniform, Kind::ReadWrite]),
+        ];
+        for other in &others {
+            assert_ne!(other.hash(), base.hash(), "{other:?}");
+        }
     }
 }

@@ -117,18 +117,26 @@ pub(crate) enum Slot {
     ReadWrite(&'static str, &'static str),
 }
 
-/// The declarations of a kernel: its params type `P` at binding 0, then its slots.
+/// The declarations of a kernel: its params type `P` at binding 0, then its slots
+/// (`S`: a static list, or one chosen per generated variant, as matmul's).
 /// Generated variants that share a [`Spec`]'s interface write the same declarations
 /// through [`Layout::declarations`].
 #[derive(Debug)]
-pub(crate) struct Layout<P> {
-    slots: &'static [Slot],
+pub(crate) struct Layout<P, S = &'static [Slot]> {
+    slots: S,
     params: PhantomData<fn() -> P>,
 }
 
 impl<P: Params> Layout<P> {
     /// The layout of params `P` and these slots.
     pub(crate) const fn new(slots: &'static [Slot]) -> Self {
+        Layout::with_slots(slots)
+    }
+}
+
+impl<P: Params, S: AsRef<[Slot]>> Layout<P, S> {
+    /// The layout of params `P` and slots chosen at run time.
+    pub(crate) const fn with_slots(slots: S) -> Self {
         Layout {
             slots,
             params: PhantomData,
@@ -142,7 +150,7 @@ impl<P: Params> Layout<P> {
             "struct P {{ {} }}\n@group(0) @binding(0) var<uniform> p: P;\n",
             fields.join(", ")
         );
-        for (i, slot) in self.slots.iter().enumerate() {
+        for (i, slot) in self.slots.as_ref().iter().enumerate() {
             let (access, name, ty) = match slot {
                 Slot::Read(n, t) => ("read", n, t),
                 Slot::ReadWrite(n, t) => ("read_write", n, t),
@@ -160,7 +168,7 @@ impl<P: Params> Layout<P> {
     ///
     /// # Errors
     /// [`Error::Arity`] when `tensors` does not match the slots (a bug of the caller);
-    /// otherwise as [`Device::dispatch_raw`].
+    /// otherwise as [`Device::dispatch_raw`](crate::Device::dispatch_raw).
     pub(crate) fn dispatch(
         &self,
         kernel: &RawKernel,
@@ -169,11 +177,12 @@ impl<P: Params> Layout<P> {
         tensors: &[&Tensor],
         workgroups: [u32; 3],
     ) -> Result<(), Error> {
-        if tensors.len() != self.slots.len() {
+        let slots = self.slots.as_ref();
+        if tensors.len() != slots.len() {
             return Err(Error::Arity {
                 op: kernel.name().into(),
                 what: "tensor bindings",
-                expected: self.slots.len(),
+                expected: slots.len(),
                 got: tensors.len(),
             });
         }
@@ -187,7 +196,7 @@ impl<P: Params> Layout<P> {
         };
         let mut bindings = Vec::with_capacity(1 + tensors.len());
         bindings.push(Binding::Uniform(bytemuck::bytes_of(params)));
-        for (slot, t) in self.slots.iter().zip(tensors) {
+        for (slot, t) in slots.iter().zip(tensors) {
             bindings.push(match slot {
                 Slot::Read(..) => Binding::Read(t),
                 Slot::ReadWrite(..) => Binding::ReadWrite(t),

@@ -39,6 +39,10 @@ pub(crate) struct State {
     deferred: Pool,
     pub pool: Pool,
     pub cache: Cache,
+    /// Scratch lists of one launch (its uniforms' dynamic offsets and sizes), kept so
+    /// recording a launch does not allocate them.
+    pub uniform_offsets: Vec<u32>,
+    pub uniform_sizes: Vec<u64>,
     bytes_in_use: u64,
     allocations: u64,
     launches: u64,
@@ -73,6 +77,8 @@ impl State {
             deferred: Pool::default(),
             pool: Pool::default(),
             cache: Cache::default(),
+            uniform_offsets: Vec::new(),
+            uniform_sizes: Vec::new(),
             bytes_in_use: 0,
             allocations: 0,
             launches: 0,

@@ -150,15 +150,7 @@ fn more_row_blocks_than_one_grid_dimension() {
 fn every_tile_preset_aligned_and_not() {
     for dev in devices() {
         let mut rng = Rng::new(2);
-        let presets = [
-            TileConfig::LARGE,
-            TileConfig::LARGE_K16,
-            TileConfig::WIDE,
-            TileConfig::MEDIUM,
-            TileConfig::MEDIUM_T256,
-            TileConfig::SMALL,
-        ];
-        for tile in presets.into_iter().filter(|t| t.fits(&dev)) {
+        for tile in TileConfig::PRESETS.into_iter().filter(|t| t.fits(&dev)) {
             // 136 x 72 x 40: vec4 everywhere, edges in m and n, a partial k tile of 16.
             check(&dev, &mut rng, 136, 72, 40, false, false, Some(tile));
             check(&dev, &mut rng, 136, 72, 40, true, true, Some(tile));

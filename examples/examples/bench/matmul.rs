@@ -163,16 +163,8 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
         }
         Err(e) => report.fail("matmul_fp32_4096x4096x1024_NN_gelu", &e),
     }
-    let presets = [
-        TileConfig::LARGE,
-        TileConfig::LARGE_K16,
-        TileConfig::WIDE,
-        TileConfig::MEDIUM,
-        TileConfig::MEDIUM_T256,
-        TileConfig::SMALL,
-    ];
     for s in [1024, 4096] {
-        for t in presets.into_iter().filter(|t| t.fits(dev)) {
+        for t in TileConfig::PRESETS.into_iter().filter(|t| t.fits(dev)) {
             let name = format!(
                 "matmul_fp32_{s}_tile{}x{}x{}_{}x{}",
                 t.bm, t.bn, t.bk, t.tm, t.tn

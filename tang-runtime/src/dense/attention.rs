@@ -52,6 +52,7 @@ mod bwd_dq;
 mod fwd_large;
 mod kernels;
 mod layout;
+mod rows;
 mod tiled;
 
 use kernels::{ROWS, VARIANTS, Variant, tiled_for};

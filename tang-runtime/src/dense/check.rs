@@ -25,6 +25,24 @@ pub(crate) fn want_f32(op: &str, t: &Tensor) -> Result<(), Error> {
     t.expect_dtype(op, DType::F32)
 }
 
+/// Fails with [`Error::ShapeMismatch`] unless `got == want`; the message names the tensor
+/// (`what`) and where the expected shape comes from (`why`, formatted only on failure).
+pub(crate) fn want_shape(
+    op: &str,
+    what: &str,
+    got: &[usize],
+    want: &[usize],
+    why: impl std::fmt::Display,
+) -> Result<(), Error> {
+    if got == want {
+        return Ok(());
+    }
+    Err(Error::ShapeMismatch {
+        op: op.into(),
+        detail: format!("{what} has shape {got:?}; expected {want:?} ({why})"),
+    })
+}
+
 /// Checks that `t` is a u32 tensor.
 pub(crate) fn want_u32(op: &str, t: &Tensor) -> Result<(), Error> {
     t.expect_dtype(op, DType::U32)

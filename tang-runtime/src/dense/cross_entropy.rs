@@ -11,9 +11,9 @@
 //! A target `>= classes` that is not the ignore index gives that row a NaN loss (so the
 //! mean is NaN, visibly) and a zero gradient row; it is never read out of bounds.
 
-use super::check::{grid, want_f32, want_u32};
+use super::check::{grid, want_f32, want_shape, want_u32};
 use super::rows_team::{Kind, team_kernel};
-use super::wgsl::{lowest, wg_common, unit_specs};
+use super::wgsl::{lowest, row_math, row_max_sumexp, unit_specs, wg_common, wg_main};
 use crate::spec::{Slot, Source, Spec, params};
 use crate::size::Size;
 use crate::{DType, Error, Tensor};
@@ -44,6 +44,19 @@ fn main(@builtin(local_invocation_index) lid: u32) {
 }
 ";
 
+/// The loss of one row, for the fallback and the subgroup team kernel of `rows_team`
+/// (the gradient is `cross_entropy_dx` of `wgsl::row_math`).
+pub(super) const LOSS: &str = "// A row's loss: log-sum-exp minus the target's logit (the row starts at unit `rbase` of
+// `x`); NaN for a target out of range, 0 for an ignored row. `x` is read only for a
+// valid target.
+fn cross_entropy_loss(lse: f32, rbase: u32, t: u32, valid: bool, ignored: bool) -> f32 {
+    if (valid) { return lse - elem(x[rbase + t / W], t % W); }
+    if (ignored) { return 0.0; }
+    return bitcast<f32>(0x7fc00000u);
+}
+
+";
+
 /// The main pass's bindings; the subgroup team kernel of `rows_team` declares the same.
 pub(super) const MAIN_SLOTS: &[Slot] = &[
     Slot::Read("x", "array<T>"),
@@ -53,12 +66,9 @@ pub(super) const MAIN_SLOTS: &[Slot] = &[
     Slot::ReadWrite("dx", "array<T>"),
 ];
 
-const MAIN_BODY: &str = "
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let row = group_index(wid, nwg);
-    let live = row < p.rows;
+const MAIN_BODY: &str = concat!(
+    wg_main!(row),
+    "    let live = row < p.rows;
     let n = select(0u, p.n, live);
     let base = row * p.n;
     var t = p.ignore;
@@ -69,49 +79,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     // Ignored and invalid rows get a zero gradient.
     let scale = select(0.0, 1.0 / max(total, 1.0), valid);
     var c: array<T, K>;
-    var m = LOWEST;
-    for (var k = 0u; k < K; k = k + 1u) {
-        let u = lid + k * WG;
-        if (u < n) { let v = x[base + u]; c[k] = v; m = max(m, hmax(v)); }
-    }
-    var s = 0.0;
-    for (var k = 0u; k < K; k = k + 1u) {
-        if (lid + k * WG < n) { s = s + hsum(exp(c[k] - T(m))); }
-    }
-    for (var u = lid + K * WG; u < n; u = u + WG) {
-        let v = x[base + u];
-        let mn = max(m, hmax(v));
-        s = s * exp(m - mn) + hsum(exp(v - T(mn)));
-        m = mn;
-    }
-    let r = wg_max_sumexp(m, s, lid);
+    let r = row_max_sumexp(&c, base, n, lid);
     let mx = r.x;
     let inv = 1.0 / r.y;
-    let tu = t / W;
     for (var k = 0u; k < K; k = k + 1u) {
         let u = lid + k * WG;
-        if (u < n) {
-            var g = exp(c[k] - T(mx)) * inv;
-            if (u == tu) { g = g - onehot(t % W); }
-            dx[base + u] = g * scale;
-        }
+        if (u < n) { dx[base + u] = cross_entropy_dx(exp(c[k] - T(mx)), inv, u, t, scale); }
     }
     for (var u = lid + K * WG; u < n; u = u + WG) {
-        var g = exp(x[base + u] - T(mx)) * inv;
-        if (u == tu) { g = g - onehot(t % W); }
-        dx[base + u] = g * scale;
+        dx[base + u] = cross_entropy_dx(exp(x[base + u] - T(mx)), inv, u, t, scale);
     }
-    if (lid == 0u && live) {
-        var l = 0.0;
-        if (valid) {
-            l = mx + log(r.y) - elem(x[base + tu], t % W);
-        } else if (!ignored) {
-            l = bitcast<f32>(0x7fc00000u);
-        }
-        loss[row] = l;
-    }
+    if (lid == 0u && live) { loss[row] = cross_entropy_loss(mx + log(r.y), base, t, valid, ignored); }
 }
-";
+");
 
 const MEAN_SLOTS: &[Slot] = &[
     Slot::Read("loss", "array<f32>"),
@@ -132,7 +112,7 @@ fn main(@builtin(local_invocation_index) lid: u32) {
 
 static K_COUNT: Spec<CrossEntropyParams> =
     Spec::new("cross_entropy_count", &[], COUNT_SLOTS, COUNT_BODY);
-unit_specs!(K_MAIN_V4, K_MAIN_F1: CrossEntropyParams = "cross_entropy", [wg_common!(), lowest!()], MAIN_SLOTS, MAIN_BODY);
+unit_specs!(K_MAIN_V4, K_MAIN_F1: CrossEntropyParams = "cross_entropy", [wg_common!(), lowest!(), row_math!(), row_max_sumexp!(), LOSS], MAIN_SLOTS, MAIN_BODY);
 static K_MEAN: Spec<CrossEntropyParams> =
     Spec::new("cross_entropy_mean", &[wg_common!()], MEAN_SLOTS, MEAN_BODY);
 
@@ -182,15 +162,13 @@ pub fn cross_entropy(
             detail: "logits is a scalar; expected [..., classes]".into(),
         });
     };
-    if targets.shape() != lead {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
-                "targets has shape {:?}; expected {lead:?} (logits {ls:?} without the class axis)",
-                targets.shape()
-            ),
-        });
-    }
+    want_shape(
+        op,
+        "targets",
+        targets.shape(),
+        lead,
+        format_args!("logits {ls:?} without the class axis"),
+    )?;
     // The kernels index with 32 bits: each count must fit, and the error names the one
     // that does not (a `[0, 2^40]` batch has no elements but too many classes).
     let limit = u64::from(u32::MAX);

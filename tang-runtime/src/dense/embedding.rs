@@ -14,7 +14,7 @@
 //!    with more positions scans the ids in order instead (at most `n / 1024` such rows).
 
 use super::check::{grid, want_f32, want_u32};
-use super::wgsl::{WG, wg_common, unit_specs};
+use super::wgsl::{WG, thread_main, unit_specs, wg_common, wg_main};
 use crate::spec::{Slot, Source, Spec, params};
 use crate::size::Size;
 use crate::{DType, Error, Tensor};
@@ -35,12 +35,9 @@ const FWD_SLOTS: &[Slot] = &[
     Slot::ReadWrite("out", "array<T>"),
 ];
 
-const FWD_BODY: &str = "
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let idx = group_index(wid, nwg) * WG + lid;
-    if (idx >= p.n * p.units) { return; }
+const FWD_BODY: &str = concat!(
+    thread_main!(idx),
+    "    if (idx >= p.n * p.units) { return; }
     let i = idx / p.units;
     let u = idx % p.units;
     let id = ids[i];
@@ -48,23 +45,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (id < p.vocab) { v = w[id * p.units + u]; }
     out[idx] = v;
 }
-";
+");
 
 const COUNT_SLOTS: &[Slot] = &[
     Slot::Read("ids", "array<u32>"),
     Slot::ReadWrite("counts", "array<atomic<u32>>"),
 ];
 
-const COUNT_BODY: &str = "
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let i = (wid.x + wid.y * nwg.x) * 256u + lid;
-    if (i >= p.n) { return; }
+const COUNT_BODY: &str = concat!(
+    thread_main!(i),
+    "    if (i >= p.n) { return; }
     let id = ids[i];
     if (id < p.vocab) { atomicAdd(&counts[id], 1u); }
 }
-";
+");
 
 const SCAN_SLOTS: &[Slot] = &[
     Slot::Read("counts", "array<u32>"),
@@ -108,12 +102,9 @@ const FILL_SLOTS: &[Slot] = &[
     Slot::ReadWrite("pos", "array<u32>"),
 ];
 
-const FILL_BODY: &str = "
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let i = (wid.x + wid.y * nwg.x) * 256u + lid;
-    if (i >= p.n) { return; }
+const FILL_BODY: &str = concat!(
+    thread_main!(i),
+    "    if (i >= p.n) { return; }
     let id = ids[i];
     if (id < p.vocab) {
         // counts[id] >= 1 here (the histogram counted this position), so no wrap.
@@ -122,7 +113,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         if (slot < p.n) { pos[slot] = i; }
     }
 }
-";
+");
 
 const GATHER_SLOTS: &[Slot] = &[
     Slot::Read("ids", "array<u32>"),
@@ -132,15 +123,13 @@ const GATHER_SLOTS: &[Slot] = &[
     Slot::ReadWrite("dw", "array<T>"),
 ];
 
-const GATHER_BODY: &str = "const S: u32 = 1024u;
+const GATHER_BODY: &str = concat!("const S: u32 = 1024u;
 var<workgroup> sp: array<u32, 1024>;
 var<workgroup> ss: array<u32, 1024>;
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let v = group_index(wid, nwg);
-    let live = v < p.vocab;
+",
+    wg_main!(v),
+    "    let live = v < p.vocab;
     var off = 0u;
     var b = 0u;
     if (live) { off = offsets[v]; b = offsets[v + 1u] - off; }
@@ -174,7 +163,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         dw[v * p.units + u] = acc;
     }
 }
-";
+");
 
 unit_specs!(K_FWD_V4, K_FWD_F1: RowsParams = "embedding", [wg_common!()], FWD_SLOTS, FWD_BODY);
 static K_COUNT: Spec<IdsParams> =

@@ -5,9 +5,10 @@
 //!
 //! The shader is generated per variant (tile shape, transposes, which operands allow
 //! vec4 access, bias, epilogue: see `codegen`) and validated by naga the first time it
-//! is used. [`RawKernel`] needs `&'static str`, so each distinct shader text is leaked
-//! once and kept for the life of the process: the count is bounded by the variants
-//! (at most a few hundred) times the distinct epilogues a program uses.
+//! is used, through the kernel layer's one cache (`spec::Variants`): its params struct
+//! (`MatmulParams`) and bindings are declared by the layer from the Rust side. Each
+//! distinct text is kept for the life of the process: the count is bounded by the
+//! variants (at most a few hundred) times the distinct epilogues a program uses.
 
 pub(crate) mod codegen;
 mod epilogue;
@@ -16,11 +17,11 @@ mod epilogue;
 pub use codegen::TileConfig;
 pub use epilogue::Epilogue;
 
-use codegen::{Params, Variant};
+use codegen::{Shape, Variant};
 
 use crate::size::{Size, numel};
 use crate::spec::Variants;
-use crate::{Binding, DType, Device, Error, RawKernel, Tensor};
+use crate::{DType, Device, Error, RawKernel, Tensor};
 
 /// How to multiply: transposes, bias, epilogue and (optionally) a forced tile shape.
 #[derive(Clone, Copy, Debug, Default)]
@@ -206,16 +207,8 @@ fn kernel(v: &Variant, epi: Option<&Epilogue>) -> Result<&'static RawKernel, Err
 /// preset, transpose, vec4 and bias combination (for validation; kernels with an
 /// epilogue are validated when they are first generated).
 pub(crate) fn kernels() -> Vec<crate::spec::Source> {
-    let tiles = [
-        TileConfig::LARGE,
-        TileConfig::LARGE_K16,
-        TileConfig::WIDE,
-        TileConfig::MEDIUM,
-        TileConfig::MEDIUM_T256,
-        TileConfig::SMALL,
-    ];
     let mut out = Vec::new();
-    for (i, tile) in tiles.into_iter().enumerate() {
+    for (i, tile) in TileConfig::PRESETS.into_iter().enumerate() {
         for flags in 0u32..64 {
             let bit = |k: u32| flags & (1 << k) != 0;
             let v = Variant {
@@ -288,7 +281,7 @@ pub fn matmul_with(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Tens
         epilogue: o.epilogue.is_some(),
     };
     let k = kernel(&v, o.epilogue)?;
-    let p = Params {
+    let shape = Shape {
         m: d.m as u32,
         n: d.n as u32,
         k: d.k as u32,
@@ -297,23 +290,17 @@ pub fn matmul_with(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Tens
         batch: d.batch as u32,
     };
     let max = dev.info().limits.max_compute_workgroups_per_dimension;
-    let (uniform, grid) = codegen::launch_shape(&p, &tile, o.transpose_a, o.transpose_b, max)
+    let (params, grid) = codegen::launch_shape(&shape, &tile, o.transpose_a, o.transpose_b, max)
         .ok_or_else(|| Error::TooLarge {
             what: "matmul: workgroups (batch x row blocks x column blocks)".into(),
             requested: (d.m.div_ceil(tile.bm as usize) * d.n.div_ceil(tile.bn as usize) * d.batch)
                 as u64,
             limit: (max as u64).pow(3).min(u32::MAX as u64),
         })?;
-    let mut bindings = vec![
-        Binding::Uniform(&uniform),
-        Binding::Read(a),
-        Binding::Read(b),
-    ];
-    if let Some(bias) = o.bias {
-        bindings.push(Binding::Read(bias));
-    }
-    bindings.push(Binding::ReadWrite(&out));
-    dev.dispatch_raw(k, &[], &bindings, grid)?;
+    let mut tensors = vec![a, b];
+    tensors.extend(o.bias);
+    tensors.push(&out);
+    codegen::layout(&v).dispatch(k, &[], &params, &tensors, grid)?;
     Ok(out)
 }
 
@@ -434,16 +421,8 @@ mod tests {
     /// Every variant of every preset tile passes naga.
     #[test]
     fn every_variant_validates() {
-        let presets = [
-            TileConfig::LARGE,
-            TileConfig::LARGE_K16,
-            TileConfig::WIDE,
-            TileConfig::MEDIUM,
-            TileConfig::MEDIUM_T256,
-            TileConfig::SMALL,
-        ];
         let epi = "fn tang_epilogue(x: f32) -> f32 { return max(x, 0.0f); }\n";
-        for tile in presets {
+        for tile in TileConfig::PRESETS {
             assert!(tile.is_valid(), "{tile:?}");
             for bits in 0..256u32 {
                 let f = |i: u32| bits & (1 << i) != 0;

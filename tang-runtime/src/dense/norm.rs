@@ -17,10 +17,10 @@
 //! (the deterministic tree of [`super::reduce`]) sums the partials: no float atomics, the
 //! same bits on every run, and `x` and `grad_y` are read once.
 
-use super::check::{grid, rows_cols, want_f32};
+use super::check::{grid, rows_cols, want_f32, want_shape};
 use super::reduce::sum;
 use super::rows_team::{Kind, row_kernel, team_kernel};
-use super::wgsl::{wg_common, unit_specs};
+use super::wgsl::{row_math, unit_specs, wg_common, wg_main};
 use crate::spec::{Slot, Source, params};
 use crate::{DType, Error, Tensor};
 
@@ -56,14 +56,12 @@ pub(super) const BWD_SLOTS: &[Slot] = &[
     Slot::ReadWrite("pb", "array<T>"),
 ];
 
-const FWD_BODY: &str = "// true: RMS norm (no mean, no bias; `b` is not read).
+const FWD_BODY: &str = concat!("// true: RMS norm (no mean, no bias; `b` is not read).
 override RMS: bool = false;
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let row = group_index(wid, nwg);
-    let live = row < p.rows;
+",
+    wg_main!(row),
+    "    let live = row < p.rows;
     let n = select(0u, p.n, live);
     let base = row * p.n;
     let cnt = f32(p.n * W);
@@ -92,13 +90,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var k = 0u; k < K; k = k + 1u) {
         let u = lid + k * WG;
         if (u < n) {
-            var o = (c[k] - T(mean)) * rstd * w[u];
+            var o = norm_xhat(c[k], mean, rstd) * w[u];
             if (!RMS) { o = o + b[u]; }
             y[base + u] = o;
         }
     }
     for (var u = lid + K * WG; u < n; u = u + WG) {
-        var o = (x[base + u] - T(mean)) * rstd * w[u];
+        var o = norm_xhat(x[base + u], mean, rstd) * w[u];
         if (!RMS) { o = o + b[u]; }
         y[base + u] = o;
     }
@@ -107,15 +105,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         stats[2u * row + 1u] = rstd;
     }
 }
-";
+");
 
-const BWD_BODY: &str = "override RMS: bool = false;
+const BWD_BODY: &str = concat!("override RMS: bool = false;
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let g = group_index(wid, nwg);
-    let r0 = g * p.rpt;
+",
+    wg_main!(g),
+    "    let r0 = g * p.rpt;
     let r1 = min(r0 + p.rpt, p.rows);
     let live = r0 < p.rows;
     let n = select(0u, p.n, live);
@@ -137,7 +133,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             let u = lid + k * WG;
             if (u < n) {
                 let d = dy[base + u];
-                let xh = (x[base + u] - T(mean)) * T(rstd);
+                let xh = norm_xhat(x[base + u], mean, rstd);
                 let gw = d * w[u];
                 cx[k] = xh;
                 cg[k] = gw;
@@ -149,7 +145,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         }
         for (var u = lid + K * WG; u < n; u = u + WG) {
             let d = dy[base + u];
-            let xh = (x[base + u] - T(mean)) * T(rstd);
+            let xh = norm_xhat(x[base + u], mean, rstd);
             let gw = d * w[u];
             sg = sg + hsum(gw);
             sgx = sgx + hsum(gw * xh);
@@ -162,12 +158,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let mgx = r.y / cnt;
         for (var k = 0u; k < K; k = k + 1u) {
             let u = lid + k * WG;
-            if (u < n) { dx[base + u] = T(rstd) * (cg[k] - T(mg) - cx[k] * mgx); }
+            if (u < n) { dx[base + u] = norm_dx(cg[k], cx[k], rstd, mg, mgx); }
         }
         for (var u = lid + K * WG; u < n; u = u + WG) {
-            let xh = (x[base + u] - T(mean)) * T(rstd);
+            let xh = norm_xhat(x[base + u], mean, rstd);
             let gw = dy[base + u] * w[u];
-            dx[base + u] = T(rstd) * (gw - T(mg) - xh * mgx);
+            dx[base + u] = norm_dx(gw, xh, rstd, mg, mgx);
         }
     }
     for (var k = 0u; k < K; k = k + 1u) {
@@ -175,10 +171,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         if (u < n) { pw[pbase + u] = aw[k]; pb[pbase + u] = ab[k]; }
     }
 }
-";
+");
 
-unit_specs!(K_FWD_V4, K_FWD_F1: NormParams = "norm", [wg_common!()], FWD_SLOTS, FWD_BODY);
-unit_specs!(K_BWD_V4, K_BWD_F1: NormBackwardParams = "norm_backward", [wg_common!()], BWD_SLOTS, BWD_BODY);
+unit_specs!(K_FWD_V4, K_FWD_F1: NormParams = "norm", [wg_common!(), row_math!()], FWD_SLOTS, FWD_BODY);
+unit_specs!(K_BWD_V4, K_BWD_F1: NormBackwardParams = "norm_backward", [wg_common!(), row_math!()], BWD_SLOTS, BWD_BODY);
 
 /// Every kernel of this file, for the registry of `dense/mod.rs` (the team variants are
 /// listed by `rows_team`).
@@ -219,16 +215,7 @@ pub struct RmsNormGrads {
 
 fn check_vec(op: &str, what: &str, t: &Tensor, cols: usize) -> Result<(), Error> {
     want_f32(op, t)?;
-    if t.shape() != [cols] {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
-                "{what} has shape {:?}; expected [{cols}] (the last axis of x)",
-                t.shape()
-            ),
-        });
-    }
-    Ok(())
+    want_shape(op, what, t.shape(), &[cols], "the last axis of x")
 }
 
 fn check_x(op: &str, x: &Tensor) -> Result<(usize, usize), Error> {
@@ -301,25 +288,8 @@ fn backward(
     check_vec(op, "weight", w, cols)?;
     want_f32(op, stats)?;
     want_f32(op, grad_y)?;
-    if stats.shape() != [rows, 2] {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
-                "stats has shape {:?}; expected [{rows}, 2] (NormOutput::stats of the forward)",
-                stats.shape()
-            ),
-        });
-    }
-    if grad_y.shape() != x.shape() {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
-                "grad_y has shape {:?}; expected the shape of x, {:?}",
-                grad_y.shape(),
-                x.shape()
-            ),
-        });
-    }
+    want_shape(op, "stats", stats.shape(), &[rows, 2], "NormOutput::stats of the forward")?;
+    want_shape(op, "grad_y", grad_y.shape(), x.shape(), "the shape of x")?;
     let dev = x.device();
     let dx = dev.empty(x.shape(), DType::F32)?;
     if rows == 0 || cols == 0 {

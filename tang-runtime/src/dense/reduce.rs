@@ -20,7 +20,7 @@
 
 use super::check::{AxisView, axis_view, grid, want_f32};
 use super::nan_max::{nan_max_f1, nan_max_v4};
-use super::wgsl::{WG, unit_specs, wg_common};
+use super::wgsl::{WG, chunk_main, unit_specs, wg_common, wg_main};
 use crate::spec::{Slot, Source, params};
 use crate::{DType, Error, Tensor};
 
@@ -46,7 +46,7 @@ const ROWS_SLOTS: &[Slot] = &[
     Slot::ReadWrite("out", "array<f32>"),
 ];
 
-const ROWS_BODY: &str = "// 0: sum, 1: max.
+const ROWS_BODY: &str = concat!("// 0: sum, 1: max.
 override OP: u32 = 0u;
 
 // Max propagates NaN (see nan_max.rs).
@@ -59,11 +59,9 @@ fn hred(v: T) -> f32 {
     return hsum(v);
 }
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let g = group_index(wid, nwg);
-    let row = g / max(p.chunks, 1u);
+",
+    wg_main!(g),
+    "    let row = g / max(p.chunks, 1u);
     let c = g % max(p.chunks, 1u);
     let live = row < p.rows;
     let lo = c * p.chunk;
@@ -86,14 +84,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (OP == 1u) { r = wg_max_nan(acc, lid); } else { r = wg_sum(acc, lid) * p.scale; }
     if (lid == 0u && live) { out[row * p.chunks + c] = r; }
 }
-";
+");
 
 const COLS_SLOTS: &[Slot] = &[
     Slot::Read("x", "array<T>"),
     Slot::ReadWrite("out", "array<T>"),
 ];
 
-const COLS_BODY: &str = "override OP: u32 = 0u;
+const COLS_BODY: &str = concat!("override OP: u32 = 0u;
 
 // Max propagates NaN (see nan_max.rs).
 fn comb(a: T, b: T) -> T {
@@ -101,16 +99,9 @@ fn comb(a: T, b: T) -> T {
     return a + b;
 }
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let idx = group_index(wid, nwg) * WG + lid;
-    if (idx >= p.outer * p.chunks * p.inner) { return; }
-    let i = idx % p.inner;
-    let t = idx / p.inner;
-    let c = t % p.chunks;
-    let o = t / p.chunks;
-    let lo = c * p.chunk;
+",
+    chunk_main!(),
+    "    let lo = c * p.chunk;
     let hi = min(lo + p.chunk, p.axis);
     var acc = T(0.0);
     if (OP == 1u) { acc = T(bitcast<f32>(0xff800000u)); }
@@ -119,7 +110,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     if (OP == 1u) { out[idx] = acc; } else { out[idx] = acc * p.scale; }
 }
-";
+");
 
 unit_specs!(K_ROWS_V4, K_ROWS_F1: RowsParams = "reduce_rows", [wg_common!()], v4: nan_max_v4!(), f1: nan_max_f1!(), ROWS_SLOTS, ROWS_BODY);
 // `red_a`/`red_b` of `wg_common` are unused by the column kernel; declaring them costs

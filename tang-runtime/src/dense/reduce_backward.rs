@@ -19,9 +19,9 @@
 //! gets all of `dy`, as the indices of PyTorch's `max(dim)`; a NaN `y` matches the first
 //! NaN of its slice.
 
-use super::check::{AxisView, axis_view, grid, want_f32};
+use super::check::{AxisView, axis_view, grid, want_f32, want_shape};
 use super::reduce::{TARGET_GROUPS, TARGET_THREADS};
-use super::wgsl::WG;
+use super::wgsl::{WG, chunk_main, thread_main, wg_main};
 use crate::size::numel;
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Error, Tensor};
@@ -85,12 +85,9 @@ const BROADCAST_SLOTS: &[Slot] = &[
     Slot::ReadWrite("dx", "array<T>"),
 ];
 
-const BROADCAST_BODY: &str = "
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let u = group_index(wid, nwg) * WG + lid;
-    if (u >= p.units) { return; }
+const BROADCAST_BODY: &str = concat!(
+    thread_main!(u),
+    "    if (u >= p.units) { return; }
     let e = u * W;
     let o = e / (p.axis * p.inner);
     // vec4 units are launched only for inner == 1 with an axis of a multiple of 4 (the
@@ -102,7 +99,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         dx[u] = gather(o * p.inner + e % p.inner) * p.scale;
     }
 }
-";
+");
 
 /// The match rule of the max backward: IEEE equality (so -0 == +0), and NaN matches NaN.
 /// NaN is tested on the bits: a compiler may fold `v != v` away.
@@ -126,13 +123,11 @@ const SEARCH_ROWS_SLOTS: &[Slot] = &[
     Slot::ReadWrite("first", "array<u32>"),
 ];
 
-const SEARCH_ROWS_BODY: &str = "var<workgroup> red: array<u32, 256>;
+const SEARCH_ROWS_BODY: &str = concat!("var<workgroup> red: array<u32, 256>;
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let g = group_index(wid, nwg);
-    let row = g / p.chunks;
+",
+    wg_main!(g),
+    "    let row = g / p.chunks;
     let c = g % p.chunks;
     let live = row < p.rows;
     let lo = c * p.chunk;
@@ -155,7 +150,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     if (lid == 0u && live) { first[row * p.chunks + c] = red[0]; }
 }
-";
+");
 
 params! {
     /// `[outer, axis, inner]` (inner in units) searched along the axis in `chunks` chunks of `chunk`.
@@ -168,17 +163,9 @@ const SEARCH_COLS_SLOTS: &[Slot] = &[
     Slot::ReadWrite("first", "array<U>"),
 ];
 
-const SEARCH_COLS_BODY: &str = "
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let idx = group_index(wid, nwg) * WG + lid;
-    if (idx >= p.outer * p.chunks * p.inner) { return; }
-    let i = idx % p.inner;
-    let t = idx / p.inner;
-    let c = t % p.chunks;
-    let o = t / p.chunks;
-    let yv = y[o * p.inner + i];
+const SEARCH_COLS_BODY: &str = concat!(
+    chunk_main!(),
+    "    let yv = y[o * p.inner + i];
     let lo = c * p.chunk;
     let hi = min(lo + p.chunk, p.axis);
     var best = U(NONE);
@@ -189,7 +176,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     first[idx] = best;
 }
-";
+");
 
 params! {
     /// `[outer, axis, inner]` with `chunks` partial first indices per output.
@@ -202,12 +189,9 @@ const SCATTER_SLOTS: &[Slot] = &[
     Slot::ReadWrite("dx", "array<f32>"),
 ];
 
-const SCATTER_BODY: &str = "
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let idx = group_index(wid, nwg) * WG + lid;
-    if (idx >= p.outer * p.inner) { return; }
+const SCATTER_BODY: &str = concat!(
+    thread_main!(idx),
+    "    if (idx >= p.outer * p.inner) { return; }
     let i = idx % p.inner;
     let o = idx / p.inner;
     var a = NONE;
@@ -217,7 +201,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     // NONE (no element matched y) leaves the slice's gradient at zero.
     if (a < p.axis) { dx[(o * p.axis + a) * p.inner + i] = dy[idx]; }
 }
-";
+");
 
 static K_BCAST_V4: Spec<BroadcastParams> = Spec::new(
     "reduce_broadcast_v4",
@@ -276,18 +260,6 @@ pub(crate) fn kernels() -> Vec<Source> {
 /// idle, and the software adapter pays for every idle invocation).
 const SEARCH_ROW_MIN: usize = 256;
 
-fn want_shape(op: &str, what: &str, got: &[usize], want: &[usize]) -> Result<(), Error> {
-    if got == want {
-        return Ok(());
-    }
-    Err(Error::ShapeMismatch {
-        op: op.into(),
-        detail: format!(
-            "{what} has shape {got:?}; expected the shape of the forward output, {want:?}"
-        ),
-    })
-}
-
 fn want_u32_len(op: &str, n: usize) -> Result<(), Error> {
     if n > u32::MAX as usize {
         return Err(Error::TooLarge {
@@ -315,7 +287,7 @@ fn broadcast(
         inner,
         out_shape,
     } = axis_view(op, input_shape, axis)?;
-    want_shape(op, "dy", dy.shape(), &out_shape)?;
+    want_shape(op, "dy", dy.shape(), &out_shape, "the shape of the forward output")?;
     want_u32_len(op, total)?;
     let dev = dy.device();
     if total == 0 {
@@ -355,8 +327,8 @@ fn max_axis_backward(
         inner,
         out_shape,
     } = axis_view(op, x.shape(), axis)?;
-    want_shape(op, "y", y.shape(), &out_shape)?;
-    want_shape(op, "dy", dy.shape(), &out_shape)?;
+    want_shape(op, "y", y.shape(), &out_shape, "the shape of the forward output")?;
+    want_shape(op, "dy", dy.shape(), &out_shape, "the shape of the forward output")?;
     want_u32_len(op, x.len())?;
     let dev = x.device();
     let dx = Tensor::zeros(dev, x.shape())?;

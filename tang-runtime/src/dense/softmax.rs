@@ -10,9 +10,9 @@
 //! reduction. Longer rows stream their tail with an online max/sum update and read it a
 //! second time for the output.
 
-use super::check::{rows_cols, want_f32};
+use super::check::{rows_cols, want_f32, want_shape};
 use super::rows_team::{Kind, row_kernel};
-use super::wgsl::{lowest, wg_common, unit_specs};
+use super::wgsl::{lowest, row_math, row_max_sumexp, unit_specs, wg_common, wg_main};
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Device, Error, Tensor};
 
@@ -34,70 +34,35 @@ pub(super) const BWD_SLOTS: &[Slot] = &[
     Slot::Read("dy", "array<T>"),
 ];
 
-const FWD_BODY: &str = "// true: log_softmax.
+const FWD_BODY: &str = concat!("// true: log_softmax.
 override LOG: bool = false;
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let row = group_index(wid, nwg);
-    let n = select(0u, p.n, row < p.rows);
+",
+    wg_main!(row),
+    "    let n = select(0u, p.n, row < p.rows);
     let base = row * p.n;
     var c: array<T, K>;
-    var m = LOWEST;
-    for (var k = 0u; k < K; k = k + 1u) {
-        let u = lid + k * WG;
-        if (u < n) {
-            let v = x[base + u];
-            c[k] = v;
-            m = max(m, hmax(v));
-        }
-    }
-    var s = 0.0;
-    for (var k = 0u; k < K; k = k + 1u) {
-        if (lid + k * WG < n) { s = s + hsum(exp(c[k] - T(m))); }
-    }
-    // The tail beyond the registers: online update of (max, sum).
-    for (var u = lid + K * WG; u < n; u = u + WG) {
-        let v = x[base + u];
-        let mn = max(m, hmax(v));
-        s = s * exp(m - mn) + hsum(exp(v - T(mn)));
-        m = mn;
-    }
-    let r = wg_max_sumexp(m, s, lid);
+    let r = row_max_sumexp(&c, base, n, lid);
     let mx = r.x;
     let lse = mx + log(r.y);
     let inv = 1.0 / r.y;
     for (var k = 0u; k < K; k = k + 1u) {
         let u = lid + k * WG;
-        if (u < n) {
-            if (LOG) { y[base + u] = c[k] - T(lse); } else { y[base + u] = exp(c[k] - T(mx)) * inv; }
-        }
+        if (u < n) { y[base + u] = softmax_y(c[k], exp(c[k] - T(mx)), inv, lse, LOG); }
     }
     for (var u = lid + K * WG; u < n; u = u + WG) {
         let v = x[base + u];
-        if (LOG) { y[base + u] = v - T(lse); } else { y[base + u] = exp(v - T(mx)) * inv; }
+        y[base + u] = softmax_y(v, exp(v - T(mx)), inv, lse, LOG);
     }
 }
-";
+");
 
-const BWD_BODY: &str = "// false: dx = y * (dy - sum(y * dy)); true (y = log_softmax): dx = dy - exp(y) * sum(dy).
+const BWD_BODY: &str = concat!("// false: dx = y * (dy - sum(y * dy)); true (y = log_softmax): dx = dy - exp(y) * sum(dy).
 override LOG: bool = false;
 
-fn term(yv: T, g: T) -> f32 {
-    if (LOG) { return hsum(g); }
-    return hsum(yv * g);
-}
-fn grad(yv: T, g: T, d: f32) -> T {
-    if (LOG) { return g - exp(yv) * d; }
-    return yv * (g - T(d));
-}
-
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let row = group_index(wid, nwg);
-    let n = select(0u, p.n, row < p.rows);
+",
+    wg_main!(row),
+    "    let n = select(0u, p.n, row < p.rows);
     let base = row * p.n;
     var cy: array<T, K>;
     var cg: array<T, K>;
@@ -109,21 +74,25 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             let g = dy[base + u];
             cy[k] = yv;
             cg[k] = g;
-            acc = acc + term(yv, g);
+            acc = acc + hsum(softmax_bwd_term(yv, g, LOG));
         }
     }
-    for (var u = lid + K * WG; u < n; u = u + WG) { acc = acc + term(y[base + u], dy[base + u]); }
+    for (var u = lid + K * WG; u < n; u = u + WG) {
+        acc = acc + hsum(softmax_bwd_term(y[base + u], dy[base + u], LOG));
+    }
     let d = wg_sum(acc, lid);
     for (var k = 0u; k < K; k = k + 1u) {
         let u = lid + k * WG;
-        if (u < n) { dx[base + u] = grad(cy[k], cg[k], d); }
+        if (u < n) { dx[base + u] = softmax_bwd_dx(cy[k], cg[k], d, LOG); }
     }
-    for (var u = lid + K * WG; u < n; u = u + WG) { dx[base + u] = grad(y[base + u], dy[base + u], d); }
+    for (var u = lid + K * WG; u < n; u = u + WG) {
+        dx[base + u] = softmax_bwd_dx(y[base + u], dy[base + u], d, LOG);
+    }
 }
-";
+");
 
-unit_specs!(K_FWD_V4, K_FWD_F1: SoftmaxParams = "softmax", [wg_common!(), lowest!()], FWD_SLOTS, FWD_BODY);
-unit_specs!(K_BWD_V4, K_BWD_F1: SoftmaxParams = "softmax_backward", [wg_common!()], BWD_SLOTS, BWD_BODY);
+unit_specs!(K_FWD_V4, K_FWD_F1: SoftmaxParams = "softmax", [wg_common!(), lowest!(), row_math!(), row_max_sumexp!()], FWD_SLOTS, FWD_BODY);
+unit_specs!(K_BWD_V4, K_BWD_F1: SoftmaxParams = "softmax_backward", [wg_common!(), row_math!()], BWD_SLOTS, BWD_BODY);
 
 /// Every kernel of this file, for the registry of `dense/mod.rs` (the team variants are
 /// listed by `rows_team`).
@@ -194,16 +163,7 @@ fn backward(y: &Tensor, grad_y: &Tensor, log: bool) -> Result<Tensor, Error> {
     };
     let (rows, cols) = check_len(op, y)?;
     want_f32(op, grad_y)?;
-    if grad_y.shape() != y.shape() {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
-                "grad_y has shape {:?}; expected the shape of the forward output y, {:?}",
-                grad_y.shape(),
-                y.shape()
-            ),
-        });
-    }
+    want_shape(op, "grad_y", grad_y.shape(), y.shape(), "the forward output y")?;
     let dev = y.device();
     let dx = dev.empty(y.shape(), DType::F32)?;
     if rows == 0 || cols == 0 {

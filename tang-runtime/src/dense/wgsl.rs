@@ -101,6 +101,134 @@ fn wg_max_sumexp(m: f32, s: f32, lid: u32) -> vec2<f32> {
 }
 pub(crate) use wg_common;
 
+/// The per-unit math of the row ops (softmax, log_softmax and their backward, the
+/// norms, cross-entropy's gradient), written once: the workgroup fallback kernels and the
+/// subgroup team kernels of `rows_team` differ only in how they load, reduce and store
+/// around these functions. Needs a unit prelude ([`unit_v4`] or [`unit_f1`]).
+macro_rules! row_math {
+    () => {
+        "// softmax (`is_log` false) or log_softmax of `v`, given `e = exp(v - max)`, the
+// reciprocal of the row's sum of exps and the row's log-sum-exp.
+fn softmax_y(v: T, e: T, inv: f32, lse: f32, is_log: bool) -> T {
+    if (is_log) { return v - T(lse); }
+    return e * inv;
+}
+
+// The backward's row sum is the sum of these terms over the row: y * dy (softmax) or
+// dy (log_softmax, where y is the log-probability).
+fn softmax_bwd_term(y: T, g: T, is_log: bool) -> T {
+    if (is_log) { return g; }
+    return y * g;
+}
+
+// The input gradient from y, dy and the row sum `d` of the terms.
+fn softmax_bwd_dx(y: T, g: T, d: f32, is_log: bool) -> T {
+    if (is_log) { return g - exp(y) * d; }
+    return y * (g - T(d));
+}
+
+// The normalised input of layer norm (mean 0 for RMS norm).
+fn norm_xhat(v: T, mean: f32, rstd: f32) -> T {
+    return (v - T(mean)) * rstd;
+}
+
+// The norms' input gradient from gw = dy * w, the normalised input, and the row means
+// `mg` of gw (0 for RMS norm) and `mgx` of gw * xhat.
+fn norm_dx(gw: T, xh: T, rstd: f32, mg: f32, mgx: f32) -> T {
+    return rstd * (gw - T(mg) - xh * mgx);
+}
+
+// Cross-entropy's gradient of unit `u` of a row with target `t`: the softmax (`e` times
+// the reciprocal sum) minus the one-hot target, times `scale` (1 / count, 0 for ignored
+// and invalid rows).
+fn cross_entropy_dx(e: T, inv: f32, u: u32, t: u32, scale: f32) -> T {
+    var q = e * inv;
+    if (u == t / W) { q = q - onehot(t % W); }
+    return q * scale;
+}
+
+"
+    };
+}
+pub(crate) use row_math;
+
+/// The statistics of softmax and cross-entropy in the workgroup fallback: needs
+/// [`wg_common`], [`lowest`] and an `x` binding of `T`.
+macro_rules! row_max_sumexp {
+    () => {
+        "// The row's (max, sum of exp(v - max)) by one workgroup: the thread's first K units of
+// the row go to `c` (units lid, lid + WG, ...), the rest stream with an online update.
+fn row_max_sumexp(c: ptr<function, array<T, K>>, base: u32, n: u32, lid: u32) -> vec2<f32> {
+    var m = LOWEST;
+    for (var k = 0u; k < K; k = k + 1u) {
+        let u = lid + k * WG;
+        if (u < n) { let v = x[base + u]; (*c)[k] = v; m = max(m, hmax(v)); }
+    }
+    var s = 0.0;
+    for (var k = 0u; k < K; k = k + 1u) {
+        if (lid + k * WG < n) { s = s + hsum(exp((*c)[k] - T(m))); }
+    }
+    for (var u = lid + K * WG; u < n; u = u + WG) {
+        let v = x[base + u];
+        let mn = max(m, hmax(v));
+        s = s * exp(m - mn) + hsum(exp(v - T(mn)));
+        m = mn;
+    }
+    return wg_max_sumexp(m, s, lid);
+}
+"
+    };
+}
+pub(crate) use row_max_sumexp;
+
+/// The entry point of a 256-thread kernel on a 2-D grid of workgroups (any number of
+/// them), up to its first statement: `wg_main!(row)` declares `row`, the workgroup's linear
+/// index; `lid` is the thread's index within it.
+macro_rules! wg_main {
+    (@signature) => {
+        concat!(
+            "@compute @workgroup_size(256)\n",
+            "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n",
+            "        @builtin(local_invocation_index) lid: u32) {\n",
+        )
+    };
+    ($var:ident) => {
+        concat!(
+            $crate::dense::wgsl::wg_main!(@signature),
+            "    let ", stringify!($var), " = wid.x + wid.y * nwg.x;\n",
+        )
+    };
+}
+pub(crate) use wg_main;
+
+/// As [`wg_main`], declaring the thread's global index instead (`thread_main!(idx)`).
+macro_rules! thread_main {
+    ($var:ident) => {
+        concat!(
+            $crate::dense::wgsl::wg_main!(@signature),
+            "    let ", stringify!($var), " = (wid.x + wid.y * nwg.x) * 256u + lid;\n",
+        )
+    };
+}
+pub(crate) use thread_main;
+
+/// The entry point of a reduction along the middle axis of `[outer, axis, inner]` in
+/// chunks (params `outer`, `inner`, `chunks`): one thread per (outer, chunk, inner unit),
+/// declared as `o`, `c` and `i`; threads past the last return.
+macro_rules! chunk_main {
+    () => {
+        concat!(
+            $crate::dense::wgsl::thread_main!(idx),
+            "    if (idx >= p.outer * p.chunks * p.inner) { return; }\n",
+            "    let i = idx % p.inner;\n",
+            "    let t = idx / p.inner;\n",
+            "    let c = t % p.chunks;\n",
+            "    let o = t / p.chunks;\n",
+        )
+    };
+}
+pub(crate) use chunk_main;
+
 /// The most negative finite f32: the starting maximum of online softmax statistics.
 /// Finite so that `exp(m_old - m_new)` is never `exp(-inf - -inf) = NaN`; a row of all
 /// `-inf` still ends with sum 0 and so NaN probabilities, as in PyTorch.

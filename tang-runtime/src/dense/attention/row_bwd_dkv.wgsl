@@ -7,43 +7,11 @@
 // is deterministic without atomics. P is recomputed from the saved logsumexp and
 // dS = P * (dP - delta) with delta_i = rowsum(dO_i * O_i) from the dq pass.
 
-const DP4: u32 = DP / 4u;
-const DH4: u32 = DH / 4u;
 const NT: u32 = ROWS * SPLIT;
 const LOG2E: f32 = 1.4426950408889634;
 
-var<workgroup> qs: array<vec4<f32>, TILE * DP4>;
-var<workgroup> gs: array<vec4<f32>, TILE * DP4>;
 var<workgroup> part_s: array<f32, SPLIT * CH * ROWS>;
 var<workgroup> part_dp: array<f32, SPLIT * CH * ROWS>;
-
-fn load_q(idx: u32, ok: bool) -> f32 {
-    if ok {
-        return q[idx];
-    }
-    return 0.0;
-}
-
-fn load_go(idx: u32, ok: bool) -> f32 {
-    if ok {
-        return go[idx];
-    }
-    return 0.0;
-}
-
-fn load_k(idx: u32, ok: bool) -> f32 {
-    if ok {
-        return k[idx];
-    }
-    return 0.0;
-}
-
-fn load_v(idx: u32, ok: bool) -> f32 {
-    if ok {
-        return v[idx];
-    }
-    return 0.0;
-}
 
 fn load_row(buf: u32, idx: u32, ok: bool) -> f32 {
     if ok {
@@ -79,18 +47,8 @@ fn main(
     var dva: array<vec4<f32>, DH4>;
     for (var c4 = 0u; c4 < DH4; c4++) {
         let c = sl * DH + c4 * 4u;
-        kr[c4] = vec4<f32>(
-            load_k(kbase + c, row_ok && c < d),
-            load_k(kbase + c + 1u, row_ok && c + 1u < d),
-            load_k(kbase + c + 2u, row_ok && c + 2u < d),
-            load_k(kbase + c + 3u, row_ok && c + 3u < d),
-        );
-        vr[c4] = vec4<f32>(
-            load_v(kbase + c, row_ok && c < d),
-            load_v(kbase + c + 1u, row_ok && c + 1u < d),
-            load_v(kbase + c + 2u, row_ok && c + 2u < d),
-            load_v(kbase + c + 3u, row_ok && c + 3u < d),
-        );
+        kr[c4] = load4_k(kbase + c, c, d, row_ok);
+        vr[c4] = load4_v(kbase + c, c, d, row_ok);
         dka[c4] = vec4<f32>(0.0);
         dva[c4] = vec4<f32>(0.0);
     }
@@ -103,24 +61,7 @@ fn main(
         let head_row = (b * p.heads + hh) * p.tq;
         for (var t0 = t_start; t0 < p.tq; t0 += TILE) {
             workgroupBarrier();
-            for (var e = tid; e < TILE * DP4; e += NT) {
-                let i = t0 + e / DP4;
-                let c = (e % DP4) * 4u;
-                let base = (head_row + i) * d + c;
-                let ok = i < p.tq;
-                qs[e] = vec4<f32>(
-                    load_q(base, ok && c < d),
-                    load_q(base + 1u, ok && c + 1u < d),
-                    load_q(base + 2u, ok && c + 2u < d),
-                    load_q(base + 3u, ok && c + 3u < d),
-                );
-                gs[e] = vec4<f32>(
-                    load_go(base, ok && c < d),
-                    load_go(base + 1u, ok && c + 1u < d),
-                    load_go(base + 2u, ok && c + 2u < d),
-                    load_go(base + 3u, ok && c + 3u < d),
-                );
-            }
+            stage(tid, t0, p.tq, head_row * d, d);
             workgroupBarrier();
             for (var c0 = 0u; c0 < TILE; c0 += CH) {
                 if t0 + c0 >= p.tq {
@@ -131,8 +72,8 @@ fn main(
                     var s4 = vec4<f32>(0.0);
                     var p4 = vec4<f32>(0.0);
                     for (var c4 = 0u; c4 < DH4; c4++) {
-                        s4 = fma(kr[c4], qs[qq + c4], s4);
-                        p4 = fma(vr[c4], gs[qq + c4], p4);
+                        s4 = fma(kr[c4], ta[qq + c4], s4);
+                        p4 = fma(vr[c4], tb[qq + c4], p4);
                     }
                     let at = (sl * CH + ii) * ROWS + r;
                     part_s[at] = s4.x + s4.y + s4.z + s4.w;
@@ -161,8 +102,8 @@ fn main(
                 for (var ii = 0u; ii < CH; ii++) {
                     let qq = (c0 + ii) * DP4 + sl * DH4;
                     for (var c4 = 0u; c4 < DH4; c4++) {
-                        dva[c4] = fma(vec4<f32>(pr[ii]), gs[qq + c4], dva[c4]);
-                        dka[c4] = fma(vec4<f32>(ds[ii]), qs[qq + c4], dka[c4]);
+                        dva[c4] = fma(vec4<f32>(pr[ii]), tb[qq + c4], dva[c4]);
+                        dka[c4] = fma(vec4<f32>(ds[ii]), ta[qq + c4], dka[c4]);
                     }
                 }
             }
@@ -172,24 +113,8 @@ fn main(
     if row_ok {
         for (var c4 = 0u; c4 < DH4; c4++) {
             let c = sl * DH + c4 * 4u;
-            let a = dka[c4] * p.scale;
-            let w = dva[c4];
-            if c < d {
-                dk[kbase + c] = a.x;
-                dv[kbase + c] = w.x;
-            }
-            if c + 1u < d {
-                dk[kbase + c + 1u] = a.y;
-                dv[kbase + c + 1u] = w.y;
-            }
-            if c + 2u < d {
-                dk[kbase + c + 2u] = a.z;
-                dv[kbase + c + 2u] = w.z;
-            }
-            if c + 3u < d {
-                dk[kbase + c + 3u] = a.w;
-                dv[kbase + c + 3u] = w.w;
-            }
+            store4_dk(kbase + c, c, d, dka[c4] * p.scale);
+            store4_dv(kbase + c, c, d, dva[c4]);
         }
     }
 }

@@ -6,43 +6,11 @@
 // memory; P is recomputed per tile from the saved logsumexp, so nothing T x T is stored.
 // Each dq row is written by exactly one workgroup: deterministic, no atomics.
 
-const DP4: u32 = DP / 4u;
-const DH4: u32 = DH / 4u;
 const NT: u32 = ROWS * SPLIT;
 const LOG2E: f32 = 1.4426950408889634;
 
-var<workgroup> ks: array<vec4<f32>, TILE * DP4>;
-var<workgroup> vs: array<vec4<f32>, TILE * DP4>;
 var<workgroup> part_s: array<f32, SPLIT * CH * ROWS>;
 var<workgroup> part_dp: array<f32, SPLIT * CH * ROWS>;
-
-fn load_q(idx: u32, ok: bool) -> f32 {
-    if ok {
-        return q[idx];
-    }
-    return 0.0;
-}
-
-fn load_go(idx: u32, ok: bool) -> f32 {
-    if ok {
-        return go[idx];
-    }
-    return 0.0;
-}
-
-fn load_k(idx: u32, ok: bool) -> f32 {
-    if ok {
-        return k[idx];
-    }
-    return 0.0;
-}
-
-fn load_v(idx: u32, ok: bool) -> f32 {
-    if ok {
-        return v[idx];
-    }
-    return 0.0;
-}
 
 @compute @workgroup_size(NT)
 fn main(
@@ -68,18 +36,8 @@ fn main(
     var acc: array<vec4<f32>, DH4>;
     for (var c4 = 0u; c4 < DH4; c4++) {
         let c = sl * DH + c4 * 4u;
-        qr[c4] = vec4<f32>(
-            load_q(qbase + c, row_ok && c < d),
-            load_q(qbase + c + 1u, row_ok && c + 1u < d),
-            load_q(qbase + c + 2u, row_ok && c + 2u < d),
-            load_q(qbase + c + 3u, row_ok && c + 3u < d),
-        );
-        gr[c4] = vec4<f32>(
-            load_go(qbase + c, row_ok && c < d),
-            load_go(qbase + c + 1u, row_ok && c + 1u < d),
-            load_go(qbase + c + 2u, row_ok && c + 2u < d),
-            load_go(qbase + c + 3u, row_ok && c + 3u < d),
-        );
+        qr[c4] = load4_q(qbase + c, c, d, row_ok);
+        gr[c4] = load4_go(qbase + c, c, d, row_ok);
         acc[c4] = vec4<f32>(0.0);
     }
     // delta_i over the whole row (each slice computes it; it is read once per kernel)
@@ -96,24 +54,7 @@ fn main(
 
     for (var t0 = 0u; t0 < n_keys; t0 += TILE) {
         workgroupBarrier();
-        for (var e = tid; e < TILE * DP4; e += NT) {
-            let j = t0 + e / DP4;
-            let c = (e % DP4) * 4u;
-            let base = kvbase + j * d + c;
-            let ok = j < n_keys;
-            ks[e] = vec4<f32>(
-                load_k(base, ok && c < d),
-                load_k(base + 1u, ok && c + 1u < d),
-                load_k(base + 2u, ok && c + 2u < d),
-                load_k(base + 3u, ok && c + 3u < d),
-            );
-            vs[e] = vec4<f32>(
-                load_v(base, ok && c < d),
-                load_v(base + 1u, ok && c + 1u < d),
-                load_v(base + 2u, ok && c + 2u < d),
-                load_v(base + 3u, ok && c + 3u < d),
-            );
-        }
+        stage(tid, t0, n_keys, kvbase, d);
         workgroupBarrier();
         for (var c0 = 0u; c0 < TILE; c0 += CH) {
             if t0 + c0 >= n_keys {
@@ -124,8 +65,8 @@ fn main(
                 var s4 = vec4<f32>(0.0);
                 var p4 = vec4<f32>(0.0);
                 for (var c4 = 0u; c4 < DH4; c4++) {
-                    s4 = fma(qr[c4], ks[kk + c4], s4);
-                    p4 = fma(gr[c4], vs[kk + c4], p4);
+                    s4 = fma(qr[c4], ta[kk + c4], s4);
+                    p4 = fma(gr[c4], tb[kk + c4], p4);
                 }
                 let at = (sl * CH + jj) * ROWS + r;
                 part_s[at] = s4.x + s4.y + s4.z + s4.w;
@@ -149,7 +90,7 @@ fn main(
             for (var jj = 0u; jj < CH; jj++) {
                 let kk = (c0 + jj) * DP4 + sl * DH4;
                 for (var c4 = 0u; c4 < DH4; c4++) {
-                    acc[c4] = fma(vec4<f32>(ds[jj]), ks[kk + c4], acc[c4]);
+                    acc[c4] = fma(vec4<f32>(ds[jj]), ta[kk + c4], acc[c4]);
                 }
             }
         }
@@ -158,19 +99,7 @@ fn main(
     if row_ok {
         for (var c4 = 0u; c4 < DH4; c4++) {
             let c = sl * DH + c4 * 4u;
-            let a = acc[c4] * p.scale;
-            if c < d {
-                dq[qbase + c] = a.x;
-            }
-            if c + 1u < d {
-                dq[qbase + c + 1u] = a.y;
-            }
-            if c + 2u < d {
-                dq[qbase + c + 2u] = a.z;
-            }
-            if c + 3u < d {
-                dq[qbase + c + 3u] = a.w;
-            }
+            store4_dq(qbase + c, c, d, acc[c4] * p.scale);
         }
         if sl == 0u {
             delta[row] = dl;

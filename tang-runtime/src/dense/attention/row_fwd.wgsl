@@ -14,36 +14,11 @@
 // pipe). Partial q.k dot products of the SPLIT slices meet in `part`. Scores live in log2
 // units: q is pre-scaled by scale * log2(e) so each probability is one exp2.
 
-const DP4: u32 = DP / 4u;
-const DH4: u32 = DH / 4u;
 const RR: u32 = ROWS / RPT;
 const NT: u32 = RR * SPLIT;
 const NEG: f32 = -3.0e38;
 
-var<workgroup> ks: array<vec4<f32>, TILE * DP4>;
-var<workgroup> vs: array<vec4<f32>, TILE * DP4>;
 var<workgroup> part: array<f32, SPLIT * CH * ROWS>;
-
-fn load_q(idx: u32, ok: bool) -> f32 {
-    if ok {
-        return q[idx];
-    }
-    return 0.0;
-}
-
-fn load_k(idx: u32, ok: bool) -> f32 {
-    if ok {
-        return k[idx];
-    }
-    return 0.0;
-}
-
-fn load_v(idx: u32, ok: bool) -> f32 {
-    if ok {
-        return v[idx];
-    }
-    return 0.0;
-}
 
 @compute @workgroup_size(NT)
 fn main(
@@ -72,12 +47,7 @@ fn main(
         let qbase = (head_row + i) * d;
         for (var c4 = 0u; c4 < DH4; c4++) {
             let c = sl * DH + c4 * 4u;
-            qr[x * DH4 + c4] = vec4<f32>(
-                load_q(qbase + c, ok && c < d),
-                load_q(qbase + c + 1u, ok && c + 1u < d),
-                load_q(qbase + c + 2u, ok && c + 2u < d),
-                load_q(qbase + c + 3u, ok && c + 3u < d),
-            ) * p.scale_log2;
+            qr[x * DH4 + c4] = load4_q(qbase + c, c, d, ok) * p.scale_log2;
             acc[x * DH4 + c4] = vec4<f32>(0.0);
         }
         m[x] = -1.0e30;
@@ -88,24 +58,7 @@ fn main(
 
     for (var t0 = 0u; t0 < n_keys; t0 += TILE) {
         workgroupBarrier();
-        for (var e = tid; e < TILE * DP4; e += NT) {
-            let j = t0 + e / DP4;
-            let c = (e % DP4) * 4u;
-            let base = kvbase + j * d + c;
-            let ok = j < n_keys;
-            ks[e] = vec4<f32>(
-                load_k(base, ok && c < d),
-                load_k(base + 1u, ok && c + 1u < d),
-                load_k(base + 2u, ok && c + 2u < d),
-                load_k(base + 3u, ok && c + 3u < d),
-            );
-            vs[e] = vec4<f32>(
-                load_v(base, ok && c < d),
-                load_v(base + 1u, ok && c + 1u < d),
-                load_v(base + 2u, ok && c + 2u < d),
-                load_v(base + 3u, ok && c + 3u < d),
-            );
-        }
+        stage(tid, t0, n_keys, kvbase, d);
         workgroupBarrier();
         for (var c0 = 0u; c0 < TILE; c0 += CH) {
             if t0 + c0 >= n_keys {
@@ -115,7 +68,7 @@ fn main(
                 let kk = (c0 + jj) * DP4 + sl * DH4;
                 var dot4: array<vec4<f32>, RPT>;
                 for (var c4 = 0u; c4 < DH4; c4++) {
-                    let kv = ks[kk + c4];
+                    let kv = ta[kk + c4];
                     for (var x = 0u; x < RPT; x++) {
                         dot4[x] = fma(qr[x * DH4 + c4], kv, dot4[x]);
                     }
@@ -160,7 +113,7 @@ fn main(
                 }
                 let vv = (c0 + jj) * DP4 + sl * DH4;
                 for (var c4 = 0u; c4 < DH4; c4++) {
-                    let val = vs[vv + c4];
+                    let val = tb[vv + c4];
                     for (var x = 0u; x < RPT; x++) {
                         acc[x * DH4 + c4] = fma(vec4<f32>(pj[x]), val, acc[x * DH4 + c4]);
                     }
@@ -176,19 +129,7 @@ fn main(
             let inv = 1.0 / l[x];
             for (var c4 = 0u; c4 < DH4; c4++) {
                 let c = sl * DH + c4 * 4u;
-                let a = acc[x * DH4 + c4] * inv;
-                if c < d {
-                    o[qbase + c] = a.x;
-                }
-                if c + 1u < d {
-                    o[qbase + c + 1u] = a.y;
-                }
-                if c + 2u < d {
-                    o[qbase + c + 2u] = a.z;
-                }
-                if c + 3u < d {
-                    o[qbase + c + 3u] = a.w;
-                }
+                store4_o(qbase + c, c, d, acc[x * DH4 + c4] * inv);
             }
             if sl == 0u {
                 // natural-log logsumexp of the scaled scores (m and log2(l) are in log2 units)

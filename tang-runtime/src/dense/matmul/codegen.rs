@@ -23,6 +23,8 @@
 
 use std::fmt::Write as _;
 
+use crate::spec::{Layout, Slot, params};
+
 /// Block rows walked together by consecutive workgroups (L2 reuse).
 const GROUP_M: u32 = 8;
 
@@ -91,6 +93,17 @@ impl TileConfig {
         tn: 4,
     };
 
+    /// Every preset tile shape, largest first (for benchmarks, tests and the list of
+    /// kernels the crate validates).
+    pub const PRESETS: [TileConfig; 6] = [
+        TileConfig::LARGE,
+        TileConfig::LARGE_K16,
+        TileConfig::WIDE,
+        TileConfig::MEDIUM,
+        TileConfig::MEDIUM_T256,
+        TileConfig::SMALL,
+    ];
+
     /// Threads per workgroup: 0 for a tile with `tm` or `tn` 0 (never valid), and
     /// `u32::MAX` when the count does not fit (never valid either).
     pub fn threads(&self) -> u32 {
@@ -155,38 +168,68 @@ pub struct Variant {
 /// The entry point of every generated matmul shader.
 pub const ENTRY: &str = "main";
 
-/// The uniform block (16 u32 words), in the order [`params_bytes`] writes them.
-const PARAMS: &str = "struct Params {
-    m: u32, n: u32, k: u32, k_tiles: u32,
-    a_bstride: u32, b_bstride: u32, c_bstride: u32, lda: u32,
-    ldb: u32, m_tiles: u32, n_tiles: u32, total: u32,
-    grid_x: u32, grid_xy: u32, pad0: u32, pad1: u32,
+params! {
+    /// The uniform values of one launch: the shapes, the strides the kernel indexes
+    /// with, and the grid it unflattens its workgroup id with.
+    struct MatmulParams {
+        m: u32,
+        n: u32,
+        k: u32,
+        k_tiles: u32,
+        a_bstride: u32,
+        b_bstride: u32,
+        c_bstride: u32,
+        lda: u32,
+        ldb: u32,
+        m_tiles: u32,
+        n_tiles: u32,
+        total: u32,
+        grid_x: u32,
+        grid_xy: u32,
+    }
 }
-";
 
-/// The uniform values of one launch.
+/// The shapes of one launch, before the tile is chosen.
 #[derive(Clone, Copy, Debug)]
-pub struct Params {
+pub struct Shape {
+    /// Rows of C.
     pub m: u32,
+    /// Columns of C.
     pub n: u32,
+    /// The inner dimension.
     pub k: u32,
+    /// Elements between consecutive matrices of A (0: A is broadcast over the batch).
     pub a_bstride: u32,
+    /// Elements between consecutive matrices of B (0: B is broadcast over the batch).
     pub b_bstride: u32,
+    /// Matrices in the batch.
     pub batch: u32,
 }
 
-/// Uniform bytes and workgroup grid for a launch of `tile`.
+/// The params and storage bindings of variant `v`: `a`, `b`, the bias when `v` has one,
+/// and `c` (vec4 elements where `v` allows them).
+pub fn layout(v: &Variant) -> Layout<MatmulParams, Vec<Slot>> {
+    let ty = |vec: bool| if vec { "array<vec4<f32>>" } else { "array<f32>" };
+    let mut slots = vec![Slot::Read("a", ty(v.va)), Slot::Read("b", ty(v.vb))];
+    if v.bias {
+        slots.push(Slot::Read("bias", ty(v.vc)));
+    }
+    slots.push(Slot::ReadWrite("c", ty(v.vc)));
+    Layout::with_slots(slots)
+}
+
+/// Params and workgroup grid for a launch of `tile`.
 /// Returns `None` when the grid does not fit in `max_per_dim` per dimension.
 pub fn launch_shape(
-    p: &Params,
+    s: &Shape,
     tile: &TileConfig,
     ta: bool,
     tb: bool,
     max_per_dim: u32,
-) -> Option<(Vec<u8>, [u32; 3])> {
-    let m_tiles = p.m.div_ceil(tile.bm);
-    let n_tiles = p.n.div_ceil(tile.bn);
-    let total = (m_tiles as u64) * (n_tiles as u64) * (p.batch as u64);
+) -> Option<(MatmulParams, [u32; 3])> {
+    let m_tiles = s.m.div_ceil(tile.bm);
+    let n_tiles = s.n.div_ceil(tile.bn);
+    let total = (m_tiles as u64) * (n_tiles as u64) * (s.batch as u64);
     if total > u32::MAX as u64 {
         return None;
     }
@@ -198,27 +241,23 @@ pub fn launch_shape(
     if gz > max_per_dim {
         return None;
     }
-    let lda = if ta { p.m } else { p.k };
-    let ldb = if tb { p.k } else { p.n };
-    let words: [u32; 16] = [
-        p.m,
-        p.n,
-        p.k,
-        p.k.div_ceil(tile.bk),
-        p.a_bstride,
-        p.b_bstride,
-        p.m * p.n,
-        lda,
-        ldb,
+    let params = MatmulParams {
+        m: s.m,
+        n: s.n,
+        k: s.k,
+        k_tiles: s.k.div_ceil(tile.bk),
+        a_bstride: s.a_bstride,
+        b_bstride: s.b_bstride,
+        c_bstride: s.m * s.n,
+        lda: if ta { s.m } else { s.k },
+        ldb: if tb { s.k } else { s.n },
         m_tiles,
         n_tiles,
         total,
-        gx,
-        gx * gy,
-        0,
-        0,
-    ];
-    Some((bytemuck::cast_slice(&words).to_vec(), [gx, gy, gz]))
+        grid_x: gx,
+        grid_xy: gx * gy,
+    };
+    Some((params, [gx, gy, gz]))
 }
 
 /// One operand's staging plan.
@@ -391,32 +430,7 @@ pub fn generate(v: &Variant, epilogue: &str) -> String {
         if v.ta { "^T" } else { "" },
         if v.tb { "^T" } else { "" }
     );
-    w.push_str(PARAMS);
-    w.push_str("@group(0) @binding(0) var<uniform> p: Params;\n");
-    let _ = writeln!(
-        w,
-        "@group(0) @binding(1) var<storage, read> a: array<{}>;",
-        ty(v.va)
-    );
-    let _ = writeln!(
-        w,
-        "@group(0) @binding(2) var<storage, read> b: array<{}>;",
-        ty(v.vb)
-    );
-    let mut binding = 3;
-    if v.bias {
-        let _ = writeln!(
-            w,
-            "@group(0) @binding(3) var<storage, read> bias: array<{}>;",
-            ty(v.vc)
-        );
-        binding = 4;
-    }
-    let _ = writeln!(
-        w,
-        "@group(0) @binding({binding}) var<storage, read_write> c: array<{}>;",
-        ty(v.vc)
-    );
+    w.push_str(&layout(v).declarations());
     emit_workgroup_memory(&mut w, v);
     if v.epilogue {
         w.push_str(epilogue);

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::super::wgsl::{unit_f1, unit_v4};
+use super::super::wgsl::{row_math, unit_f1, unit_v4};
 use super::super::cross_entropy::{self, CrossEntropyParams};
 use super::super::norm::{self, NormBackwardParams, NormParams};
 use super::super::softmax::{self, SoftmaxParams};
@@ -42,6 +42,7 @@ fn header(kind: Kind, vec4: bool, team: u32) -> String {
     // No `enable subgroups;`: naga 30 rejects the directive and accepts the builtins
     // when the device has the feature (the validator runs with SUBGROUP capabilities).
     let mut s = String::from(if vec4 { unit_v4!() } else { unit_f1!() });
+    s.push_str(row_math!());
     let _ = writeln!(
         s,
         "const TEAM: u32 = {team}u;\nconst WGS: u32 = {wg}u;\nconst ROWS: u32 = {}u;\n\
@@ -157,19 +158,13 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
                 "    let sum = team_sum(hsum({}));",
                 tree(&each(v, |k| format!("e{k}")), &add)
             );
-            if log {
-                s.push_str("    let lse = T(m + log(sum));\n");
-            } else {
-                s.push_str("    let inv = 1.0 / sum;\n");
-            }
+            s.push_str("    let lse = m + log(sum);\n    let inv = 1.0 / sum;\n");
             for k in 0..v {
                 let o = off(k);
-                let val = if log {
-                    format!("x{k} - lse")
-                } else {
-                    format!("e{k} * inv")
-                };
-                let _ = writeln!(s, "    if (ok{k}) {{ y[base + {o}] = {val}; }}");
+                let _ = writeln!(
+                    s,
+                    "    if (ok{k}) {{ y[base + {o}] = softmax_y(x{k}, e{k}, inv, lse, {log}); }}"
+                );
             }
             s.push_str("}\n");
         }
@@ -181,20 +176,14 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
                 let _ = writeln!(s, "{}", pad(&load("y", k, team, "0.0"), 4));
                 let _ = writeln!(s, "{}", pad(&load_as("dy", "g", k, team, "0.0", false), 4));
             }
-            let terms = if log {
-                each(v, |k| format!("g{k}"))
-            } else {
-                each(v, |k| format!("y{k} * g{k}"))
-            };
+            let terms = each(v, |k| format!("softmax_bwd_term(y{k}, g{k}, {log})"));
             let _ = writeln!(s, "    let d = team_sum(hsum({}));", tree(&terms, &add));
             for k in 0..v {
                 let o = off(k);
-                let val = if log {
-                    format!("g{k} - exp(y{k}) * d")
-                } else {
-                    format!("y{k} * (g{k} - T(d))")
-                };
-                let _ = writeln!(s, "    if (ok{k}) {{ dx[base + {o}] = {val}; }}");
+                let _ = writeln!(
+                    s,
+                    "    if (ok{k}) {{ dx[base + {o}] = softmax_bwd_dx(y{k}, g{k}, d, {log}); }}"
+                );
             }
             s.push_str("}\n");
         }
@@ -242,7 +231,7 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
                 };
                 let _ = writeln!(
                     s,
-                    "    if (ok{k}) {{ y[base + {o}] = d{k} * rstd * w{k}{bias}; }}"
+                    "    if (ok{k}) {{ y[base + {o}] = norm_xhat(x{k}, mean, rstd) * w{k}{bias}; }}"
                 );
             }
             s.push_str(
@@ -285,7 +274,7 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
                 let _ = writeln!(
                     s,
                     "{}\n{}\n        let w{k} = w[min(lane + {o}, p.n - 1u)];\n        \
-                     let xh{k} = (x{k} - T(mean)) * rstd;\n        let gw{k} = d{k} * w{k};",
+                     let xh{k} = norm_xhat(x{k}, mean, rstd);\n        let gw{k} = d{k} * w{k};",
                     pad(&load("x", k, team, "0.0"), 8),
                     pad(&load_as("dy", "d", k, team, "0.0", false), 8)
                 );
@@ -314,7 +303,7 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
                 let o = off(k);
                 let _ = writeln!(
                     s,
-                    "        if (ok{k}) {{ dx[base + {o}] = rstd * (gw{k} - T(mg) - xh{k} * mgx); }}"
+                    "        if (ok{k}) {{ dx[base + {o}] = norm_dx(gw{k}, xh{k}, rstd, mg, mgx); }}"
                 );
             }
             s.push_str("    }\n");
@@ -354,6 +343,7 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
             s.push_str(
                 &Layout::<CrossEntropyParams>::new(cross_entropy::MAIN_SLOTS).declarations(),
             );
+            s.push_str(cross_entropy::LOSS);
             s.push_str(&entry(kind));
             s.push_str(
                 "    let row = g * ROWS + slot;
@@ -367,8 +357,6 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
     let valid = !ignored && t < p.classes;
     // Ignored and invalid rows get a zero gradient.
     let scale = select(0.0, 1.0 / max(cnt[0], 1.0), valid);
-    let tu = t / W;
-    let hot = onehot(t % W);
 ",
             );
             for k in 0..v {
@@ -391,20 +379,11 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
                 let o = off(k);
                 let _ = writeln!(
                     s,
-                    "    if (ok{k}) {{\n        var q = e{k} * inv;\n        \
-                     if (lane + {o} == tu) {{ q = q - hot; }}\n        dx[base + {o}] = q * scale;\n    }}"
+                    "    if (ok{k}) {{ dx[base + {o}] = cross_entropy_dx(e{k}, inv, lane + {o}, t, scale); }}"
                 );
             }
             s.push_str(
-                "    if (lane == 0u && live) {
-        var l = 0.0;
-        if (valid) {
-            l = m + log(sum) - elem(x[rbase + tu], t % W);
-        } else if (!ignored) {
-            l = bitcast<f32>(0x7fc00000u);
-        }
-        loss[row] = l;
-    }
+                "    if (lane == 0u && live) { loss[row] = cross_entropy_loss(m + log(sum), rbase, t, valid, ignored); }
 }
 ",
             );
