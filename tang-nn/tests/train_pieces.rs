@@ -1,9 +1,12 @@
 //! The training loop's plain pieces: metrics.jsonl, plain progress lines, the loss-curve
 //! PNG and the step timer.
 
+mod train_common;
+
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+
+use train_common::Captured;
 
 use tang_nn::train::{
     MetricsLog, MetricsRecord, PlotOptions, Progress, StepTimer, TrainError, plot_loss_curve,
@@ -92,20 +95,6 @@ fn metrics_lines_are_json_records_and_read_back() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// A writer the test can read back.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[test]
 fn piped_progress_prints_plain_lines_every_n_steps_and_at_the_end() {
     let out = Captured::default();
@@ -115,7 +104,7 @@ fn piped_progress_prints_plain_lines_every_n_steps_and_at_the_end() {
         progress.update(&r).unwrap();
     }
     progress.println("saved checkpoint-25").unwrap();
-    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    let text = out.text();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 4, "{text}");
     assert!(

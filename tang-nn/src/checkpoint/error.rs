@@ -44,6 +44,13 @@ pub enum CheckpointError {
     },
     /// The function that writes a checkpoint's files failed.
     Writer(Box<dyn std::error::Error + Send + Sync>),
+    /// A checkpoint's file could not be loaded into the model or the optimizer.
+    Load {
+        /// The file.
+        path: PathBuf,
+        /// Why (a safetensors, state-dict or optimizer-state error).
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 impl fmt::Display for CheckpointError {
@@ -75,6 +82,11 @@ impl fmt::Display for CheckpointError {
                 path.display()
             ),
             CheckpointError::Writer(e) => write!(f, "writing the checkpoint's files failed: {e}"),
+            CheckpointError::Load { path, source } => write!(
+                f,
+                "could not load {}: {source}; resume with the model and optimizer the checkpoint was saved from",
+                path.display()
+            ),
         }
     }
 }
@@ -84,6 +96,7 @@ impl std::error::Error for CheckpointError {
         match self {
             CheckpointError::Io { source, .. } => Some(source),
             CheckpointError::Writer(e) => Some(e.as_ref()),
+            CheckpointError::Load { source, .. } => Some(source.as_ref()),
             _ => None,
         }
     }

@@ -11,6 +11,7 @@
 
 mod durable;
 mod error;
+mod training;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -20,6 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 
 pub use error::CheckpointError;
+pub use training::{MODEL_FILE, OPTIMIZER_FILE, load_training, save_training};
 
 use crate::data::LoaderState;
 use durable::{remove_via_trash, sync_dir, sync_file, write_synced};

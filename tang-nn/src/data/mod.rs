@@ -1,15 +1,18 @@
 //! Data loading: a seeded, resumable [`DataLoader`] over an index-based [`Dataset`]
-//! (PyTorch's `torch.utils.data`), and [`TokenBatcher`], nanoGPT's `get_batch` (random
-//! windows of a token corpus as `[batch, block]` u32 tensors).
+//! (PyTorch's `torch.utils.data`), and nanoGPT's `get_batch` (random windows of a token
+//! corpus as `[batch, block]` u32 tensors): [`DeviceTokenBatcher`] with the corpus on the
+//! GPU, [`TokenBatcher`] its host-side reference.
 //!
 //! Both are deterministic functions of their seed and a position, so a checkpoint that
 //! stores a [`LoaderState`] (or the step, for [`TokenBatcher`]) resumes the exact same
 //! stream of batches.
 
+mod device_windows;
 mod error;
 mod loader;
 mod windows;
 
+pub use device_windows::DeviceTokenBatcher;
 pub use error::DataError;
 pub use loader::{DataLoader, LoaderOptions, LoaderState};
 pub use windows::{TokenBatcher, WindowSampler};

@@ -3,16 +3,13 @@
 //! [`WindowSampler`] draws a step's window offsets, uniformly in `0..len - block_size`
 //! as `torch.randint(len(data) - block_size, (batch_size,))` does, from a stream that
 //! depends only on `(seed, step)`: resuming at step `n` needs only `n`. [`TokenBatcher`]
-//! cuts the windows out on the host (input `corpus[i..i + block]`, target shifted by one)
-//! and uploads them as two `[batch_size, block_size]` u32 tensors.
-//!
-//! Next step: keep the corpus on the GPU and upload only the `batch_size` offsets per
-//! step, gathering the windows with a device index op from `tang_runtime::ops` once it
-//! exists; the offsets and the windows will be the same as here.
+//! cuts the windows out on the host (input `corpus[i..i + block]`, target shifted by one):
+//! the reference that [`super::DeviceTokenBatcher`], which keeps the corpus on the GPU and
+//! gathers the same windows there, is tested against.
 
-use tang_runtime::{Device, Tensor};
+use tang_runtime::Device;
 
-use super::DataError;
+use super::{DataError, DeviceTokenBatcher};
 use crate::rng::SplitMix64;
 
 /// Seeded window offsets for a corpus of `corpus_len` tokens: a pure function of the
@@ -151,17 +148,19 @@ impl TokenBatcher {
         Ok((inputs, targets))
     }
 
-    /// Step `step`'s inputs and targets as two `[batch_size, block_size]` u32 tensors.
+    /// The same batches with the corpus uploaded to `device` once and the windows gathered
+    /// there ([`DeviceTokenBatcher`]).
     ///
     /// # Errors
-    /// As [`TokenBatcher::host_batch`]; [`DataError::Device`] when the upload fails.
-    pub fn batch(&self, device: &Device, step: u64) -> Result<(Tensor, Tensor), DataError> {
-        let (inputs, targets) = self.host_batch(step)?;
-        let shape = [self.sampler.batch_size, self.sampler.block_size];
-        Ok((
-            Tensor::from_u32(device, &inputs, &shape)?,
-            Tensor::from_u32(device, &targets, &shape)?,
-        ))
+    /// As [`DeviceTokenBatcher::new`].
+    pub fn to_device(&self, device: &Device) -> Result<DeviceTokenBatcher, DataError> {
+        DeviceTokenBatcher::new(
+            device,
+            &self.corpus,
+            self.sampler.batch_size,
+            self.sampler.block_size,
+            self.sampler.seed,
+        )
     }
 }
 

@@ -9,10 +9,20 @@
 //! the GPU whether `fma` is fused, and where it is not, computes the singly rounded
 //! result from error-free transformations (Dekker's product and Knuth's sum).
 //!
+//! The opposite happens too: a shader compiler may contract a product and a sum that
+//! PyTorch rounds separately into one `fma` (NVIDIA's does: AdamW's `p * (1 - lr * wd)`
+//! followed by `p + step` became one fused operation there, 1.8e-6 relative off PyTorch
+//! after 100 steps). So no product or quotient of these kernels feeds a sum directly:
+//! where PyTorch rounds a product before adding it, the product is multiplied by `one`, a
+//! uniform holding 1 that the compiler cannot fold, and a contraction of that last
+//! multiplication with the sum, `fma(x, one, y)`, is exactly the rounded sum `x + y`.
+//! `optim_contraction.rs` checks the generated WGSL of every kernel for this.
+//!
 //! WGSL's division and square root may be off by an ulp or two (NVIDIA's are); PyTorch's
 //! are correctly rounded. [`kernels::divide`] and [`kernels::square_root`] correct them
-//! with one Newton step on the exact residual, which leaves a correctly rounded result
-//! (lavapipe's) as it is.
+//! with Newton steps on the exact residual, which leave a correctly rounded result
+//! (lavapipe's) as it is. A GPU may flush subnormal results to zero (WGSL permits it;
+//! NVIDIA does): a quotient below 2^-126 may come back as 0 there.
 
 use tang_runtime::prelude::*;
 
@@ -23,7 +33,7 @@ pub mod kernels {
     /// `one` (a uniform holding 1) keeps the compiler from simplifying `c - (c - a)`
     /// to `a`, which is true of real numbers and false of floats.
     pub fn split_hi(a: f32, one: f32) -> f32 {
-        let c = 4097.0 * a;
+        let c = (4097.0 * a) * one;
         c - (c - a) * one
     }
 
@@ -39,12 +49,17 @@ pub mod kernels {
         let probe_a = one + 1.0 / 4096.0;
         let probe_c = -(one + 1.0 / 2048.0);
         let fused = probe_a.mul_add(probe_a, probe_c) != 0.0;
-        let p = a * b;
+        // Every product below is multiplied by `one` before it is added (see the module
+        // documentation), and so are the operands, which may be the caller's products or
+        // quotients.
+        let (a, b, c) = (a * one, b * one, c * one);
+        let p = (a * b) * one;
         let ah = split_hi(a, one);
         let al = a - ah;
         let bh = split_hi(b, one);
         let bl = b - bh;
-        let product_error = (((ah * bh - p * one) + ah * bl) + al * bh) + al * bl;
+        let product_error =
+            ((((ah * bh) * one - p) + (ah * bl) * one) + (al * bh) * one) + (al * bl) * one;
         let s = p + c;
         let bb = s * one - p;
         let sum_error = (p - (s - bb)) + (c - bb);
@@ -61,17 +76,30 @@ pub mod kernels {
         if x.abs() <= 3.402_823_5e38 { 1.0 } else { 0.0 }
     }
 
-    /// `a / b` correctly rounded: the quotient corrected by the exact residual
-    /// `a - q * b` (Markstein's step). Where the residual is not finite (a zero or
-    /// infinite divisor, an infinite dividend) the quotient is already what IEEE gives.
+    /// `a / b` correctly rounded. The reciprocal is first made correctly rounded by one
+    /// Newton step on its exact residual `1 - b * y`; then the quotient (WGSL's may be
+    /// 2.5 ulp off) is corrected twice by the exact residual `a - q * b` (Markstein's
+    /// step: from a quotient within an ulp and a correctly rounded reciprocal, one step
+    /// gives the correctly rounded quotient; the first step brings it within an ulp). A
+    /// divisor past 2^126, whose reciprocal is subnormal, is scaled by 1/4 first (with the
+    /// dividend, exactly). Where a residual is not finite (a zero or infinite divisor, an
+    /// infinite dividend) the quotient is already what IEEE gives.
     pub fn divide(a: f32, b: f32, one: f32) -> f32 {
-        let q = a / b;
-        let r = fused_mul_add(-q, b, a, one);
-        let corrected = fused_mul_add(r, 1.0 / b, q, one);
-        if finite(r) * finite(corrected) > 0.5 {
-            corrected
+        let scale = if b.abs() > 8.507_059e37 { 0.25 } else { 1.0 };
+        let a = a * scale;
+        let b = b * scale;
+        let q0 = a / b;
+        let y0 = 1.0 / b;
+        let e = fused_mul_add(-b, y0, one, one);
+        let y = fused_mul_add(y0, e, y0, one);
+        let r0 = fused_mul_add(-q0, b, a, one);
+        let q1 = fused_mul_add(r0, y, q0, one);
+        let r1 = fused_mul_add(-q1, b, a, one);
+        let q2 = fused_mul_add(r1, y, q1, one);
+        if finite(r0) * finite(r1) * finite(q2) > 0.5 {
+            q2
         } else {
-            q
+            q0 * one
         }
     }
 
@@ -98,7 +126,8 @@ pub mod kernels {
         l2: f32,
         one: f32,
     ) -> f32 {
-        let g0 = grad * clip_coef;
+        // Rounded before it is added, as PyTorch's in-place clip rounds it.
+        let g0 = (grad * clip_coef) * one;
         let g1 = if maximize > 0.5 { -g0 } else { g0 };
         if l2 != 0.0 {
             fused_mul_add(p, l2, g1, one)
@@ -189,14 +218,16 @@ pub mod kernels {
         #[uniform] one: f32,
     ) {
         let g = effective_grad(*p, grad, clip_coef, maximize, l2, one);
-        *p *= decay;
+        // PyTorch's `param.mul_(1 - lr * weight_decay)` rounds the product before the
+        // step is added to it: `* one` keeps a compiler from fusing the two.
+        *p = (*p * decay) * one;
         *exp_avg = lerp(*exp_avg, g, lerp_weight, one);
         *exp_avg_sq = fused_mul_add(one_minus_beta2 * g, g, *exp_avg_sq * beta2, one);
         let denom = divide(square_root(*exp_avg_sq, one), bias_correction2_sqrt, one) + eps;
         *p += divide(neg_step_size * *exp_avg, denom, one);
     }
 
-    /// [`adam_update`] with AMSGrad's running maximum of the second moment.
+    /// [`adam_update()`] with AMSGrad's running maximum of the second moment.
     #[kernel]
     #[allow(clippy::too_many_arguments)]
     pub fn adam_amsgrad_update(
@@ -218,7 +249,9 @@ pub mod kernels {
         #[uniform] one: f32,
     ) {
         let g = effective_grad(*p, grad, clip_coef, maximize, l2, one);
-        *p *= decay;
+        // PyTorch's `param.mul_(1 - lr * weight_decay)` rounds the product before the
+        // step is added to it: `* one` keeps a compiler from fusing the two.
+        *p = (*p * decay) * one;
         *exp_avg = lerp(*exp_avg, g, lerp_weight, one);
         *exp_avg_sq = fused_mul_add(one_minus_beta2 * g, g, *exp_avg_sq * beta2, one);
         // torch.maximum: a NaN on either side wins (the sum of the two is NaN).

@@ -41,6 +41,19 @@ impl ParamGroup {
     }
 }
 
+/// A model's trainable parameters by name, as an optimizer takes them: its
+/// `named_parameters()` (tied parameters once, frozen ones left out, as PyTorch users
+/// write `[p for p in model.parameters() if p.requires_grad]`), each the device tensor
+/// the parameter holds (a clone sharing its buffer, so updates reach the model).
+pub fn named_parameters_of<M: crate::module::Module + ?Sized>(model: &M) -> Vec<(String, Tensor)> {
+    model
+        .named_parameters()
+        .into_iter()
+        .filter(|(_, p)| p.requires_grad())
+        .map(|(name, p)| (name, p.data().clone()))
+        .collect()
+}
+
 /// nanoGPT's two groups (`configure_optimizers`): parameters of two or more dimensions
 /// (matmul weights, embeddings) decay by `weight_decay`; the rest (biases, norm weights)
 /// do not decay. Order within each group is kept.

@@ -37,6 +37,24 @@ pub enum TrainError {
     Plot(String),
     /// The Ctrl-C handler could not be installed.
     Interrupt(String),
+    /// The user's forward or evaluation function failed at a step.
+    Step {
+        /// The step (0-based).
+        step: u64,
+        /// Its error.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// Backward, clipping or the optimizer step failed.
+    Optim(crate::optim::OptimError),
+    /// Computing gradients or reading a value back failed.
+    Autograd(crate::autograd::Error),
+    /// Saving or resuming a checkpoint failed.
+    Checkpoint(crate::checkpoint::CheckpointError),
+    /// The optimizer does not hold the model's parameters.
+    ParameterMismatch {
+        /// Which parameter and what differs.
+        detail: String,
+    },
 }
 
 impl fmt::Display for TrainError {
@@ -64,6 +82,17 @@ impl fmt::Display for TrainError {
                 )
             }
             TrainError::Plot(detail) => write!(f, "could not draw the loss curve: {detail}"),
+            TrainError::Step { step, source } => {
+                write!(f, "the step function failed at step {step}: {source}")
+            }
+            TrainError::Optim(e) => write!(f, "the optimizer step failed: {e}"),
+            TrainError::Autograd(e) => write!(f, "backward or a read of the loss failed: {e}"),
+            TrainError::Checkpoint(e) => write!(f, "{e}"),
+            TrainError::ParameterMismatch { detail } => write!(
+                f,
+                "the optimizer does not hold the model's parameters ({detail}); build it from \
+                 `optim::named_parameters_of(&model)`"
+            ),
             TrainError::Interrupt(detail) => write!(
                 f,
                 "could not install the Ctrl-C handler ({detail}); another signal handler for SIGINT may be installed"
@@ -76,6 +105,10 @@ impl std::error::Error for TrainError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             TrainError::Io { source, .. } => Some(source),
+            TrainError::Step { source, .. } => Some(source.as_ref()),
+            TrainError::Optim(e) => Some(e),
+            TrainError::Autograd(e) => Some(e),
+            TrainError::Checkpoint(e) => Some(e),
             _ => None,
         }
     }
@@ -91,5 +124,29 @@ pub(crate) fn io_error(
         action,
         path,
         source,
+    }
+}
+
+impl From<crate::optim::OptimError> for TrainError {
+    fn from(e: crate::optim::OptimError) -> Self {
+        TrainError::Optim(e)
+    }
+}
+
+impl From<crate::autograd::Error> for TrainError {
+    fn from(e: crate::autograd::Error) -> Self {
+        TrainError::Autograd(e)
+    }
+}
+
+impl From<tang_runtime::Error> for TrainError {
+    fn from(e: tang_runtime::Error) -> Self {
+        TrainError::Autograd(e.into())
+    }
+}
+
+impl From<crate::checkpoint::CheckpointError> for TrainError {
+    fn from(e: crate::checkpoint::CheckpointError) -> Self {
+        TrainError::Checkpoint(e)
     }
 }

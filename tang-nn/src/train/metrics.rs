@@ -66,6 +66,36 @@ impl MetricsLog {
         Ok(MetricsLog { path, file })
     }
 
+    /// Opens `path` for appending after dropping its records past `step` (a run resumed
+    /// from the checkpoint of `step` logs those steps again), and returns the records
+    /// kept. The shortened file replaces the old one atomically (written beside it and
+    /// renamed); a missing file starts empty.
+    ///
+    /// # Errors
+    /// As [`MetricsLog::open`] and [`read_metrics`].
+    pub fn open_through(
+        path: impl Into<PathBuf>,
+        step: u64,
+    ) -> Result<(MetricsLog, Vec<MetricsRecord>), TrainError> {
+        let path = path.into();
+        let mut kept = Vec::new();
+        if path.exists() {
+            let all = read_metrics(&path)?;
+            let total = all.len();
+            kept = all.into_iter().filter(|r| r.step <= step).collect();
+            if kept.len() != total || !ends_with_newline(&path)? {
+                let mut text = String::new();
+                for r in &kept {
+                    text.push_str(&record_line(r)?);
+                }
+                let temp = path.with_extension("jsonl.tmp");
+                fs::write(&temp, text).map_err(io_error("write", &temp))?;
+                fs::rename(&temp, &path).map_err(io_error("replace", &path))?;
+            }
+        }
+        Ok((MetricsLog::open(path)?, kept))
+    }
+
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path
@@ -76,15 +106,27 @@ impl MetricsLog {
     /// # Errors
     /// [`TrainError::Io`] when the write fails.
     pub fn append(&mut self, record: &MetricsRecord) -> Result<(), TrainError> {
-        let mut line = serde_json::to_string(record).map_err(|e| TrainError::InvalidOption {
-            detail: format!("the metrics record does not serialize: {e}"),
-        })?;
-        line.push('\n');
+        let line = record_line(record)?;
         self.file
             .write_all(line.as_bytes())
             .and_then(|()| self.file.flush())
             .map_err(io_error("append to", &self.path))
     }
+}
+
+/// `record` as one line of JSON with its newline.
+fn record_line(record: &MetricsRecord) -> Result<String, TrainError> {
+    let mut line = serde_json::to_string(record).map_err(|e| TrainError::InvalidOption {
+        detail: format!("the metrics record does not serialize: {e}"),
+    })?;
+    line.push('\n');
+    Ok(line)
+}
+
+/// Whether the file is empty or ends with a newline (a crash may cut the last line).
+fn ends_with_newline(path: &Path) -> Result<bool, TrainError> {
+    let text = fs::read(path).map_err(io_error("read", path))?;
+    Ok(text.last().is_none_or(|&b| b == b'\n'))
 }
 
 /// Reads every record of a `metrics.jsonl`. A last line without its newline (cut short

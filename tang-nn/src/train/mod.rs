@@ -1,18 +1,27 @@
-//! The plain pieces of a training loop, each usable on its own: [`MetricsLog`]
+//! [`Trainer`], the training loop over a module and an optimizer, and its plain pieces,
+//! each usable on its own: [`MetricsLog`]
 //! (`metrics.jsonl`), [`StepTimer`] (ms per step, samples or tokens per second),
 //! [`Progress`] (a progress bar on a terminal, plain lines when piped),
 //! [`plot_loss_curve`] (a PNG of the loss curves) and [`Interrupt`] (Ctrl-C finishes the
 //! step, saves and exits).
 
 mod error;
+mod fit;
 mod font;
 mod interrupt;
 mod metrics;
+mod options;
 mod plot;
 mod progress;
+mod trainer;
 
 pub use error::TrainError;
 pub use interrupt::Interrupt;
 pub use metrics::{MetricsLog, MetricsRecord, StepTimer, read_metrics};
+pub use options::{Throughput, TrainerOptions};
 pub use plot::{PlotOptions, plot_loss_curve};
 pub use progress::Progress;
+pub use trainer::{
+    CHECKPOINTS_DIR, FitSummary, METRICS_FILE, PLOT_FILE, STEP_SEED, StepContext, StepReport,
+    Trainer,
+};

@@ -1,0 +1,161 @@
+//! [`Trainer::fit`]: the loop over [`Trainer::step`] with evaluation, logging,
+//! checkpoints, Ctrl-C and the loss curve.
+
+use super::metrics::{MetricsRecord, StepTimer};
+use super::trainer::{BoxError, FitSummary, StepContext, Trainer};
+use super::{Interrupt, Progress, TrainError};
+use crate::autograd::Tensor;
+use crate::checkpoint::Checkpoint;
+use crate::module::Module;
+use crate::optim::Algorithm;
+
+impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
+    /// Trains up to `max_steps` (from the current step: 0, or a resumed checkpoint's):
+    /// logs and checkpoints as the options say, without evaluation; saves a checkpoint and
+    /// draws the loss curve at the end or when interrupted.
+    ///
+    /// # Errors
+    /// As [`Trainer::step`] and [`Trainer::save_checkpoint`].
+    pub fn fit<F, E>(&mut self, mut forward: F) -> Result<FitSummary, TrainError>
+    where
+        F: FnMut(&mut StepContext<'_>) -> Result<Tensor, E>,
+        E: Into<BoxError>,
+    {
+        self.run(&mut forward, None)
+    }
+
+    /// [`Trainer::fit`] with `eval` (returning a validation loss) run every `eval_every`
+    /// steps and after the last one; its value is logged as `val_loss` and ranks the
+    /// checkpoints for keep-best.
+    ///
+    /// # Errors
+    /// As [`Trainer::fit`]; [`TrainError::Step`] when `eval` fails.
+    pub fn fit_with_eval<F, E, G, E2>(
+        &mut self,
+        mut forward: F,
+        mut eval: G,
+    ) -> Result<FitSummary, TrainError>
+    where
+        F: FnMut(&mut StepContext<'_>) -> Result<Tensor, E>,
+        E: Into<BoxError>,
+        G: FnMut(&mut StepContext<'_>) -> Result<f64, E2>,
+        E2: Into<BoxError>,
+    {
+        let mut eval = |ctx: &mut StepContext<'_>| eval(ctx).map_err(Into::into);
+        self.run(&mut forward, Some(&mut eval))
+    }
+
+    /// The loop of [`Trainer::fit`].
+    #[allow(clippy::type_complexity)]
+    fn run<F, E>(
+        &mut self,
+        forward: &mut F,
+        mut eval: Option<&mut dyn FnMut(&mut StepContext<'_>) -> Result<f64, BoxError>>,
+    ) -> Result<FitSummary, TrainError>
+    where
+        F: FnMut(&mut StepContext<'_>) -> Result<Tensor, E>,
+        E: Into<BoxError>,
+    {
+        self.open_metrics()?;
+        if self.interrupt.is_none() && self.options.handle_ctrl_c {
+            self.interrupt = Some(Interrupt::install()?);
+        }
+        let mut progress = match self.progress.take() {
+            Some(p) => p,
+            None => Progress::new(self.options.max_steps),
+        };
+        let result = self.run_steps(forward, &mut eval, &mut progress);
+        progress.finish();
+        self.progress = Some(progress);
+        result
+    }
+
+    /// The steps of [`Trainer::run`], with progress shown on `progress`.
+    #[allow(clippy::type_complexity)]
+    fn run_steps<F, E>(
+        &mut self,
+        forward: &mut F,
+        eval: &mut Option<&mut dyn FnMut(&mut StepContext<'_>) -> Result<f64, BoxError>>,
+        progress: &mut Progress,
+    ) -> Result<FitSummary, TrainError>
+    where
+        F: FnMut(&mut StepContext<'_>) -> Result<Tensor, E>,
+        E: Into<BoxError>,
+    {
+        let opts = self.options.clone();
+        let mut saved: Option<Checkpoint> = None;
+        let mut interrupted = false;
+        self.timer = StepTimer::new();
+        self.steps_since_lap = 0;
+        while self.state.step < opts.max_steps {
+            let report = self.step(forward)?;
+            let done = report.step;
+            let mut record = report.record;
+            let eval_now = opts.eval_every > 0
+                && (done.is_multiple_of(opts.eval_every) || done == opts.max_steps);
+            if let (true, Some(eval)) = (eval_now, eval.as_mut()) {
+                let val = self.evaluate(eval)?;
+                self.note_metric(val);
+                record.get_or_insert_with(|| MetricsRecord {
+                    step: done,
+                    ..MetricsRecord::default()
+                });
+                if let Some(r) = record.as_mut() {
+                    r.val_loss = Some(val);
+                }
+            }
+            if let Some(r) = &record {
+                self.append(r)?;
+                progress.update(r)?;
+            }
+            interrupted = self.interrupt.as_ref().is_some_and(Interrupt::requested);
+            let periodic = opts.checkpoint_every > 0 && done.is_multiple_of(opts.checkpoint_every);
+            if periodic || interrupted || done == opts.max_steps {
+                saved = Some(self.save_checkpoint()?);
+            }
+            if interrupted {
+                progress.println(&format!(
+                    "interrupted: stopped after step {done}, checkpoint saved"
+                ))?;
+                break;
+            }
+        }
+        let checkpoint = match saved {
+            Some(c) => c,
+            // Nothing to do (already at max_steps): the checkpoint of this step, if any.
+            None => match self.checkpoints.latest()? {
+                Some(c) if c.state().step == self.state.step => c,
+                _ => self.save_checkpoint()?,
+            },
+        };
+        if self
+            .history
+            .iter()
+            .any(|r| r.loss.is_some() || r.val_loss.is_some())
+        {
+            self.plot()?;
+        }
+        Ok(FitSummary {
+            steps: self.state.step,
+            interrupted,
+            checkpoint,
+        })
+    }
+
+    /// Records an evaluation's value as the current metric, and as the best when it is.
+    fn note_metric(&mut self, value: f64) {
+        if !value.is_finite() {
+            self.state.metric = None;
+            return;
+        }
+        self.state.metric = Some(value);
+        let mode = self.options.retention.mode;
+        if self
+            .state
+            .best_metric
+            .is_none_or(|best| mode.is_better(value, best))
+        {
+            self.state.best_metric = Some(value);
+        }
+    }
+}

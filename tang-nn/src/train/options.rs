@@ -1,0 +1,91 @@
+//! What a [`super::Trainer`] does besides stepping: how often it logs, evaluates and
+//! saves, whether it clips, and how it counts throughput.
+
+use crate::checkpoint::Retention;
+
+use super::TrainError;
+use super::plot::PlotOptions;
+
+/// What one step processes, for the throughput column of the metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Throughput {
+    /// `n` samples per step (logged as samples per second).
+    Samples(u64),
+    /// `n` tokens per step (logged as tokens per second; a language model's
+    /// `batch_size * block_size`).
+    Tokens(u64),
+}
+
+/// A [`super::Trainer`]'s schedule of logging, evaluation and checkpoints, with
+/// nanoGPT-like defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrainerOptions {
+    /// Steps to train in total (a resumed run continues up to it).
+    pub max_steps: u64,
+    /// Read the loss back (the one host read of a log interval), append a metrics record
+    /// and update the progress every `log_every` steps (default 10).
+    pub log_every: u64,
+    /// Run the evaluation function every `eval_every` steps and after the last one; 0:
+    /// never (default 0).
+    pub eval_every: u64,
+    /// Save a checkpoint every `checkpoint_every` steps; 0: only at the end (default
+    /// 0). A run also saves at the end and when interrupted.
+    pub checkpoint_every: u64,
+    /// Clip the gradients to this global L2 norm (nanoGPT's `grad_clip`, 1.0); `None`:
+    /// no clipping (default `None`).
+    pub clip_grad_norm: Option<f64>,
+    /// What a step processes, for samples or tokens per second (default `None`: not
+    /// logged).
+    pub throughput: Option<Throughput>,
+    /// Seed of the device generator handed to each step (dropout; default 0).
+    pub seed: u64,
+    /// Which checkpoints to keep (default: the 3 most recent and the best).
+    pub retention: Retention,
+    /// Size of the loss-curve PNG.
+    pub plot: PlotOptions,
+    /// Whether [`super::Trainer::fit`] installs the Ctrl-C handler ([`super::Interrupt`])
+    /// when none was given with `with_interrupt`, so that Ctrl-C finishes the step, saves
+    /// and returns (default true; the handler is process-wide: turn this off when the
+    /// program handles SIGINT itself, or `fit` fails with [`TrainError::Interrupt`]).
+    pub handle_ctrl_c: bool,
+}
+
+impl TrainerOptions {
+    /// The defaults, for a run of `max_steps` steps.
+    pub fn new(max_steps: u64) -> TrainerOptions {
+        TrainerOptions {
+            max_steps,
+            log_every: 10,
+            eval_every: 0,
+            checkpoint_every: 0,
+            clip_grad_norm: None,
+            throughput: None,
+            seed: 0,
+            retention: Retention::default(),
+            plot: PlotOptions::default(),
+            handle_ctrl_c: true,
+        }
+    }
+
+    /// Checks the options.
+    ///
+    /// # Errors
+    /// [`TrainError::InvalidOption`] for a zero `log_every` or a negative or NaN
+    /// `clip_grad_norm`.
+    pub fn validate(&self) -> Result<(), TrainError> {
+        if self.log_every == 0 {
+            return Err(TrainError::InvalidOption {
+                detail: "log_every is 0; pass at least 1".into(),
+            });
+        }
+        // NaN fails `c >= 0.0` too.
+        if let Some(c) = self.clip_grad_norm
+            && c.partial_cmp(&0.0).is_none_or(|o| o.is_lt())
+        {
+            return Err(TrainError::InvalidOption {
+                detail: format!("clip_grad_norm is {c}; pass a norm of at least 0, or None"),
+            });
+        }
+        Ok(())
+    }
+}
