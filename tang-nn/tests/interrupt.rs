@@ -1,5 +1,6 @@
-//! Ctrl-C: the first SIGINT lets a training loop finish its step, save and exit cleanly;
-//! a second one exits at once with status 130. The loops run in child processes (this
+//! Ctrl-C: the first SIGINT lets the trainer finish its step, save (weights, optimizer
+//! state, step and the data loader's position) and return cleanly; a second one exits at
+//! once with status 130. The loops run in child processes (this
 //! test binary re-invoked with `TANG_INTERRUPT_CHILD` set), so the signals reach only
 //! them.
 #![cfg(unix)]
@@ -9,8 +10,15 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
-use tang_nn::train::Interrupt;
+use tang_nn::autograd::{RawTensor, Tensor};
+use tang_nn::checkpoint::{CheckpointDir, Retention, load_training};
+use tang_nn::data::{DataError, DataLoader, LoaderOptions};
+use tang_nn::nn::functional::cross_entropy;
+use tang_nn::nn::{Dropout, Linear, ReLU, Sequential};
+use tang_nn::optim::{AdamW, AdamWOptions, named_parameters_of};
+use tang_nn::rng::SplitMix64;
+use tang_nn::tang_runtime::Device;
+use tang_nn::train::{CHECKPOINTS_DIR, Interrupt, Progress, StepContext, Trainer, TrainerOptions};
 
 const CHILD_ENV: &str = "TANG_INTERRUPT_CHILD";
 const ROOT_ENV: &str = "TANG_INTERRUPT_ROOT";
@@ -45,29 +53,85 @@ fn sigint(child: &Child) {
     assert!(status.success());
 }
 
-/// The child's loop: steps until interrupted, then saves and returns.
+/// Samples: 4 features and a class.
+type Samples = Vec<(Vec<f32>, u32)>;
+/// A batch: `[n, 4]` features and `[n]` classes.
+type Batch = (RawTensor, RawTensor);
+
+/// A classifier with dropout.
+fn model(dev: &Device) -> Sequential {
+    let mut rng = SplitMix64::new(3);
+    Sequential::new()
+        .append(Linear::new(dev, 4, 8, true, &mut rng).unwrap())
+        .append(ReLU)
+        .append(Dropout::new(0.1).unwrap())
+        .append(Linear::new(dev, 8, 3, true, &mut rng).unwrap())
+}
+
+/// A shuffled loader of 40 samples in batches of 8 (5 batches an epoch).
+fn loader(dev: &Device) -> DataLoader<Samples, impl FnMut(Samples) -> Result<Batch, DataError>> {
+    let mut rng = SplitMix64::new(4);
+    let samples: Samples = (0..40)
+        .map(|_| {
+            let x = (0..4).map(|_| rng.normal() as f32).collect();
+            (x, rng.below(3) as u32)
+        })
+        .collect();
+    let dev = dev.clone();
+    let collate = move |batch: Samples| {
+        let x: Vec<f32> = batch.iter().flat_map(|(x, _)| x.clone()).collect();
+        let y: Vec<u32> = batch.iter().map(|(_, y)| *y).collect();
+        Ok((
+            RawTensor::from_slice(&dev, &x, &[batch.len(), 4])?,
+            RawTensor::from_u32(&dev, &y, &[batch.len()])?,
+        ))
+    };
+    let options = LoaderOptions {
+        batch_size: 8,
+        shuffle: true,
+        drop_last: true,
+        seed: 9,
+    };
+    DataLoader::new(samples, collate, options).unwrap()
+}
+
+/// The child's run: the trainer (which installs the Ctrl-C handler) steps until
+/// interrupted, then finishes the step, saves and returns; the step and the loader
+/// position are printed for the parent to compare with the checkpoint.
 fn train_until_interrupted(root: &Path) {
-    let interrupt = Interrupt::install().unwrap();
-    let checkpoints = CheckpointDir::open(root, Retention::default()).unwrap();
-    println!("ready");
-    let mut step = 0u64;
-    loop {
-        std::thread::sleep(Duration::from_millis(2)); // one training step
-        step += 1;
-        if interrupt.requested() {
-            checkpoints
-                .save(
-                    &TrainerState {
-                        step,
-                        ..Default::default()
-                    },
-                    &[("model.safetensors", b"w")],
-                )
-                .unwrap();
-            println!("stopped cleanly at step {step}");
-            return;
-        }
-    }
+    let dev = Device::new().unwrap();
+    let (model, mut loader) = (model(&dev), loader(&dev));
+    let opt = AdamW::new(named_parameters_of(&model), AdamWOptions::default()).unwrap();
+    let options = TrainerOptions {
+        log_every: 1000,
+        ..TrainerOptions::new(u64::MAX)
+    };
+    let mut trainer = Trainer::new(&model, opt, root, options)
+        .unwrap()
+        .with_progress(Progress::lines(Box::new(std::io::sink()), u64::MAX, 1000).unwrap());
+    let summary = trainer
+        .fit(|ctx: &mut StepContext<'_>| {
+            if ctx.step == 6 {
+                // The handler is installed, and the loader is past its first epoch.
+                println!("ready");
+            }
+            std::thread::sleep(Duration::from_millis(2));
+            let (x, y) = match loader.next_batch()? {
+                Some(batch) => batch,
+                // End of an epoch: the next call starts the next one.
+                None => loader.next_batch()?.expect("a batch per epoch"),
+            };
+            *ctx.loader = Some(loader.state());
+            let logits = model.forward(&Tensor::constant(x))?;
+            Ok::<_, Box<dyn std::error::Error + Send + Sync>>(cross_entropy(&logits, &y)?)
+        })
+        .unwrap();
+    assert!(summary.interrupted);
+    let position = summary.checkpoint.state().loader.unwrap();
+    println!(
+        "stopped cleanly at step {} epoch {} position {}",
+        summary.steps, position.epoch, position.position
+    );
 }
 
 #[test]
@@ -88,13 +152,17 @@ fn ctrl_c_finishes_the_step_saves_and_exits_cleanly() {
     let mut rest = String::new();
     out.read_to_string(&mut rest).unwrap();
     assert!(status.success(), "{status}: {rest}");
-    let step: u64 = rest
+    let reported: Vec<u64> = rest
         .lines()
         .find_map(|l| l.strip_prefix("stopped cleanly at step "))
         .expect("the loop reports its clean stop")
-        .parse()
-        .unwrap();
-    let latest = CheckpointDir::open(&root, Retention::default())
+        .split(' ')
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let [step, epoch, position] = reported[..] else {
+        panic!("{rest}");
+    };
+    let latest = CheckpointDir::open(root.join(CHECKPOINTS_DIR), Retention::default())
         .unwrap()
         .latest()
         .unwrap()
@@ -104,6 +172,16 @@ fn ctrl_c_finishes_the_step_saves_and_exits_cleanly() {
         step,
         "the checkpoint is of the step that was finished"
     );
+    let loader = latest.state().loader.unwrap();
+    assert_eq!((loader.epoch, loader.position), (epoch, position));
+    println!("interrupted after {step} steps, loader at epoch {epoch} position {position}");
+    // The checkpoint loads into a fresh model and optimizer, strictly.
+    let dev = Device::new().unwrap();
+    let model = model(&dev);
+    let mut opt = AdamW::new(named_parameters_of(&model), AdamWOptions::default()).unwrap();
+    let state = load_training(&latest, &model, &mut opt).unwrap();
+    assert_eq!(state.step, step);
+    assert!(opt.state("0.weight").unwrap().step() == step);
     std::fs::remove_dir_all(root).unwrap();
 }
 

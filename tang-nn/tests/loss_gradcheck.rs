@@ -207,6 +207,26 @@ fn fused_and_composed_cross_entropy_agree_and_nll_matches() {
     .unwrap();
     assert_eq!((none[1], none[5]), (0.0, 0.0), "ignored rows are 0");
 
+    // A target past the classes (not the ignore index) makes its row NaN on both paths.
+    let bad = RawTensor::from_u32(&dev, &[3, 17, 0, 1, 2, 4], &[rows]).unwrap();
+    assert!(cross_entropy(&logits, &bad).unwrap().to_vec().unwrap()[0].is_nan());
+    let rows_of = |opts: &CrossEntropyOptions| {
+        cross_entropy_with(&logits, &bad, opts)
+            .unwrap()
+            .to_vec()
+            .unwrap()
+    };
+    let per_row = rows_of(&CrossEntropyOptions {
+        reduction: Reduction::None,
+        ..CrossEntropyOptions::default()
+    });
+    assert!(per_row[1].is_nan() && per_row.iter().filter(|v| v.is_nan()).count() == 1);
+    let smoothed = rows_of(&CrossEntropyOptions {
+        label_smoothing: 0.1,
+        ..CrossEntropyOptions::default()
+    });
+    assert!(smoothed[0].is_nan());
+
     // Shapes and options PyTorch refuses are errors, not panics.
     let bad_rank = Tensor::parameter(RawTensor::zeros(&dev, &[2, 3, 4]).unwrap());
     assert!(cross_entropy(&bad_rank, &targets).is_err());

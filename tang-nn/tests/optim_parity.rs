@@ -32,6 +32,12 @@ fn every_case_follows_pytorchs_trajectory_on_the_gpu() {
             rel <= REL,
             "{case}: relative difference {rel:e} over {REL:e}"
         );
+        // A software adapter (lavapipe) rounds every operation as PyTorch's CPU does, so
+        // there the kernels must reproduce PyTorch to the bit: an operation done in
+        // another order than PyTorch's shows up here even when it stays within 1e-6.
+        if dev.info().is_software {
+            assert_eq!(diff, 0, "{case}: bit-identical on a software adapter");
+        }
     }
 }
 
@@ -122,8 +128,12 @@ fn clip_grad_norm_matches_pytorch() {
     assert!(coef < 1.0, "a norm of {ours} over max_norm 1 clips");
     for (i, g) in grads.iter().enumerate() {
         let torch = t.f32_values(&format!("clip.clipped{i}")).unwrap();
-        let rel = max_rel(&[g.to_vec().unwrap()], &[torch]);
+        let ours = [g.to_vec().unwrap()];
+        let rel = max_rel(&ours, std::slice::from_ref(&torch));
         println!("clip.clipped{i}: max relative difference {rel:e}");
         assert!(rel <= REL, "clipped{i}: {rel:e}");
+        if dev.info().is_software {
+            assert_eq!(differing(&ours, &[torch]), 0, "clipped{i}: bit-identical");
+        }
     }
 }

@@ -44,6 +44,16 @@ impl Tensor {
     /// Backward regenerates the mask from the generator's `(seed, offset)`: nothing is
     /// stored but the stream.
     ///
+    /// ```no_run
+    /// # use tang_nn::autograd::Tensor;
+    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor, ops::Generator};
+    /// let dev = Device::new()?;
+    /// let x = Tensor::parameter(RawTensor::full(&dev, &[8], 1.0)?);
+    /// let y = x.dropout(0.5, &mut Generator::new(0))?;   // each element 0 or 2
+    /// assert!(y.to_vec()?.iter().all(|&v| v == 0.0 || v == 2.0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] unless `0 <= p <= 1`, or for a u32 tensor.
     pub fn dropout(&self, p: f32, generator: &mut Generator) -> Result<Tensor, Error> {
@@ -61,6 +71,16 @@ impl Tensor {
     /// (PyTorch's `torch.gather`); an index `>= self.shape()[dim]` reads 0 and passes no
     /// gradient.
     ///
+    /// ```no_run
+    /// # use tang_nn::autograd::Tensor;
+    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// let dev = Device::new()?;
+    /// let x = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0, 2.0, 3.0, 4.0], &[2, 2])?);
+    /// let index = RawTensor::from_u32(&dev, &[1, 0], &[2, 1])?;
+    /// assert_eq!(x.gather(1, &index)?.to_vec()?, vec![2.0, 3.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] unless `index` is u32 of `self`'s rank and fits it.
     pub fn gather(&self, dim: usize, index: &RawTensor) -> Result<Tensor, Error> {
@@ -74,6 +94,16 @@ impl Tensor {
 
     /// `self * m` elementwise with `m` a constant (no gradient), same shape, one element
     /// or a trailing row (a mask, a scale that stays on the GPU).
+    ///
+    /// ```no_run
+    /// # use tang_nn::autograd::Tensor;
+    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// let dev = Device::new()?;
+    /// let x = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0, 2.0], &[2])?);
+    /// let mask = RawTensor::from_slice(&dev, &[0.0, 1.0], &[2])?;
+    /// assert_eq!(x.mul_constant(&mask)?.to_vec()?, vec![0.0, 2.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when the shapes do not fit.

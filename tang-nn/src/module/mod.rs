@@ -129,7 +129,7 @@ pub trait Module {
     }
 
     /// Copies `state` into this module's parameters in place (under
-    /// [`no_grad`](crate::autograd::no_grad)), so tied parameters stay tied and optimizers
+    /// [`no_grad`]), so tied parameters stay tied and optimizers
     /// holding the parameters see the new values. As PyTorch: `strict` makes any missing
     /// or unexpected key an error; a shape mismatch is always one; every problem is
     /// reported at once. Host tensors (F32, F16, BF16 as read from a file) are uploaded.

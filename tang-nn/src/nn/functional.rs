@@ -10,8 +10,8 @@
 //! ([`ignore_index_as_u32`]: `-100` is `4294967196`, `u32::MAX - 99`), so a PyTorch target
 //! tensor with `-100` entries, converted by [`class_indices_from_i64`], keeps them
 //! ignored. A target `>= classes` that is not the ignore index is a caller error PyTorch
-//! raises on; here its row reads as NaN loss in the fused path (mean reduction without
-//! label smoothing) and as 0 otherwise.
+//! raises on; tang checks nothing on the host (that would read back), so that row's loss
+//! is NaN (and the mean with it, visibly) and its gradient 0.
 //!
 //! ```no_run
 //! use tang_nn::autograd::{RawTensor, Tensor};
@@ -142,6 +142,17 @@ fn index_or_past_end(t: f32, keep: f32, #[uniform] past_end: f32) -> f32 {
     if keep > 0.5 { t } else { past_end }
 }
 
+/// NaN for a kept row whose target is `>= classes` (out of range), else 0: added to the
+/// rows' losses so a bad target shows as NaN, as the fused cross-entropy shows it.
+#[kernel]
+fn nan_if_out_of_range(t: f32, keep: f32, #[uniform] classes: f32) -> f32 {
+    if keep > 0.5 && t >= classes {
+        f32::NAN
+    } else {
+        0.0
+    }
+}
+
 fn reduce_all(x: Tensor, reduction: Reduction) -> Result<Tensor, Error> {
     match reduction {
         Reduction::None => Ok(x),
@@ -236,7 +247,8 @@ fn class_shapes(op: &str, input: &Tensor, target: &RawTensor) -> Result<(usize, 
     Ok((rows, classes))
 }
 
-/// Per-row `-input[i, target[i]]` (0 for ignored rows) and the f32 mask of kept rows.
+/// Per-row `-input[i, target[i]]` (0 for ignored rows, NaN for an out-of-range target)
+/// and the f32 mask of kept rows.
 fn picked_rows(
     input: &Tensor,
     target: &RawTensor,
@@ -251,7 +263,9 @@ fn picked_rows(
     let safe = index_or_past_end::launch(dev, &as_f32, &keep, classes as f32)?;
     let index = ops::to_dtype(&safe, DType::U32)?.reshape(&[rows, 1])?;
     let picked = input.gather(1, &index)?.reshape(&[rows])?;
-    Ok((picked.mul_scalar(-1.0)?, keep))
+    let bad = nan_if_out_of_range::launch(dev, &as_f32, &keep, classes as f32)?;
+    let rows = picked.mul_scalar(-1.0)?.add(&Tensor::constant(bad))?;
+    Ok((rows, keep))
 }
 
 /// Reduces per-row losses: the mean is over kept rows (a count kept on the GPU; 0 kept

@@ -1,6 +1,6 @@
 //! # Layers and losses with PyTorch's names, layouts, defaults and initialisation
 //!
-//! Every layer is a [`Module`](crate::Module) (its state dict has PyTorch's keys) with a
+//! Every layer is a [`Module`] (its state dict has PyTorch's keys) with a
 //! `forward(&self, ..) -> Result<Tensor>` over autograd tensors; layers of one input are
 //! also [`Layer`]s, so [`Sequential`] can hold them. Losses are in [`functional`]
 //! (PyTorch's `torch.nn.functional`).

@@ -33,6 +33,13 @@ impl Sequential {
     }
 
     /// The sequence of the given boxed layers.
+    ///
+    /// ```
+    /// use tang_nn::nn::{Layer, ReLU, Sequential, Tanh};
+    /// let seq = Sequential::from_layers(vec![Box::new(ReLU), Box::new(Tanh)]);
+    /// assert_eq!(seq.len(), 2);
+    /// assert!(seq.get(2).is_none());
+    /// ```
     pub fn from_layers(layers: Vec<Box<dyn Layer>>) -> Sequential {
         Sequential { layers }
     }
