@@ -47,7 +47,8 @@ fn broadcast_strides(shape: &[usize], full: &[usize]) -> Vec<usize> {
     strides
 }
 
-/// Plans the reads of inputs of `shapes` against the launch shape `full` of `n` elements:
+/// Plans the reads of inputs of `shapes` against the launch shape `full` of `n > 0`
+/// elements (so no input's element count overflows):
 /// full-length and one-element inputs need no strides; for the others the launch
 /// dimensions are coalesced (size-1 dimensions dropped, a dimension merged into its inner
 /// neighbour when every strided input steps over both as one) into at most
@@ -195,7 +196,16 @@ impl Device {
             limit: u32::MAX.into(),
         })?;
         let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
-        let plan = plan_reads(&shapes, &full, n);
+        // An empty launch runs nothing (and its inputs' other dimensions may be too large
+        // to multiply); otherwise every input has at most `n` elements.
+        let plan = if n == 0 {
+            ReadPlan {
+                dims: [1; MAX_LAUNCH_DIMS],
+                reads: vec![Some(InputRead::Full); inputs.len()],
+            }
+        } else {
+            plan_reads(&shapes, &full, n)
+        };
         // Inputs whose broadcast needs more dimensions than the kernel indexes are copied
         // to the launch shape (see the module doc).
         let mut expanded: Vec<Option<Tensor>> = Vec::new();

@@ -3,6 +3,11 @@
 //! (matmul, softmax, norms, attention, reductions, ...) are reachable here too (their
 //! backwards, for now, in [`crate::dense`]).
 //!
+//! Elementwise math (`add`, `mul`, `exp`, `clamp`, `relu`, `gelu_erf`, ...) broadcasts
+//! as NumPy and PyTorch do; each op is a `#[fused_grad]` function of [`kernels`] run
+//! through its [`FusedFn`], so its backward is the generated VJP kernel plus
+//! [`sum_to_shape`] for broadcast inputs.
+//!
 //! Conventions every op follows:
 //! - every op returns `Result` with a typed [`Error`](crate::Error): a tensor of another
 //!   device is [`DeviceMismatch`](crate::Error::DeviceMismatch), a tensor of the wrong
