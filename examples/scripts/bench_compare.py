@@ -30,7 +30,19 @@ PAIRS = [
     ("layer_norm_65536x1024_fwd_bwd", "layer_norm_65536x1024_fwd_bwd", "time"),
     ("attention_B8_H8_T1024_d64_fwd_bwd", "attention_B8_H8_T1024_d64_fwd_bwd_explicit", "time"),
     ("attention_B8_H8_T1024_d64_fwd_bwd", "attention_B8_H8_T1024_d64_fwd_bwd_sdpa", "time"),
+    ("mlp_784_1024_1024_10_b1024_step", "mlp_784_1024_1024_10_b1024_step", "time"),
+    ("mlp_64_128_10_b64_step", "mlp_64_128_10_b64_step", "time"),
+    ("gpt_char_6x384_T256_B64_step_fp32", "gpt_char_6x384_T256_B64_step_fp32", "time"),
+    ("gpt_char_6x384_T256_B64_step_fp32", "gpt_char_6x384_T256_B64_step_fp32_sdpa", "time"),
+    ("gpt_char_6x384_T256_B64_step_fp32", "gpt_char_6x384_T256_B64_step_fp32_compiled", "time"),
 ]
+
+
+def peer_case(results, name):
+    """PyTorch's case `name`, also when its key carries a note ("name (10.75M params)")."""
+    if name in results:
+        return name
+    return next((k for k in results if k.startswith(name + " (")), None)
 
 
 def main():
@@ -41,7 +53,8 @@ def main():
     print("| case | tang | PyTorch case | PyTorch | PyTorch time / tang time |")
     print("|---|---|---|---|---|")
     for mine, peer, how in PAIRS:
-        if mine not in o or peer not in t:
+        peer = peer_case(t, peer)
+        if mine not in o or peer is None:
             continue
         a, b = o[mine], t[peer]
         rate = f" ({a['rate']:.1f} {a['unit']})" if a.get("rate") else ""

@@ -1,4 +1,6 @@
-"""PyTorch's side of the tensor-op benchmark cases in `tang-runtime/tests/ops_bench.rs`.
+"""PyTorch's side of the tensor-op benchmark cases in `tang-runtime/tests/ops_bench.rs`
+(permute, conv2d) and of the bench program's `broadcast_add_*` cases
+(`examples/examples/bench/elementwise.rs`), under the same names.
 
 Run on the same GPU in the same run as the tang cases (fp32, TF32 off):
 
@@ -45,6 +47,22 @@ def layout_cases():
         print(f"{name}: {perm:.4f} ms, copy {copy:.4f} ms, copy/permute {copy / perm:.2f}")
 
 
+def broadcast_cases():
+    r = 4096
+    a = torch.randn(r, r, device=dev)
+    copy = median_ms(lambda: a.clone(), 20)
+    copy_gbps = 2 * 4 * r * r / copy / 1e6
+    print(f"broadcast_add_{r}x{r}_copy: {copy:.4f} ms, {copy_gbps:.0f} GB/s")
+    for kind, shape in [("same", (r, r)), ("col", (r, 1)), ("row", (r,))]:
+        b = torch.randn(*shape, device=dev)
+        ms = median_ms(lambda: a + b, 20)
+        gbps = (2 * r * r + b.numel()) * 4 / ms / 1e6
+        print(
+            f"broadcast_add_{r}x{r}_{kind}: {ms:.4f} ms, {gbps:.0f} GB/s, "
+            f"{100 * gbps / copy_gbps:.0f}% of copy"
+        )
+
+
 def conv_case():
     x = torch.randn(64, 64, 56, 56, device=dev, requires_grad=True)
     w = torch.randn(64, 64, 3, 3, device=dev, requires_grad=True)
@@ -65,4 +83,5 @@ def conv_case():
 if __name__ == "__main__":
     print("PyTorch", torch.__version__, "on", torch.cuda.get_device_name())
     layout_cases()
+    broadcast_cases()
     conv_case()

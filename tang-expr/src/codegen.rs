@@ -51,6 +51,19 @@ pub fn wgsl_literal(v: f32) -> String {
     }
 }
 
+/// The offset in a broadcast input of launch element `e`: the element's coordinates in the
+/// launch shape `[_, d1, d2, d3]` (coalesced to at most four dimensions by the runtime)
+/// dotted with the input's strides (0 along a broadcast dimension). Three divisions; only
+/// the broadcast read modes call it.
+const OFFSET_HELPER: &str = "fn tang_offset(e: u32, s: vec4<u32>) -> u32 {
+    let r1 = e / params.d3;
+    let r2 = r1 / params.d2;
+    let c0 = r2 / params.d1;
+    return c0 * s.x + (r2 - c0 * params.d1) * s.y + (r1 - r2 * params.d2) * s.z + (e - r1 * params.d3) * s.w;
+}
+
+";
+
 fn check_name(name: &str, seen: &mut Vec<String>) -> Result<(), ExprError> {
     let ok = !name.is_empty()
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -108,12 +121,14 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
     let mut leaf = |leaf: Leaf, body: &mut String| -> Result<String, ExprError> {
         match leaf {
             Leaf::Input(i) if i < n_in => {
-                // A full-length input is one 128-bit load; a broadcast one (a scalar or a
-                // row, see the layout) gathers its four lanes. The branch is uniform.
+                // How the input is read is chosen per launch (`m_<name>`, see the layout):
+                // a full-length input is one 128-bit load and a scalar one splat, with no
+                // index arithmetic; a broadcast input computes its offset from the launch
+                // coordinates. The branch is uniform across the dispatch.
                 let name = &spec.inputs[i as usize];
                 let _ = writeln!(
                     body,
-                    "    var x_{name}: {t};\n    if (params.p_{name} == params.n) {{ x_{name} = in_{name}[q]; }} else {{\n        for (var l = 0u; l < 4u; l++) {{ let j = (i + l) % params.p_{name}; x_{name}[l] = in_{name}[j >> 2u][j & 3u]; }}\n    }}"
+                    "    var x_{name}: {t};\n    switch params.m_{name} {{\n        case 0u: {{ x_{name} = in_{name}[q]; }}\n        case 1u: {{ x_{name} = {t}(in_{name}[0][0]); }}\n        case 2u: {{\n            // the four lanes share a row of the launch: one offset, then the row's stride\n            let o = tang_offset(i, params.s_{name});\n            let s = params.s_{name}.w;\n            if (s == 1u && (o & 3u) == 0u) {{ x_{name} = in_{name}[o >> 2u]; }}\n            else if (s == 0u) {{ x_{name} = {t}(in_{name}[o >> 2u][o & 3u]); }}\n            else {{ for (var l = 0u; l < 4u; l++) {{ let j = o + l * s; x_{name}[l] = in_{name}[j >> 2u][j & 3u]; }} }}\n        }}\n        default: {{\n            for (var l = 0u; l < 4u; l++) {{ let j = tang_offset(min(i + l, params.n - 1u), params.s_{name}); x_{name}[l] = in_{name}[j >> 2u][j & 3u]; }}\n        }}\n    }}"
                 );
                 Ok(format!("x_{name}"))
             }
@@ -171,9 +186,12 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
 
     let mut w = String::new();
     let _ = writeln!(w, "// tang kernel `{}` (generated)", spec.name);
-    w.push_str("struct Params {\n    n: u32,\n");
+    w.push_str("struct Params {\n    n: u32,\n    d1: u32,\n    d2: u32,\n    d3: u32,\n");
     for n in &spec.inputs {
-        let _ = writeln!(w, "    p_{n}: u32,");
+        let _ = writeln!(w, "    s_{n}: vec4<u32>,");
+    }
+    for n in &spec.inputs {
+        let _ = writeln!(w, "    m_{n}: u32,");
     }
     for n in &spec.uniforms {
         let _ = writeln!(w, "    u_{n}: f32,");
@@ -202,6 +220,9 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
         binding += 1;
     }
     w.push('\n');
+    if !spec.inputs.is_empty() {
+        w.push_str(OFFSET_HELPER);
+    }
     for text in helpers.values() {
         w.push_str(text);
         w.push('\n');

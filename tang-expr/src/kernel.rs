@@ -5,7 +5,7 @@
 //!
 //! | binding | WGSL | what |
 //! |---|---|---|
-//! | 0 | `var<uniform> params: Params` | `n: u32` (elements), one `p_<input>: u32` per element input, one `u_<uniform>: f32` per uniform |
+//! | 0 | `var<uniform> params: Params` | see below |
 //! | 1 ..= I | `var<storage, read> in_<name>: array<vec4<f32>>` | element inputs |
 //! | then | `var<storage, read_write> io_<name>: array<vec4<f32>>` | in-out values (read, then written in place) |
 //! | then | `var<storage, read_write> out_<name>: array<vec4<f32>>` | outputs |
@@ -17,9 +17,27 @@
 //! of the last group may read up to three floats past `n` inside the binding; stores never
 //! write past `n`.
 //!
-//! `p_<input>` is the input's broadcast period: element `i` reads `in[i % p]`, so `p = n`
-//! is an ordinary elementwise input, `p = 1` a scalar and `p = row length` a row (a
-//! bias) repeated over every row. The `%` (a per-lane gather) only runs when `p != n`.
+//! # Broadcasting (the `Params` uniform)
+//!
+//! The launch shape is the NumPy/PyTorch broadcast of the inputs' shapes. The runtime
+//! coalesces it (size-1 dimensions dropped, neighbours that every input reads the same way
+//! merged) to at most [`MAX_LAUNCH_DIMS`] = 4 dimensions `[d0, d1, d2, d3]`, and describes
+//! how each input is read ([`InputRead`]). `Params` holds, 4-byte words in this order:
+//!
+//! | field | what |
+//! |---|---|
+//! | `n: u32` | elements of the launch |
+//! | `d1, d2, d3: u32` | the coalesced launch shape's inner sizes (`d0` is implied) |
+//! | `s_<input>: vec4<u32>` per input | its strides along the four dimensions (0 where it is broadcast) |
+//! | `m_<input>: u32` per input | its read mode: [`InputRead::mode`] |
+//! | `u_<uniform>: f32` per uniform | the uniforms |
+//!
+//! then padding to a multiple of 16 bytes. The modes: 0, a full-length input (one 128-bit
+//! load, no index arithmetic); 1, a single element splat (no index arithmetic); 2, a
+//! broadcast input when `d3` is a multiple of 4 (the four lanes of a thread share a row, so
+//! one offset is computed per thread: three divisions, then a 128-bit load, a splat or a
+//! strided gather); 3, any other broadcast input (an offset per lane). Which mode runs is
+//! uniform across the dispatch.
 //!
 //! The entry point is [`ENTRY_POINT`], with workgroups of [`WORKGROUP_SIZE`] threads on a
 //! 2-D grid: thread `q = gid.x + gid.y * num_workgroups.x * WORKGROUP_SIZE` handles
@@ -100,8 +118,8 @@ impl KernelDesc {
     ///
     /// # Safety
     /// `wgsl` must be naga-valid WGSL with the binding layout of this module for these
-    /// names, whose every array access is guarded by `params.n` and the periods (as the
-    /// code generator emits it), so that no access goes out of the bound ranges.
+    /// names, whose every array access is guarded by `params.n` and the read modes and
+    /// strides (as the code generator emits it), so that no access goes out of the bound ranges.
     #[doc(hidden)]
     #[allow(unsafe_code)]
     #[allow(clippy::too_many_arguments)]
@@ -188,21 +206,78 @@ impl KernelDesc {
             ))
     }
 
-    /// Size in bytes of the `Params` uniform struct: `n`, one period per input, one value
-    /// per uniform, 4 bytes each.
+    /// Size in bytes of the `Params` uniform struct (layout in the module docs): the
+    /// header, four strides and a mode per input, a value per uniform, padded to 16 bytes.
     pub fn params_size(&self) -> usize {
-        4 * (1 + self.inputs.len() + self.uniforms.len())
+        let words = 4 + 5 * self.inputs.len() + self.uniforms.len();
+        4 * words.next_multiple_of(4)
     }
 
-    /// The words of the `Params` uniform: `n`, the inputs' broadcast periods (one per
-    /// input, in order) and the uniforms' bits (one per uniform). The caller checks the
-    /// counts against [`KernelDesc::inputs`] and [`KernelDesc::uniforms`].
-    pub fn params(&self, n: u32, periods: &[u32], uniforms: &[f32]) -> Vec<u32> {
+    /// The words of the `Params` uniform (layout in the module docs): `n`, the coalesced
+    /// launch shape `dims = [d0, d1, d2, d3]` (`d0` is not stored), how each input is read
+    /// and the uniforms' bits. The caller checks the counts against
+    /// [`KernelDesc::inputs`] and [`KernelDesc::uniforms`].
+    pub fn params(
+        &self,
+        n: u32,
+        dims: [u32; MAX_LAUNCH_DIMS],
+        reads: &[InputRead],
+        uniforms: &[f32],
+    ) -> Vec<u32> {
         let mut words = Vec::with_capacity(self.params_size() / 4);
         words.push(n);
-        words.extend_from_slice(periods);
+        words.extend(dims[1..].iter().map(|&d| d.max(1)));
+        for r in reads {
+            words.extend_from_slice(&r.strides());
+        }
+        words.extend(reads.iter().map(|r| r.mode()));
         words.extend(uniforms.iter().map(|u| u.to_bits()));
+        words.resize(words.len().next_multiple_of(4), 0);
         words
+    }
+}
+
+/// Most dimensions of a coalesced launch shape that the generated index arithmetic
+/// handles; the runtime materialises inputs whose broadcast needs more (see
+/// `tang_runtime::Device::launch`).
+pub const MAX_LAUNCH_DIMS: usize = 4;
+
+/// How an elementwise kernel reads one input (the `m_<input>` and `s_<input>` words of
+/// `Params`; module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputRead {
+    /// As many elements as the launch, in its order: one 128-bit load per thread.
+    Full,
+    /// One element, the same for every position.
+    Scalar,
+    /// Broadcast: element `(c0, c1, c2, c3)` of the coalesced launch shape reads the
+    /// input at `Σ ck * strides[k]`. `rows`: the launch's `d3` is a multiple of 4, so the
+    /// four lanes of a thread share a row.
+    Strided {
+        /// The input's stride along each launch dimension (0 where broadcast).
+        strides: [u32; MAX_LAUNCH_DIMS],
+        /// Whether `d3` is a multiple of 4.
+        rows: bool,
+    },
+}
+
+impl InputRead {
+    /// The mode word: 0 full, 1 scalar, 2 broadcast by rows, 3 broadcast per lane.
+    pub fn mode(&self) -> u32 {
+        match self {
+            InputRead::Full => 0,
+            InputRead::Scalar => 1,
+            InputRead::Strided { rows: true, .. } => 2,
+            InputRead::Strided { rows: false, .. } => 3,
+        }
+    }
+
+    /// The strides words (zeros for the modes that read no strides).
+    pub fn strides(&self) -> [u32; MAX_LAUNCH_DIMS] {
+        match self {
+            InputRead::Strided { strides, .. } => *strides,
+            _ => [0; MAX_LAUNCH_DIMS],
+        }
     }
 }
 

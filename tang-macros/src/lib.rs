@@ -56,6 +56,7 @@
 //! | `f::launch_vjp(dev, ..., g_out)` | `[Tensor; N]` |
 //! | `f::grad(x, ...) -> (f32, [f32; N])` | CPU twin of GRAD. For a function returning a tuple of `M` floats: `((f32, ..), [[f32; N]; M])`, row `k` the partials of output `k` |
 //! | `f::vjp(x, ..., g_out) -> [f32; N]` | CPU twin of VJP (one `g_` per output) |
+//! | `f::FUSED: FusedFn` | (one output, no `&mut` parameters) the function as a differentiable tensor op over broadcast inputs: `FUSED.forward(&[&x, ..], &[uniforms])`, `FUSED.backward(grad_out, ..)` (VJP, then summed over broadcast dimensions); `tang_nn::autograd::apply(&f::FUSED, ..)` records it for autograd |
 //!
 //! Outputs are named `out` for a single `f32`, `out0, out1, ...` for a tuple (`out_`,
 //! `out_0, ...` when a parameter is already named `out`, `g_out` or `d_out_<x>`; a

@@ -41,3 +41,9 @@ pub use tang_runtime;
 pub mod __private {
     pub use crate::module::derive_support::{set_training, visit_child};
 }
+
+/// The repository README's Rust samples, compiled and run as this crate's doc tests so
+/// that the README cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeSamples;

@@ -1,12 +1,21 @@
 //! Elementwise launches of any [`KernelDesc`] (binding layout in `tang_expr::kernel`).
 //!
-//! Shapes: the launch length `n` is the in-outs' length if there are any, else the
-//! longest input's; outputs take that input's (or in-out's) shape. Each input has length
-//! `n` (elementwise), 1 (a scalar broadcast to every element) or the shape of the
-//! trailing dimensions of the full shape (a row, e.g. a bias, repeated over every row).
+//! Shapes follow NumPy/PyTorch broadcasting: shapes are aligned from the right and a
+//! dimension of size 1 (or a missing leading one) repeats. The launch shape is the
+//! broadcast of every input's and in-out's shape; in-outs (written in place) must have it
+//! exactly, and the outputs are new tensors of it. `[N, 1]` with `[N, M]`, `[B, 1, T]` with
+//! `[B, H, T]` and `[M]` with `[N, M]` all launch; `[2, 3]` with `[3, 2]` is an
+//! [`Error::ShapeMismatch`].
+//!
+//! Each input is read in one of the modes of [`InputRead`]: a full-length input or a
+//! single element costs no index arithmetic; any other is read through strides over the
+//! launch shape coalesced to at most [`MAX_LAUNCH_DIMS`] dimensions. A broadcast that
+//! still needs more (say `[A, 1, B, 1, C]` against `[A, X, B, Y, C]` with a third input
+//! broadcast differently) is materialised first with [`crate::ops::expand`]: one extra
+//! copy of that input, then a full-length read.
 
 use tang_expr::KernelDesc;
-use tang_expr::kernel::elementwise_dispatch;
+use tang_expr::kernel::{InputRead, MAX_LAUNCH_DIMS, elementwise_dispatch};
 
 use crate::device::Device;
 use crate::error::Error;
@@ -14,30 +23,135 @@ use crate::pipeline::{Binding, PipelineKey};
 use crate::size::numel;
 use crate::tensor::{DType, Tensor};
 
-/// Strips leading 1s: `[1, 1, 3]` and `[3]` are the same row.
-fn squeeze_leading(s: &[usize]) -> &[usize] {
-    let k = s.iter().take_while(|&&d| d == 1).count();
-    &s[k..]
+/// How one launch reads its inputs: the coalesced launch shape and one read per input,
+/// `None` for an input to materialise at the launch shape first (more than
+/// [`MAX_LAUNCH_DIMS`] coalesced dimensions).
+#[derive(Debug, PartialEq, Eq)]
+struct ReadPlan {
+    dims: [u32; MAX_LAUNCH_DIMS],
+    reads: Vec<Option<InputRead>>,
 }
 
-/// The broadcast period of an input of shape `s` against the full shape (see module doc).
-fn period(op: &str, name: &str, s: &[usize], full: &[usize], n: usize) -> Result<usize, Error> {
-    let len = numel(s)?;
-    if len == n {
-        return Ok(n);
+/// The strides of a contiguous tensor of `shape` read at the broadcast shape `full` (the
+/// caller checked that it broadcasts): 0 along broadcast dimensions.
+fn broadcast_strides(shape: &[usize], full: &[usize]) -> Vec<usize> {
+    let lead = full.len() - shape.len();
+    let mut strides = vec![0; full.len()];
+    let mut step = 1;
+    for d in (0..shape.len()).rev() {
+        if shape[d] != 1 {
+            strides[lead + d] = step;
+        }
+        step *= shape[d];
     }
-    if len == 1 {
-        return Ok(1);
+    strides
+}
+
+/// Plans the reads of inputs of `shapes` against the launch shape `full` of `n > 0`
+/// elements (so no input's element count overflows):
+/// full-length and one-element inputs need no strides; for the others the launch
+/// dimensions are coalesced (size-1 dimensions dropped, a dimension merged into its inner
+/// neighbour when every strided input steps over both as one) into at most
+/// [`MAX_LAUNCH_DIMS`], or they are marked for materialising.
+fn plan_reads(shapes: &[&[usize]], full: &[usize], n: usize) -> ReadPlan {
+    let strided: Vec<usize> = (0..shapes.len())
+        .filter(|&k| {
+            let len: usize = shapes[k].iter().product();
+            len != n && len != 1
+        })
+        .collect();
+    let per_input: Vec<Vec<usize>> = strided
+        .iter()
+        .map(|&k| broadcast_strides(shapes[k], full))
+        .collect();
+    // Coalesced dimensions, innermost first: (size, stride of each strided input).
+    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+    for d in (0..full.len()).rev().filter(|&d| full[d] != 1) {
+        let st: Vec<usize> = per_input.iter().map(|s| s[d]).collect();
+        match groups.last_mut() {
+            Some((size, inner)) if inner.iter().zip(&st).all(|(&i, &o)| o == i * *size) => {
+                *size *= full[d];
+            }
+            _ => groups.push((full[d], st)),
+        }
     }
-    if len != 0 && full.ends_with(squeeze_leading(s)) {
-        return Ok(len);
+    let fits = groups.len() <= MAX_LAUNCH_DIMS;
+    let mut dims = [1u32; MAX_LAUNCH_DIMS];
+    if fits {
+        for (k, (size, _)) in groups.iter().enumerate() {
+            // Sizes and strides are below n, which the caller checked fits in a u32.
+            dims[MAX_LAUNCH_DIMS - 1 - k] = *size as u32;
+        }
     }
-    Err(Error::ShapeMismatch {
+    let rows = dims[MAX_LAUNCH_DIMS - 1] % 4 == 0;
+    let mut reads: Vec<Option<InputRead>> = shapes
+        .iter()
+        .map(|s| {
+            if s.iter().product::<usize>() == n {
+                Some(InputRead::Full)
+            } else {
+                Some(InputRead::Scalar)
+            }
+        })
+        .collect();
+    for (j, &k) in strided.iter().enumerate() {
+        reads[k] = fits.then(|| {
+            let mut strides = [0u32; MAX_LAUNCH_DIMS];
+            for (g, (_, st)) in groups.iter().enumerate() {
+                strides[MAX_LAUNCH_DIMS - 1 - g] = st[j] as u32;
+            }
+            InputRead::Strided { strides, rows }
+        });
+    }
+    ReadPlan { dims, reads }
+}
+
+/// The launch shape: the broadcast of the inputs' and in-outs' shapes, which the in-outs
+/// must have exactly.
+fn launch_shape(
+    kernel: &KernelDesc,
+    inputs: &[&Tensor],
+    inouts: &[&Tensor],
+) -> Result<Vec<usize>, Error> {
+    let op = kernel.name();
+    if inputs.is_empty() && inouts.is_empty() {
+        return Err(Error::ShapeMismatch {
+            op: op.into(),
+            detail: "the kernel has no tensor inputs, so the launch shape is unknown; add an input"
+                .into(),
+        });
+    }
+    let shapes: Vec<&[usize]> = inputs.iter().chain(inouts).map(|t| t.shape()).collect();
+    let names = kernel.inputs().iter().chain(kernel.inouts());
+    let full = crate::ops::broadcast_shapes(&shapes).map_err(|_| Error::ShapeMismatch {
         op: op.into(),
         detail: format!(
-            "input `{name}` has shape {s:?}; against the launch shape {full:?} it must have {n} elements, 1 element, or the trailing dimensions {full:?} ends with"
+            "the shapes of {} ({}) do not broadcast: aligned from the right, each dimension \
+             must be equal or 1",
+            names
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            shapes
+                .iter()
+                .map(|s| format!("{s:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
-    })
+    })?;
+    for (t, name) in inouts.iter().zip(kernel.inouts()) {
+        if t.shape() != full.as_slice() {
+            return Err(Error::ShapeMismatch {
+                op: op.into(),
+                detail: format!(
+                    "in-out `{name}` has shape {:?}, but the tensors broadcast to {full:?}; an \
+                     in-out is written in place, so it must have the launch shape",
+                    t.shape()
+                ),
+            });
+        }
+    }
+    Ok(full)
 }
 
 impl Device {
@@ -74,47 +188,44 @@ impl Device {
         for t in inputs.iter().chain(inouts) {
             t.expect_dtype(op, DType::F32)?;
         }
-        // The launch shape.
-        let full: Vec<usize> = if let Some(first) = inouts.first() {
-            for (t, name) in inouts.iter().zip(kernel.inouts()) {
-                if t.len() != first.len() {
-                    return Err(Error::ShapeMismatch {
-                        op: op.into(),
-                        detail: format!(
-                            "in-out `{name}` has shape {:?}, the first in-out {:?}",
-                            t.shape(),
-                            first.shape()
-                        ),
-                    });
-                }
-            }
-            first.shape().to_vec()
-        } else if let Some(longest) = inputs
-            .iter()
-            .copied()
-            .reduce(|a, b| if b.len() > a.len() { b } else { a })
-        {
-            longest.shape().to_vec()
-        } else {
-            return Err(Error::ShapeMismatch {
-                op: op.into(),
-                detail:
-                    "the kernel has no tensor inputs, so the launch length is unknown; add an input"
-                        .into(),
-            });
-        };
+        let full = launch_shape(kernel, inputs, inouts)?;
         let n = numel(&full)?;
         let n32 = u32::try_from(n).map_err(|_| Error::TooLarge {
             what: format!("{op}: elements in one launch"),
             requested: n as u64,
             limit: u32::MAX.into(),
         })?;
-        let periods = inputs
+        let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
+        // An empty launch runs nothing (and its inputs' other dimensions may be too large
+        // to multiply); otherwise every input has at most `n` elements.
+        let plan = if n == 0 {
+            ReadPlan {
+                dims: [1; MAX_LAUNCH_DIMS],
+                reads: vec![Some(InputRead::Full); inputs.len()],
+            }
+        } else {
+            plan_reads(&shapes, &full, n)
+        };
+        // Inputs whose broadcast needs more dimensions than the kernel indexes are copied
+        // to the launch shape (see the module doc).
+        let mut expanded: Vec<Option<Tensor>> = Vec::new();
+        for (t, read) in inputs.iter().zip(&plan.reads) {
+            expanded.push(match read {
+                None => Some(crate::ops::expand(t, &full)?),
+                Some(_) => None,
+            });
+        }
+        let reads: Vec<InputRead> = plan
+            .reads
             .iter()
-            .zip(kernel.inputs())
-            .map(|(t, name)| period(op, name, t.shape(), &full, n).map(|p| p as u32))
-            .collect::<Result<Vec<u32>, Error>>()?;
-        let params = kernel.params(n32, &periods, uniforms);
+            .map(|r| r.unwrap_or(InputRead::Full))
+            .collect();
+        let inputs: Vec<&Tensor> = inputs
+            .iter()
+            .zip(&expanded)
+            .map(|(t, e)| e.as_ref().unwrap_or(t))
+            .collect();
+        let params = kernel.params(n32, plan.dims, &reads, uniforms);
         let (gx, gy) = elementwise_dispatch(n as u64).ok_or_else(|| Error::TooLarge {
             what: format!("{op}: elements in one launch"),
             requested: n as u64,
@@ -151,22 +262,63 @@ impl Device {
 mod tests {
     use super::*;
 
+    fn strided(strides: [u32; 4], rows: bool) -> Option<InputRead> {
+        Some(InputRead::Strided { strides, rows })
+    }
+
     #[test]
-    fn periods_follow_the_broadcast_rules() {
-        let full = [4, 3];
-        assert_eq!(period("k", "x", &[4, 3], &full, 12).unwrap(), 12);
-        assert_eq!(period("k", "x", &[12], &full, 12).unwrap(), 12);
-        assert_eq!(period("k", "x", &[1], &full, 12).unwrap(), 1);
-        assert_eq!(period("k", "x", &[], &full, 12).unwrap(), 1);
-        assert_eq!(period("k", "b", &[3], &full, 12).unwrap(), 3);
-        assert_eq!(period("k", "b", &[1, 3], &full, 12).unwrap(), 3);
-        assert!(matches!(
-            period("k", "b", &[4], &full, 12),
-            Err(Error::ShapeMismatch { .. })
-        ));
-        assert!(matches!(
-            period("k", "b", &[2, 3], &full, 12),
-            Err(Error::ShapeMismatch { .. })
-        ));
+    fn full_and_scalar_inputs_read_without_strides() {
+        let p = plan_reads(&[&[4, 3], &[1], &[], &[12]], &[4, 3], 12);
+        assert_eq!(
+            p.reads,
+            [
+                Some(InputRead::Full),
+                Some(InputRead::Scalar),
+                Some(InputRead::Scalar),
+                Some(InputRead::Full)
+            ]
+        );
+    }
+
+    #[test]
+    fn broadcast_inputs_coalesce_to_few_dimensions() {
+        // A column and a row against a matrix.
+        let p = plan_reads(
+            &[&[4096, 4096], &[4096, 1], &[4096]],
+            &[4096, 4096],
+            1 << 24,
+        );
+        assert_eq!(p.dims, [1, 1, 4096, 4096]);
+        assert_eq!(p.reads[1], strided([0, 0, 1, 0], true));
+        assert_eq!(p.reads[2], strided([0, 0, 0, 1], true));
+        // [B, 1, T] against [B, H, T]; the other input's full length merges nothing away.
+        let p = plan_reads(&[&[2, 1, 5], &[2, 3, 5]], &[2, 3, 5], 30);
+        assert_eq!(p.dims, [1, 2, 3, 5]);
+        assert_eq!(p.reads[0], strided([0, 5, 0, 1], false));
+        // Leading dimensions that the input steps over as one merge: [6, 1] in [2, 3, 4].
+        let p = plan_reads(&[&[3, 1]], &[2, 3, 4], 24);
+        assert_eq!(p.dims, [1, 2, 3, 4]);
+        assert_eq!(p.reads[0], strided([0, 0, 1, 0], true));
+        let p = plan_reads(&[&[2, 3, 1]], &[2, 3, 4], 24);
+        assert_eq!(p.dims, [1, 1, 6, 4]);
+        assert_eq!(p.reads[0], strided([0, 0, 1, 0], true));
+    }
+
+    #[test]
+    fn broadcasts_past_four_dimensions_are_materialised() {
+        let full = [2, 3, 2, 3, 2];
+        let p = plan_reads(&[&[2, 1, 2, 1, 2], &[1, 3, 1, 3, 1]], &full, 72);
+        assert_eq!(p.reads, [None, None]);
+        // Four alternations still fit.
+        let p = plan_reads(&[&[2, 1, 2, 1]], &[2, 3, 2, 3], 36);
+        assert_eq!(p.dims, [2, 3, 2, 3]);
+        assert_eq!(p.reads[0], strided([2, 0, 1, 0], false));
+    }
+
+    #[test]
+    fn broadcast_strides_skip_size_one_dimensions() {
+        assert_eq!(broadcast_strides(&[3, 1], &[2, 3, 4]), [0, 1, 0]);
+        assert_eq!(broadcast_strides(&[4], &[2, 3, 4]), [0, 0, 1]);
+        assert_eq!(broadcast_strides(&[2, 1, 4], &[2, 3, 4]), [4, 0, 1]);
     }
 }

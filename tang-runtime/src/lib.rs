@@ -33,6 +33,7 @@ mod traced;
 
 pub use device::{Device, DeviceInfo, DeviceOptions, Stats};
 pub use error::Error;
+pub use ops::FusedFn;
 pub use pipeline::{Binding, RawKernel};
 pub use tang_expr;
 /// Stable `f32` extras of the kernel language (`x.sigmoid()`, `x.softplus()`, ...), so a
@@ -62,7 +63,7 @@ pub mod __testing {
 /// any release.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::{Device, Error, KernelDesc, Tensor};
+    pub use crate::{Device, Error, FusedFn, KernelDesc, Tensor};
     pub use tang_expr::Op;
 }
 

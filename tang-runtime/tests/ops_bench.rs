@@ -7,7 +7,9 @@
 //!
 //! Each layout case prints milliseconds per op and its ratio to the copy (read + write of
 //! the same bytes through `ops::clone`); the attention permute's target is >= 0.70 of
-//! copy. The conv2d case prints milliseconds for a ResNet-style layer.
+//! copy. The conv2d case prints milliseconds for a ResNet-style layer. The broadcast-add
+//! case prints `[R, R] + [R, R]`, `+ [R, 1]` and `+ [R]` against the copy of `[R, R]`
+//! (`TANG_BENCH_ROWS` sets R, default 4096; the target is >= 0.85 of copy).
 
 use std::time::Instant;
 
@@ -136,5 +138,34 @@ fn conv2d_resnet_layer_timing() {
         if t.fits(&dev) {
             conv_gemm::with_tile(t, || run(&format!("tile {}x{}x{}", t.bm, t.bn, t.bk)));
         }
+    }
+}
+
+#[test]
+#[ignore = "a benchmark for a real GPU: run with --ignored --nocapture"]
+fn broadcast_add_against_copy_bandwidth() {
+    let dev = Device::new().expect("a GPU");
+    println!("device: {}", dev.info().name);
+    let r: usize = std::env::var("TANG_BENCH_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4096);
+    let a = Tensor::from_slice(&dev, &tang_testing::random(r * r, 1), &[r, r]).expect("upload");
+    let reps = 20;
+    let copy = time(&dev, reps, || ops::clone(&a));
+    let gbps = |ms: f64, floats: usize| 4.0 * floats as f64 / ms / 1e6;
+    println!(
+        "copy [{r},{r}]: {copy:.3} ms ({:.1} GB/s)",
+        gbps(copy, 2 * r * r)
+    );
+    for (kind, shape) in [("same", vec![r, r]), ("col", vec![r, 1]), ("row", vec![r])] {
+        let len: usize = shape.iter().product();
+        let b = Tensor::from_slice(&dev, &tang_testing::random(len, 2), &shape).expect("upload");
+        let add = time(&dev, reps, || ops::add(&a, &b));
+        println!(
+            "broadcast_add_{r}x{r}_{kind}: {add:.3} ms ({:.1} GB/s), copy/add {:.2}",
+            gbps(add, 2 * r * r + len),
+            copy / add
+        );
     }
 }

@@ -162,6 +162,47 @@ fn case(
     }
 }
 
+/// Broadcast adds of a `[R, R]` matrix with a column `[R, 1]` and with a row `[R]`
+/// (`ops::add`, the broadcasting launch path), beside the same-shape add and a copy of the
+/// matrix (`ops::clone`: read once, written once), each in GB/s of its traffic and as a
+/// share of the copy's bandwidth. `R` is 4096 (1024 with `--quick`).
+fn broadcast_add(dev: &Device, quick: bool, (warm, reps): (usize, usize), report: &mut Report) {
+    let r: usize = if quick { 1024 } else { 4096 };
+    let prefix = format!("broadcast_add_{r}x{r}");
+    if !report.wants(&prefix) {
+        return;
+    }
+    let a = match Tensor::from_slice(dev, &random(r * r, 5), &[r, r]) {
+        Ok(a) => a,
+        Err(e) => return report.fail(&prefix, &e),
+    };
+    let copy_bytes = 2.0 * 4.0 * (r * r) as f64;
+    let copy = time(dev, warm, reps, || tang_runtime::ops::clone(&a).map(drop));
+    let copy_gbps = copy.as_ref().ok().map(|ms| copy_bytes / ms / 1e6);
+    case(
+        report,
+        &format!("{prefix}_copy"),
+        copy,
+        |ms| copy_bytes / ms / 1e6,
+        "GB/s",
+    );
+    let cases: [(&str, &[usize]); 3] = [("same", &[r, r]), ("col", &[r, 1]), ("row", &[r])];
+    for (kind, shape) in cases {
+        let name = format!("{prefix}_{kind}");
+        let b_len: usize = shape.iter().product();
+        let result = Tensor::from_slice(dev, &random(b_len, 6), shape)
+            .and_then(|b| time(dev, warm, reps, || tang_runtime::ops::add(&a, &b).map(drop)));
+        let bytes = (2 * r * r + b_len) as f64 * 4.0;
+        if let (Ok(ms), Some(c)) = (&result, copy_gbps) {
+            println!(
+                "  ({name} at {:.0}% of copy bandwidth)",
+                100.0 * bytes / ms / 1e6 / c
+            );
+        }
+        case(report, &name, result, |ms| bytes / ms / 1e6, "GB/s");
+    }
+}
+
 /// Runs the memory-bound cases.
 pub fn run(dev: &Device, quick: bool, report: &mut Report) {
     let n: usize = if quick { 1 << 22 } else { 1 << 26 };
@@ -268,6 +309,8 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
         }
         case(report, &chain, r, gb(2.0 * n as f64 * 4.0), "GB/s");
     }
+
+    broadcast_add(dev, quick, (warm, reps), report);
 
     let fwd = format!("gelu_tanh_fwd_{sz}");
     if report.wants("gelu")

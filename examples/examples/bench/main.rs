@@ -3,6 +3,9 @@
 //!
 //! `cargo run --release -p tang-examples --example bench -- [--quick] [--json PATH] [--only SUBSTRING]`
 //!
+//! `--tiny` runs only the training-step cases, at small shapes (names suffixed `_tiny`),
+//! to check them on a software adapter.
+//!
 //! Case names match `torch_anchors.py` where PyTorch has a counterpart, so the two JSON
 //! files compare by name. `--cold-start` is internal: the program re-runs itself with it
 //! to time process start to the first downloaded result.
@@ -12,6 +15,7 @@ mod elementwise;
 mod matmul;
 mod report;
 mod rows;
+mod training;
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -71,6 +75,7 @@ fn main() -> ExitCode {
         return cold_start_child();
     }
     let quick = args.iter().any(|a| a == "--quick");
+    let tiny = args.iter().any(|a| a == "--tiny");
     let value = |flag: &str| {
         args.iter()
             .position(|a| a == flag)
@@ -92,6 +97,10 @@ fn main() -> ExitCode {
         only,
     );
 
+    if tiny {
+        training::run(&dev, quick, true, &mut report);
+        return finish(&report, json);
+    }
     if let Err(e) = elementwise::warm_up(&dev, if quick { 0.2 } else { 2.0 }) {
         eprintln!("bench: warm-up failed: {e}");
         return ExitCode::FAILURE;
@@ -119,8 +128,19 @@ fn main() -> ExitCode {
         rewarm(&mut report);
         attention::run(&dev, quick, &mut report);
     }
+    if ["mlp_", "gpt_char", "_step"]
+        .iter()
+        .any(|g| report.wants(g))
+    {
+        rewarm(&mut report);
+        training::run(&dev, quick, false, &mut report);
+    }
     cold_start(&mut report, quick);
+    finish(&report, json)
+}
 
+/// Writes the JSON (when asked for) and turns failures into the exit status.
+fn finish(report: &Report, json: Option<String>) -> ExitCode {
     if let Some(path) = json
         && let Err(e) = std::fs::write(&path, report.to_json())
     {

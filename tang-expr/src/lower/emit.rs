@@ -117,7 +117,15 @@ fn partials_shape(ret: Ret, n: usize, names: &[TokenStream]) -> TokenStream {
 /// The constants emitted in `mod f`. An identifier pattern that names a constant in scope
 /// matches it instead of binding a new name, so a parameter named like one of them must
 /// be renamed in the generated functions.
-const GENERATED_CONSTS: &[&str] = &["WGSL", "KERNEL", "GRAD", "GRAD_WGSL", "VJP", "VJP_WGSL"];
+const GENERATED_CONSTS: &[&str] = &[
+    "WGSL",
+    "KERNEL",
+    "GRAD",
+    "GRAD_WGSL",
+    "VJP",
+    "VJP_WGSL",
+    "FUSED",
+];
 
 /// The name parameter `p` has inside the generated functions: its own, or (for a name of
 /// [`GENERATED_CONSTS`]) that name with `_` appended until it is free.
@@ -177,9 +185,9 @@ pub(crate) fn module(
         "GPU kernel of [`{fname}`](fn@super::{fname}), generated at compile time by `#[kernel]`."
     );
     let launch_doc = format!(
-        "Runs [`KERNEL`] on `{dev}`: one element per position of the tensors (inputs of \
-         one element, or of a trailing shape of the launch, broadcast); `&mut f32` \
-         parameters are updated in place. Recorded now, run at the next sync point.\n\n\
+        "Runs [`KERNEL`] on `{dev}`: one element per position of the broadcast of the \
+         tensors' shapes (NumPy/PyTorch rules); `&mut f32` parameters are updated in place \
+         and must have that shape. Recorded now, run at the next sync point.\n\n\
          # Errors\nShape, arity or device errors from `Device::launch`."
     );
     let mut items = quote! {
@@ -377,6 +385,21 @@ pub(crate) fn module(
             [#(#vjp_roots),*]
         }
     });
+    // A function of one output and no in-outs is a tensor op (the runtime's `FusedFn`):
+    // forward and backward with broadcasting, which tang-nn records as an autograd op.
+    if matches!(sig.ret, Ret::Scalar) && sig.inouts().next().is_none() {
+        let wrt = sig
+            .wrt
+            .iter()
+            .map(|&i| Literal::usize_unsuffixed(i as usize));
+        items.extend(quote! {
+            /// The function as a differentiable tensor op: `FUSED.forward(&[..], &[..])`
+            /// over broadcast inputs, `FUSED.backward(grad_out, ..)` through [`VJP`]; in
+            /// tang-nn, `tang_nn::autograd::apply(&FUSED, ..)` records it for autograd.
+            pub const FUSED: ::tang_runtime::__private::FusedFn =
+                ::tang_runtime::__private::FusedFn::new(self::KERNEL, self::VJP, &[#(#wrt),*]);
+        });
+    }
     Ok(wrap(
         vis,
         sig,

@@ -1,9 +1,15 @@
 // tang kernel `all_ops` (generated)
 struct Params {
     n: u32,
-    p_x: u32,
-    p_y: u32,
-    p_z: u32,
+    d1: u32,
+    d2: u32,
+    d3: u32,
+    s_x: vec4<u32>,
+    s_y: vec4<u32>,
+    s_z: vec4<u32>,
+    m_x: u32,
+    m_y: u32,
+    m_z: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -72,6 +78,13 @@ struct Params {
 @group(0) @binding(63) var<storage, read_write> out_rsqrt: array<vec4<f32>>;
 @group(0) @binding(64) var<storage, read_write> out_copysign: array<vec4<f32>>;
 @group(0) @binding(65) var<storage, read_write> out_cbrt: array<vec4<f32>>;
+
+fn tang_offset(e: u32, s: vec4<u32>) -> u32 {
+    let r1 = e / params.d3;
+    let r2 = r1 / params.d2;
+    let c0 = r2 / params.d1;
+    return c0 * s.x + (r2 - c0 * params.d1) * s.y + (r1 - r2 * params.d2) * s.z + (e - r1 * params.d3) * s.w;
+}
 
 fn tang_acos(x: vec4<f32>) -> vec4<f32> {
     // 2 atan(sqrt((1 - x) / (1 + x))): no cancellation at either end
@@ -366,16 +379,52 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let i = q * 4u;
     if (i >= params.n) { return; }
     var x_x: vec4<f32>;
-    if (params.p_x == params.n) { x_x = in_x[q]; } else {
-        for (var l = 0u; l < 4u; l++) { let j = (i + l) % params.p_x; x_x[l] = in_x[j >> 2u][j & 3u]; }
+    switch params.m_x {
+        case 0u: { x_x = in_x[q]; }
+        case 1u: { x_x = vec4<f32>(in_x[0][0]); }
+        case 2u: {
+            // the four lanes share a row of the launch: one offset, then the row's stride
+            let o = tang_offset(i, params.s_x);
+            let s = params.s_x.w;
+            if (s == 1u && (o & 3u) == 0u) { x_x = in_x[o >> 2u]; }
+            else if (s == 0u) { x_x = vec4<f32>(in_x[o >> 2u][o & 3u]); }
+            else { for (var l = 0u; l < 4u; l++) { let j = o + l * s; x_x[l] = in_x[j >> 2u][j & 3u]; } }
+        }
+        default: {
+            for (var l = 0u; l < 4u; l++) { let j = tang_offset(min(i + l, params.n - 1u), params.s_x); x_x[l] = in_x[j >> 2u][j & 3u]; }
+        }
     }
     var x_y: vec4<f32>;
-    if (params.p_y == params.n) { x_y = in_y[q]; } else {
-        for (var l = 0u; l < 4u; l++) { let j = (i + l) % params.p_y; x_y[l] = in_y[j >> 2u][j & 3u]; }
+    switch params.m_y {
+        case 0u: { x_y = in_y[q]; }
+        case 1u: { x_y = vec4<f32>(in_y[0][0]); }
+        case 2u: {
+            // the four lanes share a row of the launch: one offset, then the row's stride
+            let o = tang_offset(i, params.s_y);
+            let s = params.s_y.w;
+            if (s == 1u && (o & 3u) == 0u) { x_y = in_y[o >> 2u]; }
+            else if (s == 0u) { x_y = vec4<f32>(in_y[o >> 2u][o & 3u]); }
+            else { for (var l = 0u; l < 4u; l++) { let j = o + l * s; x_y[l] = in_y[j >> 2u][j & 3u]; } }
+        }
+        default: {
+            for (var l = 0u; l < 4u; l++) { let j = tang_offset(min(i + l, params.n - 1u), params.s_y); x_y[l] = in_y[j >> 2u][j & 3u]; }
+        }
     }
     var x_z: vec4<f32>;
-    if (params.p_z == params.n) { x_z = in_z[q]; } else {
-        for (var l = 0u; l < 4u; l++) { let j = (i + l) % params.p_z; x_z[l] = in_z[j >> 2u][j & 3u]; }
+    switch params.m_z {
+        case 0u: { x_z = in_z[q]; }
+        case 1u: { x_z = vec4<f32>(in_z[0][0]); }
+        case 2u: {
+            // the four lanes share a row of the launch: one offset, then the row's stride
+            let o = tang_offset(i, params.s_z);
+            let s = params.s_z.w;
+            if (s == 1u && (o & 3u) == 0u) { x_z = in_z[o >> 2u]; }
+            else if (s == 0u) { x_z = vec4<f32>(in_z[o >> 2u][o & 3u]); }
+            else { for (var l = 0u; l < 4u; l++) { let j = o + l * s; x_z[l] = in_z[j >> 2u][j & 3u]; } }
+        }
+        default: {
+            for (var l = 0u; l < 4u; l++) { let j = tang_offset(min(i + l, params.n - 1u), params.s_z); x_z[l] = in_z[j >> 2u][j & 3u]; }
+        }
     }
     let v3 = tang_gt(x_x, x_y);
     let v4 = (-x_x);

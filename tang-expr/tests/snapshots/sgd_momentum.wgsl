@@ -1,7 +1,11 @@
 // tang kernel `sgd_momentum` (generated)
 struct Params {
     n: u32,
-    p_g: u32,
+    d1: u32,
+    d2: u32,
+    d3: u32,
+    s_g: vec4<u32>,
+    m_g: u32,
     u_lr: f32,
     u_mu: f32,
 }
@@ -11,6 +15,13 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> io_p: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> io_m: array<vec4<f32>>;
 
+fn tang_offset(e: u32, s: vec4<u32>) -> u32 {
+    let r1 = e / params.d3;
+    let r2 = r1 / params.d2;
+    let c0 = r2 / params.d1;
+    return c0 * s.x + (r2 - c0 * params.d1) * s.y + (r1 - r2 * params.d2) * s.z + (e - r1 * params.d3) * s.w;
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     // thread q computes elements i .. i + 4
@@ -18,8 +29,20 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let i = q * 4u;
     if (i >= params.n) { return; }
     var x_g: vec4<f32>;
-    if (params.p_g == params.n) { x_g = in_g[q]; } else {
-        for (var l = 0u; l < 4u; l++) { let j = (i + l) % params.p_g; x_g[l] = in_g[j >> 2u][j & 3u]; }
+    switch params.m_g {
+        case 0u: { x_g = in_g[q]; }
+        case 1u: { x_g = vec4<f32>(in_g[0][0]); }
+        case 2u: {
+            // the four lanes share a row of the launch: one offset, then the row's stride
+            let o = tang_offset(i, params.s_g);
+            let s = params.s_g.w;
+            if (s == 1u && (o & 3u) == 0u) { x_g = in_g[o >> 2u]; }
+            else if (s == 0u) { x_g = vec4<f32>(in_g[o >> 2u][o & 3u]); }
+            else { for (var l = 0u; l < 4u; l++) { let j = o + l * s; x_g[l] = in_g[j >> 2u][j & 3u]; } }
+        }
+        default: {
+            for (var l = 0u; l < 4u; l++) { let j = tang_offset(min(i + l, params.n - 1u), params.s_g); x_g[l] = in_g[j >> 2u][j & 3u]; }
+        }
     }
     let x_p = io_p[q];
     let x_m = io_m[q];

@@ -8,24 +8,6 @@
 
 use tang_runtime::prelude::*;
 
-/// The logistic sigmoid `1 / (1 + e^-x)`.
-#[fused_grad]
-pub fn sigmoid(x: f32) -> f32 {
-    x.sigmoid()
-}
-
-/// The hyperbolic tangent.
-#[fused_grad]
-pub fn tanh(x: f32) -> f32 {
-    x.tanh()
-}
-
-/// SiLU (swish), `x * sigmoid(x)`.
-#[fused_grad]
-pub fn silu(x: f32) -> f32 {
-    x.silu()
-}
-
 /// `x²`: the elementwise part of the squared error.
 #[fused_grad]
 pub fn square(x: f32) -> f32 {

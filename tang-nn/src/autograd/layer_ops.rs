@@ -6,7 +6,7 @@ use tang_runtime::dense::matmul::{self, MatmulOptions};
 use tang_runtime::ops::{self, Generator};
 
 use super::Error;
-use super::layer_kernels::{bce_with_logits, mul_by, sigmoid, silu, square, tanh};
+use super::layer_kernels::{bce_with_logits, mul_by, square};
 use super::op::Op;
 use super::tensor::{RawTensor, Tensor};
 
@@ -116,33 +116,6 @@ impl Tensor {
             false,
             false,
         ))
-    }
-
-    /// The logistic sigmoid, elementwise.
-    ///
-    /// # Errors
-    /// [`Error::Runtime`] for a u32 tensor.
-    pub fn sigmoid(&self) -> Result<Tensor, Error> {
-        let out = sigmoid::launch(self.data().device(), self.data())?;
-        Ok(Tensor::record(out, Op::Sigmoid, &[self], true, false))
-    }
-
-    /// The hyperbolic tangent, elementwise.
-    ///
-    /// # Errors
-    /// [`Error::Runtime`] for a u32 tensor.
-    pub fn tanh(&self) -> Result<Tensor, Error> {
-        let out = tanh::launch(self.data().device(), self.data())?;
-        Ok(Tensor::record(out, Op::Tanh, &[self], true, false))
-    }
-
-    /// SiLU, `x * sigmoid(x)`, elementwise (PyTorch's `F.silu`).
-    ///
-    /// # Errors
-    /// [`Error::Runtime`] for a u32 tensor.
-    pub fn silu(&self) -> Result<Tensor, Error> {
-        let out = silu::launch(self.data().device(), self.data())?;
-        Ok(Tensor::record(out, Op::Silu, &[self], true, false))
     }
 
     /// `x²`, elementwise (PyTorch's `torch.square`).

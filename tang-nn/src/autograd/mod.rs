@@ -23,8 +23,9 @@
 //!   style) holds what each backward needs beyond the inputs (softmax's output, layer
 //!   norm's statistics, embedding ids, cross-entropy's logits gradient) and its backward,
 //!   which calls the GPU kernels of `tang_runtime::ops` and `tang_runtime::dense`.
-//!   Elementwise functions are `#[fused_grad]` kernels: forward `launch`, backward the
-//!   generated `launch_vjp`. No backward reads a value back to the host (a cross-entropy
+//!   Elementwise ops are `#[fused_grad]` functions recorded by one entry: forward their
+//!   kernel over the broadcast shape, backward the generated VJP kernel plus a sum over
+//!   broadcast dimensions. [`apply`] records any user `#[fused_grad]` function the same way. No backward reads a value back to the host (a cross-entropy
 //!   upstream scalar is applied by a kernel, not read).
 //! - **Backward** computes a topological order with an explicit heap stack (a 100,000-op
 //!   chain is fine), checks every saved tensor's version first, then runs each node's
@@ -45,10 +46,11 @@
 //! - **`no_grad`** is a thread-local switch: inside it ops record nothing and hold no
 //!   graph.
 
-mod activation;
 mod conv_ops;
+mod elementwise;
 mod engine;
 mod error;
+mod fused;
 mod layer_kernels;
 mod layer_ops;
 mod op;
@@ -57,6 +59,7 @@ mod tensor;
 
 pub use engine::Gradients;
 pub use error::Error;
+pub use fused::apply;
 /// `1 / x` as a kernel (the losses' reciprocal counts).
 pub(crate) use layer_kernels::recip as recip_kernel;
 pub use tensor::{RawTensor, Tensor, TensorId, is_grad_enabled, no_grad};

@@ -7,19 +7,18 @@ use tang_runtime::dense::{attention, embedding, matmul, norm, reduce, softmax};
 use tang_runtime::ops;
 
 use super::Error;
-use super::activation::{gelu, gelu_erf, relu, scale_by};
-use super::layer_kernels::{bce_with_logits, mul_by, sigmoid, silu, square, tanh};
+use super::layer_kernels::{bce_with_logits, mul_by, square};
 use super::tensor::{RawTensor, Tensor};
 
 /// One recorded op. Input tensors live in the node; this holds attributes and state the
 /// forward produced.
 pub(crate) enum Op {
-    /// `a + b` with broadcasting.
-    Add,
-    /// `a - b` with broadcasting.
-    Sub,
-    /// `x * s` for a number `s`.
-    MulScalar(f32),
+    /// A `#[fused_grad]` function (every elementwise op) and its uniforms; its backward
+    /// is the generated VJP kernel.
+    Fused {
+        f: tang_runtime::FusedFn,
+        uniforms: Vec<f32>,
+    },
     /// `a · b` (batched).
     Matmul,
     /// A reshape (a view).
@@ -58,12 +57,6 @@ pub(crate) enum Op {
         lse: RawTensor,
         scale: Option<f32>,
     },
-    /// `relu(x)` through its `#[fused_grad]` kernel.
-    Relu,
-    /// `gelu(x)` (tanh form) through its `#[fused_grad]` kernel.
-    Gelu,
-    /// `gelu(x)` (exact erf form) through its `#[fused_grad]` kernel.
-    GeluErf,
     /// `x · wᵀ (+ b)` of inputs `x, w[, b]`.
     Linear,
     /// Dropout; the stream its mask came from (regenerated in backward).
@@ -72,12 +65,6 @@ pub(crate) enum Op {
     Gather { dim: usize, index: RawTensor },
     /// `x * m` for a constant `m`.
     MulBy(RawTensor),
-    /// Elementwise sigmoid.
-    Sigmoid,
-    /// Elementwise tanh.
-    Tanh,
-    /// Elementwise SiLU.
-    Silu,
     /// Elementwise square.
     Square,
     /// Elementwise binary cross-entropy of inputs `logits, target`.
@@ -100,9 +87,7 @@ impl Op {
     /// The op's name, for errors.
     pub(crate) fn name(&self) -> &'static str {
         match self {
-            Op::Add => "add",
-            Op::Sub => "sub",
-            Op::MulScalar(_) => "mul",
+            Op::Fused { f, .. } => f.name(),
             Op::Matmul => "matmul",
             Op::Reshape => "reshape",
             Op::Permute(_) => "permute",
@@ -120,16 +105,10 @@ impl Op {
             Op::Embedding(_) => "embedding",
             Op::CrossEntropy(_) => "cross_entropy",
             Op::Attention { .. } => "attention",
-            Op::Relu => "relu",
-            Op::Gelu => "gelu",
-            Op::GeluErf => "gelu_erf",
             Op::Linear => "linear",
             Op::Dropout(_) => "dropout",
             Op::Gather { .. } => "gather",
             Op::MulBy(_) => "mul",
-            Op::Sigmoid => "sigmoid",
-            Op::Tanh => "tanh",
-            Op::Silu => "silu",
             Op::Square => "square",
             Op::BceWithLogits => "binary_cross_entropy_with_logits",
             Op::Conv2d(_) => "conv2d",
@@ -149,23 +128,9 @@ impl Op {
         let g = &grad_out;
         let x = |i: usize| inputs[i].data();
         let grads = match self {
-            Op::Add => vec![
-                ops::sum_to_shape(g, inputs[0].shape())?,
-                ops::sum_to_shape(g, inputs[1].shape())?,
-            ],
-            Op::Sub => {
-                // Negate a copy: `sum_to_shape` may return a view of `grad_out`, which
-                // the first input's gradient may share.
-                let mut gb = ops::sum_to_shape(g, inputs[1].shape())?;
-                if gb.same_buffer(g) {
-                    gb = ops::clone(&gb)?;
-                }
-                ops::mul_(&gb, -1.0)?;
-                vec![ops::sum_to_shape(g, inputs[0].shape())?, gb]
-            }
-            Op::MulScalar(s) => {
-                ops::mul_(g, *s)?;
-                vec![grad_out]
+            Op::Fused { f, uniforms } => {
+                let raw: Vec<&RawTensor> = inputs.iter().map(|t| t.data()).collect();
+                return Ok(f.backward(g, &raw, uniforms)?);
             }
             Op::Matmul => {
                 let (ga, gb) = matmul::matmul_backward(x(0), x(1), g, false, false)?;
@@ -209,24 +174,12 @@ impl Op {
             Op::CrossEntropy(grad) => {
                 // d loss / d logits was computed by the forward for a unit upstream
                 // gradient; scale it by the upstream scalar on the GPU (no read back).
-                vec![scale_by::launch(g.device(), grad, g)?]
+                vec![ops::mul(grad, g)?]
             }
             Op::Attention { o, lse, scale } => {
                 let (dq, dk, dv) =
                     attention::attention_backward(x(0), x(1), x(2), o, lse, g, *scale)?;
                 vec![dq, dk, dv]
-            }
-            Op::Relu => {
-                let [gx] = relu::launch_vjp(g.device(), x(0), g)?;
-                vec![gx]
-            }
-            Op::Gelu => {
-                let [gx] = gelu::launch_vjp(g.device(), x(0), g)?;
-                vec![gx]
-            }
-            Op::GeluErf => {
-                let [gx] = gelu_erf::launch_vjp(g.device(), x(0), g)?;
-                vec![gx]
             }
             Op::Linear => {
                 let (gx, gw) = matmul::matmul_backward(x(0), x(1), g, false, true)?;
@@ -244,9 +197,6 @@ impl Op {
                 let [gx] = mul_by::launch_vjp(g.device(), x(0), m, g)?;
                 vec![gx]
             }
-            Op::Sigmoid => vec![sigmoid::launch_vjp(g.device(), x(0), g)?[0].clone()],
-            Op::Tanh => vec![tanh::launch_vjp(g.device(), x(0), g)?[0].clone()],
-            Op::Silu => vec![silu::launch_vjp(g.device(), x(0), g)?[0].clone()],
             Op::Square => vec![square::launch_vjp(g.device(), x(0), g)?[0].clone()],
             Op::BceWithLogits => {
                 let [gx, gy] = bce_with_logits::launch_vjp(g.device(), x(0), x(1), g)?;

@@ -7,51 +7,10 @@ use tang_runtime::dense::{attention, cross_entropy, embedding, matmul, norm, red
 use tang_runtime::ops;
 
 use super::Error;
-use super::activation::{gelu, gelu_erf, relu};
 use super::op::Op;
 use super::tensor::{RawTensor, Tensor};
 
-/// `a + alpha * b` with NumPy/PyTorch broadcasting, out of place.
-fn add_scaled(a: &RawTensor, b: &RawTensor, alpha: f32) -> Result<RawTensor, Error> {
-    let shape = ops::broadcast_shapes(&[a.shape(), b.shape()])?;
-    let out = if a.shape() == shape.as_slice() {
-        ops::clone(a)?
-    } else {
-        ops::expand(a, &shape)?
-    };
-    ops::add_(&out, b, alpha)?;
-    Ok(out)
-}
-
 impl Tensor {
-    /// `self + other`, broadcasting as PyTorch does.
-    ///
-    /// # Errors
-    /// [`Error::Runtime`] when the shapes do not broadcast or the devices differ.
-    pub fn add(&self, other: &Tensor) -> Result<Tensor, Error> {
-        let out = add_scaled(self.data(), other.data(), 1.0)?;
-        Ok(Tensor::record(out, Op::Add, &[self, other], false, false))
-    }
-
-    /// `self - other`, broadcasting as PyTorch does.
-    ///
-    /// # Errors
-    /// As [`Tensor::add`].
-    pub fn sub(&self, other: &Tensor) -> Result<Tensor, Error> {
-        let out = add_scaled(self.data(), other.data(), -1.0)?;
-        Ok(Tensor::record(out, Op::Sub, &[self, other], false, false))
-    }
-
-    /// `self * s` for a number `s`.
-    ///
-    /// # Errors
-    /// [`Error::Runtime`] for a u32 tensor.
-    pub fn mul_scalar(&self, s: f32) -> Result<Tensor, Error> {
-        let out = ops::clone(self.data())?;
-        ops::mul_(&out, s)?;
-        Ok(Tensor::record(out, Op::MulScalar(s), &[self], false, false))
-    }
-
     /// `self · other` for `[.., m, k] · [.., k, n]` (PyTorch's `matmul` for rank >= 2).
     ///
     /// # Errors
@@ -252,33 +211,5 @@ impl Tensor {
             scale,
         };
         Ok(Tensor::record(o, op, &[self, k, v], true, true))
-    }
-
-    /// `max(x, 0)` elementwise.
-    ///
-    /// # Errors
-    /// [`Error::Runtime`] for a u32 tensor.
-    pub fn relu(&self) -> Result<Tensor, Error> {
-        let out = relu::launch(self.data().device(), self.data())?;
-        Ok(Tensor::record(out, Op::Relu, &[self], true, false))
-    }
-
-    /// GELU, tanh form (PyTorch's `F.gelu(x, approximate="tanh")`), elementwise.
-    ///
-    /// # Errors
-    /// [`Error::Runtime`] for a u32 tensor.
-    pub fn gelu(&self) -> Result<Tensor, Error> {
-        let out = gelu::launch(self.data().device(), self.data())?;
-        Ok(Tensor::record(out, Op::Gelu, &[self], true, false))
-    }
-
-    /// GELU, exact form `x * Φ(x)` (PyTorch's `F.gelu(x)`, `approximate="none"`),
-    /// elementwise.
-    ///
-    /// # Errors
-    /// [`Error::Runtime`] for a u32 tensor.
-    pub fn gelu_erf(&self) -> Result<Tensor, Error> {
-        let out = gelu_erf::launch(self.data().device(), self.data())?;
-        Ok(Tensor::record(out, Op::GeluErf, &[self], true, false))
     }
 }

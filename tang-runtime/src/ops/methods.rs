@@ -54,6 +54,62 @@ forward! {
     fn argmax(&self, dim: usize) -> Tensor;
     /// Index of the smallest element along `dim` ([`super::argmin`]).
     fn argmin(&self, dim: usize) -> Tensor;
+    /// `self + other`, broadcasting ([`super::add`]).
+    fn add(&self, other: &Tensor) -> Tensor;
+    /// `self - other`, broadcasting ([`super::sub`]).
+    fn sub(&self, other: &Tensor) -> Tensor;
+    /// `self * other`, broadcasting ([`super::mul`]).
+    fn mul(&self, other: &Tensor) -> Tensor;
+    /// `self / other`, broadcasting ([`super::div`]).
+    fn div(&self, other: &Tensor) -> Tensor;
+    /// `self^exponent` elementwise, broadcasting ([`super::pow`]).
+    fn pow(&self, exponent: &Tensor) -> Tensor;
+    /// The larger element, broadcasting ([`super::maximum`]).
+    fn maximum(&self, other: &Tensor) -> Tensor;
+    /// The smaller element, broadcasting ([`super::minimum`]).
+    fn minimum(&self, other: &Tensor) -> Tensor;
+    /// `self + other` for a number ([`super::add_scalar`]).
+    fn add_scalar(&self, other: f32) -> Tensor;
+    /// `self - other` for a number ([`super::sub_scalar`]).
+    fn sub_scalar(&self, other: f32) -> Tensor;
+    /// `self * other` for a number ([`super::mul_scalar`]).
+    fn mul_scalar(&self, other: f32) -> Tensor;
+    /// `self / other` for a number ([`super::div_scalar`]).
+    fn div_scalar(&self, other: f32) -> Tensor;
+    /// `self^exponent` for a number ([`super::pow_scalar`]).
+    fn pow_scalar(&self, exponent: f32) -> Tensor;
+    /// `-self` ([`super::neg`]).
+    fn neg(&self) -> Tensor;
+    /// `|self|` ([`super::abs`]).
+    fn abs(&self) -> Tensor;
+    /// `e^self` ([`super::exp`]).
+    fn exp(&self) -> Tensor;
+    /// The natural logarithm ([`super::log`]).
+    fn log(&self) -> Tensor;
+    /// The square root ([`super::sqrt`]).
+    fn sqrt(&self) -> Tensor;
+    /// `1 / √self` ([`super::rsqrt`]).
+    fn rsqrt(&self) -> Tensor;
+    /// Clamped to `[min, max]` ([`super::clamp`]).
+    fn clamp(&self, min: f32, max: f32) -> Tensor;
+    /// `max(self, 0)` ([`super::relu`]).
+    fn relu(&self) -> Tensor;
+    /// Leaky ReLU ([`super::leaky_relu`]).
+    fn leaky_relu(&self, negative_slope: f32) -> Tensor;
+    /// ELU ([`super::elu`]).
+    fn elu(&self, alpha: f32) -> Tensor;
+    /// The logistic sigmoid ([`super::sigmoid`]).
+    fn sigmoid(&self) -> Tensor;
+    /// The hyperbolic tangent ([`super::tanh`]).
+    fn tanh(&self) -> Tensor;
+    /// SiLU ([`super::silu`]).
+    fn silu(&self) -> Tensor;
+    /// Softplus ([`super::softplus`]).
+    fn softplus(&self, beta: f32, threshold: f32) -> Tensor;
+    /// GELU, tanh form ([`super::gelu`]).
+    fn gelu(&self) -> Tensor;
+    /// GELU, exact form ([`super::gelu_erf`]).
+    fn gelu_erf(&self) -> Tensor;
     /// Mask of `self == other` ([`super::eq`]).
     fn eq(&self, other: &Tensor) -> Tensor;
     /// Mask of `self != other` ([`super::ne`]).

@@ -3,6 +3,11 @@
 //! (matmul, softmax, norms, attention, reductions, ...) are reachable here too (their
 //! backwards, for now, in [`crate::dense`]).
 //!
+//! Elementwise math (`add`, `mul`, `exp`, `clamp`, `relu`, `gelu_erf`, ...) broadcasts
+//! as NumPy and PyTorch do; each op is a `#[fused_grad]` function of [`kernels`] run
+//! through its [`FusedFn`], so its backward is the generated VJP kernel plus
+//! [`sum_to_shape`] for broadcast inputs.
+//!
 //! Conventions every op follows:
 //! - every op returns `Result` with a typed [`Error`](crate::Error): a tensor of another
 //!   device is [`DeviceMismatch`](crate::Error::DeviceMismatch), a tensor of the wrong
@@ -29,9 +34,12 @@ mod broadcast;
 mod check;
 mod compare;
 mod conv;
+mod elementwise;
+mod fused;
 mod index;
 mod inplace;
 mod int;
+pub mod kernels;
 mod methods;
 mod philox;
 mod pool;
@@ -42,6 +50,17 @@ mod view;
 pub use broadcast::{broadcast_shapes, expand, expand_backward, sum_to_shape};
 pub use compare::{eq, ge, gt, le, lt, ne};
 pub use conv::{Conv2d, Conv2dGrads, conv2d, conv2d_backward};
+pub use elementwise::{
+    abs, abs_backward, add, add_backward, add_scalar, add_scalar_backward, clamp, clamp_backward,
+    div, div_backward, div_scalar, div_scalar_backward, elu, elu_backward, exp, exp_backward, gelu,
+    gelu_backward, gelu_erf, gelu_erf_backward, leaky_relu, leaky_relu_backward, log, log_backward,
+    maximum, maximum_backward, minimum, minimum_backward, mul, mul_backward, mul_scalar,
+    mul_scalar_backward, neg, neg_backward, pow, pow_backward, pow_scalar, pow_scalar_backward,
+    relu, relu_backward, rsqrt, rsqrt_backward, sigmoid, sigmoid_backward, silu, silu_backward,
+    softplus, softplus_backward, sqrt, sqrt_backward, sub, sub_backward, sub_scalar,
+    sub_scalar_backward, tanh, tanh_backward, where_cond, where_cond_backward,
+};
+pub use fused::FusedFn;
 pub use index::{gather, gather_backward, index_copy_, index_select, index_select_backward};
 pub use inplace::{add_, clone, copy_, fill_, fill_u32_, full, full_u32, mul_, zero_};
 pub use int::{arange, argmax, argmin, to_dtype};

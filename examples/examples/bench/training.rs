@@ -1,0 +1,277 @@
+//! Whole training steps through tang-nn (forward, `backward`, the optimizer step), the
+//! models exactly as `torch_anchors.py` defines them:
+//!
+//! - `mlp_784_1024_1024_10_b1024_step` and `mlp_64_128_10_b64_step`: `nn.Sequential` of
+//!   Linears with ReLUs, cross-entropy, Adam (lr 1e-3).
+//! - `gpt_char_6x384_T256_B64_step_fp32`: 6 blocks of pre-norm attention and MLP at width
+//!   384, 6 heads, vocab 81, T 256, B 64; LayerNorms and Linears with biases, an untied
+//!   head without bias, tanh GELU, cross-entropy, AdamW with PyTorch's defaults. tang's
+//!   attention is the fused causal kernel.
+//!
+//! Each step is timed with the GPU finished, as the other cases. The GPT case also reports
+//! the host's share of a step (`..._host`): the time from the start of a step to the
+//! submission of its last launch (recording the graph, backward's bookkeeping, encoding
+//! and submitting) against the whole step with the GPU finished, medians of single steps.
+//! `--tiny` shrinks every case (names suffixed `_tiny`) to check the cases on a software
+//! adapter.
+
+use std::time::Instant;
+
+use tang_nn::Module;
+use tang_nn::autograd::Tensor;
+use tang_nn::nn::functional::cross_entropy;
+use tang_nn::nn::{
+    CausalSelfAttention, CausalSelfAttentionConfig, Embedding, LayerNorm, Linear, ReLU, Sequential,
+};
+use tang_nn::optim::{
+    Adam, AdamOptions, AdamW, AdamWOptions, Algorithm, NamedGradients, Optimizer,
+};
+use tang_nn::rng::SplitMix64;
+use tang_runtime::ops::arange;
+use tang_runtime::{Device, Tensor as RawTensor};
+
+use super::Report;
+use super::elementwise::{random, time};
+
+/// The errors of a training step (autograd, optimizer, device).
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// One pre-norm transformer block of `torch_anchors.py`'s GPT.
+#[derive(Module)]
+struct BenchBlock {
+    ln1: LayerNorm,
+    attn: CausalSelfAttention,
+    ln2: LayerNorm,
+    fc: Linear,
+    fc2: Linear,
+}
+
+/// `torch_anchors.py`'s character GPT: token and position embeddings, the blocks, a final
+/// LayerNorm and an untied head without bias.
+#[derive(Module)]
+struct BenchGpt {
+    tok: Embedding,
+    pos: Embedding,
+    blocks: Vec<BenchBlock>,
+    ln: LayerNorm,
+    head: Linear,
+}
+
+/// The GPT's sizes.
+#[derive(Clone, Copy)]
+struct GptSize {
+    vocab: usize,
+    block: usize,
+    width: usize,
+    layers: usize,
+    heads: usize,
+    batch: usize,
+}
+
+impl BenchGpt {
+    fn new(dev: &Device, s: GptSize, rng: &mut SplitMix64) -> Result<BenchGpt, BoxError> {
+        let w = s.width;
+        let attn = CausalSelfAttentionConfig::new(w, s.heads);
+        let mut blocks = Vec::with_capacity(s.layers);
+        for _ in 0..s.layers {
+            blocks.push(BenchBlock {
+                ln1: LayerNorm::new(dev, w, 1e-5, true)?,
+                attn: CausalSelfAttention::new(dev, &attn, rng)?,
+                ln2: LayerNorm::new(dev, w, 1e-5, true)?,
+                fc: Linear::new(dev, w, 4 * w, true, rng)?,
+                fc2: Linear::new(dev, 4 * w, w, true, rng)?,
+            });
+        }
+        Ok(BenchGpt {
+            tok: Embedding::new(dev, s.vocab, w, rng)?,
+            pos: Embedding::new(dev, s.block, w, rng)?,
+            blocks,
+            ln: LayerNorm::new(dev, w, 1e-5, true)?,
+            head: Linear::new(dev, w, s.vocab, false, rng)?,
+        })
+    }
+
+    /// Logits `[B * T, vocab]` of `idx [B, T]`.
+    fn forward(&self, idx: &RawTensor, pos: &RawTensor) -> Result<Tensor, BoxError> {
+        let mut x = self.tok.forward(idx)?.add(&self.pos.forward(pos)?)?;
+        for b in &self.blocks {
+            x = x.add(&b.attn.forward(&b.ln1.forward(&x)?)?)?;
+            let h = b.fc.forward(&b.ln2.forward(&x)?)?.gelu()?;
+            x = x.add(&b.fc2.forward(&h)?)?;
+        }
+        let logits = self.head.forward(&self.ln.forward(&x)?)?;
+        let rows = idx.len();
+        Ok(logits.reshape(&[rows, logits.shape()[2]])?)
+    }
+}
+
+/// A model's trainable parameters by name (as the optimizer was built over).
+fn params_of(model: &impl Module) -> Vec<(String, Tensor)> {
+    model
+        .named_parameters()
+        .into_iter()
+        .filter(|(_, p)| p.requires_grad())
+        .collect()
+}
+
+/// `backward` of `loss` and one optimizer step over `params`.
+fn backward_and_step<A: Algorithm>(
+    loss: &Tensor,
+    params: &[(String, Tensor)],
+    opt: &mut Optimizer<A>,
+) -> Result<(), BoxError> {
+    let grads = loss.backward()?;
+    opt.step(&NamedGradients::new(params, &grads))?;
+    Ok(())
+}
+
+/// Random class labels in `0..classes`.
+fn labels(dev: &Device, n: usize, classes: usize, seed: u64) -> Result<RawTensor, BoxError> {
+    let mut rng = SplitMix64::new(seed);
+    let ids: Vec<u32> = (0..n)
+        .map(|_| (rng.next_u64() % classes as u64) as u32)
+        .collect();
+    Ok(RawTensor::from_u32(dev, &ids, &[n])?)
+}
+
+/// Times `step` (a whole training step) as the other cases, with the GPU finished; the
+/// first error of a step fails the case.
+fn time_step(
+    dev: &Device,
+    reps: usize,
+    mut step: impl FnMut() -> Result<(), BoxError>,
+) -> Result<f64, BoxError> {
+    let mut failure = None;
+    let ms = time(dev, 3, reps, || {
+        if let Err(e) = step()
+            && failure.is_none()
+        {
+            failure = Some(e);
+        }
+        Ok(())
+    })?;
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(ms),
+    }
+}
+
+/// An MLP step: `Sequential` of Linears (`sizes[i] -> sizes[i + 1]`) with ReLUs between,
+/// cross-entropy on random labels, Adam lr 1e-3.
+fn mlp_case(dev: &Device, sizes: &[usize], batch: usize, reps: usize) -> Result<f64, BoxError> {
+    let mut rng = SplitMix64::new(7);
+    let mut model = Sequential::new();
+    for (i, w) in sizes.windows(2).enumerate() {
+        if i > 0 {
+            model = model.append(ReLU);
+        }
+        model = model.append(Linear::new(dev, w[0], w[1], true, &mut rng)?);
+    }
+    let params = params_of(&model);
+    let named = params.iter().map(|(n, p)| (n.clone(), p.data().clone()));
+    let mut opt = Adam::new(named, AdamOptions::default())?;
+    let x = RawTensor::from_slice(dev, &random(batch * sizes[0], 11), &[batch, sizes[0]])?;
+    let x = Tensor::constant(x);
+    let y = labels(dev, batch, sizes[sizes.len() - 1], 13)?;
+    time_step(dev, reps, || {
+        let loss = cross_entropy(&model.forward(&x)?, &y)?;
+        backward_and_step(&loss, &params, &mut opt)
+    })
+}
+
+/// The GPT step, and the host's part of a single step with that single step's whole
+/// time: `(step ms, host ms, single step ms)`.
+fn gpt_case(dev: &Device, s: GptSize, reps: usize) -> Result<(f64, f64, f64), BoxError> {
+    let model = BenchGpt::new(dev, s, &mut SplitMix64::new(5))?;
+    let params = params_of(&model);
+    let named = params.iter().map(|(n, p)| (n.clone(), p.data().clone()));
+    let mut opt = AdamW::new(named, AdamWOptions::default())?;
+    let n = s.batch * s.block;
+    let idx = labels(dev, n, s.vocab, 17)?.reshape(&[s.batch, s.block])?;
+    let tgt = labels(dev, n, s.vocab, 19)?;
+    let pos = arange(dev, 0, s.block as u32, 1)?;
+    let mut step = || -> Result<(), BoxError> {
+        let loss = cross_entropy(&model.forward(&idx, &pos)?, &tgt)?;
+        backward_and_step(&loss, &params, &mut opt)
+    };
+    let ms = time_step(dev, reps, &mut step)?;
+    // Single steps: the host's part ends when the last launch is submitted (`flush`),
+    // the step when the GPU has finished it.
+    let (mut host, mut whole) = (Vec::new(), Vec::new());
+    for _ in 0..reps.max(3) {
+        dev.sync()?;
+        let t = Instant::now();
+        step()?;
+        dev.flush()?;
+        host.push(t.elapsed().as_secs_f64() * 1e3);
+        dev.sync()?;
+        whole.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    Ok((ms, median(&mut host), median(&mut whole)))
+}
+
+/// Runs the training-step cases (`tiny`: small shapes, for a software adapter).
+pub fn run(dev: &Device, quick: bool, tiny: bool, report: &mut Report) {
+    let suffix = if tiny { "_tiny" } else { "" };
+    let reps = if quick || tiny { 3 } else { 10 };
+    let mlps: [(&str, &[usize], usize); 2] = if tiny {
+        [
+            ("mlp_784_1024_1024_10_b1024_step", &[64, 32, 32, 10], 16),
+            ("mlp_64_128_10_b64_step", &[64, 128, 10], 64),
+        ]
+    } else {
+        [
+            (
+                "mlp_784_1024_1024_10_b1024_step",
+                &[784, 1024, 1024, 10],
+                1024,
+            ),
+            ("mlp_64_128_10_b64_step", &[64, 128, 10], 64),
+        ]
+    };
+    for (name, sizes, batch) in mlps {
+        let name = format!("{name}{suffix}");
+        if report.wants(&name) {
+            match mlp_case(dev, sizes, batch, reps) {
+                Ok(ms) => report.add(&name, ms),
+                Err(e) => report.fail(&name, &e),
+            }
+        }
+    }
+    let name = format!("gpt_char_6x384_T256_B64_step_fp32{suffix}");
+    if !report.wants(&name) {
+        return;
+    }
+    let size = if tiny {
+        GptSize {
+            vocab: 81,
+            block: 16,
+            width: 32,
+            layers: 2,
+            heads: 2,
+            batch: 2,
+        }
+    } else {
+        GptSize {
+            vocab: 81,
+            block: 256,
+            width: 384,
+            layers: 6,
+            heads: 6,
+            batch: 64,
+        }
+    };
+    match gpt_case(dev, size, reps) {
+        Ok((ms, host, whole)) => {
+            let tokens = (size.batch * size.block) as f64;
+            report.add_rate(&name, ms, tokens / ms, "ktok/s");
+            let share = 100.0 * host / whole;
+            report.add_rate(&format!("{name}_host"), host, share, "% of step");
+        }
+        Err(e) => report.fail(&name, &e),
+    }
+}
