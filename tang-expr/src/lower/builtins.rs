@@ -223,6 +223,9 @@ mod tests {
             .filter(|n| **n != "..." && !known.contains(n))
             .collect();
         assert!(named.len() > 10, "DESIGN's lists not found: {named:?}");
+        // DESIGN's lists end in `...`: they may name fewer methods than the table has
+        let unnamed: Vec<&&str> = known.iter().filter(|k| !named.contains(k)).collect();
+        println!("methods of the table DESIGN.md does not name: {unnamed:?}");
         assert!(
             missing.is_empty(),
             "DESIGN names methods the table lacks: {missing:?}"

@@ -123,7 +123,11 @@ fn tang_atan2(y: vec4<f32>, x: vec4<f32>) -> vec4<f32> {
 }
 
 fn tang_atan_ratio(n: vec4<f32>, d: vec4<f32>) -> vec4<f32> {
-    let t = min(n, d) / max(n, d);
+    // the ratio through an exact power of two where the larger side is above 2^64:
+    // drivers divide through the reciprocal and flush subnormals (1/m is one above 2^126)
+    let m = max(n, d);
+    let sc = bitcast<vec4<f32>>(select(vec4<u32>(0x3f800000u), vec4<u32>(0x1f800000u), bitcast<vec4<u32>>(m) > vec4<u32>(0x5f800000u)));
+    let t = (min(n, d) * sc) / (m * sc);
     let s = t * t;
     let r = t + (t * s) * ((-0.3333333f) + s * (0.19999829f + s * ((-0.14280173f) + s * (0.1104548f + s * ((-0.08700121f) + s * (0.06338251f + s * ((-0.03687578f) + s * (0.014108188f + s * ((-0.0025335755f))))))))));
     return select(r, 1.5707964f - r, n > d);
@@ -137,11 +141,16 @@ fn tang_atanh(x: vec4<f32>) -> vec4<f32> {
 }
 
 fn tang_cbrt(x: vec4<f32>) -> vec4<f32> {
-    // exp2(log2(a) / 3) and one Newton step; 0, inf and NaN are their own cube roots
-    let a = abs(x);
+    // exp2(log2(a) / 3) and one Newton step; 0, inf and NaN are their own cube roots. A
+    // subnormal a = m 2^-149 is read from its bits as (m / 4) 2^-147, whose cube root is
+    // cbrt(m / 4) 2^-49, a normal number: right whether or not the driver flushes
+    // subnormals (from a flushed zero, log2 and the Newton step would give 0 / 0 = NaN)
+    let b = bitcast<vec4<u32>>(x) & vec4<u32>(0x7fffffffu);
+    let sub = b < vec4<u32>(0x00800000u);
+    let a = select(abs(x), vec4<f32>(b) * 0.25f, sub);
     let y0 = exp2(log2(a) * 0.33333334f);
-    let y = y0 - (y0 - a / (y0 * y0)) * 0.33333334f;
-    let b = bitcast<vec4<u32>>(a);
+    var y = y0 - (y0 - a / (y0 * y0)) * 0.33333334f;
+    y = select(y, y * 1.7763568e-15f, sub);
     return select(bitcast<vec4<f32>>(bitcast<vec4<u32>>(y) | (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u))), x, (b == vec4<u32>(0u)) | (b >= vec4<u32>(0x7f800000u)));
 }
 
@@ -154,12 +163,27 @@ fn tang_copysign(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
     return bitcast<vec4<f32>>((bitcast<vec4<u32>>(a) & vec4<u32>(0x7fffffffu)) | (bitcast<vec4<u32>>(b) & vec4<u32>(0x80000000u)));
 }
 
+fn tang_cos(x: vec4<f32>) -> vec4<f32> {
+    let a = abs(x);
+    let k = tang_trig_k(a);
+    let r = tang_trig_reduce(a, k);
+    let q = vec4<u32>(k) & vec4<u32>(3u);
+    let s = tang_sin_poly(r);
+    let c = tang_cos_poly(r);
+    // quadrants 0..3 of |x|: cos r, -sin r, -cos r, sin r
+    let q1 = (q + vec4<u32>(1u)) & vec4<u32>(3u);
+    var v = select(s, c, (q1 & vec4<u32>(1u)) != vec4<u32>(0u));
+    v = select(v, -v, q1 >= vec4<u32>(2u));
+    v = select(v, cos(x), a > vec4<f32>(100000.0f));
+    return select(v, bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), (bitcast<vec4<u32>>(x) & vec4<u32>(0x7f800000u)) == vec4<u32>(0x7f800000u));
+}
+
 fn tang_cosh(x: vec4<f32>) -> vec4<f32> {
-    // (e^(a/2) / 2) e^(a/2) above 20 so that cosh stays finite up to 89
+    // exp(a)/2 from 20 on (e^-a is below an ulp of it there)
     let a = abs(x);
     let e = exp(a);
-    let h = exp(0.5f * a);
-    return select((0.5f * h) * h, 0.5f * e + 0.5f / e, a < vec4<f32>(20.0f));
+    let r = select(tang_half_exp(a), 0.5f * e + 0.5f / e, a < vec4<f32>(20.0f));
+    return select(r, x, tang_nan(x));
 }
 
 fn tang_eq(a: vec4<f32>, b: vec4<f32>) -> vec4<bool> {
@@ -217,19 +241,47 @@ fn tang_gt(a: vec4<f32>, b: vec4<f32>) -> vec4<bool> {
     return (a > b) & !(tang_nan(a) | tang_nan(b));
 }
 
+fn tang_half_exp(a: vec4<f32>) -> vec4<f32> {
+    // 2^(n-1) exp(a - n ln2) with n = round(a / ln2) <= 128: exp sees a small argument,
+    // and the power of two is built on the bits, so nothing overflows before the product
+    // (a driver that reassociated (exp(a/2) / 2) exp(a/2) overflowed at 89); n ln2 is
+    // split so that its products are exact, fused or not. Above 89.5 sinh and cosh are
+    // inf anyway.
+    let b = min(a, vec4<f32>(89.5f));
+    let n = min(round(b * 1.442695f), vec4<f32>(128.0f));
+    let r = (b - n * 0.69314575f) - n * 1.4286068e-6f;
+    return exp(r) * bitcast<vec4<f32>>((vec4<u32>(n) + vec4<u32>(126u)) << vec4<u32>(23u));
+}
+
 fn tang_hypot(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
-    // m sqrt(1 + (n/m)^2) cannot overflow; an infinite side wins over NaN, as in Rust
+    // m sqrt(1 + (n/m)^2) cannot overflow before the result does. m is first scaled into
+    // [2^-64, 2^64] by an exact power of two (picked on the bits): drivers divide through
+    // the reciprocal and flush subnormals, and 1/m is subnormal for m above 2^126 (NVIDIA
+    // gave hypot(3e38, 3e38) = 3e38); at the other end a subnormal m becomes normal where
+    // the driver keeps subnormals. An infinite side wins over NaN, as in Rust.
     let x = abs(a);
     let y = abs(b);
     let m = max(x, y);
-    let q = min(x, y) / m;
-    let r = select(select(m * sqrt(1.0f + q * q), vec4<f32>(0.0f), m == vec4<f32>(0.0f)), a + b, tang_nan(a) | tang_nan(b));
+    let mb = bitcast<vec4<u32>>(m);
+    let down = mb > vec4<u32>(0x5f800000u);
+    let up = mb < vec4<u32>(0x1f800000u);
+    let s = bitcast<vec4<f32>>(select(select(vec4<u32>(0x3f800000u), vec4<u32>(0x5f800000u), up), vec4<u32>(0x1f800000u), down));
+    let back = bitcast<vec4<f32>>(select(select(vec4<u32>(0x3f800000u), vec4<u32>(0x1f800000u), up), vec4<u32>(0x5f800000u), down));
+    let ms = m * s;
+    let q = (min(x, y) * s) / ms;
+    let r = select((ms * sqrt(1.0f + q * q)) * back, vec4<f32>(0.0f), ms == vec4<f32>(0.0f));
     let inf = vec4<u32>(0x7f800000u);
-    return select(r, bitcast<vec4<f32>>(vec4<u32>(0x7f800000u) | (bitcast<vec4<u32>>(a) & vec4<u32>(0u))), (bitcast<vec4<u32>>(x) == inf) | (bitcast<vec4<u32>>(y) == inf));
+    let v = select(r, a + b, tang_nan(a) | tang_nan(b));
+    return select(v, bitcast<vec4<f32>>(vec4<u32>(0x7f800000u) | (bitcast<vec4<u32>>(a) & vec4<u32>(0u))), (bitcast<vec4<u32>>(x) == inf) | (bitcast<vec4<u32>>(y) == inf));
 }
 
 fn tang_le(a: vec4<f32>, b: vec4<f32>) -> vec4<bool> {
     return (a <= b) & !(tang_nan(a) | tang_nan(b));
+}
+
+fn tang_ln(x: vec4<f32>) -> vec4<f32> {
+    let sub = x < vec4<f32>(1.1754944e-38f);
+    return log(select(x, x * 8388608.0f, sub)) - select(vec4<f32>(0.0f), vec4<f32>(15.942385f), sub);
 }
 
 fn tang_ln1p(x: vec4<f32>) -> vec4<f32> {
@@ -239,6 +291,11 @@ fn tang_ln1p(x: vec4<f32>) -> vec4<f32> {
     let r = select(log(1.0f + x), small, abs(x) < vec4<f32>(0.3f));
     // log is undefined at 0 and below: Rust gives -inf at -1 and NaN below
     return select(select(r, bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), x < vec4<f32>(-1.0f)), bitcast<vec4<f32>>(vec4<u32>(0xff800000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), x == vec4<f32>(-1.0f));
+}
+
+fn tang_log2(x: vec4<f32>) -> vec4<f32> {
+    let sub = x < vec4<f32>(1.1754944e-38f);
+    return log2(select(x, x * 8388608.0f, sub)) - select(vec4<f32>(0.0f), vec4<f32>(23.0f), sub);
 }
 
 fn tang_log_sigmoid(x: vec4<f32>) -> vec4<f32> {
@@ -340,23 +397,68 @@ fn tang_signum(x: vec4<f32>) -> vec4<f32> {
     return select(s, x, tang_nan(x));
 }
 
+fn tang_sin(x: vec4<f32>) -> vec4<f32> {
+    let a = abs(x);
+    let k = tang_trig_k(a);
+    let r = tang_trig_reduce(a, k);
+    let q = vec4<u32>(k) & vec4<u32>(3u);
+    let s = tang_sin_poly(r);
+    let c = tang_cos_poly(r);
+    // quadrants 0..3 of |x|: sin r, cos r, -sin r, -cos r
+    var v = select(s, c, (q & vec4<u32>(1u)) != vec4<u32>(0u));
+    v = select(v, -v, q >= vec4<u32>(2u));
+    v = bitcast<vec4<f32>>(bitcast<vec4<u32>>(v) ^ (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u)));
+    v = select(v, sin(x), a > vec4<f32>(100000.0f));
+    return select(v, bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), (bitcast<vec4<u32>>(x) & vec4<u32>(0x7f800000u)) == vec4<u32>(0x7f800000u));
+}
+
 fn tang_sinh(x: vec4<f32>) -> vec4<f32> {
-    // through expm1 near 0 (e^a - e^-a cancels); as (e^(a/2) / 2) e^(a/2) above 20 so
-    // that sinh stays finite up to 89
+    // through expm1 near 0 (e^a - e^-a cancels); exp(a)/2 from 20 on (e^-a is below an
+    // ulp of it there)
     let a = abs(x);
     let t = tang_expm1(a);
-    let h = exp(0.5f * a);
-    let r = select((0.5f * h) * h, 0.5f * (t + t / (t + 1.0f)), a < vec4<f32>(20.0f));
-    return bitcast<vec4<f32>>(bitcast<vec4<u32>>(r) | (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u)));
+    let r = select(tang_half_exp(a), 0.5f * (t + t / (t + 1.0f)), a < vec4<f32>(20.0f));
+    return select(bitcast<vec4<f32>>(bitcast<vec4<u32>>(r) | (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u))), x, tang_nan(x));
 }
 
 fn tang_softplus(x: vec4<f32>) -> vec4<f32> {
     return select(max(x, vec4<f32>(0.0f)) + log(1.0f + exp(-abs(x))), x, tang_nan(x));
 }
 
+fn tang_tan(x: vec4<f32>) -> vec4<f32> {
+    let a = abs(x);
+    let k = tang_trig_k(a);
+    let r = tang_trig_reduce(a, k);
+    let q = vec4<u32>(k) & vec4<u32>(3u);
+    let s = tang_sin_poly(r);
+    let c = tang_cos_poly(r);
+    // even quadrants: sin r / cos r; odd ones: -cos r / sin r (r is never 0 there)
+    var v = select(s / c, -c / s, (q & vec4<u32>(1u)) != vec4<u32>(0u));
+    v = bitcast<vec4<f32>>(bitcast<vec4<u32>>(v) ^ (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u)));
+    v = select(v, tan(x), a > vec4<f32>(100000.0f));
+    return select(v, bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), (bitcast<vec4<u32>>(x) & vec4<u32>(0x7f800000u)) == vec4<u32>(0x7f800000u));
+}
+
 fn tang_tanh(x: vec4<f32>) -> vec4<f32> {
     // tanh(±15) is ±1 in f32; some drivers compute tanh through exp, which overflows
     return select(tanh(clamp(x, vec4<f32>((-15.0f)), vec4<f32>(15.0f))), x, tang_nan(x));
+}
+
+fn tang_sin_poly(r: vec4<f32>) -> vec4<f32> {
+    let s = r * r;
+    return r + (r * s) * ((-0.16666655f) + s * (0.008332161f + s * ((-0.00019515291f))));
+}
+fn tang_cos_poly(r: vec4<f32>) -> vec4<f32> {
+    let s = r * r;
+    return (1.0f - 0.5f * s) + (s * s) * (0.041666646f + s * ((-0.0013887316f) + s * (2.443315e-5f)));
+}
+
+fn tang_trig_k(a: vec4<f32>) -> vec4<f32> {
+    return select(round(a * 0.63661975f), vec4<f32>(0.0f), a > vec4<f32>(100000.0f));
+}
+fn tang_trig_reduce(a: vec4<f32>, k: vec4<f32>) -> vec4<f32> {
+    // k * part is exact for the first two parts: fused or not, r is the same
+    return ((a - k * 1.5703125f) - k * 0.00048446655f) - k * (-6.3975784e-7f);
 }
 
 @compute @workgroup_size(256)
@@ -382,12 +484,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let v5 = (1.0f / x_x);
     let v6 = sqrt(x_x);
     let v7 = exp(x_x);
-    let v8 = log(x_x);
-    let v9 = log2(x_x);
+    let v8 = tang_ln(x_x);
+    let v9 = tang_log2(x_x);
     let v10 = exp2(x_x);
-    let v11 = sin(x_x);
-    let v12 = cos(x_x);
-    let v13 = tan(x_x);
+    let v11 = tang_sin(x_x);
+    let v12 = tang_cos(x_x);
+    let v13 = tang_tan(x_x);
     let v14 = tang_tanh(x_x);
     let v15 = abs(x_x);
     let v16 = tang_signum(x_x);
