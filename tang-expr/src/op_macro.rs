@@ -146,6 +146,45 @@ macro_rules! op_table {
         impl StableExt for f32 {
             $( stable_impl!($mkind $($method)? $sig $variant); )+
         }
+
+        /// The kernel language's methods as a string literal for documentation,
+        /// space-separated in table order: `kernel_methods_doc!(std)` for Rust's own `f32`
+        /// methods, `kernel_methods_doc!(ext)` for `StableExt`'s. tang-macros' crate docs
+        /// are built from it, so they list what the table holds.
+        #[macro_export]
+        #[doc(hidden)]
+        macro_rules! kernel_methods_doc {
+            (std) => {
+                concat!($($crate::__method_doc_word!(std; $mkind $($method)?)),+)
+            };
+            (ext) => {
+                concat!($($crate::__method_doc_word!(ext; $mkind $($method)?)),+)
+            };
+        }
+
+        /// What `kernel_methods_doc!` gives, for `(std, ext)`, as the crate sees it.
+        #[cfg(test)]
+        pub(crate) const KERNEL_METHODS_DOC: (&str, &str) =
+            (kernel_methods_doc!(std), kernel_methods_doc!(ext));
+    };
+}
+
+/// One word of [`kernel_methods_doc`]: the method's name and a space where its provider is
+/// the one asked for (`int` methods are Rust's own), nothing otherwise.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __method_doc_word {
+    (std; std $m:ident) => {
+        concat!(stringify!($m), " ")
+    };
+    (std; int $m:ident) => {
+        concat!(stringify!($m), " ")
+    };
+    (ext; ext $m:ident) => {
+        concat!(stringify!($m), " ")
+    };
+    ($want:ident; $($rest:tt)*) => {
+        ""
     };
 }
 
