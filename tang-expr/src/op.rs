@@ -166,6 +166,14 @@ op_table! {
         d: |g, [a], out| [Zero],
         wgsl: "trunc({0})", helper: none, accuracy: (0.0, 0.0),
     }
+    /// `a.fract() = a - a.trunc()`, the fractional part with the sign of `a` (PyTorch's
+    /// `frac`; NaN for infinities)
+    Fract {
+        name: "fract", sig: F1, flags: EXACT, method: std fract,
+        eval: |x| x.fract(),
+        d: |g, [a], out| [One],
+        wgsl: "({0} - trunc({0}))", helper: none, accuracy: (0.0, 0.0),
+    }
     /// `1 / (1 + exp(-a))` without overflow
     Sigmoid {
         name: "sigmoid", sig: F1, flags: NONE, method: ext sigmoid,
