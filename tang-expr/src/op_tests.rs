@@ -73,3 +73,35 @@ fn powi_of_i32_min_emits_valid_wgsl() {
     assert!(k.contains("(-2147483647i - 1i)"));
     assert_eq!(Op::PowI(i32::MIN).eval(&[2.0f32]), 0.0);
 }
+
+/// Every op's WGSL, helpers included, validates in scalar form too (the elementwise
+/// kernels use the vec4 form; epilogues and scalar functions this one). A scalar function
+/// has one input: argument `k` is `x * (k + 1)`.
+#[test]
+fn every_op_emits_a_valid_scalar_function() {
+    for &op in ALL_OPS {
+        let mut g = Graph::new();
+        let zero = g.constant(0.0);
+        let args: Vec<NodeId> = op
+            .arg_types()
+            .enumerate()
+            .map(|(k, t)| {
+                let x = g.input(0);
+                let scale = g.constant(k as f32 + 1.0);
+                let x = g.apply(Op::Mul, &[x, scale]).unwrap();
+                match t {
+                    crate::graph::Ty::F32 => x,
+                    crate::graph::Ty::Bool => g.apply(Op::Gt, &[x, zero]).unwrap(),
+                }
+            })
+            .collect();
+        let mut y = g.apply(op, &args).unwrap();
+        if op.result_type() == crate::graph::Ty::Bool {
+            let one = g.constant(1.0);
+            y = g.apply(Op::Select, &[y, one, zero]).unwrap();
+        }
+        if let Err(e) = crate::scalar_fn::emit_scalar_fn("f", &g, y) {
+            panic!("{}: {e}", op.name());
+        }
+    }
+}
