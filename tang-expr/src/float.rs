@@ -137,6 +137,8 @@ float_methods! {
     atanh,
     /// Cube root.
     cbrt,
+    /// `self - self.trunc()`, the fractional part with the sign of `self`.
+    fract,
 }
 
 /// `1 / (1 + exp(-x))`, computed without overflow (the exponent is never positive).

@@ -3,208 +3,21 @@
 //! derivatives written in the same op set, WGSL, accuracy). `op_macro.rs` turns the table
 //! into the [`Op`] enum, [`ALL_OPS`], the lowering's method lookup, the tracing methods and
 //! [`StableExt`]; simplification rules live in `simplify.rs`, keyed by the same enum.
-
-use std::collections::BTreeMap;
-
 use crate::float::{Float, b2f, sigmoid, truthy};
-use crate::graph::{Graph, NodeId, Ty};
-use crate::op_wgsl::Lanes;
+use crate::graph::{Graph, NodeId};
 use crate::partials;
 use crate::special::{GELU_C, GELU_K};
 use crate::wgsl_helpers::Helper;
 use Partial::{MinusOne, One, Route, Scale, Zero};
 
-/// The result is exactly rounded in IEEE arithmetic, so folding it on the host gives the
-/// bits the GPU would compute.
-const EXACT: u8 = 1;
-/// Swapping the two arguments gives the same value (the graph stores them in a canonical
-/// order). `min`/`max` are not: their derivative at a tie depends on the order.
-const COMMUTATIVE: u8 = 2;
-/// Piecewise constant: the derivative is zero with respect to every argument.
-const CONSTANT: u8 = 4;
-const NONE: u8 = 0;
+#[path = "op_types.rs"]
+mod types;
+pub use types::{Accuracy, Method, Partial, Provider, Sig};
+use types::{COMMUTATIVE, CONSTANT, EXACT, NONE, fill_wgsl, i32_literal, k, pad};
 
-/// The argument and result types of an op.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Sig {
-    /// `f32 -> f32`
-    F1,
-    /// `f32, f32 -> f32`
-    F2,
-    /// `f32, f32, f32 -> f32`
-    F3,
-    /// `f32, f32 -> bool`
-    Cmp,
-    /// `bool -> bool`
-    B1,
-    /// `bool, bool -> bool`
-    B2,
-    /// `bool, f32, f32 -> f32`
-    Sel,
-}
-
-/// Where the CPU build of a kernel gets a kernel-language method from.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Provider {
-    /// Rust's own `f32` method.
-    Std,
-    /// [`StableExt`], which tang implements for `f32`.
-    StableExt,
-}
-
-/// A method of the kernel language: `x.name(args)` with the op's other arguments.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct Method {
-    /// The method's name.
-    pub name: &'static str,
-    /// Where the CPU build gets it from.
-    pub provider: Provider,
-}
-
-/// How far an op's f32 results (GPU and CPU) may be from its f64 evaluation of the same
-/// arguments: `|got - want| <= abs + rel * |want|`, NaN only where the reference is NaN
-/// (or, at an ill-conditioned point such as `tan` near a pole, the same bound against the
-/// reference at an argument one ulp away). Tested on arguments in `[-10, 10]` on the CPU
-/// and on the GPU; at larger arguments up to [`Accuracy::args_up_to`] the GPU agrees with
-/// the CPU within twice the bound, NaN, infinities and signed zeros exactly.
-#[derive(Clone, Copy, PartialEq, Debug)]
-pub struct Accuracy {
-    /// The absolute part of the bound.
-    pub abs: f64,
-    /// The relative part of the bound.
-    pub rel: f64,
-    /// The largest argument magnitude the bound holds for on the GPU (infinite for most
-    /// ops; `sin`, `cos` and `tan` depend on the driver's range reduction beyond it).
-    pub args_up_to: f32,
-}
-
-/// How an argument's adjoint follows from the output's adjoint `adj`.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Partial {
-    /// The argument does not influence the output's derivative (contributes nothing).
-    Zero,
-    /// `adj`
-    One,
-    /// `-adj`
-    MinusOne,
-    /// `adj * p` for the float node `p`.
-    Scale(NodeId),
-    /// `if cond == on_true { adj } else { 0 }`: a branch routes the adjoint with `select`
-    /// instead of multiplying by an indicator, so a NaN on the branch not taken never
-    /// leaks (`0 * NaN = NaN`).
-    Route {
-        /// The boolean node that picks the branch.
-        cond: NodeId,
-        /// Whether the adjoint passes when `cond` is true (or when it is false).
-        on_true: bool,
-    },
-}
-
-/// The WGSL literal of a `powi` exponent: `i32::MIN` has none (`-2147483648i` is a
-/// negated out-of-range literal), so it is written as a subtraction.
-fn i32_literal(n: i32) -> String {
-    if n == i32::MIN {
-        "(-2147483647i - 1i)".to_string()
-    } else {
-        format!("{n}i")
-    }
-}
-
-/// Fills `{0}`, `{1}`, `{2}` with the printed arguments and `{t}` with the float type.
-fn fill_wgsl(template: &str, a: &[String], t: &str) -> String {
-    let mut s = template.replace("{t}", t);
-    for (i, arg) in a.iter().enumerate().take(3) {
-        s = s.replace(&format!("{{{i}}}"), arg);
-    }
-    s
-}
-
-/// Pads an op's partials to three (unused arguments contribute nothing).
-fn pad<const N: usize>(p: [Partial; N]) -> [Partial; 3] {
-    let mut out = [Zero; 3];
-    out[..N].copy_from_slice(&p);
-    out
-}
-
-fn k<F: Float>(v: f64) -> F {
-    F::from_f64(v)
-}
-
-impl Sig {
-    /// The number of arguments.
-    pub fn arity(self) -> usize {
-        match self {
-            Sig::F1 | Sig::B1 => 1,
-            Sig::F2 | Sig::Cmp | Sig::B2 => 2,
-            Sig::F3 | Sig::Sel => 3,
-        }
-    }
-
-    /// The types of the arguments, in order.
-    pub fn arg_types(self) -> &'static [Ty] {
-        use Ty::{Bool as B, F32 as F};
-        match self {
-            Sig::F1 => &[F],
-            Sig::F2 | Sig::Cmp => &[F, F],
-            Sig::F3 => &[F, F, F],
-            Sig::B1 => &[B],
-            Sig::B2 => &[B, B],
-            Sig::Sel => &[B, F, F],
-        }
-    }
-
-    /// The type of the result.
-    pub fn result_type(self) -> Ty {
-        match self {
-            Sig::Cmp | Sig::B1 | Sig::B2 => Ty::Bool,
-            _ => Ty::F32,
-        }
-    }
-}
-
-impl Op {
-    /// Number of arguments.
-    pub fn arity(self) -> usize {
-        self.sig().arity()
-    }
-
-    /// The types the arguments must have.
-    pub fn arg_types(self) -> impl Iterator<Item = Ty> {
-        self.sig().arg_types().iter().copied()
-    }
-
-    /// The type of the result.
-    pub fn result_type(self) -> Ty {
-        self.sig().result_type()
-    }
-
-    /// Whether swapping the two arguments gives the same value (the graph then stores
-    /// them in a canonical order). `min`/`max` are not: their derivative at a tie
-    /// depends on the argument order.
-    pub fn is_commutative(self) -> bool {
-        self.flags() & COMMUTATIVE != 0
-    }
-
-    /// Whether the op's result is exactly rounded in IEEE arithmetic, so folding it on the
-    /// host gives the bits the GPU would compute (the only ops constant folding may touch).
-    pub fn is_exactly_rounded(self) -> bool {
-        self.flags() & EXACT != 0
-    }
-
-    /// Whether the op is piecewise constant (zero derivative for every argument).
-    pub fn is_piecewise_constant(self) -> bool {
-        self.flags() & CONSTANT != 0
-    }
-
-    /// Adds the WGSL helper functions the op's expression calls (and those they call),
-    /// instantiated for `lanes`, to `out`, keyed by name so each appears once per shader
-    /// in a fixed order.
-    pub fn wgsl_helpers(self, lanes: Lanes, out: &mut BTreeMap<&'static str, String>) {
-        if let Some(h) = self.helper() {
-            h.collect(lanes, out);
-        }
-    }
-}
+#[cfg(test)]
+#[path = "op_tests.rs"]
+mod tests;
 
 op_table! {
     /// `-a`
@@ -247,7 +60,7 @@ op_table! {
         name: "ln", sig: F1, flags: NONE, method: std ln,
         eval: |x| x.ln(),
         d: |g, [a], out| [Scale(g.app(Op::Recip, &[a]))],
-        wgsl: "log({0})", helper: none, accuracy: (5e-7, 4e-7),
+        wgsl: "tang_ln({0})", helper: LN, accuracy: (5e-7, 4e-7),
     }
     /// `a.log2()`
     Log2 {
@@ -258,7 +71,7 @@ op_table! {
             let d = g.app(Op::Mul, &[a, ln2]);
             [Scale(g.app(Op::Recip, &[d]))]
         },
-        wgsl: "log2({0})", helper: none, accuracy: (5e-7, 4e-7),
+        wgsl: "tang_log2({0})", helper: LOG2, accuracy: (5e-7, 4e-7),
     }
     /// `a.exp2()`
     Exp2 {
@@ -275,7 +88,7 @@ op_table! {
         name: "sin", sig: F1, flags: NONE, method: std sin,
         eval: |x| x.sin(),
         d: |g, [a], out| [Scale(g.app(Op::Cos, &[a]))],
-        wgsl: "sin({0})", helper: none, accuracy: (5e-6, 0.0, up_to 1e4),
+        wgsl: "tang_sin({0})", helper: SIN, accuracy: (6e-8, 1.2e-7, up_to 1e5),
     }
     /// `a.cos()`
     Cos {
@@ -285,7 +98,7 @@ op_table! {
             let s = g.app(Op::Sin, &[a]);
             [Scale(g.app(Op::Neg, &[s]))]
         },
-        wgsl: "cos({0})", helper: none, accuracy: (5e-6, 0.0, up_to 1e4),
+        wgsl: "tang_cos({0})", helper: COS, accuracy: (6e-8, 1.2e-7, up_to 1e5),
     }
     /// `a.tan()`
     Tan {
@@ -296,7 +109,8 @@ op_table! {
             let sq = g.app(Op::Mul, &[out, out]);
             [Scale(g.app(Op::Add, &[one, sq]))]
         },
-        wgsl: "tan({0})", helper: none, accuracy: (5e-6, 1e-5, up_to 1e4),
+        // near a pole tan is only as exact as its argument: one ulp of it, through tan'
+        wgsl: "tang_tan({0})", helper: TAN, accuracy: (0.0, 2.5e-7, up_to 1e5, arg_ulps 1.0),
     }
     /// `a.tanh()` (the GPU clamps the input first: `tanh` of a large value is exactly ±1
     /// in f32, and some drivers compute it through `exp`, which overflows)
@@ -351,6 +165,14 @@ op_table! {
         eval: |x| x.trunc(),
         d: |g, [a], out| [Zero],
         wgsl: "trunc({0})", helper: none, accuracy: (0.0, 0.0),
+    }
+    /// `a.fract() = a - a.trunc()`, the fractional part with the sign of `a` (PyTorch's
+    /// `frac`; NaN for infinities)
+    Fract {
+        name: "fract", sig: F1, flags: EXACT, method: std fract,
+        eval: |x| x.fract(),
+        d: |g, [a], out| [One],
+        wgsl: "({0} - trunc({0}))", helper: none, accuracy: (0.0, 0.0),
     }
     /// `1 / (1 + exp(-a))` without overflow
     Sigmoid {
@@ -792,82 +614,5 @@ op_table! {
             [Scale(g.app(Op::Recip, &[d]))]
         },
         wgsl: "tang_cbrt({0})", helper: CBRT, accuracy: (0.0, 3e-7),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_op_has_consistent_arity_types_and_wgsl() {
-        for &op in ALL_OPS {
-            assert_eq!(op.arg_types().count(), op.arity(), "{}", op.name());
-            let args: Vec<String> = (0..op.arity()).map(|i| format!("a{i}")).collect();
-            let text = op.wgsl(&args, "f32");
-            assert!(
-                !text.contains('{'),
-                "{}: unfilled template {text}",
-                op.name()
-            );
-            for a in &args {
-                assert!(
-                    text.contains(a.as_str()),
-                    "{}: {a} unused in {text}",
-                    op.name()
-                );
-            }
-        }
-        let names: std::collections::BTreeSet<&str> = ALL_OPS.iter().map(|o| o.name()).collect();
-        assert_eq!(names.len(), ALL_OPS.len(), "op names are unique");
-    }
-
-    #[test]
-    fn missing_arguments_read_as_nan() {
-        assert!(Op::Add.eval::<f64>(&[1.0]).is_nan());
-        assert!(Op::Exp.eval::<f32>(&[]).is_nan());
-        assert_eq!(Op::Add.eval::<f64>(&[1.0, 2.0, 99.0]), 3.0);
-    }
-
-    #[test]
-    fn stable_forms_do_not_overflow() {
-        for x in [-1e4f32, -100.0, 0.0, 100.0, 1e4] {
-            for op in [
-                Op::Sigmoid,
-                Op::Softplus,
-                Op::LogSigmoid,
-                Op::Silu,
-                Op::GeluTanh,
-            ] {
-                let v: f32 = op.eval(&[x]);
-                assert!(v.is_finite(), "{}({x}) = {v}", op.name());
-            }
-        }
-        let v: f64 = Op::LogAddExp.eval(&[1000.0, 999.0]);
-        assert!((v - (1000.0 + (1.0 + (-1.0f64).exp()).ln())).abs() < 1e-12);
-    }
-
-    #[test]
-    fn rust_semantics_for_signum_round_clamp() {
-        assert_eq!(Op::Signum.eval(&[0.0f32]), 1.0);
-        assert_eq!(Op::Signum.eval(&[-0.0f32]), -1.0);
-        assert_eq!(Op::Round.eval(&[2.5f32]), 3.0);
-        assert_eq!(Op::Round.eval(&[-2.5f32]), -3.0);
-        assert_eq!(Op::Clamp.eval(&[5.0f32, 0.0, 1.0]), 1.0);
-        assert_eq!(Op::PowI(3).eval(&[-2.0f64]), -8.0);
-    }
-
-    /// `-2147483648i` is not a WGSL literal (a negated out-of-range one): the exponent
-    /// `i32::MIN` prints as a subtraction, and the shader validates.
-    #[test]
-    fn powi_of_i32_min_emits_valid_wgsl() {
-        let text = Op::PowI(i32::MIN).wgsl(&["x".into()], "f32");
-        assert_eq!(text, "tang_powi(x, (-2147483647i - 1i))");
-        let mut g = Graph::new();
-        let x = g.input(0);
-        let y = g.apply(Op::PowI(i32::MIN), &[x]).unwrap();
-        let k = crate::scalar_fn::emit_scalar_fn("f", &g, y).unwrap();
-        assert!(k.contains("(-2147483647i - 1i)"));
-        assert_eq!(Op::PowI(i32::MIN).eval(&[2.0f32]), 0.0);
     }
 }

@@ -17,7 +17,7 @@
 //!     d: |g, [a, b], out| [Partial; arity],
 //!     wgsl: "template",               // {0} {1} {2}: arguments, {t}: float type
 //!     helper: none | HELPER,          // from wgsl_helpers.rs
-//!     accuracy: (abs, rel, up_to lim)?, // GPU and CPU against the f64 reference
+//!     accuracy: (abs, rel, (up_to lim)?, (arg_ulps u)?), // against the f64 reference
 //! }
 //! ```
 //!
@@ -38,7 +38,7 @@ macro_rules! op_table {
             d: |$g:ident, [$($a:ident),+], $out:ident| $d:expr,
             wgsl: $wgsl:expr,
             helper: $helper:ident,
-            accuracy: ($abs:expr, $rel:expr $(, up_to $lim:expr)?),
+            accuracy: ($abs:expr, $rel:expr $(, up_to $lim:expr)? $(, arg_ulps $ulps:expr)?),
         }
     )+) => {
         /// An operation of the IR (one entry of the op table in `op.rs`).
@@ -72,14 +72,14 @@ macro_rules! op_table {
                 match self { $( Op::$variant { .. } => method!($mkind $($method)?), )+ }
             }
 
-            /// The largest difference from the f64 reference ([`Op::eval`] in f64 of the
-            /// same f32 arguments) that the GPU and the f32 CPU evaluation may show, on
-            /// arguments in `[-10, 10]` (see [`Accuracy`]).
+            /// How far from the f64 reference ([`Op::eval`] in f64 of the same f32
+            /// arguments) the GPU and the f32 CPU evaluation may be (see [`Accuracy`]).
             pub fn accuracy(self) -> Accuracy {
                 match self {
                     $( Op::$variant { .. } => Accuracy {
                         abs: $abs,
                         rel: $rel,
+                        arg_ulps: or_zero!($($ulps)?),
                         args_up_to: or_infinity!($($lim)?),
                     }, )+
                 }
@@ -146,6 +146,45 @@ macro_rules! op_table {
         impl StableExt for f32 {
             $( stable_impl!($mkind $($method)? $sig $variant); )+
         }
+
+        /// The kernel language's methods as a string literal for documentation,
+        /// space-separated in table order: `kernel_methods_doc!(std)` for Rust's own `f32`
+        /// methods, `kernel_methods_doc!(ext)` for `StableExt`'s. tang-macros' crate docs
+        /// are built from it, so they list what the table holds.
+        #[macro_export]
+        #[doc(hidden)]
+        macro_rules! kernel_methods_doc {
+            (std) => {
+                concat!($($crate::__method_doc_word!(std; $mkind $($method)?)),+)
+            };
+            (ext) => {
+                concat!($($crate::__method_doc_word!(ext; $mkind $($method)?)),+)
+            };
+        }
+
+        /// What `kernel_methods_doc!` gives, for `(std, ext)`, as the crate sees it.
+        #[cfg(test)]
+        pub(crate) const KERNEL_METHODS_DOC: (&str, &str) =
+            (kernel_methods_doc!(std), kernel_methods_doc!(ext));
+    };
+}
+
+/// One word of [`kernel_methods_doc`]: the method's name and a space where its provider is
+/// the one asked for (`int` methods are Rust's own), nothing otherwise.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __method_doc_word {
+    (std; std $m:ident) => {
+        concat!(stringify!($m), " ")
+    };
+    (std; int $m:ident) => {
+        concat!(stringify!($m), " ")
+    };
+    (ext; ext $m:ident) => {
+        concat!(stringify!($m), " ")
+    };
+    ($want:ident; $($rest:tt)*) => {
+        ""
     };
 }
 
@@ -176,6 +215,15 @@ macro_rules! method {
 macro_rules! or_infinity {
     () => {
         f32::INFINITY
+    };
+    ($e:expr) => {
+        $e
+    };
+}
+
+macro_rules! or_zero {
+    () => {
+        0.0
     };
     ($e:expr) => {
         $e

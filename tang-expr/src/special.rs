@@ -74,6 +74,34 @@ pub(crate) const ERFC_CUTOFF: f32 = 10.5;
 /// the kept part is exact.
 pub(crate) const SPLIT_MASK: u32 = 0xffff_f000;
 
+/// `2 / pi`, by which the GPU's `sin`, `cos` and `tan` find the quadrant `k` of their
+/// argument.
+pub(crate) const TWO_OVER_PI: f32 = std::f32::consts::FRAC_2_PI;
+
+/// `pi / 2` in three parts for the GPU's range reduction `r = |x| - k pi/2` (Cody and
+/// Waite): the first two have 8 significant bits, so `k * part` is exact for every
+/// `k < 2^16` and the reduction gives the same result whether or not the driver fuses a
+/// product into the subtraction that follows (drivers may contract `a * b + c` into
+/// `fma`); the third holds the next 24 bits. Their sum is `pi / 2` to about 2^-40.
+pub(crate) const PIO2_PARTS: [f32; 3] = [1.570_312_5, 4.844_665_5e-4, -6.397_578_4e-7];
+
+/// The largest `|x|` the GPU reduces with [`PIO2_PARTS`] (`k = round(|x| 2/pi)` stays
+/// below 2^16); beyond it `sin`, `cos` and `tan` fall back to the driver's builtins,
+/// whose range reduction may be poor (NVIDIA's was off by 7e-4 at 1e4).
+pub(crate) const TRIG_REDUCED_UP_TO: f32 = 1e5;
+
+/// `P` in `sin(r) = r + r^3 P(r^2)` on `[-pi/4, pi/4]`, lowest degree first (fitted as
+/// the erf polynomials, minimax-weighted; 6.5e-8 relative in f32 arithmetic).
+pub(crate) const SIN_POLY: [f32; 3] = [-0.166_666_55, 0.008_332_161, -1.951_529_1e-4];
+
+/// `Q` in `cos(r) = 1 - r^2/2 + r^4 Q(r^2)` on `[-pi/4, pi/4]`, lowest degree first
+/// (7.1e-8 absolute in f32 arithmetic).
+pub(crate) const COS_POLY: [f32; 3] = [0.041_666_646, -0.001_388_731_6, 2.443_315e-5];
+
+/// `ln 2` in two parts for `exp(a) = 2^n exp(a - n ln 2)`: the first has 15 significant
+/// bits, so `n * LN2_PARTS[0]` is exact for `|n| < 2^9` (fused or not).
+pub(crate) const LN2_PARTS: [f32; 2] = [0.693_145_75, 1.428_606_8e-6];
+
 fn horner(c: &[f32], t: f32) -> f32 {
     c.iter().rev().fold(0.0, |acc, &k| acc * t + k)
 }
@@ -218,6 +246,87 @@ mod tests {
         }
         assert!(worst_erf < 2e-7, "erf: {worst_erf:e}");
         assert!(worst_erfc_rel < 1e-6, "erfc: {worst_erfc_rel:e} relative");
+    }
+
+    /// The GPU's `sin` and `cos` of `|x|` below [`TRIG_REDUCED_UP_TO`]
+    /// (`wgsl_helpers_trig.rs`) in f32, with every product fused into the addition that
+    /// follows it (as a driver may contract `a * b + c`) or not.
+    fn sin_cos_as_the_gpu(x: f32, fused: bool) -> (f32, f32) {
+        let step = |acc: f32, t: f32, c: f32| {
+            if fused {
+                acc.mul_add(t, c)
+            } else {
+                acc * t + c
+            }
+        };
+        let poly = |c: &[f32], t: f32| c.iter().rev().fold(0.0, |acc, &k| step(acc, t, k));
+        let a = x.abs();
+        let k = (a * TWO_OVER_PI).round_ties_even();
+        let r = PIO2_PARTS.iter().fold(a, |r, &c| step(-k, c, r));
+        let s = r * r;
+        let sin = step(r * s, poly(&SIN_POLY, s), r);
+        let cos = step(s * s, poly(&COS_POLY, s), 1.0 - 0.5 * s);
+        match k as u32 & 3 {
+            0 => (sin, cos),
+            1 => (cos, -sin),
+            2 => (-sin, -cos),
+            _ => (-cos, sin),
+        }
+    }
+
+    /// The reduction's products are exact, so contraction cannot change them, and the
+    /// largest reduced argument keeps `k` below 2^16.
+    #[test]
+    fn trig_reduction_products_are_exact() {
+        assert!(((TRIG_REDUCED_UP_TO * TWO_OVER_PI) as f64) < 65535.5);
+        for k in 0..1u32 << 16 {
+            for c in &PIO2_PARTS[..2] {
+                assert_eq!((k as f32 * c) as f64, k as f64 * *c as f64, "{k} * {c}");
+            }
+        }
+        for n in 0..=128u32 {
+            assert_eq!(
+                (n as f32 * LN2_PARTS[0]) as f64,
+                n as f64 * LN2_PARTS[0] as f64
+            );
+        }
+        let pio2 = PIO2_PARTS.iter().map(|&c| c as f64).sum::<f64>();
+        assert!((pio2 - std::f64::consts::FRAC_PI_2).abs() < 2e-12, "{pio2}");
+    }
+
+    /// The GPU's algorithm is within 1e-7 of `sin`/`cos` up to 1e5, and `tan` (their
+    /// quotient) within 2.5e-7 relative plus an ulp of the argument through `tan'`, with
+    /// and without contraction.
+    #[test]
+    fn trig_algorithm_is_accurate_fused_or_not() {
+        let mut x = 1e-6f32;
+        let mut xs = Vec::new();
+        while x < TRIG_REDUCED_UP_TO {
+            xs.push(x);
+            x = x * 1.0007 + 1e-7;
+        }
+        for fused in [false, true] {
+            let (mut worst, mut worst_tan) = (0f64, 0f64);
+            for &x in &xs {
+                for x in [x, -x] {
+                    let (s, c) = sin_cos_as_the_gpu(x, fused);
+                    // sin and tan are odd: the GPU flips the sign of sin |x|
+                    let s = if x < 0.0 { -s } else { s };
+                    let xd = x as f64;
+                    worst = worst.max((s as f64 - xd.sin()).abs());
+                    worst = worst.max((c as f64 - xd.cos()).abs());
+                    let (t, want) = ((s / c) as f64, xd.tan());
+                    let ulp = (x.abs().next_up() - x.abs()) as f64;
+                    let bound = 2.5e-7 * want.abs() + (1.0 + want * want) * ulp;
+                    worst_tan = worst_tan.max((t - want).abs() / bound);
+                }
+            }
+            assert!(worst < 1e-7, "fused {fused}: {worst:e}");
+            assert!(
+                worst_tan < 1.0,
+                "fused {fused}: tan at {worst_tan} of its bound"
+            );
+        }
     }
 
     #[test]

@@ -141,10 +141,11 @@
 //! assert_eq!(step3(5.0), 1.0);
 //! ```
 //!
-//! **`f32` methods** (Rust's own; this list is checked against tang's op table by a
-//! test): `recip sqrt exp ln log2 exp2 sin cos tan tanh abs signum floor ceil round trunc
-//! powi powf min max mul_add clamp atan atan2 asin acos sinh cosh asinh acosh atanh exp_m1
-//! ln_1p hypot copysign cbrt is_nan`; **constants** `std::f32::consts::*`,
+#![doc = concat!(
+    "**`f32` methods** (Rust's own; the list is generated from tang's op table): `",
+    tang_expr::kernel_methods_doc!(std),
+    "is_nan`; **constants** `std::f32::consts::*`,"
+)]
 //! `core::f32::consts::*`, `f32::consts::*`, `f32::EPSILON` (and `MAX MIN MIN_POSITIVE
 //! INFINITY NEG_INFINITY NAN`); **function-call syntax** `f32::max(a, b)`:
 //!
@@ -160,9 +161,11 @@
 //! ```
 //!
 //! **Numerically stable and special functions** through
-//! [`StableExt`](../tang_expr/ext/trait.StableExt.html) (also checked against the table):
-//! `sigmoid softplus log_sigmoid silu gelu_tanh stop_gradient logaddexp erf erfc gelu_erf
-//! rsqrt`, with hand-written derivatives and overflow-free forms; `gelu_erf` is PyTorch's
+#![doc = concat!(
+    "[`StableExt`](../tang_expr/ext/trait.StableExt.html) (generated from the table): ` ",
+    tang_expr::kernel_methods_doc!(ext),
+    "`, with hand-written derivatives and overflow-free forms; `gelu_erf` is PyTorch's"
+)]
 //! exact `nn.GELU()`. Bring the trait into scope with `use tang_runtime::prelude::*` so
 //! the CPU function compiles. Rust's `f32` has unstable `erf`/`erfc` methods of its own,
 //! so `x.erf()` draws rustc's `unstable_name_collisions` warning: write

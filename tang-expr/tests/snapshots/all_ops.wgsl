@@ -33,51 +33,52 @@ struct Params {
 @group(0) @binding(18) var<storage, read_write> out_ceil: array<vec4<f32>>;
 @group(0) @binding(19) var<storage, read_write> out_round: array<vec4<f32>>;
 @group(0) @binding(20) var<storage, read_write> out_trunc: array<vec4<f32>>;
-@group(0) @binding(21) var<storage, read_write> out_sigmoid: array<vec4<f32>>;
-@group(0) @binding(22) var<storage, read_write> out_softplus: array<vec4<f32>>;
-@group(0) @binding(23) var<storage, read_write> out_log_sigmoid: array<vec4<f32>>;
-@group(0) @binding(24) var<storage, read_write> out_silu: array<vec4<f32>>;
-@group(0) @binding(25) var<storage, read_write> out_gelu_tanh: array<vec4<f32>>;
-@group(0) @binding(26) var<storage, read_write> out_stop_gradient: array<vec4<f32>>;
-@group(0) @binding(27) var<storage, read_write> out_powi: array<vec4<f32>>;
-@group(0) @binding(28) var<storage, read_write> out_add: array<vec4<f32>>;
-@group(0) @binding(29) var<storage, read_write> out_sub: array<vec4<f32>>;
-@group(0) @binding(30) var<storage, read_write> out_mul: array<vec4<f32>>;
-@group(0) @binding(31) var<storage, read_write> out_div: array<vec4<f32>>;
-@group(0) @binding(32) var<storage, read_write> out_powf: array<vec4<f32>>;
-@group(0) @binding(33) var<storage, read_write> out_min: array<vec4<f32>>;
-@group(0) @binding(34) var<storage, read_write> out_max: array<vec4<f32>>;
-@group(0) @binding(35) var<storage, read_write> out_logaddexp: array<vec4<f32>>;
-@group(0) @binding(36) var<storage, read_write> out_lt: array<vec4<f32>>;
-@group(0) @binding(37) var<storage, read_write> out_le: array<vec4<f32>>;
-@group(0) @binding(38) var<storage, read_write> out_gt: array<vec4<f32>>;
-@group(0) @binding(39) var<storage, read_write> out_ge: array<vec4<f32>>;
-@group(0) @binding(40) var<storage, read_write> out_eq: array<vec4<f32>>;
-@group(0) @binding(41) var<storage, read_write> out_ne: array<vec4<f32>>;
-@group(0) @binding(42) var<storage, read_write> out_and: array<vec4<f32>>;
-@group(0) @binding(43) var<storage, read_write> out_or: array<vec4<f32>>;
-@group(0) @binding(44) var<storage, read_write> out_not: array<vec4<f32>>;
-@group(0) @binding(45) var<storage, read_write> out_select: array<vec4<f32>>;
-@group(0) @binding(46) var<storage, read_write> out_mul_add: array<vec4<f32>>;
-@group(0) @binding(47) var<storage, read_write> out_clamp: array<vec4<f32>>;
-@group(0) @binding(48) var<storage, read_write> out_erf: array<vec4<f32>>;
-@group(0) @binding(49) var<storage, read_write> out_erfc: array<vec4<f32>>;
-@group(0) @binding(50) var<storage, read_write> out_gelu_erf: array<vec4<f32>>;
-@group(0) @binding(51) var<storage, read_write> out_atan: array<vec4<f32>>;
-@group(0) @binding(52) var<storage, read_write> out_atan2: array<vec4<f32>>;
-@group(0) @binding(53) var<storage, read_write> out_asin: array<vec4<f32>>;
-@group(0) @binding(54) var<storage, read_write> out_acos: array<vec4<f32>>;
-@group(0) @binding(55) var<storage, read_write> out_sinh: array<vec4<f32>>;
-@group(0) @binding(56) var<storage, read_write> out_cosh: array<vec4<f32>>;
-@group(0) @binding(57) var<storage, read_write> out_asinh: array<vec4<f32>>;
-@group(0) @binding(58) var<storage, read_write> out_acosh: array<vec4<f32>>;
-@group(0) @binding(59) var<storage, read_write> out_atanh: array<vec4<f32>>;
-@group(0) @binding(60) var<storage, read_write> out_exp_m1: array<vec4<f32>>;
-@group(0) @binding(61) var<storage, read_write> out_ln_1p: array<vec4<f32>>;
-@group(0) @binding(62) var<storage, read_write> out_hypot: array<vec4<f32>>;
-@group(0) @binding(63) var<storage, read_write> out_rsqrt: array<vec4<f32>>;
-@group(0) @binding(64) var<storage, read_write> out_copysign: array<vec4<f32>>;
-@group(0) @binding(65) var<storage, read_write> out_cbrt: array<vec4<f32>>;
+@group(0) @binding(21) var<storage, read_write> out_fract: array<vec4<f32>>;
+@group(0) @binding(22) var<storage, read_write> out_sigmoid: array<vec4<f32>>;
+@group(0) @binding(23) var<storage, read_write> out_softplus: array<vec4<f32>>;
+@group(0) @binding(24) var<storage, read_write> out_log_sigmoid: array<vec4<f32>>;
+@group(0) @binding(25) var<storage, read_write> out_silu: array<vec4<f32>>;
+@group(0) @binding(26) var<storage, read_write> out_gelu_tanh: array<vec4<f32>>;
+@group(0) @binding(27) var<storage, read_write> out_stop_gradient: array<vec4<f32>>;
+@group(0) @binding(28) var<storage, read_write> out_powi: array<vec4<f32>>;
+@group(0) @binding(29) var<storage, read_write> out_add: array<vec4<f32>>;
+@group(0) @binding(30) var<storage, read_write> out_sub: array<vec4<f32>>;
+@group(0) @binding(31) var<storage, read_write> out_mul: array<vec4<f32>>;
+@group(0) @binding(32) var<storage, read_write> out_div: array<vec4<f32>>;
+@group(0) @binding(33) var<storage, read_write> out_powf: array<vec4<f32>>;
+@group(0) @binding(34) var<storage, read_write> out_min: array<vec4<f32>>;
+@group(0) @binding(35) var<storage, read_write> out_max: array<vec4<f32>>;
+@group(0) @binding(36) var<storage, read_write> out_logaddexp: array<vec4<f32>>;
+@group(0) @binding(37) var<storage, read_write> out_lt: array<vec4<f32>>;
+@group(0) @binding(38) var<storage, read_write> out_le: array<vec4<f32>>;
+@group(0) @binding(39) var<storage, read_write> out_gt: array<vec4<f32>>;
+@group(0) @binding(40) var<storage, read_write> out_ge: array<vec4<f32>>;
+@group(0) @binding(41) var<storage, read_write> out_eq: array<vec4<f32>>;
+@group(0) @binding(42) var<storage, read_write> out_ne: array<vec4<f32>>;
+@group(0) @binding(43) var<storage, read_write> out_and: array<vec4<f32>>;
+@group(0) @binding(44) var<storage, read_write> out_or: array<vec4<f32>>;
+@group(0) @binding(45) var<storage, read_write> out_not: array<vec4<f32>>;
+@group(0) @binding(46) var<storage, read_write> out_select: array<vec4<f32>>;
+@group(0) @binding(47) var<storage, read_write> out_mul_add: array<vec4<f32>>;
+@group(0) @binding(48) var<storage, read_write> out_clamp: array<vec4<f32>>;
+@group(0) @binding(49) var<storage, read_write> out_erf: array<vec4<f32>>;
+@group(0) @binding(50) var<storage, read_write> out_erfc: array<vec4<f32>>;
+@group(0) @binding(51) var<storage, read_write> out_gelu_erf: array<vec4<f32>>;
+@group(0) @binding(52) var<storage, read_write> out_atan: array<vec4<f32>>;
+@group(0) @binding(53) var<storage, read_write> out_atan2: array<vec4<f32>>;
+@group(0) @binding(54) var<storage, read_write> out_asin: array<vec4<f32>>;
+@group(0) @binding(55) var<storage, read_write> out_acos: array<vec4<f32>>;
+@group(0) @binding(56) var<storage, read_write> out_sinh: array<vec4<f32>>;
+@group(0) @binding(57) var<storage, read_write> out_cosh: array<vec4<f32>>;
+@group(0) @binding(58) var<storage, read_write> out_asinh: array<vec4<f32>>;
+@group(0) @binding(59) var<storage, read_write> out_acosh: array<vec4<f32>>;
+@group(0) @binding(60) var<storage, read_write> out_atanh: array<vec4<f32>>;
+@group(0) @binding(61) var<storage, read_write> out_exp_m1: array<vec4<f32>>;
+@group(0) @binding(62) var<storage, read_write> out_ln_1p: array<vec4<f32>>;
+@group(0) @binding(63) var<storage, read_write> out_hypot: array<vec4<f32>>;
+@group(0) @binding(64) var<storage, read_write> out_rsqrt: array<vec4<f32>>;
+@group(0) @binding(65) var<storage, read_write> out_copysign: array<vec4<f32>>;
+@group(0) @binding(66) var<storage, read_write> out_cbrt: array<vec4<f32>>;
 
 fn tang_offset(e: u32, s: vec4<u32>) -> u32 {
     let r1 = e / params.d3;
@@ -136,7 +137,11 @@ fn tang_atan2(y: vec4<f32>, x: vec4<f32>) -> vec4<f32> {
 }
 
 fn tang_atan_ratio(n: vec4<f32>, d: vec4<f32>) -> vec4<f32> {
-    let t = min(n, d) / max(n, d);
+    // the ratio through an exact power of two where the larger side is above 2^64:
+    // drivers divide through the reciprocal and flush subnormals (1/m is one above 2^126)
+    let m = max(n, d);
+    let sc = bitcast<vec4<f32>>(select(vec4<u32>(0x3f800000u), vec4<u32>(0x1f800000u), bitcast<vec4<u32>>(m) > vec4<u32>(0x5f800000u)));
+    let t = (min(n, d) * sc) / (m * sc);
     let s = t * t;
     let r = t + (t * s) * ((-0.3333333f) + s * (0.19999829f + s * ((-0.14280173f) + s * (0.1104548f + s * ((-0.08700121f) + s * (0.06338251f + s * ((-0.03687578f) + s * (0.014108188f + s * ((-0.0025335755f))))))))));
     return select(r, 1.5707964f - r, n > d);
@@ -150,11 +155,16 @@ fn tang_atanh(x: vec4<f32>) -> vec4<f32> {
 }
 
 fn tang_cbrt(x: vec4<f32>) -> vec4<f32> {
-    // exp2(log2(a) / 3) and one Newton step; 0, inf and NaN are their own cube roots
-    let a = abs(x);
+    // exp2(log2(a) / 3) and one Newton step; 0, inf and NaN are their own cube roots. A
+    // subnormal a = m 2^-149 is read from its bits as (m / 4) 2^-147, whose cube root is
+    // cbrt(m / 4) 2^-49, a normal number: right whether or not the driver flushes
+    // subnormals (from a flushed zero, log2 and the Newton step would give 0 / 0 = NaN)
+    let b = bitcast<vec4<u32>>(x) & vec4<u32>(0x7fffffffu);
+    let sub = b < vec4<u32>(0x00800000u);
+    let a = select(abs(x), vec4<f32>(b) * 0.25f, sub);
     let y0 = exp2(log2(a) * 0.33333334f);
-    let y = y0 - (y0 - a / (y0 * y0)) * 0.33333334f;
-    let b = bitcast<vec4<u32>>(a);
+    var y = y0 - (y0 - a / (y0 * y0)) * 0.33333334f;
+    y = select(y, y * 1.7763568e-15f, sub);
     return select(bitcast<vec4<f32>>(bitcast<vec4<u32>>(y) | (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u))), x, (b == vec4<u32>(0u)) | (b >= vec4<u32>(0x7f800000u)));
 }
 
@@ -167,12 +177,27 @@ fn tang_copysign(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
     return bitcast<vec4<f32>>((bitcast<vec4<u32>>(a) & vec4<u32>(0x7fffffffu)) | (bitcast<vec4<u32>>(b) & vec4<u32>(0x80000000u)));
 }
 
+fn tang_cos(x: vec4<f32>) -> vec4<f32> {
+    let a = abs(x);
+    let k = tang_trig_k(a);
+    let r = tang_trig_reduce(a, k);
+    let q = vec4<u32>(k) & vec4<u32>(3u);
+    let s = tang_sin_poly(r);
+    let c = tang_cos_poly(r);
+    // quadrants 0..3 of |x|: cos r, -sin r, -cos r, sin r
+    let q1 = (q + vec4<u32>(1u)) & vec4<u32>(3u);
+    var v = select(s, c, (q1 & vec4<u32>(1u)) != vec4<u32>(0u));
+    v = select(v, -v, q1 >= vec4<u32>(2u));
+    v = select(v, cos(x), a > vec4<f32>(100000.0f));
+    return select(v, bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), (bitcast<vec4<u32>>(x) & vec4<u32>(0x7f800000u)) == vec4<u32>(0x7f800000u));
+}
+
 fn tang_cosh(x: vec4<f32>) -> vec4<f32> {
-    // (e^(a/2) / 2) e^(a/2) above 20 so that cosh stays finite up to 89
+    // exp(a)/2 from 20 on (e^-a is below an ulp of it there)
     let a = abs(x);
     let e = exp(a);
-    let h = exp(0.5f * a);
-    return select((0.5f * h) * h, 0.5f * e + 0.5f / e, a < vec4<f32>(20.0f));
+    let r = select(tang_half_exp(a), 0.5f * e + 0.5f / e, a < vec4<f32>(20.0f));
+    return select(r, x, tang_nan(x));
 }
 
 fn tang_eq(a: vec4<f32>, b: vec4<f32>) -> vec4<bool> {
@@ -230,19 +255,47 @@ fn tang_gt(a: vec4<f32>, b: vec4<f32>) -> vec4<bool> {
     return (a > b) & !(tang_nan(a) | tang_nan(b));
 }
 
+fn tang_half_exp(a: vec4<f32>) -> vec4<f32> {
+    // 2^(n-1) exp(a - n ln2) with n = round(a / ln2) <= 128: exp sees a small argument,
+    // and the power of two is built on the bits, so nothing overflows before the product
+    // (a driver that reassociated (exp(a/2) / 2) exp(a/2) overflowed at 89); n ln2 is
+    // split so that its products are exact, fused or not. Above 89.5 sinh and cosh are
+    // inf anyway.
+    let b = min(a, vec4<f32>(89.5f));
+    let n = min(round(b * 1.442695f), vec4<f32>(128.0f));
+    let r = (b - n * 0.69314575f) - n * 1.4286068e-6f;
+    return exp(r) * bitcast<vec4<f32>>((vec4<u32>(n) + vec4<u32>(126u)) << vec4<u32>(23u));
+}
+
 fn tang_hypot(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
-    // m sqrt(1 + (n/m)^2) cannot overflow; an infinite side wins over NaN, as in Rust
+    // m sqrt(1 + (n/m)^2) cannot overflow before the result does. m is first scaled into
+    // [2^-64, 2^64] by an exact power of two (picked on the bits): drivers divide through
+    // the reciprocal and flush subnormals, and 1/m is subnormal for m above 2^126 (NVIDIA
+    // gave hypot(3e38, 3e38) = 3e38); at the other end a subnormal m becomes normal where
+    // the driver keeps subnormals. An infinite side wins over NaN, as in Rust.
     let x = abs(a);
     let y = abs(b);
     let m = max(x, y);
-    let q = min(x, y) / m;
-    let r = select(select(m * sqrt(1.0f + q * q), vec4<f32>(0.0f), m == vec4<f32>(0.0f)), a + b, tang_nan(a) | tang_nan(b));
+    let mb = bitcast<vec4<u32>>(m);
+    let down = mb > vec4<u32>(0x5f800000u);
+    let up = mb < vec4<u32>(0x1f800000u);
+    let s = bitcast<vec4<f32>>(select(select(vec4<u32>(0x3f800000u), vec4<u32>(0x5f800000u), up), vec4<u32>(0x1f800000u), down));
+    let back = bitcast<vec4<f32>>(select(select(vec4<u32>(0x3f800000u), vec4<u32>(0x1f800000u), up), vec4<u32>(0x5f800000u), down));
+    let ms = m * s;
+    let q = (min(x, y) * s) / ms;
+    let r = select((ms * sqrt(1.0f + q * q)) * back, vec4<f32>(0.0f), ms == vec4<f32>(0.0f));
     let inf = vec4<u32>(0x7f800000u);
-    return select(r, bitcast<vec4<f32>>(vec4<u32>(0x7f800000u) | (bitcast<vec4<u32>>(a) & vec4<u32>(0u))), (bitcast<vec4<u32>>(x) == inf) | (bitcast<vec4<u32>>(y) == inf));
+    let v = select(r, a + b, tang_nan(a) | tang_nan(b));
+    return select(v, bitcast<vec4<f32>>(vec4<u32>(0x7f800000u) | (bitcast<vec4<u32>>(a) & vec4<u32>(0u))), (bitcast<vec4<u32>>(x) == inf) | (bitcast<vec4<u32>>(y) == inf));
 }
 
 fn tang_le(a: vec4<f32>, b: vec4<f32>) -> vec4<bool> {
     return (a <= b) & !(tang_nan(a) | tang_nan(b));
+}
+
+fn tang_ln(x: vec4<f32>) -> vec4<f32> {
+    let sub = x < vec4<f32>(1.1754944e-38f);
+    return log(select(x, x * 8388608.0f, sub)) - select(vec4<f32>(0.0f), vec4<f32>(15.942385f), sub);
 }
 
 fn tang_ln1p(x: vec4<f32>) -> vec4<f32> {
@@ -252,6 +305,11 @@ fn tang_ln1p(x: vec4<f32>) -> vec4<f32> {
     let r = select(log(1.0f + x), small, abs(x) < vec4<f32>(0.3f));
     // log is undefined at 0 and below: Rust gives -inf at -1 and NaN below
     return select(select(r, bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), x < vec4<f32>(-1.0f)), bitcast<vec4<f32>>(vec4<u32>(0xff800000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), x == vec4<f32>(-1.0f));
+}
+
+fn tang_log2(x: vec4<f32>) -> vec4<f32> {
+    let sub = x < vec4<f32>(1.1754944e-38f);
+    return log2(select(x, x * 8388608.0f, sub)) - select(vec4<f32>(0.0f), vec4<f32>(23.0f), sub);
 }
 
 fn tang_log_sigmoid(x: vec4<f32>) -> vec4<f32> {
@@ -353,23 +411,68 @@ fn tang_signum(x: vec4<f32>) -> vec4<f32> {
     return select(s, x, tang_nan(x));
 }
 
+fn tang_sin(x: vec4<f32>) -> vec4<f32> {
+    let a = abs(x);
+    let k = tang_trig_k(a);
+    let r = tang_trig_reduce(a, k);
+    let q = vec4<u32>(k) & vec4<u32>(3u);
+    let s = tang_sin_poly(r);
+    let c = tang_cos_poly(r);
+    // quadrants 0..3 of |x|: sin r, cos r, -sin r, -cos r
+    var v = select(s, c, (q & vec4<u32>(1u)) != vec4<u32>(0u));
+    v = select(v, -v, q >= vec4<u32>(2u));
+    v = bitcast<vec4<f32>>(bitcast<vec4<u32>>(v) ^ (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u)));
+    v = select(v, sin(x), a > vec4<f32>(100000.0f));
+    return select(v, bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), (bitcast<vec4<u32>>(x) & vec4<u32>(0x7f800000u)) == vec4<u32>(0x7f800000u));
+}
+
 fn tang_sinh(x: vec4<f32>) -> vec4<f32> {
-    // through expm1 near 0 (e^a - e^-a cancels); as (e^(a/2) / 2) e^(a/2) above 20 so
-    // that sinh stays finite up to 89
+    // through expm1 near 0 (e^a - e^-a cancels); exp(a)/2 from 20 on (e^-a is below an
+    // ulp of it there)
     let a = abs(x);
     let t = tang_expm1(a);
-    let h = exp(0.5f * a);
-    let r = select((0.5f * h) * h, 0.5f * (t + t / (t + 1.0f)), a < vec4<f32>(20.0f));
-    return bitcast<vec4<f32>>(bitcast<vec4<u32>>(r) | (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u)));
+    let r = select(tang_half_exp(a), 0.5f * (t + t / (t + 1.0f)), a < vec4<f32>(20.0f));
+    return select(bitcast<vec4<f32>>(bitcast<vec4<u32>>(r) | (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u))), x, tang_nan(x));
 }
 
 fn tang_softplus(x: vec4<f32>) -> vec4<f32> {
     return select(max(x, vec4<f32>(0.0f)) + log(1.0f + exp(-abs(x))), x, tang_nan(x));
 }
 
+fn tang_tan(x: vec4<f32>) -> vec4<f32> {
+    let a = abs(x);
+    let k = tang_trig_k(a);
+    let r = tang_trig_reduce(a, k);
+    let q = vec4<u32>(k) & vec4<u32>(3u);
+    let s = tang_sin_poly(r);
+    let c = tang_cos_poly(r);
+    // even quadrants: sin r / cos r; odd ones: -cos r / sin r (r is never 0 there)
+    var v = select(s / c, -c / s, (q & vec4<u32>(1u)) != vec4<u32>(0u));
+    v = bitcast<vec4<f32>>(bitcast<vec4<u32>>(v) ^ (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u)));
+    v = select(v, tan(x), a > vec4<f32>(100000.0f));
+    return select(v, bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), (bitcast<vec4<u32>>(x) & vec4<u32>(0x7f800000u)) == vec4<u32>(0x7f800000u));
+}
+
 fn tang_tanh(x: vec4<f32>) -> vec4<f32> {
     // tanh(±15) is ±1 in f32; some drivers compute tanh through exp, which overflows
     return select(tanh(clamp(x, vec4<f32>((-15.0f)), vec4<f32>(15.0f))), x, tang_nan(x));
+}
+
+fn tang_sin_poly(r: vec4<f32>) -> vec4<f32> {
+    let s = r * r;
+    return r + (r * s) * ((-0.16666655f) + s * (0.008332161f + s * ((-0.00019515291f))));
+}
+fn tang_cos_poly(r: vec4<f32>) -> vec4<f32> {
+    let s = r * r;
+    return (1.0f - 0.5f * s) + (s * s) * (0.041666646f + s * ((-0.0013887316f) + s * (2.443315e-5f)));
+}
+
+fn tang_trig_k(a: vec4<f32>) -> vec4<f32> {
+    return select(round(a * 0.63661975f), vec4<f32>(0.0f), a > vec4<f32>(100000.0f));
+}
+fn tang_trig_reduce(a: vec4<f32>, k: vec4<f32>) -> vec4<f32> {
+    // k * part is exact for the first two parts: fused or not, r is the same
+    return ((a - k * 1.5703125f) - k * 0.00048446655f) - k * (-6.3975784e-7f);
 }
 
 @compute @workgroup_size(256)
@@ -431,12 +534,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let v5 = (1.0f / x_x);
     let v6 = sqrt(x_x);
     let v7 = exp(x_x);
-    let v8 = log(x_x);
-    let v9 = log2(x_x);
+    let v8 = tang_ln(x_x);
+    let v9 = tang_log2(x_x);
     let v10 = exp2(x_x);
-    let v11 = sin(x_x);
-    let v12 = cos(x_x);
-    let v13 = tan(x_x);
+    let v11 = tang_sin(x_x);
+    let v12 = tang_cos(x_x);
+    let v13 = tang_tan(x_x);
     let v14 = tang_tanh(x_x);
     let v15 = abs(x_x);
     let v16 = tang_signum(x_x);
@@ -444,59 +547,60 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let v18 = ceil(x_x);
     let v19 = tang_round(x_x);
     let v20 = trunc(x_x);
-    let v21 = tang_sigmoid(x_x);
-    let v22 = tang_softplus(x_x);
-    let v23 = tang_log_sigmoid(x_x);
-    let v24 = (x_x * tang_sigmoid(x_x));
-    let v25 = tang_gelu_tanh(x_x);
-    let v26 = x_x;
-    let v27 = tang_powi(x_x, 3i);
-    let v28 = (x_x + x_y);
-    let v29 = (x_x - x_y);
-    let v30 = (x_x * x_y);
-    let v31 = (x_x / x_y);
-    let v32 = tang_powf(x_x, x_y);
-    let v33 = tang_min(x_x, x_y);
-    let v34 = tang_max(x_x, x_y);
-    let v35 = tang_logaddexp(x_x, x_y);
-    let v36 = tang_lt(x_x, x_y);
-    let v37 = select(x_y, x_x, v36);
-    let v38 = tang_le(x_x, x_y);
-    let v39 = select(x_y, x_x, v38);
-    let v40 = select(x_y, x_x, v3);
-    let v41 = tang_ge(x_x, x_y);
-    let v42 = select(x_y, x_x, v41);
-    let v43 = tang_eq(x_x, x_y);
-    let v44 = select(x_y, x_x, v43);
-    let v45 = tang_ne(x_x, x_y);
-    let v46 = select(x_y, x_x, v45);
-    let v47 = (v3 & v3);
-    let v48 = select(x_y, x_x, v47);
-    let v49 = (v3 | v3);
-    let v50 = select(x_y, x_x, v49);
-    let v51 = (!v3);
-    let v52 = select(x_y, x_x, v51);
-    let v53 = select(x_z, x_y, v3);
-    let v54 = fma(x_x, x_y, x_z);
-    let v55 = tang_clamp(x_x, x_y, x_z);
-    let v56 = tang_erf(x_x);
-    let v57 = tang_erfc(x_x);
-    let v58 = tang_gelu_erf(x_x);
-    let v59 = tang_atan(x_x);
-    let v60 = tang_atan2(x_x, x_y);
-    let v61 = tang_asin(x_x);
-    let v62 = tang_acos(x_x);
-    let v63 = tang_sinh(x_x);
-    let v64 = tang_cosh(x_x);
-    let v65 = tang_asinh(x_x);
-    let v66 = tang_acosh(x_x);
-    let v67 = tang_atanh(x_x);
-    let v68 = tang_expm1(x_x);
-    let v69 = tang_ln1p(x_x);
-    let v70 = tang_hypot(x_x, x_y);
-    let v71 = tang_rsqrt(x_x);
-    let v72 = tang_copysign(x_x, x_y);
-    let v73 = tang_cbrt(x_x);
+    let v21 = (x_x - trunc(x_x));
+    let v22 = tang_sigmoid(x_x);
+    let v23 = tang_softplus(x_x);
+    let v24 = tang_log_sigmoid(x_x);
+    let v25 = (x_x * tang_sigmoid(x_x));
+    let v26 = tang_gelu_tanh(x_x);
+    let v27 = x_x;
+    let v28 = tang_powi(x_x, 3i);
+    let v29 = (x_x + x_y);
+    let v30 = (x_x - x_y);
+    let v31 = (x_x * x_y);
+    let v32 = (x_x / x_y);
+    let v33 = tang_powf(x_x, x_y);
+    let v34 = tang_min(x_x, x_y);
+    let v35 = tang_max(x_x, x_y);
+    let v36 = tang_logaddexp(x_x, x_y);
+    let v37 = tang_lt(x_x, x_y);
+    let v38 = select(x_y, x_x, v37);
+    let v39 = tang_le(x_x, x_y);
+    let v40 = select(x_y, x_x, v39);
+    let v41 = select(x_y, x_x, v3);
+    let v42 = tang_ge(x_x, x_y);
+    let v43 = select(x_y, x_x, v42);
+    let v44 = tang_eq(x_x, x_y);
+    let v45 = select(x_y, x_x, v44);
+    let v46 = tang_ne(x_x, x_y);
+    let v47 = select(x_y, x_x, v46);
+    let v48 = (v3 & v3);
+    let v49 = select(x_y, x_x, v48);
+    let v50 = (v3 | v3);
+    let v51 = select(x_y, x_x, v50);
+    let v52 = (!v3);
+    let v53 = select(x_y, x_x, v52);
+    let v54 = select(x_z, x_y, v3);
+    let v55 = fma(x_x, x_y, x_z);
+    let v56 = tang_clamp(x_x, x_y, x_z);
+    let v57 = tang_erf(x_x);
+    let v58 = tang_erfc(x_x);
+    let v59 = tang_gelu_erf(x_x);
+    let v60 = tang_atan(x_x);
+    let v61 = tang_atan2(x_x, x_y);
+    let v62 = tang_asin(x_x);
+    let v63 = tang_acos(x_x);
+    let v64 = tang_sinh(x_x);
+    let v65 = tang_cosh(x_x);
+    let v66 = tang_asinh(x_x);
+    let v67 = tang_acosh(x_x);
+    let v68 = tang_atanh(x_x);
+    let v69 = tang_expm1(x_x);
+    let v70 = tang_ln1p(x_x);
+    let v71 = tang_hypot(x_x, x_y);
+    let v72 = tang_rsqrt(x_x);
+    let v73 = tang_copysign(x_x, x_y);
+    let v74 = tang_cbrt(x_x);
     if (i + 4u <= params.n) {
         out_neg[q] = v4;
         out_recip[q] = v5;
@@ -515,51 +619,52 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         out_ceil[q] = v18;
         out_round[q] = v19;
         out_trunc[q] = v20;
-        out_sigmoid[q] = v21;
-        out_softplus[q] = v22;
-        out_log_sigmoid[q] = v23;
-        out_silu[q] = v24;
-        out_gelu_tanh[q] = v25;
-        out_stop_gradient[q] = v26;
-        out_powi[q] = v27;
-        out_add[q] = v28;
-        out_sub[q] = v29;
-        out_mul[q] = v30;
-        out_div[q] = v31;
-        out_powf[q] = v32;
-        out_min[q] = v33;
-        out_max[q] = v34;
-        out_logaddexp[q] = v35;
-        out_lt[q] = v37;
-        out_le[q] = v39;
-        out_gt[q] = v40;
-        out_ge[q] = v42;
-        out_eq[q] = v44;
-        out_ne[q] = v46;
-        out_and[q] = v48;
-        out_or[q] = v50;
-        out_not[q] = v52;
-        out_select[q] = v53;
-        out_mul_add[q] = v54;
-        out_clamp[q] = v55;
-        out_erf[q] = v56;
-        out_erfc[q] = v57;
-        out_gelu_erf[q] = v58;
-        out_atan[q] = v59;
-        out_atan2[q] = v60;
-        out_asin[q] = v61;
-        out_acos[q] = v62;
-        out_sinh[q] = v63;
-        out_cosh[q] = v64;
-        out_asinh[q] = v65;
-        out_acosh[q] = v66;
-        out_atanh[q] = v67;
-        out_exp_m1[q] = v68;
-        out_ln_1p[q] = v69;
-        out_hypot[q] = v70;
-        out_rsqrt[q] = v71;
-        out_copysign[q] = v72;
-        out_cbrt[q] = v73;
+        out_fract[q] = v21;
+        out_sigmoid[q] = v22;
+        out_softplus[q] = v23;
+        out_log_sigmoid[q] = v24;
+        out_silu[q] = v25;
+        out_gelu_tanh[q] = v26;
+        out_stop_gradient[q] = v27;
+        out_powi[q] = v28;
+        out_add[q] = v29;
+        out_sub[q] = v30;
+        out_mul[q] = v31;
+        out_div[q] = v32;
+        out_powf[q] = v33;
+        out_min[q] = v34;
+        out_max[q] = v35;
+        out_logaddexp[q] = v36;
+        out_lt[q] = v38;
+        out_le[q] = v40;
+        out_gt[q] = v41;
+        out_ge[q] = v43;
+        out_eq[q] = v45;
+        out_ne[q] = v47;
+        out_and[q] = v49;
+        out_or[q] = v51;
+        out_not[q] = v53;
+        out_select[q] = v54;
+        out_mul_add[q] = v55;
+        out_clamp[q] = v56;
+        out_erf[q] = v57;
+        out_erfc[q] = v58;
+        out_gelu_erf[q] = v59;
+        out_atan[q] = v60;
+        out_atan2[q] = v61;
+        out_asin[q] = v62;
+        out_acos[q] = v63;
+        out_sinh[q] = v64;
+        out_cosh[q] = v65;
+        out_asinh[q] = v66;
+        out_acosh[q] = v67;
+        out_atanh[q] = v68;
+        out_exp_m1[q] = v69;
+        out_ln_1p[q] = v70;
+        out_hypot[q] = v71;
+        out_rsqrt[q] = v72;
+        out_copysign[q] = v73;
+        out_cbrt[q] = v74;
     } else {
         for (var l = 0u; l < 4u; l++) {
             if (i + l < params.n) {
@@ -580,51 +685,52 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
                 out_ceil[q][l] = v18[l];
                 out_round[q][l] = v19[l];
                 out_trunc[q][l] = v20[l];
-                out_sigmoid[q][l] = v21[l];
-                out_softplus[q][l] = v22[l];
-                out_log_sigmoid[q][l] = v23[l];
-                out_silu[q][l] = v24[l];
-                out_gelu_tanh[q][l] = v25[l];
-                out_stop_gradient[q][l] = v26[l];
-                out_powi[q][l] = v27[l];
-                out_add[q][l] = v28[l];
-                out_sub[q][l] = v29[l];
-                out_mul[q][l] = v30[l];
-                out_div[q][l] = v31[l];
-                out_powf[q][l] = v32[l];
-                out_min[q][l] = v33[l];
-                out_max[q][l] = v34[l];
-                out_logaddexp[q][l] = v35[l];
-                out_lt[q][l] = v37[l];
-                out_le[q][l] = v39[l];
-                out_gt[q][l] = v40[l];
-                out_ge[q][l] = v42[l];
-                out_eq[q][l] = v44[l];
-                out_ne[q][l] = v46[l];
-                out_and[q][l] = v48[l];
-                out_or[q][l] = v50[l];
-                out_not[q][l] = v52[l];
-                out_select[q][l] = v53[l];
-                out_mul_add[q][l] = v54[l];
-                out_clamp[q][l] = v55[l];
-                out_erf[q][l] = v56[l];
-                out_erfc[q][l] = v57[l];
-                out_gelu_erf[q][l] = v58[l];
-                out_atan[q][l] = v59[l];
-                out_atan2[q][l] = v60[l];
-                out_asin[q][l] = v61[l];
-                out_acos[q][l] = v62[l];
-                out_sinh[q][l] = v63[l];
-                out_cosh[q][l] = v64[l];
-                out_asinh[q][l] = v65[l];
-                out_acosh[q][l] = v66[l];
-                out_atanh[q][l] = v67[l];
-                out_exp_m1[q][l] = v68[l];
-                out_ln_1p[q][l] = v69[l];
-                out_hypot[q][l] = v70[l];
-                out_rsqrt[q][l] = v71[l];
-                out_copysign[q][l] = v72[l];
-                out_cbrt[q][l] = v73[l];
+                out_fract[q][l] = v21[l];
+                out_sigmoid[q][l] = v22[l];
+                out_softplus[q][l] = v23[l];
+                out_log_sigmoid[q][l] = v24[l];
+                out_silu[q][l] = v25[l];
+                out_gelu_tanh[q][l] = v26[l];
+                out_stop_gradient[q][l] = v27[l];
+                out_powi[q][l] = v28[l];
+                out_add[q][l] = v29[l];
+                out_sub[q][l] = v30[l];
+                out_mul[q][l] = v31[l];
+                out_div[q][l] = v32[l];
+                out_powf[q][l] = v33[l];
+                out_min[q][l] = v34[l];
+                out_max[q][l] = v35[l];
+                out_logaddexp[q][l] = v36[l];
+                out_lt[q][l] = v38[l];
+                out_le[q][l] = v40[l];
+                out_gt[q][l] = v41[l];
+                out_ge[q][l] = v43[l];
+                out_eq[q][l] = v45[l];
+                out_ne[q][l] = v47[l];
+                out_and[q][l] = v49[l];
+                out_or[q][l] = v51[l];
+                out_not[q][l] = v53[l];
+                out_select[q][l] = v54[l];
+                out_mul_add[q][l] = v55[l];
+                out_clamp[q][l] = v56[l];
+                out_erf[q][l] = v57[l];
+                out_erfc[q][l] = v58[l];
+                out_gelu_erf[q][l] = v59[l];
+                out_atan[q][l] = v60[l];
+                out_atan2[q][l] = v61[l];
+                out_asin[q][l] = v62[l];
+                out_acos[q][l] = v63[l];
+                out_sinh[q][l] = v64[l];
+                out_cosh[q][l] = v65[l];
+                out_asinh[q][l] = v66[l];
+                out_acosh[q][l] = v67[l];
+                out_atanh[q][l] = v68[l];
+                out_exp_m1[q][l] = v69[l];
+                out_ln_1p[q][l] = v70[l];
+                out_hypot[q][l] = v71[l];
+                out_rsqrt[q][l] = v72[l];
+                out_copysign[q][l] = v73[l];
+                out_cbrt[q][l] = v74[l];
             }
         }
     }
