@@ -203,3 +203,35 @@ pub fn gelu(x: f32) -> f32 {
 pub fn gelu_erf(x: f32) -> f32 {
     x.gelu_erf()
 }
+
+#[cfg(test)]
+mod tests {
+    //! The derivative conventions the module docs promise, on the CPU twins (emitted from
+    //! the same simplified graphs as the GPU kernels).
+
+    #[test]
+    fn derivatives_at_the_kinks_are_pytorchs() {
+        assert_eq!(super::relu::grad(0.0).1, [0.0]);
+        assert_eq!(super::leaky_relu::grad(0.0, 0.01).1, [0.01]);
+        assert_eq!(super::abs::grad(0.0).1, [0.0]);
+        // clamp passes the gradient on the closed interval, not outside it.
+        assert_eq!(super::clamp::grad(-0.5, -0.5, 0.5).1, [1.0]);
+        assert_eq!(super::clamp::grad(0.5, -0.5, 0.5).1, [1.0]);
+        assert_eq!(super::clamp::grad(0.75, -0.5, 0.5).1, [0.0]);
+        // max wins when the bounds cross, as in PyTorch.
+        assert_eq!(super::clamp::grad(0.0, 1.0, -1.0).0, -1.0);
+        assert_eq!(super::maximum::grad(2.0, 2.0).1, [0.5, 0.5]);
+        assert_eq!(super::minimum::grad(2.0, 2.0).1, [0.5, 0.5]);
+        assert_eq!(super::maximum::grad(3.0, 2.0).1, [1.0, 0.0]);
+        assert_eq!(super::where_cond::grad(1.0, 2.0, 3.0), (2.0, [1.0, 0.0]));
+    }
+
+    #[test]
+    fn nan_propagates_where_pytorch_propagates_it() {
+        let nan = f32::NAN;
+        assert!(super::maximum(nan, 1.0).is_nan() && super::maximum(1.0, nan).is_nan());
+        assert!(super::minimum(nan, 1.0).is_nan() && super::minimum(1.0, nan).is_nan());
+        assert!(super::clamp(nan, 0.0, 1.0).is_nan());
+        assert!(super::relu(nan).is_nan());
+    }
+}
