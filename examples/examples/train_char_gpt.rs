@@ -18,7 +18,7 @@
 //! Options (defaults in brackets): `--steps` [5000], `--batch` [64], `--block` [256],
 //! `--layers` [6], `--heads` [6], `--width` [384], `--eval-interval` [250],
 //! `--eval-iters` [200], `--seed` [1337], `--out` [runs/char-gpt], `--data` [the bundled
-//! corpus], `--sample-tokens` [400], `--resume` (continue from the latest checkpoint in
+//! corpus], `--sample-tokens` [block - 1], `--resume` (continue from the latest checkpoint in
 //! `--out`). A quick check on a software adapter: `--steps 20 --batch 4 --block 32
 //! --layers 2 --heads 2 --width 64 --eval-interval 10 --eval-iters 2`.
 
@@ -79,6 +79,9 @@ fn run() -> Result<(), BoxError> {
     let out: String = args.get("out", "runs/char-gpt".to_string())?;
     let data_path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/rust-book.txt");
     let data: String = args.get("data", data_path.to_string())?;
+    let tokens = batch
+        .checked_mul(block)
+        .ok_or("--batch x --block overflows")?;
     if eval_iters == 0 {
         return Err("--eval-iters must be at least 1".into());
     }
@@ -127,7 +130,6 @@ fn run() -> Result<(), BoxError> {
     // and a resumed run sees the same ones.
     let train_batches = DeviceTokenBatcher::new(&dev, train_ids, batch, block, seed)?;
     let val_batches = DeviceTokenBatcher::new(&dev, val_ids, batch, block, seed ^ 0x5eed)?;
-    let tokens = batch * block;
     let loss_of = |x: &tang_nn::tang_runtime::Tensor,
                    y: &tang_nn::tang_runtime::Tensor|
      -> Result<Tensor, BoxError> {
@@ -140,10 +142,10 @@ fn run() -> Result<(), BoxError> {
     };
     // The mean of `eval_iters` batch losses, summed on the device and read back once.
     let mut evaluate = |ctx: &mut StepContext<'_>| -> Result<f64, BoxError> {
-        let first = ctx.step / eval_interval.max(1) * eval_iters;
+        let first = (ctx.step / eval_interval.max(1)).saturating_mul(eval_iters);
         let mut sum: Option<Tensor> = None;
         for k in 0..eval_iters {
-            let (x, y) = val_batches.batch(first + k)?;
+            let (x, y) = val_batches.batch(first.saturating_add(k))?;
             let loss = loss_of(&x, &y)?;
             sum = Some(match sum {
                 None => loss,
@@ -185,10 +187,12 @@ fn run() -> Result<(), BoxError> {
     );
 
     // Sampling: eval mode (no dropout), the prompt token 0 as in the PyTorch script, each
-    // new token one cached forward on the GPU.
+    // new token one cached forward on the GPU. By default the sample fills one block:
+    // past it the window slides and every absolute position moves, so `generate` has to
+    // recompute the window for each further token.
     model.eval();
     let sample = SampleOptions {
-        max_new_tokens: args.get("sample-tokens", 400)?,
+        max_new_tokens: args.get("sample-tokens", block.saturating_sub(1))?,
         temperature: 0.8,
         top_k: Some(40),
         seed,

@@ -11,7 +11,8 @@
 //! Each step is timed with the GPU finished, as the other cases. The GPT case also reports
 //! the host's share of a step (`..._host`): the time from the start of a step to the
 //! submission of its last launch (recording the graph, backward's bookkeeping, encoding
-//! and submitting) against the whole step with the GPU finished, medians of single steps.
+//! and submitting) against the whole step with the GPU finished, medians of single steps;
+//! the launches, submits and new buffers of one step are printed beside it.
 //! `--tiny` shrinks every case (names suffixed `_tiny`) to check the cases on a software
 //! adapter.
 
@@ -195,6 +196,17 @@ fn gpt_case(dev: &Device, s: GptSize, reps: usize) -> Result<(f64, f64, f64), Bo
         backward_and_step(&loss, &params, &mut opt)
     };
     let ms = time_step(dev, reps, &mut step)?;
+    // What the host does per step, to read the host share against.
+    let before = dev.stats();
+    step()?;
+    dev.sync()?;
+    let after = dev.stats();
+    println!(
+        "  one GPT step: {} launches, {} submits, {} new buffers",
+        after.launches.saturating_sub(before.launches),
+        after.submits.saturating_sub(before.submits),
+        after.allocations.saturating_sub(before.allocations)
+    );
     // Single steps: the host's part ends when the last launch is submitted (`flush`),
     // the step when the GPU has finished it.
     let (mut host, mut whole) = (Vec::new(), Vec::new());
