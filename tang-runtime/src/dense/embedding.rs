@@ -14,6 +14,7 @@
 //!    with more positions scans the ids in order instead (at most `n / 1024` such rows).
 
 use super::check::{grid, want_f32, want_u32};
+use crate::ops::check::mismatch;
 use super::wgsl::{WG, thread_main, unit_specs, wg_common, wg_main};
 use crate::spec::{Slot, Source, Spec, params};
 use crate::size::Size;
@@ -197,13 +198,13 @@ pub fn embedding(ids: &Tensor, weight: &Tensor) -> Result<Tensor, Error> {
     want_u32(op, ids)?;
     want_f32(op, weight)?;
     let &[vocab, dim] = weight.shape() else {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
+        return Err(mismatch(
+            op,
+            format!(
                 "weight has shape {:?}; expected [vocab, dim]",
                 weight.shape()
             ),
-        });
+        ));
     };
     let n = ids.len();
     let mut shape = ids.shape().to_vec();
@@ -245,13 +246,13 @@ pub fn embedding_backward(ids: &Tensor, grad_out: &Tensor, vocab: usize) -> Resu
     let gs = grad_out.shape();
     let dim = gs.last().copied().unwrap_or(0);
     if gs.len() != ids.shape().len() + 1 || &gs[..gs.len() - 1] != ids.shape() {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
+        return Err(mismatch(
+            op,
+            format!(
                 "grad_out has shape {gs:?}; expected the ids' shape {:?} followed by [dim]",
                 ids.shape()
             ),
-        });
+        ));
     }
     let n = ids.len();
     // The kernels index with 32 bits (and the scan's offsets hold `vocab + 1` entries).

@@ -19,6 +19,7 @@
 //! whole-tensor forms) live in their own file and are reached through this module.
 
 use super::check::{AxisView, axis_view, grid, want_f32};
+use crate::ops::check::mismatch;
 use super::nan_max::{nan_max_f1, nan_max_v4};
 use super::wgsl::{WG, chunk_main, unit_specs, wg_common, wg_main};
 use crate::spec::{Slot, Source, params};
@@ -259,12 +260,12 @@ fn reduce_axis(x: &Tensor, axis: usize, op: Op) -> Result<Tensor, Error> {
         if op == Op::Sum {
             return Tensor::zeros(x.device(), &out_shape);
         }
-        return Err(Error::ShapeMismatch {
-            op: name.into(),
-            detail: format!(
+        return Err(mismatch(
+            name,
+            format!(
                 "axis {axis} of shape {s:?} is empty; {name} of no elements is undefined"
             ),
-        });
+        ));
     }
     let scale = if op == Op::Mean {
         1.0 / len as f32

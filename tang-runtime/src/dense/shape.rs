@@ -4,6 +4,7 @@
 //! words, so f32 and u32 tensors are copied bit for bit.
 
 use crate::size::Size;
+use crate::ops::check::mismatch;
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{Device, Error, Tensor};
 
@@ -113,12 +114,9 @@ fn fits_u32(what: &str, n: usize) -> Result<u32, Error> {
 pub fn transpose(x: &Tensor) -> Result<Tensor, Error> {
     let s = x.shape();
     if s.len() < 2 {
-        return Err(Error::ShapeMismatch {
-            op: "transpose".into(),
-            detail: format!(
+        return Err(mismatch("transpose", format!(
                 "expected rank >= 2 ([.., rows, cols]), got {s:?}; reshape a vector to [1, n] first"
-            ),
-        });
+            )));
     }
     let (rows, cols) = (s[s.len() - 2], s[s.len() - 1]);
     let mut out_shape = s.to_vec();
@@ -220,13 +218,10 @@ pub fn concat(xs: &[&Tensor], axis: usize) -> Result<Tensor, Error> {
     };
     let s0 = first.shape();
     if axis >= s0.len() {
-        return Err(Error::ShapeMismatch {
-            op: "concat".into(),
-            detail: format!(
+        return Err(mismatch("concat", format!(
                 "axis {axis} is out of range for shape {s0:?}; use an axis below {}",
                 s0.len()
-            ),
-        });
+            )));
     }
     for (i, x) in xs.iter().enumerate() {
         let s = x.shape();
@@ -236,12 +231,9 @@ pub fn concat(xs: &[&Tensor], axis: usize) -> Result<Tensor, Error> {
                 .enumerate()
                 .all(|(d, (a, b))| d == axis || a == b);
         if !same {
-            return Err(Error::ShapeMismatch {
-                op: "concat".into(),
-                detail: format!(
+            return Err(mismatch("concat", format!(
                     "tensor {i} has shape {s:?}, expected {s0:?} in every dimension except axis {axis}"
-                ),
-            });
+                )));
         }
         x.expect_dtype(&format!("concat (tensor {i})"), first.dtype())?;
     }
@@ -285,23 +277,17 @@ pub fn concat_backward(grad: &Tensor, sizes: &[usize], axis: usize) -> Result<Ve
 pub fn split(x: &Tensor, axis: usize, sizes: &[usize]) -> Result<Vec<Tensor>, Error> {
     let s = x.shape();
     if axis >= s.len() {
-        return Err(Error::ShapeMismatch {
-            op: "split".into(),
-            detail: format!(
+        return Err(mismatch("split", format!(
                 "axis {axis} is out of range for shape {s:?}; use an axis below {}",
                 s.len()
-            ),
-        });
+            )));
     }
     let sum = Size::sum(sizes.iter().copied());
     if sum.get() != Some(s[axis]) {
-        return Err(Error::ShapeMismatch {
-            op: "split".into(),
-            detail: format!(
+        return Err(mismatch("split", format!(
                 "sizes {sizes:?} do not sum to {} (axis {axis} of {s:?}): they sum to {sum}",
                 s[axis]
-            ),
-        });
+            )));
     }
     fits_u32("split", x.len())?;
     let dev = x.device();

@@ -98,14 +98,11 @@ fn compare(a: &Tensor, b: &Tensor, cmp: Cmp) -> Result<Tensor, Error> {
     let op = cmp.name();
     check::same_device(op, a.device(), &[("other", b)])?;
     check::same_dtype(op, a, b)?;
-    let shape = broadcast_shapes(&[a.shape(), b.shape()]).map_err(|_| Error::ShapeMismatch {
-        op: op.into(),
-        detail: format!(
+    let shape = broadcast_shapes(&[a.shape(), b.shape()]).map_err(|_| check::mismatch(op, format!(
             "shapes {:?} and {:?} do not broadcast (sizes must be equal or 1, aligned from the right)",
             a.shape(),
             b.shape()
-        ),
-    })?;
+        )))?;
     let (a, b) = (expanded(a, &shape)?, expanded(b, &shape)?);
     let dev = a.device();
     let out = dev.empty(&shape, DType::U32)?;

@@ -6,7 +6,7 @@
 
 use super::check;
 use super::strided::MAX_RANK;
-use crate::dense::check::grid;
+use crate::dense::check::{grid, want_shape};
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Device, Error, Tensor};
 
@@ -203,12 +203,19 @@ fn check_index_1d(op: &str, x: &Tensor, dim: usize, index: &Tensor) -> Result<()
     check::same_device(op, x.device(), &[("index", index)])?;
     check::dim(op, dim, x.shape())?;
     if index.shape().len() != 1 {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!("index must be 1-D, got shape {:?}", index.shape()),
-        });
+        return Err(check::mismatch(
+            op,
+            format!("index must be 1-D, got shape {:?}", index.shape()),
+        ));
     }
     Ok(())
+}
+
+/// `shape` with dimension `dim` (in range) of length `len`.
+fn with_len(shape: &[usize], dim: usize, len: usize) -> Vec<usize> {
+    let mut out = shape.to_vec();
+    out[dim] = len;
+    out
 }
 
 /// Launches `index_select` or `index_copy_` over `[outer, k, inner]` threads: the data is
@@ -250,9 +257,9 @@ pub fn index_select(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor, Er
     let op = "index_select";
     check_index_1d(op, x, dim, index)?;
     check::fits_u32(op, "input elements", x.len())?;
-    let mut shape = x.shape().to_vec();
-    shape[dim] = index.len();
-    let out = x.device().empty(&shape, x.dtype())?;
+    let out = x
+        .device()
+        .empty(&with_len(x.shape(), dim, index.len()), x.dtype())?;
     launch_index(
         op,
         &INDEX_SELECT,
@@ -281,21 +288,18 @@ pub fn index_select_backward(
     let op = "index_select_backward";
     check::dtype(op, grad_out, DType::F32)?;
     check_index_1d(op, grad_out, dim, index)?;
-    let mut expected = input_shape.to_vec();
-    if let Some(d) = expected.get_mut(dim) {
-        *d = index.len();
-    }
-    if grad_out.shape() != expected || dim >= input_shape.len() {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
-                "grad_out has shape {:?}, expected {expected:?} (the input's shape {input_shape:?} with dim {dim} of \
-                 length {})",
-                grad_out.shape(),
-                index.len()
-            ),
-        });
-    }
+    check::dim(op, dim, input_shape)?;
+    let expected = with_len(input_shape, dim, index.len());
+    want_shape(
+        op,
+        "grad_out",
+        grad_out.shape(),
+        &expected,
+        format_args!(
+            "the input's shape {input_shape:?} with dim {dim} of length {}",
+            index.len()
+        ),
+    )?;
     let outer: usize = input_shape[..dim].iter().product();
     let inner: usize = input_shape[dim + 1..].iter().product();
     let (len, k) = (input_shape[dim], index.len());
@@ -329,18 +333,14 @@ pub fn index_copy_(x: &Tensor, dim: usize, index: &Tensor, src: &Tensor) -> Resu
     check::same_dtype(op, x, src)?;
     check::same_device(op, x.device(), &[("src", src)])?;
     check::fits_u32(op, "elements", x.len())?;
-    let mut expected = x.shape().to_vec();
-    expected[dim] = index.len();
-    if src.shape() != expected {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
-                "src has shape {:?}, expected {expected:?} (x's shape with dim {dim} of length {})",
-                src.shape(),
-                index.len()
-            ),
-        });
-    }
+    let expected = with_len(x.shape(), dim, index.len());
+    want_shape(
+        op,
+        "src",
+        src.shape(),
+        &expected,
+        format_args!("x's shape with dim {dim} of length {}", index.len()),
+    )?;
     launch_index(
         op,
         &INDEX_COPY,
@@ -351,9 +351,16 @@ pub fn index_copy_(x: &Tensor, dim: usize, index: &Tensor, src: &Tensor) -> Resu
     )
 }
 
-/// Checks a gather's index against `x_shape` and returns the rank.
-fn check_gather(op: &str, x_shape: &[usize], dim: usize, index: &Tensor) -> Result<(), Error> {
+/// Checks that a gather's index is u32 on `dev` and fits `x_shape`.
+fn check_gather(
+    op: &str,
+    dev: &Device,
+    x_shape: &[usize],
+    dim: usize,
+    index: &Tensor,
+) -> Result<(), Error> {
     check::dtype(op, index, DType::U32)?;
+    check::same_device(op, dev, &[("index", index)])?;
     check::dim(op, dim, x_shape)?;
     let is = index.shape();
     let fits = is.len() == x_shape.len()
@@ -363,13 +370,13 @@ fn check_gather(op: &str, x_shape: &[usize], dim: usize, index: &Tensor) -> Resu
             .enumerate()
             .all(|(d, (&i, &x))| d == dim || i <= x);
     if !fits {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
+        return Err(check::mismatch(
+            op,
+            format!(
                 "index of shape {is:?} does not fit the input of shape {x_shape:?}: it needs the same rank and no \
                  dimension but {dim} longer than the input's"
             ),
-        });
+        ));
     }
     if is.len() > MAX_RANK {
         return Err(Error::TooLarge {
@@ -416,8 +423,7 @@ fn launch_gather(
 /// [`Error::DeviceMismatch`], [`Error::TooLarge`] (past 2^32 - 1 elements or 8 dims).
 pub fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor, Error> {
     let op = "gather";
-    check::same_device(op, x.device(), &[("index", index)])?;
-    check_gather(op, x.shape(), dim, index)?;
+    check_gather(op, x.device(), x.shape(), dim, index)?;
     check::fits_u32(op, "input elements", x.len())?;
     let out = x.device().empty(index.shape(), x.dtype())?;
     let mut params = GatherParams {
@@ -452,8 +458,7 @@ pub fn gather_backward(
 ) -> Result<Tensor, Error> {
     let op = "gather_backward";
     check::dtype(op, grad_out, DType::F32)?;
-    check::same_device(op, grad_out.device(), &[("index", index)])?;
-    check_gather(op, input_shape, dim, index)?;
+    check_gather(op, grad_out.device(), input_shape, dim, index)?;
     check::same_shape(op, grad_out, index)?;
     check::fits_u32(op, "gradient elements", grad_out.len())?;
     let grad_x = grad_out.device().empty(input_shape, DType::F32)?;

@@ -113,14 +113,14 @@ pub fn add_(x: &Tensor, other: &Tensor, alpha: f32) -> Result<(), Error> {
     } else if broadcasts_to(other.shape(), x.shape()) {
         super::broadcast::expand(other, x.shape())?
     } else {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
+        return Err(check::mismatch(
+            op,
+            format!(
                 "other of shape {:?} does not broadcast to x's shape {:?}",
                 other.shape(),
                 x.shape()
             ),
-        });
+        ));
     };
     // `x.add_(x)`: the kernel cannot bind one buffer as read and read-write; read a copy.
     let other = if other.same_buffer(x) {
@@ -211,14 +211,14 @@ pub fn copy_(x: &Tensor, src: &Tensor) -> Result<(), Error> {
     check::same_device(op, x.device(), &[("src", src)])?;
     check::same_dtype(op, x, src)?;
     if !broadcasts_to(src.shape(), x.shape()) {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
+        return Err(check::mismatch(
+            op,
+            format!(
                 "src of shape {:?} does not broadcast to x's shape {:?}",
                 src.shape(),
                 x.shape()
             ),
-        });
+        ));
     }
     if src.same_buffer(x) && src.len() == x.len() {
         return Ok(());

@@ -179,13 +179,13 @@ fn arg_extreme(op: &str, x: &Tensor, dim: usize, min: bool) -> Result<Tensor, Er
         return Ok(out);
     }
     if len == 0 {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
+        return Err(check::mismatch(
+            op,
+            format!(
                 "dim {dim} of shape {:?} is empty; {op} of no elements is undefined",
                 x.shape()
             ),
-        });
+        ));
     }
     check::fits_u32(op, "elements", x.len())?;
     let groups = grid(dev, op, total.div_ceil(WG) as u64)?;

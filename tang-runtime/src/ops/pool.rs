@@ -5,7 +5,7 @@
 
 use super::check;
 use super::int::IS_NAN_WGSL;
-use crate::dense::check::grid;
+use crate::dense::check::{grid, want_shape};
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Device, Error, Tensor};
 
@@ -235,14 +235,14 @@ pub(crate) fn kernels() -> Vec<Source> {
 
 /// Checks an NCHW shape and the window, and returns the output shape `[N, C, OH, OW]`.
 fn output_shape(op: &str, shape: &[usize], pool: &Pool2d) -> Result<[usize; 4], Error> {
-    let &[n, c, h, w] = shape else {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!("expected an NCHW tensor of rank 4, got shape {shape:?}"),
-        });
+    let &[n, c, _, _] = shape else {
+        return Err(check::mismatch(
+            op,
+            format!("expected an NCHW tensor of rank 4, got shape {shape:?}"),
+        ));
     };
     let mut out = [n, c, 0, 0];
-    for (axis, size) in [h, w].into_iter().enumerate() {
+    for axis in 0..2 {
         let (k, s, p, d) = (
             pool.kernel_size[axis],
             pool.stride[axis],
@@ -258,19 +258,7 @@ fn output_shape(op: &str, shape: &[usize], pool: &Pool2d) -> Result<[usize; 4], 
                 ),
             ));
         }
-        let span = d.saturating_mul(k - 1).saturating_add(1);
-        let padded = size.saturating_add(2 * p);
-        if padded < span {
-            return Err(Error::ShapeMismatch {
-                op: op.into(),
-                detail: format!(
-                    "the input {shape:?} padded by {:?} is smaller than the window (span {span} along axis {})",
-                    pool.padding,
-                    axis + 2
-                ),
-            });
-        }
-        out[axis + 2] = (padded - span) / s + 1;
+        out[axis + 2] = check::window_len(op, shape, pool.padding, axis, [k, s, d])?;
     }
     Ok(out)
 }
@@ -335,15 +323,13 @@ fn check_grad(
 ) -> Result<[usize; 4], Error> {
     check::dtype(op, grad_out, DType::F32)?;
     let out = output_shape(op, input_shape, pool)?;
-    if grad_out.shape() != out {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
-                "grad_out has shape {:?}, the pooling of {input_shape:?} gives {out:?}",
-                grad_out.shape()
-            ),
-        });
-    }
+    want_shape(
+        op,
+        "grad_out",
+        grad_out.shape(),
+        &out,
+        format_args!("the pooling of {input_shape:?}"),
+    )?;
     Ok(out)
 }
 
