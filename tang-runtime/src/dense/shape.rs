@@ -5,6 +5,7 @@
 
 use crate::size::Size;
 use crate::ops::check::mismatch;
+use super::wgsl::thread_main;
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{Device, Error, Tensor};
 
@@ -59,7 +60,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 // every quantity is in units of 4 words).
 params! {
     /// `total` units (`T`) in rows of `inner`, from `src` (row stride `src_ld`, offset `src_off`) to `dst` (likewise); `row` threads per grid row.
-    struct CopyParams { inner: u32, src_ld: u32, src_off: u32, dst_ld: u32, dst_off: u32, total: u32, row: u32 }
+    struct CopyParams { inner: u32, src_ld: u32, src_off: u32, dst_ld: u32, dst_off: u32, total: u32 }
 }
 
 const COPY_SLOTS: &[Slot] = &[
@@ -67,16 +68,12 @@ const COPY_SLOTS: &[Slot] = &[
     Slot::ReadWrite("dst", "array<T>"),
 ];
 
-const COPY_BODY: &str = "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i >= p.total) { return; }
+const COPY_BODY: &str = concat!(thread_main!(i), "    if (i >= p.total) { return; }
     let o = i / p.inner;
     let j = i - o * p.inner;
     dst[o * p.dst_ld + p.dst_off + j] = src[o * p.src_ld + p.src_off + j];
 }
-";
+");
 
 static TRANSPOSE: Spec<TransposeParams> = Spec::new("transpose", &[], TRANSPOSE_SLOTS, TRANSPOSE_BODY);
 static COPY_V4: Spec<CopyParams> = Spec::new(
@@ -184,7 +181,6 @@ fn block_copy(
         dst_ld: (dst_ld / w) as u32,
         dst_off: (dst_off / w) as u32,
         total: total_u,
-        row: grid[0] * 256,
     };
     let k = if v4 { &COPY_V4 } else { &COPY_F1 };
     k.dispatch(&[], &params, &[src, dst], grid)

@@ -5,18 +5,17 @@
 //! it (checking it on the CPU would need the indices read back).
 
 use super::check;
+use super::inplace::launch_threads;
 use super::strided::MAX_RANK;
-use crate::dense::check::{grid, want_shape};
+use crate::dense::check::want_shape;
+use crate::dense::wgsl::thread_main;
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Device, Error, Tensor};
 
-/// Threads per workgroup.
-const WG: usize = 256;
-
 params! {
     /// `index_select` and `index_copy_`: the data viewed as `[outer, len, inner]` around
-    /// the indexed dimension, `k` indices, `total` threads, `row` threads per grid row.
-    struct IndexParams { outer: u32, len: u32, inner: u32, k: u32, total: u32, row: u32 }
+    /// the indexed dimension, `k` indices, `total` threads.
+    struct IndexParams { outer: u32, len: u32, inner: u32, k: u32, total: u32 }
 }
 
 /// Thread `i` of an [`IndexParams`] kernel: `(o, j, c)` of `[outer, k, inner]`, and the
@@ -38,18 +37,17 @@ static INDEX_SELECT: Spec<IndexParams> = Spec::new(
         Slot::Read("idx", "array<u32>"),
         Slot::ReadWrite("out", "array<u32>"),
     ],
-    "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i >= p.total) { return; }
+    concat!(
+        thread_main!(i),
+        "    if (i >= p.total) { return; }
     let q = index_coords(i);
     let id = idx[q.y];
     var v = 0u;
     if (id < p.len) { v = x[data_at(q.x, id, q.z)]; }
     out[i] = v;
 }
-",
+"
+    ),
 );
 
 /// `x[o, idx[j], i] = src[o, j, i]` (skipped for an index `>= len`).
@@ -61,16 +59,15 @@ static INDEX_COPY: Spec<IndexParams> = Spec::new(
         Slot::Read("idx", "array<u32>"),
         Slot::ReadWrite("x", "array<u32>"),
     ],
-    "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i >= p.total) { return; }
+    concat!(
+        thread_main!(i),
+        "    if (i >= p.total) { return; }
     let q = index_coords(i);
     let id = idx[q.y];
     if (id < p.len) { x[data_at(q.x, id, q.z)] = src[i]; }
 }
-",
+"
+    ),
 );
 
 params! {
@@ -82,7 +79,7 @@ params! {
         a0: u32, a1: u32, a2: u32, a3: u32, a4: u32, a5: u32, a6: u32, a7: u32,
         b0: u32, b1: u32, b2: u32, b3: u32, b4: u32, b5: u32, b6: u32, b7: u32,
         c0: u32, c1: u32, c2: u32, c3: u32, c4: u32, c5: u32, c6: u32, c7: u32,
-        rank: u32, dim: u32, len: u32, total: u32, row: u32,
+        rank: u32, dim: u32, len: u32, total: u32,
     }
 }
 
@@ -117,11 +114,9 @@ static GATHER: Spec<GatherParams> = Spec::new(
         Slot::Read("index", "array<u32>"),
         Slot::ReadWrite("out", "array<u32>"),
     ],
-    "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i >= p.total) { return; }
+    concat!(
+        thread_main!(i),
+        "    if (i >= p.total) { return; }
     let a = list_a();
     let b = list_b();
     let id = index[i];
@@ -137,7 +132,8 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     if (id < p.len) { v = x[off + id * b[p.dim]]; }
     out[i] = v;
 }
-",
+"
+    ),
 );
 
 /// `grad_x[c] = Σ_j grad_out[q_j]` over `j < len` in increasing order, where `q_j` is `c`
@@ -151,11 +147,9 @@ static GATHER_BACKWARD: Spec<GatherParams> = Spec::new(
         Slot::Read("index", "array<u32>"),
         Slot::ReadWrite("grad_x", "array<f32>"),
     ],
-    "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i >= p.total) { return; }
+    concat!(
+        thread_main!(i),
+        "    if (i >= p.total) { return; }
     let a = list_a();
     let b = list_b();
     let cs = list_c();
@@ -184,7 +178,8 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     }
     grad_x[i] = acc;
 }
-",
+"
+    ),
 );
 
 /// Every kernel of this file, for the registry.
@@ -231,19 +226,17 @@ fn launch_index(
     let outer: usize = data_shape[..dim].iter().product();
     let inner: usize = data_shape[dim + 1..].iter().product();
     let total = outer * k * inner;
-    let Some(first) = tensors.first().filter(|_| total > 0) else {
+    let Some(first) = tensors.first() else {
         return Ok(());
     };
-    let groups = grid(first.device(), op, total.div_ceil(WG) as u64)?;
     let params = IndexParams {
         outer: check::fits_u32(op, "rows", outer)?,
         len: check::fits_u32(op, "dim length", data_shape[dim])?,
         inner: check::fits_u32(op, "columns", inner)?,
         k: check::fits_u32(op, "indices", k)?,
         total: check::fits_u32(op, "elements", total)?,
-        row: groups[0] * WG as u32,
     };
-    kernel.dispatch(&[], &params, tensors, groups)
+    launch_threads(op, first.device(), kernel, &params, params.total, tensors)
 }
 
 /// The entries of `x` at positions `index` along `dim` (PyTorch's `index_select`): the
@@ -397,23 +390,6 @@ fn to_words(v: &[usize], op: &str) -> Result<[u32; MAX_RANK], Error> {
     Ok(out)
 }
 
-/// Launches a gather-family kernel over `params.total` threads.
-fn launch_gather(
-    op: &str,
-    kernel: &Spec<GatherParams>,
-    mut params: GatherParams,
-    tensors: &[&Tensor],
-    dev: &Device,
-) -> Result<(), Error> {
-    let total = params.total as usize;
-    if total == 0 {
-        return Ok(());
-    }
-    let groups = grid(dev, op, total.div_ceil(WG) as u64)?;
-    params.row = groups[0] * WG as u32;
-    kernel.dispatch(&[], &params, tensors, groups)
-}
-
 /// `out[c] = x[c with c[dim] replaced by index[c]]` over the index's shape (PyTorch's
 /// `gather`). `index` has `x`'s rank and no dimension but `dim` longer than `x`'s; an index
 /// `>= x.shape()[dim]` reads 0. f32 and u32 `x`.
@@ -438,7 +414,14 @@ pub fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor, Error> {
         to_words(&check::contiguous_strides(x.shape()), op)?,
         [0; MAX_RANK],
     );
-    launch_gather(op, &GATHER, params, &[x, index, &out], x.device())?;
+    launch_threads(
+        op,
+        x.device(),
+        &GATHER,
+        &params,
+        params.total,
+        &[x, index, &out],
+    )?;
     Ok(out)
 }
 
@@ -474,12 +457,13 @@ pub fn gather_backward(
         to_words(index.shape(), op)?,
         to_words(&check::contiguous_strides(index.shape()), op)?,
     );
-    launch_gather(
+    launch_threads(
         op,
-        &GATHER_BACKWARD,
-        params,
-        &[grad_out, index, &grad_x],
         grad_out.device(),
+        &GATHER_BACKWARD,
+        &params,
+        params.total,
+        &[grad_out, index, &grad_x],
     )?;
     Ok(grad_x)
 }

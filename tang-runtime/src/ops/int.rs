@@ -3,6 +3,7 @@
 
 use super::check;
 use crate::dense::check::{AxisView, axis_view, grid};
+use crate::dense::wgsl::thread_main;
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Device, Error, Tensor};
 
@@ -10,8 +11,8 @@ use crate::{DType, Device, Error, Tensor};
 const WG: usize = 256;
 
 params! {
-    /// `n` elements, `row` threads per grid row; `arange`'s `start` and `step`.
-    struct LinearParams { n: u32, row: u32, start: u32, step: u32 }
+    /// `n` elements; `arange`'s `start` and `step`.
+    struct LinearParams { n: u32, start: u32, step: u32 }
 }
 
 /// Whether the f32 with bits `b` is a NaN, tested on the bits: a driver may assume that
@@ -23,13 +24,12 @@ static ARANGE: Spec<LinearParams> = Spec::new(
     "arange",
     &[],
     &[Slot::ReadWrite("out", "array<u32>")],
-    "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i < p.n) { out[i] = p.start + i * p.step; }
+    concat!(
+        thread_main!(i),
+        "    if (i < p.n) { out[i] = p.start + i * p.step; }
 }
-",
+"
+    ),
 );
 
 /// `DIR = 0`: f32 -> u32, truncating toward zero and saturating (negative numbers and NaN
@@ -41,12 +41,12 @@ static CAST: Spec<LinearParams> = Spec::new(
         Slot::Read("x", "array<u32>"),
         Slot::ReadWrite("out", "array<u32>"),
     ],
-    "override DIR: u32 = 0u;
+    concat!(
+        "override DIR: u32 = 0u;
 
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i >= p.n) { return; }
+",
+        thread_main!(i),
+        "    if (i >= p.n) { return; }
     let w = x[i];
     if (DIR == 1u) {
         out[i] = bitcast<u32>(f32(w));
@@ -59,13 +59,14 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     }
     out[i] = r;
 }
-",
+"
+    ),
 );
 
 params! {
     /// `argmax`/`argmin`: `[outer, len, inner]` around the reduced dimension, `total`
-    /// outputs, `row` threads per grid row.
-    struct ArgParams { outer: u32, len: u32, inner: u32, total: u32, row: u32 }
+    /// outputs.
+    struct ArgParams { outer: u32, len: u32, inner: u32, total: u32 }
 }
 
 /// One thread per output: the first index of the extreme value; a NaN beats every number
@@ -77,12 +78,12 @@ static ARG: Spec<ArgParams> = Spec::new(
         Slot::Read("x", "array<u32>"),
         Slot::ReadWrite("out", "array<u32>"),
     ],
-    "override MIN: u32 = 0u;
+    concat!(
+        "override MIN: u32 = 0u;
 
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let t = g.x + g.y * p.row;
-    if (t >= p.total) { return; }
+",
+        thread_main!(t),
+        "    if (t >= p.total) { return; }
     let c = t % p.inner;
     let o = t / p.inner;
     let base = o * p.len * p.inner + c;
@@ -100,7 +101,8 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     }
     out[t] = best;
 }
-",
+"
+    ),
 );
 
 /// Every kernel of this file, for the registry.
@@ -124,12 +126,7 @@ pub fn arange(dev: &Device, start: u32, end: u32, step: u32) -> Result<Tensor, E
         return Ok(out);
     }
     let groups = grid(dev, op, u64::from(n).div_ceil(WG as u64))?;
-    let params = LinearParams {
-        n,
-        row: groups[0] * WG as u32,
-        start,
-        step,
-    };
+    let params = LinearParams { n, start, step };
     ARANGE.dispatch(&[], &params, &[&out], groups)?;
     Ok(out)
 }
@@ -155,7 +152,6 @@ pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor, Error> {
     let groups = grid(dev, op, u64::from(n).div_ceil(WG as u64))?;
     let params = LinearParams {
         n,
-        row: groups[0] * WG as u32,
         start: 0,
         step: 0,
     };
@@ -194,7 +190,6 @@ fn arg_extreme(op: &str, x: &Tensor, dim: usize, min: bool) -> Result<Tensor, Er
         len: len as u32,
         inner: inner as u32,
         total: total as u32,
-        row: groups[0] * WG as u32,
     };
     let min = if min { 1.0 } else { 0.0 };
     ARG.dispatch(&[("MIN", min)], &params, &[x, &out], groups)?;
