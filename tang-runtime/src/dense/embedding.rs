@@ -13,7 +13,7 @@
 //!    1024 positions) and sums `grad[pos, :]` in position order, coalesced over `dim`. A row
 //!    with more positions scans the ids in order instead (at most `n / 1024` such rows).
 
-use super::check::{grid, want_f32, want_u32};
+use super::check::{grid, want_f32, want_shape, want_u32};
 use crate::ops::check::mismatch;
 use super::wgsl::{WG, thread_main, unit_specs, wg_common, wg_main};
 use crate::spec::{Slot, Source, Spec, params};
@@ -245,15 +245,8 @@ pub fn embedding_backward(ids: &Tensor, grad_out: &Tensor, vocab: usize) -> Resu
     want_f32(op, grad_out)?;
     let gs = grad_out.shape();
     let dim = gs.last().copied().unwrap_or(0);
-    if gs.len() != ids.shape().len() + 1 || &gs[..gs.len() - 1] != ids.shape() {
-        return Err(mismatch(
-            op,
-            format!(
-                "grad_out has shape {gs:?}; expected the ids' shape {:?} followed by [dim]",
-                ids.shape()
-            ),
-        ));
-    }
+    let want = [ids.shape(), &[dim]].concat();
+    want_shape(op, "grad_out", gs, &want, "the ids' shape followed by [dim]")?;
     let n = ids.len();
     // The kernels index with 32 bits (and the scan's offsets hold `vocab + 1` entries).
     let limit = u64::from(u32::MAX);
