@@ -37,9 +37,8 @@ const FWD_SLOTS: &[Slot] = &[
 ];
 
 const FWD_BODY: &str = concat!(
-    thread_main!(idx),
-    "    if (idx >= p.n * p.units) { return; }
-    let i = idx / p.units;
+    thread_main!(idx < "p.n * p.units"),
+    "    let i = idx / p.units;
     let u = idx % p.units;
     let id = ids[i];
     var v = T(0.0);
@@ -54,9 +53,8 @@ const COUNT_SLOTS: &[Slot] = &[
 ];
 
 const COUNT_BODY: &str = concat!(
-    thread_main!(i),
-    "    if (i >= p.n) { return; }
-    let id = ids[i];
+    thread_main!(i < "p.n"),
+    "    let id = ids[i];
     if (id < p.vocab) { atomicAdd(&counts[id], 1u); }
 }
 ");
@@ -104,9 +102,8 @@ const FILL_SLOTS: &[Slot] = &[
 ];
 
 const FILL_BODY: &str = concat!(
-    thread_main!(i),
-    "    if (i >= p.n) { return; }
-    let id = ids[i];
+    thread_main!(i < "p.n"),
+    "    let id = ids[i];
     if (id < p.vocab) {
         // counts[id] >= 1 here (the histogram counted this position), so no wrap.
         let c = atomicSub(&counts[id], 1u);

@@ -86,9 +86,8 @@ const BROADCAST_SLOTS: &[Slot] = &[
 ];
 
 const BROADCAST_BODY: &str = concat!(
-    thread_main!(u),
-    "    if (u >= p.units) { return; }
-    let e = u * W;
+    thread_main!(u < "p.units"),
+    "    let e = u * W;
     let o = e / (p.axis * p.inner);
     // vec4 units are launched only for inner == 1 with an axis of a multiple of 4 (the
     // four elements share one dy) or an inner extent of a multiple of 4 (four neighbouring
@@ -190,9 +189,8 @@ const SCATTER_SLOTS: &[Slot] = &[
 ];
 
 const SCATTER_BODY: &str = concat!(
-    thread_main!(idx),
-    "    if (idx >= p.outer * p.inner) { return; }
-    let i = idx % p.inner;
+    thread_main!(idx < "p.outer * p.inner"),
+    "    let i = idx % p.inner;
     let o = idx / p.inner;
     var a = NONE;
     for (var c = 0u; c < p.chunks; c = c + 1u) {

@@ -68,8 +68,7 @@ const COPY_SLOTS: &[Slot] = &[
     Slot::ReadWrite("dst", "array<T>"),
 ];
 
-const COPY_BODY: &str = concat!(thread_main!(i), "    if (i >= p.total) { return; }
-    let o = i / p.inner;
+const COPY_BODY: &str = concat!(thread_main!(i < "p.total"), "    let o = i / p.inner;
     let j = i - o * p.inner;
     dst[o * p.dst_ld + p.dst_off + j] = src[o * p.src_ld + p.src_off + j];
 }

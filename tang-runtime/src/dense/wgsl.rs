@@ -201,12 +201,19 @@ macro_rules! wg_main {
 }
 pub(crate) use wg_main;
 
-/// As [`wg_main`], declaring the thread's global index instead (`thread_main!(idx)`).
+/// As [`wg_main`], declaring the thread's global index instead (`thread_main!(idx)`);
+/// `thread_main!(idx < "p.n")` also returns the threads at or past the bound.
 macro_rules! thread_main {
     ($var:ident) => {
         concat!(
             $crate::dense::wgsl::wg_main!(@signature),
             "    let ", stringify!($var), " = (wid.x + wid.y * nwg.x) * 256u + lid;\n",
+        )
+    };
+    ($var:ident < $bound:literal) => {
+        concat!(
+            $crate::dense::wgsl::thread_main!($var),
+            "    if (", stringify!($var), " >= ", $bound, ") { return; }\n",
         )
     };
 }
@@ -218,8 +225,7 @@ pub(crate) use thread_main;
 macro_rules! chunk_main {
     () => {
         concat!(
-            $crate::dense::wgsl::thread_main!(idx),
-            "    if (idx >= p.outer * p.chunks * p.inner) { return; }\n",
+            $crate::dense::wgsl::thread_main!(idx < "p.outer * p.chunks * p.inner"),
             "    let i = idx % p.inner;\n",
             "    let t = idx / p.inner;\n",
             "    let c = t % p.chunks;\n",

@@ -38,9 +38,8 @@ static INDEX_SELECT: Spec<IndexParams> = Spec::new(
         Slot::ReadWrite("out", "array<u32>"),
     ],
     concat!(
-        thread_main!(i),
-        "    if (i >= p.total) { return; }
-    let q = index_coords(i);
+        thread_main!(i < "p.total"),
+        "    let q = index_coords(i);
     let id = idx[q.y];
     var v = 0u;
     if (id < p.len) { v = x[data_at(q.x, id, q.z)]; }
@@ -60,9 +59,8 @@ static INDEX_COPY: Spec<IndexParams> = Spec::new(
         Slot::ReadWrite("x", "array<u32>"),
     ],
     concat!(
-        thread_main!(i),
-        "    if (i >= p.total) { return; }
-    let q = index_coords(i);
+        thread_main!(i < "p.total"),
+        "    let q = index_coords(i);
     let id = idx[q.y];
     if (id < p.len) { x[data_at(q.x, id, q.z)] = src[i]; }
 }
@@ -115,9 +113,8 @@ static GATHER: Spec<GatherParams> = Spec::new(
         Slot::ReadWrite("out", "array<u32>"),
     ],
     concat!(
-        thread_main!(i),
-        "    if (i >= p.total) { return; }
-    let a = list_a();
+        thread_main!(i < "p.total"),
+        "    let a = list_a();
     let b = list_b();
     let id = index[i];
     var r = i;
@@ -148,9 +145,8 @@ static GATHER_BACKWARD: Spec<GatherParams> = Spec::new(
         Slot::ReadWrite("grad_x", "array<f32>"),
     ],
     concat!(
-        thread_main!(i),
-        "    if (i >= p.total) { return; }
-    let a = list_a();
+        thread_main!(i < "p.total"),
+        "    let a = list_a();
     let b = list_b();
     let cs = list_c();
     var r = i;

@@ -45,9 +45,8 @@ static CAST: Spec<LinearParams> = Spec::new(
         "override DIR: u32 = 0u;
 
 ",
-        thread_main!(i),
-        "    if (i >= p.n) { return; }
-    let w = x[i];
+        thread_main!(i < "p.n"),
+        "    let w = x[i];
     if (DIR == 1u) {
         out[i] = bitcast<u32>(f32(w));
         return;
@@ -82,9 +81,8 @@ static ARG: Spec<ArgParams> = Spec::new(
         "override MIN: u32 = 0u;
 
 ",
-        thread_main!(t),
-        "    if (t >= p.total) { return; }
-    let c = t % p.inner;
+        thread_main!(t < "p.total"),
+        "    let c = t % p.inner;
     let o = t / p.inner;
     let base = o * p.len * p.inner + c;
     var best_bits = x[base];

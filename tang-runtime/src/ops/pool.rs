@@ -89,9 +89,8 @@ static MAX_POOL: Spec<PoolParams> = Spec::new(
         Slot::ReadWrite("idx", "array<u32>"),
     ],
     concat!(
-        thread_main!(i),
-        "    if (i >= p.total) { return; }
-    let q = out_coords(i);
+        thread_main!(i < "p.total"),
+        "    let q = out_coords(i);
     let plane = q.x;
     let oy = q.y;
     let ox = q.z;
@@ -131,9 +130,8 @@ static MAX_POOL_BACKWARD: Spec<PoolParams> = Spec::new(
         Slot::ReadWrite("grad_x", "array<f32>"),
     ],
     concat!(
-        thread_main!(i),
-        "    if (i >= p.total) { return; }
-    let q = in_coords(i);
+        thread_main!(i < "p.total"),
+        "    let q = in_coords(i);
     let plane = q.x;
     let iy = q.y;
     let ix = q.z;
@@ -164,9 +162,8 @@ static AVG_POOL: Spec<PoolParams> = Spec::new(
         Slot::ReadWrite("out", "array<f32>"),
     ],
     concat!(
-        thread_main!(i),
-        "    if (i >= p.total) { return; }
-    let q = out_coords(i);
+        thread_main!(i < "p.total"),
+        "    let q = out_coords(i);
     let plane = q.x;
     let oy = q.y;
     let ox = q.z;
@@ -195,9 +192,8 @@ static AVG_POOL_BACKWARD: Spec<PoolParams> = Spec::new(
         Slot::ReadWrite("grad_x", "array<f32>"),
     ],
     concat!(
-        thread_main!(i),
-        "    if (i >= p.total) { return; }
-    let q = in_coords(i);
+        thread_main!(i < "p.total"),
+        "    let q = in_coords(i);
     let plane = q.x;
     let iy = q.y;
     let ix = q.z;

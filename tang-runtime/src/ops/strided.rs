@@ -51,9 +51,8 @@ const SLOTS: &[Slot] = &[
 ];
 
 const BODY: &str = concat!(
-    thread_main!(i),
-    "    if (i >= p.total) { return; }
-    let shape = array<u32, 8>(p.n0, p.n1, p.n2, p.n3, p.n4, p.n5, p.n6, p.n7);
+    thread_main!(i < "p.total"),
+    "    let shape = array<u32, 8>(p.n0, p.n1, p.n2, p.n3, p.n4, p.n5, p.n6, p.n7);
     let src_strides = array<u32, 8>(p.s0, p.s1, p.s2, p.s3, p.s4, p.s5, p.s6, p.s7);
     let dst_strides = array<u32, 8>(p.d0, p.d1, p.d2, p.d3, p.d4, p.d5, p.d6, p.d7);
     var r = i;
