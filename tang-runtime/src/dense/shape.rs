@@ -59,11 +59,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 // `j < inner`: one piece of a concat or split. `T` is `u32` or `vec4<u32>` (then
 // every quantity is in units of 4 words).
 params! {
-    /// `total` units (`T`) in rows of `inner`, from `src` (row stride `src_ld`, offset `src_off`) to `dst` (likewise); `row` threads per grid row.
+    /// `total` units (`T`) in rows of `inner`, from `src` (row stride `src_ld`, offset `src_off`) to `dst` (likewise).
     struct CopyParams { inner: u32, src_ld: u32, src_off: u32, dst_ld: u32, dst_off: u32, total: u32 }
 }
 
-const COPY_SLOTS: &[Slot] = &[
+/// Every copy kernel's bindings: `src` read, `dst` written, in units `T`.
+pub(crate) const COPY_SLOTS: &[Slot] = &[
     Slot::Read("src", "array<T>"),
     Slot::ReadWrite("dst", "array<T>"),
 ];

@@ -32,15 +32,18 @@ static ARANGE: Spec<LinearParams> = Spec::new(
     ),
 );
 
+/// The bindings of the kernels that read 32-bit words `x` and write words `out`.
+const X_TO_OUT: &[Slot] = &[
+    Slot::Read("x", "array<u32>"),
+    Slot::ReadWrite("out", "array<u32>"),
+];
+
 /// `DIR = 0`: f32 -> u32, truncating toward zero and saturating (negative numbers and NaN
 /// give 0, 2^32 and beyond give `u32::MAX`). `DIR = 1`: u32 -> f32.
 static CAST: Spec<LinearParams> = Spec::new(
     "to_dtype",
     &[IS_NAN_WGSL],
-    &[
-        Slot::Read("x", "array<u32>"),
-        Slot::ReadWrite("out", "array<u32>"),
-    ],
+    X_TO_OUT,
     concat!(
         "override DIR: u32 = 0u;
 
@@ -73,10 +76,7 @@ params! {
 static ARG: Spec<ArgParams> = Spec::new(
     "argmax",
     &[IS_NAN_WGSL],
-    &[
-        Slot::Read("x", "array<u32>"),
-        Slot::ReadWrite("out", "array<u32>"),
-    ],
+    X_TO_OUT,
     concat!(
         "override MIN: u32 = 0u;
 

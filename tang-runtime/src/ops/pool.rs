@@ -38,8 +38,8 @@ impl Pool2d {
 }
 
 params! {
-    /// One pooling over `planes` planes of `h x w` to `oh x ow`; `total` threads, `row`
-    /// threads per grid row; `include_pad` (avg) counts padding in the divisor.
+    /// One pooling over `planes` planes of `h x w` to `oh x ow`; `total` threads;
+    /// `include_pad` (avg) counts padding in the divisor.
     struct PoolParams {
         planes: u32, h: u32, w: u32, oh: u32, ow: u32,
         kh: u32, kw: u32, sh: u32, sw: u32, ph: u32, pw: u32, dh: u32, dw: u32,

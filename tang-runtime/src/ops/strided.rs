@@ -9,8 +9,9 @@
 
 use super::check::fits_u32;
 use crate::dense::check::grid;
+use crate::dense::shape::COPY_SLOTS;
 use crate::dense::wgsl::thread_main;
-use crate::spec::{Slot, Source, Spec, params};
+use crate::spec::{Source, Spec, params};
 use crate::{Error, Tensor};
 
 /// The most dimensions a copy may keep after merging (the kernel's uniform fields).
@@ -45,11 +46,6 @@ impl StridedParams {
     }
 }
 
-const SLOTS: &[Slot] = &[
-    Slot::Read("src", "array<T>"),
-    Slot::ReadWrite("dst", "array<T>"),
-];
-
 const BODY: &str = concat!(
     thread_main!(i < "p.total"),
     "    let shape = array<u32, 8>(p.n0, p.n1, p.n2, p.n3, p.n4, p.n5, p.n6, p.n7);
@@ -72,11 +68,12 @@ const BODY: &str = concat!(
 "
 );
 
-static K_WORD: Spec<StridedParams> = Spec::new("strided_copy", &["alias T = u32;\n"], SLOTS, BODY);
+static K_WORD: Spec<StridedParams> =
+    Spec::new("strided_copy", &["alias T = u32;\n"], COPY_SLOTS, BODY);
 static K_VEC4: Spec<StridedParams> = Spec::new(
     "strided_copy_vec4",
     &["alias T = vec4<u32>;\n"],
-    SLOTS,
+    COPY_SLOTS,
     BODY,
 );
 
