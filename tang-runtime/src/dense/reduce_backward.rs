@@ -21,7 +21,7 @@
 
 use super::check::{AxisView, axis_view, grid, want_f32, want_shape};
 use super::reduce::{TARGET_GROUPS, TARGET_THREADS};
-use super::wgsl::{WG, chunk_main, thread_main, wg_main};
+use super::wgsl::{WG, chunk_main, thread_main, unit_specs, wg_main};
 use crate::size::numel;
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Error, Tensor};
@@ -201,42 +201,15 @@ const SCATTER_BODY: &str = concat!(
 }
 ");
 
-static K_BCAST_V4: Spec<BroadcastParams> = Spec::new(
-    "reduce_broadcast_v4",
-    &[common!(), mask_unit_v4!(), gather_v4!()],
-    BROADCAST_SLOTS,
-    BROADCAST_BODY,
-);
-static K_BCAST_F1: Spec<BroadcastParams> = Spec::new(
-    "reduce_broadcast",
-    &[common!(), mask_unit_f1!(), gather_f1!()],
-    BROADCAST_SLOTS,
-    BROADCAST_BODY,
-);
-static K_ROWS_V4: Spec<SearchRowsParams> = Spec::new(
-    "max_backward_search_rows_v4",
-    &[common!(), mask_unit_v4!(), match_rule!()],
-    SEARCH_ROWS_SLOTS,
-    SEARCH_ROWS_BODY,
-);
-static K_ROWS_F1: Spec<SearchRowsParams> = Spec::new(
-    "max_backward_search_rows",
-    &[common!(), mask_unit_f1!(), match_rule!()],
-    SEARCH_ROWS_SLOTS,
-    SEARCH_ROWS_BODY,
-);
-static K_COLS_V4: Spec<SearchColsParams> = Spec::new(
-    "max_backward_search_cols_v4",
-    &[common!(), mask_unit_v4!(), match_rule!()],
-    SEARCH_COLS_SLOTS,
-    SEARCH_COLS_BODY,
-);
-static K_COLS_F1: Spec<SearchColsParams> = Spec::new(
-    "max_backward_search_cols",
-    &[common!(), mask_unit_f1!(), match_rule!()],
-    SEARCH_COLS_SLOTS,
-    SEARCH_COLS_BODY,
-);
+unit_specs!(K_BCAST_V4, K_BCAST_F1: BroadcastParams = "reduce_broadcast",
+    v4: [common!(), mask_unit_v4!(), gather_v4!()], f1: [common!(), mask_unit_f1!(), gather_f1!()],
+    BROADCAST_SLOTS, BROADCAST_BODY);
+unit_specs!(K_ROWS_V4, K_ROWS_F1: SearchRowsParams = "max_backward_search_rows",
+    v4: [common!(), mask_unit_v4!(), match_rule!()], f1: [common!(), mask_unit_f1!(), match_rule!()],
+    SEARCH_ROWS_SLOTS, SEARCH_ROWS_BODY);
+unit_specs!(K_COLS_V4, K_COLS_F1: SearchColsParams = "max_backward_search_cols",
+    v4: [common!(), mask_unit_v4!(), match_rule!()], f1: [common!(), mask_unit_f1!(), match_rule!()],
+    SEARCH_COLS_SLOTS, SEARCH_COLS_BODY);
 static K_SCATTER: Spec<ScatterParams> =
     Spec::new("max_backward_scatter", &[common!()], SCATTER_SLOTS, SCATTER_BODY);
 

@@ -5,7 +5,7 @@
 
 use crate::size::Size;
 use crate::ops::check::mismatch;
-use super::wgsl::thread_main;
+use super::wgsl::{thread_main, unit_specs};
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{Device, Error, Tensor};
 
@@ -76,14 +76,8 @@ const COPY_BODY: &str = concat!(thread_main!(i < "p.total"), "    let o = i / p.
 ");
 
 static TRANSPOSE: Spec<TransposeParams> = Spec::new("transpose", &[], TRANSPOSE_SLOTS, TRANSPOSE_BODY);
-static COPY_V4: Spec<CopyParams> = Spec::new(
-    "block_copy_v4",
-    &["alias T = vec4<u32>;\n"],
-    COPY_SLOTS,
-    COPY_BODY,
-);
-static COPY_F1: Spec<CopyParams> =
-    Spec::new("block_copy", &["alias T = u32;\n"], COPY_SLOTS, COPY_BODY);
+unit_specs!(COPY_V4, COPY_F1: CopyParams = "block_copy",
+    v4: ["alias T = vec4<u32>;\n"], f1: ["alias T = u32;\n"], COPY_SLOTS, COPY_BODY);
 
 /// Every kernel of this file, for the registry of `dense/mod.rs`.
 pub(crate) fn kernels() -> Vec<Source> {

@@ -250,35 +250,27 @@ pub(crate) use lowest;
 /// pieces:
 /// `unit_specs!(K_V4, K_F1: SoftmaxParams = "softmax", [wg_common!()], SLOTS, BODY);`.
 /// Pieces that differ by unit follow as `v4: PIECE, f1: PIECE` (the reductions' NaN-aware
-/// maximum: `[wg_common!()], v4: nan_max_v4!(), f1: nan_max_f1!(), SLOTS, BODY`).
+/// maximum: `[wg_common!()], v4: nan_max_v4!(), f1: nan_max_f1!(), SLOTS, BODY`). A kernel
+/// with its own unit preludes lists each form's pieces whole:
+/// `unit_specs!(K_V4, K_F1: P = "name", v4: [A, B_V4], f1: [A, B_F1], SLOTS, BODY);`.
 macro_rules! unit_specs {
+    ($v4:ident, $f1:ident: $p:ty = $name:literal, v4: [$($m4:expr),* $(,)?], f1: [$($m1:expr),* $(,)?], $slots:expr, $body:expr $(,)?) => {
+        static $v4: $crate::spec::Spec<$p> =
+            $crate::spec::Spec::new(concat!($name, "_v4"), &[$($m4),*], $slots, $body);
+        static $f1: $crate::spec::Spec<$p> =
+            $crate::spec::Spec::new($name, &[$($m1),*], $slots, $body);
+    };
     ($v4:ident, $f1:ident: $p:ty = $name:literal, [$($more:expr),* $(,)?], v4: $m4:expr, f1: $m1:expr, $slots:expr, $body:expr $(,)?) => {
-        static $v4: $crate::spec::Spec<$p> = $crate::spec::Spec::new(
-            concat!($name, "_v4"),
-            &[$crate::dense::wgsl::unit_v4!(), $($more,)* $m4],
-            $slots,
-            $body,
-        );
-        static $f1: $crate::spec::Spec<$p> = $crate::spec::Spec::new(
-            $name,
-            &[$crate::dense::wgsl::unit_f1!(), $($more,)* $m1],
-            $slots,
-            $body,
-        );
+        $crate::dense::wgsl::unit_specs!($v4, $f1: $p = $name,
+            v4: [$crate::dense::wgsl::unit_v4!(), $($more,)* $m4],
+            f1: [$crate::dense::wgsl::unit_f1!(), $($more,)* $m1],
+            $slots, $body);
     };
     ($v4:ident, $f1:ident: $p:ty = $name:literal, [$($more:expr),* $(,)?], $slots:expr, $body:expr $(,)?) => {
-        static $v4: $crate::spec::Spec<$p> = $crate::spec::Spec::new(
-            concat!($name, "_v4"),
-            &[$crate::dense::wgsl::unit_v4!(), $($more),*],
-            $slots,
-            $body,
-        );
-        static $f1: $crate::spec::Spec<$p> = $crate::spec::Spec::new(
-            $name,
-            &[$crate::dense::wgsl::unit_f1!(), $($more),*],
-            $slots,
-            $body,
-        );
+        $crate::dense::wgsl::unit_specs!($v4, $f1: $p = $name,
+            v4: [$crate::dense::wgsl::unit_v4!(), $($more),*],
+            f1: [$crate::dense::wgsl::unit_f1!(), $($more),*],
+            $slots, $body);
     };
 }
 pub(crate) use unit_specs;
