@@ -16,3 +16,21 @@ fn every_dense_kernel_passes_naga() {
     assert!(all.len() > 400, "only {} kernels listed", all.len());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Writes every registered kernel's WGSL, name then text, to the file named by
+/// `TANG_WGSL_DUMP`: run it before and after a refactor of kernel text generation and
+/// `diff` the two files to show the change emits the same text (and so the same speed):
+/// `TANG_WGSL_DUMP=/tmp/before.wgsl cargo test -p tang-tests --test shaders -- --ignored dump`.
+#[test]
+#[ignore = "writes a file for a before/after diff; run by hand with TANG_WGSL_DUMP set"]
+fn dump_every_kernel_text() {
+    let path = std::env::var("TANG_WGSL_DUMP").expect("set TANG_WGSL_DUMP to the output file");
+    let mut all = tang_runtime::__testing::dense_kernels();
+    all.sort();
+    let text: String = all
+        .iter()
+        .map(|(name, src)| format!("// ==== {name}\n{src}\n"))
+        .collect();
+    std::fs::write(&path, text).expect("write the dump");
+    println!("wrote {} kernels to {path}", all.len());
+}

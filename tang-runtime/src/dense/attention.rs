@@ -45,6 +45,7 @@
 //! decoding over long caches is latency-bound (a split-key variant would fix that).
 
 use crate::size::Size;
+use crate::ops::check::mismatch;
 use crate::{DType, Device, Error, Tensor};
 
 mod bwd_dkv;
@@ -75,13 +76,13 @@ fn dims4(op: &str, name: &str, t: &Tensor, what: &str) -> Result<[usize; 4], Err
     t.expect_dtype(op, DType::F32)?;
     match *t.shape() {
         [a, b, c, d] if a > 0 && b > 0 && c > 0 && d > 0 => Ok([a, b, c, d]),
-        _ => Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
+        _ => Err(mismatch(
+            op,
+            format!(
                 "{name} must be a non-empty {what}, got shape {:?}",
                 t.shape()
             ),
-        }),
+        )),
     }
 }
 
@@ -90,19 +91,17 @@ fn check_qkv(op: &str, q: &Tensor, k: &Tensor, v: &Tensor) -> Result<Dims, Error
     let [b, h, tq, d] = dims4(op, "q", q, "[B, H, T, D] tensor")?;
     let [kb, hkv, tk, kd] = dims4(op, "k", k, "[B, Hkv, T, D] tensor")?;
     if v.shape() != k.shape() || v.dtype() != DType::F32 {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!("v must have k's shape {:?}, got {:?}", k.shape(), v.shape()),
-        });
+        let (ks, vs) = (k.shape(), v.shape());
+        return Err(mismatch(op, format!("v must have k's shape {ks:?}, got {vs:?}")));
     }
     if kb != b || kd != d || h % hkv != 0 {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
+        return Err(mismatch(
+            op,
+            format!(
                 "k and v must be [B={b}, Hkv, T, D={d}] with Hkv dividing H={h}, got {:?}",
                 k.shape()
             ),
-        });
+        ));
     }
     if d > 128 {
         return Err(Error::TooLarge {
@@ -225,13 +224,13 @@ pub fn attention(
     let op = "attention";
     let dims = check_qkv(op, q, k, v)?;
     if dims.tk != dims.tq {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
+        return Err(mismatch(
+            op,
+            format!(
                 "k and v must have q's sequence length {} (dim 2), got {}; use attention_decode for a KV cache",
                 dims.tq, dims.tk
             ),
-        });
+        ));
     }
     launch_forward(q, k, v, &dims, 0, scale_for(dims.d, scale), op)
 }
@@ -259,14 +258,14 @@ pub fn attention_decode(
         .get()
         .is_none_or(|end| end > dims.tk)
     {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
+        return Err(mismatch(
+            op,
+            format!(
                 "past ({past}) + new positions ({}) exceed the cache capacity Tmax = {} (dim 2 of k_cache); \
                  grow the cache or pass fewer positions",
                 dims.tq, dims.tk
             ),
-        });
+        ));
     }
     let (o, _lse) = launch_forward(
         q,
@@ -294,36 +293,36 @@ fn check_backward(
 ) -> Result<(Dims, AttentionParams), Error> {
     let dims = check_qkv(op, q, k, v)?;
     if dims.tk != dims.tq {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
+        return Err(mismatch(
+            op,
+            format!(
                 "k and v must have q's sequence length {}, got {}",
                 dims.tq, dims.tk
             ),
-        });
+        ));
     }
     for &(name, t) in like_q {
         if t.shape() != q.shape() || t.dtype() != DType::F32 {
-            return Err(Error::ShapeMismatch {
-                op: op.into(),
-                detail: format!(
+            return Err(mismatch(
+                op,
+                format!(
                     "{name} must have q's shape {:?}, got {:?}",
                     q.shape(),
                     t.shape()
                 ),
-            });
+            ));
         }
     }
     for &(name, t) in rows {
         if t.shape() != [dims.b, dims.h, dims.tq] || t.dtype() != DType::F32 {
-            return Err(Error::ShapeMismatch {
-                op: op.into(),
-                detail: format!(
+            return Err(mismatch(
+                op,
+                format!(
                     "{name} must be the forward's [B, H, T] = {:?}, got {:?}",
                     [dims.b, dims.h, dims.tq],
                     t.shape()
                 ),
-            });
+            ));
         }
     }
     variant(q.device(), op, dims.d)?;

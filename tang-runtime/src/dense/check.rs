@@ -1,6 +1,7 @@
 //! Rust-side checks and launch helpers shared by the dense kernels: dtype checks, row and
 //! axis views of a shape, and the 2-D workgroup grid.
 
+use crate::ops::check::mismatch;
 use crate::size::Size;
 use crate::{DType, Device, Error, Tensor};
 
@@ -37,10 +38,10 @@ pub(crate) fn want_shape(
     if got == want {
         return Ok(());
     }
-    Err(Error::ShapeMismatch {
-        op: op.into(),
-        detail: format!("{what} has shape {got:?}; expected {want:?} ({why})"),
-    })
+    Err(mismatch(
+        op,
+        format!("{what} has shape {got:?}; expected {want:?} ({why})"),
+    ))
 }
 
 /// Checks that `t` is a u32 tensor.
@@ -52,10 +53,10 @@ pub(crate) fn want_u32(op: &str, t: &Tensor) -> Result<(), Error> {
 pub(crate) fn rows_cols(op: &str, t: &Tensor) -> Result<(usize, usize), Error> {
     let s = t.shape();
     let Some((&c, lead)) = s.split_last() else {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: "expected a tensor of rank >= 1 ([..., cols]), got a scalar".into(),
-        });
+        return Err(mismatch(
+            op,
+            "expected a tensor of rank >= 1 ([..., cols]), got a scalar".into(),
+        ));
     };
     let rows = Size::product(lead).counted(|| format!("{op}: rows of shape {s:?}"))?;
     Ok((rows, c))
@@ -73,15 +74,7 @@ pub(crate) struct AxisView {
 /// Splits `shape` around `axis`; [`Error::ShapeMismatch`] when `axis >= rank`,
 /// [`Error::TooLarge`] when the part before or after the axis overflows.
 pub(crate) fn axis_view(op: &str, s: &[usize], axis: usize) -> Result<AxisView, Error> {
-    if axis >= s.len() {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
-                "axis {axis} is out of range for a tensor of shape {s:?}; pass an axis < {}",
-                s.len()
-            ),
-        });
-    }
+    crate::ops::check::dim(op, axis, s)?;
     let mut out_shape: Vec<usize> = s
         .iter()
         .enumerate()

@@ -12,6 +12,7 @@
 //! mean is NaN, visibly) and a zero gradient row; it is never read out of bounds.
 
 use super::check::{grid, want_f32, want_shape, want_u32};
+use crate::ops::check::mismatch;
 use super::rows_team::{Kind, team_kernel};
 use super::wgsl::{lowest, row_math, row_max_sumexp, unit_specs, wg_common, wg_main};
 use crate::spec::{Slot, Source, Spec, params};
@@ -157,10 +158,7 @@ pub fn cross_entropy(
     want_u32(op, targets)?;
     let ls = logits.shape();
     let Some((&classes, lead)) = ls.split_last() else {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: "logits is a scalar; expected [..., classes]".into(),
-        });
+        return Err(mismatch(op, "logits is a scalar; expected [..., classes]".into()));
     };
     want_shape(
         op,

@@ -13,7 +13,8 @@
 //!    1024 positions) and sums `grad[pos, :]` in position order, coalesced over `dim`. A row
 //!    with more positions scans the ids in order instead (at most `n / 1024` such rows).
 
-use super::check::{grid, want_f32, want_u32};
+use super::check::{grid, want_f32, want_shape, want_u32};
+use crate::ops::check::mismatch;
 use super::wgsl::{WG, thread_main, unit_specs, wg_common, wg_main};
 use crate::spec::{Slot, Source, Spec, params};
 use crate::size::Size;
@@ -36,9 +37,8 @@ const FWD_SLOTS: &[Slot] = &[
 ];
 
 const FWD_BODY: &str = concat!(
-    thread_main!(idx),
-    "    if (idx >= p.n * p.units) { return; }
-    let i = idx / p.units;
+    thread_main!(idx < "p.n * p.units"),
+    "    let i = idx / p.units;
     let u = idx % p.units;
     let id = ids[i];
     var v = T(0.0);
@@ -53,9 +53,8 @@ const COUNT_SLOTS: &[Slot] = &[
 ];
 
 const COUNT_BODY: &str = concat!(
-    thread_main!(i),
-    "    if (i >= p.n) { return; }
-    let id = ids[i];
+    thread_main!(i < "p.n"),
+    "    let id = ids[i];
     if (id < p.vocab) { atomicAdd(&counts[id], 1u); }
 }
 ");
@@ -103,9 +102,8 @@ const FILL_SLOTS: &[Slot] = &[
 ];
 
 const FILL_BODY: &str = concat!(
-    thread_main!(i),
-    "    if (i >= p.n) { return; }
-    let id = ids[i];
+    thread_main!(i < "p.n"),
+    "    let id = ids[i];
     if (id < p.vocab) {
         // counts[id] >= 1 here (the histogram counted this position), so no wrap.
         let c = atomicSub(&counts[id], 1u);
@@ -197,13 +195,13 @@ pub fn embedding(ids: &Tensor, weight: &Tensor) -> Result<Tensor, Error> {
     want_u32(op, ids)?;
     want_f32(op, weight)?;
     let &[vocab, dim] = weight.shape() else {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
+        return Err(mismatch(
+            op,
+            format!(
                 "weight has shape {:?}; expected [vocab, dim]",
                 weight.shape()
             ),
-        });
+        ));
     };
     let n = ids.len();
     let mut shape = ids.shape().to_vec();
@@ -244,15 +242,8 @@ pub fn embedding_backward(ids: &Tensor, grad_out: &Tensor, vocab: usize) -> Resu
     want_f32(op, grad_out)?;
     let gs = grad_out.shape();
     let dim = gs.last().copied().unwrap_or(0);
-    if gs.len() != ids.shape().len() + 1 || &gs[..gs.len() - 1] != ids.shape() {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
-                "grad_out has shape {gs:?}; expected the ids' shape {:?} followed by [dim]",
-                ids.shape()
-            ),
-        });
-    }
+    let want = [ids.shape(), &[dim]].concat();
+    want_shape(op, "grad_out", gs, &want, "the ids' shape followed by [dim]")?;
     let n = ids.len();
     // The kernels index with 32 bits (and the scan's offsets hold `vocab + 1` entries).
     let limit = u64::from(u32::MAX);

@@ -18,6 +18,8 @@ pub use codegen::TileConfig;
 pub use epilogue::Epilogue;
 
 use codegen::{Shape, Variant};
+use crate::ops::check::mismatch;
+use super::check::want_shape;
 
 use crate::size::{Size, numel};
 use crate::spec::Variants;
@@ -59,20 +61,13 @@ struct Dims {
     out_shape: Vec<usize>,
 }
 
-fn mismatch(detail: String) -> Error {
-    Error::ShapeMismatch {
-        op: "matmul".into(),
-        detail,
-    }
-}
-
 fn dims(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Dims, Error> {
     for (name, t) in [("a", a), ("b", b)] {
         t.expect_dtype(&format!("matmul ({name})"), DType::F32)?;
     }
     let (sa, sb) = (a.shape(), b.shape());
     if sa.len() < 2 || sb.len() < 2 {
-        return Err(mismatch(format!(
+        return Err(mismatch("matmul", format!(
             "both operands need rank >= 2 ([.., rows, cols]), got a {sa:?} and b {sb:?}; reshape a vector to [1, n] or [n, 1]"
         )));
     }
@@ -81,7 +76,7 @@ fn dims(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Dims, Error> {
     let (m, k) = if o.transpose_a { (ca, ra) } else { (ra, ca) };
     let (k2, n) = if o.transpose_b { (cb, rb) } else { (rb, cb) };
     if k != k2 {
-        return Err(mismatch(format!(
+        return Err(mismatch("matmul", format!(
             "inner dimensions differ: op(a) is [{m}, {k}] (a {sa:?}, transpose_a = {}) but op(b) is [{k2}, {n}] (b {sb:?}, transpose_b = {}); expected b to have {k} {}",
             o.transpose_a,
             o.transpose_b,
@@ -104,7 +99,7 @@ fn dims(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Dims, Error> {
         (true, false) => (bb, lb.to_vec(), 0, b_mat),
         (false, false) => {
             if la != lb {
-                return Err(mismatch(format!(
+                return Err(mismatch("matmul", format!(
                     "batch dimensions differ: a {sa:?} has batch {la:?}, b {sb:?} has batch {lb:?}; use equal batch dimensions, or a rank-2 operand to broadcast it"
                 )));
             }
@@ -114,7 +109,7 @@ fn dims(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Dims, Error> {
     if let Some(bias) = o.bias {
         bias.expect_dtype("matmul (bias)", DType::F32)?;
         if bias.len() != n || bias.shape().iter().rev().skip(1).any(|&d| d != 1) {
-            return Err(mismatch(format!(
+            return Err(mismatch("matmul", format!(
                 "bias has shape {:?}, expected [{n}] (one value per column of C)",
                 bias.shape()
             )));
@@ -325,13 +320,7 @@ pub fn matmul_backward(
         ..Default::default()
     };
     let d = dims(a, b, &o)?;
-    if grad_c.shape() != d.out_shape.as_slice() {
-        return Err(mismatch(format!(
-            "grad_c has shape {:?}, expected the output's shape {:?}",
-            grad_c.shape(),
-            d.out_shape
-        )));
-    }
+    want_shape("matmul", "grad_c", grad_c.shape(), &d.out_shape, "the output's shape")?;
     let mm = |x: &Tensor, y: &Tensor, ta: bool, tb: bool| {
         matmul_with(
             x,
@@ -403,7 +392,7 @@ fn sum_batch(t: &Tensor, shape: &[usize]) -> Result<Tensor, Error> {
 /// [`Error::ShapeMismatch`] for a tensor of rank 0.
 pub fn bias_backward(grad_c: &Tensor) -> Result<Tensor, Error> {
     let Some(&n) = grad_c.shape().last() else {
-        return Err(mismatch("grad_c must have rank >= 1 ([.., n])".into()));
+        return Err(mismatch("matmul", "grad_c must have rank >= 1 ([.., n])".into()));
     };
     if n == 0 {
         return grad_c.device().empty(&[0], DType::F32);

@@ -6,7 +6,7 @@
 
 pub(crate) mod check;
 mod nan_max;
-mod wgsl;
+pub(crate) mod wgsl;
 
 /// Declares the modules that hold kernels, and [`registry`] over all of them: each must
 /// define `kernels()` (every kernel it can produce), so a module declared here cannot be

@@ -19,6 +19,7 @@
 //! whole-tensor forms) live in their own file and are reached through this module.
 
 use super::check::{AxisView, axis_view, grid, want_f32};
+use crate::ops::check::mismatch;
 use super::nan_max::{nan_max_f1, nan_max_v4};
 use super::wgsl::{WG, chunk_main, unit_specs, wg_common, wg_main};
 use crate::spec::{Slot, Source, params};
@@ -173,7 +174,9 @@ fn reduce3(
         return Err(too("elements", x.len()));
     }
     let code = [("OP", op.code())];
-    if inner == 1 {
+    // Each pass writes `chunks` partial results per output; a second pass reduces them,
+    // and the scale applies once, in the pass that writes the final result.
+    let (part, chunks) = if inner == 1 {
         // Chunks only when the rows alone cannot fill the GPU; each chunk >= 4096 elements.
         let chunks = if outer >= TARGET_GROUPS {
             1
@@ -186,8 +189,7 @@ fn reduce3(
         let v4 = axis.is_multiple_of(4);
         let w = if v4 { 4 } else { 1 };
         let n = axis / w;
-        let chunk = n.div_ceil(chunks);
-        let chunks = n.div_ceil(chunk.max(1)).max(1);
+        let (chunk, chunks) = split(n, chunks);
         let part = dev.empty(&[outer * chunks], DType::F32)?;
         let s = if chunks == 1 { scale } else { 1.0 };
         let params = RowsParams {
@@ -200,11 +202,7 @@ fn reduce3(
         let k = if v4 { &K_ROWS_V4 } else { &K_ROWS_F1 };
         let groups = grid(&dev, name, (outer * chunks) as u64)?;
         k.dispatch(&code, &params, &[x, &part], groups)?;
-        if chunks == 1 {
-            Ok(part)
-        } else {
-            reduce3(&part, outer, chunks, 1, op, scale)
-        }
+        (part, chunks)
     } else {
         let v4 = inner.is_multiple_of(4);
         let w = if v4 { 4 } else { 1 };
@@ -215,8 +213,7 @@ fn reduce3(
         } else {
             TARGET_THREADS.div_ceil(cols).min(axis.div_ceil(64)).max(1)
         };
-        let chunk = axis.div_ceil(chunks);
-        let chunks = axis.div_ceil(chunk.max(1)).max(1);
+        let (chunk, chunks) = split(axis, chunks);
         let part = dev.empty(&[outer * chunks * inner], DType::F32)?;
         let s = if chunks == 1 { scale } else { 1.0 };
         let params = ColsParams {
@@ -234,12 +231,20 @@ fn reduce3(
             (outer * chunks * iu).div_ceil(WG as usize) as u64,
         )?;
         k.dispatch(&code, &params, &[x, &part], groups)?;
-        if chunks == 1 {
-            Ok(part)
-        } else {
-            reduce3(&part, outer, chunks, inner, op, scale)
-        }
+        (part, chunks)
+    };
+    if chunks == 1 {
+        Ok(part)
+    } else {
+        reduce3(&part, outer, chunks, inner, op, scale)
     }
+}
+
+/// `n` items cut into at most `wanted` chunks of one length: `(chunk length, chunk count)`
+/// (at least one chunk, also for `n = 0`).
+fn split(n: usize, wanted: usize) -> (usize, usize) {
+    let chunk = n.div_ceil(wanted);
+    (chunk, n.div_ceil(chunk.max(1)).max(1))
 }
 
 fn reduce_axis(x: &Tensor, axis: usize, op: Op) -> Result<Tensor, Error> {
@@ -259,12 +264,12 @@ fn reduce_axis(x: &Tensor, axis: usize, op: Op) -> Result<Tensor, Error> {
         if op == Op::Sum {
             return Tensor::zeros(x.device(), &out_shape);
         }
-        return Err(Error::ShapeMismatch {
-            op: name.into(),
-            detail: format!(
+        return Err(mismatch(
+            name,
+            format!(
                 "axis {axis} of shape {s:?} is empty; {name} of no elements is undefined"
             ),
-        });
+        ));
     }
     let scale = if op == Op::Mean {
         1.0 / len as f32

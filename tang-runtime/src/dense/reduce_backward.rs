@@ -21,7 +21,7 @@
 
 use super::check::{AxisView, axis_view, grid, want_f32, want_shape};
 use super::reduce::{TARGET_GROUPS, TARGET_THREADS};
-use super::wgsl::{WG, chunk_main, thread_main, wg_main};
+use super::wgsl::{WG, chunk_main, thread_main, unit_specs, wg_main};
 use crate::size::numel;
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Error, Tensor};
@@ -86,9 +86,8 @@ const BROADCAST_SLOTS: &[Slot] = &[
 ];
 
 const BROADCAST_BODY: &str = concat!(
-    thread_main!(u),
-    "    if (u >= p.units) { return; }
-    let e = u * W;
+    thread_main!(u < "p.units"),
+    "    let e = u * W;
     let o = e / (p.axis * p.inner);
     // vec4 units are launched only for inner == 1 with an axis of a multiple of 4 (the
     // four elements share one dy) or an inner extent of a multiple of 4 (four neighbouring
@@ -190,9 +189,8 @@ const SCATTER_SLOTS: &[Slot] = &[
 ];
 
 const SCATTER_BODY: &str = concat!(
-    thread_main!(idx),
-    "    if (idx >= p.outer * p.inner) { return; }
-    let i = idx % p.inner;
+    thread_main!(idx < "p.outer * p.inner"),
+    "    let i = idx % p.inner;
     let o = idx / p.inner;
     var a = NONE;
     for (var c = 0u; c < p.chunks; c = c + 1u) {
@@ -203,42 +201,15 @@ const SCATTER_BODY: &str = concat!(
 }
 ");
 
-static K_BCAST_V4: Spec<BroadcastParams> = Spec::new(
-    "reduce_broadcast_v4",
-    &[common!(), mask_unit_v4!(), gather_v4!()],
-    BROADCAST_SLOTS,
-    BROADCAST_BODY,
-);
-static K_BCAST_F1: Spec<BroadcastParams> = Spec::new(
-    "reduce_broadcast",
-    &[common!(), mask_unit_f1!(), gather_f1!()],
-    BROADCAST_SLOTS,
-    BROADCAST_BODY,
-);
-static K_ROWS_V4: Spec<SearchRowsParams> = Spec::new(
-    "max_backward_search_rows_v4",
-    &[common!(), mask_unit_v4!(), match_rule!()],
-    SEARCH_ROWS_SLOTS,
-    SEARCH_ROWS_BODY,
-);
-static K_ROWS_F1: Spec<SearchRowsParams> = Spec::new(
-    "max_backward_search_rows",
-    &[common!(), mask_unit_f1!(), match_rule!()],
-    SEARCH_ROWS_SLOTS,
-    SEARCH_ROWS_BODY,
-);
-static K_COLS_V4: Spec<SearchColsParams> = Spec::new(
-    "max_backward_search_cols_v4",
-    &[common!(), mask_unit_v4!(), match_rule!()],
-    SEARCH_COLS_SLOTS,
-    SEARCH_COLS_BODY,
-);
-static K_COLS_F1: Spec<SearchColsParams> = Spec::new(
-    "max_backward_search_cols",
-    &[common!(), mask_unit_f1!(), match_rule!()],
-    SEARCH_COLS_SLOTS,
-    SEARCH_COLS_BODY,
-);
+unit_specs!(K_BCAST_V4, K_BCAST_F1: BroadcastParams = "reduce_broadcast",
+    v4: [common!(), mask_unit_v4!(), gather_v4!()], f1: [common!(), mask_unit_f1!(), gather_f1!()],
+    BROADCAST_SLOTS, BROADCAST_BODY);
+unit_specs!(K_ROWS_V4, K_ROWS_F1: SearchRowsParams = "max_backward_search_rows",
+    v4: [common!(), mask_unit_v4!(), match_rule!()], f1: [common!(), mask_unit_f1!(), match_rule!()],
+    SEARCH_ROWS_SLOTS, SEARCH_ROWS_BODY);
+unit_specs!(K_COLS_V4, K_COLS_F1: SearchColsParams = "max_backward_search_cols",
+    v4: [common!(), mask_unit_v4!(), match_rule!()], f1: [common!(), mask_unit_f1!(), match_rule!()],
+    SEARCH_COLS_SLOTS, SEARCH_COLS_BODY);
 static K_SCATTER: Spec<ScatterParams> =
     Spec::new("max_backward_scatter", &[common!()], SCATTER_SLOTS, SCATTER_BODY);
 

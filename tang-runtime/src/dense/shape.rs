@@ -4,6 +4,8 @@
 //! words, so f32 and u32 tensors are copied bit for bit.
 
 use crate::size::Size;
+use crate::ops::check::mismatch;
+use super::wgsl::{thread_main, unit_specs};
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{Device, Error, Tensor};
 
@@ -57,35 +59,25 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 // `j < inner`: one piece of a concat or split. `T` is `u32` or `vec4<u32>` (then
 // every quantity is in units of 4 words).
 params! {
-    /// `total` units (`T`) in rows of `inner`, from `src` (row stride `src_ld`, offset `src_off`) to `dst` (likewise); `row` threads per grid row.
-    struct CopyParams { inner: u32, src_ld: u32, src_off: u32, dst_ld: u32, dst_off: u32, total: u32, row: u32 }
+    /// `total` units (`T`) in rows of `inner`, from `src` (row stride `src_ld`, offset `src_off`) to `dst` (likewise).
+    struct CopyParams { inner: u32, src_ld: u32, src_off: u32, dst_ld: u32, dst_off: u32, total: u32 }
 }
 
-const COPY_SLOTS: &[Slot] = &[
+/// Every copy kernel's bindings: `src` read, `dst` written, in units `T`.
+pub(crate) const COPY_SLOTS: &[Slot] = &[
     Slot::Read("src", "array<T>"),
     Slot::ReadWrite("dst", "array<T>"),
 ];
 
-const COPY_BODY: &str = "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i >= p.total) { return; }
-    let o = i / p.inner;
+const COPY_BODY: &str = concat!(thread_main!(i < "p.total"), "    let o = i / p.inner;
     let j = i - o * p.inner;
     dst[o * p.dst_ld + p.dst_off + j] = src[o * p.src_ld + p.src_off + j];
 }
-";
+");
 
 static TRANSPOSE: Spec<TransposeParams> = Spec::new("transpose", &[], TRANSPOSE_SLOTS, TRANSPOSE_BODY);
-static COPY_V4: Spec<CopyParams> = Spec::new(
-    "block_copy_v4",
-    &["alias T = vec4<u32>;\n"],
-    COPY_SLOTS,
-    COPY_BODY,
-);
-static COPY_F1: Spec<CopyParams> =
-    Spec::new("block_copy", &["alias T = u32;\n"], COPY_SLOTS, COPY_BODY);
+unit_specs!(COPY_V4, COPY_F1: CopyParams = "block_copy",
+    v4: ["alias T = vec4<u32>;\n"], f1: ["alias T = u32;\n"], COPY_SLOTS, COPY_BODY);
 
 /// Every kernel of this file, for the registry of `dense/mod.rs`.
 pub(crate) fn kernels() -> Vec<Source> {
@@ -113,12 +105,9 @@ fn fits_u32(what: &str, n: usize) -> Result<u32, Error> {
 pub fn transpose(x: &Tensor) -> Result<Tensor, Error> {
     let s = x.shape();
     if s.len() < 2 {
-        return Err(Error::ShapeMismatch {
-            op: "transpose".into(),
-            detail: format!(
+        return Err(mismatch("transpose", format!(
                 "expected rank >= 2 ([.., rows, cols]), got {s:?}; reshape a vector to [1, n] first"
-            ),
-        });
+            )));
     }
     let (rows, cols) = (s[s.len() - 2], s[s.len() - 1]);
     let mut out_shape = s.to_vec();
@@ -186,7 +175,6 @@ fn block_copy(
         dst_ld: (dst_ld / w) as u32,
         dst_off: (dst_off / w) as u32,
         total: total_u,
-        row: grid[0] * 256,
     };
     let k = if v4 { &COPY_V4 } else { &COPY_F1 };
     k.dispatch(&[], &params, &[src, dst], grid)
@@ -220,13 +208,10 @@ pub fn concat(xs: &[&Tensor], axis: usize) -> Result<Tensor, Error> {
     };
     let s0 = first.shape();
     if axis >= s0.len() {
-        return Err(Error::ShapeMismatch {
-            op: "concat".into(),
-            detail: format!(
+        return Err(mismatch("concat", format!(
                 "axis {axis} is out of range for shape {s0:?}; use an axis below {}",
                 s0.len()
-            ),
-        });
+            )));
     }
     for (i, x) in xs.iter().enumerate() {
         let s = x.shape();
@@ -236,12 +221,9 @@ pub fn concat(xs: &[&Tensor], axis: usize) -> Result<Tensor, Error> {
                 .enumerate()
                 .all(|(d, (a, b))| d == axis || a == b);
         if !same {
-            return Err(Error::ShapeMismatch {
-                op: "concat".into(),
-                detail: format!(
+            return Err(mismatch("concat", format!(
                     "tensor {i} has shape {s:?}, expected {s0:?} in every dimension except axis {axis}"
-                ),
-            });
+                )));
         }
         x.expect_dtype(&format!("concat (tensor {i})"), first.dtype())?;
     }
@@ -285,23 +267,17 @@ pub fn concat_backward(grad: &Tensor, sizes: &[usize], axis: usize) -> Result<Ve
 pub fn split(x: &Tensor, axis: usize, sizes: &[usize]) -> Result<Vec<Tensor>, Error> {
     let s = x.shape();
     if axis >= s.len() {
-        return Err(Error::ShapeMismatch {
-            op: "split".into(),
-            detail: format!(
+        return Err(mismatch("split", format!(
                 "axis {axis} is out of range for shape {s:?}; use an axis below {}",
                 s.len()
-            ),
-        });
+            )));
     }
     let sum = Size::sum(sizes.iter().copied());
     if sum.get() != Some(s[axis]) {
-        return Err(Error::ShapeMismatch {
-            op: "split".into(),
-            detail: format!(
+        return Err(mismatch("split", format!(
                 "sizes {sizes:?} do not sum to {} (axis {axis} of {s:?}): they sum to {sum}",
                 s[axis]
-            ),
-        });
+            )));
     }
     fits_u32("split", x.len())?;
     let dev = x.device();

@@ -201,12 +201,19 @@ macro_rules! wg_main {
 }
 pub(crate) use wg_main;
 
-/// As [`wg_main`], declaring the thread's global index instead (`thread_main!(idx)`).
+/// As [`wg_main`], declaring the thread's global index instead (`thread_main!(idx)`);
+/// `thread_main!(idx < "p.n")` also returns the threads at or past the bound.
 macro_rules! thread_main {
     ($var:ident) => {
         concat!(
             $crate::dense::wgsl::wg_main!(@signature),
             "    let ", stringify!($var), " = (wid.x + wid.y * nwg.x) * 256u + lid;\n",
+        )
+    };
+    ($var:ident < $bound:literal) => {
+        concat!(
+            $crate::dense::wgsl::thread_main!($var),
+            "    if (", stringify!($var), " >= ", $bound, ") { return; }\n",
         )
     };
 }
@@ -218,8 +225,7 @@ pub(crate) use thread_main;
 macro_rules! chunk_main {
     () => {
         concat!(
-            $crate::dense::wgsl::thread_main!(idx),
-            "    if (idx >= p.outer * p.chunks * p.inner) { return; }\n",
+            $crate::dense::wgsl::thread_main!(idx < "p.outer * p.chunks * p.inner"),
             "    let i = idx % p.inner;\n",
             "    let t = idx / p.inner;\n",
             "    let c = t % p.chunks;\n",
@@ -244,35 +250,27 @@ pub(crate) use lowest;
 /// pieces:
 /// `unit_specs!(K_V4, K_F1: SoftmaxParams = "softmax", [wg_common!()], SLOTS, BODY);`.
 /// Pieces that differ by unit follow as `v4: PIECE, f1: PIECE` (the reductions' NaN-aware
-/// maximum: `[wg_common!()], v4: nan_max_v4!(), f1: nan_max_f1!(), SLOTS, BODY`).
+/// maximum: `[wg_common!()], v4: nan_max_v4!(), f1: nan_max_f1!(), SLOTS, BODY`). A kernel
+/// with its own unit preludes lists each form's pieces whole:
+/// `unit_specs!(K_V4, K_F1: P = "name", v4: [A, B_V4], f1: [A, B_F1], SLOTS, BODY);`.
 macro_rules! unit_specs {
+    ($v4:ident, $f1:ident: $p:ty = $name:literal, v4: [$($m4:expr),* $(,)?], f1: [$($m1:expr),* $(,)?], $slots:expr, $body:expr $(,)?) => {
+        static $v4: $crate::spec::Spec<$p> =
+            $crate::spec::Spec::new(concat!($name, "_v4"), &[$($m4),*], $slots, $body);
+        static $f1: $crate::spec::Spec<$p> =
+            $crate::spec::Spec::new($name, &[$($m1),*], $slots, $body);
+    };
     ($v4:ident, $f1:ident: $p:ty = $name:literal, [$($more:expr),* $(,)?], v4: $m4:expr, f1: $m1:expr, $slots:expr, $body:expr $(,)?) => {
-        static $v4: $crate::spec::Spec<$p> = $crate::spec::Spec::new(
-            concat!($name, "_v4"),
-            &[$crate::dense::wgsl::unit_v4!(), $($more,)* $m4],
-            $slots,
-            $body,
-        );
-        static $f1: $crate::spec::Spec<$p> = $crate::spec::Spec::new(
-            $name,
-            &[$crate::dense::wgsl::unit_f1!(), $($more,)* $m1],
-            $slots,
-            $body,
-        );
+        $crate::dense::wgsl::unit_specs!($v4, $f1: $p = $name,
+            v4: [$crate::dense::wgsl::unit_v4!(), $($more,)* $m4],
+            f1: [$crate::dense::wgsl::unit_f1!(), $($more,)* $m1],
+            $slots, $body);
     };
     ($v4:ident, $f1:ident: $p:ty = $name:literal, [$($more:expr),* $(,)?], $slots:expr, $body:expr $(,)?) => {
-        static $v4: $crate::spec::Spec<$p> = $crate::spec::Spec::new(
-            concat!($name, "_v4"),
-            &[$crate::dense::wgsl::unit_v4!(), $($more),*],
-            $slots,
-            $body,
-        );
-        static $f1: $crate::spec::Spec<$p> = $crate::spec::Spec::new(
-            $name,
-            &[$crate::dense::wgsl::unit_f1!(), $($more),*],
-            $slots,
-            $body,
-        );
+        $crate::dense::wgsl::unit_specs!($v4, $f1: $p = $name,
+            v4: [$crate::dense::wgsl::unit_v4!(), $($more),*],
+            f1: [$crate::dense::wgsl::unit_f1!(), $($more),*],
+            $slots, $body);
     };
 }
 pub(crate) use unit_specs;

@@ -30,15 +30,15 @@ pub fn broadcast_shapes(shapes: &[&[usize]]) -> Result<Vec<usize>, Error> {
                 *o = n;
                 continue;
             }
-            return Err(Error::ShapeMismatch {
-                op: "broadcast_shapes".into(),
-                detail: format!(
+            return Err(check::mismatch(
+                "broadcast_shapes",
+                format!(
                     "shapes {shapes:?} do not broadcast: dimension {} (from the right) is {} in one and {n} in another; \
                      sizes must be equal or 1",
                     s.len() - d,
                     *o
                 ),
-            });
+            ));
         }
     }
     Ok(out)
@@ -54,13 +54,13 @@ pub fn expand(x: &Tensor, shape: &[usize]) -> Result<Tensor, Error> {
     let op = "expand";
     let xs = x.shape();
     if !broadcasts_to(xs, shape) {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
+        return Err(check::mismatch(
+            op,
+            format!(
                 "cannot expand {xs:?} to {shape:?}: every dimension of the input must equal the target's or be 1, \
                  and the target may only add leading dimensions"
             ),
-        });
+        ));
     }
     gather_view(op, x, &broadcast_layout(xs, shape), shape)
 }
@@ -109,13 +109,13 @@ pub fn sum_to_shape(grad: &Tensor, shape: &[usize]) -> Result<Tensor, Error> {
     check::dtype(op, grad, crate::DType::F32)?;
     let gs = grad.shape();
     if !broadcasts_to(shape, gs) {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
+        return Err(check::mismatch(
+            op,
+            format!(
                 "shape {shape:?} does not broadcast to the gradient's shape {gs:?}; pass the shape of the input \
                  that was broadcast"
             ),
-        });
+        ));
     }
     let lead = gs.len() - shape.len();
     // Runs of summed and kept dimensions: `[(size, summed)]`, neighbours of one kind merged.

@@ -7,6 +7,7 @@ use super::broadcast::{broadcast_shapes, expand};
 use super::check;
 use super::int::IS_NAN_WGSL;
 use crate::dense::check::grid;
+use crate::dense::wgsl::thread_main;
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Error, Tensor};
 
@@ -14,8 +15,8 @@ use crate::{DType, Error, Tensor};
 const WG: usize = 256;
 
 params! {
-    /// `n` elements, `row` threads per grid row.
-    struct CompareParams { n: u32, row: u32 }
+    /// `n` elements.
+    struct CompareParams { n: u32 }
 }
 
 /// `OP`: 0 eq, 1 ne, 2 lt, 3 le, 4 gt, 5 ge; `FLOAT = 1` compares the words as f32. NaN is
@@ -28,7 +29,8 @@ static COMPARE: Spec<CompareParams> = Spec::new(
         Slot::Read("b", "array<u32>"),
         Slot::ReadWrite("out", "array<u32>"),
     ],
-    "override OP: u32 = 0u;
+    concat!(
+        "override OP: u32 = 0u;
 override FLOAT: u32 = 1u;
 
 fn compare(x: u32, y: u32) -> bool {
@@ -55,12 +57,12 @@ fn compare(x: u32, y: u32) -> bool {
     }
 }
 
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i < p.n) { out[i] = select(0u, 1u, compare(a[i], b[i])); }
-}
 ",
+        thread_main!(i),
+        "    if (i < p.n) { out[i] = select(0u, 1u, compare(a[i], b[i])); }
+}
+"
+    ),
 );
 
 /// Every kernel of this file, for the registry.
@@ -98,14 +100,11 @@ fn compare(a: &Tensor, b: &Tensor, cmp: Cmp) -> Result<Tensor, Error> {
     let op = cmp.name();
     check::same_device(op, a.device(), &[("other", b)])?;
     check::same_dtype(op, a, b)?;
-    let shape = broadcast_shapes(&[a.shape(), b.shape()]).map_err(|_| Error::ShapeMismatch {
-        op: op.into(),
-        detail: format!(
+    let shape = broadcast_shapes(&[a.shape(), b.shape()]).map_err(|_| check::mismatch(op, format!(
             "shapes {:?} and {:?} do not broadcast (sizes must be equal or 1, aligned from the right)",
             a.shape(),
             b.shape()
-        ),
-    })?;
+        )))?;
     let (a, b) = (expanded(a, &shape)?, expanded(b, &shape)?);
     let dev = a.device();
     let out = dev.empty(&shape, DType::U32)?;
@@ -114,10 +113,7 @@ fn compare(a: &Tensor, b: &Tensor, cmp: Cmp) -> Result<Tensor, Error> {
         return Ok(out);
     }
     let groups = grid(dev, op, u64::from(n).div_ceil(WG as u64))?;
-    let params = CompareParams {
-        n,
-        row: groups[0] * WG as u32,
-    };
+    let params = CompareParams { n };
     let float = if a.dtype() == DType::F32 { 1.0 } else { 0.0 };
     let constants = [("OP", f64::from(cmp as u32)), ("FLOAT", float)];
     COMPARE.dispatch(&constants, &params, &[&a, &b, &out], groups)?;

@@ -14,6 +14,7 @@
 
 use super::check;
 use super::view::permute;
+use crate::dense::check::want_shape;
 use crate::dense::conv_gemm::{self, Axis, ConvGemm};
 use crate::dense::reduce::sum;
 use crate::size::Size;
@@ -80,12 +81,28 @@ impl Dims {
     }
 }
 
-/// A shape error of `op`.
-fn mismatch(op: &str, detail: String) -> Error {
-    Error::ShapeMismatch {
-        op: op.into(),
-        detail,
-    }
+/// Checks that `input`, `weight`, `bias` and `others` are f32 on the input's device, then
+/// their shapes as [`dims`] does.
+fn checked_dims(
+    op: &str,
+    others: &[(&str, &Tensor)],
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    conv: &Conv2d,
+) -> Result<Dims, Error> {
+    let named = [("input", input), ("weight", weight)]
+        .into_iter()
+        .chain(bias.map(|b| ("bias", b)))
+        .chain(others.iter().copied());
+    check::floats_on(op, input.device(), named)?;
+    dims(
+        op,
+        input.shape(),
+        weight.shape(),
+        bias.map(Tensor::shape),
+        conv,
+    )
 }
 
 /// Checks input, weight and bias against each other and `conv`, and returns the sizes.
@@ -97,13 +114,13 @@ fn dims(
     conv: &Conv2d,
 ) -> Result<Dims, Error> {
     let &[n, c_in, h, w] = input else {
-        return Err(mismatch(
+        return Err(check::mismatch(
             op,
             format!("expected an NCHW input of rank 4, got shape {input:?}"),
         ));
     };
     let &[c_out, cg, kh, kw] = weight else {
-        return Err(mismatch(
+        return Err(check::mismatch(
             op,
             format!(
                 "expected a weight [C_out, C_in / groups, kh, kw] of rank 4, got shape {weight:?}"
@@ -121,7 +138,7 @@ fn dims(
         ));
     }
     if !c_in.is_multiple_of(g) || !c_out.is_multiple_of(g) {
-        return Err(mismatch(
+        return Err(check::mismatch(
             op,
             format!(
                 "input channels {c_in} and output channels {c_out} must both be divisible by groups = {g}"
@@ -129,7 +146,7 @@ fn dims(
         ));
     }
     if cg.checked_mul(g) != Some(c_in) {
-        return Err(mismatch(
+        return Err(check::mismatch(
             op,
             format!(
                 "the weight {weight:?} expects {cg} input channels per group; with groups = {g} the input {input:?} has {}",
@@ -138,7 +155,7 @@ fn dims(
         ));
     }
     if kh == 0 || kw == 0 {
-        return Err(mismatch(
+        return Err(check::mismatch(
             op,
             format!("the kernel of weight {weight:?} is empty"),
         ));
@@ -146,27 +163,15 @@ fn dims(
     if let Some(b) = bias
         && b != [c_out]
     {
-        return Err(mismatch(
+        return Err(check::mismatch(
             op,
             format!("bias has shape {b:?}, expected [{c_out}] (one value per output channel)"),
         ));
     }
     let mut out = [n, c_out, 0, 0];
-    for (axis, (size, k)) in [(h, kh), (w, kw)].into_iter().enumerate() {
-        let (s, p, d) = (conv.stride[axis], conv.padding[axis], conv.dilation[axis]);
-        let span = d.saturating_mul(k - 1).saturating_add(1);
-        let padded = p.saturating_mul(2).saturating_add(size);
-        if padded < span {
-            return Err(mismatch(
-                op,
-                format!(
-                    "the input {input:?} padded by {:?} is smaller than the dilated kernel (span {span} along axis {})",
-                    conv.padding,
-                    axis + 2
-                ),
-            ));
-        }
-        out[axis + 2] = (padded - span) / s + 1;
+    for (axis, k) in [kh, kw].into_iter().enumerate() {
+        let window = [k, conv.stride[axis], conv.dilation[axis]];
+        out[axis + 2] = check::window_len(op, input, conv.padding, axis, window)?;
     }
     // The gather computes `position · stride + tap · dilation ± padding` per axis in
     // i32; every such value is below the padded size plus the kernel's span. (A stride
@@ -395,21 +400,8 @@ pub fn conv2d(
     conv: &Conv2d,
 ) -> Result<Tensor, Error> {
     let op = "conv2d";
-    check::dtype(op, input, DType::F32)?;
-    check::dtype(op, weight, DType::F32)?;
     let dev = input.device();
-    check::same_device(op, dev, &[("weight", weight)])?;
-    if let Some(b) = bias {
-        check::dtype(op, b, DType::F32)?;
-        check::same_device(op, dev, &[("bias", b)])?;
-    }
-    let d = dims(
-        op,
-        input.shape(),
-        weight.shape(),
-        bias.map(Tensor::shape),
-        conv,
-    )?;
+    let d = checked_dims(op, &[], input, weight, bias, conv)?;
     if d.n == 0 {
         return dev.empty(&d.out, DType::F32);
     }
@@ -434,32 +426,18 @@ pub fn conv2d_backward(
 ) -> Result<Conv2dGrads, Error> {
     let op = "conv2d_backward";
     let dev = grad_out.device();
-    for (name, t) in [("grad_out", grad_out), ("input", input), ("weight", weight)] {
-        check::dtype(op, t, DType::F32)?;
-        check::same_device(op, dev, &[(name, t)])?;
-    }
-    if let Some(b) = bias {
-        check::same_device(op, dev, &[("bias", b)])?;
-    }
-    let d = dims(
+    let d = checked_dims(op, &[("grad_out", grad_out)], input, weight, bias, conv)?;
+    want_shape(
         op,
-        input.shape(),
-        weight.shape(),
-        bias.map(Tensor::shape),
-        conv,
+        "grad_out",
+        grad_out.shape(),
+        &d.out,
+        format_args!(
+            "the convolution of {:?} by {:?}",
+            input.shape(),
+            weight.shape()
+        ),
     )?;
-    if grad_out.shape() != d.out {
-        return Err(mismatch(
-            op,
-            format!(
-                "grad_out has shape {:?}, the convolution of {:?} by {:?} gives {:?}",
-                grad_out.shape(),
-                input.shape(),
-                weight.shape(),
-                d.out
-            ),
-        ));
-    }
     if d.n == 0 {
         // No images: nothing flows to the weight or bias (PyTorch gives zeros too).
         return Ok(Conv2dGrads {

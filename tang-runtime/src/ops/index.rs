@@ -5,18 +5,17 @@
 //! it (checking it on the CPU would need the indices read back).
 
 use super::check;
+use super::inplace::launch_threads;
 use super::strided::MAX_RANK;
-use crate::dense::check::grid;
+use crate::dense::check::want_shape;
+use crate::dense::wgsl::thread_main;
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Device, Error, Tensor};
 
-/// Threads per workgroup.
-const WG: usize = 256;
-
 params! {
     /// `index_select` and `index_copy_`: the data viewed as `[outer, len, inner]` around
-    /// the indexed dimension, `k` indices, `total` threads, `row` threads per grid row.
-    struct IndexParams { outer: u32, len: u32, inner: u32, k: u32, total: u32, row: u32 }
+    /// the indexed dimension, `k` indices, `total` threads.
+    struct IndexParams { outer: u32, len: u32, inner: u32, k: u32, total: u32 }
 }
 
 /// Thread `i` of an [`IndexParams`] kernel: `(o, j, c)` of `[outer, k, inner]`, and the
@@ -38,18 +37,16 @@ static INDEX_SELECT: Spec<IndexParams> = Spec::new(
         Slot::Read("idx", "array<u32>"),
         Slot::ReadWrite("out", "array<u32>"),
     ],
-    "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i >= p.total) { return; }
-    let q = index_coords(i);
+    concat!(
+        thread_main!(i < "p.total"),
+        "    let q = index_coords(i);
     let id = idx[q.y];
     var v = 0u;
     if (id < p.len) { v = x[data_at(q.x, id, q.z)]; }
     out[i] = v;
 }
-",
+"
+    ),
 );
 
 /// `x[o, idx[j], i] = src[o, j, i]` (skipped for an index `>= len`).
@@ -61,16 +58,14 @@ static INDEX_COPY: Spec<IndexParams> = Spec::new(
         Slot::Read("idx", "array<u32>"),
         Slot::ReadWrite("x", "array<u32>"),
     ],
-    "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i >= p.total) { return; }
-    let q = index_coords(i);
+    concat!(
+        thread_main!(i < "p.total"),
+        "    let q = index_coords(i);
     let id = idx[q.y];
     if (id < p.len) { x[data_at(q.x, id, q.z)] = src[i]; }
 }
-",
+"
+    ),
 );
 
 params! {
@@ -82,7 +77,7 @@ params! {
         a0: u32, a1: u32, a2: u32, a3: u32, a4: u32, a5: u32, a6: u32, a7: u32,
         b0: u32, b1: u32, b2: u32, b3: u32, b4: u32, b5: u32, b6: u32, b7: u32,
         c0: u32, c1: u32, c2: u32, c3: u32, c4: u32, c5: u32, c6: u32, c7: u32,
-        rank: u32, dim: u32, len: u32, total: u32, row: u32,
+        rank: u32, dim: u32, len: u32, total: u32,
     }
 }
 
@@ -117,12 +112,9 @@ static GATHER: Spec<GatherParams> = Spec::new(
         Slot::Read("index", "array<u32>"),
         Slot::ReadWrite("out", "array<u32>"),
     ],
-    "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i >= p.total) { return; }
-    let a = list_a();
+    concat!(
+        thread_main!(i < "p.total"),
+        "    let a = list_a();
     let b = list_b();
     let id = index[i];
     var r = i;
@@ -137,7 +129,8 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     if (id < p.len) { v = x[off + id * b[p.dim]]; }
     out[i] = v;
 }
-",
+"
+    ),
 );
 
 /// `grad_x[c] = Σ_j grad_out[q_j]` over `j < len` in increasing order, where `q_j` is `c`
@@ -151,12 +144,9 @@ static GATHER_BACKWARD: Spec<GatherParams> = Spec::new(
         Slot::Read("index", "array<u32>"),
         Slot::ReadWrite("grad_x", "array<f32>"),
     ],
-    "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i >= p.total) { return; }
-    let a = list_a();
+    concat!(
+        thread_main!(i < "p.total"),
+        "    let a = list_a();
     let b = list_b();
     let cs = list_c();
     var r = i;
@@ -184,7 +174,8 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     }
     grad_x[i] = acc;
 }
-",
+"
+    ),
 );
 
 /// Every kernel of this file, for the registry.
@@ -203,12 +194,19 @@ fn check_index_1d(op: &str, x: &Tensor, dim: usize, index: &Tensor) -> Result<()
     check::same_device(op, x.device(), &[("index", index)])?;
     check::dim(op, dim, x.shape())?;
     if index.shape().len() != 1 {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!("index must be 1-D, got shape {:?}", index.shape()),
-        });
+        return Err(check::mismatch(
+            op,
+            format!("index must be 1-D, got shape {:?}", index.shape()),
+        ));
     }
     Ok(())
+}
+
+/// `shape` with dimension `dim` (in range) of length `len`.
+fn with_len(shape: &[usize], dim: usize, len: usize) -> Vec<usize> {
+    let mut out = shape.to_vec();
+    out[dim] = len;
+    out
 }
 
 /// Launches `index_select` or `index_copy_` over `[outer, k, inner]` threads: the data is
@@ -224,19 +222,17 @@ fn launch_index(
     let outer: usize = data_shape[..dim].iter().product();
     let inner: usize = data_shape[dim + 1..].iter().product();
     let total = outer * k * inner;
-    let Some(first) = tensors.first().filter(|_| total > 0) else {
+    let Some(first) = tensors.first() else {
         return Ok(());
     };
-    let groups = grid(first.device(), op, total.div_ceil(WG) as u64)?;
     let params = IndexParams {
         outer: check::fits_u32(op, "rows", outer)?,
         len: check::fits_u32(op, "dim length", data_shape[dim])?,
         inner: check::fits_u32(op, "columns", inner)?,
         k: check::fits_u32(op, "indices", k)?,
         total: check::fits_u32(op, "elements", total)?,
-        row: groups[0] * WG as u32,
     };
-    kernel.dispatch(&[], &params, tensors, groups)
+    launch_threads(op, first.device(), kernel, &params, params.total, tensors)
 }
 
 /// The entries of `x` at positions `index` along `dim` (PyTorch's `index_select`): the
@@ -250,9 +246,9 @@ pub fn index_select(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor, Er
     let op = "index_select";
     check_index_1d(op, x, dim, index)?;
     check::fits_u32(op, "input elements", x.len())?;
-    let mut shape = x.shape().to_vec();
-    shape[dim] = index.len();
-    let out = x.device().empty(&shape, x.dtype())?;
+    let out = x
+        .device()
+        .empty(&with_len(x.shape(), dim, index.len()), x.dtype())?;
     launch_index(
         op,
         &INDEX_SELECT,
@@ -281,21 +277,18 @@ pub fn index_select_backward(
     let op = "index_select_backward";
     check::dtype(op, grad_out, DType::F32)?;
     check_index_1d(op, grad_out, dim, index)?;
-    let mut expected = input_shape.to_vec();
-    if let Some(d) = expected.get_mut(dim) {
-        *d = index.len();
-    }
-    if grad_out.shape() != expected || dim >= input_shape.len() {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
-                "grad_out has shape {:?}, expected {expected:?} (the input's shape {input_shape:?} with dim {dim} of \
-                 length {})",
-                grad_out.shape(),
-                index.len()
-            ),
-        });
-    }
+    check::dim(op, dim, input_shape)?;
+    let expected = with_len(input_shape, dim, index.len());
+    want_shape(
+        op,
+        "grad_out",
+        grad_out.shape(),
+        &expected,
+        format_args!(
+            "the input's shape {input_shape:?} with dim {dim} of length {}",
+            index.len()
+        ),
+    )?;
     let outer: usize = input_shape[..dim].iter().product();
     let inner: usize = input_shape[dim + 1..].iter().product();
     let (len, k) = (input_shape[dim], index.len());
@@ -329,18 +322,14 @@ pub fn index_copy_(x: &Tensor, dim: usize, index: &Tensor, src: &Tensor) -> Resu
     check::same_dtype(op, x, src)?;
     check::same_device(op, x.device(), &[("src", src)])?;
     check::fits_u32(op, "elements", x.len())?;
-    let mut expected = x.shape().to_vec();
-    expected[dim] = index.len();
-    if src.shape() != expected {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
-                "src has shape {:?}, expected {expected:?} (x's shape with dim {dim} of length {})",
-                src.shape(),
-                index.len()
-            ),
-        });
-    }
+    let expected = with_len(x.shape(), dim, index.len());
+    want_shape(
+        op,
+        "src",
+        src.shape(),
+        &expected,
+        format_args!("x's shape with dim {dim} of length {}", index.len()),
+    )?;
     launch_index(
         op,
         &INDEX_COPY,
@@ -351,9 +340,16 @@ pub fn index_copy_(x: &Tensor, dim: usize, index: &Tensor, src: &Tensor) -> Resu
     )
 }
 
-/// Checks a gather's index against `x_shape` and returns the rank.
-fn check_gather(op: &str, x_shape: &[usize], dim: usize, index: &Tensor) -> Result<(), Error> {
+/// Checks that a gather's index is u32 on `dev` and fits `x_shape`.
+fn check_gather(
+    op: &str,
+    dev: &Device,
+    x_shape: &[usize],
+    dim: usize,
+    index: &Tensor,
+) -> Result<(), Error> {
     check::dtype(op, index, DType::U32)?;
+    check::same_device(op, dev, &[("index", index)])?;
     check::dim(op, dim, x_shape)?;
     let is = index.shape();
     let fits = is.len() == x_shape.len()
@@ -363,13 +359,13 @@ fn check_gather(op: &str, x_shape: &[usize], dim: usize, index: &Tensor) -> Resu
             .enumerate()
             .all(|(d, (&i, &x))| d == dim || i <= x);
     if !fits {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
+        return Err(check::mismatch(
+            op,
+            format!(
                 "index of shape {is:?} does not fit the input of shape {x_shape:?}: it needs the same rank and no \
                  dimension but {dim} longer than the input's"
             ),
-        });
+        ));
     }
     if is.len() > MAX_RANK {
         return Err(Error::TooLarge {
@@ -390,23 +386,6 @@ fn to_words(v: &[usize], op: &str) -> Result<[u32; MAX_RANK], Error> {
     Ok(out)
 }
 
-/// Launches a gather-family kernel over `params.total` threads.
-fn launch_gather(
-    op: &str,
-    kernel: &Spec<GatherParams>,
-    mut params: GatherParams,
-    tensors: &[&Tensor],
-    dev: &Device,
-) -> Result<(), Error> {
-    let total = params.total as usize;
-    if total == 0 {
-        return Ok(());
-    }
-    let groups = grid(dev, op, total.div_ceil(WG) as u64)?;
-    params.row = groups[0] * WG as u32;
-    kernel.dispatch(&[], &params, tensors, groups)
-}
-
 /// `out[c] = x[c with c[dim] replaced by index[c]]` over the index's shape (PyTorch's
 /// `gather`). `index` has `x`'s rank and no dimension but `dim` longer than `x`'s; an index
 /// `>= x.shape()[dim]` reads 0. f32 and u32 `x`.
@@ -416,8 +395,7 @@ fn launch_gather(
 /// [`Error::DeviceMismatch`], [`Error::TooLarge`] (past 2^32 - 1 elements or 8 dims).
 pub fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor, Error> {
     let op = "gather";
-    check::same_device(op, x.device(), &[("index", index)])?;
-    check_gather(op, x.shape(), dim, index)?;
+    check_gather(op, x.device(), x.shape(), dim, index)?;
     check::fits_u32(op, "input elements", x.len())?;
     let out = x.device().empty(index.shape(), x.dtype())?;
     let mut params = GatherParams {
@@ -432,7 +410,14 @@ pub fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor, Error> {
         to_words(&check::contiguous_strides(x.shape()), op)?,
         [0; MAX_RANK],
     );
-    launch_gather(op, &GATHER, params, &[x, index, &out], x.device())?;
+    launch_threads(
+        op,
+        x.device(),
+        &GATHER,
+        &params,
+        params.total,
+        &[x, index, &out],
+    )?;
     Ok(out)
 }
 
@@ -452,8 +437,7 @@ pub fn gather_backward(
 ) -> Result<Tensor, Error> {
     let op = "gather_backward";
     check::dtype(op, grad_out, DType::F32)?;
-    check::same_device(op, grad_out.device(), &[("index", index)])?;
-    check_gather(op, input_shape, dim, index)?;
+    check_gather(op, grad_out.device(), input_shape, dim, index)?;
     check::same_shape(op, grad_out, index)?;
     check::fits_u32(op, "gradient elements", grad_out.len())?;
     let grad_x = grad_out.device().empty(input_shape, DType::F32)?;
@@ -469,12 +453,13 @@ pub fn gather_backward(
         to_words(index.shape(), op)?,
         to_words(&check::contiguous_strides(index.shape()), op)?,
     );
-    launch_gather(
+    launch_threads(
         op,
-        &GATHER_BACKWARD,
-        params,
-        &[grad_out, index, &grad_x],
         grad_out.device(),
+        &GATHER_BACKWARD,
+        &params,
+        params.total,
+        &[grad_out, index, &grad_x],
     )?;
     Ok(grad_x)
 }

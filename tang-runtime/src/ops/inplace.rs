@@ -7,6 +7,7 @@ use super::broadcast::{broadcast_layout, broadcasts_to};
 use super::check;
 use super::strided::{Layout, gather_view, strided_copy};
 use crate::dense::check::grid;
+use crate::dense::wgsl::thread_main;
 use crate::spec::{Params, Slot, Source, Spec, params};
 use crate::{DType, Device, Error, Tensor};
 
@@ -14,13 +15,13 @@ use crate::{DType, Device, Error, Tensor};
 const WG: usize = 256;
 
 params! {
-    /// `n` elements set to the 32-bit word `value`; `row` threads per row of the grid.
-    struct FillParams { n: u32, row: u32, value: u32 }
+    /// `n` elements set to the 32-bit word `value`.
+    struct FillParams { n: u32, value: u32 }
 }
 
 params! {
     /// `n` elements scaled by `s` (`mul_`) or added `s` times another tensor (`add_`).
-    struct ScaleParams { n: u32, row: u32, s: f32 }
+    struct ScaleParams { n: u32, s: f32 }
 }
 
 /// `x[i] = value` for every 32-bit word.
@@ -28,13 +29,12 @@ static FILL: Spec<FillParams> = Spec::new(
     "fill",
     &[],
     &[Slot::ReadWrite("x", "array<u32>")],
-    "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i < p.n) { x[i] = p.value; }
+    concat!(
+        thread_main!(i),
+        "    if (i < p.n) { x[i] = p.value; }
 }
-",
+"
+    ),
 );
 
 /// `x[i] = x[i] + s * y[i]` (`add_`).
@@ -45,13 +45,12 @@ static ADD_SCALED: Spec<ScaleParams> = Spec::new(
         Slot::Read("y", "array<f32>"),
         Slot::ReadWrite("x", "array<f32>"),
     ],
-    "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i < p.n) { x[i] = x[i] + p.s * y[i]; }
+    concat!(
+        thread_main!(i),
+        "    if (i < p.n) { x[i] = x[i] + p.s * y[i]; }
 }
-",
+"
+    ),
 );
 
 /// `x[i] = x[i] * s` (`mul_`).
@@ -59,13 +58,12 @@ static MUL_SCALAR: Spec<ScaleParams> = Spec::new(
     "mul_",
     &[],
     &[Slot::ReadWrite("x", "array<f32>")],
-    "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i < p.n) { x[i] = x[i] * p.s; }
+    concat!(
+        thread_main!(i),
+        "    if (i < p.n) { x[i] = x[i] * p.s; }
 }
-",
+"
+    ),
 );
 
 /// Every kernel of this file, for the registry.
@@ -73,28 +71,40 @@ pub(crate) fn kernels() -> Vec<Source> {
     vec![FILL.source(), ADD_SCALED.source(), MUL_SCALAR.source()]
 }
 
+/// Launches `kernel` with one 256-thread workgroup per 256 of `total` threads (none for 0).
+pub(super) fn launch_threads<P: Params>(
+    op: &str,
+    dev: &Device,
+    kernel: &Spec<P>,
+    params: &P,
+    total: u32,
+    tensors: &[&Tensor],
+) -> Result<(), Error> {
+    if total == 0 {
+        return Ok(());
+    }
+    let groups = grid(dev, op, u64::from(total).div_ceil(WG as u64))?;
+    kernel.dispatch(&[], params, tensors, groups)
+}
+
 /// Launches a one-thread-per-element kernel over the last tensor of `tensors` (the one
-/// written); `params` gets the element count and grid row from `with`.
+/// written); `params` gets the element count from `with`.
 pub(super) fn launch_elementwise<P: Params>(
     op: &str,
     kernel: &Spec<P>,
     tensors: &[&Tensor],
-    with: impl FnOnce(u32, u32) -> P,
+    with: impl FnOnce(u32) -> P,
 ) -> Result<(), Error> {
     let Some(x) = tensors.last() else {
         return Ok(());
     };
     let n = check::fits_u32(op, "elements", x.len())?;
-    if n == 0 {
-        return Ok(());
-    }
-    let groups = grid(x.device(), op, u64::from(n).div_ceil(WG as u64))?;
-    kernel.dispatch(&[], &with(n, groups[0] * WG as u32), tensors, groups)
+    launch_threads(op, x.device(), kernel, &with(n), n, tensors)
 }
 
 /// Fills every 32-bit word of `x` with `value`.
 fn fill_words(op: &str, x: &Tensor, value: u32) -> Result<(), Error> {
-    launch_elementwise(op, &FILL, &[x], |n, row| FillParams { n, row, value })
+    launch_elementwise(op, &FILL, &[x], |n| FillParams { n, value })
 }
 
 /// In place: `x += alpha * other` (PyTorch's `x.add_(other, alpha=alpha)`; `alpha = 1.0`
@@ -113,14 +123,14 @@ pub fn add_(x: &Tensor, other: &Tensor, alpha: f32) -> Result<(), Error> {
     } else if broadcasts_to(other.shape(), x.shape()) {
         super::broadcast::expand(other, x.shape())?
     } else {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
+        return Err(check::mismatch(
+            op,
+            format!(
                 "other of shape {:?} does not broadcast to x's shape {:?}",
                 other.shape(),
                 x.shape()
             ),
-        });
+        ));
     };
     // `x.add_(x)`: the kernel cannot bind one buffer as read and read-write; read a copy.
     let other = if other.same_buffer(x) {
@@ -128,9 +138,8 @@ pub fn add_(x: &Tensor, other: &Tensor, alpha: f32) -> Result<(), Error> {
     } else {
         other
     };
-    launch_elementwise(op, &ADD_SCALED, &[&other, x], |n, row| ScaleParams {
+    launch_elementwise(op, &ADD_SCALED, &[&other, x], |n| ScaleParams {
         n,
-        row,
         s: alpha,
     })
 }
@@ -141,11 +150,7 @@ pub fn add_(x: &Tensor, other: &Tensor, alpha: f32) -> Result<(), Error> {
 /// [`Error::DType`] for a u32 tensor, [`Error::TooLarge`].
 pub fn mul_(x: &Tensor, s: f32) -> Result<(), Error> {
     check::dtype("mul_", x, DType::F32)?;
-    launch_elementwise("mul_", &MUL_SCALAR, &[x], |n, row| ScaleParams {
-        n,
-        row,
-        s,
-    })
+    launch_elementwise("mul_", &MUL_SCALAR, &[x], |n| ScaleParams { n, s })
 }
 
 /// In place: every element of the f32 tensor `x` set to `value` (PyTorch's `fill_`).
@@ -211,14 +216,14 @@ pub fn copy_(x: &Tensor, src: &Tensor) -> Result<(), Error> {
     check::same_device(op, x.device(), &[("src", src)])?;
     check::same_dtype(op, x, src)?;
     if !broadcasts_to(src.shape(), x.shape()) {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
+        return Err(check::mismatch(
+            op,
+            format!(
                 "src of shape {:?} does not broadcast to x's shape {:?}",
                 src.shape(),
                 x.shape()
             ),
-        });
+        ));
     }
     if src.same_buffer(x) && src.len() == x.len() {
         return Ok(());

@@ -3,6 +3,7 @@
 
 use super::check;
 use crate::dense::check::{AxisView, axis_view, grid};
+use crate::dense::wgsl::thread_main;
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Device, Error, Tensor};
 
@@ -10,8 +11,8 @@ use crate::{DType, Device, Error, Tensor};
 const WG: usize = 256;
 
 params! {
-    /// `n` elements, `row` threads per grid row; `arange`'s `start` and `step`.
-    struct LinearParams { n: u32, row: u32, start: u32, step: u32 }
+    /// `n` elements; `arange`'s `start` and `step`.
+    struct LinearParams { n: u32, start: u32, step: u32 }
 }
 
 /// Whether the f32 with bits `b` is a NaN, tested on the bits: a driver may assume that
@@ -23,31 +24,32 @@ static ARANGE: Spec<LinearParams> = Spec::new(
     "arange",
     &[],
     &[Slot::ReadWrite("out", "array<u32>")],
-    "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i < p.n) { out[i] = p.start + i * p.step; }
+    concat!(
+        thread_main!(i),
+        "    if (i < p.n) { out[i] = p.start + i * p.step; }
 }
-",
+"
+    ),
 );
+
+/// The bindings of the kernels that read 32-bit words `x` and write words `out`.
+const X_TO_OUT: &[Slot] = &[
+    Slot::Read("x", "array<u32>"),
+    Slot::ReadWrite("out", "array<u32>"),
+];
 
 /// `DIR = 0`: f32 -> u32, truncating toward zero and saturating (negative numbers and NaN
 /// give 0, 2^32 and beyond give `u32::MAX`). `DIR = 1`: u32 -> f32.
 static CAST: Spec<LinearParams> = Spec::new(
     "to_dtype",
     &[IS_NAN_WGSL],
-    &[
-        Slot::Read("x", "array<u32>"),
-        Slot::ReadWrite("out", "array<u32>"),
-    ],
-    "override DIR: u32 = 0u;
+    X_TO_OUT,
+    concat!(
+        "override DIR: u32 = 0u;
 
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i >= p.n) { return; }
-    let w = x[i];
+",
+        thread_main!(i < "p.n"),
+        "    let w = x[i];
     if (DIR == 1u) {
         out[i] = bitcast<u32>(f32(w));
         return;
@@ -59,13 +61,14 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     }
     out[i] = r;
 }
-",
+"
+    ),
 );
 
 params! {
     /// `argmax`/`argmin`: `[outer, len, inner]` around the reduced dimension, `total`
-    /// outputs, `row` threads per grid row.
-    struct ArgParams { outer: u32, len: u32, inner: u32, total: u32, row: u32 }
+    /// outputs.
+    struct ArgParams { outer: u32, len: u32, inner: u32, total: u32 }
 }
 
 /// One thread per output: the first index of the extreme value; a NaN beats every number
@@ -73,17 +76,13 @@ params! {
 static ARG: Spec<ArgParams> = Spec::new(
     "argmax",
     &[IS_NAN_WGSL],
-    &[
-        Slot::Read("x", "array<u32>"),
-        Slot::ReadWrite("out", "array<u32>"),
-    ],
-    "override MIN: u32 = 0u;
+    X_TO_OUT,
+    concat!(
+        "override MIN: u32 = 0u;
 
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let t = g.x + g.y * p.row;
-    if (t >= p.total) { return; }
-    let c = t % p.inner;
+",
+        thread_main!(t < "p.total"),
+        "    let c = t % p.inner;
     let o = t / p.inner;
     let base = o * p.len * p.inner + c;
     var best_bits = x[base];
@@ -100,7 +99,8 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     }
     out[t] = best;
 }
-",
+"
+    ),
 );
 
 /// Every kernel of this file, for the registry.
@@ -124,12 +124,7 @@ pub fn arange(dev: &Device, start: u32, end: u32, step: u32) -> Result<Tensor, E
         return Ok(out);
     }
     let groups = grid(dev, op, u64::from(n).div_ceil(WG as u64))?;
-    let params = LinearParams {
-        n,
-        row: groups[0] * WG as u32,
-        start,
-        step,
-    };
+    let params = LinearParams { n, start, step };
     ARANGE.dispatch(&[], &params, &[&out], groups)?;
     Ok(out)
 }
@@ -155,7 +150,6 @@ pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor, Error> {
     let groups = grid(dev, op, u64::from(n).div_ceil(WG as u64))?;
     let params = LinearParams {
         n,
-        row: groups[0] * WG as u32,
         start: 0,
         step: 0,
     };
@@ -179,13 +173,13 @@ fn arg_extreme(op: &str, x: &Tensor, dim: usize, min: bool) -> Result<Tensor, Er
         return Ok(out);
     }
     if len == 0 {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
+        return Err(check::mismatch(
+            op,
+            format!(
                 "dim {dim} of shape {:?} is empty; {op} of no elements is undefined",
                 x.shape()
             ),
-        });
+        ));
     }
     check::fits_u32(op, "elements", x.len())?;
     let groups = grid(dev, op, total.div_ceil(WG) as u64)?;
@@ -194,7 +188,6 @@ fn arg_extreme(op: &str, x: &Tensor, dim: usize, min: bool) -> Result<Tensor, Er
         len: len as u32,
         inner: inner as u32,
         total: total as u32,
-        row: groups[0] * WG as u32,
     };
     let min = if min { 1.0 } else { 0.0 };
     ARG.dispatch(&[("MIN", min)], &params, &[x, &out], groups)?;

@@ -31,7 +31,7 @@
 //!   a gather-like op reads 0 there and a scatter-like op skips it.
 
 mod broadcast;
-mod check;
+pub(crate) mod check;
 mod compare;
 mod conv;
 mod elementwise;

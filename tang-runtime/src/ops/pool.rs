@@ -4,13 +4,12 @@
 //! element, the windows that cover it in a fixed order: deterministic, no atomics.
 
 use super::check;
+use super::inplace::launch_threads;
 use super::int::IS_NAN_WGSL;
-use crate::dense::check::grid;
+use crate::dense::check::want_shape;
+use crate::dense::wgsl::thread_main;
 use crate::spec::{Slot, Source, Spec, params};
-use crate::{DType, Device, Error, Tensor};
-
-/// Threads per workgroup.
-const WG: usize = 256;
+use crate::{DType, Error, Tensor};
 
 /// The window of a 2-D pooling: `[height, width]` pairs, PyTorch's arguments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,12 +38,12 @@ impl Pool2d {
 }
 
 params! {
-    /// One pooling over `planes` planes of `h x w` to `oh x ow`; `total` threads, `row`
-    /// threads per grid row; `include_pad` (avg) counts padding in the divisor.
+    /// One pooling over `planes` planes of `h x w` to `oh x ow`; `total` threads;
+    /// `include_pad` (avg) counts padding in the divisor.
     struct PoolParams {
         planes: u32, h: u32, w: u32, oh: u32, ow: u32,
         kh: u32, kw: u32, sh: u32, sw: u32, ph: u32, pw: u32, dh: u32, dw: u32,
-        include_pad: u32, total: u32, row: u32,
+        include_pad: u32, total: u32,
     }
 }
 
@@ -89,12 +88,9 @@ static MAX_POOL: Spec<PoolParams> = Spec::new(
         Slot::ReadWrite("out", "array<f32>"),
         Slot::ReadWrite("idx", "array<u32>"),
     ],
-    "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i >= p.total) { return; }
-    let q = out_coords(i);
+    concat!(
+        thread_main!(i < "p.total"),
+        "    let q = out_coords(i);
     let plane = q.x;
     let oy = q.y;
     let ox = q.z;
@@ -120,7 +116,8 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     out[i] = best;
     idx[i] = best_at;
 }
-",
+"
+    ),
 );
 
 /// `grad_x[y, x]` = the sum of `grad_out` over the windows whose maximum was at `(y, x)`.
@@ -132,12 +129,9 @@ static MAX_POOL_BACKWARD: Spec<PoolParams> = Spec::new(
         Slot::Read("idx", "array<u32>"),
         Slot::ReadWrite("grad_x", "array<f32>"),
     ],
-    "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i >= p.total) { return; }
-    let q = in_coords(i);
+    concat!(
+        thread_main!(i < "p.total"),
+        "    let q = in_coords(i);
     let plane = q.x;
     let iy = q.y;
     let ix = q.z;
@@ -155,7 +149,8 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     }
     grad_x[i] = acc;
 }
-",
+"
+    ),
 );
 
 /// The window's mean (`divisor` elements).
@@ -166,12 +161,9 @@ static AVG_POOL: Spec<PoolParams> = Spec::new(
         Slot::Read("x", "array<f32>"),
         Slot::ReadWrite("out", "array<f32>"),
     ],
-    "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i >= p.total) { return; }
-    let q = out_coords(i);
+    concat!(
+        thread_main!(i < "p.total"),
+        "    let q = out_coords(i);
     let plane = q.x;
     let oy = q.y;
     let ox = q.z;
@@ -187,7 +179,8 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     }
     out[i] = acc / divisor(oy, ox);
 }
-",
+"
+    ),
 );
 
 /// `grad_x[y, x]` = the sum over the windows covering `(y, x)` of `grad_out / divisor`.
@@ -198,12 +191,9 @@ static AVG_POOL_BACKWARD: Spec<PoolParams> = Spec::new(
         Slot::Read("grad_out", "array<f32>"),
         Slot::ReadWrite("grad_x", "array<f32>"),
     ],
-    "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i >= p.total) { return; }
-    let q = in_coords(i);
+    concat!(
+        thread_main!(i < "p.total"),
+        "    let q = in_coords(i);
     let plane = q.x;
     let iy = q.y;
     let ix = q.z;
@@ -220,7 +210,8 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     }
     grad_x[i] = acc;
 }
-",
+"
+    ),
 );
 
 /// Every kernel of this file, for the registry.
@@ -235,14 +226,14 @@ pub(crate) fn kernels() -> Vec<Source> {
 
 /// Checks an NCHW shape and the window, and returns the output shape `[N, C, OH, OW]`.
 fn output_shape(op: &str, shape: &[usize], pool: &Pool2d) -> Result<[usize; 4], Error> {
-    let &[n, c, h, w] = shape else {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!("expected an NCHW tensor of rank 4, got shape {shape:?}"),
-        });
+    let &[n, c, _, _] = shape else {
+        return Err(check::mismatch(
+            op,
+            format!("expected an NCHW tensor of rank 4, got shape {shape:?}"),
+        ));
     };
     let mut out = [n, c, 0, 0];
-    for (axis, size) in [h, w].into_iter().enumerate() {
+    for axis in 0..2 {
         let (k, s, p, d) = (
             pool.kernel_size[axis],
             pool.stride[axis],
@@ -258,19 +249,7 @@ fn output_shape(op: &str, shape: &[usize], pool: &Pool2d) -> Result<[usize; 4], 
                 ),
             ));
         }
-        let span = d.saturating_mul(k - 1).saturating_add(1);
-        let padded = size.saturating_add(2 * p);
-        if padded < span {
-            return Err(Error::ShapeMismatch {
-                op: op.into(),
-                detail: format!(
-                    "the input {shape:?} padded by {:?} is smaller than the window (span {span} along axis {})",
-                    pool.padding,
-                    axis + 2
-                ),
-            });
-        }
-        out[axis + 2] = (padded - span) / s + 1;
+        out[axis + 2] = check::window_len(op, shape, pool.padding, axis, [k, s, d])?;
     }
     Ok(out)
 }
@@ -306,24 +285,7 @@ fn pool_params(
         dw: u("dilation", pool.dilation[1])?,
         include_pad: u32::from(include_pad),
         total: u("elements", total)?,
-        row: 0,
     })
-}
-
-/// Dispatches `kernel` over `params.total` threads.
-fn launch(
-    op: &str,
-    dev: &Device,
-    kernel: &Spec<PoolParams>,
-    mut params: PoolParams,
-    tensors: &[&Tensor],
-) -> Result<(), Error> {
-    if params.total == 0 {
-        return Ok(());
-    }
-    let groups = grid(dev, op, u64::from(params.total).div_ceil(WG as u64))?;
-    params.row = groups[0] * WG as u32;
-    kernel.dispatch(&[], &params, tensors, groups)
 }
 
 /// Checks `grad_out` against the output shape of `input_shape` under `pool`.
@@ -335,15 +297,13 @@ fn check_grad(
 ) -> Result<[usize; 4], Error> {
     check::dtype(op, grad_out, DType::F32)?;
     let out = output_shape(op, input_shape, pool)?;
-    if grad_out.shape() != out {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
-                "grad_out has shape {:?}, the pooling of {input_shape:?} gives {out:?}",
-                grad_out.shape()
-            ),
-        });
-    }
+    want_shape(
+        op,
+        "grad_out",
+        grad_out.shape(),
+        &out,
+        format_args!("the pooling of {input_shape:?}"),
+    )?;
     Ok(out)
 }
 
@@ -364,7 +324,7 @@ pub fn max_pool2d(x: &Tensor, pool: &Pool2d) -> Result<(Tensor, Tensor), Error> 
     let out = dev.empty(&out_shape, DType::F32)?;
     let idx = dev.empty(&out_shape, DType::U32)?;
     let params = pool_params(op, x.shape(), &out_shape, pool, false, out.len())?;
-    launch(op, dev, &MAX_POOL, params, &[x, &out, &idx])?;
+    launch_threads(op, dev, &MAX_POOL, &params, params.total, &[x, &out, &idx])?;
     Ok((out, idx))
 }
 
@@ -388,11 +348,12 @@ pub fn max_pool2d_backward(
     check::same_device(op, dev, &[("indices", indices)])?;
     let grad_x = dev.empty(input_shape, DType::F32)?;
     let params = pool_params(op, input_shape, &out_shape, pool, false, grad_x.len())?;
-    launch(
+    launch_threads(
         op,
         dev,
         &MAX_POOL_BACKWARD,
-        params,
+        &params,
+        params.total,
         &[grad_out, indices, &grad_x],
     )?;
     Ok(grad_x)
@@ -429,7 +390,7 @@ pub fn avg_pool2d(x: &Tensor, pool: &Pool2d, count_include_pad: bool) -> Result<
         count_include_pad,
         out.len(),
     )?;
-    launch(op, dev, &AVG_POOL, params, &[x, &out])?;
+    launch_threads(op, dev, &AVG_POOL, &params, params.total, &[x, &out])?;
     Ok(out)
 }
 
@@ -457,6 +418,13 @@ pub fn avg_pool2d_backward(
         count_include_pad,
         grad_x.len(),
     )?;
-    launch(op, dev, &AVG_POOL_BACKWARD, params, &[grad_out, &grad_x])?;
+    launch_threads(
+        op,
+        dev,
+        &AVG_POOL_BACKWARD,
+        &params,
+        params.total,
+        &[grad_out, &grad_x],
+    )?;
     Ok(grad_x)
 }

@@ -14,6 +14,7 @@
 use super::check;
 use super::philox::{PhiloxStream, dropout_threshold};
 use crate::dense::check::grid;
+use crate::dense::wgsl::thread_main;
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Device, Error, Tensor};
 
@@ -67,11 +68,11 @@ impl Generator {
 }
 
 params! {
-    /// `n` elements from the Philox stream `(key, offset)`, `row` threads per grid row;
+    /// `n` elements from the Philox stream `(key, offset)`;
     /// dropout drops the elements whose top 24 bits are below `threshold` and scales the
     /// others by `scale`.
     struct RandomParams {
-        n: u32, row: u32, key0: u32, key1: u32, offset0: u32, offset1: u32,
+        n: u32, key0: u32, key1: u32, offset0: u32, offset1: u32,
         threshold: u32, scale: f32,
     }
 }
@@ -118,7 +119,8 @@ static RANDOM: Spec<RandomParams> = Spec::new(
     "random",
     &[PHILOX_WGSL],
     &[Slot::ReadWrite("out", "array<u32>")],
-    "override MODE: u32 = 0u;
+    concat!(
+        "override MODE: u32 = 0u;
 const PI: f32 = 3.14159265358979;
 
 fn normal_pair(b1: u32, b2: u32) -> vec2<f32> {
@@ -128,10 +130,9 @@ fn normal_pair(b1: u32, b2: u32) -> vec2<f32> {
     return vec2<f32>(r * cos(theta), r * sin(theta));
 }
 
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let t = g.x + g.y * p.row;
-    // Compared before multiplying: `t * 4` wraps for the threads past the last block.
+",
+        thread_main!(t),
+        "    // Compared before multiplying: `t * 4` wraps for the threads past the last block.
     if (t > (p.n - 1u) / 4u) { return; }
     let base = t * 4u;
     let w = stream_block(t);
@@ -148,7 +149,8 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
         if (base + j < p.n) { out[base + j] = v[j]; }
     }
 }
-",
+"
+    ),
 );
 
 /// `out[i] = x[i] * (keep(i) ? scale : 0)`: a dropped NaN or infinity stays NaN, as in
@@ -160,11 +162,9 @@ static DROPOUT: Spec<RandomParams> = Spec::new(
         Slot::Read("x", "array<f32>"),
         Slot::ReadWrite("out", "array<f32>"),
     ],
-    "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let t = g.x + g.y * p.row;
-    // Compared before multiplying: `t * 4` wraps for the threads past the last block.
+    concat!(
+        thread_main!(t),
+        "    // Compared before multiplying: `t * 4` wraps for the threads past the last block.
     if (t > (p.n - 1u) / 4u) { return; }
     let base = t * 4u;
     let w = stream_block(t);
@@ -175,7 +175,8 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
         }
     }
 }
-",
+"
+    ),
 );
 
 /// Every kernel of this file, for the registry.
@@ -194,7 +195,6 @@ fn params(
     let groups = grid(dev, op, n.div_ceil(4 * WG) as u64)?;
     let p = RandomParams {
         n: n32,
-        row: groups[0] * WG as u32,
         key0: stream.seed as u32,
         key1: (stream.seed >> 32) as u32,
         offset0: stream.offset as u32,

@@ -9,7 +9,9 @@
 
 use super::check::fits_u32;
 use crate::dense::check::grid;
-use crate::spec::{Slot, Source, Spec, params};
+use crate::dense::shape::COPY_SLOTS;
+use crate::dense::wgsl::thread_main;
+use crate::spec::{Source, Spec, params};
 use crate::{Error, Tensor};
 
 /// The most dimensions a copy may keep after merging (the kernel's uniform fields).
@@ -20,13 +22,12 @@ const WG: usize = 256;
 
 params! {
     /// A strided copy of `total` units over up to 8 dimensions: sizes `n*`, source strides
-    /// `s*`, destination strides `d*` (the first `rank` of each), start offsets, and the
-    /// threads in one row of the 2-D grid.
+    /// `s*`, destination strides `d*` (the first `rank` of each), start offsets.
     struct StridedParams {
         n0: u32, n1: u32, n2: u32, n3: u32, n4: u32, n5: u32, n6: u32, n7: u32,
         s0: u32, s1: u32, s2: u32, s3: u32, s4: u32, s5: u32, s6: u32, s7: u32,
         d0: u32, d1: u32, d2: u32, d3: u32, d4: u32, d5: u32, d6: u32, d7: u32,
-        rank: u32, src_off: u32, dst_off: u32, total: u32, row: u32,
+        rank: u32, src_off: u32, dst_off: u32, total: u32,
     }
 }
 
@@ -45,17 +46,9 @@ impl StridedParams {
     }
 }
 
-const SLOTS: &[Slot] = &[
-    Slot::Read("src", "array<T>"),
-    Slot::ReadWrite("dst", "array<T>"),
-];
-
-const BODY: &str = "
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x + g.y * p.row;
-    if (i >= p.total) { return; }
-    let shape = array<u32, 8>(p.n0, p.n1, p.n2, p.n3, p.n4, p.n5, p.n6, p.n7);
+const BODY: &str = concat!(
+    thread_main!(i < "p.total"),
+    "    let shape = array<u32, 8>(p.n0, p.n1, p.n2, p.n3, p.n4, p.n5, p.n6, p.n7);
     let src_strides = array<u32, 8>(p.s0, p.s1, p.s2, p.s3, p.s4, p.s5, p.s6, p.s7);
     let dst_strides = array<u32, 8>(p.d0, p.d1, p.d2, p.d3, p.d4, p.d5, p.d6, p.d7);
     var r = i;
@@ -72,13 +65,15 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     }
     dst[t] = src[s];
 }
-";
+"
+);
 
-static K_WORD: Spec<StridedParams> = Spec::new("strided_copy", &["alias T = u32;\n"], SLOTS, BODY);
+static K_WORD: Spec<StridedParams> =
+    Spec::new("strided_copy", &["alias T = u32;\n"], COPY_SLOTS, BODY);
 static K_VEC4: Spec<StridedParams> = Spec::new(
     "strided_copy_vec4",
     &["alias T = vec4<u32>;\n"],
-    SLOTS,
+    COPY_SLOTS,
     BODY,
 );
 
@@ -184,7 +179,6 @@ pub(crate) fn strided_copy(
     params.src_off = (src_layout.offset / w) as u32;
     params.dst_off = (dst_layout.offset / w) as u32;
     params.total = fits_u32(op, "elements", units)?;
-    params.row = groups[0] * WG as u32;
     let kernel = if vec4 { &K_VEC4 } else { &K_WORD };
     kernel.dispatch(&[], &params, &[src, dst], groups)
 }

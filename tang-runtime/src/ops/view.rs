@@ -31,13 +31,13 @@ fn check_permutation(op: &str, dims: &[usize], shape: &[usize]) -> Result<(), Er
             .iter()
             .all(|&d| d < seen.len() && !std::mem::replace(&mut seen[d], true));
     if !ok {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
+        return Err(check::mismatch(
+            op,
+            format!(
                 "dims {dims:?} is not a permutation of 0..{} (the rank of {shape:?}); name every dimension once",
                 shape.len()
             ),
-        });
+        ));
     }
     Ok(())
 }
@@ -110,14 +110,14 @@ fn slice_shape(
 ) -> Result<Vec<usize>, Error> {
     check::dim(op, dim, shape)?;
     if start.checked_add(length).is_none_or(|end| end > shape[dim]) {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
+        return Err(check::mismatch(
+            op,
+            format!(
                 "elements {start}..{start}+{length} of dim {dim} do not fit in shape {shape:?}; \
                  keep start + length <= {}",
                 shape[dim]
             ),
-        });
+        ));
     }
     let mut out = shape.to_vec();
     out[dim] = length;
@@ -178,14 +178,14 @@ pub fn slice_scatter_(x: &Tensor, src: &Tensor, dim: usize, start: usize) -> Res
         && dim < ss.len()
         && slice_shape(op, x.shape(), dim, start, ss[dim]).is_ok_and(|s| s == ss);
     if !fits {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
+        return Err(check::mismatch(
+            op,
+            format!(
                 "src of shape {ss:?} does not fit into {:?} at {start}.. of dim {dim}; src must match outside dim {dim} \
                  and start + src.shape[{dim}] must not pass the end",
                 x.shape()
             ),
-        });
+        ));
     }
     let dst = slice_layout(x.shape(), dim, start);
     strided_copy(op, src, &Layout::contiguous(ss), x, &dst, ss)
@@ -240,24 +240,24 @@ pub fn stack(xs: &[&Tensor], dim: usize) -> Result<Tensor, Error> {
     };
     let s = first.shape();
     if dim > s.len() {
-        return Err(Error::ShapeMismatch {
-            op: op.into(),
-            detail: format!(
+        return Err(check::mismatch(
+            op,
+            format!(
                 "dim {dim} is out of range for stacking tensors of shape {s:?}; pass a dim <= {}",
                 s.len()
             ),
-        });
+        ));
     }
     let mut unsqueezed = Vec::with_capacity(xs.len());
     for (i, x) in xs.iter().enumerate() {
         if x.shape() != s {
-            return Err(Error::ShapeMismatch {
-                op: op.into(),
-                detail: format!(
+            return Err(check::mismatch(
+                op,
+                format!(
                     "tensor {i} has shape {:?}, tensor 0 {s:?}; stack needs one shape",
                     x.shape()
                 ),
-            });
+            ));
         }
         let mut shape = s.to_vec();
         shape.insert(dim, 1);
