@@ -106,7 +106,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         if (valid) {
             l = mx + log(r.y) - elem(x[base + tu], t % W);
         } else if (!ignored) {
-            l = bitcast<f32>(0x7fc00000u);
+            // Or-ed with a run-time zero: Chrome's WGSL compiler rejects a non-finite constant.
+            l = bitcast<f32>(0x7fc00000u | (row & 0u));
         }
         loss[row] = l;
     }
