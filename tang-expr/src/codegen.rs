@@ -40,8 +40,17 @@ pub fn wgsl_literal(v: f32) -> String {
     if !v.is_finite() {
         return format!("bitcast<f32>(0x{:08x}u | (params.n & 0u))", v.to_bits());
     }
-    let mut s = format!("{v:?}");
-    if !s.contains(['.', 'e']) {
+    // The shortest decimal of ±f32::MAX, 3.4028235e38, lies just outside the f32 range:
+    // naga rounds it, Chrome's WGSL compiler rejects it. The hex form is exact.
+    let mut s = if v.abs() == f32::MAX {
+        "0x1.fffffep+127".to_string()
+    } else {
+        format!("{:?}", v.abs())
+    };
+    if v.is_sign_negative() {
+        s.insert(0, '-');
+    }
+    if !s.contains(['.', 'e', 'p']) {
         s.push_str(".0");
     }
     if let Some(stripped) = s.strip_prefix('-') {
@@ -265,6 +274,8 @@ mod tests {
         assert_eq!(wgsl_literal(-0.0), "(-0.0f)");
         assert_eq!(wgsl_literal(1e-7), "1e-7f");
         assert_eq!(wgsl_literal(3e38), "3e38f");
+        assert_eq!(wgsl_literal(f32::MAX), "0x1.fffffep+127f");
+        assert_eq!(wgsl_literal(f32::MIN), "(-0x1.fffffep+127f)");
         assert!(wgsl_literal(f32::INFINITY).contains("0x7f800000"));
     }
 

@@ -15,6 +15,10 @@
 //!
 //! It re-exports the runtime so that examples and tests can depend on one crate.
 
+// On WebAssembly the runtime's tensors are neither Send nor Sync (wgpu's handles there; a
+// page has one thread), so the Arcs shared with native code hold non-Send data.
+#![cfg_attr(target_arch = "wasm32", allow(clippy::arc_with_non_send_sync))]
+
 // `#[derive(Module)]` expands to `::tang_nn::...` paths; this makes them resolve inside
 // the crate too.
 extern crate self as tang_nn;

@@ -190,7 +190,16 @@ impl Device {
     /// # Errors
     /// [`Error::NoAdapter`] when no adapter is available (the message says what to
     /// install), [`Error::DeviceRequest`] when the adapter refuses.
+    /// On WebAssembly it returns [`Error::Blocking`]: await [`Device::new_async`] there.
     pub fn new() -> Result<Device, Error> {
+        #[cfg(target_arch = "wasm32")]
+        {
+            Err(Error::Blocking {
+                call: "Device::new",
+                instead: "Device::new_async",
+            })
+        }
+        #[cfg(not(target_arch = "wasm32"))]
         Self::with_options(DeviceOptions::default())
     }
 
@@ -205,8 +214,18 @@ impl Device {
     /// Opens a device with explicit options (blocking).
     ///
     /// # Errors
-    /// As [`Device::new`].
+    /// As [`Device::new`]; on WebAssembly [`Error::Blocking`] (await
+    /// [`Device::with_options_async`] there).
     pub fn with_options(opts: DeviceOptions) -> Result<Device, Error> {
+        #[cfg(target_arch = "wasm32")]
+        {
+            drop(opts);
+            Err(Error::Blocking {
+                call: "Device::with_options",
+                instead: "Device::with_options_async",
+            })
+        }
+        #[cfg(not(target_arch = "wasm32"))]
         pollster::block_on(Self::with_options_async(opts))
     }
 
@@ -379,13 +398,26 @@ impl Device {
     /// Submits every recorded launch and waits until the GPU has finished all of it.
     ///
     /// # Errors
-    /// [`Error::DeviceLost`], or a wgpu error raised by recorded work.
+    /// [`Error::DeviceLost`], or a wgpu error raised by recorded work; on WebAssembly
+    /// [`Error::Blocking`] after submitting (await [`Tensor::to_vec_async`](crate::Tensor::to_vec_async) there).
     pub fn sync(&self) -> Result<(), Error> {
         self.flush()?;
         self.wait()
     }
 
+    /// Waits for everything submitted so far. WebAssembly cannot wait (wgpu's poll
+    /// returns at once there, so a wait would report work as finished that is not):
+    /// awaiting a read is the way to wait there.
+    #[cfg(target_arch = "wasm32")]
+    pub(crate) fn wait(&self) -> Result<(), Error> {
+        Err(Error::Blocking {
+            call: "Device::sync",
+            instead: "Tensor::to_vec_async (it waits for every launch recorded before it)",
+        })
+    }
+
     /// Waits for everything submitted so far.
+    #[cfg(not(target_arch = "wasm32"))]
     pub(crate) fn wait(&self) -> Result<(), Error> {
         self.inner
             .device

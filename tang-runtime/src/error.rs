@@ -88,6 +88,14 @@ pub enum Error {
     Wgpu(String),
     /// A thread panicked while holding the device's lock; the device state is unusable.
     Poisoned,
+    /// A call that blocks the thread until the GPU answers, made where no thread may block
+    /// (WebAssembly in a browser: the GPU's answer arrives on the thread that would wait).
+    Blocking {
+        /// The blocking call.
+        call: &'static str,
+        /// What to await instead.
+        instead: &'static str,
+    },
 }
 
 impl fmt::Display for Error {
@@ -155,6 +163,11 @@ impl fmt::Display for Error {
             Error::Poisoned => write!(
                 f,
                 "a thread panicked while using this device; create a new Device"
+            ),
+            Error::Blocking { call, instead } => write!(
+                f,
+                "{call} blocks until the GPU answers, which cannot happen on this target \
+                 (WebAssembly: the answer is delivered to the waiting thread itself); await {instead} instead"
             ),
         }
     }

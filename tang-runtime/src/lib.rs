@@ -14,6 +14,10 @@
 //! # Ok::<(), tang_runtime::Error>(())
 //! ```
 
+// On WebAssembly wgpu's handles are neither Send nor Sync (a page has one thread), so the
+// Arcs shared with native code hold non-Send data there; they are still needed for sharing.
+#![cfg_attr(target_arch = "wasm32", allow(clippy::arc_with_non_send_sync))]
+
 extern crate self as tang_runtime;
 
 pub mod dense;

@@ -7,9 +7,12 @@
 //! destroying devices is rare and slow anyway, so tang does both under one process-wide
 //! lock; work on live devices is not affected.
 
+#[cfg(not(target_arch = "wasm32"))]
 use std::sync::{Condvar, Mutex};
 
+#[cfg(not(target_arch = "wasm32"))]
 static BUSY: Mutex<bool> = Mutex::new(false);
+#[cfg(not(target_arch = "wasm32"))]
 static FREED: Condvar = Condvar::new();
 
 /// Held while a device is created or destroyed; dropping it lets the next one through.
@@ -22,6 +25,7 @@ pub(crate) struct LifecycleToken(());
 
 impl LifecycleToken {
     /// Waits until no other device is being created or destroyed.
+    #[cfg(not(target_arch = "wasm32"))]
     pub(crate) fn acquire() -> LifecycleToken {
         // A poisoned lock only means a thread panicked while waiting; the flag is intact.
         let mut busy = BUSY.lock().unwrap_or_else(|p| p.into_inner());
@@ -33,6 +37,17 @@ impl LifecycleToken {
     }
 }
 
+#[cfg(target_arch = "wasm32")]
+impl LifecycleToken {
+    /// A browser page cannot wait on a lock (one thread; two `Device::new_async` calls
+    /// awaited together would deadlock on it) and has no driver threads to race: a
+    /// token that excludes nothing.
+    pub(crate) fn acquire() -> LifecycleToken {
+        LifecycleToken(())
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
 impl Drop for LifecycleToken {
     fn drop(&mut self) {
         let mut busy = BUSY.lock().unwrap_or_else(|p| p.into_inner());

@@ -366,7 +366,10 @@ impl Cache {
         }
         // Creation errors (bad WGSL, a layout the shader disagrees with) are caught
         // here, so a broken kernel is an error of its launch and never poisons the
-        // batch it would have been recorded into.
+        // batch it would have been recorded into. WebAssembly cannot wait for the
+        // scope's answer inside this synchronous call: there the error reaches the
+        // device's error handler and the next read reports it.
+        #[cfg(not(target_arch = "wasm32"))]
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module_key = (key.id, key.trusted && !checked);
         let module = match self.modules.get(&module_key) {
@@ -422,6 +425,7 @@ impl Cache {
             cache: None,
         });
         self.pipelines_created += 1;
+        #[cfg(not(target_arch = "wasm32"))]
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Wgpu(format!("kernel `{name}`: {e}")));
         }

@@ -14,8 +14,19 @@ use crate::size::Size;
 /// What wgpu reports when a map finishes.
 type MapOutcome = Result<(), wgpu::BufferAsyncError>;
 
+/// Where wgpu's map callback leaves its outcome, and the task to wake when it does.
+#[derive(Default)]
+struct MapSlot {
+    outcome: Option<MapOutcome>,
+    /// An async read waiting for the outcome. On WebAssembly only the callback can make
+    /// progress (the browser delivers it from its event loop), so the read sleeps until
+    /// woken instead of asking to be polled again, which would never yield to that loop.
+    waker: Option<std::task::Waker>,
+}
+
 /// How long a blocking read waits for wgpu to deliver a finished map (run by another
 /// thread's poll) before reporting [`Error::Map`].
+#[cfg(not(target_arch = "wasm32"))]
 const READ_CALLBACK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Element type of a tensor.
@@ -353,12 +364,20 @@ impl Tensor {
 
     /// Asks wgpu to map `staging` for reading; the slot receives the outcome when a poll
     /// (on any thread) completes the map.
-    fn request_map(staging: &wgpu::Buffer) -> Arc<Mutex<Option<MapOutcome>>> {
-        let slot = Arc::new(Mutex::new(None));
+    fn request_map(staging: &wgpu::Buffer) -> Arc<Mutex<MapSlot>> {
+        let slot = Arc::new(Mutex::new(MapSlot::default()));
         let s2 = slot.clone();
         staging.map_async(wgpu::MapMode::Read, .., move |r| {
-            if let Ok(mut s) = s2.lock() {
-                *s = Some(r);
+            let waker = match s2.lock() {
+                Ok(mut s) => {
+                    s.outcome = Some(r);
+                    s.waker.take()
+                }
+                Err(_) => None,
+            };
+            // Woken after the lock is released: the woken task may run at once.
+            if let Some(w) = waker {
+                w.wake();
             }
         });
         slot
@@ -374,7 +393,18 @@ impl Tensor {
         Ok(out)
     }
 
-    fn read_bytes(&self) -> Result<Vec<u8>, Error> {
+    /// A blocking read cannot complete on WebAssembly: the map finishes only when control
+    /// returns to the browser's event loop.
+    #[cfg(target_arch = "wasm32")]
+    fn read_bytes(&self, call: &'static str) -> Result<Vec<u8>, Error> {
+        Err(Error::Blocking {
+            call,
+            instead: "Tensor::to_vec_async or Tensor::to_vec_u32_async",
+        })
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    fn read_bytes(&self, _call: &'static str) -> Result<Vec<u8>, Error> {
         let Some(staging) = self.start_read()? else {
             return Ok(Vec::new());
         };
@@ -386,7 +416,7 @@ impl Tensor {
         let started = std::time::Instant::now();
         loop {
             self.device().wait()?;
-            let r = slot.lock().map_err(|_| Error::Poisoned)?.take();
+            let r = slot.lock().map_err(|_| Error::Poisoned)?.outcome.take();
             match r {
                 Some(Ok(())) => return Self::finish_read(&staging),
                 Some(Err(e)) => return Err(Error::Map(e.to_string())),
@@ -410,14 +440,21 @@ impl Tensor {
         let r = std::future::poll_fn(|cx| {
             // Native wgpu needs polling to make progress; poll without blocking and
             // ask to be polled again until the map completes.
+            #[cfg(not(target_arch = "wasm32"))]
             if let Err(e) = dev.inner.device.poll(wgpu::PollType::Poll) {
                 return Poll::Ready(Err(Error::Wgpu(e.to_string())));
             }
             match slot.lock() {
                 Err(_) => Poll::Ready(Err(Error::Poisoned)),
-                Ok(mut s) => match s.take() {
+                Ok(mut s) => match s.outcome.take() {
                     Some(r) => Poll::Ready(r.map_err(|e| Error::Map(e.to_string()))),
                     None => {
+                        // The browser runs the map callback, which wakes this task.
+                        #[cfg(target_arch = "wasm32")]
+                        {
+                            s.waker = Some(cx.waker().clone());
+                        }
+                        #[cfg(not(target_arch = "wasm32"))]
                         cx.waker().wake_by_ref();
                         Poll::Pending
                     }
@@ -433,10 +470,11 @@ impl Tensor {
     /// Downloads an f32 tensor (after every launch recorded before this call).
     ///
     /// # Errors
-    /// [`Error::DType`] for a u32 tensor, [`Error::DeviceLost`], [`Error::Map`].
+    /// [`Error::DType`] for a u32 tensor, [`Error::DeviceLost`], [`Error::Map`]; on
+    /// WebAssembly [`Error::Blocking`] (await [`Tensor::to_vec_async`] there).
     pub fn to_vec(&self) -> Result<Vec<f32>, Error> {
         self.expect_dtype("to_vec", DType::F32)?;
-        Ok(f32s(&self.read_bytes()?))
+        Ok(f32s(&self.read_bytes("Tensor::to_vec")?))
     }
 
     /// [`Tensor::to_vec`] without blocking the thread.
@@ -451,14 +489,20 @@ impl Tensor {
     /// Downloads a u32 tensor.
     ///
     /// # Errors
-    /// [`Error::DType`] for an f32 tensor, [`Error::DeviceLost`], [`Error::Map`].
+    /// [`Error::DType`] for an f32 tensor, [`Error::DeviceLost`], [`Error::Map`]; on
+    /// WebAssembly [`Error::Blocking`] (await [`Tensor::to_vec_u32_async`] there).
     pub fn to_vec_u32(&self) -> Result<Vec<u32>, Error> {
         self.expect_dtype("to_vec_u32", DType::U32)?;
-        Ok(self
-            .read_bytes()?
-            .chunks_exact(4)
-            .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
-            .collect())
+        Ok(u32s(&self.read_bytes("Tensor::to_vec_u32")?))
+    }
+
+    /// [`Tensor::to_vec_u32`] without blocking the thread.
+    ///
+    /// # Errors
+    /// As [`Tensor::to_vec_u32`].
+    pub async fn to_vec_u32_async(&self) -> Result<Vec<u32>, Error> {
+        self.expect_dtype("to_vec_u32_async", DType::U32)?;
+        Ok(u32s(&self.read_bytes_async().await?))
     }
 
     /// Downloads a one-element f32 tensor as a number.
@@ -480,6 +524,13 @@ impl Tensor {
             .copied()
             .ok_or_else(|| Error::Map("empty download".into()))
     }
+}
+
+fn u32s(bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }
 
 fn f32s(bytes: &[u8]) -> Vec<f32> {

@@ -17,7 +17,27 @@ use super::TrainError;
 static FLAG: OnceLock<Result<Arc<AtomicBool>, String>> = OnceLock::new();
 
 /// Exit status after a second Ctrl-C: 128 + SIGINT, as shells report it.
+#[cfg(not(target_arch = "wasm32"))]
 const FORCED_EXIT_STATUS: i32 = 130;
+
+/// Sets the flag on Ctrl-C or SIGTERM; exits on the second.
+#[cfg(not(target_arch = "wasm32"))]
+fn install_handler(seen: Arc<AtomicBool>) -> Result<(), String> {
+    ctrlc::set_handler(move || {
+        if seen.swap(true, Ordering::SeqCst) {
+            eprintln!("second interrupt: exiting now without saving");
+            std::process::exit(FORCED_EXIT_STATUS);
+        }
+        eprintln!("interrupt: finishing this step, then saving and exiting (press Ctrl-C again to exit now)");
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// A browser page receives no signals: only [`Interrupt::request`] sets the flag there.
+#[cfg(target_arch = "wasm32")]
+fn install_handler(_flag: Arc<AtomicBool>) -> Result<(), String> {
+    Ok(())
+}
 
 /// Whether a stop was requested (by Ctrl-C, SIGTERM or [`Interrupt::request`]).
 #[derive(Clone, Debug)]
@@ -35,16 +55,7 @@ impl Interrupt {
     pub fn install() -> Result<Interrupt, TrainError> {
         let flag = FLAG.get_or_init(|| {
             let flag = Arc::new(AtomicBool::new(false));
-            let seen = Arc::clone(&flag);
-            ctrlc::set_handler(move || {
-                if seen.swap(true, Ordering::SeqCst) {
-                    eprintln!("second interrupt: exiting now without saving");
-                    std::process::exit(FORCED_EXIT_STATUS);
-                }
-                eprintln!("interrupt: finishing this step, then saving and exiting (press Ctrl-C again to exit now)");
-            })
-            .map(|()| flag)
-            .map_err(|e| e.to_string())
+            install_handler(Arc::clone(&flag)).map(|()| flag)
         });
         match flag {
             Ok(flag) => Ok(Interrupt {

@@ -53,7 +53,8 @@ pub(super) const LOSS: &str = "// A row's loss: log-sum-exp minus the target's l
 fn cross_entropy_loss(lse: f32, rbase: u32, t: u32, valid: bool, ignored: bool) -> f32 {
     if (valid) { return lse - elem(x[rbase + t / W], t % W); }
     if (ignored) { return 0.0; }
-    return bitcast<f32>(0x7fc00000u);
+    // Or-ed with a run-time zero: Chrome's WGSL compiler rejects a non-finite constant.
+    return bitcast<f32>(0x7fc00000u | (t & 0u));
 }
 
 ";

@@ -68,7 +68,8 @@ fn hred(v: T) -> f32 {
     let lo = c * p.chunk;
     let hi = select(0u, min(lo + p.chunk, p.n), live);
     var ident = 0.0;
-    if (OP == 1u) { ident = bitcast<f32>(0xff800000u); }
+    // Or-ed with a run-time zero: Chrome's WGSL compiler rejects a non-finite constant.
+    if (OP == 1u) { ident = bitcast<f32>(0xff800000u | (row & 0u)); }
     // Four independent accumulators keep four loads in flight per thread.
     var a0 = ident; var a1 = ident; var a2 = ident; var a3 = ident;
     let base = row * p.n;
@@ -105,7 +106,8 @@ fn comb(a: T, b: T) -> T {
     "    let lo = c * p.chunk;
     let hi = min(lo + p.chunk, p.axis);
     var acc = T(0.0);
-    if (OP == 1u) { acc = T(bitcast<f32>(0xff800000u)); }
+    // Or-ed with a run-time zero: Chrome's WGSL compiler rejects a non-finite constant.
+    if (OP == 1u) { acc = T(bitcast<f32>(0xff800000u | (idx & 0u))); }
     for (var a = lo; a < hi; a = a + 1u) {
         acc = comb(acc, x[(o * p.axis + a) * p.inner + i]);
     }

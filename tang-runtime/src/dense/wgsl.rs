@@ -238,9 +238,11 @@ pub(crate) use chunk_main;
 /// The most negative finite f32: the starting maximum of online softmax statistics.
 /// Finite so that `exp(m_old - m_new)` is never `exp(-inf - -inf) = NaN`; a row of all
 /// `-inf` still ends with sum 0 and so NaN probabilities, as in PyTorch.
+/// Written in hex, exactly: the shortest decimal, `-3.4028235e38`, lies just outside the
+/// f32 range, and Chrome's WGSL compiler rejects it (naga rounds it).
 macro_rules! lowest {
     () => {
-        "const LOWEST: f32 = -3.4028235e38;\n"
+        "const LOWEST: f32 = -0x1.fffffep+127f;\n"
     };
 }
 pub(crate) use lowest;

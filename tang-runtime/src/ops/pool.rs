@@ -94,7 +94,8 @@ static MAX_POOL: Spec<PoolParams> = Spec::new(
     let plane = q.x;
     let oy = q.y;
     let ox = q.z;
-    var best = bitcast<f32>(0xff800000u);
+    // Or-ed with a run-time zero: Chrome's WGSL compiler rejects a non-finite constant.
+    var best = bitcast<f32>(0xff800000u | (i & 0u));
     var best_at = 0u;
     var found = false;
     for (var ky = 0u; ky < p.kh; ky = ky + 1u) {

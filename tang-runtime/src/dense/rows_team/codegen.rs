@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::super::wgsl::{row_math, unit_f1, unit_v4};
+use super::super::wgsl::{lowest, row_math, unit_f1, unit_v4};
 use super::super::cross_entropy::{self, CrossEntropyParams};
 use super::super::norm::{self, NormBackwardParams, NormParams};
 use super::super::softmax::{self, SoftmaxParams};
@@ -46,8 +46,9 @@ fn header(kind: Kind, vec4: bool, team: u32) -> String {
     let _ = writeln!(
         s,
         "const TEAM: u32 = {team}u;\nconst WGS: u32 = {wg}u;\nconst ROWS: u32 = {}u;\n\
-         const LOWEST: f32 = -3.4028235e38;",
-        wg / team
+         {}",
+        wg / team,
+        lowest!().trim_end()
     );
     let steps = |ty: &str, name: &str, comb: &str| {
         let mut f = format!("fn {name}(v: {ty}) -> {ty} {{\n    var s = v;\n");

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Runs tang in a real browser: builds examples/web for WebAssembly, serves the page on
+# 127.0.0.1 and loads it in headless Chromium on WebGPU (SwiftShader, Chromium's software
+# adapter, so no GPU is needed). The page checks a #[fused_grad] kernel, matmul and
+# softmax against the CPU and trains the digits MLP; this script reads its summary
+# ("n passed, m failed") back from the DOM and fails unless every check passed. It also
+# writes a screenshot of the page and prints its path.
+#
+#   scripts/web-test.sh            # from the repository root or anywhere
+#
+# Set-up it does when needed: the wasm32-unknown-unknown target (rustup), the
+# wasm-bindgen CLI at the version of the wasm-bindgen library in Cargo.lock (cargo
+# install, a few minutes the first time), Debian's chromium package (apt-get, as root).
+# Environment: CARGO_TARGET_DIR (honoured), TANG_WEB_PORT (default 8787),
+# TANG_WEB_PROFILE (dev or release; default dev), CHROMIUM (the browser binary),
+# TANG_WEB_TIMEOUT (seconds the page may run, default 300).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+target_dir=${CARGO_TARGET_DIR:-$root/target}
+site=$target_dir/web-site
+port=${TANG_WEB_PORT:-8787}
+profile=${TANG_WEB_PROFILE:-dev}
+timeout_s=${TANG_WEB_TIMEOUT:-300}
+started=$(date +%s)
+
+say() { printf 'web-test: %s\n' "$*" >&2; }
+fail() { say "FAILED: $*"; exit 1; }
+
+# --- set-up -------------------------------------------------------------------------
+if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+    say "adding the wasm32-unknown-unknown target"
+    rustup target add wasm32-unknown-unknown
+fi
+
+bindgen_version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
+[ -n "$bindgen_version" ] || fail "no wasm-bindgen entry in Cargo.lock"
+if [ "$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }')" != "$bindgen_version" ]; then
+    say "installing wasm-bindgen-cli $bindgen_version (it must match the library in Cargo.lock)"
+    cargo install wasm-bindgen-cli --version "$bindgen_version"
+fi
+
+chromium=${CHROMIUM:-}
+if [ -z "$chromium" ]; then
+    for c in chromium chromium-browser google-chrome; do
+        if command -v "$c" >/dev/null; then chromium=$c; break; fi
+    done
+fi
+if [ -z "$chromium" ]; then
+    say "installing Debian's chromium package"
+    sudo_cmd=""
+    [ "$(id -u)" = 0 ] || sudo_cmd=sudo
+    $sudo_cmd apt-get update -qq
+    $sudo_cmd apt-get install -y -qq chromium >/dev/null
+    chromium=chromium
+fi
+
+# --- build --------------------------------------------------------------------------
+say "building tang-web for wasm32-unknown-unknown ($profile profile)"
+cargo rustc -p tang-web --lib --target wasm32-unknown-unknown --profile "$profile" --crate-type cdylib
+profile_dir=$profile
+[ "$profile" = dev ] && profile_dir=debug
+wasm=$target_dir/wasm32-unknown-unknown/$profile_dir/tang_web.wasm
+[ -f "$wasm" ] || fail "the build did not produce $wasm"
+rm -rf "$site"
+mkdir -p "$site"
+wasm-bindgen --target web --no-typescript --out-dir "$site/pkg" "$wasm"
+cp examples/web/index.html "$site/"
+built=$(date +%s)
+
+# --- serve and run ------------------------------------------------------------------
+python3 -m http.server "$port" --bind 127.0.0.1 --directory "$site" >"$site/server.log" 2>&1 &
+server=$!
+trap 'kill "$server" 2>/dev/null || true' EXIT
+for _ in $(seq 50); do
+    if python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$port/index.html')" 2>/dev/null; then
+        break
+    fi
+    sleep 0.1
+done
+url=http://127.0.0.1:$port/index.html
+
+# WebGPU in headless Chromium on a machine without a GPU: unsafe-webgpu enables it on
+# Linux, Vulkan through SwiftShader gives it an adapter; the GPU sandbox cannot start in
+# a container, and Chromium refuses to run as root with its sandbox on. The page's work
+# is asynchronous GPU work that --dump-dom would not wait for, so run_page.py drives the
+# browser through the DevTools protocol until the page reports its summary.
+flags=(--headless=new --enable-unsafe-webgpu --enable-features=Vulkan
+       --use-vulkan=swiftshader --use-webgpu-adapter=swiftshader --disable-gpu-sandbox
+       --disable-dev-shm-usage --no-first-run --window-size=1000,1400)
+[ "$(id -u)" = 0 ] && flags+=(--no-sandbox)
+
+say "loading $url in $chromium"
+dom=$site/dom.html
+screenshot=$site/tang-web.png
+python3 examples/web/run_page.py "$chromium" "$url" "$dom" "$screenshot" "$timeout_s" "${flags[@]}" \
+    || fail "the page did not finish (browser log: $site/chromium.log)"
+finished=$(date +%s)
+
+# --- read the result back -----------------------------------------------------------
+python3 - "$dom" <<'EOF' || fail "the page's checks did not all pass (page: $dom)"
+import html, re, sys
+page = open(sys.argv[1], encoding="utf-8").read()
+for item in re.findall(r'<li class="(?:pass|fail)">(.*?)</li>', page, re.S):
+    print("  " + html.unescape(item))
+for item in re.findall(r'<li class="loss">(.*?)<span', page, re.S):
+    print("  " + html.unescape(item))
+adapter = re.search(r'<code id="adapter">(.*?)</code>', page, re.S)
+print("adapter: " + (html.unescape(adapter.group(1)) if adapter else "?"))
+summary = re.search(r'<p id="summary">(.*?)</p>', page, re.S)
+text = html.unescape(summary.group(1)).strip() if summary else "no summary in the page"
+print("page: " + text)
+counts = re.fullmatch(r"(\d+) passed, (\d+) failed", text)
+sys.exit(0 if counts and int(counts.group(1)) > 0 and counts.group(2) == "0" else 1)
+EOF
+[ -f "$screenshot" ] && say "screenshot: $screenshot"
+say "passed (build $((built - started)) s, browser $((finished - built)) s)"
