@@ -224,7 +224,9 @@ pub(crate) static POWF: Helper = Helper {
     // y <= 0) or drivers differ (|x| = 1 with an infinite y, infinite x)
     let ax = abs(x);
     let xb = bitcast<{{U}}>(ax);
-    let zero = xb == {{U}}(0u);
+    // a subnormal base counts as 0 (as on drivers that flush it), so every adapter
+    // agrees with the flushed result
+    let zero = xb < {{U}}(0x00800000u);
     let xinf = xb == {{U}}(0x7f800000u);
     let yint = trunc(y) == y;
     let yodd = yint & (trunc(y * 0.5f) * 2.0f != y);
@@ -237,8 +239,8 @@ pub(crate) static POWF: Helper = Helper {
     // non-integer y gives NaN except at -0 and -inf
     let negative = select(select({nan}, m, zero | xinf), select(m, -m, yodd), yint);
     let r = select(m, negative, (bitcast<{{U}}>(x) & {{U}}(0x80000000u)) != {{U}}(0u));
-    // NaN in, NaN out, except that x^0 = 1 and 1^y = 1
-    let one = ((bitcast<{{U}}>(y) & {{U}}(0x7fffffffu)) == {{U}}(0u)) | (bitcast<{{U}}>(x) == {{U}}(0x3f800000u));
+    // NaN in, NaN out, except that x^0 = 1 (a subnormal y counts as 0) and 1^y = 1
+    let one = ((bitcast<{{U}}>(y) & {{U}}(0x7fffffffu)) < {{U}}(0x00800000u)) | (bitcast<{{U}}>(x) == {{U}}(0x3f800000u));
     return select(select(r, x + y, tang_nan(x) | tang_nan(y)), {{T}}(1.0f), one);
 }}
 "

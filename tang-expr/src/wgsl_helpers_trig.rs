@@ -101,9 +101,11 @@ pub(crate) static ATAN2: Helper = Helper {
     let ya = bitcast<{{U}}>(y) & {{U}}(0x7fffffffu);
     let xa = bitcast<{{U}}>(x) & {{U}}(0x7fffffffu);
     let inf = {{U}}(0x7f800000u);
+    // subnormal sides count as 0 (as on drivers that flush them: 0/0 would be NaN there)
+    let tiny = {{U}}(0x00800000u);
     var r = tang_atan_ratio(abs(y), abs(x));
-    r = select(r, {{T}}({pi2}), (xa == {{U}}(0u)) | (ya == inf));
-    r = select(r, {{T}}(0.0f), (ya == {{U}}(0u)) | ((xa == inf) & (ya != inf)));
+    r = select(r, {{T}}({pi2}), (xa < tiny) | (ya == inf));
+    r = select(r, {{T}}(0.0f), (ya < tiny) | ((xa == inf) & (ya != inf)));
     r = select(r, {{T}}({pi4}), (xa == inf) & (ya == inf));
     r = select(r, {pi} - r, (bitcast<{{U}}>(x) & {{U}}(0x80000000u)) != {{U}}(0u));
     return select({s}, x + y, tang_nan(x) | tang_nan(y));

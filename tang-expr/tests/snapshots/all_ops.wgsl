@@ -128,9 +128,11 @@ fn tang_atan2(y: vec4<f32>, x: vec4<f32>) -> vec4<f32> {
     let ya = bitcast<vec4<u32>>(y) & vec4<u32>(0x7fffffffu);
     let xa = bitcast<vec4<u32>>(x) & vec4<u32>(0x7fffffffu);
     let inf = vec4<u32>(0x7f800000u);
+    // subnormal sides count as 0 (as on drivers that flush them: 0/0 would be NaN there)
+    let tiny = vec4<u32>(0x00800000u);
     var r = tang_atan_ratio(abs(y), abs(x));
-    r = select(r, vec4<f32>(1.5707964f), (xa == vec4<u32>(0u)) | (ya == inf));
-    r = select(r, vec4<f32>(0.0f), (ya == vec4<u32>(0u)) | ((xa == inf) & (ya != inf)));
+    r = select(r, vec4<f32>(1.5707964f), (xa < tiny) | (ya == inf));
+    r = select(r, vec4<f32>(0.0f), (ya < tiny) | ((xa == inf) & (ya != inf)));
     r = select(r, vec4<f32>(0.7853982f), (xa == inf) & (ya == inf));
     r = select(r, 3.1415927f - r, (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u)) != vec4<u32>(0u));
     return select(bitcast<vec4<f32>>(bitcast<vec4<u32>>(r) | (bitcast<vec4<u32>>(y) & vec4<u32>(0x80000000u))), x + y, tang_nan(x) | tang_nan(y));
@@ -350,7 +352,9 @@ fn tang_powf(x: vec4<f32>, y: vec4<f32>) -> vec4<f32> {
     // y <= 0) or drivers differ (|x| = 1 with an infinite y, infinite x)
     let ax = abs(x);
     let xb = bitcast<vec4<u32>>(ax);
-    let zero = xb == vec4<u32>(0u);
+    // a subnormal base counts as 0 (as on drivers that flush it), so every adapter
+    // agrees with the flushed result
+    let zero = xb < vec4<u32>(0x00800000u);
     let xinf = xb == vec4<u32>(0x7f800000u);
     let yint = trunc(y) == y;
     let yodd = yint & (trunc(y * 0.5f) * 2.0f != y);
@@ -363,8 +367,8 @@ fn tang_powf(x: vec4<f32>, y: vec4<f32>) -> vec4<f32> {
     // non-integer y gives NaN except at -0 and -inf
     let negative = select(select(bitcast<vec4<f32>>(vec4<u32>(0x7fc00000u) | (bitcast<vec4<u32>>(x) & vec4<u32>(0u))), m, zero | xinf), select(m, -m, yodd), yint);
     let r = select(m, negative, (bitcast<vec4<u32>>(x) & vec4<u32>(0x80000000u)) != vec4<u32>(0u));
-    // NaN in, NaN out, except that x^0 = 1 and 1^y = 1
-    let one = ((bitcast<vec4<u32>>(y) & vec4<u32>(0x7fffffffu)) == vec4<u32>(0u)) | (bitcast<vec4<u32>>(x) == vec4<u32>(0x3f800000u));
+    // NaN in, NaN out, except that x^0 = 1 (a subnormal y counts as 0) and 1^y = 1
+    let one = ((bitcast<vec4<u32>>(y) & vec4<u32>(0x7fffffffu)) < vec4<u32>(0x00800000u)) | (bitcast<vec4<u32>>(x) == vec4<u32>(0x3f800000u));
     return select(select(r, x + y, tang_nan(x) | tang_nan(y)), vec4<f32>(1.0f), one);
 }
 
