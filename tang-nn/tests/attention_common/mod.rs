@@ -6,9 +6,12 @@
 use std::path::PathBuf;
 
 use tang_nn::autograd::{Error, RawTensor, Tensor};
-use tang_testing::{assert_close, numeric_gradient};
 
+#[path = "../gradcheck_common/mod.rs"]
+mod gradcheck_common;
 pub mod reference;
+
+use gradcheck_common::{Wrt, compare};
 
 /// A PyTorch fixture (`../shared/fixtures/torch/` beside the checkout).
 pub fn fixture(name: &str) -> PathBuf {
@@ -34,37 +37,28 @@ pub fn gradcheck(
 ) {
     let x64: Vec<Vec<f64>> = params.iter().map(|(_, t)| values64(t)).collect();
     let out = gpu().unwrap();
-    let want = cpu(&x64);
-    assert_close(
-        &format!("{name} forward"),
-        &out.to_vec().unwrap(),
-        &want,
-        1e-4,
-        1e-4,
-    );
-    let r = tang_testing::Rng::new(seed).vec(want.len(), 1.0);
+    let r = tang_testing::Rng::new(seed).vec(out.shape().iter().product(), 1.0);
     let dev = out.data().device().clone();
-    let grads = out
-        .backward_with(RawTensor::from_slice(&dev, &r, out.shape()).unwrap())
-        .unwrap();
-    for (i, (pname, p)) in params.iter().enumerate() {
-        let objective = |xi: &[f64]| {
-            let mut xs = x64.clone();
-            xs[i] = xi.to_vec();
-            cpu(&xs)
-                .iter()
-                .zip(&r)
-                .map(|(y, &r)| y * f64::from(r))
-                .sum::<f64>()
-        };
-        let want = numeric_gradient(objective, &x64[i], 1e-5);
-        let got = grads
-            .get(p)
-            .unwrap_or_else(|| panic!("{name}: no gradient for {pname}"))
-            .to_vec()
-            .unwrap();
-        assert_close(&format!("{name} d/d{pname}"), &got, &want, 1e-4, 1e-3);
-    }
+    let wrt: Vec<Wrt<'_>> = params
+        .iter()
+        .enumerate()
+        .map(|(index, (label, tensor))| Wrt {
+            label: label.clone(),
+            index,
+            tensor,
+        })
+        .collect();
+    compare(
+        &dev,
+        name,
+        &out,
+        &x64,
+        &wrt,
+        cpu,
+        &r,
+        (1e-4, 1e-4),
+        (1e-4, 1e-3),
+    );
 }
 
 /// A parameter of `shape` filled from `rng` in `[-a, a)`.

@@ -13,6 +13,71 @@ pub type Cpu<'a> = &'a dyn Fn(&[Vec<f64>]) -> Vec<f64>;
 /// The op on the GPU over its parameters.
 pub type Gpu<'a> = &'a dyn Fn(&[Tensor]) -> Result<Tensor, Error>;
 
+/// One tensor whose gradient is checked: its label in messages, and the index of its
+/// values among the reference's inputs.
+pub struct Wrt<'a> {
+    /// How messages name it (`d/d{label}`).
+    pub label: String,
+    /// Its values' index in the `x64` given to the reference.
+    pub index: usize,
+    /// The tensor whose gradient is read.
+    pub tensor: &'a Tensor,
+}
+
+/// The comparison every gradient check of tang-nn's tests shares: `out` against
+/// `cpu(x64)` within `forward_tol` (absolute, relative), then, with `r` passed as the
+/// output's gradient, each `wrt` tensor's gradient against central differences of
+/// `sum(cpu(x64) * r)` within `grad_tol`.
+#[allow(clippy::too_many_arguments)]
+pub fn compare(
+    dev: &Device,
+    name: &str,
+    out: &Tensor,
+    x64: &[Vec<f64>],
+    wrt: &[Wrt<'_>],
+    cpu: Cpu<'_>,
+    r: &[f32],
+    forward_tol: (f64, f64),
+    grad_tol: (f64, f64),
+) {
+    let want = cpu(x64);
+    assert_close(
+        &format!("{name} forward"),
+        &out.to_vec().unwrap(),
+        &want,
+        forward_tol.0,
+        forward_tol.1,
+    );
+    assert_eq!(r.len(), want.len(), "{name}: one weight per output");
+    let grads = out
+        .backward_with(RawTensor::from_slice(dev, r, out.shape()).unwrap())
+        .unwrap();
+    for w in wrt {
+        let objective = |xi: &[f64]| {
+            let mut xs = x64.to_vec();
+            xs[w.index] = xi.to_vec();
+            cpu(&xs)
+                .iter()
+                .zip(r)
+                .map(|(y, &r)| y * f64::from(r))
+                .sum::<f64>()
+        };
+        let want = numeric_gradient(objective, &x64[w.index], 1e-5);
+        let got = grads
+            .get(w.tensor)
+            .unwrap_or_else(|| panic!("{name}: no gradient for {}", w.label))
+            .to_vec()
+            .unwrap();
+        assert_close(
+            &format!("{name} d/d{}", w.label),
+            &got,
+            &want,
+            grad_tol.0,
+            grad_tol.1,
+        );
+    }
+}
+
 /// Checks the forward against `cpu` and every parameter's gradient against central
 /// differences of `sum(cpu(params) * r)`.
 pub fn check(dev: &Device, name: &str, shapes: &[&[usize]], gpu: Gpu<'_>, cpu: Cpu<'_>, seed: u64) {
@@ -31,36 +96,27 @@ pub fn check(dev: &Device, name: &str, shapes: &[&[usize]], gpu: Gpu<'_>, cpu: C
         .map(|v| v.iter().map(|&x| f64::from(x)).collect())
         .collect();
     let out = gpu(&params).unwrap();
-    let want = cpu(&x64);
-    assert_close(
-        &format!("{name} forward"),
-        &out.to_vec().unwrap(),
-        &want,
-        1e-4,
-        1e-4,
+    let r = rng.vec(out.shape().iter().product(), 1.0);
+    let wrt: Vec<Wrt<'_>> = params
+        .iter()
+        .enumerate()
+        .map(|(index, tensor)| Wrt {
+            label: format!("param{index}"),
+            index,
+            tensor,
+        })
+        .collect();
+    compare(
+        dev,
+        name,
+        &out,
+        &x64,
+        &wrt,
+        cpu,
+        &r,
+        (1e-4, 1e-4),
+        (1e-4, 1e-3),
     );
-    let r = rng.vec(want.len(), 1.0);
-    let grads = out
-        .backward_with(RawTensor::from_slice(dev, &r, out.shape()).unwrap())
-        .unwrap();
-    for (i, p) in params.iter().enumerate() {
-        let objective = |xi: &[f64]| {
-            let mut xs = x64.clone();
-            xs[i] = xi.to_vec();
-            cpu(&xs)
-                .iter()
-                .zip(&r)
-                .map(|(y, &r)| y * f64::from(r))
-                .sum::<f64>()
-        };
-        let want = numeric_gradient(objective, &x64[i], 1e-5);
-        let got = grads
-            .get(p)
-            .expect("every parameter reached")
-            .to_vec()
-            .unwrap();
-        assert_close(&format!("{name} d/dparam{i}"), &got, &want, 1e-4, 1e-3);
-    }
 }
 
 /// Row-major strides of `shape`.

@@ -3,15 +3,19 @@
 
 #![allow(dead_code)] // Each test crate uses part of it.
 
-use tang_nn::autograd::{Error, RawTensor, Tensor, no_grad};
+use tang_nn::autograd::{RawTensor, Tensor, no_grad};
 use tang_nn::nn::Layer;
 use tang_nn::tang_runtime::Device;
-use tang_testing::{Rng, assert_close, numeric_gradient};
+use tang_testing::Rng;
 
-/// The GPU side: the inputs (parameters, in the order of `Case::inputs`) to the output.
-pub type Gpu<'a> = &'a dyn Fn(&[Tensor]) -> Result<Tensor, Error>;
-/// The f64 reference of the same function.
-pub type Cpu<'a> = &'a dyn Fn(&[Vec<f64>]) -> Vec<f64>;
+#[path = "../gradcheck_common/mod.rs"]
+mod gradcheck_common;
+
+use gradcheck_common::{Wrt, compare};
+
+/// The GPU side (the inputs, in the order of `Case::inputs`, to the output) and its f64
+/// reference.
+pub use gradcheck_common::{Cpu, Gpu};
 
 /// One gradient check: inputs' values and shapes, and the tolerances.
 pub struct Case<'a> {
@@ -91,40 +95,18 @@ impl<'a> Case<'a> {
     }
 
     fn compare(&self, dev: &Device, out: &Tensor, wrt: &[(usize, &Tensor)], cpu: Cpu<'_>) {
+        let r = Rng::new(99).vec(out.shape().iter().product(), 1.0);
+        let wrt: Vec<Wrt<'_>> = wrt
+            .iter()
+            .map(|&(index, tensor)| Wrt {
+                label: format!("input{index}"),
+                index,
+                tensor,
+            })
+            .collect();
+        let (f, g) = (self.forward_tol, self.grad_tol);
         let x64 = self.values64();
-        let want = cpu(&x64);
-        let name = self.name;
-        let tol = self.forward_tol;
-        assert_close(
-            &format!("{name} forward"),
-            &out.to_vec().unwrap(),
-            &want,
-            tol,
-            tol,
-        );
-        let r = Rng::new(99).vec(want.len(), 1.0);
-        let grads = out
-            .backward_with(RawTensor::from_slice(dev, &r, out.shape()).unwrap())
-            .unwrap();
-        for &(i, leaf) in wrt {
-            let objective = |xi: &[f64]| {
-                let mut xs = x64.clone();
-                xs[i] = xi.to_vec();
-                cpu(&xs)
-                    .iter()
-                    .zip(&r)
-                    .map(|(y, &r)| y * f64::from(r))
-                    .sum::<f64>()
-            };
-            let want = numeric_gradient(objective, &x64[i], 1e-5);
-            let got = grads
-                .get(leaf)
-                .unwrap_or_else(|| panic!("{name}: input {i} got no gradient"))
-                .to_vec()
-                .unwrap();
-            let tol = self.grad_tol;
-            assert_close(&format!("{name} d/dinput{i}"), &got, &want, tol, tol);
-        }
+        compare(dev, self.name, out, &x64, &wrt, cpu, &r, (f, f), (g, g));
     }
 }
 
