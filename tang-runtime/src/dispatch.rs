@@ -134,7 +134,7 @@ impl Device {
             Binding::Uniform(u) => Some(u.len()),
             _ => None,
         });
-        if !st.arena_fits(uniform_sizes) {
+        if !st.has_room_for_launch(uniform_sizes) {
             st.submit(inner);
         }
         let arena = st.arena_buf.clone();
@@ -189,11 +189,8 @@ impl Device {
             layout: &layout,
             entries: &entries,
         });
+        st.dispatch(inner, name, &pipeline, &group, &offsets, workgroups);
         let batch = st.batch;
-        let pass = st.pass(inner);
-        pass.set_pipeline(&pipeline);
-        pass.set_bind_group(0, &group, &offsets);
-        pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
         st.uniform_offsets = offsets;
         st.uniform_sizes = sizes;
         for b in bindings {

@@ -96,6 +96,13 @@ pub enum Error {
         /// What to await instead.
         instead: &'static str,
     },
+    /// The adapter or target lacks a feature the call needs.
+    Unsupported {
+        /// The call.
+        what: String,
+        /// The missing feature and what to do instead.
+        detail: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -169,6 +176,7 @@ impl fmt::Display for Error {
                 "{call} blocks until the GPU answers, which cannot happen on this target \
                  (WebAssembly: the answer is delivered to the waiting thread itself); await {instead} instead"
             ),
+            Error::Unsupported { what, detail } => write!(f, "{what}: unsupported here: {detail}"),
         }
     }
 }

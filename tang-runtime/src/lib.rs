@@ -29,6 +29,7 @@ mod lifecycle;
 pub mod ops;
 mod pipeline;
 mod pool;
+mod profile;
 mod size;
 mod spec;
 mod state;
@@ -39,6 +40,7 @@ pub use device::{Device, DeviceInfo, DeviceOptions, Stats};
 pub use error::Error;
 pub use ops::FusedFn;
 pub use pipeline::{Binding, RawKernel};
+pub use profile::{KernelTime, Profile};
 pub use tang_expr;
 /// Stable `f32` extras of the kernel language (`x.sigmoid()`, `x.softplus()`, ...), so a
 /// kernel function compiles on the CPU too.

@@ -15,6 +15,7 @@ use crate::device::{Inner, Stats};
 use crate::error::Error;
 use crate::pipeline::Cache;
 use crate::pool::{Pool, size_class};
+use crate::profile::Profiler;
 
 /// Bytes of the uniform arena: room for thousands of launches per batch.
 const ARENA_BYTES: u64 = 1 << 20;
@@ -49,6 +50,8 @@ pub(crate) struct State {
     submits: u64,
     /// Reads back to the host started (see `Stats::host_reads`).
     pub host_reads: u64,
+    /// Per-kernel GPU timing, while [`crate::Device::start_profiling`] is in effect.
+    pub profiler: Option<Profiler>,
 }
 
 impl Drop for State {
@@ -84,6 +87,7 @@ impl State {
             launches: 0,
             submits: 0,
             host_reads: 0,
+            profiler: None,
         }
     }
 
@@ -132,6 +136,32 @@ impl State {
         })
     }
 
+    /// Records one dispatch in the open compute pass (bracketed by timestamps while
+    /// profiling). The caller made room for it first (see `has_room_for_launch`).
+    pub fn dispatch(
+        &mut self,
+        inner: &Inner,
+        name: &str,
+        pipeline: &wgpu::ComputePipeline,
+        group: &wgpu::BindGroup,
+        offsets: &[u32],
+        workgroups: [u32; 3],
+    ) {
+        self.pass(inner);
+        let Some(pass) = self.pass.as_mut() else {
+            return;
+        };
+        if let Some(p) = self.profiler.as_mut() {
+            p.begin(pass, name, workgroups);
+        }
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, group, offsets);
+        pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
+        if let Some(p) = self.profiler.as_ref() {
+            p.end(pass);
+        }
+    }
+
     /// Copies `bytes` (padded to 16) into the arena; returns its offset and padded size,
     /// or `None` when the arena is full (submit and retry).
     pub fn push_uniform(&mut self, bytes: &[u8]) -> Option<(u32, u64)> {
@@ -144,6 +174,12 @@ impl State {
         self.arena.extend_from_slice(bytes);
         self.arena.resize((offset + size) as usize, 0);
         Some((offset as u32, size))
+    }
+
+    /// Whether the open batch has room for one more launch with uniforms of these sizes
+    /// (the arena, and the profiler's timestamps while profiling); if not, submit first.
+    pub fn has_room_for_launch(&self, uniform_sizes: impl Iterator<Item = usize>) -> bool {
+        self.arena_fits(uniform_sizes) && self.profiler.as_ref().is_none_or(Profiler::has_room)
     }
 
     /// Whether `bytes` more of uniforms fit in the arena of the open batch.
@@ -167,13 +203,17 @@ impl State {
     /// Submits the open batch (uniforms first), then releases buffers it kept alive.
     pub fn submit(&mut self, inner: &Inner) {
         self.pass.take();
-        if let Some(enc) = self.encoder.take() {
+        if let Some(mut enc) = self.encoder.take() {
             if !self.arena.is_empty() {
                 inner.queue.write_buffer(&self.arena_buf, 0, &self.arena);
                 self.arena.clear();
             }
+            let profiled = self.profiler.as_ref().is_some_and(|p| p.resolve(&mut enc));
             inner.queue.submit([enc.finish()]);
             self.submits += 1;
+            if profiled && let Some(p) = self.profiler.as_mut() {
+                p.collect(&inner.device);
+            }
         }
         self.batch += 1;
         self.recorded = 0;

@@ -154,3 +154,41 @@ fn write_after_pending_launch_keeps_order() {
     assert_eq!(out.to_vec().unwrap(), vec![2.0, 4.0]);
     assert_eq!(a.to_vec().unwrap(), vec![10.0, 20.0]);
 }
+
+#[test]
+fn profiling_counts_every_dispatch_by_kernel_and_grid() {
+    for dev in devices() {
+        let needed = tang_runtime::wgpu::Features::TIMESTAMP_QUERY
+            | tang_runtime::wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
+        if !dev.info().features.contains(needed) {
+            // The call must say why, not fail later.
+            let e = dev.start_profiling().unwrap_err();
+            assert!(matches!(e, tang_runtime::Error::Unsupported { .. }), "{e}");
+            continue;
+        }
+        let k = add();
+        let one = Tensor::full(&dev, &[4096], 1.0).unwrap();
+        let mut acc = Tensor::full(&dev, &[4096], 0.0).unwrap();
+        // Recorded before profiling starts: not counted.
+        acc = dev.launch(k, &[&acc, &one], &[], &[]).unwrap().remove(0);
+        let small = Tensor::full(&dev, &[10], 1.0).unwrap();
+        dev.start_profiling().unwrap();
+        // More dispatches than one query set holds (2048), so the profiler must submit
+        // mid-batch and keep counting.
+        for _ in 0..2100 {
+            acc = dev.launch(k, &[&acc, &one], &[], &[]).unwrap().remove(0);
+        }
+        let _ = dev.launch(k, &[&small, &small], &[], &[]).unwrap();
+        let profile = dev.finish_profiling().unwrap();
+        assert_eq!(acc.to_vec().unwrap(), vec![2101.0; 4096]);
+        assert_eq!(profile.launches(), 2101, "{profile:?}");
+        assert_eq!(profile.kernels.len(), 2, "two grids, two rows: {profile:?}");
+        assert_eq!(profile.kernels.iter().map(|k| k.launches).max(), Some(2100));
+        assert!(profile.kernels.iter().all(|k| k.gpu_ns >= 0.0));
+        assert!(profile.total_ns() > 0.0, "{profile:?}");
+        assert!(profile.table(5, 1).contains("total"));
+        // Profiling ended: a second finish is an error that says what to do.
+        let e = dev.finish_profiling().unwrap_err();
+        assert!(e.to_string().contains("start_profiling"), "{e}");
+    }
+}

@@ -12,7 +12,8 @@
 //! the host's share of a step (`..._host`): the time from the start of a step to the
 //! submission of its last launch (recording the graph, backward's bookkeeping, encoding
 //! and submitting) against the whole step with the GPU finished, medians of single steps;
-//! the launches, submits and new buffers of one step are printed beside it.
+//! the launches, submits and new buffers of one step are printed beside it, and the GPU
+//! time of a step per kernel (`Device::start_profiling`).
 //! `--tiny` shrinks every case (names suffixed `_tiny`) to check the cases on a software
 //! adapter.
 
@@ -218,6 +219,17 @@ fn gpt_case(dev: &Device, s: GptSize, reps: usize) -> Result<(f64, f64, f64), Bo
         host.push(t.elapsed().as_secs_f64() * 1e3);
         dev.sync()?;
         whole.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    // Where the GPU time of a step goes, per kernel and grid (two steps profiled).
+    if dev.start_profiling().is_ok() {
+        for _ in 0..2 {
+            step()?;
+        }
+        let profile = dev.finish_profiling()?;
+        println!(
+            "  GPU time of one GPT step by kernel:\n{}",
+            profile.table(40, 2)
+        );
     }
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
