@@ -33,6 +33,9 @@ pub struct KernelTime {
 pub struct Profile {
     /// One row per kernel name and grid, sorted by `gpu_ns`, largest first.
     pub kernels: Vec<KernelTime>,
+    /// GPU nanoseconds from the end of one dispatch to the start of the next in the same
+    /// submit, summed: barriers and pipeline switches, time no kernel is counted for.
+    pub gaps_ns: f64,
 }
 
 impl Profile {
@@ -68,13 +71,14 @@ impl Profile {
         let rest: f64 = self.kernels.iter().skip(top).map(|k| k.gpu_ns).sum();
         let _ = writeln!(
             out,
-            "{:>9.3} {:>5.1}% {:>8}  ({} other rows)\n{:>9.3} 100.0% {:>8.1}  total",
+            "{:>9.3} {:>5.1}% {:>8}  ({} other rows)\n{:>9.3} 100.0% {:>8.1}  total\n{:>9.3}                  between dispatches",
             rest / per / 1e6,
             100.0 * rest / total,
             "",
             self.kernels.len().saturating_sub(top),
             total / per / 1e6,
-            self.launches() as f64 / per
+            self.launches() as f64 / per,
+            self.gaps_ns / per / 1e6
         );
         out
     }
@@ -88,6 +92,7 @@ pub(crate) struct Profiler {
     /// Kernel (name and grid) of each dispatch of the open batch, in order.
     pending: Vec<String>,
     totals: HashMap<String, (u64, f64)>,
+    gaps_ns: f64,
     /// Nanoseconds per timestamp tick.
     period_ns: f64,
     /// The first failure reading timestamps back, reported by `finish_profiling`.
@@ -117,6 +122,7 @@ impl Profiler {
             }),
             pending: Vec::new(),
             totals: HashMap::new(),
+            gaps_ns: 0.0,
             period_ns: f64::from(queue.get_timestamp_period()),
             failure: None,
         }
@@ -179,7 +185,12 @@ impl Profiler {
         };
         match read {
             Ok(ticks) => {
+                let mut last_end = None;
                 for (name, pair) in self.pending.drain(..).zip(ticks.chunks_exact(2)) {
+                    if let Some(end) = last_end {
+                        self.gaps_ns += pair[0].saturating_sub(end) as f64 * self.period_ns;
+                    }
+                    last_end = Some(pair[1]);
                     let ns = pair[1].saturating_sub(pair[0]) as f64 * self.period_ns;
                     let row = self.totals.entry(name).or_insert((0, 0.0));
                     row.0 += 1;
@@ -213,7 +224,10 @@ impl Profiler {
             })
             .collect();
         kernels.sort_by(|a, b| b.gpu_ns.total_cmp(&a.gpu_ns));
-        Ok(Profile { kernels })
+        Ok(Profile {
+            kernels,
+            gaps_ns: self.gaps_ns,
+        })
     }
 }
 

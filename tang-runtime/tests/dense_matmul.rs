@@ -105,6 +105,27 @@ fn awkward_shapes_all_transposes() {
     }
 }
 
+/// `Aᵀ·B` with a small output and a long reduction (a weight gradient's shape) is cut
+/// into slices of k summed afterwards; a k that does not split evenly runs whole.
+#[test]
+fn long_reductions_with_small_outputs_are_split() {
+    for dev in devices() {
+        let mut rng = Rng::new(11);
+        for (m, n, k, split) in [
+            (5, 7, 4096, true),
+            (70, 65, 1024, true),
+            (3, 9, 4099, false),
+        ] {
+            let before = dev.stats().launches;
+            check(&dev, &mut rng, m, n, k, true, false, None);
+            // The check's uploads are copies, not launches: one launch is the matmul
+            // alone, more are the slices' product and their sum.
+            let launches = dev.stats().launches - before;
+            assert_eq!(launches > 1, split, "{m}x{n}x{k}: {launches} launches");
+        }
+    }
+}
+
 /// The same kernels with wgpu's runtime bounds checks on give the same results.
 #[test]
 fn checked_mode_matches() {
