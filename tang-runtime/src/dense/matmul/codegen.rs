@@ -165,6 +165,24 @@ pub struct Variant {
     pub epilogue: bool,
 }
 
+impl Variant {
+    /// The variant of `tile` whose flags are the low bits of `bits`, in field order: `ta`
+    /// (bit 0), `tb`, `va`, `vb`, `vc`, `bias`, `epilogue` (bit 6); for enumerating them.
+    pub(crate) fn from_bits(tile: TileConfig, bits: u32) -> Variant {
+        let bit = |k: u32| bits & (1 << k) != 0;
+        Variant {
+            tile,
+            ta: bit(0),
+            tb: bit(1),
+            va: bit(2),
+            vb: bit(3),
+            vc: bit(4),
+            bias: bit(5),
+            epilogue: bit(6),
+        }
+    }
+}
+
 /// The entry point of every generated matmul shader.
 pub const ENTRY: &str = "main";
 
