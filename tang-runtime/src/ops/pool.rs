@@ -354,7 +354,15 @@ pub fn max_pool2d(x: &Tensor, pool: &Pool2d) -> Result<(Tensor, Tensor), Error> 
     let out = dev.empty(&out_shape, DType::F32)?;
     let idx = dev.empty(&out_shape, DType::U32)?;
     let params = pool_params(op, x.shape(), &out_shape, pool, false, out.len())?;
-    launch_threads(op, dev, &MAX_POOL, &params, params.total, &[x, &out, &idx])?;
+    launch_threads(
+        op,
+        dev,
+        &MAX_POOL,
+        &[],
+        &params,
+        params.total,
+        &[x, &out, &idx],
+    )?;
     Ok((out, idx))
 }
 
@@ -382,6 +390,7 @@ pub fn max_pool2d_backward(
         op,
         dev,
         &MAX_POOL_BACKWARD,
+        &[],
         &params,
         params.total,
         &[grad_out, indices, &grad_x],
@@ -420,7 +429,7 @@ pub fn avg_pool2d(x: &Tensor, pool: &Pool2d, count_include_pad: bool) -> Result<
         count_include_pad,
         out.len(),
     )?;
-    launch_threads(op, dev, &AVG_POOL, &params, params.total, &[x, &out])?;
+    launch_threads(op, dev, &AVG_POOL, &[], &params, params.total, &[x, &out])?;
     Ok(out)
 }
 
@@ -452,6 +461,7 @@ pub fn avg_pool2d_backward(
         op,
         dev,
         &AVG_POOL_BACKWARD,
+        &[],
         &params,
         params.total,
         &[grad_out, &grad_x],
