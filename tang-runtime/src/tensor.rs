@@ -473,8 +473,7 @@ impl Tensor {
     /// [`Error::DType`] for a u32 tensor, [`Error::DeviceLost`], [`Error::Map`]; on
     /// WebAssembly [`Error::Blocking`] (await [`Tensor::to_vec_async`] there).
     pub fn to_vec(&self) -> Result<Vec<f32>, Error> {
-        self.expect_dtype("to_vec", DType::F32)?;
-        Ok(f32s(&self.read_bytes("Tensor::to_vec")?))
+        self.download("to_vec", "Tensor::to_vec", DType::F32)
     }
 
     /// [`Tensor::to_vec`] without blocking the thread.
@@ -482,8 +481,7 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::to_vec`].
     pub async fn to_vec_async(&self) -> Result<Vec<f32>, Error> {
-        self.expect_dtype("to_vec_async", DType::F32)?;
-        Ok(f32s(&self.read_bytes_async().await?))
+        self.download_async("to_vec_async", DType::F32).await
     }
 
     /// Downloads a u32 tensor.
@@ -492,8 +490,7 @@ impl Tensor {
     /// [`Error::DType`] for an f32 tensor, [`Error::DeviceLost`], [`Error::Map`]; on
     /// WebAssembly [`Error::Blocking`] (await [`Tensor::to_vec_u32_async`] there).
     pub fn to_vec_u32(&self) -> Result<Vec<u32>, Error> {
-        self.expect_dtype("to_vec_u32", DType::U32)?;
-        Ok(u32s(&self.read_bytes("Tensor::to_vec_u32")?))
+        self.download("to_vec_u32", "Tensor::to_vec_u32", DType::U32)
     }
 
     /// [`Tensor::to_vec_u32`] without blocking the thread.
@@ -501,8 +498,31 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::to_vec_u32`].
     pub async fn to_vec_u32_async(&self) -> Result<Vec<u32>, Error> {
-        self.expect_dtype("to_vec_u32_async", DType::U32)?;
-        Ok(u32s(&self.read_bytes_async().await?))
+        self.download_async("to_vec_u32_async", DType::U32).await
+    }
+
+    /// The elements of a tensor of `dtype` as `T` (blocking); `op` and `call` name the
+    /// caller in a dtype or a blocking error.
+    fn download<T: bytemuck::Pod>(
+        &self,
+        op: &str,
+        call: &'static str,
+        dtype: DType,
+    ) -> Result<Vec<T>, Error> {
+        self.expect_dtype(op, dtype)?;
+        Ok(bytemuck::pod_collect_to_vec(&self.read_bytes(call)?))
+    }
+
+    /// [`Tensor::download`] without blocking the thread.
+    async fn download_async<T: bytemuck::Pod>(
+        &self,
+        op: &str,
+        dtype: DType,
+    ) -> Result<Vec<T>, Error> {
+        self.expect_dtype(op, dtype)?;
+        Ok(bytemuck::pod_collect_to_vec(
+            &self.read_bytes_async().await?,
+        ))
     }
 
     /// Downloads a one-element f32 tensor as a number.
@@ -524,18 +544,4 @@ impl Tensor {
             .copied()
             .ok_or_else(|| Error::Map("empty download".into()))
     }
-}
-
-fn u32s(bytes: &[u8]) -> Vec<u32> {
-    bytes
-        .chunks_exact(4)
-        .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
-fn f32s(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
 }

@@ -3,6 +3,7 @@
 
 use crate::ops::check::mismatch;
 use crate::size::Size;
+use crate::spec::Spec;
 use crate::{DType, Device, Error, Tensor};
 
 /// A 2-D grid of `groups` workgroups (x at most the device's per-dimension limit), for
@@ -19,6 +20,19 @@ pub(crate) fn grid(dev: &Device, op: &str, groups: u64) -> Result<[u32; 3], Erro
         });
     }
     Ok([x as u32, y as u32, 1])
+}
+
+/// The unit of a row kernel for rows of `len` floats, and the row's length in units:
+/// `vec4` (the first of `specs`, `[vec4 form, f32 form]` as [`unit_specs`] declares them)
+/// when `len` is a multiple of 4, else `f32`.
+///
+/// [`unit_specs`]: super::wgsl::unit_specs
+pub(crate) fn by_unit<P>(len: usize, specs: [&Spec<P>; 2]) -> (&Spec<P>, usize) {
+    if len.is_multiple_of(4) {
+        (specs[0], len / 4)
+    } else {
+        (specs[1], len)
+    }
 }
 
 /// Checks that `t` is an f32 tensor.

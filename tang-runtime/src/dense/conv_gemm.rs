@@ -339,25 +339,9 @@ pub(crate) fn run(
         return Ok(());
     }
     let dev = out.device();
-    let tile = match FORCED_TILE.with(Cell::get) {
-        Some(t) if t.fits(dev) => t,
-        Some(t) => {
-            return Err(Error::TooLarge {
-                what: format!(
-                    "{op}: tile {t:?} ({} threads, {} bytes of workgroup memory; it must also satisfy TileConfig::is_valid)",
-                    t.threads(),
-                    t.workgroup_bytes()
-                ),
-                requested: t.workgroup_bytes().into(),
-                limit: dev.info().limits.max_compute_workgroup_storage_size.into(),
-            });
-        }
-        None => choose_tile(dev, g.m).ok_or_else(|| Error::TooLarge {
-            what: format!("{op}: the smallest tile's workgroup memory"),
-            requested: TileConfig::SMALL.workgroup_bytes().into(),
-            limit: dev.info().limits.max_compute_workgroup_storage_size.into(),
-        })?,
-    };
+    let tile = TileConfig::pick(op, dev, FORCED_TILE.with(Cell::get), || {
+        choose_tile(dev, g.m)
+    })?;
     let a_aligned = [g.lda, g.a_offsets[0], g.a_offsets[1], g.a_offsets[2]]
         .iter()
         .all(|x| x.is_multiple_of(4));

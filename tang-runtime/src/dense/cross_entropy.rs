@@ -11,7 +11,7 @@
 //! A target `>= classes` that is not the ignore index gives that row a NaN loss (so the
 //! mean is NaN, visibly) and a zero gradient row; it is never read out of bounds.
 
-use super::check::{grid, want_f32, want_shape, want_u32};
+use super::check::{by_unit, grid, want_f32, want_shape, want_u32};
 use crate::ops::check::mismatch;
 use super::rows_team::{Kind, team_kernel};
 use super::wgsl::{lowest, row_math, row_max_sumexp, unit_specs, wg_common, wg_main};
@@ -181,8 +181,7 @@ pub fn cross_entropy(
     let row_loss = dev.empty(&[rows.max(1)], DType::F32)?;
     let grad = dev.empty(ls, DType::F32)?;
     let loss = dev.empty(&[1], DType::F32)?;
-    let v4 = classes.is_multiple_of(4);
-    let n = if v4 { classes / 4 } else { classes };
+    let (spec, n) = by_unit(classes, [&K_MAIN_V4, &K_MAIN_F1]);
     let params = CrossEntropyParams {
         rows: rows as u32,
         n: n as u32,
@@ -195,7 +194,6 @@ pub fn cross_entropy(
         // columns to read) still writes each row's loss, NaN or 0 for an ignored row, so
         // no result shows uninitialised memory (PyTorch rejects such targets; tang's rule
         // for an out-of-range target is a NaN loss).
-        let spec = if v4 { &K_MAIN_V4 } else { &K_MAIN_F1 };
         let (k, g) = match team_kernel(dev, Kind::CrossEntropy, classes)? {
             Some((k, rpg)) => (k, grid(dev, op, rows.div_ceil(rpg as usize) as u64)?),
             None => (spec.kernel()?, grid(dev, op, rows as u64)?),

@@ -13,7 +13,7 @@
 //!    1024 positions) and sums `grad[pos, :]` in position order, coalesced over `dim`. A row
 //!    with more positions scans the ids in order instead (at most `n / 1024` such rows).
 
-use super::check::{grid, want_f32, want_shape, want_u32};
+use super::check::{by_unit, grid, want_f32, want_shape, want_u32};
 use crate::ops::check::mismatch;
 use super::wgsl::{WG, thread_main, unit_specs, wg_common, wg_main};
 use crate::spec::{Slot, Source, Spec, params};
@@ -215,14 +215,12 @@ pub fn embedding(ids: &Tensor, weight: &Tensor) -> Result<Tensor, Error> {
     if n == 0 || dim == 0 {
         return Ok(out);
     }
-    let v4 = dim.is_multiple_of(4);
-    let units = if v4 { dim / 4 } else { dim };
+    let (k, units) = by_unit(dim, [&K_FWD_V4, &K_FWD_F1]);
     let params = RowsParams {
         n: n as u32,
         units: units as u32,
         vocab: vocab.min(u32::MAX as usize) as u32,
     };
-    let k = if v4 { &K_FWD_V4 } else { &K_FWD_F1 };
     let g = grid(dev, op, (n * units).div_ceil(WG as usize) as u64)?;
     k.dispatch(&[], &params, &[ids, weight, &out], g)?;
     Ok(out)
@@ -268,14 +266,12 @@ pub fn embedding_backward(ids: &Tensor, grad_out: &Tensor, vocab: usize) -> Resu
     K_COUNT.dispatch(&[], &params, &[ids, &counts], per_id)?;
     K_SCAN.dispatch(&[], &params, &[&counts, &offsets], [1, 1, 1])?;
     K_FILL.dispatch(&[], &params, &[ids, &offsets, &counts, &pos], per_id)?;
-    let v4 = dim.is_multiple_of(4);
-    let units = if v4 { dim / 4 } else { dim };
+    let (k, units) = by_unit(dim, [&K_GATHER_V4, &K_GATHER_F1]);
     let rows = RowsParams {
         n: n as u32,
         units: units as u32,
         vocab: vocab as u32,
     };
-    let k = if v4 { &K_GATHER_V4 } else { &K_GATHER_F1 };
     let g = grid(dev, op, vocab as u64)?;
     k.dispatch(&[], &rows, &[ids, &offsets, &pos, grad_out, &dw], g)?;
     Ok(dw)

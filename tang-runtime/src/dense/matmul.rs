@@ -156,6 +156,37 @@ impl TileConfig {
             && self.threads() <= l.max_compute_workgroup_size_x
             && self.workgroup_bytes() <= l.max_compute_workgroup_storage_size
     }
+
+    /// The tile `op` runs on: `forced` (a caller's choice) when it fits `dev`, else the
+    /// automatic choice of `choose`.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] when `forced` does not fit the device, or when no tile does.
+    pub(crate) fn pick(
+        op: &str,
+        dev: &Device,
+        forced: Option<TileConfig>,
+        choose: impl FnOnce() -> Option<TileConfig>,
+    ) -> Result<TileConfig, Error> {
+        let limit = dev.info().limits.max_compute_workgroup_storage_size.into();
+        match forced {
+            Some(t) if t.fits(dev) => Ok(t),
+            Some(t) => Err(Error::TooLarge {
+                what: format!(
+                    "{op}: tile {t:?} ({} threads, {} bytes of workgroup memory; it must also satisfy TileConfig::is_valid)",
+                    t.threads(),
+                    t.workgroup_bytes()
+                ),
+                requested: t.workgroup_bytes().into(),
+                limit,
+            }),
+            None => choose().ok_or_else(|| Error::TooLarge {
+                what: format!("{op}: the smallest tile's workgroup memory"),
+                requested: TileConfig::SMALL.workgroup_bytes().into(),
+                limit,
+            }),
+        }
+    }
 }
 
 fn fits(dev: &Device, tile: &TileConfig) -> bool {
@@ -254,17 +285,8 @@ pub(crate) fn kernels() -> Vec<crate::spec::Source> {
     let mut out = Vec::new();
     for (i, tile) in TileConfig::PRESETS.into_iter().enumerate() {
         for flags in 0u32..64 {
-            let bit = |k: u32| flags & (1 << k) != 0;
-            let v = Variant {
-                tile,
-                ta: bit(0),
-                tb: bit(1),
-                va: bit(2),
-                vb: bit(3),
-                vc: bit(4),
-                bias: bit(5),
-                epilogue: false,
-            };
+            // Below 64 the epilogue bit is clear.
+            let v = Variant::from_bits(tile, flags);
             out.push((
                 format!("matmul_tile{i}_flags{flags:02}"),
                 codegen::generate(&v, ""),
@@ -300,25 +322,9 @@ pub fn matmul_with(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Tens
     if out.is_empty() {
         return Ok(out);
     }
-    let tile = match o.tile {
-        Some(t) if fits(dev, &t) => t,
-        Some(t) => {
-            return Err(Error::TooLarge {
-                what: format!(
-                    "matmul: tile {t:?} ({} threads, {} bytes of workgroup memory; it must also satisfy TileConfig::is_valid)",
-                    t.threads(),
-                    t.workgroup_bytes()
-                ),
-                requested: t.workgroup_bytes().into(),
-                limit: dev.info().limits.max_compute_workgroup_storage_size.into(),
-            });
-        }
-        None => choose_tile(dev, d.m, d.n, d.batch).ok_or_else(|| Error::TooLarge {
-            what: "matmul: the smallest tile's workgroup memory".into(),
-            requested: TileConfig::SMALL.workgroup_bytes().into(),
-            limit: dev.info().limits.max_compute_workgroup_storage_size.into(),
-        })?,
-    };
+    let tile = TileConfig::pick("matmul", dev, o.tile, || {
+        choose_tile(dev, d.m, d.n, d.batch)
+    })?;
     let v = Variant {
         tile,
         ta: o.transpose_a,
@@ -471,19 +477,9 @@ mod tests {
         for tile in TileConfig::PRESETS {
             assert!(tile.is_valid(), "{tile:?}");
             for bits in 0..256u32 {
-                let f = |i: u32| bits & (1 << i) != 0;
-                let v = Variant {
-                    tile,
-                    ta: f(0),
-                    tb: f(1),
-                    va: f(2),
-                    vb: f(3),
-                    vc: f(4),
-                    bias: f(5),
-                    epilogue: f(6),
-                };
+                let v = Variant::from_bits(tile, bits);
                 // The other flags are covered on the preset that matters most.
-                if f(7) || (tile != TileConfig::LARGE && bits > 32) {
+                if bits >= 128 || (tile != TileConfig::LARGE && bits > 32) {
                     continue;
                 }
                 let text = generate(&v, epi);

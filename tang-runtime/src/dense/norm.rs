@@ -17,7 +17,7 @@
 //! (the deterministic tree of [`super::reduce`]) sums the partials: no float atomics, the
 //! same bits on every run, and `x` and `grad_y` are read once.
 
-use super::check::{grid, rows_cols, want_f32, want_shape};
+use super::check::{by_unit, grid, rows_cols, want_f32, want_shape};
 use super::reduce::sum;
 use super::rows_team::{Kind, row_kernel, team_kernel};
 use super::wgsl::{row_math, unit_specs, wg_common, wg_main};
@@ -245,15 +245,13 @@ fn forward(x: &Tensor, w: &Tensor, b: &Tensor, eps: f32, rms: bool) -> Result<No
         return Ok(NormOutput { y, stats });
     }
     let stats = dev.empty(&[rows, 2], DType::F32)?;
-    let v4 = cols.is_multiple_of(4);
-    let n = if v4 { cols / 4 } else { cols };
+    let (spec, n) = by_unit(cols, [&K_FWD_V4, &K_FWD_F1]);
     let params = NormParams {
         rows: rows as u32,
         n: n as u32,
         eps,
     };
     let flag = [("RMS", if rms { 1.0 } else { 0.0 })];
-    let spec = if v4 { &K_FWD_V4 } else { &K_FWD_F1 };
     let (k, g, flag) = row_kernel(
         dev,
         op,
@@ -309,15 +307,13 @@ fn backward(
     let groups = rows.div_ceil(rpt * step);
     let pw = dev.empty(&[groups, cols], DType::F32)?;
     let pb = dev.empty(&[groups, cols], DType::F32)?;
-    let v4 = cols.is_multiple_of(4);
-    let n = if v4 { cols / 4 } else { cols };
+    let (spec, n) = by_unit(cols, [&K_BWD_V4, &K_BWD_F1]);
     let params = NormBackwardParams {
         rows: rows as u32,
         n: n as u32,
         rpt: rpt as u32,
     };
     let g = grid(dev, op, groups as u64)?;
-    let spec = if v4 { &K_BWD_V4 } else { &K_BWD_F1 };
     let (k, flag) = match team {
         Some((k, _)) => (k, &[][..]),
         None => (spec.kernel()?, &flag[..]),

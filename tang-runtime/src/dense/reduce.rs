@@ -18,7 +18,7 @@
 //! The backward passes ([`sum_backward`], [`mean_backward`], [`max_backward`] and their
 //! whole-tensor forms) live in their own file and are reached through this module.
 
-use super::check::{AxisView, axis_view, grid, want_f32};
+use super::check::{AxisView, axis_view, by_unit, grid, want_f32};
 use crate::ops::check::mismatch;
 use super::nan_max::{nan_max_f1, nan_max_v4};
 use super::wgsl::{WG, chunk_main, unit_specs, wg_common, wg_main};
@@ -151,9 +151,9 @@ impl Op {
 }
 
 /// Enough workgroups to fill a large GPU (132 SMs x several resident groups).
-pub(crate) const TARGET_GROUPS: usize = 1024;
+const TARGET_GROUPS: usize = 1024;
 /// Enough threads to fill a large GPU for the column kernel.
-pub(crate) const TARGET_THREADS: usize = 128 * 1024;
+const TARGET_THREADS: usize = 128 * 1024;
 
 /// Reduces `[outer, axis, inner]` (a flat tensor) to `[outer, inner]`, recursing on
 /// chunked partial results. `scale` multiplies the final sums (1/axis for a mean).
@@ -179,19 +179,8 @@ fn reduce3(
     // Each pass writes `chunks` partial results per output; a second pass reduces them,
     // and the scale applies once, in the pass that writes the final result.
     let (part, chunks) = if inner == 1 {
-        // Chunks only when the rows alone cannot fill the GPU; each chunk >= 4096 elements.
-        let chunks = if outer >= TARGET_GROUPS {
-            1
-        } else {
-            TARGET_GROUPS
-                .div_ceil(outer)
-                .min(axis.div_ceil(4096))
-                .max(1)
-        };
-        let v4 = axis.is_multiple_of(4);
-        let w = if v4 { 4 } else { 1 };
-        let n = axis / w;
-        let (chunk, chunks) = split(n, chunks);
+        let (k, n) = by_unit(axis, [&K_ROWS_V4, &K_ROWS_F1]);
+        let (chunk, chunks) = row_chunks(outer, axis, n);
         let part = dev.empty(&[outer * chunks], DType::F32)?;
         let s = if chunks == 1 { scale } else { 1.0 };
         let params = RowsParams {
@@ -201,21 +190,12 @@ fn reduce3(
             chunks: chunks as u32,
             scale: s,
         };
-        let k = if v4 { &K_ROWS_V4 } else { &K_ROWS_F1 };
         let groups = grid(&dev, name, (outer * chunks) as u64)?;
         k.dispatch(&code, &params, &[x, &part], groups)?;
         (part, chunks)
     } else {
-        let v4 = inner.is_multiple_of(4);
-        let w = if v4 { 4 } else { 1 };
-        let iu = inner / w;
-        let cols = outer * iu;
-        let chunks = if cols >= TARGET_THREADS {
-            1
-        } else {
-            TARGET_THREADS.div_ceil(cols).min(axis.div_ceil(64)).max(1)
-        };
-        let (chunk, chunks) = split(axis, chunks);
+        let (k, iu) = by_unit(inner, [&K_COLS_V4, &K_COLS_F1]);
+        let (chunk, chunks) = col_chunks(outer * iu, axis);
         let part = dev.empty(&[outer * chunks * inner], DType::F32)?;
         let s = if chunks == 1 { scale } else { 1.0 };
         let params = ColsParams {
@@ -226,7 +206,6 @@ fn reduce3(
             chunks: chunks as u32,
             scale: s,
         };
-        let k = if v4 { &K_COLS_V4 } else { &K_COLS_F1 };
         let groups = grid(
             &dev,
             name,
@@ -247,6 +226,33 @@ fn reduce3(
 fn split(n: usize, wanted: usize) -> (usize, usize) {
     let chunk = n.div_ceil(wanted);
     (chunk, n.div_ceil(chunk.max(1)).max(1))
+}
+
+/// The chunks of a pass along the last axis over `rows` rows of `len` elements (`units`
+/// units): `(chunk length in units, chunks per row)`. Chunks only when the rows alone
+/// cannot fill the GPU; each chunk >= 4096 elements.
+pub(crate) fn row_chunks(rows: usize, len: usize, units: usize) -> (usize, usize) {
+    let wanted = if rows >= TARGET_GROUPS {
+        1
+    } else {
+        TARGET_GROUPS
+            .div_ceil(rows)
+            .min(len.div_ceil(4096))
+            .max(1)
+    };
+    split(units, wanted)
+}
+
+/// The chunks of a column pass (one thread per column and chunk) over `cols` columns and
+/// an axis of `len`: `(chunk length, chunks per column)`. Chunks only when the columns
+/// alone cannot fill the GPU; each chunk >= 64 elements.
+pub(crate) fn col_chunks(cols: usize, len: usize) -> (usize, usize) {
+    let wanted = if cols >= TARGET_THREADS {
+        1
+    } else {
+        TARGET_THREADS.div_ceil(cols).min(len.div_ceil(64)).max(1)
+    };
+    split(len, wanted)
 }
 
 fn reduce_axis(x: &Tensor, axis: usize, op: Op) -> Result<Tensor, Error> {

@@ -19,8 +19,8 @@
 //! gets all of `dy`, as the indices of PyTorch's `max(dim)`; a NaN `y` matches the first
 //! NaN of its slice.
 
-use super::check::{AxisView, axis_view, grid, want_f32, want_shape};
-use super::reduce::{TARGET_GROUPS, TARGET_THREADS};
+use super::check::{AxisView, axis_view, by_unit, grid, want_f32, want_shape};
+use super::reduce::{col_chunks, row_chunks};
 use super::wgsl::{WG, chunk_main, thread_main, unit_specs, wg_main};
 use crate::size::numel;
 use crate::spec::{Slot, Source, Spec, params};
@@ -307,16 +307,8 @@ fn max_axis_backward(
         return Ok(dx);
     }
     let (first, chunks) = if inner == 1 && len >= SEARCH_ROW_MIN {
-        let v4 = len.is_multiple_of(4);
-        let n = if v4 { len / 4 } else { len };
-        // Chunks only when the rows alone cannot fill the GPU; each chunk >= 4096 elements.
-        let chunks = if outer >= TARGET_GROUPS {
-            1
-        } else {
-            TARGET_GROUPS.div_ceil(outer).min(len.div_ceil(4096)).max(1)
-        };
-        let chunk = n.div_ceil(chunks);
-        let chunks = n.div_ceil(chunk);
+        let (k, n) = by_unit(len, [&K_ROWS_V4, &K_ROWS_F1]);
+        let (chunk, chunks) = row_chunks(outer, len, n);
         let first = dev.empty(&[outer * chunks], DType::U32)?;
         let params = SearchRowsParams {
             rows: outer as u32,
@@ -324,21 +316,13 @@ fn max_axis_backward(
             chunk: chunk as u32,
             chunks: chunks as u32,
         };
-        let k = if v4 { &K_ROWS_V4 } else { &K_ROWS_F1 };
         let groups = grid(dev, op, (outer * chunks) as u64)?;
         k.dispatch(&[], &params, &[x, y, &first], groups)?;
         (first, chunks)
     } else {
-        let v4 = inner.is_multiple_of(4);
-        let iu = if v4 { inner / 4 } else { inner };
+        let (k, iu) = by_unit(inner, [&K_COLS_V4, &K_COLS_F1]);
         let cols = outer * iu;
-        let chunks = if cols >= TARGET_THREADS {
-            1
-        } else {
-            TARGET_THREADS.div_ceil(cols).min(len.div_ceil(64)).max(1)
-        };
-        let chunk = len.div_ceil(chunks);
-        let chunks = len.div_ceil(chunk);
+        let (chunk, chunks) = col_chunks(cols, len);
         let first = dev.empty(&[outer * chunks * inner], DType::U32)?;
         let params = SearchColsParams {
             outer: outer as u32,
@@ -347,7 +331,6 @@ fn max_axis_backward(
             chunk: chunk as u32,
             chunks: chunks as u32,
         };
-        let k = if v4 { &K_COLS_V4 } else { &K_COLS_F1 };
         let groups = grid(dev, op, (cols * chunks).div_ceil(WG as usize) as u64)?;
         k.dispatch(&[], &params, &[x, y, &first], groups)?;
         (first, chunks)

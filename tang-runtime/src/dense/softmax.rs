@@ -10,7 +10,7 @@
 //! reduction. Longer rows stream their tail with an online max/sum update and read it a
 //! second time for the output.
 
-use super::check::{rows_cols, want_f32, want_shape};
+use super::check::{by_unit, rows_cols, want_f32, want_shape};
 use super::rows_team::{Kind, row_kernel};
 use super::wgsl::{lowest, row_math, row_max_sumexp, unit_specs, wg_common, wg_main};
 use crate::spec::{Slot, Source, Spec, params};
@@ -127,17 +127,16 @@ fn record(
     (rows, cols): (usize, usize),
     tensors: &[&Tensor],
 ) -> Result<(), Error> {
-    let v4 = cols.is_multiple_of(4);
+    let (spec, n) = by_unit(cols, specs);
     let params = SoftmaxParams {
         rows: rows as u32,
-        n: (if v4 { cols / 4 } else { cols }) as u32,
+        n: n as u32,
     };
     let log = matches!(
         kind,
         Kind::SoftmaxFwd { log: true } | Kind::SoftmaxBwd { log: true }
     );
     let flag = [("LOG", if log { 1.0 } else { 0.0 })];
-    let spec = specs[usize::from(!v4)];
     let (k, g, flag) = row_kernel(dev, op, kind, rows, cols, spec.kernel()?, &flag)?;
     spec.layout().dispatch(k, flag, &params, tensors, g)
 }

@@ -5,14 +5,11 @@
 
 use super::broadcast::{broadcast_shapes, expand};
 use super::check;
+use super::inplace::launch_threads;
 use super::int::IS_NAN_WGSL;
-use crate::dense::check::grid;
 use crate::dense::wgsl::thread_main;
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Error, Tensor};
-
-/// Threads per workgroup.
-const WG: usize = 256;
 
 params! {
     /// `n` elements.
@@ -109,14 +106,10 @@ fn compare(a: &Tensor, b: &Tensor, cmp: Cmp) -> Result<Tensor, Error> {
     let dev = a.device();
     let out = dev.empty(&shape, DType::U32)?;
     let n = check::fits_u32(op, "elements", out.len())?;
-    if n == 0 {
-        return Ok(out);
-    }
-    let groups = grid(dev, op, u64::from(n).div_ceil(WG as u64))?;
     let params = CompareParams { n };
     let float = if a.dtype() == DType::F32 { 1.0 } else { 0.0 };
     let constants = [("OP", f64::from(cmp as u32)), ("FLOAT", float)];
-    COMPARE.dispatch(&constants, &params, &[&a, &b, &out], groups)?;
+    launch_threads(op, dev, &COMPARE, &constants, &params, n, &[&a, &b, &out])?;
     Ok(out)
 }
 

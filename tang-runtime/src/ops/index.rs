@@ -232,7 +232,15 @@ fn launch_index(
         k: check::fits_u32(op, "indices", k)?,
         total: check::fits_u32(op, "elements", total)?,
     };
-    launch_threads(op, first.device(), kernel, &params, params.total, tensors)
+    launch_threads(
+        op,
+        first.device(),
+        kernel,
+        &[],
+        &params,
+        params.total,
+        tensors,
+    )
 }
 
 /// The entries of `x` at positions `index` along `dim` (PyTorch's `index_select`): the
@@ -414,6 +422,7 @@ pub fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor, Error> {
         op,
         x.device(),
         &GATHER,
+        &[],
         &params,
         params.total,
         &[x, index, &out],
@@ -457,6 +466,7 @@ pub fn gather_backward(
         op,
         grad_out.device(),
         &GATHER_BACKWARD,
+        &[],
         &params,
         params.total,
         &[grad_out, index, &grad_x],

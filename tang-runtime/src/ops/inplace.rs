@@ -71,11 +71,13 @@ pub(crate) fn kernels() -> Vec<Source> {
     vec![FILL.source(), ADD_SCALED.source(), MUL_SCALAR.source()]
 }
 
-/// Launches `kernel` with one 256-thread workgroup per 256 of `total` threads (none for 0).
+/// Launches `kernel` (with override `constants`) with one 256-thread workgroup per 256 of
+/// `total` threads (none for 0).
 pub(super) fn launch_threads<P: Params>(
     op: &str,
     dev: &Device,
     kernel: &Spec<P>,
+    constants: &[(&str, f64)],
     params: &P,
     total: u32,
     tensors: &[&Tensor],
@@ -84,7 +86,7 @@ pub(super) fn launch_threads<P: Params>(
         return Ok(());
     }
     let groups = grid(dev, op, u64::from(total).div_ceil(WG as u64))?;
-    kernel.dispatch(&[], params, tensors, groups)
+    kernel.dispatch(constants, params, tensors, groups)
 }
 
 /// Launches a one-thread-per-element kernel over the last tensor of `tensors` (the one
@@ -99,7 +101,7 @@ pub(super) fn launch_elementwise<P: Params>(
         return Ok(());
     };
     let n = check::fits_u32(op, "elements", x.len())?;
-    launch_threads(op, x.device(), kernel, &with(n), n, tensors)
+    launch_threads(op, x.device(), kernel, &[], &with(n), n, tensors)
 }
 
 /// Fills every 32-bit word of `x` with `value`.

@@ -2,13 +2,11 @@
 //! u32 (`to_dtype`). [`crate::Tensor::to_vec_u32`] reads a u32 tensor back.
 
 use super::check;
-use crate::dense::check::{AxisView, axis_view, grid};
+use super::inplace::launch_threads;
+use crate::dense::check::{AxisView, axis_view};
 use crate::dense::wgsl::thread_main;
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Device, Error, Tensor};
-
-/// Threads per workgroup.
-const WG: usize = 256;
 
 params! {
     /// `n` elements; `arange`'s `start` and `step`.
@@ -120,12 +118,8 @@ pub fn arange(dev: &Device, start: u32, end: u32, step: u32) -> Result<Tensor, E
     }
     let n = end.saturating_sub(start).div_ceil(step);
     let out = dev.empty(&[n as usize], DType::U32)?;
-    if n == 0 {
-        return Ok(out);
-    }
-    let groups = grid(dev, op, u64::from(n).div_ceil(WG as u64))?;
     let params = LinearParams { n, start, step };
-    ARANGE.dispatch(&[], &params, &[&out], groups)?;
+    launch_threads(op, dev, &ARANGE, &[], &params, n, &[&out])?;
     Ok(out)
 }
 
@@ -144,17 +138,13 @@ pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor, Error> {
     let n = check::fits_u32(op, "elements", x.len())?;
     let dev = x.device();
     let out = dev.empty(x.shape(), dtype)?;
-    if n == 0 {
-        return Ok(out);
-    }
-    let groups = grid(dev, op, u64::from(n).div_ceil(WG as u64))?;
     let params = LinearParams {
         n,
         start: 0,
         step: 0,
     };
     let dir = if dtype == DType::F32 { 1.0 } else { 0.0 };
-    CAST.dispatch(&[("DIR", dir)], &params, &[x, &out], groups)?;
+    launch_threads(op, dev, &CAST, &[("DIR", dir)], &params, n, &[x, &out])?;
     Ok(out)
 }
 
@@ -182,7 +172,6 @@ fn arg_extreme(op: &str, x: &Tensor, dim: usize, min: bool) -> Result<Tensor, Er
         ));
     }
     check::fits_u32(op, "elements", x.len())?;
-    let groups = grid(dev, op, total.div_ceil(WG) as u64)?;
     let params = ArgParams {
         outer: outer as u32,
         len: len as u32,
@@ -190,7 +179,15 @@ fn arg_extreme(op: &str, x: &Tensor, dim: usize, min: bool) -> Result<Tensor, Er
         total: total as u32,
     };
     let min = if min { 1.0 } else { 0.0 };
-    ARG.dispatch(&[("MIN", min)], &params, &[x, &out], groups)?;
+    launch_threads(
+        op,
+        dev,
+        &ARG,
+        &[("MIN", min)],
+        &params,
+        params.total,
+        &[x, &out],
+    )?;
     Ok(out)
 }
 

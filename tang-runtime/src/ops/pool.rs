@@ -78,6 +78,71 @@ fn divisor(oy: u32, ox: u32) -> f32 {
 }
 ";
 
+/// The entry point, one thread per element `i`, and the element's `plane` and position
+/// `$y`, `$x` from `$coords` (`out_coords` or `in_coords`).
+macro_rules! element_at {
+    ($coords:literal, $y:literal, $x:literal) => {
+        concat!(
+            thread_main!(i < "p.total"),
+            "    let q = ",
+            $coords,
+            "(i);\n    let plane = q.x;\n    let ",
+            $y,
+            " = q.y;\n    let ",
+            $x,
+            " = q.z;\n"
+        )
+    };
+}
+
+/// The start of a forward body: output element `i`'s `plane`, `oy` and `ox`, the
+/// accumulators `$init` declares, then the two loops over the window elements that land
+/// inside the input (at `y`, `col`), dilated by `$dh`, `$dw`. The body closes both loops.
+macro_rules! for_window_inputs {
+    ($init:literal, $dh:literal, $dw:literal) => {
+        concat!(
+            element_at!("out_coords", "oy", "ox"),
+            $init,
+            "    for (var ky = 0u; ky < p.kh; ky = ky + 1u) {
+        let y = at_in(oy, ky, p.sh, p.ph, ",
+            $dh,
+            ");
+        if (y < 0 || y >= i32(p.h)) { continue; }
+        for (var kx = 0u; kx < p.kw; kx = kx + 1u) {
+            let col = at_in(ox, kx, p.sw, p.pw, ",
+            $dw,
+            ");
+            if (col < 0 || col >= i32(p.w)) { continue; }
+"
+        )
+    };
+}
+
+/// The start of a backward body: input element `i`'s `plane`, `iy` and `ix`, the
+/// accumulators `$init` declares, then the two loops over the output windows covering it
+/// (dilated by `$dh`, `$dw`), with `o` the flat index of each window's output. The body
+/// closes both loops.
+macro_rules! for_covering_windows {
+    ($init:literal, $dh:literal, $dw:literal) => {
+        concat!(
+            element_at!("in_coords", "iy", "ix"),
+            $init,
+            "    for (var ky = 0u; ky < p.kh; ky = ky + 1u) {
+        let oy = covering(iy, ky, p.sh, p.ph, ",
+            $dh,
+            ", p.oh);
+        if (oy < 0) { continue; }
+        for (var kx = 0u; kx < p.kw; kx = kx + 1u) {
+            let ox = covering(ix, kx, p.sw, p.pw, ",
+            $dw,
+            ", p.ow);
+            if (ox < 0) { continue; }
+            let o = (plane * p.oh + u32(oy)) * p.ow + u32(ox);
+"
+        )
+    };
+}
+
 /// `out` = the window's maximum, `idx` = its position `y * w + x` in the plane; ties give
 /// the first (row-major) position; a NaN wins (the first NaN), as in PyTorch.
 static MAX_POOL: Spec<PoolParams> = Spec::new(
@@ -89,22 +154,16 @@ static MAX_POOL: Spec<PoolParams> = Spec::new(
         Slot::ReadWrite("idx", "array<u32>"),
     ],
     concat!(
-        thread_main!(i < "p.total"),
-        "    let q = out_coords(i);
-    let plane = q.x;
-    let oy = q.y;
-    let ox = q.z;
-    // Or-ed with a run-time zero: Chrome's WGSL compiler rejects a non-finite constant.
+        for_window_inputs!(
+            "    // Or-ed with a run-time zero: Chrome's WGSL compiler rejects a non-finite constant.
     var best = bitcast<f32>(0xff800000u | (i & 0u));
     var best_at = 0u;
     var found = false;
-    for (var ky = 0u; ky < p.kh; ky = ky + 1u) {
-        let y = at_in(oy, ky, p.sh, p.ph, p.dh);
-        if (y < 0 || y >= i32(p.h)) { continue; }
-        for (var kx = 0u; kx < p.kw; kx = kx + 1u) {
-            let col = at_in(ox, kx, p.sw, p.pw, p.dw);
-            if (col < 0 || col >= i32(p.w)) { continue; }
-            let at = u32(y) * p.w + u32(col);
+",
+            "p.dh",
+            "p.dw"
+        ),
+        "            let at = u32(y) * p.w + u32(col);
             let v = x[plane * p.h * p.w + at];
             let best_nan = found && is_nan(bitcast<u32>(best));
             if (!found || (!best_nan && (is_nan(bitcast<u32>(v)) || v > best))) {
@@ -131,21 +190,14 @@ static MAX_POOL_BACKWARD: Spec<PoolParams> = Spec::new(
         Slot::ReadWrite("grad_x", "array<f32>"),
     ],
     concat!(
-        thread_main!(i < "p.total"),
-        "    let q = in_coords(i);
-    let plane = q.x;
-    let iy = q.y;
-    let ix = q.z;
-    let me = iy * p.w + ix;
+        for_covering_windows!(
+            "    let me = iy * p.w + ix;
     var acc = 0.0;
-    for (var ky = 0u; ky < p.kh; ky = ky + 1u) {
-        let oy = covering(iy, ky, p.sh, p.ph, p.dh, p.oh);
-        if (oy < 0) { continue; }
-        for (var kx = 0u; kx < p.kw; kx = kx + 1u) {
-            let ox = covering(ix, kx, p.sw, p.pw, p.dw, p.ow);
-            if (ox < 0) { continue; }
-            let o = (plane * p.oh + u32(oy)) * p.ow + u32(ox);
-            if (idx[o] == me) { acc = acc + grad_out[o]; }
+",
+            "p.dh",
+            "p.dw"
+        ),
+        "            if (idx[o] == me) { acc = acc + grad_out[o]; }
         }
     }
     grad_x[i] = acc;
@@ -163,19 +215,8 @@ static AVG_POOL: Spec<PoolParams> = Spec::new(
         Slot::ReadWrite("out", "array<f32>"),
     ],
     concat!(
-        thread_main!(i < "p.total"),
-        "    let q = out_coords(i);
-    let plane = q.x;
-    let oy = q.y;
-    let ox = q.z;
-    var acc = 0.0;
-    for (var ky = 0u; ky < p.kh; ky = ky + 1u) {
-        let y = at_in(oy, ky, p.sh, p.ph, 1u);
-        if (y < 0 || y >= i32(p.h)) { continue; }
-        for (var kx = 0u; kx < p.kw; kx = kx + 1u) {
-            let col = at_in(ox, kx, p.sw, p.pw, 1u);
-            if (col < 0 || col >= i32(p.w)) { continue; }
-            acc = acc + x[(plane * p.h + u32(y)) * p.w + u32(col)];
+        for_window_inputs!("    var acc = 0.0;\n", "1u", "1u"),
+        "            acc = acc + x[(plane * p.h + u32(y)) * p.w + u32(col)];
         }
     }
     out[i] = acc / divisor(oy, ox);
@@ -193,20 +234,8 @@ static AVG_POOL_BACKWARD: Spec<PoolParams> = Spec::new(
         Slot::ReadWrite("grad_x", "array<f32>"),
     ],
     concat!(
-        thread_main!(i < "p.total"),
-        "    let q = in_coords(i);
-    let plane = q.x;
-    let iy = q.y;
-    let ix = q.z;
-    var acc = 0.0;
-    for (var ky = 0u; ky < p.kh; ky = ky + 1u) {
-        let oy = covering(iy, ky, p.sh, p.ph, 1u, p.oh);
-        if (oy < 0) { continue; }
-        for (var kx = 0u; kx < p.kw; kx = kx + 1u) {
-            let ox = covering(ix, kx, p.sw, p.pw, 1u, p.ow);
-            if (ox < 0) { continue; }
-            let o = (plane * p.oh + u32(oy)) * p.ow + u32(ox);
-            acc = acc + grad_out[o] / divisor(u32(oy), u32(ox));
+        for_covering_windows!("    var acc = 0.0;\n", "1u", "1u"),
+        "            acc = acc + grad_out[o] / divisor(u32(oy), u32(ox));
         }
     }
     grad_x[i] = acc;
@@ -325,7 +354,15 @@ pub fn max_pool2d(x: &Tensor, pool: &Pool2d) -> Result<(Tensor, Tensor), Error> 
     let out = dev.empty(&out_shape, DType::F32)?;
     let idx = dev.empty(&out_shape, DType::U32)?;
     let params = pool_params(op, x.shape(), &out_shape, pool, false, out.len())?;
-    launch_threads(op, dev, &MAX_POOL, &params, params.total, &[x, &out, &idx])?;
+    launch_threads(
+        op,
+        dev,
+        &MAX_POOL,
+        &[],
+        &params,
+        params.total,
+        &[x, &out, &idx],
+    )?;
     Ok((out, idx))
 }
 
@@ -353,6 +390,7 @@ pub fn max_pool2d_backward(
         op,
         dev,
         &MAX_POOL_BACKWARD,
+        &[],
         &params,
         params.total,
         &[grad_out, indices, &grad_x],
@@ -391,7 +429,7 @@ pub fn avg_pool2d(x: &Tensor, pool: &Pool2d, count_include_pad: bool) -> Result<
         count_include_pad,
         out.len(),
     )?;
-    launch_threads(op, dev, &AVG_POOL, &params, params.total, &[x, &out])?;
+    launch_threads(op, dev, &AVG_POOL, &[], &params, params.total, &[x, &out])?;
     Ok(out)
 }
 
@@ -423,6 +461,7 @@ pub fn avg_pool2d_backward(
         op,
         dev,
         &AVG_POOL_BACKWARD,
+        &[],
         &params,
         params.total,
         &[grad_out, &grad_x],

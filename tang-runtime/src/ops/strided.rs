@@ -8,7 +8,7 @@
 //! moves 32-bit words, so f32 and u32 tensors are copied bit for bit.
 
 use super::check::fits_u32;
-use crate::dense::check::grid;
+use super::inplace::launch_threads;
 use crate::dense::shape::COPY_SLOTS;
 use crate::dense::wgsl::thread_main;
 use crate::spec::{Source, Spec, params};
@@ -16,9 +16,6 @@ use crate::{Error, Tensor};
 
 /// The most dimensions a copy may keep after merging (the kernel's uniform fields).
 pub(crate) const MAX_RANK: usize = 8;
-
-/// Threads per workgroup.
-const WG: usize = 256;
 
 params! {
     /// A strided copy of `total` units over up to 8 dimensions: sizes `n*`, source strides
@@ -172,15 +169,20 @@ pub(crate) fn strided_copy(
         (ns[k], ss[k], ds[k]) = (n as u32, s as u32, d as u32);
     }
     params.set_dims(ns, ss, ds);
-    let units = total / w;
-    let dev = src.device();
-    let groups = grid(dev, op, units.div_ceil(WG) as u64)?;
     params.rank = dims.len() as u32;
     params.src_off = (src_layout.offset / w) as u32;
     params.dst_off = (dst_layout.offset / w) as u32;
-    params.total = fits_u32(op, "elements", units)?;
+    params.total = fits_u32(op, "elements", total / w)?;
     let kernel = if vec4 { &K_VEC4 } else { &K_WORD };
-    kernel.dispatch(&[], &params, &[src, dst], groups)
+    launch_threads(
+        op,
+        src.device(),
+        kernel,
+        &[],
+        &params,
+        params.total,
+        &[src, dst],
+    )
 }
 
 /// A new contiguous tensor of `shape` holding `src` read through `layout` (the caller

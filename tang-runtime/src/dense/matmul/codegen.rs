@@ -165,6 +165,24 @@ pub struct Variant {
     pub epilogue: bool,
 }
 
+impl Variant {
+    /// The variant of `tile` whose flags are the low bits of `bits`, in field order: `ta`
+    /// (bit 0), `tb`, `va`, `vb`, `vc`, `bias`, `epilogue` (bit 6); for enumerating them.
+    pub(crate) fn from_bits(tile: TileConfig, bits: u32) -> Variant {
+        let bit = |k: u32| bits & (1 << k) != 0;
+        Variant {
+            tile,
+            ta: bit(0),
+            tb: bit(1),
+            va: bit(2),
+            vb: bit(3),
+            vc: bit(4),
+            bias: bit(5),
+            epilogue: bit(6),
+        }
+    }
+}
+
 /// The entry point of every generated matmul shader.
 pub const ENTRY: &str = "main";
 
@@ -288,25 +306,49 @@ impl Operand<'_> {
     fn buf(&self, bk: u32) -> u32 {
         bk * self.line()
     }
+    /// Prefetch registers per thread: the operand's part of one k tile, in units of
+    /// `width` floats, spread over the threads.
+    fn registers(&self, v: &Variant) -> u32 {
+        self.rows * v.tile.bk / self.width() / v.tile.threads()
+    }
+    /// Units along the operand's contiguous dimension in memory: k when `kcontig`, else
+    /// the tile's rows.
+    fn per_line(&self, bk: u32) -> u32 {
+        if self.kcontig { bk / self.width() } else { self.rows / self.width() }
+    }
+}
+
+/// Writes one block at `indent` per prefetch register `i` of `op`: it declares the
+/// register's unit `u = lid + i * threads` and holds what `body` writes for `i`.
+fn each_register(
+    w: &mut String,
+    op: &Operand,
+    v: &Variant,
+    indent: &str,
+    mut body: impl FnMut(&mut String, u32),
+) {
+    let t = v.tile.threads();
+    for i in 0..op.registers(v) {
+        let _ = writeln!(w, "{indent}{{\n{indent}    let u = lid + {}u;", i * t);
+        body(w, i);
+        let _ = writeln!(w, "{indent}}}");
+    }
 }
 
 /// Emits the statements that load the operand's part of k tile `kt` (a WGSL expression)
 /// into the prefetch registers `p<name><i>`, guarded or not.
 fn emit_loads(w: &mut String, op: &Operand, v: &Variant, guarded: bool, kt: &str) {
-    let t = v.tile.threads();
     let bk = v.tile.bk;
     let wd = op.width();
-    let units = op.rows * bk / wd;
+    let per = op.per_line(bk);
     let n = op.name;
     let (r0, rmax, ld, base) = if n == 'a' {
         ("m0", "p.m", "p.lda", "a_base")
     } else {
         ("n0", "p.n", "p.ldb", "b_base")
     };
-    for i in 0..units / t {
-        let _ = writeln!(w, "        {{\n            let u = lid + {}u;", i * t);
+    each_register(w, op, v, "        ", |w, i| {
         if op.kcontig {
-            let per = bk / wd;
             let _ = writeln!(
                 w,
                 "            let r = {r0} + u / {per}u;\n            let kk = {kt} * {bk}u + (u % {per}u) * {wd}u;"
@@ -315,7 +357,6 @@ fn emit_loads(w: &mut String, op: &Operand, v: &Variant, guarded: bool, kt: &str
                 let _ = writeln!(w, "            let gi = {base} + r * {ld} + kk;");
             }
         } else {
-            let per = op.rows / wd;
             let _ = writeln!(
                 w,
                 "            let r = {r0} + (u % {per}u) * {wd}u;\n            let kk = {kt} * {bk}u + u / {per}u;"
@@ -340,23 +381,18 @@ fn emit_loads(w: &mut String, op: &Operand, v: &Variant, guarded: bool, kt: &str
         } else {
             let _ = writeln!(w, "            p{n}{i} = {load};");
         }
-        w.push_str("        }\n");
-    }
+    });
 }
 
 /// Emits the stores of the prefetch registers into workgroup buffer `sel` (a WGSL u32).
 fn emit_stage(w: &mut String, op: &Operand, v: &Variant, sel: &str) {
-    let t = v.tile.threads();
-    let bk = v.tile.bk;
     let wd = op.width();
-    let units = op.rows * bk / wd;
+    let per = op.per_line(v.tile.bk);
     let n = op.name;
     let line = op.line();
-    let buf = op.buf(bk);
-    for i in 0..units / t {
-        let _ = writeln!(w, "    {{\n        let u = lid + {}u;", i * t);
+    let buf = op.buf(v.tile.bk);
+    each_register(w, op, v, "    ", |w, i| {
         if op.kcontig {
-            let per = bk / wd;
             let _ = writeln!(
                 w,
                 "        let s = {sel} * {buf}u + (u % {per}u) * {wd}u * {line}u + u / {per}u;"
@@ -374,7 +410,6 @@ fn emit_stage(w: &mut String, op: &Operand, v: &Variant, sel: &str) {
                 let _ = writeln!(w, "        s{n}[s >> 2u][s & 3u] = p{n}{i};");
             }
         } else {
-            let per = op.rows / wd;
             let _ = writeln!(
                 w,
                 "        let s = {sel} * {buf}u + (u / {per}u) * {line}u + (u % {per}u) * {wd}u;"
@@ -385,8 +420,7 @@ fn emit_stage(w: &mut String, op: &Operand, v: &Variant, sel: &str) {
                 let _ = writeln!(w, "        s{n}[s >> 2u][s & 3u] = p{n}{i};");
             }
         }
-        w.push_str("    }\n");
-    }
+    });
 }
 
 /// The staging plans of `v`'s operands; `b_load` replaces B's plain read (see
@@ -510,15 +544,14 @@ pub(crate) fn emit_tile_loop(
 ) {
     let tile = v.tile;
     let (bm, bn, bk, tm, tn) = (tile.bm, tile.bn, tile.bk, tile.tm, tile.tn);
-    let threads = tile.threads();
     let (opa, opb) = operands(v, b_load);
     for i in 0..tm {
         for j in 0..tn / 4 {
             let _ = writeln!(w, "    var c{i}_{j} = vec4<f32>();");
         }
     }
-    for (op, n) in [(&opa, bm), (&opb, bn)] {
-        for i in 0..(n * bk / op.width()) / threads {
+    for op in [&opa, &opb] {
+        for i in 0..op.registers(v) {
             let _ = writeln!(w, "    var p{}{i}: {};", op.name, ty(op.vec));
         }
     }

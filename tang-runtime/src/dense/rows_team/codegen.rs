@@ -96,6 +96,14 @@ const ROW: &str = "    let row = g * ROWS + slot;
     let last = p.rows * p.n - 1u;
 ";
 
+/// The start of a kernel with one row per team: its `declarations`, the entry point and
+/// the team's [`ROW`].
+fn begin_row(s: &mut String, declarations: &str, kind: Kind) {
+    s.push_str(declarations);
+    s.push_str(&entry(kind));
+    s.push_str(ROW);
+}
+
 /// Slot `k` of buffer `buf` into `buf{k}`, declaring its mask `ok{k}`.
 fn load(buf: &str, k: u32, team: u32, fill: &str) -> String {
     load_as(buf, buf, k, team, fill, true)
@@ -125,6 +133,63 @@ fn load_as(buf: &str, var: &str, k: u32, team: u32, fill: &str, mask: bool) -> S
     format!("{mask}let {var}{k} = select(T({fill}), {buf}[min(base + {o}u, last)], ok{k});")
 }
 
+/// The unrolled slots of one variant: `v` per lane, `team` units apart.
+#[derive(Clone, Copy)]
+struct Slots {
+    v: u32,
+    team: u32,
+}
+
+impl Slots {
+    /// The offset of slot `k` from the lane's first unit, as WGSL.
+    fn off(self, k: u32) -> String {
+        format!("{}u", k * self.team)
+    }
+
+    /// `term(k)` of every slot, added as a balanced tree.
+    fn sum(self, term: impl Fn(u32) -> String) -> String {
+        tree(&each(self.v, term), &add)
+    }
+
+    /// `term(k)` of every slot, maximised as a balanced tree.
+    fn max(self, term: impl Fn(u32) -> String) -> String {
+        tree(&each(self.v, term), &maxf)
+    }
+
+    /// Every slot of `buf` into `buf{k}` with its mask (see [`load`]), at `indent`.
+    fn load_all(self, s: &mut String, buf: &str, fill: &str, indent: usize) {
+        for k in 0..self.v {
+            let _ = writeln!(s, "{}", pad(&load(buf, k, self.team, fill), indent));
+        }
+    }
+
+    /// `out[base + off(k)] = value(k, off(k))` for every slot inside the row, at `indent`.
+    fn store_all(self, s: &mut String, indent: usize, out: &str, value: impl Fn(u32, &str) -> String) {
+        for k in 0..self.v {
+            let o = self.off(k);
+            let _ = writeln!(
+                s,
+                "{:indent$}if (ok{k}) {{ {out}[base + {o}] = {}; }}",
+                "",
+                value(k, &o)
+            );
+        }
+    }
+
+    /// The row of `x` loaded (masked slots at the lowest float), its maximum `m`, the
+    /// exponentials `e{k}` of `x - m` and their sum `sum`: softmax's statistics.
+    fn exp_sum(self, s: &mut String) {
+        self.load_all(s, "x", "LOWEST", 4);
+        let _ = writeln!(s, "    let m = team_max(hmax({}));", self.max(|k| format!("x{k}")));
+        // Masked slots contribute 0, not exp(LOWEST - m): a row of all -inf has
+        // m == LOWEST and must sum to 0 (NaN output, as PyTorch).
+        for k in 0..self.v {
+            let _ = writeln!(s, "    let e{k} = select(T(0.0), exp(x{k} - T(m)), ok{k});");
+        }
+        let _ = writeln!(s, "    let sum = team_sum(hsum({}));", self.sum(|k| format!("e{k}")));
+    }
+}
+
 /// Generates one variant: `(kernel name, WGSL)`. Control flow around every shuffle and
 /// barrier is uniform (dead rows compute on masked values and skip only their stores).
 pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, String) {
@@ -134,76 +199,40 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
         if vec4 { "_v4" } else { "" }
     );
     let mut s = header(kind, vec4, team);
-    // Offset of slot k from the lane's first unit.
-    let off = |k: u32| format!("{}u", k * team);
+    let slots = Slots { v, team };
     match kind {
         Kind::SoftmaxFwd { log } => {
-            s.push_str(&Layout::<SoftmaxParams>::new(softmax::FWD_SLOTS).declarations());
-            s.push_str(&entry(kind));
-            s.push_str(ROW);
-            for k in 0..v {
-                let _ = writeln!(s, "{}", pad(&load("x", k, team, "LOWEST"), 4));
-            }
-            let _ = writeln!(
-                s,
-                "    let m = team_max(hmax({}));",
-                tree(&each(v, |k| format!("x{k}")), &maxf)
-            );
-            // Masked slots contribute 0, not exp(LOWEST - m): a row of all -inf has
-            // m == LOWEST and must sum to 0 (NaN output, as PyTorch).
-            for k in 0..v {
-                let _ = writeln!(s, "    let e{k} = select(T(0.0), exp(x{k} - T(m)), ok{k});");
-            }
-            let _ = writeln!(
-                s,
-                "    let sum = team_sum(hsum({}));",
-                tree(&each(v, |k| format!("e{k}")), &add)
-            );
+            let declarations = Layout::<SoftmaxParams>::new(softmax::FWD_SLOTS).declarations();
+            begin_row(&mut s, &declarations, kind);
+            slots.exp_sum(&mut s);
             s.push_str("    let lse = m + log(sum);\n    let inv = 1.0 / sum;\n");
-            for k in 0..v {
-                let o = off(k);
-                let _ = writeln!(
-                    s,
-                    "    if (ok{k}) {{ y[base + {o}] = softmax_y(x{k}, e{k}, inv, lse, {log}); }}"
-                );
-            }
-            s.push_str("}\n");
+            slots.store_all(&mut s, 4, "y", |k, _| {
+                format!("softmax_y(x{k}, e{k}, inv, lse, {log})")
+            });
         }
         Kind::SoftmaxBwd { log } => {
-            s.push_str(&Layout::<SoftmaxParams>::new(softmax::BWD_SLOTS).declarations());
-            s.push_str(&entry(kind));
-            s.push_str(ROW);
+            let declarations = Layout::<SoftmaxParams>::new(softmax::BWD_SLOTS).declarations();
+            begin_row(&mut s, &declarations, kind);
             for k in 0..v {
                 let _ = writeln!(s, "{}", pad(&load("y", k, team, "0.0"), 4));
                 let _ = writeln!(s, "{}", pad(&load_as("dy", "g", k, team, "0.0", false), 4));
             }
-            let terms = each(v, |k| format!("softmax_bwd_term(y{k}, g{k}, {log})"));
-            let _ = writeln!(s, "    let d = team_sum(hsum({}));", tree(&terms, &add));
-            for k in 0..v {
-                let o = off(k);
-                let _ = writeln!(
-                    s,
-                    "    if (ok{k}) {{ dx[base + {o}] = softmax_bwd_dx(y{k}, g{k}, d, {log}); }}"
-                );
-            }
-            s.push_str("}\n");
+            let d = slots.sum(|k| format!("softmax_bwd_term(y{k}, g{k}, {log})"));
+            let _ = writeln!(s, "    let d = team_sum(hsum({d}));");
+            slots.store_all(&mut s, 4, "dx", |k, _| {
+                format!("softmax_bwd_dx(y{k}, g{k}, d, {log})")
+            });
         }
         Kind::NormFwd { rms } => {
-            s.push_str(&Layout::<NormParams>::new(norm::FWD_SLOTS).declarations());
-            s.push_str(&entry(kind));
-            s.push_str(ROW);
+            let declarations = Layout::<NormParams>::new(norm::FWD_SLOTS).declarations();
+            begin_row(&mut s, &declarations, kind);
             s.push_str("    let cnt = f32(p.n * W);\n");
-            for k in 0..v {
-                let _ = writeln!(s, "{}", pad(&load("x", k, team, "0.0"), 4));
-            }
+            slots.load_all(&mut s, "x", "0.0", 4);
             if rms {
                 s.push_str("    let mean = 0.0;\n");
             } else {
-                let _ = writeln!(
-                    s,
-                    "    let mean = team_sum(hsum({})) / cnt;",
-                    tree(&each(v, |k| format!("x{k}")), &add)
-                );
+                let sum = slots.sum(|k| format!("x{k}"));
+                let _ = writeln!(s, "    let mean = team_sum(hsum({sum})) / cnt;");
             }
             // The variance around the mean from the registers: no E[x^2] - mean^2.
             for k in 0..v {
@@ -212,35 +241,26 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
             let _ = writeln!(
                 s,
                 "    let rstd = inverseSqrt(team_sum(hsum({})) / cnt + p.eps);",
-                tree(&each(v, |k| format!("d{k} * d{k}")), &add)
+                slots.sum(|k| format!("d{k} * d{k}"))
             );
             // Weight and bias loads outside the store branches (clamped to the row), so
             // they are all in flight before the first store.
             for k in 0..v {
-                let o = off(k);
+                let o = slots.off(k);
                 let _ = writeln!(s, "    let w{k} = w[min(lane + {o}, p.n - 1u)];");
                 if !rms {
                     let _ = writeln!(s, "    let b{k} = b[min(lane + {o}, p.n - 1u)];");
                 }
             }
-            for k in 0..v {
-                let o = off(k);
-                let bias = if rms {
-                    String::new()
-                } else {
-                    format!(" + b{k}")
-                };
-                let _ = writeln!(
-                    s,
-                    "    if (ok{k}) {{ y[base + {o}] = norm_xhat(x{k}, mean, rstd) * w{k}{bias}; }}"
-                );
-            }
+            let bias = |k: u32| if rms { String::new() } else { format!(" + b{k}") };
+            slots.store_all(&mut s, 4, "y", |k, _| {
+                format!("norm_xhat(x{k}, mean, rstd) * w{k}{}", bias(k))
+            });
             s.push_str(
                 "    if (lane == 0u && live) {
         stats[2u * row] = mean;
         stats[2u * row + 1u] = rstd;
     }
-}
 ",
             );
         }
@@ -250,7 +270,7 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
             s.push_str(&entry(kind));
             s.push_str("    let cnt = f32(p.n * W);\n");
             for k in 0..v {
-                let o = off(k);
+                let o = slots.off(k);
                 let _ = writeln!(
                     s,
                     "    let col{k} = lane + {o} < p.n;\n    var aw{k} = T(0.0);\n    var ab{k} = T(0.0);"
@@ -271,7 +291,7 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
 ",
             );
             for k in 0..v {
-                let o = off(k);
+                let o = slots.off(k);
                 let _ = writeln!(
                     s,
                     "{}\n{}\n        let w{k} = w[min(lane + {o}, p.n - 1u)];\n        \
@@ -291,8 +311,8 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
             let _ = writeln!(
                 s,
                 "        let r = team_sum2(vec2<f32>(hsum({}), hsum({})));",
-                tree(&each(v, |k| format!("gw{k}")), &add),
-                tree(&each(v, |k| format!("gw{k} * xh{k}")), &add)
+                slots.sum(|k| format!("gw{k}")),
+                slots.sum(|k| format!("gw{k} * xh{k}"))
             );
             if rms {
                 s.push_str("        let mg = 0.0;\n");
@@ -300,13 +320,9 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
                 s.push_str("        let mg = r.x / cnt;\n");
             }
             s.push_str("        let mgx = r.y / cnt;\n");
-            for k in 0..v {
-                let o = off(k);
-                let _ = writeln!(
-                    s,
-                    "        if (ok{k}) {{ dx[base + {o}] = norm_dx(gw{k}, xh{k}, rstd, mg, mgx); }}"
-                );
-            }
+            slots.store_all(&mut s, 8, "dx", |k, _| {
+                format!("norm_dx(gw{k}, xh{k}, rstd, mg, mgx)")
+            });
             s.push_str("    }\n");
             // The teams' partial sums in a fixed order (deterministic, no atomics), then
             // one row of partials per workgroup; a column reduction sums those.
@@ -319,7 +335,7 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
         if (slot == r) {{"
                 );
                 for k in 0..v {
-                    let o = off(k);
+                    let o = slots.off(k);
                     let _ = writeln!(
                         s,
                         "            if (col{k}) {{ acc[lane + {o}] = acc[lane + {o}] + {acc}{k}; }}"
@@ -338,7 +354,6 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
             if !rms {
                 combine("ab", "pb");
             }
-            s.push_str("}\n");
         }
         Kind::CrossEntropy => {
             s.push_str(
@@ -360,35 +375,18 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
     let scale = select(0.0, 1.0 / max(cnt[0], 1.0), valid);
 ",
             );
-            for k in 0..v {
-                let _ = writeln!(s, "{}", pad(&load("x", k, team, "LOWEST"), 4));
-            }
-            let _ = writeln!(
-                s,
-                "    let m = team_max(hmax({}));",
-                tree(&each(v, |k| format!("x{k}")), &maxf)
-            );
-            for k in 0..v {
-                let _ = writeln!(s, "    let e{k} = select(T(0.0), exp(x{k} - T(m)), ok{k});");
-            }
-            let _ = writeln!(
-                s,
-                "    let sum = team_sum(hsum({}));\n    let inv = 1.0 / sum;",
-                tree(&each(v, |k| format!("e{k}")), &add)
-            );
-            for k in 0..v {
-                let o = off(k);
-                let _ = writeln!(
-                    s,
-                    "    if (ok{k}) {{ dx[base + {o}] = cross_entropy_dx(e{k}, inv, lane + {o}, t, scale); }}"
-                );
-            }
+            slots.exp_sum(&mut s);
+            s.push_str("    let inv = 1.0 / sum;\n");
+            slots.store_all(&mut s, 4, "dx", |k, o| {
+                format!("cross_entropy_dx(e{k}, inv, lane + {o}, t, scale)")
+            });
             s.push_str(
                 "    if (lane == 0u && live) { loss[row] = cross_entropy_loss(m + log(sum), rbase, t, valid, ignored); }
-}
 ",
             );
         }
     }
+    // Every kind's entry point ends here.
+    s.push_str("}\n");
     (name, s)
 }
