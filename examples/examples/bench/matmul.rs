@@ -8,7 +8,7 @@
 //! either. Every case first checks a sample of C against a CPU dot product, so a fast
 //! wrong kernel is reported as a failure, not a speed. Without `--quick`, every tile
 //! preset is also timed at 1024 and 4096 (`..._tile<bm>x<bn>x<bk>_<tm>x<tn>`) to tune
-//! the automatic choice.
+//! the automatic choice, and at the character GPT's Linear shapes (`matmul_gpt_...`).
 
 use tang_runtime::dense::matmul::{Epilogue, MatmulOptions, TileConfig, matmul_with};
 use tang_runtime::{Device, Error, Tensor};
@@ -163,6 +163,7 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
         }
         Err(e) => report.fail("matmul_fp32_4096x4096x1024_NN_gelu", &e),
     }
+    gpt_shapes(dev, report, quick);
     for s in [1024, 4096] {
         for t in TileConfig::PRESETS.into_iter().filter(|t| t.fits(dev)) {
             let name = format!(
@@ -176,6 +177,31 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
                 ta: false,
                 tb: false,
             };
+            case(dev, report, &name, &c, Some(t), None, quick);
+        }
+    }
+}
+
+/// The character GPT's Linear products (16,384 tokens, width 384, `torch_anchors.py`'s
+/// model) with the automatic choice and every tile preset, to tune the choice where a
+/// training step spends its time: forward `X·Wᵀ` (NT), input gradient `G·W` (NN) and
+/// weight gradient `Gᵀ·X` (TN, where the automatic choice splits the reduction; a forced
+/// tile does not split).
+fn gpt_shapes(dev: &Device, report: &mut Report, quick: bool) {
+    const TOKENS: usize = 16384;
+    let widths = [(1152, 384), (384, 384), (1536, 384), (384, 1536)];
+    let mut cases = Vec::new();
+    for (out, inp) in widths {
+        cases.push(("NT", TOKENS, out, inp, false, true));
+        cases.push(("NN", TOKENS, inp, out, false, false));
+        cases.push(("TN", out, inp, TOKENS, true, false));
+    }
+    for (tag, m, n, k, ta, tb) in cases {
+        let c = Case { m, n, k, ta, tb };
+        let base = format!("matmul_gpt_{m}x{n}x{k}_{tag}");
+        case(dev, report, &base, &c, None, None, quick);
+        for t in TileConfig::PRESETS.into_iter().filter(|t| t.fits(dev)) {
+            let name = format!("{base}_tile{}x{}x{}_{}x{}", t.bm, t.bn, t.bk, t.tm, t.tn);
             case(dev, report, &name, &c, Some(t), None, quick);
         }
     }
