@@ -123,6 +123,7 @@ def scan(path, file_public, exported):
     doc = []
     attrs = []
     in_attr = 0  # bracket depth of a multi-line attribute
+    pending = None  # a block opener whose `{` is on a later line (a `where` clause)
     for number, raw in enumerate(lines, 1):
         stripped = raw.strip()
         if in_attr:
@@ -144,7 +145,8 @@ def scan(path, file_public, exported):
         in_test = any(b[1] == "test" for b in blocks)
         hidden = any("doc(hidden)" in a or "cfg(doctest)" in a for a in attrs)
         inner = blocks[-1] if blocks else None
-        opener = None
+        opener = pending
+        pending = None
 
         # Visibility of the scope we are in.
         scope_public = file_public
@@ -215,6 +217,10 @@ def scan(path, file_public, exported):
                 if blocks and blocks[-1][0] == depth:
                     blocks.pop()
                 depth -= 1
+            elif ch == ";" and opener is not None and depth == (blocks[-1][0] if blocks else 0):
+                opener = None  # `mod x;`, `fn f();`: no block
+        if opener is not None and opener[0] in ("impl", "mod", "test", "trait"):
+            pending = opener
         doc = []
         attrs = []
 
