@@ -105,6 +105,16 @@ impl Tensor {
     /// `a` where `mask` (a u32 mask, as the comparisons give, or f32 0/1) is nonzero,
     /// else `b` (PyTorch's `torch.where(mask, a, b)`); the three shapes broadcast.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let mask = RawTensor::from_u32(&dev, &[1, 0], &[2])?;
+    /// let a = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 2.0], &[2])?);
+    /// let b = Tensor::constant(RawTensor::zeros(&dev, &[2])?);
+    /// assert_eq!(Tensor::where_cond(&mask, &a, &b)?.to_vec()?, [1.0, 0.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] when the shapes do not broadcast or the devices differ.
     pub fn where_cond(mask: &RawTensor, a: &Tensor, b: &Tensor) -> Result<Tensor, Error> {
