@@ -105,6 +105,19 @@ use crate::autograd::{Error, Tensor};
 pub trait Layer: Module {
     /// The layer applied to `x`.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::nn::{Layer, ReLU, Tanh};
+    /// let layers: Vec<Box<dyn Layer>> = vec![Box::new(ReLU), Box::new(Tanh)];
+    /// let mut h = Tensor::constant(RawTensor::from_slice(&dev, &[-1.0, 0.0], &[2])?);
+    /// for layer in &layers {
+    ///     h = layer.forward(&h)?;
+    /// }
+    /// assert_eq!(h.to_vec()?, [0.0, 0.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// The layer's own (shapes, devices, kernels).
     fn forward(&self, x: &Tensor) -> Result<Tensor, Error>;
