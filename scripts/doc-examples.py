@@ -4,14 +4,16 @@
 Usage: scripts/doc-examples.py CRATE_SRC_DIR   (e.g. tang-nn/src)
 
 A public item is a `pub` fn / struct / enum / trait / type / const / static / union, a
-`#[macro_export]` macro, a `pub fn` in an inherent `impl` block, or a method declared in
-a `pub trait`, provided users can reach it: its module path is `pub` all the way from the
-crate root, or its name (or its enclosing type's, for methods, or its inline module's) is
-named by a `pub use` somewhere in the crate. Not counted: `pub(crate)` / `pub(super)` /
-`pub(in ..)` items, items in `#[cfg(test)]` modules, `#[doc(hidden)]` items and modules, `#[cfg(doctest)]` items, struct fields
-and enum variants (the type's example covers them), and methods of trait impls (they
-inherit the trait's documentation). An example is a fenced code block (```) in the item's
-own doc comment, other than ```text.
+`#[macro_export]` macro, a `pub fn` in an inherent `impl` block, or a method, associated
+const or associated type declared in a `pub trait`, provided users can reach it: its
+module path is `pub` all the way from the crate root, or its name (or its enclosing
+type's, for methods, or its inline module's) is named by a `pub use` somewhere in the
+crate. Not counted: `pub(crate)` / `pub(super)` / `pub(in ..)` items, items in
+`#[cfg(test)]` modules, `#[doc(hidden)]` items and modules, `#[cfg(doctest)]` items,
+struct fields and enum variants (the type's example covers them), methods of trait impls
+(they inherit the trait's documentation), and methods that a `macro_rules!` generates
+(the checker does not expand macros: give their invocations examples by hand). An
+example is a fenced code block (```) in the item's own doc comment, other than ```text.
 
 Prints, per file, the items without an example, then "N public items, M with an example".
 Exits 1 when any item lacks one, so the script can run as a check.
@@ -28,6 +30,7 @@ ITEM = re.compile(
 TRAIT_METHOD = re.compile(
     r"^\s*(?:const\s+|async\s+|unsafe\s+)*fn\s+([A-Za-z_][A-Za-z0-9_]*)"
 )
+TRAIT_ASSOC = re.compile(r"^\s*(const|type)\s+([A-Za-z_][A-Za-z0-9_]*)\s*[:;=]")
 MACRO = re.compile(r"^\s*macro_rules!\s*([A-Za-z_][A-Za-z0-9_]*)")
 IMPL = re.compile(r"^\s*impl\b(.*)")
 MOD_DECL = re.compile(r"^\s*(pub\s+)?mod\s+([A-Za-z_][A-Za-z0-9_]*)\s*;")
@@ -203,6 +206,16 @@ def scan(path, file_public, exported):
         ):
             name = TRAIT_METHOD.match(raw).group(1)
             yield number, "fn", f"{inner[2][0]}::{name}", has_example(doc)
+        elif (
+            inner is not None
+            and inner[1] == "trait"
+            and inner[2][1]
+            and depth == inner[0]
+            and TRAIT_ASSOC.match(raw)
+            and not hidden
+        ):
+            kind, name = TRAIT_ASSOC.match(raw).groups()
+            yield number, kind, f"{inner[2][0]}::{name}", has_example(doc)
 
         # Brace tracking: the first `{` of an opener line opens its block.
         for ch in code:
