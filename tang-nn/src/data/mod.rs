@@ -39,6 +39,14 @@ pub use windows::{TokenBatcher, WindowSampler};
 /// ```
 pub trait Dataset {
     /// One sample (for example a feature row and its label).
+    ///
+    /// ```
+    /// use tang_nn::data::Dataset;
+    /// fn first<D: Dataset>(data: &D) -> Option<D::Item> {
+    ///     data.get(0).ok()
+    /// }
+    /// assert_eq!(first(&vec![(1.0f32, 0u32)]), Some((1.0, 0))); // a (features, label) pair
+    /// ```
     type Item;
 
     /// How many samples there are.

@@ -32,12 +32,32 @@ use super::state::{Hyper, ParamState};
 /// ```
 pub trait Algorithm: Clone + std::fmt::Debug + PartialEq {
     /// PyTorch's class name ("SGD", "Adam", "AdamW"), recorded in saved state.
+    ///
+    /// ```
+    /// use tang_nn::optim::{Algorithm, SgdOptions};
+    /// assert_eq!(SgdOptions::NAME, "SGD"); // type(optimizer).__name__
+    /// ```
     const NAME: &'static str;
     /// Whether a parameter's state holds a step count (Adam's `state["step"]`).
+    ///
+    /// ```
+    /// use tang_nn::optim::{AdamOptions, Algorithm, SgdOptions};
+    /// assert!(AdamOptions::COUNTS_STEPS && !SgdOptions::COUNTS_STEPS);
+    /// ```
     const COUNTS_STEPS: bool;
     /// The names of the state buffers a parameter may hold (PyTorch's state keys).
+    ///
+    /// ```
+    /// use tang_nn::optim::{AdamWOptions, Algorithm};
+    /// assert_eq!(AdamWOptions::BUFFERS, ["exp_avg", "exp_avg_sq", "max_exp_avg_sq"]);
+    /// ```
     const BUFFERS: &'static [&'static str];
     /// The buffers every parameter with state has (the others are optional).
+    ///
+    /// ```
+    /// use tang_nn::optim::{AdamOptions, Algorithm};
+    /// assert!(!AdamOptions::REQUIRED.contains(&"max_exp_avg_sq")); // AMSGrad's buffer is optional
+    /// ```
     const REQUIRED: &'static [&'static str];
 
     /// Checks every option against PyTorch's rules.
