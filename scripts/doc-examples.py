@@ -201,20 +201,12 @@ def scan(path, file_public, exported):
             and inner[1] == "trait"
             and inner[2][1]
             and depth == inner[0]
-            and TRAIT_METHOD.match(raw)
             and not hidden
+            and (TRAIT_METHOD.match(raw) or TRAIT_ASSOC.match(raw))
         ):
-            name = TRAIT_METHOD.match(raw).group(1)
-            yield number, "fn", f"{inner[2][0]}::{name}", has_example(doc)
-        elif (
-            inner is not None
-            and inner[1] == "trait"
-            and inner[2][1]
-            and depth == inner[0]
-            and TRAIT_ASSOC.match(raw)
-            and not hidden
-        ):
-            kind, name = TRAIT_ASSOC.match(raw).groups()
+            # A method, const or type declared by a public trait.
+            m_method = TRAIT_METHOD.match(raw)
+            kind, name = ("fn", m_method.group(1)) if m_method else TRAIT_ASSOC.match(raw).groups()
             yield number, kind, f"{inner[2][0]}::{name}", has_example(doc)
 
         # Brace tracking: the first `{` of an opener line opens its block.
