@@ -11,7 +11,7 @@ impl Tensor {
     /// 2-D convolution of `self [N, C_in, H, W]` with `weight [C_out, C_in / groups, kh,
     /// kw]` and an optional `bias [C_out]` (PyTorch's `F.conv2d`).
     ///
-    /// ```no_run
+    /// ```
     /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor, ops::Conv2d};
     /// let dev = Device::new()?;

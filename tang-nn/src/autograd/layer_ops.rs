@@ -15,7 +15,7 @@ impl Tensor {
     /// (PyTorch's `F.linear`): one matmul reading the weight transposed in place, with
     /// the bias added as C is stored.
     ///
-    /// ```no_run
+    /// ```
     /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
     /// let dev = Device::new()?;
@@ -44,7 +44,7 @@ impl Tensor {
     /// Backward regenerates the mask from the generator's `(seed, offset)`: nothing is
     /// stored but the stream.
     ///
-    /// ```no_run
+    /// ```
     /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor, ops::Generator};
     /// let dev = Device::new()?;
@@ -71,7 +71,7 @@ impl Tensor {
     /// (PyTorch's `torch.gather`); an index `>= self.shape()[dim]` reads 0 and passes no
     /// gradient.
     ///
-    /// ```no_run
+    /// ```
     /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
     /// let dev = Device::new()?;
@@ -95,7 +95,7 @@ impl Tensor {
     /// `self * m` elementwise with `m` a constant (no gradient), same shape, one element
     /// or a trailing row (a mask, a scale that stays on the GPU).
     ///
-    /// ```no_run
+    /// ```
     /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
     /// let dev = Device::new()?;

@@ -47,7 +47,7 @@ impl TensorId {
 ///
 /// Cheap to clone: clones share the node, the buffer and the identity.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::Tensor;
 /// use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
 /// let dev = Device::new()?;
@@ -299,7 +299,7 @@ impl Tensor {
     /// freezes a parameter (ops on it record nothing and backward gives it no gradient),
     /// `true` makes any leaf trainable. Every clone of the tensor sees the change.
     ///
-    /// ```no_run
+    /// ```
     /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
     /// let dev = Device::new()?;

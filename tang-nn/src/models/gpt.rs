@@ -209,7 +209,7 @@ pub struct GptTransformer {
 
 /// nanoGPT's `GPT`, with the language-model head tied to the token embedding.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::Module;
 /// use tang_nn::models::gpt::{Gpt, GptConfig};
 /// let dev = tang_nn::tang_runtime::Device::new()?;

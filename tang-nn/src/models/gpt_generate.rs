@@ -109,7 +109,7 @@ impl Gpt {
     /// ([`crate::Module::eval`]) unless dropout is wanted. Returns the prompts with their
     /// continuations.
     ///
-    /// ```no_run
+    /// ```
     /// use tang_nn::models::gpt::{Gpt, GptConfig, SampleOptions};
     /// use tang_nn::Module;
     /// let dev = tang_nn::tang_runtime::Device::new()?;

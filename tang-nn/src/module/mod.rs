@@ -8,7 +8,7 @@
 //! struct with named fields: each field is a child named by the field, so the state dict
 //! has exactly PyTorch's keys and checkpoints move between tang and PyTorch as they are.
 //!
-//! ```no_run
+//! ```
 //! use tang_nn::Module;
 //! use tang_nn::autograd::Tensor;
 //! use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
@@ -70,7 +70,7 @@ use crate::safetensors::{IncompatibleKeys, StateDict, StateTensor, check_state_d
 /// Model code takes `&self`, so mode flags live in a `Cell<bool>` inside the layers that
 /// need them (dropout).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::Module;
 /// use tang_nn::autograd::Tensor;
 /// use tang_nn::tang_runtime::{Device, Tensor as RawTensor};

@@ -5,7 +5,7 @@ use crate::autograd::{Error, Tensor};
 
 /// `max(x, 0)` (PyTorch's `nn.ReLU`).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
 /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[-1.0, 2.0], &[2])?);
@@ -69,7 +69,7 @@ impl std::str::FromStr for Approximate {
 
 /// GELU (PyTorch's `nn.GELU(approximate)`; the default is the exact form).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::nn::{Approximate, GELU};
 /// let exact = GELU::default();
 /// let fast = GELU::new("tanh".parse()?);
@@ -118,7 +118,7 @@ impl GELU {
 
 /// `x * sigmoid(x)` (PyTorch's `nn.SiLU`).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
 /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[0.0], &[1])?);
@@ -148,7 +148,7 @@ impl SiLU {
 
 /// `1 / (1 + e^-x)` (PyTorch's `nn.Sigmoid`).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
 /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[0.0], &[1])?);
@@ -178,7 +178,7 @@ impl Sigmoid {
 
 /// The hyperbolic tangent (PyTorch's `nn.Tanh`).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
 /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[0.0], &[1])?);

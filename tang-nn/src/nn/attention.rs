@@ -95,7 +95,7 @@ impl CausalSelfAttentionConfig {
 /// `n_kv_head < n_head`, with a KV cache for generation
 /// ([`CausalSelfAttention::forward_with_cache`]).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::nn::{CausalSelfAttention, CausalSelfAttentionConfig};
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::{Module, rng::SplitMix64};

@@ -12,7 +12,7 @@ use crate::autograd::{Error, Tensor};
 /// Keys and values `[B, Hkv, capacity, D]` of the positions an attention layer has seen,
 /// and how many there are.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::nn::KvCache;
 /// let dev = tang_nn::tang_runtime::Device::new()?;
 /// let cache = KvCache::new(&dev, 1, 2, 64, 16)?; // batch 1, 2 kv heads, 64 positions, D 16

@@ -13,7 +13,7 @@ use crate::rng::SplitMix64;
 /// Multi-head attention over `query`, `key`, `value` (PyTorch's `nn.MultiheadAttention`
 /// with `kdim = vdim = embed_dim`, no `add_bias_kv`, no `add_zero_attn`).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::Module;
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::nn::{AttnMask, MultiheadAttention};

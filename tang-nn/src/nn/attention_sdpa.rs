@@ -90,7 +90,7 @@ fn sizes(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<Sizes, Error> {
 /// applied to the attention weights (PyTorch's `dropout_p`; pass it only in training).
 /// Returns `[B, H, L, D]`.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::nn::{AttnMask, scaled_dot_product_attention};
 /// let dev = tang_nn::tang_runtime::Device::new()?;

@@ -15,7 +15,7 @@ use crate::rng::SplitMix64;
 /// distribution, not its bits). Stride, padding, dilation and groups are the runtime's
 /// [`Conv2dOptions`] (PyTorch's defaults: 1, 0, 1, 1).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::Module;
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::nn::Conv2d;
@@ -130,7 +130,7 @@ impl Layer for Conv2d {
 /// Max pooling over windows of NCHW planes (PyTorch's `nn.MaxPool2d`; stride defaults to
 /// the kernel size: [`Pool2d::new`]). No parameters.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::nn::MaxPool2d;
 /// use tang_nn::tang_runtime::ops::Pool2d;
@@ -165,7 +165,7 @@ impl MaxPool2d {
 /// Average pooling over windows of NCHW planes (PyTorch's `nn.AvgPool2d`; stride
 /// defaults to the kernel size, `count_include_pad` to `true`). No parameters.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::nn::AvgPool2d;
 /// use tang_nn::tang_runtime::ops::Pool2d;

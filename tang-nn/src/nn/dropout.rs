@@ -36,7 +36,7 @@ pub fn manual_seed(seed: u64) {
 /// mode ([`Module::eval`]) the identity. The mask is made on the GPU from a Philox stream
 /// and regenerated in backward from the stream's `(seed, offset)`: it is never stored.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::Module;
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::nn::Dropout;

@@ -10,7 +10,7 @@ use tang_runtime::Device;
 /// initialised `N(0, 1)` as PyTorch does (draws from `rng`: PyTorch's distribution, not
 /// its bits).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::nn::Embedding;
 /// use tang_nn::tang_runtime::Tensor as RawTensor;
 /// let dev = tang_nn::tang_runtime::Device::new()?;

@@ -13,7 +13,7 @@
 //! raises on; tang checks nothing on the host (that would read back), so that row's loss
 //! is NaN (and the mean with it, visibly) and its gradient 0.
 //!
-//! ```no_run
+//! ```
 //! use tang_nn::autograd::{RawTensor, Tensor};
 //! use tang_nn::nn::functional::{CrossEntropyOptions, Reduction, class_indices_from_i64, cross_entropy_with};
 //! let dev = tang_nn::tang_runtime::Device::new()?;
@@ -231,7 +231,7 @@ fn same_shape(op: &str, input: &Tensor, target: &Tensor) -> Result<(), Error> {
 /// Mean squared error (PyTorch's `F.mse_loss(input, target, reduction)`): `(input -
 /// target)²` reduced. Both get gradients.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::nn::functional::{Reduction, mse_loss};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
@@ -253,7 +253,7 @@ pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result
 /// `F.binary_cross_entropy_with_logits(input, target, reduction)`, without `weight` and
 /// `pos_weight`): `softplus(x) - x y` per element, stable for any `x`, reduced.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::nn::functional::{Reduction, binary_cross_entropy_with_logits};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
@@ -365,7 +365,7 @@ pub fn nll_loss(input: &Tensor, target: &RawTensor) -> Result<Tensor, Error> {
 
 /// [`nll_loss`] with PyTorch's `ignore_index` and `reduction`.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::nn::functional::{NllLossOptions, Reduction, nll_loss_with};
 /// let dev = tang_nn::tang_runtime::Device::new()?;

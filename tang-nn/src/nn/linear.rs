@@ -11,7 +11,7 @@ use tang_runtime::Device;
 /// initialises them (`kaiming_uniform_(a=sqrt(5))` for the weight); the draws come from
 /// `rng`, so they differ from PyTorch's bits but not its distribution.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::Module;
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::nn::Linear;

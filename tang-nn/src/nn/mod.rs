@@ -11,7 +11,7 @@
 //! generator) but not their distribution. Dropout draws from tang's GPU Philox generator
 //! ([`manual_seed`]).
 //!
-//! ```no_run
+//! ```
 //! use tang_nn::Module;
 //! use tang_nn::autograd::{RawTensor, Tensor};
 //! use tang_nn::nn::{Linear, functional::cross_entropy};
@@ -97,7 +97,7 @@ use crate::autograd::{Error, Tensor};
 
 /// A module with a forward pass of one tensor to one tensor: what [`Sequential`] chains.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::nn::{Layer, ReLU};
 /// let layers: Vec<Box<dyn Layer>> = vec![Box::new(ReLU)];
 /// assert_eq!(layers.len(), 1);

@@ -9,7 +9,7 @@ use tang_runtime::Device;
 /// initialises them; PyTorch's default `eps` is `1e-5`. Without a bias
 /// (`bias = false`, nanoGPT's `bias=False`) the state dict holds `weight` alone.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::Module;
 /// use tang_nn::nn::LayerNorm;
 /// let dev = tang_nn::tang_runtime::Device::new()?;
@@ -99,7 +99,7 @@ impl super::Layer for LayerNorm {
 /// ones. `eps = None` is PyTorch's default, the f32 machine epsilon
 /// (`torch.finfo(torch.float32).eps`, [`f32::EPSILON`]).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::Module;
 /// use tang_nn::nn::RMSNorm;
 /// let dev = tang_nn::tang_runtime::Device::new()?;

@@ -8,7 +8,7 @@ use crate::autograd::{Error, Tensor};
 /// by position; parameter-free layers take their index too, so
 /// `Sequential(Linear, ReLU, Linear)` has `0.weight` and `2.weight`, as in PyTorch.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::Module;
 /// use tang_nn::nn::{Linear, ReLU, Sequential};
 /// let dev = tang_nn::tang_runtime::Device::new()?;

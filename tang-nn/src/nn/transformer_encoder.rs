@@ -90,7 +90,7 @@ impl TransformerEncoderLayerConfig {
 
 /// One transformer encoder layer (PyTorch's `nn.TransformerEncoderLayer`).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::Module;
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::nn::{AttnMask, TransformerEncoderLayer, TransformerEncoderLayerConfig};
