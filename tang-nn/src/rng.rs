@@ -6,6 +6,16 @@
 /// SplitMix64 (Steele, Lea and Flood, 2014): a 64-bit counter passed through a
 /// bijective mixing function. Every seed, including 0, gives a full-period stream of
 /// good quality for simulation (not for cryptography).
+///
+/// ```
+/// use tang_nn::rng::SplitMix64;
+/// let mut rng = SplitMix64::new(42); // torch.manual_seed(42) for host-side draws
+/// let mut order: Vec<usize> = (0..10).collect();
+/// rng.shuffle(&mut order);
+/// let fc = tang_nn::nn::Linear::new(&tang_nn::tang_runtime::Device::new()?, 4, 2, true, &mut rng)?; // init draws
+/// # let _ = fc;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SplitMix64 {
     state: u64,
@@ -13,6 +23,11 @@ pub struct SplitMix64 {
 
 impl SplitMix64 {
     /// A generator whose stream is fixed by `seed`.
+    ///
+    /// ```
+    /// use tang_nn::rng::SplitMix64;
+    /// assert_eq!(SplitMix64::new(7).next_u64(), SplitMix64::new(7).next_u64()); // seeded: reproducible
+    /// ```
     pub fn new(seed: u64) -> SplitMix64 {
         SplitMix64 { state: seed }
     }
@@ -24,12 +39,24 @@ impl SplitMix64 {
     /// Both numbers go through the SplitMix64 finaliser before they are combined; seeding
     /// with `seed + stream` instead would make neighbouring streams the same sequence
     /// shifted by one draw, because the state advances by a fixed constant.
+    ///
+    /// ```
+    /// use tang_nn::rng::SplitMix64;
+    /// let epoch_3 = SplitMix64::derive(1337, 3).next_u64(); // no need to replay epochs 0..3
+    /// assert_eq!(epoch_3, SplitMix64::derive(1337, 3).next_u64());
+    /// assert_ne!(epoch_3, SplitMix64::derive(1337, 4).next_u64());
+    /// ```
     pub fn derive(seed: u64, stream: u64) -> SplitMix64 {
         let stream_key = mix(stream.wrapping_add(0x9E37_79B9_7F4A_7C15));
         SplitMix64::new(mix(seed ^ stream_key))
     }
 
     /// The next 64 random bits.
+    ///
+    /// ```
+    /// let mut rng = tang_nn::rng::SplitMix64::new(0);
+    /// assert_ne!(rng.next_u64(), rng.next_u64());
+    /// ```
     pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
         mix(self.state)
@@ -37,18 +64,36 @@ impl SplitMix64 {
 
     /// A uniform `f64` in `[0, 1)`: the top 53 bits, so every value is exactly
     /// representable and 1.0 is never returned.
+    ///
+    /// ```
+    /// let mut rng = tang_nn::rng::SplitMix64::new(0);
+    /// let x = rng.next_f64(); // torch.rand(())
+    /// assert!((0.0..1.0).contains(&x));
+    /// ```
     pub fn next_f64(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
     /// A uniform integer in `[0, n)`; 0 when `n` is 0. Uses the widening-multiply
     /// reduction (Lemire): each value's probability is off by at most `n / 2^64`.
+    ///
+    /// ```
+    /// let mut rng = tang_nn::rng::SplitMix64::new(0);
+    /// assert!(rng.below(10) < 10); // torch.randint(10, ())
+    /// assert_eq!(rng.below(0), 0);
+    /// ```
     pub fn below(&mut self, n: usize) -> usize {
         ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
     }
 
     /// A standard normal sample (Box–Muller; one of the pair is discarded, which keeps
     /// the generator state simple).
+    ///
+    /// ```
+    /// let mut rng = tang_nn::rng::SplitMix64::new(0);
+    /// let mean = (0..1000).map(|_| rng.normal()).sum::<f64>() / 1000.0; // torch.randn(1000).mean()
+    /// assert!(mean.abs() < 0.2);
+    /// ```
     pub fn normal(&mut self) -> f64 {
         // 1 - u is in (0, 1], so the logarithm is finite.
         let u1 = 1.0 - self.next_f64();
@@ -57,6 +102,14 @@ impl SplitMix64 {
     }
 
     /// Shuffles `items` in place (Fisher–Yates): every permutation equally likely.
+    ///
+    /// ```
+    /// let mut rng = tang_nn::rng::SplitMix64::new(0);
+    /// let mut items = vec![1, 2, 3, 4];
+    /// rng.shuffle(&mut items); // items[torch.randperm(4)]
+    /// items.sort();
+    /// assert_eq!(items, [1, 2, 3, 4]);
+    /// ```
     pub fn shuffle<T>(&mut self, items: &mut [T]) {
         for i in (1..items.len()).rev() {
             let j = self.below(i + 1);

@@ -12,6 +12,15 @@ use std::f64::consts::PI;
 use std::fmt;
 
 /// A learning rate as a function of the step (0-based: step 0 is the first update).
+///
+/// ```
+/// use tang_nn::schedule::Schedule;
+/// // nanoGPT: warm up for 100 steps to 6e-4, decay to 6e-5 by step 5000.
+/// let schedule = Schedule::warmup_cosine(6e-4, 6e-5, 100, 5000)?;
+/// assert!(schedule.lr(0) < schedule.lr(99) && schedule.lr(5000) == 6e-5);
+/// // Each step: opt.set_lr(schedule.lr(step)) (or Trainer::with_schedule).
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum Schedule {
     /// `ConstantLR`: `base_lr * factor` before `total_iters`, `base_lr` from then on.
@@ -79,6 +88,14 @@ pub enum Schedule {
 }
 
 /// A schedule's parameters do not describe a schedule.
+///
+/// ```
+/// use tang_nn::schedule::Schedule;
+/// let err = Schedule::step_lr(0.1, 0, 0.5).err().ok_or("step_size 0 is refused")?;
+/// assert_eq!(err.schedule, "StepLR");
+/// println!("{err}"); // says what to pass instead
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScheduleError {
     /// The schedule (PyTorch's class name).
@@ -122,12 +139,25 @@ fn positive_steps(schedule: &'static str, name: &str, value: u64) -> Result<(), 
 
 impl Schedule {
     /// A fixed learning rate (`ConstantLR` with `factor` 1).
+    ///
+    /// ```
+    /// let schedule = tang_nn::schedule::Schedule::constant(3e-4)?;
+    /// assert_eq!(schedule.lr(1_000_000), 3e-4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn constant(lr: f64) -> Result<Schedule, ScheduleError> {
         Schedule::constant_lr(lr, 1.0, 0)
     }
 
     /// PyTorch's `ConstantLR(factor, total_iters)` (PyTorch's defaults: `factor` 1/3,
     /// `total_iters` 5). `factor` must lie in `[0, 1]`, as PyTorch requires.
+    ///
+    /// ```
+    /// use tang_nn::schedule::Schedule;
+    /// let schedule = Schedule::constant_lr(0.1, 0.5, 2)?; // ConstantLR(opt(lr=0.1), factor=0.5, total_iters=2)
+    /// assert_eq!((schedule.lr(1), schedule.lr(2)), (0.05, 0.1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn constant_lr(
         base_lr: f64,
         factor: f64,
@@ -148,6 +178,13 @@ impl Schedule {
     }
 
     /// PyTorch's `StepLR(step_size, gamma)` (PyTorch's default `gamma` is 0.1).
+    ///
+    /// ```
+    /// use tang_nn::schedule::Schedule;
+    /// let schedule = Schedule::step_lr(0.1, 30, 0.1)?; // StepLR(opt(lr=0.1), step_size=30)
+    /// assert!((schedule.lr(30) - 0.01).abs() < 1e-12);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn step_lr(base_lr: f64, step_size: u64, gamma: f64) -> Result<Schedule, ScheduleError> {
         non_negative("StepLR", &[("base_lr", base_lr), ("gamma", gamma)])?;
         positive_steps("StepLR", "step_size", step_size)?;
@@ -161,6 +198,13 @@ impl Schedule {
     /// PyTorch's `LinearLR(start_factor, end_factor, total_iters)` (PyTorch's defaults:
     /// 1/3, 1.0, 5). `start_factor` must lie in `(0, 1]` and `end_factor` in `[0, 1]`,
     /// as PyTorch requires.
+    ///
+    /// ```
+    /// use tang_nn::schedule::Schedule;
+    /// let schedule = Schedule::linear_lr(0.1, 0.5, 1.0, 4)?; // LinearLR(opt(lr=0.1), 0.5, 1.0, 4)
+    /// assert_eq!((schedule.lr(0), schedule.lr(4)), (0.05, 0.1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn linear_lr(
         base_lr: f64,
         start_factor: f64,
@@ -193,6 +237,13 @@ impl Schedule {
     }
 
     /// PyTorch's `CosineAnnealingLR(T_max, eta_min)` (PyTorch's default `eta_min` is 0).
+    ///
+    /// ```
+    /// use tang_nn::schedule::Schedule;
+    /// let schedule = Schedule::cosine_annealing_lr(0.1, 100, 0.0)?; // CosineAnnealingLR(opt, T_max=100)
+    /// assert!((schedule.lr(50) - 0.05).abs() < 1e-12 && schedule.lr(100).abs() < 1e-12);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn cosine_annealing_lr(
         base_lr: f64,
         t_max: u64,
@@ -212,6 +263,14 @@ impl Schedule {
 
     /// nanoGPT's `get_lr` (its defaults: `lr` 6e-4, `min_lr` 6e-5, `warmup_iters` 2000,
     /// `lr_decay_iters` 600000).
+    ///
+    /// ```
+    /// use tang_nn::schedule::Schedule;
+    /// let schedule = Schedule::warmup_cosine(1e-3, 1e-4, 9, 100)?;
+    /// assert!((schedule.lr(0) - 1e-4).abs() < 1e-12); // lr * (0 + 1) / (9 + 1)
+    /// assert_eq!(schedule.lr(200), 1e-4); // min_lr past lr_decay_iters
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn warmup_cosine(
         lr: f64,
         min_lr: f64,
@@ -237,6 +296,16 @@ impl Schedule {
 
     /// PyTorch's `SequentialLR(schedulers, milestones)`: `schedules[0]` until
     /// `milestones[0]`, then `schedules[1]` restarted at its step 0, and so on.
+    ///
+    /// ```
+    /// use tang_nn::schedule::Schedule;
+    /// // SequentialLR(opt, [LinearLR(...), CosineAnnealingLR(...)], milestones=[10])
+    /// let warmup = Schedule::linear_lr(0.1, 0.1, 1.0, 10)?;
+    /// let decay = Schedule::cosine_annealing_lr(0.1, 90, 0.0)?;
+    /// let schedule = Schedule::sequential(vec![warmup, decay], vec![10])?;
+    /// assert_eq!(schedule.lr(10), 0.1); // the cosine's step 0
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn sequential(
         schedules: Vec<Schedule>,
         milestones: Vec<u64>,
@@ -265,6 +334,14 @@ impl Schedule {
     }
 
     /// The learning rate for the update at `step` (0-based).
+    ///
+    /// ```
+    /// use tang_nn::schedule::Schedule;
+    /// let schedule = Schedule::step_lr(1.0, 2, 0.5)?;
+    /// let lrs: Vec<f64> = (0..6).map(|step| schedule.lr(step)).collect();
+    /// assert_eq!(lrs, [1.0, 1.0, 0.5, 0.5, 0.25, 0.25]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn lr(&self, step: u64) -> f64 {
         match self {
             Schedule::Constant {

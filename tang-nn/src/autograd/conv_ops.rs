@@ -11,7 +11,7 @@ impl Tensor {
     /// 2-D convolution of `self [N, C_in, H, W]` with `weight [C_out, C_in / groups, kh,
     /// kw]` and an optional `bias [C_out]` (PyTorch's `F.conv2d`).
     ///
-    /// ```no_run
+    /// ```
     /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor, ops::Conv2d};
     /// let dev = Device::new()?;
@@ -39,6 +39,15 @@ impl Tensor {
     /// The maximum of each window of `self [N, C, H, W]` (PyTorch's `F.max_pool2d`); the
     /// gradient goes to the first maximum of each window.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::tang_runtime::ops::Pool2d;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 4.0, 2.0, 3.0], &[1, 1, 2, 2])?);
+    /// assert_eq!(x.max_pool2d(&Pool2d::new([2, 2]))?.to_vec()?, [4.0]); // F.max_pool2d(x, 2)
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] unless `self` is NCHW and the window fits.
     pub fn max_pool2d(&self, pool: &Pool2d) -> Result<Tensor, Error> {
@@ -52,6 +61,15 @@ impl Tensor {
 
     /// The mean of each window of `self [N, C, H, W]` (PyTorch's `F.avg_pool2d`; PyTorch's
     /// default `count_include_pad` is `true`).
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::tang_runtime::ops::Pool2d;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 4.0, 2.0, 3.0], &[1, 1, 2, 2])?);
+    /// assert_eq!(x.avg_pool2d(&Pool2d::new([2, 2]), true)?.to_vec()?, [2.5]); // F.avg_pool2d(x, 2)
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] unless `self` is NCHW and the window fits, or for a dilation.

@@ -11,6 +11,17 @@ use super::tensor::{GradFn, RawTensor, Tensor, TensorId};
 
 /// The gradients of one backward pass: one per parameter the loss reaches, on the GPU,
 /// keyed by the parameter's [`TensorId`].
+///
+/// ```
+/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[2.0], &[1])?);
+/// let frozen = Tensor::parameter(RawTensor::from_slice(&dev, &[5.0], &[1])?);
+/// let grads = w.mul(&w)?.sum_all()?.backward()?; // d(w²)/dw = 2w
+/// assert_eq!(grads.get(&w).map(|g| g.to_vec()).transpose()?, Some(vec![4.0]));
+/// assert!(grads.get(&frozen).is_none()); // the loss does not reach it
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Default)]
 pub struct Gradients {
     map: HashMap<TensorId, RawTensor>,
@@ -18,31 +29,83 @@ pub struct Gradients {
 
 impl Gradients {
     /// The gradient of `t` (`None` when the loss does not depend on it).
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[3.0], &[1])?);
+    /// let grads = w.sum_all()?.backward()?;
+    /// let dw = grads.get(&w).ok_or("w has no gradient")?; // torch: w.grad
+    /// assert_eq!(dw.to_vec()?, [1.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn get(&self, t: &Tensor) -> Option<&RawTensor> {
         self.map.get(&t.id())
     }
 
     /// The gradient of the tensor with identity `id`.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[3.0], &[1])?);
+    /// let grads = w.sum_all()?.backward()?;
+    /// assert!(grads.get_id(w.id()).is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn get_id(&self, id: TensorId) -> Option<&RawTensor> {
         self.map.get(&id)
     }
 
     /// Takes the gradient of `t` out of the set.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[3.0], &[1])?);
+    /// let mut grads = w.sum_all()?.backward()?;
+    /// let dw = grads.remove(&w).ok_or("w has no gradient")?; // the buffer is now ours
+    /// assert!(grads.is_empty() && dw.to_vec()? == [1.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn remove(&mut self, t: &Tensor) -> Option<RawTensor> {
         self.map.remove(&t.id())
     }
 
     /// How many parameters have a gradient.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let a = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
+    /// let b = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
+    /// assert_eq!(a.add(&b)?.sum_all()?.backward()?.len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.map.len()
     }
 
     /// Whether no parameter has a gradient.
+    ///
+    /// ```
+    /// assert!(tang_nn::autograd::Gradients::default().is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
 
     /// Every `(parameter id, gradient)`, in no particular order.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let w = Tensor::parameter(RawTensor::zeros(&dev, &[2])?);
+    /// for (id, grad) in w.sum_all()?.backward()?.iter() {
+    ///     assert_eq!((id, grad.shape()), (w.id(), &[2][..]));
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn iter(&self) -> impl Iterator<Item = (TensorId, &RawTensor)> {
         self.map.iter().map(|(id, g)| (*id, g))
     }
@@ -53,6 +116,16 @@ impl Tensor {
     /// parameter it depends on, computed by GPU kernels with no read back to the host.
     /// Frees the graph's saved state as it goes: a second `backward` through the same
     /// graph is [`Error::GraphFreed`].
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0, -1.0], &[2])?);
+    /// let loss = w.relu()?.sum_all()?;
+    /// let grads = loss.backward()?; // torch: loss.backward(); w.grad
+    /// assert_eq!(grads.get(&w).ok_or("no gradient")?.to_vec()?, [1.0, 0.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::NotScalar`] unless the tensor has one element; [`Error::NoGradient`] when
@@ -71,6 +144,16 @@ impl Tensor {
 
     /// As [`Tensor::backward`] with the gradient of the output given (any shape, the
     /// tensor's own): PyTorch's `y.backward(gradient)`.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0, 2.0], &[2])?);
+    /// let y = w.mul(&w)?;
+    /// let grads = y.backward_with(RawTensor::from_slice(&dev, &[1.0, 0.5], &[2])?)?; // y.backward(g)
+    /// assert_eq!(grads.get(&w).ok_or("no gradient")?.to_vec()?, [2.0, 2.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`Tensor::backward`], and [`Error::Runtime`] when `grad_out`'s shape differs.

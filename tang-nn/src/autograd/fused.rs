@@ -15,7 +15,7 @@ use super::tensor::{RawTensor, Tensor};
 /// their shapes (NumPy/PyTorch rules), with `uniforms` in the function's declared order,
 /// and records it for backward when an input requires grad.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::{Tensor, apply};
 /// use tang_nn::tang_runtime::{Device, Tensor as RawTensor, prelude::*};
 ///

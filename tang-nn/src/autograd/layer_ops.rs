@@ -15,7 +15,7 @@ impl Tensor {
     /// (PyTorch's `F.linear`): one matmul reading the weight transposed in place, with
     /// the bias added as C is stored.
     ///
-    /// ```no_run
+    /// ```
     /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
     /// let dev = Device::new()?;
@@ -44,7 +44,7 @@ impl Tensor {
     /// Backward regenerates the mask from the generator's `(seed, offset)`: nothing is
     /// stored but the stream.
     ///
-    /// ```no_run
+    /// ```
     /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor, ops::Generator};
     /// let dev = Device::new()?;
@@ -71,7 +71,7 @@ impl Tensor {
     /// (PyTorch's `torch.gather`); an index `>= self.shape()[dim]` reads 0 and passes no
     /// gradient.
     ///
-    /// ```no_run
+    /// ```
     /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
     /// let dev = Device::new()?;
@@ -95,7 +95,7 @@ impl Tensor {
     /// `self * m` elementwise with `m` a constant (no gradient), same shape, one element
     /// or a trailing row (a mask, a scale that stays on the GPU).
     ///
-    /// ```no_run
+    /// ```
     /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
     /// let dev = Device::new()?;
@@ -120,6 +120,14 @@ impl Tensor {
 
     /// `x²`, elementwise (PyTorch's `torch.square`).
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[-2.0, 3.0], &[2])?);
+    /// assert_eq!(x.square()?.to_vec()?, [4.0, 9.0]); // torch.square(x)
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] for a u32 tensor.
     pub fn square(&self) -> Result<Tensor, Error> {
@@ -129,6 +137,16 @@ impl Tensor {
 
     /// Elementwise binary cross-entropy of logits `self` against `target` (same shape),
     /// unreduced: `softplus(x) - x y`. Both inputs get gradients, as in PyTorch.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let logits = Tensor::parameter(RawTensor::zeros(&dev, &[2])?);
+    /// let target = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 0.0], &[2])?);
+    /// let loss = logits.bce_with_logits(&target)?.to_vec()?; // softplus(0) = ln 2 per element
+    /// assert!((loss[0] - std::f32::consts::LN_2).abs() < 1e-6);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when the shapes differ.

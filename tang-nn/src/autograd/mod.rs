@@ -1,6 +1,6 @@
 //! # Reverse-mode autograd over GPU tensors
 //!
-//! ```no_run
+//! ```
 //! use tang_nn::autograd::Tensor;
 //! use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
 //! let dev = Device::new()?;

@@ -13,6 +13,15 @@ use super::tensor::{RawTensor, Tensor};
 impl Tensor {
     /// `self · other` for `[.., m, k] · [.., k, n]` (PyTorch's `matmul` for rank >= 2).
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 2.0], &[1, 2])?);
+    /// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0, 0.0, 0.0, 1.0], &[2, 2])?);
+    /// assert_eq!(x.matmul(&w)?.to_vec()?, [1.0, 2.0]); // torch: x @ w
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] when the inner sizes differ.
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor, Error> {
@@ -21,6 +30,14 @@ impl Tensor {
     }
 
     /// The same values in another shape of as many elements (shares the buffer).
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[2, 3])?);
+    /// assert_eq!(x.reshape(&[3, 2])?.shape(), &[3, 2]); // torch: x.reshape(3, 2)
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when the element counts differ.
@@ -39,6 +56,14 @@ impl Tensor {
 
     /// The dimensions reordered: result dimension `i` is input dimension `dims[i]`.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[2, 3, 4])?);
+    /// assert_eq!(x.permute(&[2, 0, 1])?.shape(), &[4, 2, 3]); // torch: x.permute(2, 0, 1)
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] unless `dims` is a permutation of `0..rank`.
     pub fn permute(&self, dims: &[usize]) -> Result<Tensor, Error> {
@@ -48,6 +73,14 @@ impl Tensor {
     }
 
     /// `length` entries of dimension `dim` from `start`.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 2.0, 3.0, 4.0], &[4])?);
+    /// assert_eq!(x.narrow(0, 1, 2)?.to_vec()?, [2.0, 3.0]); // torch: x.narrow(0, 1, 2)
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when the range leaves the dimension.
@@ -64,6 +97,15 @@ impl Tensor {
 
     /// The tensors joined along `dim` (PyTorch's `torch.cat`).
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let a = Tensor::constant(RawTensor::from_slice(&dev, &[1.0], &[1])?);
+    /// let b = Tensor::constant(RawTensor::from_slice(&dev, &[2.0, 3.0], &[2])?);
+    /// assert_eq!(Tensor::cat(&[&a, &b], 0)?.to_vec()?, [1.0, 2.0, 3.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] when the other dimensions differ or the list is empty.
     pub fn cat(xs: &[&Tensor], dim: usize) -> Result<Tensor, Error> {
@@ -73,6 +115,15 @@ impl Tensor {
     }
 
     /// The entries of `dim` listed by `index` (a 1-D u32 tensor).
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[10.0, 20.0, 30.0], &[3])?);
+    /// let idx = RawTensor::from_u32(&dev, &[2, 0], &[2])?;
+    /// assert_eq!(x.index_select(0, &idx)?.to_vec()?, [30.0, 10.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when `index` is not 1-D u32 or `dim` is out of range.
@@ -87,6 +138,14 @@ impl Tensor {
 
     /// Sum along `dim`, which is removed (a 1-D input gives `[1]`).
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 2.0, 3.0, 4.0], &[2, 2])?);
+    /// assert_eq!(x.sum(1)?.to_vec()?, [3.0, 7.0]); // torch: x.sum(dim=1)
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] when `dim >= rank`.
     pub fn sum(&self, dim: usize) -> Result<Tensor, Error> {
@@ -95,6 +154,14 @@ impl Tensor {
     }
 
     /// Mean along `dim`, which is removed (a 1-D input gives `[1]`).
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 2.0, 3.0, 4.0], &[2, 2])?);
+    /// assert_eq!(x.mean(0)?.to_vec()?, [2.0, 3.0]); // torch: x.mean(dim=0)
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when `dim >= rank` or the dimension is empty.
@@ -105,6 +172,14 @@ impl Tensor {
 
     /// Sum of every element, shape `[1]`.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 2.0, 3.0], &[3])?);
+    /// assert_eq!(x.sum_all()?.to_vec()?, [6.0]); // torch: x.sum()
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] for a u32 tensor.
     pub fn sum_all(&self) -> Result<Tensor, Error> {
@@ -114,6 +189,14 @@ impl Tensor {
 
     /// Mean of every element, shape `[1]`.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 2.0, 3.0], &[3])?);
+    /// assert_eq!(x.mean_all()?.to_vec()?, [2.0]); // torch: x.mean()
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] for an empty or u32 tensor.
     pub fn mean_all(&self) -> Result<Tensor, Error> {
@@ -122,6 +205,14 @@ impl Tensor {
     }
 
     /// Softmax over the last dimension.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[0.0, 0.0], &[1, 2])?);
+    /// assert_eq!(x.softmax()?.to_vec()?, [0.5, 0.5]); // torch: x.softmax(-1)
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] for a scalar or u32 tensor.
@@ -133,6 +224,15 @@ impl Tensor {
 
     /// Log-softmax over the last dimension.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 1.0], &[1, 2])?);
+    /// let y = x.log_softmax()?.to_vec()?; // torch: x.log_softmax(-1)
+    /// assert!((y[0] + std::f32::consts::LN_2).abs() < 1e-6);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// As [`Tensor::softmax`].
     pub fn log_softmax(&self) -> Result<Tensor, Error> {
@@ -143,6 +243,17 @@ impl Tensor {
 
     /// Layer norm over the last dimension with `weight [n]` and `bias [n]` (PyTorch's
     /// `F.layer_norm(x, (n,), weight, bias, eps)`; PyTorch's default `eps` is 1e-5).
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 3.0], &[1, 2])?);
+    /// let w = Tensor::parameter(RawTensor::full(&dev, &[2], 1.0)?);
+    /// let b = Tensor::parameter(RawTensor::zeros(&dev, &[2])?);
+    /// let y = x.layer_norm(&w, &b, 1e-5)?.to_vec()?;
+    /// assert!((y[0] + 1.0).abs() < 1e-4 && (y[1] - 1.0).abs() < 1e-4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when `weight`/`bias` are not `[n]`.
@@ -161,6 +272,15 @@ impl Tensor {
     /// RMS norm over the last dimension with `weight [n]`:
     /// `x / sqrt(mean(x^2) + eps) * weight` (PyTorch's `F.rms_norm(x, (n,), weight, eps)`).
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[3.0, 4.0], &[1, 2])?);
+    /// let w = Tensor::parameter(RawTensor::full(&dev, &[2], 1.0)?);
+    /// assert_eq!(x.rms_norm(&w, 1e-6)?.shape(), &[1, 2]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] when `weight` is not `[n]`.
     pub fn rms_norm(&self, weight: &Tensor, eps: f32) -> Result<Tensor, Error> {
@@ -171,6 +291,15 @@ impl Tensor {
 
     /// Rows of `weight [vocab, dim]` picked by `ids` (u32, any shape): `[..., dim]`
     /// (PyTorch's `F.embedding(ids, weight)`).
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let table = Tensor::parameter(RawTensor::from_slice(&dev, &[0.0, 1.0, 2.0, 3.0], &[2, 2])?);
+    /// let ids = RawTensor::from_u32(&dev, &[1, 1, 0], &[3])?;
+    /// assert_eq!(Tensor::embedding(&ids, &table)?.to_vec()?, [2.0, 3.0, 2.0, 3.0, 0.0, 1.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] unless `ids` is u32 and `weight` 2-D f32.
@@ -183,6 +312,16 @@ impl Tensor {
     /// Mean cross-entropy of `self` (logits `[..., classes]`) against class indices
     /// `targets` (u32, `[...]`), over rows whose target is not `ignore_index` (PyTorch's
     /// `F.cross_entropy(logits, targets, ignore_index=..)`, `reduction="mean"`). Shape `[1]`.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let logits = Tensor::parameter(RawTensor::zeros(&dev, &[2, 4])?);
+    /// let targets = RawTensor::from_u32(&dev, &[3, 0], &[2])?;
+    /// let loss = logits.cross_entropy(&targets, None)?; // torch: F.cross_entropy(logits, targets)
+    /// assert!((loss.to_vec()?[0] - 4f32.ln()).abs() < 1e-5);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when `targets` is not `logits`' shape without its last dimension.
@@ -200,6 +339,15 @@ impl Tensor {
     /// head (PyTorch's `F.scaled_dot_product_attention(q, k, v, is_causal=True)`):
     /// `self` is `q [B, H, T, D]`, `k` and `v` are `[B, Hkv, T, D]` with `Hkv` dividing `H`
     /// (grouped-query heads), `D <= 128`; `scale` defaults to `1 / sqrt(D)`.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let q = Tensor::constant(RawTensor::zeros(&dev, &[1, 2, 3, 4])?); // [B, H, T, D]
+    /// let kv = Tensor::constant(RawTensor::zeros(&dev, &[1, 1, 3, 4])?); // one shared KV head
+    /// assert_eq!(q.attention(&kv, &kv, None)?.shape(), &[1, 2, 3, 4]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when the shapes do not fit or `D > 128`.

@@ -11,10 +11,28 @@ use super::Error;
 use super::op::Op;
 
 /// The runtime tensor a [`Tensor`] wraps (device buffer, shape, element type).
+///
+/// ```
+/// use tang_nn::autograd::{RawTensor, Tensor};
+/// let dev = tang_nn::tang_runtime::Device::new()?;
+/// let raw = RawTensor::from_slice(&dev, &[1.0, 2.0], &[2])?; // a plain device buffer
+/// let x = Tensor::constant(raw); // wrapped so ops on it can be recorded
+/// assert_eq!(x.data().shape(), &[2]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub type RawTensor = tang_runtime::Tensor;
 
 /// A stable identity of a [`Tensor`] (shared by its clones, never reused in a process):
 /// the key of [`Gradients`](super::Gradients).
+///
+/// ```
+/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// let w = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
+/// assert_eq!(w.clone().id(), w.id()); // clones share the identity
+/// assert_ne!(w.detach().id(), w.id());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TensorId(u64);
 
@@ -29,7 +47,7 @@ impl TensorId {
 ///
 /// Cheap to clone: clones share the node, the buffer and the identity.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::Tensor;
 /// use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
 /// let dev = Device::new()?;
@@ -141,6 +159,12 @@ pub fn no_grad<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// Whether ops on this thread record for backward (false inside [`no_grad`]).
+///
+/// ```
+/// use tang_nn::autograd::{is_grad_enabled, no_grad};
+/// assert!(is_grad_enabled()); // torch.is_grad_enabled()
+/// assert!(!no_grad(is_grad_enabled));
+/// ```
 pub fn is_grad_enabled() -> bool {
     GRAD_ENABLED.with(Cell::get)
 }
@@ -168,18 +192,43 @@ impl Tensor {
     /// A trainable leaf: `backward` returns its gradient. Write to it only through this
     /// handle's in-place methods (they bump the version that catches writes to saved
     /// tensors); a write through another handle of the same buffer is not seen.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let w = Tensor::parameter(RawTensor::zeros(&dev, &[3])?); // torch: nn.Parameter(torch.zeros(3))
+    /// assert!(w.requires_grad() && w.is_leaf());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn parameter(data: RawTensor) -> Tensor {
         Tensor::from_parts(data, Arc::default(), true, true, None)
     }
 
     /// A leaf that requires no grad (inputs, targets): ops on it record nothing unless
     /// another input requires grad.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[3])?); // an input: torch.zeros(3)
+    /// assert!(!x.requires_grad() && !x.relu()?.requires_grad());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn constant(data: RawTensor) -> Tensor {
         Tensor::from_parts(data, Arc::default(), false, true, None)
     }
 
     /// A constant sharing this tensor's buffer and version counter, cut from the graph
     /// (PyTorch's `detach`).
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let w = Tensor::parameter(RawTensor::zeros(&dev, &[2])?);
+    /// let y = w.relu()?.detach(); // torch: w.relu().detach()
+    /// assert!(!y.requires_grad() && y.is_leaf());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn detach(&self) -> Tensor {
         Tensor::from_parts(
             self.node.data.clone(),
@@ -191,22 +240,57 @@ impl Tensor {
     }
 
     /// The tensor's stable identity (the key of its gradient).
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let w = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
+    /// let grads = w.sum_all()?.backward()?;
+    /// assert!(grads.get_id(w.id()).is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn id(&self) -> TensorId {
         self.node.id
     }
 
     /// The runtime tensor (device buffer) holding the values.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 2.0], &[2])?);
+    /// let raw: &RawTensor = x.data(); // the device buffer, for the runtime's own ops
+    /// assert_eq!(raw.to_vec()?, [1.0, 2.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn data(&self) -> &RawTensor {
         &self.node.data
     }
 
     /// The shape.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[2, 3])?);
+    /// assert_eq!(x.shape(), &[2, 3]); // torch: x.shape
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn shape(&self) -> &[usize] {
         self.node.data.shape()
     }
 
     /// Whether gradients flow to this tensor (a parameter, or an op's result with a
     /// parameter among its inputs, recorded outside [`no_grad`]).
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let w = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
+    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[1])?);
+    /// assert!(w.requires_grad() && x.mul(&w)?.requires_grad() && !x.requires_grad());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn requires_grad(&self) -> bool {
         self.node.requires_grad.load(Ordering::Acquire)
     }
@@ -215,7 +299,7 @@ impl Tensor {
     /// freezes a parameter (ops on it record nothing and backward gives it no gradient),
     /// `true` makes any leaf trainable. Every clone of the tensor sees the change.
     ///
-    /// ```no_run
+    /// ```
     /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
     /// let dev = Device::new()?;
@@ -239,22 +323,58 @@ impl Tensor {
     }
 
     /// Whether this tensor was created directly rather than by an op.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let w = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
+    /// assert!(w.is_leaf() && !w.exp()?.is_leaf()); // torch: w.is_leaf
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_leaf(&self) -> bool {
         self.node.is_leaf
     }
 
     /// Whether an op's backward is still attached (false for leaves, for results
     /// recorded under [`no_grad`], and after backward has freed the graph).
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let w = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
+    /// let loss = w.exp()?.sum_all()?;
+    /// assert!(loss.has_grad_fn()); // torch: loss.grad_fn is not None
+    /// loss.backward()?;
+    /// assert!(!loss.has_grad_fn()); // backward freed it
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn has_grad_fn(&self) -> bool {
         self.node.grad_fn().is_some()
     }
 
     /// How many in-place writes this tensor's buffer has seen through autograd handles.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[2])?);
+    /// x.fill_(1.0)?;
+    /// assert_eq!(x.version(), 1); // torch: x._version
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn version(&self) -> u64 {
         self.node.version.load(Ordering::Acquire)
     }
 
     /// The values, read back to the host (a sync point).
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.5, 2.5], &[2])?);
+    /// assert_eq!(x.to_vec()?, [1.5, 2.5]); // torch: x.tolist()
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`RawTensor::to_vec`].
@@ -321,6 +441,17 @@ impl Tensor {
 
     /// In place: `self += alpha * other` (`other` broadcasts to `self`), not recorded.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::autograd::no_grad;
+    /// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0, 2.0], &[2])?);
+    /// let g = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 1.0], &[2])?);
+    /// no_grad(|| w.add_(&g, -0.1))?; // a hand-written SGD step: w.add_(g, alpha=-0.1)
+    /// assert_eq!(w.to_vec()?, [0.9, 1.9]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::InPlaceOnGraph`] on a tensor that requires grad outside [`no_grad`]; as
     /// [`tang_runtime::ops::add_`].
@@ -333,6 +464,15 @@ impl Tensor {
 
     /// In place: `self *= s`, not recorded.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 2.0], &[2])?);
+    /// x.mul_(2.0)?; // torch: x.mul_(2)
+    /// assert_eq!(x.to_vec()?, [2.0, 4.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// As [`Tensor::add_`].
     pub fn mul_(&self, s: f32) -> Result<(), Error> {
@@ -344,6 +484,15 @@ impl Tensor {
 
     /// In place: copies `src` (same shape) into `self`, not recorded.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[2])?);
+    /// x.copy_(&Tensor::constant(RawTensor::from_slice(&dev, &[3.0, 4.0], &[2])?))?;
+    /// assert_eq!(x.to_vec()?, [3.0, 4.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// As [`Tensor::add_`]; as [`tang_runtime::ops::copy_`].
     pub fn copy_(&self, src: &Tensor) -> Result<(), Error> {
@@ -354,6 +503,15 @@ impl Tensor {
     }
 
     /// In place: every element set to `value`, not recorded.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[2])?);
+    /// x.fill_(7.0)?; // torch: x.fill_(7)
+    /// assert_eq!(x.to_vec()?, [7.0, 7.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`Tensor::add_`].

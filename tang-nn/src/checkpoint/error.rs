@@ -5,6 +5,17 @@ use std::io;
 use std::path::PathBuf;
 
 /// What can go wrong while saving, listing or loading checkpoints.
+///
+/// ```
+/// use tang_nn::checkpoint::{CheckpointDir, CheckpointError, Retention};
+/// let root = std::env::temp_dir().join(format!("tang-doc-ckpt-error-{}", std::process::id()));
+/// let err = CheckpointDir::open(&root, Retention { keep_last: 0, ..Retention::default() })
+///     .err()
+///     .ok_or("keep_last 0 is refused")?;
+/// assert!(matches!(err, CheckpointError::InvalidOption { .. }));
+/// println!("{err}");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum CheckpointError {

@@ -28,6 +28,17 @@ use durable::{remove_via_trash, sync_dir, sync_file, write_synced};
 use error::io_error;
 
 /// The trainer state file in every checkpoint directory.
+///
+/// ```
+/// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
+/// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-trainer_state_file-{}", std::process::id()));
+/// use tang_nn::checkpoint::TRAINER_STATE_FILE;
+/// let dir = CheckpointDir::open(&root, Retention::default())?;
+/// let checkpoint = dir.save(&TrainerState { step: 1, ..TrainerState::default() }, &[])?;
+/// assert!(checkpoint.path().join(TRAINER_STATE_FILE).exists());
+/// # std::fs::remove_dir_all(&root)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const TRAINER_STATE_FILE: &str = "trainer_state.json";
 
 const CHECKPOINT_PREFIX: &str = "checkpoint-";
@@ -35,6 +46,18 @@ const TEMP_PREFIX: &str = ".tmp-";
 const TRASH_PREFIX: &str = ".trash-";
 
 /// What a training loop needs, besides weights and optimizer state, to continue exactly.
+///
+/// ```
+/// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
+/// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-trainerstate-{}", std::process::id()));
+/// let dir = CheckpointDir::open(&root, Retention::default())?;
+/// let mut state = TrainerState { step: 500, metric: Some(1.42), ..TrainerState::default() };
+/// state.seeds.insert("data".into(), 1337);
+/// let checkpoint = dir.save(&state, &[])?;
+/// assert_eq!(checkpoint.state(), &state); // read back from trainer_state.json
+/// # std::fs::remove_dir_all(&root)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrainerState {
     /// Optimizer steps taken.
@@ -55,6 +78,21 @@ pub struct TrainerState {
 }
 
 /// Whether a lower or a higher metric is better (PyTorch Lightning's `mode`).
+///
+/// ```
+/// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
+/// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-mode-{}", std::process::id()));
+/// use tang_nn::checkpoint::Mode;
+/// // Keep the checkpoint with the highest accuracy (Lightning's mode="max").
+/// let retention = Retention { keep_last: 1, keep_best: 1, mode: Mode::Max };
+/// let dir = CheckpointDir::open(&root, retention)?;
+/// for (step, accuracy) in [(1, 0.9), (2, 0.7), (3, 0.8)] {
+///     dir.save(&TrainerState { step, metric: Some(accuracy), ..TrainerState::default() }, &[])?;
+/// }
+/// assert_eq!(dir.best()?.map(|c| c.state().step), Some(1));
+/// # std::fs::remove_dir_all(&root)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Mode {
     /// Lower is better (losses).
@@ -66,6 +104,11 @@ pub enum Mode {
 
 impl Mode {
     /// Whether `a` is better than `b`.
+    ///
+    /// ```
+    /// use tang_nn::checkpoint::Mode;
+    /// assert!(Mode::Min.is_better(0.5, 1.0) && Mode::Max.is_better(1.0, 0.5));
+    /// ```
     pub fn is_better(self, a: f64, b: f64) -> bool {
         match self {
             Mode::Min => a < b,
@@ -77,6 +120,20 @@ impl Mode {
 /// Which checkpoints a [`CheckpointDir`] keeps after each save: the `keep_last` most
 /// recent ones and the `keep_best` ones with the best `metric` (checkpoints without a
 /// metric never count as best).
+///
+/// ```
+/// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
+/// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-retention-{}", std::process::id()));
+/// // Keep the 2 most recent checkpoints and the best one by metric (lowest loss).
+/// let dir = CheckpointDir::open(&root, Retention { keep_last: 2, ..Retention::default() })?;
+/// for (step, loss) in [(1, 1.0), (2, 3.0), (3, 2.0), (4, 2.5)] {
+///     dir.save(&TrainerState { step, metric: Some(loss), ..TrainerState::default() }, &[])?;
+/// }
+/// let steps: Vec<u64> = dir.list()?.into_iter().map(|(step, _)| step).collect();
+/// assert_eq!(steps, [1, 3, 4]);
+/// # std::fs::remove_dir_all(&root)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Retention {
     /// How many of the most recent checkpoints to keep (at least 1).
@@ -99,6 +156,18 @@ impl Default for Retention {
 }
 
 /// A complete checkpoint on disk.
+///
+/// ```
+/// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
+/// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-checkpoint-{}", std::process::id()));
+/// use tang_nn::checkpoint::Checkpoint;
+/// let dir = CheckpointDir::open(&root, Retention::default())?;
+/// let saved = dir.save(&TrainerState { step: 7, ..TrainerState::default() }, &[("notes.txt", b"hello")])?;
+/// let loaded = Checkpoint::load(saved.path())?;
+/// assert_eq!((loaded.state().step, loaded.read("notes.txt")?), (7, b"hello".to_vec()));
+/// # std::fs::remove_dir_all(&root)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Checkpoint {
     path: PathBuf,
@@ -107,6 +176,18 @@ pub struct Checkpoint {
 
 impl Checkpoint {
     /// Opens the checkpoint in `path` (a `checkpoint-<step>` directory).
+    ///
+    /// ```
+    /// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
+    /// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-checkpoint-load-{}", std::process::id()));
+    /// use tang_nn::checkpoint::Checkpoint;
+    /// let dir = CheckpointDir::open(&root, Retention::default())?;
+    /// dir.save(&TrainerState { step: 3, ..TrainerState::default() }, &[])?;
+    /// let checkpoint = Checkpoint::load(root.join("checkpoint-0000000003"))?; // the step, 10 digits
+    /// assert_eq!(checkpoint.state().step, 3);
+    /// # std::fs::remove_dir_all(&root)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`CheckpointError::Corrupt`] when its trainer state is missing or does not parse.
@@ -125,16 +206,47 @@ impl Checkpoint {
     }
 
     /// The checkpoint's directory.
+    ///
+    /// ```
+    /// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
+    /// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-checkpoint-path-{}", std::process::id()));
+    /// let dir = CheckpointDir::open(&root, Retention::default())?;
+    /// let checkpoint = dir.save(&TrainerState { step: 3, ..TrainerState::default() }, &[])?;
+    /// assert!(checkpoint.path().ends_with("checkpoint-0000000003"));
+    /// # std::fs::remove_dir_all(&root)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// Its trainer state.
+    ///
+    /// ```
+    /// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
+    /// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-checkpoint-state-{}", std::process::id()));
+    /// let dir = CheckpointDir::open(&root, Retention::default())?;
+    /// let checkpoint = dir.save(&TrainerState { step: 3, ..TrainerState::default() }, &[])?;
+    /// assert_eq!(checkpoint.state().step, 3);
+    /// # std::fs::remove_dir_all(&root)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn state(&self) -> &TrainerState {
         &self.state
     }
 
     /// The path of its file `name` (for readers that open files themselves).
+    ///
+    /// ```
+    /// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
+    /// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-checkpoint-file-{}", std::process::id()));
+    /// let dir = CheckpointDir::open(&root, Retention::default())?;
+    /// let checkpoint = dir.save(&TrainerState::default(), &[("vocab.json", b"{}")])?;
+    /// assert!(checkpoint.file("vocab.json")?.exists());
+    /// assert!(checkpoint.file("../escape").is_err()); // plain names only
+    /// # std::fs::remove_dir_all(&root)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`CheckpointError::InvalidName`] when `name` is not a plain file name.
@@ -145,6 +257,16 @@ impl Checkpoint {
 
     /// The contents of its file `name`.
     ///
+    /// ```
+    /// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
+    /// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-checkpoint-read-{}", std::process::id()));
+    /// let dir = CheckpointDir::open(&root, Retention::default())?;
+    /// let checkpoint = dir.save(&TrainerState::default(), &[("vocab.json", b"{}")])?;
+    /// assert_eq!(checkpoint.read("vocab.json")?, b"{}");
+    /// # std::fs::remove_dir_all(&root)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`CheckpointError::InvalidName`], or [`CheckpointError::Io`] when it cannot be read.
     pub fn read(&self, name: &str) -> Result<Vec<u8>, CheckpointError> {
@@ -154,6 +276,17 @@ impl Checkpoint {
 }
 
 /// A directory of checkpoints, one subdirectory per saved step.
+///
+/// ```
+/// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
+/// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-checkpointdir-{}", std::process::id()));
+/// let dir = CheckpointDir::open(&root, Retention::default())?;
+/// dir.save(&TrainerState { step: 100, ..TrainerState::default() }, &[("weights.bin", &[0u8; 16])])?;
+/// let latest = dir.latest()?.ok_or("one was saved")?; // resume from here
+/// assert_eq!(latest.state().step, 100);
+/// # std::fs::remove_dir_all(&root)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct CheckpointDir {
     root: PathBuf,
@@ -167,6 +300,16 @@ impl CheckpointDir {
     /// Opens (creating it if needed) the checkpoint root `root`, and removes what an
     /// interrupted save or removal left behind (hidden `.tmp-*` and `.trash-*`
     /// directories: never a complete checkpoint).
+    ///
+    /// ```
+    /// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
+    /// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-checkpointdir-open-{}", std::process::id()));
+    /// let dir = CheckpointDir::open(&root, Retention::default())?; // creates root
+    /// assert!(dir.root().is_dir());
+    /// assert!(CheckpointDir::open(&root, Retention { keep_last: 0, ..Retention::default() }).is_err());
+    /// # std::fs::remove_dir_all(&root)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`CheckpointError::InvalidOption`] when `keep_last` is 0; [`CheckpointError::Io`].
@@ -196,12 +339,33 @@ impl CheckpointDir {
     }
 
     /// The root directory.
+    ///
+    /// ```
+    /// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
+    /// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-checkpointdir-root-{}", std::process::id()));
+    /// let dir = CheckpointDir::open(&root, Retention::default())?;
+    /// assert_eq!(dir.root(), root.as_path());
+    /// # std::fs::remove_dir_all(&root)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn root(&self) -> &Path {
         &self.root
     }
 
     /// Saves a checkpoint of `files` (name and contents; plain names, not
     /// `trainer_state.json`) and `state`, atomically, then applies the retention policy.
+    ///
+    /// ```
+    /// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
+    /// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-checkpointdir-save-{}", std::process::id()));
+    /// let dir = CheckpointDir::open(&root, Retention::default())?;
+    /// let state = TrainerState { step: 10, ..TrainerState::default() };
+    /// let checkpoint = dir.save(&state, &[("model.bin", &[1, 2, 3]), ("config.json", b"{}")])?;
+    /// assert_eq!(checkpoint.read("model.bin")?, [1, 2, 3]);
+    /// assert!(dir.save(&state, &[]).is_err()); // step 10 exists
+    /// # std::fs::remove_dir_all(&root)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`CheckpointDir::save_with`].
@@ -225,6 +389,18 @@ impl CheckpointDir {
     /// writer that wants a path, such as a safetensors serializer, writes straight into
     /// it), and `state`, atomically; then applies the retention policy. Every file
     /// `write` leaves there is fsynced before the directory is renamed into place.
+    ///
+    /// ```
+    /// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
+    /// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-checkpointdir-save_with-{}", std::process::id()));
+    /// let dir = CheckpointDir::open(&root, Retention::default())?;
+    /// let state = TrainerState { step: 1, ..TrainerState::default() };
+    /// // A writer that wants a path (torch.save-like) writes straight into the checkpoint.
+    /// let checkpoint = dir.save_with(&state, |path| std::fs::write(path.join("data.txt"), "42"))?;
+    /// assert_eq!(checkpoint.read("data.txt")?, b"42");
+    /// # std::fs::remove_dir_all(&root)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`CheckpointError::Exists`] when this step was already saved;
@@ -337,6 +513,18 @@ impl CheckpointDir {
     /// The checkpoints' steps and directories, oldest first (whether they load is not
     /// checked).
     ///
+    /// ```
+    /// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
+    /// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-checkpointdir-list-{}", std::process::id()));
+    /// let dir = CheckpointDir::open(&root, Retention::default())?;
+    /// for step in [5, 10] {
+    ///     dir.save(&TrainerState { step, ..TrainerState::default() }, &[])?;
+    /// }
+    /// assert_eq!(dir.list()?.iter().map(|(step, _)| *step).collect::<Vec<_>>(), [5, 10]);
+    /// # std::fs::remove_dir_all(&root)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`CheckpointError::Io`] when the root cannot be listed.
     pub fn list(&self) -> Result<Vec<(u64, PathBuf)>, CheckpointError> {
@@ -359,6 +547,17 @@ impl CheckpointDir {
 
     /// The most recent checkpoint, or `None` when there is none.
     ///
+    /// ```
+    /// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
+    /// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-checkpointdir-latest-{}", std::process::id()));
+    /// let dir = CheckpointDir::open(&root, Retention::default())?;
+    /// assert!(dir.latest()?.is_none()); // a fresh run
+    /// dir.save(&TrainerState { step: 5, ..TrainerState::default() }, &[])?;
+    /// assert_eq!(dir.latest()?.map(|c| c.state().step), Some(5));
+    /// # std::fs::remove_dir_all(&root)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`CheckpointError::Corrupt`] when the most recent one does not load (it was
     /// changed by hand: the store never leaves an incomplete one).
@@ -371,6 +570,17 @@ impl CheckpointDir {
 
     /// The checkpoint with the best metric (the most recent among equals), or `None`
     /// when no checkpoint has a metric.
+    ///
+    /// ```
+    /// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
+    /// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-checkpointdir-best-{}", std::process::id()));
+    /// let dir = CheckpointDir::open(&root, Retention::default())?;
+    /// dir.save(&TrainerState { step: 1, metric: Some(2.0), ..TrainerState::default() }, &[])?;
+    /// dir.save(&TrainerState { step: 2, metric: Some(1.5), ..TrainerState::default() }, &[])?;
+    /// assert_eq!(dir.best()?.map(|c| c.state().step), Some(2)); // the lowest loss
+    /// # std::fs::remove_dir_all(&root)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`CheckpointError::Corrupt`] when a checkpoint does not load.

@@ -12,13 +12,64 @@ use crate::optim::{Algorithm, Optimizer};
 use crate::safetensors::{FloatDtype, read_file, save_file};
 
 /// The model's weights in a checkpoint (F32, exact).
+///
+/// ```
+/// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
+/// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-model_file-{}", std::process::id()));
+/// # use tang_nn::nn::Linear;
+/// # use tang_nn::optim::{AdamW, AdamWOptions, named_parameters_of};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+/// # let mut opt = AdamW::new(named_parameters_of(&model), AdamWOptions::default())?;
+/// use tang_nn::checkpoint::{MODEL_FILE, save_training};
+/// use tang_nn::safetensors::read_file;
+/// let dir = CheckpointDir::open(&root, Retention::default())?;
+/// let checkpoint = save_training(&dir, &model, &opt, &TrainerState::default())?;
+/// let weights = read_file(checkpoint.file(MODEL_FILE)?)?; // PyTorch reads it as a state_dict
+/// assert!(weights.tensors.contains("weight") && weights.tensors.contains("bias"));
+/// # std::fs::remove_dir_all(&root)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const MODEL_FILE: &str = "model.safetensors";
 /// The optimizer's state in a checkpoint.
+///
+/// ```
+/// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
+/// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-optimizer_file-{}", std::process::id()));
+/// # use tang_nn::nn::Linear;
+/// # use tang_nn::optim::{AdamW, AdamWOptions, named_parameters_of};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+/// # let mut opt = AdamW::new(named_parameters_of(&model), AdamWOptions::default())?;
+/// use tang_nn::checkpoint::{OPTIMIZER_FILE, save_training};
+/// let dir = CheckpointDir::open(&root, Retention::default())?;
+/// let checkpoint = save_training(&dir, &model, &opt, &TrainerState::default())?;
+/// assert!(checkpoint.file(OPTIMIZER_FILE)?.exists());
+/// # std::fs::remove_dir_all(&root)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const OPTIMIZER_FILE: &str = "optimizer.safetensors";
 
 /// Saves `model`'s weights, `optimizer`'s state and `state` as one checkpoint of `dir`
 /// (atomically; then the retention policy applies). Reads the weights and the state
 /// buffers back from the device.
+///
+/// ```
+/// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
+/// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-save_training-{}", std::process::id()));
+/// # use tang_nn::nn::Linear;
+/// # use tang_nn::optim::{AdamW, AdamWOptions, named_parameters_of};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+/// # let mut opt = AdamW::new(named_parameters_of(&model), AdamWOptions::default())?;
+/// use tang_nn::checkpoint::save_training;
+/// let dir = CheckpointDir::open(&root, Retention::default())?;
+/// // torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": 100}, ...)
+/// let checkpoint = save_training(&dir, &model, &opt, &TrainerState { step: 100, ..TrainerState::default() })?;
+/// assert!(checkpoint.path().ends_with("checkpoint-0000000100"));
+/// # std::fs::remove_dir_all(&root)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 /// [`CheckpointError::Writer`] when a file cannot be written or a buffer read; as
@@ -47,6 +98,24 @@ pub fn save_training<M: Module + ?Sized, A: Algorithm>(
 /// Loads `checkpoint`'s weights into `model` (strictly: every key present, none extra,
 /// every shape equal; in place, so the optimizer's parameters see them) and its
 /// optimizer state into `optimizer`. Returns the checkpoint's trainer state.
+///
+/// ```
+/// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
+/// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-load_training-{}", std::process::id()));
+/// # use tang_nn::nn::Linear;
+/// # use tang_nn::optim::{AdamW, AdamWOptions, named_parameters_of};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+/// # let mut opt = AdamW::new(named_parameters_of(&model), AdamWOptions::default())?;
+/// use tang_nn::checkpoint::{load_training, save_training};
+/// let dir = CheckpointDir::open(&root, Retention::default())?;
+/// save_training(&dir, &model, &opt, &TrainerState { step: 100, ..TrainerState::default() })?;
+/// let latest = dir.latest()?.ok_or("saved above")?;
+/// let state = load_training(&latest, &model, &mut opt)?; // model.load_state_dict(...); opt.load_state_dict(...)
+/// assert_eq!(state.step, 100);
+/// # std::fs::remove_dir_all(&root)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 /// [`CheckpointError::Load`] naming the file that does not load or does not fit.

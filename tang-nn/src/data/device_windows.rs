@@ -36,6 +36,16 @@ const GATHER_WINDOWS: RawKernel = RawKernel::checked("gather_windows", GATHER_WI
 
 /// Language-model batches of random windows of a token corpus kept on the GPU (nanoGPT's
 /// `get_batch`): the same windows as [`super::TokenBatcher`] for the same seed and step.
+///
+/// ```
+/// use tang_nn::data::DeviceTokenBatcher;
+/// let dev = tang_nn::tang_runtime::Device::new()?;
+/// let corpus: Vec<u32> = (0..100).collect(); // e.g. read from train.bin
+/// let batcher = DeviceTokenBatcher::new(&dev, &corpus, 4, 8, 1337)?;
+/// let (x, y) = batcher.batch(0)?; // nanoGPT's get_batch("train"), on the GPU
+/// assert_eq!((x.shape(), y.shape()), (&[4, 8][..], &[4, 8][..]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct DeviceTokenBatcher {
     corpus: Tensor,
@@ -46,6 +56,13 @@ impl DeviceTokenBatcher {
     /// Uploads `corpus` (token ids) to `device` once; each step then draws `batch_size`
     /// windows of `block_size` tokens from the stream of `seed`. Use another seed for a
     /// validation split.
+    ///
+    /// ```
+    /// let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let batcher = tang_nn::data::DeviceTokenBatcher::new(&dev, &[5, 6, 7, 8], 1, 2, 0)?;
+    /// assert_eq!(batcher.corpus().shape(), &[4]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`WindowSampler::new`]; [`DataError::InvalidOption`] when the corpus or a batch
@@ -78,11 +95,25 @@ impl DeviceTokenBatcher {
     }
 
     /// The window sampler.
+    ///
+    /// ```
+    /// let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let batcher = tang_nn::data::DeviceTokenBatcher::new(&dev, &[5, 6, 7, 8], 1, 2, 0)?;
+    /// assert_eq!(batcher.sampler().offset_count(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn sampler(&self) -> &WindowSampler {
         &self.sampler
     }
 
     /// The corpus on the device.
+    ///
+    /// ```
+    /// let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let batcher = tang_nn::data::DeviceTokenBatcher::new(&dev, &[5, 6, 7, 8], 1, 2, 0)?;
+    /// assert_eq!(batcher.corpus().to_vec_u32()?, [5, 6, 7, 8]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn corpus(&self) -> &Tensor {
         &self.corpus
     }
@@ -91,6 +122,14 @@ impl DeviceTokenBatcher {
     /// `b` is `corpus[o..o + block]` and `corpus[o + 1..o + 1 + block]` for the `b`-th
     /// start `o` of [`WindowSampler::offsets`]. Uploads the starts and records one kernel;
     /// reads nothing back.
+    ///
+    /// ```
+    /// let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let batcher = tang_nn::data::DeviceTokenBatcher::new(&dev, &[5, 6, 7], 1, 2, 0)?;
+    /// let (x, y) = batcher.batch(0)?; // one window fits: [5, 6] -> [6, 7]
+    /// assert_eq!((x.to_vec_u32()?, y.to_vec_u32()?), (vec![5, 6], vec![6, 7]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`WindowSampler::offsets`]; [`DataError::Device`] when the device fails.

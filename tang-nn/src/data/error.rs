@@ -3,6 +3,14 @@
 use std::fmt;
 
 /// What can go wrong while loading data.
+///
+/// ```
+/// use tang_nn::data::{DataError, TokenBatcher};
+/// let err = TokenBatcher::new(vec![1, 2, 3], 1, 8, 0).err().ok_or("3 tokens hold no 8-token window")?;
+/// assert!(matches!(err, DataError::CorpusTooShort { .. }));
+/// println!("{err}"); // says how long the corpus must be
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum DataError {

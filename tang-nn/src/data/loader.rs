@@ -8,6 +8,15 @@ use crate::rng::SplitMix64;
 
 /// How a [`DataLoader`] batches, with PyTorch's names and defaults (`batch_size` 1, no
 /// shuffling, keep the last short batch). `seed` replaces PyTorch's `generator`.
+///
+/// ```
+/// use tang_nn::data::{DataError, DataLoader, LoaderOptions};
+/// // DataLoader(range(10), batch_size=4, shuffle=True, drop_last=True, generator=seeded)
+/// let opts = LoaderOptions { batch_size: 4, shuffle: true, drop_last: true, seed: 42 };
+/// let loader = DataLoader::new((0..10u32).collect::<Vec<_>>(), |b| Ok::<_, DataError>(b), opts)?;
+/// assert_eq!(loader.len(), 2); // the short last batch is dropped
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LoaderOptions {
     /// Samples per batch (at least 1).
@@ -33,6 +42,19 @@ impl Default for LoaderOptions {
 
 /// Where a loader is: everything needed to continue its stream of batches exactly. Saved
 /// as JSON in a checkpoint's trainer state.
+///
+/// ```
+/// use tang_nn::data::{DataError, DataLoader, LoaderOptions};
+/// let opts = LoaderOptions { batch_size: 2, shuffle: true, ..LoaderOptions::default() };
+/// let data: Vec<u32> = (0..6).collect();
+/// let mut a = DataLoader::new(data.clone(), |b| Ok::<_, DataError>(b), opts)?;
+/// a.next_batch()?;
+/// let saved = a.state(); // stored in a checkpoint
+/// let mut b = DataLoader::new(data, |b| Ok::<_, DataError>(b), opts)?;
+/// b.resume(saved)?;
+/// assert_eq!(a.next_batch()?, b.next_batch()?); // the same stream from here on
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoaderState {
     /// The seed of the shuffles.
@@ -50,6 +72,25 @@ pub struct LoaderState {
 /// [`DataLoader::next_batch`] returns `None` once at the end of each epoch and then
 /// starts the next one, so `while let Some(batch) = loader.next_batch()? { .. }` is one
 /// epoch.
+///
+/// ```
+/// use tang_nn::data::{DataError, DataLoader, LoaderOptions};
+/// // (feature, label) samples; collate stacks a batch into two vectors.
+/// let samples: Vec<([f32; 2], u32)> = vec![([0.0, 1.0], 0), ([1.0, 0.0], 1), ([1.0, 1.0], 1)];
+/// let collate = |rows: Vec<([f32; 2], u32)>| {
+///     let x: Vec<f32> = rows.iter().flat_map(|(f, _)| *f).collect();
+///     let y: Vec<u32> = rows.iter().map(|(_, l)| *l).collect();
+///     Ok::<_, DataError>((x, y)) // upload with RawTensor::from_slice / from_u32 here
+/// };
+/// let opts = LoaderOptions { batch_size: 2, shuffle: true, seed: 0, ..LoaderOptions::default() };
+/// let mut loader = DataLoader::new(samples, collate, opts)?;
+/// let mut rows = 0;
+/// while let Some((_x, y)) = loader.next_batch()? { // for x, y in loader: (one epoch)
+///     rows += y.len();
+/// }
+/// assert_eq!(rows, 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct DataLoader<D, C> {
     dataset: D,
     collate: C,
@@ -66,6 +107,16 @@ where
     C: FnMut(Vec<D::Item>) -> Result<B, DataError>,
 {
     /// A loader at the start of epoch 0.
+    ///
+    /// ```
+    /// # use tang_nn::data::{DataError, DataLoader, LoaderOptions};
+    /// # let collate = |rows: Vec<u32>| Ok::<_, DataError>(rows);
+    /// let opts = LoaderOptions { batch_size: 2, ..LoaderOptions::default() };
+    /// let loader = DataLoader::new(vec![1u32, 2, 3], collate, opts)?;
+    /// assert_eq!(loader.len(), 2);
+    /// assert!(DataLoader::new(vec![1u32], |b: Vec<u32>| Ok::<_, DataError>(b), LoaderOptions { batch_size: 0, ..opts }).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`DataError::InvalidOption`] when `batch_size` is 0, or when the data set is too
@@ -100,16 +151,40 @@ where
     }
 
     /// The options the loader was made with (the seed as last resumed).
+    ///
+    /// ```
+    /// # use tang_nn::data::{DataError, DataLoader, LoaderOptions};
+    /// # let collate = |rows: Vec<u32>| Ok::<_, DataError>(rows);
+    /// let loader = DataLoader::new(vec![1u32, 2, 3], collate, LoaderOptions::default())?;
+    /// assert_eq!(loader.options().batch_size, 1); // PyTorch's default
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn options(&self) -> LoaderOptions {
         self.options
     }
 
     /// The data set.
+    ///
+    /// ```
+    /// # use tang_nn::data::{DataError, DataLoader, LoaderOptions};
+    /// # let collate = |rows: Vec<u32>| Ok::<_, DataError>(rows);
+    /// let loader = DataLoader::new(vec![1u32, 2, 3], collate, LoaderOptions::default())?;
+    /// assert_eq!(loader.dataset(), &[1, 2, 3]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn dataset(&self) -> &D {
         &self.dataset
     }
 
     /// Batches per epoch (PyTorch's `len(loader)`).
+    ///
+    /// ```
+    /// # use tang_nn::data::{DataError, DataLoader, LoaderOptions};
+    /// # let collate = |rows: Vec<u32>| Ok::<_, DataError>(rows);
+    /// let opts = LoaderOptions { batch_size: 2, ..LoaderOptions::default() };
+    /// assert_eq!(DataLoader::new(vec![1u32, 2, 3], collate, opts)?.len(), 2); // len(loader)
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn len(&self) -> usize {
         let (n, b) = (self.dataset.len(), self.options.batch_size);
         if self.options.drop_last {
@@ -120,11 +195,27 @@ where
     }
 
     /// Whether an epoch has no batches.
+    ///
+    /// ```
+    /// # use tang_nn::data::{DataError, DataLoader, LoaderOptions};
+    /// # let collate = |rows: Vec<u32>| Ok::<_, DataError>(rows);
+    /// assert!(DataLoader::new(Vec::<u32>::new(), collate, LoaderOptions::default())?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Where the loader is; [`DataLoader::resume`] with it continues from here.
+    ///
+    /// ```
+    /// # use tang_nn::data::{DataError, DataLoader, LoaderOptions};
+    /// # let collate = |rows: Vec<u32>| Ok::<_, DataError>(rows);
+    /// let mut loader = DataLoader::new(vec![1u32, 2, 3], collate, LoaderOptions::default())?;
+    /// loader.next_batch()?;
+    /// assert_eq!((loader.state().epoch, loader.state().position), (0, 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn state(&self) -> LoaderState {
         LoaderState {
             seed: self.options.seed,
@@ -134,6 +225,14 @@ where
     }
 
     /// Continues from a saved [`LoaderState`]: the next batch is the one that followed it.
+    ///
+    /// ```
+    /// use tang_nn::data::{DataError, DataLoader, LoaderOptions, LoaderState};
+    /// let mut loader = DataLoader::new(vec![1u32, 2, 3], |b| Ok::<_, DataError>(b), LoaderOptions::default())?;
+    /// loader.resume(LoaderState { seed: 0, epoch: 0, position: 2 })?;
+    /// assert_eq!(loader.next_batch()?, Some(vec![3]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`DataError::Resume`] when the position lies beyond this data set's length.
@@ -156,6 +255,17 @@ where
 
     /// The indices of the next batch, or `None` at the end of the epoch (the loader then
     /// moves to the next epoch).
+    ///
+    /// ```
+    /// # use tang_nn::data::{DataError, DataLoader, LoaderOptions};
+    /// # let collate = |rows: Vec<u32>| Ok::<_, DataError>(rows);
+    /// let opts = LoaderOptions { batch_size: 2, ..LoaderOptions::default() };
+    /// let mut loader = DataLoader::new(vec![10u32, 20, 30], collate, opts)?;
+    /// assert_eq!(loader.next_indices(), Some(vec![0, 1])); // a sampler's indices, no collate
+    /// assert_eq!(loader.next_indices(), Some(vec![2]));
+    /// assert_eq!(loader.next_indices(), None); // end of the epoch
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn next_indices(&mut self) -> Option<Vec<usize>> {
         let remaining = self.order.len() - self.position;
         let take = remaining.min(self.options.batch_size);
@@ -170,6 +280,17 @@ where
 
     /// The next batch: its samples, in order, through `collate`; `None` at the end of the
     /// epoch (the loader then moves to the next epoch).
+    ///
+    /// ```
+    /// # use tang_nn::data::{DataError, DataLoader, LoaderOptions};
+    /// # let collate = |rows: Vec<u32>| Ok::<_, DataError>(rows);
+    /// let opts = LoaderOptions { batch_size: 2, ..LoaderOptions::default() };
+    /// let mut loader = DataLoader::new(vec![10u32, 20, 30], collate, opts)?;
+    /// assert_eq!(loader.next_batch()?, Some(vec![10, 20]));
+    /// assert_eq!(loader.next_batch()?, Some(vec![30]));
+    /// assert_eq!(loader.next_batch()?, None); // the next call starts epoch 1
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// What the data set's `get` or the collate function returns. The loader has then

@@ -19,19 +19,63 @@ pub use windows::{TokenBatcher, WindowSampler};
 
 /// A data set addressed by index, as PyTorch's map-style `Dataset`: `len` items, each
 /// produced on demand by `get`. The loader asks only for indices below `len`.
+///
+/// ```
+/// use tang_nn::data::{DataError, DataLoader, Dataset, LoaderOptions};
+/// // y = 2x, computed on demand (PyTorch: a map-style Dataset with __len__ / __getitem__).
+/// struct Doubles(usize);
+/// impl Dataset for Doubles {
+///     type Item = (f32, f32);
+///     fn len(&self) -> usize {
+///         self.0
+///     }
+///     fn get(&self, index: usize) -> Result<(f32, f32), DataError> {
+///         Ok((index as f32, 2.0 * index as f32))
+///     }
+/// }
+/// let mut loader = DataLoader::new(Doubles(5), |b| Ok::<_, DataError>(b), LoaderOptions::default())?;
+/// assert_eq!(loader.next_batch()?, Some(vec![(0.0, 0.0)]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait Dataset {
     /// One sample (for example a feature row and its label).
+    ///
+    /// ```
+    /// use tang_nn::data::Dataset;
+    /// fn first<D: Dataset>(data: &D) -> Option<D::Item> {
+    ///     data.get(0).ok()
+    /// }
+    /// assert_eq!(first(&vec![(1.0f32, 0u32)]), Some((1.0, 0))); // a (features, label) pair
+    /// ```
     type Item;
 
     /// How many samples there are.
+    ///
+    /// ```
+    /// use tang_nn::data::Dataset;
+    /// assert_eq!(Dataset::len(&vec![1, 2, 3]), 3); // len(dataset)
+    /// ```
     fn len(&self) -> usize;
 
     /// Whether there are no samples.
+    ///
+    /// ```
+    /// use tang_nn::data::Dataset;
+    /// assert!(Dataset::is_empty(&Vec::<u32>::new()));
+    /// ```
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The sample at `index` (`index < len()`).
+    ///
+    /// ```
+    /// use tang_nn::data::Dataset;
+    /// let data = vec!["a", "b"];
+    /// assert_eq!(Dataset::get(&data, 1)?, "b"); // dataset[1]
+    /// assert!(Dataset::get(&data, 2).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// Whatever reading the sample can fail with, wrapped in [`DataError::Source`].

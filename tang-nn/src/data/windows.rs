@@ -14,6 +14,16 @@ use crate::rng::SplitMix64;
 
 /// Seeded window offsets for a corpus of `corpus_len` tokens: a pure function of the
 /// step.
+///
+/// ```
+/// use tang_nn::data::WindowSampler;
+/// // nanoGPT's get_batch: 4 windows of 8 tokens from a 100-token corpus.
+/// let sampler = WindowSampler::new(1337, 4, 8, 100)?;
+/// let offsets = sampler.offsets(0)?; // torch.randint(len(data) - block_size, (batch_size,))
+/// assert!(offsets.len() == 4 && offsets.iter().all(|&o| o < 92));
+/// assert_eq!(sampler.offsets(0)?, offsets); // a function of (seed, step)
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WindowSampler {
     seed: u64,
@@ -25,6 +35,12 @@ pub struct WindowSampler {
 impl WindowSampler {
     /// A sampler of `batch_size` windows of `block_size` tokens (plus the one-token shift
     /// of the target) in a corpus of `corpus_len` tokens.
+    ///
+    /// ```
+    /// use tang_nn::data::WindowSampler;
+    /// assert!(WindowSampler::new(0, 4, 8, 100).is_ok());
+    /// assert!(WindowSampler::new(0, 4, 8, 8).is_err()); // no room for a target token
+    /// ```
     ///
     /// # Errors
     /// [`DataError::InvalidOption`] when `batch_size` or `block_size` is 0 or a batch's
@@ -67,21 +83,44 @@ impl WindowSampler {
     }
 
     /// Windows per batch.
+    ///
+    /// ```
+    /// assert_eq!(tang_nn::data::WindowSampler::new(0, 4, 8, 100)?.batch_size(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn batch_size(&self) -> usize {
         self.batch_size
     }
 
     /// Tokens per window.
+    ///
+    /// ```
+    /// assert_eq!(tang_nn::data::WindowSampler::new(0, 4, 8, 100)?.block_size(), 8);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn block_size(&self) -> usize {
         self.block_size
     }
 
     /// How many distinct offsets a window can start at (`corpus_len - block_size`).
+    ///
+    /// ```
+    /// assert_eq!(tang_nn::data::WindowSampler::new(0, 4, 8, 100)?.offset_count(), 92);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn offset_count(&self) -> usize {
         self.corpus_len - self.block_size
     }
 
     /// The start of each window of step `step`, each uniform in `0..offset_count()`.
+    ///
+    /// ```
+    /// let sampler = tang_nn::data::WindowSampler::new(0, 2, 4, 10)?;
+    /// let starts = sampler.offsets(3)?; // step 3's windows start here
+    /// assert!(starts.iter().all(|&o| o < sampler.offset_count()));
+    /// assert_eq!(sampler.offsets(3)?, starts); // resuming at step 3 gives the same batch
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`DataError::InvalidOption`] when `batch_size` offsets do not fit in memory.
@@ -95,6 +134,15 @@ impl WindowSampler {
 }
 
 /// Language-model batches of random windows of a token corpus (nanoGPT's `get_batch`).
+///
+/// ```
+/// use tang_nn::data::TokenBatcher;
+/// let corpus: Vec<u32> = (0..50).collect();
+/// let batcher = TokenBatcher::new(corpus, 2, 4, 0)?;
+/// let (x, y) = batcher.host_batch(0)?; // targets are the inputs shifted by one
+/// assert!(x.iter().zip(&y).all(|(a, b)| b - a == 1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct TokenBatcher {
     corpus: Vec<u32>,
@@ -104,6 +152,13 @@ pub struct TokenBatcher {
 impl TokenBatcher {
     /// A batcher over `corpus` (token ids) drawing `batch_size` windows of `block_size`
     /// tokens per step from the stream of `seed`. Use another seed for a validation split.
+    ///
+    /// ```
+    /// use tang_nn::data::TokenBatcher;
+    /// let batcher = TokenBatcher::new(vec![1, 2, 3, 4, 5], 2, 3, 7)?; // batch 2, block 3, seed 7
+    /// assert_eq!(batcher.sampler().offset_count(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`WindowSampler::new`].
@@ -118,11 +173,23 @@ impl TokenBatcher {
     }
 
     /// The window sampler.
+    ///
+    /// ```
+    /// let batcher = tang_nn::data::TokenBatcher::new(vec![1, 2, 3, 4, 5], 2, 3, 7)?;
+    /// assert_eq!(batcher.sampler().block_size(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn sampler(&self) -> &WindowSampler {
         &self.sampler
     }
 
     /// The corpus.
+    ///
+    /// ```
+    /// let batcher = tang_nn::data::TokenBatcher::new(vec![1, 2, 3, 4, 5], 2, 3, 7)?;
+    /// assert_eq!(batcher.corpus().len(), 5);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn corpus(&self) -> &[u32] {
         &self.corpus
     }
@@ -130,6 +197,13 @@ impl TokenBatcher {
     /// Step `step`'s inputs and targets on the host, each `batch_size * block_size` tokens
     /// row-major: row `b` is `corpus[o..o + block]` and `corpus[o + 1..o + 1 + block]` for
     /// the `b`-th offset `o`.
+    ///
+    /// ```
+    /// let batcher = tang_nn::data::TokenBatcher::new((0..20).collect(), 2, 3, 7)?;
+    /// let (x, y) = batcher.host_batch(5)?; // step 5's batch, row-major [2, 3]
+    /// assert_eq!((x.len(), y.len()), (6, 6));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`DataError::InvalidOption`] when a batch does not fit in memory.
@@ -150,6 +224,15 @@ impl TokenBatcher {
 
     /// The same batches with the corpus uploaded to `device` once and the windows gathered
     /// there ([`DeviceTokenBatcher`]).
+    ///
+    /// ```
+    /// let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let host = tang_nn::data::TokenBatcher::new((0..20).collect(), 2, 3, 7)?;
+    /// let device = host.to_device(&dev)?;
+    /// let (x, _y) = device.batch(4)?;
+    /// assert_eq!(x.to_vec_u32()?, host.host_batch(4)?.0); // the same windows
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`DeviceTokenBatcher::new`].

@@ -18,6 +18,16 @@ use crate::rng::SplitMix64;
 pub use super::gpt_generate::SampleOptions;
 
 /// nanoGPT's `GPTConfig` (plus `n_kv_head` for grouped-query attention).
+///
+/// ```
+/// use tang_nn::models::gpt::{Gpt, GptConfig};
+/// let dev = tang_nn::tang_runtime::Device::new()?;
+/// // nanoGPT's shakespeare_char config, scaled down: GPTConfig(n_layer=1, n_head=2, ...)
+/// let config = GptConfig { vocab_size: 65, block_size: 16, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 16, ..GptConfig::gpt2() };
+/// let gpt = Gpt::new(&dev, &config, 1337)?;
+/// assert_eq!(gpt.config().n_embd, 16);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GptConfig {
     /// Tokens in the vocabulary.
@@ -41,6 +51,11 @@ pub struct GptConfig {
 impl GptConfig {
     /// nanoGPT's defaults (GPT-2 small): vocab 50304, block 1024, 12 layers, 12 heads,
     /// width 768, no dropout, biases.
+    ///
+    /// ```
+    /// let config = tang_nn::models::gpt::GptConfig::gpt2(); // GPTConfig()
+    /// assert_eq!((config.n_layer, config.n_head, config.n_embd, config.vocab_size), (12, 12, 768, 50304));
+    /// ```
     pub fn gpt2() -> GptConfig {
         GptConfig {
             vocab_size: 50304,
@@ -58,6 +73,14 @@ impl GptConfig {
     /// metadata, e.g. `{"n_layer": 2, "n_head": 4, "n_embd": 64, "block_size": 64,
     /// "vocab_size": 81, "bias": false}`); absent fields take [`GptConfig::gpt2`]'s values,
     /// an absent `n_kv_head` is `n_head`.
+    ///
+    /// ```
+    /// use tang_nn::models::gpt::GptConfig;
+    /// let config = GptConfig::from_json(r#"{"n_layer": 2, "n_head": 4, "n_embd": 64, "block_size": 64, "vocab_size": 81, "bias": false}"#)?;
+    /// assert_eq!((config.n_layer, config.n_kv_head, config.bias), (2, 4, false));
+    /// assert!(GptConfig::from_json("[1, 2]").is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when the text is not such an object.
@@ -110,6 +133,19 @@ impl GptConfig {
 }
 
 /// nanoGPT's `MLP`: `c_fc [4C, C]`, exact GELU, `c_proj [C, 4C]`, dropout.
+///
+/// ```
+/// # use tang_nn::models::gpt::{Gpt, GptConfig};
+/// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+/// # let dev = Device::new()?;
+/// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+/// use tang_nn::Module;
+/// let gpt = Gpt::new(&dev, &config, 0)?;
+/// let mlp = &gpt.transformer.h[0].mlp; // transformer.h.0.mlp
+/// assert_eq!(mlp.c_fc.weight.shape(), &[32, 8]); // [4C, C]
+/// assert!(mlp.state_dict().contains("c_proj.weight"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Module)]
 pub struct Mlp {
     /// The widening projection.
@@ -121,6 +157,18 @@ pub struct Mlp {
 }
 
 /// nanoGPT's `Block`: `x + attn(ln_1(x))`, then `x + mlp(ln_2(x))`.
+///
+/// ```
+/// # use tang_nn::models::gpt::{Gpt, GptConfig};
+/// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+/// # let dev = Device::new()?;
+/// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+/// use tang_nn::Module;
+/// let gpt = Gpt::new(&dev, &config, 0)?;
+/// let names: Vec<String> = gpt.transformer.h[0].state_dict().names().map(str::to_string).collect();
+/// assert_eq!(names[0], "ln_1.weight"); // nanoGPT's Block names
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Module)]
 pub struct Block {
     /// Layer norm before attention.
@@ -134,6 +182,17 @@ pub struct Block {
 }
 
 /// nanoGPT's `transformer` `ModuleDict`: embeddings, blocks, final norm.
+///
+/// ```
+/// # use tang_nn::models::gpt::{Gpt, GptConfig};
+/// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+/// # let dev = Device::new()?;
+/// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+/// let gpt = Gpt::new(&dev, &config, 0)?;
+/// assert_eq!(gpt.transformer.wpe.weight.shape(), &[4, 8]); // [block_size, n_embd]
+/// assert_eq!(gpt.transformer.h.len(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Module)]
 pub struct GptTransformer {
     /// Token embedding `[vocab_size, n_embd]` (tied to `lm_head.weight`).
@@ -150,7 +209,7 @@ pub struct GptTransformer {
 
 /// nanoGPT's `GPT`, with the language-model head tied to the token embedding.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::Module;
 /// use tang_nn::models::gpt::{Gpt, GptConfig};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
@@ -173,6 +232,19 @@ pub struct Gpt {
 }
 
 /// One key/value cache per block, for generation ([`Gpt::forward_with_cache`]).
+///
+/// ```
+/// # use tang_nn::models::gpt::{Gpt, GptConfig};
+/// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+/// # let dev = Device::new()?;
+/// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+/// let gpt = Gpt::new(&dev, &config, 0)?;
+/// let mut cache = gpt.new_cache(&dev, 1)?;
+/// let prompt = RawTensor::from_u32(&dev, &[1, 2], &[1, 2])?;
+/// let logits = gpt.forward_with_cache(&prompt, &mut cache)?; // then one token at a time
+/// assert_eq!((logits.shape(), cache.len()), (&[1, 2, 8][..], 2));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct GptCache {
     layers: Vec<KvCache>,
@@ -180,16 +252,51 @@ pub struct GptCache {
 
 impl GptCache {
     /// Positions cached so far.
+    ///
+    /// ```
+    /// # use tang_nn::models::gpt::{Gpt, GptConfig};
+    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # let dev = Device::new()?;
+    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+    /// let gpt = Gpt::new(&dev, &config, 0)?;
+    /// let mut cache = gpt.new_cache(&dev, 1)?;
+    /// gpt.forward_with_cache(&RawTensor::from_u32(&dev, &[1, 2, 3], &[1, 3])?, &mut cache)?;
+    /// assert_eq!(cache.len(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.layers.first().map_or(0, KvCache::len)
     }
 
     /// Whether no position is cached.
+    ///
+    /// ```
+    /// # use tang_nn::models::gpt::{Gpt, GptConfig};
+    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # let dev = Device::new()?;
+    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+    /// let gpt = Gpt::new(&dev, &config, 0)?;
+    /// assert!(gpt.new_cache(&dev, 1)?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Forgets every position, keeping the buffers.
+    ///
+    /// ```
+    /// # use tang_nn::models::gpt::{Gpt, GptConfig};
+    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # let dev = Device::new()?;
+    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+    /// let gpt = Gpt::new(&dev, &config, 0)?;
+    /// let mut cache = gpt.new_cache(&dev, 1)?;
+    /// gpt.forward_with_cache(&RawTensor::from_u32(&dev, &[1, 2, 3], &[1, 3])?, &mut cache)?;
+    /// cache.clear(); // a new prompt
+    /// assert!(cache.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn clear(&mut self) {
         self.layers.iter_mut().for_each(KvCache::clear);
     }
@@ -209,6 +316,17 @@ impl Gpt {
     /// residual projections `c_proj` with `0.02 / sqrt(2 n_layer)`, biases zero, norms
     /// one), from `seed`, with `lm_head.weight` and `transformer.wte.weight` one
     /// parameter.
+    ///
+    /// ```
+    /// # use tang_nn::models::gpt::{Gpt, GptConfig};
+    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # let dev = Device::new()?;
+    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+    /// use tang_nn::Module;
+    /// let gpt = Gpt::new(&dev, &config, 1337)?; // GPT(config) after torch.manual_seed(1337)
+    /// assert!(gpt.state_dict().contains("transformer.h.0.attn.c_attn.weight"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when a size is 0, `n_head` does not divide `n_embd`, `n_kv_head`
@@ -280,6 +398,16 @@ impl Gpt {
     }
 
     /// The model's configuration.
+    ///
+    /// ```
+    /// # use tang_nn::models::gpt::{Gpt, GptConfig};
+    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # let dev = Device::new()?;
+    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+    /// let gpt = Gpt::new(&dev, &config, 0)?;
+    /// assert_eq!(gpt.config(), &config);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn config(&self) -> &GptConfig {
         &self.config
     }
@@ -323,6 +451,21 @@ impl Gpt {
     /// block_size`): nanoGPT's `forward` without targets, at every position. For the loss,
     /// pass the logits to `cross_entropy`.
     ///
+    /// ```
+    /// # use tang_nn::models::gpt::{Gpt, GptConfig};
+    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # let dev = Device::new()?;
+    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+    /// use tang_nn::nn::functional::cross_entropy;
+    /// let gpt = Gpt::new(&dev, &config, 0)?;
+    /// let idx = RawTensor::from_u32(&dev, &[1, 2, 3, 4, 5, 6], &[2, 3])?; // [B, T]
+    /// let logits = gpt.forward(&idx)?; // [B, T, vocab_size]
+    /// let targets = RawTensor::from_u32(&dev, &[2, 3, 4, 5, 6, 7], &[6])?;
+    /// let loss = cross_entropy(&logits.reshape(&[6, 8])?, &targets)?;
+    /// assert!(loss.backward()?.get(&gpt.lm_head.weight).is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] when `idx` is not `[B, T]` u32 with `1 <= T <= block_size` or an
     /// id is not below `vocab_size`.
@@ -335,6 +478,17 @@ impl Gpt {
     }
 
     /// An empty cache for `batch` sequences of up to `block_size` positions.
+    ///
+    /// ```
+    /// # use tang_nn::models::gpt::{Gpt, GptConfig};
+    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # let dev = Device::new()?;
+    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+    /// let gpt = Gpt::new(&dev, &config, 0)?;
+    /// let cache = gpt.new_cache(&dev, 2)?; // two sequences, up to block_size positions
+    /// assert!(cache.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when `batch` is 0 or the device fails.
@@ -353,6 +507,19 @@ impl Gpt {
     /// values into it: the prefix is not recomputed. Equal to the last `T` positions of
     /// [`forward`](Self::forward) over the whole sequence in evaluation mode. Records
     /// nothing.
+    ///
+    /// ```
+    /// # use tang_nn::models::gpt::{Gpt, GptConfig};
+    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # let dev = Device::new()?;
+    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+    /// let gpt = Gpt::new(&dev, &config, 0)?;
+    /// let mut cache = gpt.new_cache(&dev, 1)?;
+    /// gpt.forward_with_cache(&RawTensor::from_u32(&dev, &[1, 2], &[1, 2])?, &mut cache)?;
+    /// let next = gpt.forward_with_cache(&RawTensor::from_u32(&dev, &[3], &[1, 1])?, &mut cache)?;
+    /// assert_eq!(next.shape(), &[1, 1, 8]); // logits of the new position only
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`forward`](Self::forward), and [`Error::Runtime`] when the tokens do not fit in

@@ -9,6 +9,19 @@ use tang_runtime::Tensor as RawTensor;
 use super::gpt::{Gpt, GptCache};
 
 /// How [`Gpt::generate`] samples.
+///
+/// ```
+/// # use tang_nn::models::gpt::{Gpt, GptConfig};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+/// use tang_nn::models::gpt::SampleOptions;
+/// let gpt = Gpt::new(&dev, &config, 0)?;
+/// // model.generate(idx, max_new_tokens=3, temperature=0.8, top_k=2)
+/// let options = SampleOptions { max_new_tokens: 3, temperature: 0.8, top_k: Some(2), ..SampleOptions::default() };
+/// let out = gpt.generate(&[vec![1, 2]], &options)?;
+/// assert_eq!(out[0].len(), 5);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SampleOptions {
     /// Tokens to append to each prompt.
@@ -96,7 +109,7 @@ impl Gpt {
     /// ([`crate::Module::eval`]) unless dropout is wanted. Returns the prompts with their
     /// continuations.
     ///
-    /// ```no_run
+    /// ```
     /// use tang_nn::models::gpt::{Gpt, GptConfig, SampleOptions};
     /// use tang_nn::Module;
     /// let dev = tang_nn::tang_runtime::Device::new()?;

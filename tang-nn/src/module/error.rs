@@ -6,6 +6,19 @@ use crate::safetensors::{SafetensorsError, StateDictError};
 
 /// Why [`Module::load_state_dict`](super::Module::load_state_dict) or
 /// [`Module::requires_grad_`](super::Module::requires_grad_) failed.
+///
+/// ```
+/// # use tang_nn::Module;
+/// # use tang_nn::nn::Linear;
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// # let fc = Linear::new(&dev, 3, 2, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+/// use tang_nn::module::Error;
+/// use tang_nn::safetensors::StateDict;
+/// let err = fc.load_state_dict(&StateDict::new(), true).err().ok_or("strict: missing keys")?;
+/// assert!(matches!(err, Error::Keys(_)));
+/// println!("{err}"); // Error(s) in loading state_dict for Linear: Missing key(s) ...
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {

@@ -8,7 +8,7 @@
 //! struct with named fields: each field is a child named by the field, so the state dict
 //! has exactly PyTorch's keys and checkpoints move between tang and PyTorch as they are.
 //!
-//! ```no_run
+//! ```
 //! use tang_nn::Module;
 //! use tang_nn::autograd::Tensor;
 //! use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
@@ -70,7 +70,7 @@ use crate::safetensors::{IncompatibleKeys, StateDict, StateTensor, check_state_d
 /// Model code takes `&self`, so mode flags live in a `Cell<bool>` inside the layers that
 /// need them (dropout).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::Module;
 /// use tang_nn::autograd::Tensor;
 /// use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
@@ -83,15 +83,50 @@ pub trait Module {
     /// Calls `f` with every parameter and its full name (`prefix`, then a `.`, then the
     /// path inside this module; `prefix` alone for a bare tensor), in declaration order
     /// (PyTorch's registration order). A tied parameter is visited under each name.
+    ///
+    /// ```
+    /// # use tang_nn::Module;
+    /// # use tang_nn::nn::Linear;
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let fc = Linear::new(&dev, 3, 2, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// let mut names = Vec::new();
+    /// fc.visit_parameters("encoder", &mut |name, _tensor| names.push(name.to_string()));
+    /// assert_eq!(names, ["encoder.weight", "encoder.bias"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn visit_parameters(&self, prefix: &str, f: &mut dyn FnMut(&str, &Tensor));
 
     /// Switches this module and every child to training (`true`) or evaluation mode.
     /// Only layers whose forward differs between the modes (dropout) keep the flag.
+    ///
+    /// ```
+    /// # use tang_nn::Module;
+    /// # use tang_nn::nn::Linear;
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let fc = Linear::new(&dev, 3, 2, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// use tang_nn::nn::Dropout;
+    /// let drop = Dropout::new(0.1)?;
+    /// drop.set_training(false); // what model.eval() calls on every child
+    /// assert!(!drop.is_training());
+    /// # let _ = fc;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn set_training(&self, training: bool);
 
     /// Every parameter with its full name, in declaration order; a tied parameter (the
     /// same leaf, one [`crate::autograd::TensorId`]) once, under its first name, as
     /// PyTorch's `named_parameters()`.
+    ///
+    /// ```
+    /// # use tang_nn::Module;
+    /// # use tang_nn::nn::Linear;
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let fc = Linear::new(&dev, 3, 2, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// for (name, p) in fc.named_parameters() { // model.named_parameters()
+    ///     println!("{name} {:?}", p.shape()); // weight [2, 3], bias [2]
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn named_parameters(&self) -> Vec<(String, Tensor)> {
         let mut seen = HashSet::new();
         let mut out = Vec::new();
@@ -105,6 +140,15 @@ pub trait Module {
 
     /// Every parameter, tied ones once (PyTorch's `parameters()`): what an optimizer
     /// takes.
+    ///
+    /// ```
+    /// # use tang_nn::Module;
+    /// # use tang_nn::nn::Linear;
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let fc = Linear::new(&dev, 3, 2, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// assert_eq!(fc.parameters().len(), 2); // list(model.parameters())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn parameters(&self) -> Vec<Tensor> {
         self.named_parameters()
             .into_iter()
@@ -113,6 +157,15 @@ pub trait Module {
     }
 
     /// The number of scalar parameters, tied ones counted once.
+    ///
+    /// ```
+    /// # use tang_nn::Module;
+    /// # use tang_nn::nn::Linear;
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let fc = Linear::new(&dev, 3, 2, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// assert_eq!(fc.num_params(), 3 * 2 + 2); // sum(p.numel() for p in model.parameters())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn num_params(&self) -> usize {
         self.parameters().iter().map(|t| t.data().len()).sum()
     }
@@ -120,6 +173,16 @@ pub trait Module {
     /// Every parameter under every name, tied duplicates included (PyTorch's
     /// `state_dict()`): entries share the parameters' buffers (no copy), so tied entries
     /// are one buffer and [`crate::safetensors::save_file`] writes them once.
+    ///
+    /// ```
+    /// # use tang_nn::Module;
+    /// # use tang_nn::nn::Linear;
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let fc = Linear::new(&dev, 3, 2, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// let sd = fc.state_dict(); // model.state_dict()
+    /// assert_eq!(sd.shapes(), [("weight".to_string(), vec![2, 3]), ("bias".to_string(), vec![2])]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn state_dict(&self) -> StateDict {
         let mut sd = StateDict::new();
         self.visit_parameters("", &mut |name, t| {
@@ -133,6 +196,17 @@ pub trait Module {
     /// holding the parameters see the new values. As PyTorch: `strict` makes any missing
     /// or unexpected key an error; a shape mismatch is always one; every problem is
     /// reported at once. Host tensors (F32, F16, BF16 as read from a file) are uploaded.
+    ///
+    /// ```
+    /// # use tang_nn::Module;
+    /// # use tang_nn::nn::Linear;
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let fc = Linear::new(&dev, 3, 2, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// let other = Linear::new(&dev, 3, 2, true, &mut tang_nn::rng::SplitMix64::new(1))?;
+    /// let missing = fc.load_state_dict(&other.state_dict(), true)?; // fc.load_state_dict(other.state_dict())
+    /// assert!(missing.is_empty() && fc.weight.to_vec()? == other.weight.to_vec()?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Keys`] listing every missing, unexpected and mismatched key, or
@@ -173,11 +247,36 @@ pub trait Module {
     }
 
     /// Training mode (PyTorch's `train()`): dropout is on.
+    ///
+    /// ```
+    /// # use tang_nn::Module;
+    /// # use tang_nn::nn::Linear;
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let fc = Linear::new(&dev, 3, 2, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// use tang_nn::nn::{Dropout, Sequential};
+    /// let model = Sequential::new().append(fc).append(Dropout::new(0.1)?);
+    /// model.eval();
+    /// model.train(); // model.train(): dropout on again
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn train(&self) {
         self.set_training(true);
     }
 
     /// Evaluation mode (PyTorch's `eval()`): dropout is off.
+    ///
+    /// ```
+    /// # use tang_nn::Module;
+    /// # use tang_nn::nn::Linear;
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let fc = Linear::new(&dev, 3, 2, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// use tang_nn::autograd::{RawTensor, Tensor, no_grad};
+    /// fc.eval(); // model.eval()
+    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[1, 3])?);
+    /// let y = no_grad(|| fc.forward(&x))?; // with torch.no_grad(): fc(x)
+    /// assert!(!y.requires_grad());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn eval(&self) {
         self.set_training(false);
     }
@@ -185,6 +284,16 @@ pub trait Module {
     /// Freezes (`false`) or unfreezes (`true`) every parameter (PyTorch's
     /// `requires_grad_`): a frozen parameter gets no gradient and ops on it record
     /// nothing.
+    ///
+    /// ```
+    /// # use tang_nn::Module;
+    /// # use tang_nn::nn::Linear;
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let fc = Linear::new(&dev, 3, 2, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// fc.requires_grad_(false)?; // freeze: for p in fc.parameters(): p.requires_grad_(False)
+    /// assert!(fc.parameters().iter().all(|p| !p.requires_grad()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Autograd`] ([`crate::autograd::Error::NotLeaf`]) when the module lists a

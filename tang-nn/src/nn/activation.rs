@@ -5,7 +5,7 @@ use crate::autograd::{Error, Tensor};
 
 /// `max(x, 0)` (PyTorch's `nn.ReLU`).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
 /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[-1.0, 2.0], &[2])?);
@@ -18,6 +18,14 @@ pub struct ReLU;
 impl ReLU {
     /// `max(x, 0)` elementwise.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[-1.0, 2.0], &[2])?);
+    /// assert_eq!(tang_nn::nn::ReLU.forward(&x)?.to_vec()?, [0.0, 2.0]); // nn.ReLU()(x)
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] for a u32 tensor.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
@@ -26,6 +34,14 @@ impl ReLU {
 }
 
 /// Which GELU (PyTorch's `approximate` argument).
+///
+/// ```
+/// use tang_nn::nn::{Approximate, GELU};
+/// let gelu = GELU::new("tanh".parse::<Approximate>()?); // nn.GELU(approximate="tanh")
+/// assert_eq!(gelu.approximate, Approximate::Tanh);
+/// assert!("cubic".parse::<Approximate>().is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Approximate {
     /// `"none"`, PyTorch's default: the exact `x Φ(x)` with the error function.
@@ -53,7 +69,7 @@ impl std::str::FromStr for Approximate {
 
 /// GELU (PyTorch's `nn.GELU(approximate)`; the default is the exact form).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::nn::{Approximate, GELU};
 /// let exact = GELU::default();
 /// let fast = GELU::new("tanh".parse()?);
@@ -69,11 +85,26 @@ pub struct GELU {
 
 impl GELU {
     /// A GELU of the given form.
+    ///
+    /// ```
+    /// use tang_nn::nn::{Approximate, GELU};
+    /// let gelu = GELU::new(Approximate::Tanh); // nn.GELU(approximate="tanh")
+    /// assert_eq!(gelu.approximate, Approximate::Tanh);
+    /// ```
     pub fn new(approximate: Approximate) -> GELU {
         GELU { approximate }
     }
 
     /// GELU elementwise.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[0.0, 10.0], &[2])?);
+    /// let y = tang_nn::nn::GELU::default().forward(&x)?.to_vec()?; // nn.GELU()(x)
+    /// assert!(y[0] == 0.0 && (y[1] - 10.0).abs() < 1e-4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] for a u32 tensor.
@@ -87,7 +118,7 @@ impl GELU {
 
 /// `x * sigmoid(x)` (PyTorch's `nn.SiLU`).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
 /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[0.0], &[1])?);
@@ -100,6 +131,14 @@ pub struct SiLU;
 impl SiLU {
     /// SiLU elementwise.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[0.0], &[1])?);
+    /// assert_eq!(tang_nn::nn::SiLU.forward(&x)?.to_vec()?, [0.0]); // nn.SiLU()(x)
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] for a u32 tensor.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
@@ -109,7 +148,7 @@ impl SiLU {
 
 /// `1 / (1 + e^-x)` (PyTorch's `nn.Sigmoid`).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
 /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[0.0], &[1])?);
@@ -122,6 +161,14 @@ pub struct Sigmoid;
 impl Sigmoid {
     /// The sigmoid elementwise.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[0.0], &[1])?);
+    /// assert_eq!(tang_nn::nn::Sigmoid.forward(&x)?.to_vec()?, [0.5]); // nn.Sigmoid()(x)
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] for a u32 tensor.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
@@ -131,7 +178,7 @@ impl Sigmoid {
 
 /// The hyperbolic tangent (PyTorch's `nn.Tanh`).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
 /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[0.0], &[1])?);
@@ -143,6 +190,14 @@ pub struct Tanh;
 
 impl Tanh {
     /// tanh elementwise.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[0.0], &[1])?);
+    /// assert_eq!(tang_nn::nn::Tanh.forward(&x)?.to_vec()?, [0.0]); // nn.Tanh()(x)
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] for a u32 tensor.

@@ -19,6 +19,16 @@ use crate::autograd::{Error, Tensor, no_grad};
 use crate::rng::SplitMix64;
 
 /// The sizes and options of a [`CausalSelfAttention`].
+///
+/// ```
+/// use tang_nn::nn::{CausalSelfAttention, CausalSelfAttentionConfig};
+/// let dev = tang_nn::tang_runtime::Device::new()?;
+/// // nanoGPT's attention, with grouped-query heads: 4 query heads share 2 key/value heads.
+/// let cfg = CausalSelfAttentionConfig { n_kv_head: 2, ..CausalSelfAttentionConfig::new(16, 4) };
+/// let attn = CausalSelfAttention::new(&dev, &cfg, &mut tang_nn::rng::SplitMix64::new(0))?;
+/// assert_eq!(attn.config().head_dim(), 4);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CausalSelfAttentionConfig {
     /// Width of the residual stream, `C`.
@@ -36,6 +46,11 @@ pub struct CausalSelfAttentionConfig {
 
 impl CausalSelfAttentionConfig {
     /// Multi-head attention as nanoGPT's: `n_kv_head = n_head`, no dropout, biases.
+    ///
+    /// ```
+    /// let cfg = tang_nn::nn::CausalSelfAttentionConfig::new(768, 12); // GPT-2 small
+    /// assert_eq!((cfg.n_kv_head, cfg.dropout, cfg.bias), (12, 0.0, true));
+    /// ```
     pub fn new(n_embd: usize, n_head: usize) -> CausalSelfAttentionConfig {
         CausalSelfAttentionConfig {
             n_embd,
@@ -47,6 +62,10 @@ impl CausalSelfAttentionConfig {
     }
 
     /// The width of one head, `C / H`.
+    ///
+    /// ```
+    /// assert_eq!(tang_nn::nn::CausalSelfAttentionConfig::new(768, 12).head_dim(), 64);
+    /// ```
     pub fn head_dim(&self) -> usize {
         self.n_embd / self.n_head.max(1)
     }
@@ -76,7 +95,7 @@ impl CausalSelfAttentionConfig {
 /// `n_kv_head < n_head`, with a KV cache for generation
 /// ([`CausalSelfAttention::forward_with_cache`]).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::nn::{CausalSelfAttention, CausalSelfAttentionConfig};
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::{Module, rng::SplitMix64};
@@ -110,6 +129,17 @@ pub struct CausalSelfAttention {
 
 impl CausalSelfAttention {
     /// A layer with PyTorch's `Linear` initialisation, drawn from `rng`.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::Module;
+    /// use tang_nn::nn::{CausalSelfAttention, CausalSelfAttentionConfig};
+    /// let cfg = CausalSelfAttentionConfig::new(16, 2);
+    /// let attn = CausalSelfAttention::new(&dev, &cfg, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// assert_eq!(attn.num_params(), 16 * 48 + 48 + 16 * 16 + 16); // c_attn and c_proj
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when `n_head` does not divide `n_embd`, `n_kv_head` does not
@@ -147,6 +177,16 @@ impl CausalSelfAttention {
     }
 
     /// The layer's sizes and options.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::nn::{CausalSelfAttention, CausalSelfAttentionConfig};
+    /// let cfg = CausalSelfAttentionConfig::new(16, 2);
+    /// let attn = CausalSelfAttention::new(&dev, &cfg, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// assert_eq!(attn.config(), &cfg);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn config(&self) -> &CausalSelfAttentionConfig {
         &self.config
     }
@@ -194,6 +234,17 @@ impl CausalSelfAttention {
     /// Causal self-attention of `x [B, T, C]`: `[B, T, C]`. Without attention dropout (in
     /// evaluation, or `dropout = 0`) this is one fused flash-attention kernel per pass.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::nn::{CausalSelfAttention, CausalSelfAttentionConfig};
+    /// let cfg = CausalSelfAttentionConfig::new(16, 2);
+    /// let attn = CausalSelfAttention::new(&dev, &cfg, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[1, 5, 16])?); // [B, T, C]
+    /// assert_eq!(attn.forward(&x)?.shape(), &[1, 5, 16]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] when `x` is not `[B, T, n_embd]` or a kernel fails.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
@@ -210,6 +261,21 @@ impl CausalSelfAttention {
     /// each attends every earlier position. The result equals the last `T` positions of
     /// [`forward`](Self::forward) over the whole sequence (in evaluation mode). For
     /// generation: records nothing.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::nn::{CausalSelfAttention, CausalSelfAttentionConfig};
+    /// let cfg = CausalSelfAttentionConfig::new(16, 2);
+    /// let attn = CausalSelfAttention::new(&dev, &cfg, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// let mut cache = attn.new_cache(&dev, 1, 8)?;
+    /// let prompt = Tensor::constant(RawTensor::zeros(&dev, &[1, 3, 16])?);
+    /// attn.forward_with_cache(&prompt, &mut cache)?; // the prompt's keys and values
+    /// let next = Tensor::constant(RawTensor::zeros(&dev, &[1, 1, 16])?);
+    /// assert_eq!(attn.forward_with_cache(&next, &mut cache)?.shape(), &[1, 1, 16]);
+    /// assert_eq!(cache.len(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when `x` is not `[B, T, n_embd]`, the cache was made for other
@@ -228,6 +294,17 @@ impl CausalSelfAttention {
     }
 
     /// An empty cache for `batch` sequences of up to `capacity` positions.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::nn::{CausalSelfAttention, CausalSelfAttentionConfig};
+    /// let cfg = CausalSelfAttentionConfig { n_kv_head: 1, ..CausalSelfAttentionConfig::new(16, 2) };
+    /// let attn = CausalSelfAttention::new(&dev, &cfg, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// let cache = attn.new_cache(&dev, 2, 32)?; // 2 sequences of up to 32 positions
+    /// assert_eq!(cache.shape(), &[2, 1, 32, 8]); // [B, Hkv, capacity, head_dim]
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when a size is 0 or the device fails.

@@ -12,7 +12,7 @@ use crate::autograd::{Error, Tensor};
 /// Keys and values `[B, Hkv, capacity, D]` of the positions an attention layer has seen,
 /// and how many there are.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::nn::KvCache;
 /// let dev = tang_nn::tang_runtime::Device::new()?;
 /// let cache = KvCache::new(&dev, 1, 2, 64, 16)?; // batch 1, 2 kv heads, 64 positions, D 16
@@ -33,6 +33,15 @@ fn cache_error(detail: String) -> Error {
 impl KvCache {
     /// An empty cache for `batch` sequences, `n_kv_head` heads of `head_dim`, holding up to
     /// `capacity` positions (a model's block size).
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::nn::KvCache;
+    /// let cache = KvCache::new(&dev, 1, 2, 16, 8)?; // batch, kv heads, capacity, head dim
+    /// assert!(cache.is_empty() && cache.capacity() == 16);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when a size is 0 or the buffers cannot be allocated.
@@ -58,26 +67,73 @@ impl KvCache {
     }
 
     /// Positions cached so far.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # use tang_nn::nn::KvCache;
+    /// let mut cache = KvCache::new(&dev, 1, 1, 8, 4)?;
+    /// let q = Tensor::constant(RawTensor::zeros(&dev, &[1, 1, 3, 4])?);
+    /// cache.append_and_attend(&q, &q, &q)?;
+    /// assert_eq!(cache.len(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether no position is cached.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # use tang_nn::nn::KvCache;
+    /// assert!(KvCache::new(&dev, 1, 1, 8, 4)?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// The most positions the cache holds.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # use tang_nn::nn::KvCache;
+    /// assert_eq!(KvCache::new(&dev, 1, 1, 8, 4)?.capacity(), 8);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn capacity(&self) -> usize {
         self.k.shape()[2]
     }
 
     /// The `[B, Hkv, capacity, D]` shape of the key (and value) buffer.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # use tang_nn::nn::KvCache;
+    /// assert_eq!(KvCache::new(&dev, 2, 1, 8, 4)?.shape(), &[2, 1, 8, 4]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn shape(&self) -> &[usize] {
         self.k.shape()
     }
 
     /// Forgets every position; the buffers are kept for reuse.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # use tang_nn::nn::KvCache;
+    /// let mut cache = KvCache::new(&dev, 1, 1, 8, 4)?;
+    /// let q = Tensor::constant(RawTensor::zeros(&dev, &[1, 1, 2, 4])?);
+    /// cache.append_and_attend(&q, &q, &q)?;
+    /// cache.clear(); // start a new sequence
+    /// assert!(cache.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn clear(&mut self) {
         self.len = 0;
     }
@@ -86,6 +142,18 @@ impl KvCache {
     /// ones, then attends queries `q [B, H, T, D]` of those positions over every cached
     /// position up to their own (causal). Returns `[B, H, T, D]`, equal to the last `T`
     /// rows of causal attention over the whole sequence. Records nothing (generation).
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # use tang_nn::nn::KvCache;
+    /// let mut cache = KvCache::new(&dev, 1, 1, 8, 4)?;
+    /// let prompt = Tensor::constant(RawTensor::zeros(&dev, &[1, 1, 3, 4])?); // [B, H, T, D]
+    /// cache.append_and_attend(&prompt, &prompt, &prompt)?;
+    /// let step = Tensor::constant(RawTensor::zeros(&dev, &[1, 1, 1, 4])?);
+    /// assert_eq!(cache.append_and_attend(&step, &step, &step)?.shape(), &[1, 1, 1, 4]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when the shapes differ from the cache's or the new positions do

@@ -13,7 +13,7 @@ use crate::rng::SplitMix64;
 /// Multi-head attention over `query`, `key`, `value` (PyTorch's `nn.MultiheadAttention`
 /// with `kdim = vdim = embed_dim`, no `add_bias_kv`, no `add_zero_attn`).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::Module;
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::nn::{AttnMask, MultiheadAttention};
@@ -47,6 +47,18 @@ impl MultiheadAttention {
     /// `nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, batch_first=...)`.
     /// Initialised as PyTorch: `in_proj_weight` Xavier-uniform, biases zero, `out_proj`
     /// as a `Linear`.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::Module;
+    /// use tang_nn::nn::MultiheadAttention;
+    /// // nn.MultiheadAttention(8, 2, batch_first=True)
+    /// let mha = MultiheadAttention::new(&dev, 8, 2, 0.0, true, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// let names: Vec<String> = mha.state_dict().names().map(str::to_string).collect();
+    /// assert_eq!(names, ["in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when `num_heads` does not divide `embed_dim`, `dropout` is
@@ -126,6 +138,16 @@ impl MultiheadAttention {
     /// (else `[L, N, E]`), `key` and `value` of one length `S`; `mask` as PyTorch's
     /// `attn_mask` (additive, `[L, S]`) or `is_causal`. Returns the attention output
     /// only (PyTorch's first result; call with `need_weights=False` there to compare).
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::nn::{AttnMask, MultiheadAttention};
+    /// let mha = MultiheadAttention::new(&dev, 8, 2, 0.0, true, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[1, 3, 8])?); // [N, L, E]
+    /// assert_eq!(mha.forward(&x, &x, &x, AttnMask::Causal)?.shape(), &[1, 3, 8]); // mha(x, x, x, is_causal=True)
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when the inputs do not have `embed_dim` features, their batch or

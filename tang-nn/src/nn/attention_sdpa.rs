@@ -10,6 +10,18 @@ use tang_runtime::Tensor as RawTensor;
 use crate::autograd::{Error, Tensor};
 
 /// Which scores may be attended.
+///
+/// ```
+/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// use tang_nn::nn::{AttnMask, scaled_dot_product_attention};
+/// let q = Tensor::constant(RawTensor::zeros(&dev, &[1, 1, 2, 4])?);
+/// let no_peek = Tensor::constant(RawTensor::from_slice(&dev, &[0.0, f32::NEG_INFINITY, 0.0, 0.0], &[2, 2])?);
+/// let a = scaled_dot_product_attention(&q, &q, &q, AttnMask::Additive(&no_peek), None)?;
+/// let b = scaled_dot_product_attention(&q, &q, &q, AttnMask::Causal, None)?; // the same mask
+/// assert_eq!(a.to_vec()?, b.to_vec()?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub enum AttnMask<'a> {
     /// Every query attends every key (PyTorch's `attn_mask=None, is_causal=False`).
@@ -25,6 +37,19 @@ pub enum AttnMask<'a> {
 }
 
 /// A dropout applied to the attention weights (a layer's `Dropout` in training mode).
+///
+/// ```
+/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// use tang_nn::nn::{AttnMask, Dropout, WeightDropout, scaled_dot_product_attention};
+/// let drop = Dropout::new(0.1)?;
+/// let hook = |w: &Tensor| drop.forward(w);
+/// let weight_dropout: WeightDropout<'_> = &hook; // dropout_p=0.1, in training
+/// let q = Tensor::constant(RawTensor::zeros(&dev, &[1, 1, 2, 4])?);
+/// let y = scaled_dot_product_attention(&q, &q, &q, AttnMask::Causal, Some(weight_dropout))?;
+/// assert_eq!(y.shape(), &[1, 1, 2, 4]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub type WeightDropout<'a> = &'a dyn Fn(&Tensor) -> Result<Tensor, Error>;
 
 /// The problem sizes of `q [B, H, L, D]` against `k, v [B, Hkv, S, D]`.
@@ -65,7 +90,7 @@ fn sizes(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<Sizes, Error> {
 /// applied to the attention weights (PyTorch's `dropout_p`; pass it only in training).
 /// Returns `[B, H, L, D]`.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::nn::{AttnMask, scaled_dot_product_attention};
 /// let dev = tang_nn::tang_runtime::Device::new()?;

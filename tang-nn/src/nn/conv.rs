@@ -15,7 +15,7 @@ use crate::rng::SplitMix64;
 /// distribution, not its bits). Stride, padding, dilation and groups are the runtime's
 /// [`Conv2dOptions`] (PyTorch's defaults: 1, 0, 1, 1).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::Module;
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::nn::Conv2d;
@@ -41,6 +41,18 @@ pub struct Conv2d {
 
 impl Conv2d {
     /// A convolution of `in_channels` to `out_channels` with a `kernel_size` window.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::nn::Conv2d;
+    /// use tang_nn::tang_runtime::ops::Conv2d as Conv2dOptions;
+    /// // nn.Conv2d(1, 2, 3, stride=2)
+    /// let opts = Conv2dOptions { stride: [2, 2], ..Conv2dOptions::default() };
+    /// let conv = Conv2d::new(&dev, 1, 2, [3, 3], opts, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// assert_eq!(conv.weight.shape(), &[2, 1, 3, 3]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when `groups` is 0 or does not divide both channel counts, or
@@ -91,6 +103,16 @@ impl Conv2d {
 
     /// `x [N, in_channels, H, W]` to `[N, out_channels, H', W']`.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::nn::Conv2d;
+    /// let conv = Conv2d::new(&dev, 1, 2, [3, 3], Default::default(), false, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[1, 1, 5, 5])?);
+    /// assert_eq!(conv.forward(&x)?.shape(), &[1, 2, 3, 3]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] when `x` is not NCHW with `in_channels` channels or the window
     /// does not fit.
@@ -108,7 +130,7 @@ impl Layer for Conv2d {
 /// Max pooling over windows of NCHW planes (PyTorch's `nn.MaxPool2d`; stride defaults to
 /// the kernel size: [`Pool2d::new`]). No parameters.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::nn::MaxPool2d;
 /// use tang_nn::tang_runtime::ops::Pool2d;
@@ -123,6 +145,16 @@ pub struct MaxPool2d(pub Pool2d);
 impl MaxPool2d {
     /// The maximum of each window.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::nn::MaxPool2d;
+    /// use tang_nn::tang_runtime::ops::Pool2d;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 5.0, 2.0, 3.0], &[1, 1, 2, 2])?);
+    /// assert_eq!(MaxPool2d(Pool2d::new([2, 2])).forward(&x)?.to_vec()?, [5.0]); // nn.MaxPool2d(2)
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] unless `x` is NCHW and the window fits.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
@@ -133,7 +165,7 @@ impl MaxPool2d {
 /// Average pooling over windows of NCHW planes (PyTorch's `nn.AvgPool2d`; stride
 /// defaults to the kernel size, `count_include_pad` to `true`). No parameters.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::nn::AvgPool2d;
 /// use tang_nn::tang_runtime::ops::Pool2d;
@@ -153,6 +185,17 @@ pub struct AvgPool2d {
 
 impl AvgPool2d {
     /// The mean of each window.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::nn::AvgPool2d;
+    /// use tang_nn::tang_runtime::ops::Pool2d;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 5.0, 2.0, 4.0], &[1, 1, 2, 2])?);
+    /// let pool = AvgPool2d { pool: Pool2d::new([2, 2]), count_include_pad: true }; // nn.AvgPool2d(2)
+    /// assert_eq!(pool.forward(&x)?.to_vec()?, [3.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] unless `x` is NCHW and the window fits, or for a dilation.

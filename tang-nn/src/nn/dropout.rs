@@ -10,6 +10,10 @@ use crate::Module;
 use crate::autograd::{Error, Tensor};
 
 /// The seed the shared dropout generator starts from until [`manual_seed`] is called.
+///
+/// ```
+/// tang_nn::nn::manual_seed(tang_nn::nn::DEFAULT_SEED); // back to the start-up stream
+/// ```
 pub const DEFAULT_SEED: u64 = 0;
 
 /// The generator every [`Dropout`] draws from (PyTorch's default generator for dropout):
@@ -32,7 +36,7 @@ pub fn manual_seed(seed: u64) {
 /// mode ([`Module::eval`]) the identity. The mask is made on the GPU from a Philox stream
 /// and regenerated in backward from the stream's `(seed, offset)`: it is never stored.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::Module;
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::nn::Dropout;
@@ -52,6 +56,13 @@ pub struct Dropout {
 impl Dropout {
     /// A dropout layer in training mode.
     ///
+    /// ```
+    /// let drop = tang_nn::nn::Dropout::new(0.2)?; // nn.Dropout(p=0.2)
+    /// assert!(drop.is_training() && drop.p == 0.2);
+    /// assert!(tang_nn::nn::Dropout::new(1.5).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] unless `0 <= p <= 1`.
     pub fn new(p: f32) -> Result<Dropout, Error> {
@@ -68,11 +79,29 @@ impl Dropout {
     }
 
     /// Whether the layer is in training mode.
+    ///
+    /// ```
+    /// use tang_nn::Module;
+    /// let drop = tang_nn::nn::Dropout::new(0.2)?;
+    /// drop.eval(); // model.eval()
+    /// assert!(!drop.is_training());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_training(&self) -> bool {
         self.training.get()
     }
 
     /// `x` with dropout applied in training mode (and `p > 0`); `x` itself otherwise.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let drop = tang_nn::nn::Dropout::new(0.5)?;
+    /// let x = Tensor::constant(RawTensor::full(&dev, &[64], 1.0)?);
+    /// // Each element is 0 or 1 / (1 - p) = 2.
+    /// assert!(drop.forward(&x)?.to_vec()?.iter().all(|&v| v == 0.0 || v == 2.0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] for a u32 tensor.

@@ -10,7 +10,7 @@ use tang_runtime::Device;
 /// initialised `N(0, 1)` as PyTorch does (draws from `rng`: PyTorch's distribution, not
 /// its bits).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::nn::Embedding;
 /// use tang_nn::tang_runtime::Tensor as RawTensor;
 /// let dev = tang_nn::tang_runtime::Device::new()?;
@@ -28,6 +28,15 @@ pub struct Embedding {
 impl Embedding {
     /// A table of `num_embeddings` rows of `embedding_dim` values.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::nn::Embedding;
+    /// let wte = Embedding::new(&dev, 10, 4, &mut tang_nn::rng::SplitMix64::new(0))?; // nn.Embedding(10, 4)
+    /// assert_eq!(wte.weight.shape(), &[10, 4]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] when the sizes overflow or the device cannot allocate them.
     pub fn new(
@@ -44,6 +53,16 @@ impl Embedding {
     }
 
     /// The rows for `ids` (u32, any shape): `[..ids.shape, embedding_dim]`.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::nn::Embedding;
+    /// let wte = Embedding::new(&dev, 10, 4, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// let ids = RawTensor::from_u32(&dev, &[1, 2, 3, 4, 5, 6], &[2, 3])?; // [B, T]
+    /// assert_eq!(wte.forward(&ids)?.shape(), &[2, 3, 4]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] unless `ids` is a u32 tensor on the table's device.

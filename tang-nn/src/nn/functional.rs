@@ -13,7 +13,7 @@
 //! raises on; tang checks nothing on the host (that would read back), so that row's loss
 //! is NaN (and the mean with it, visibly) and its gradient 0.
 //!
-//! ```no_run
+//! ```
 //! use tang_nn::autograd::{RawTensor, Tensor};
 //! use tang_nn::nn::functional::{CrossEntropyOptions, Reduction, class_indices_from_i64, cross_entropy_with};
 //! let dev = tang_nn::tang_runtime::Device::new()?;
@@ -37,9 +37,27 @@ use super::invalid;
 use crate::autograd::{Error, RawTensor, Tensor};
 
 /// PyTorch's default `ignore_index`.
+///
+/// ```
+/// use tang_nn::nn::functional::{IGNORE_INDEX, ignore_index_as_u32};
+/// assert_eq!(IGNORE_INDEX, -100); // F.cross_entropy's default ignore_index
+/// assert_eq!(ignore_index_as_u32(IGNORE_INDEX)?, u32::MAX - 99); // as a u32 target
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const IGNORE_INDEX: i64 = -100;
 
 /// How a loss reduces its per-element values (PyTorch's `reduction`).
+///
+/// ```
+/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// use tang_nn::nn::functional::{Reduction, mse_loss};
+/// let x = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0, 3.0], &[2])?);
+/// let y = Tensor::constant(RawTensor::zeros(&dev, &[2])?);
+/// assert_eq!(mse_loss(&x, &y, Reduction::None)?.to_vec()?, [1.0, 9.0]); // reduction="none"
+/// assert_eq!(mse_loss(&x, &y, Reduction::Sum)?.to_vec()?, [10.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Reduction {
     /// `"none"`: one value per element (per row for the class losses).
@@ -53,6 +71,19 @@ pub enum Reduction {
 
 /// The options of [`cross_entropy_with`] (PyTorch's keyword arguments and defaults;
 /// per-class `weight` is not supported).
+///
+/// ```
+/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// use tang_nn::nn::functional::{CrossEntropyOptions, cross_entropy_with};
+/// let logits = Tensor::parameter(RawTensor::zeros(&dev, &[2, 3])?);
+/// let targets = RawTensor::from_u32(&dev, &[0, 2], &[2])?;
+/// // F.cross_entropy(logits, targets, label_smoothing=0.1)
+/// let opts = CrossEntropyOptions { label_smoothing: 0.1, ..CrossEntropyOptions::default() };
+/// let loss = cross_entropy_with(&logits, &targets, &opts)?;
+/// assert!((loss.to_vec()?[0] - 3f32.ln()).abs() < 1e-5); // uniform logits: ln 3 either way
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CrossEntropyOptions {
     /// Rows whose target is this are skipped (default [`IGNORE_INDEX`]).
@@ -75,6 +106,17 @@ impl Default for CrossEntropyOptions {
 }
 
 /// The options of [`nll_loss_with`] (PyTorch's defaults; no per-class `weight`).
+///
+/// ```
+/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// use tang_nn::nn::functional::{NllLossOptions, class_indices_from_i64, nll_loss_with};
+/// let logp = Tensor::parameter(RawTensor::from_slice(&dev, &[-1.0, -2.0, -3.0, -4.0], &[2, 2])?);
+/// let targets = class_indices_from_i64(&dev, &[1, -100], &[2])?; // the second row is ignored
+/// let loss = nll_loss_with(&logp, &targets, &NllLossOptions::default())?;
+/// assert_eq!(loss.to_vec()?, [2.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NllLossOptions {
     /// Rows whose target is this are skipped (default [`IGNORE_INDEX`]).
@@ -119,6 +161,16 @@ pub fn ignore_index_as_u32(index: i64) -> Result<u32, Error> {
 
 /// A u32 target tensor from PyTorch's i64 class indices (as read from a file), negative
 /// values (the ignore index) wrapped as [`ignore_index_as_u32`] does.
+///
+/// ```
+/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// use tang_nn::nn::functional::class_indices_from_i64;
+/// // Targets as PyTorch saves them (int64), -100 for padding.
+/// let targets = class_indices_from_i64(&dev, &[3, -100, 1], &[3])?;
+/// assert_eq!(targets.to_vec_u32()?, [3, u32::MAX - 99, 1]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 /// [`Error::Runtime`] for a value outside `[-2^31, 2^32)`, a shape that does not hold
@@ -179,7 +231,7 @@ fn same_shape(op: &str, input: &Tensor, target: &Tensor) -> Result<(), Error> {
 /// Mean squared error (PyTorch's `F.mse_loss(input, target, reduction)`): `(input -
 /// target)²` reduced. Both get gradients.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::nn::functional::{Reduction, mse_loss};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
@@ -201,7 +253,7 @@ pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result
 /// `F.binary_cross_entropy_with_logits(input, target, reduction)`, without `weight` and
 /// `pos_weight`): `softplus(x) - x y` per element, stable for any `x`, reduced.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::nn::functional::{Reduction, binary_cross_entropy_with_logits};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
@@ -294,6 +346,17 @@ fn recip_count(count: &RawTensor) -> Result<RawTensor, Error> {
 /// indices (PyTorch's `F.nll_loss(input, target)`: mean over non-ignored rows, ignore
 /// index -100).
 ///
+/// ```
+/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// use tang_nn::nn::functional::nll_loss;
+/// let logp = Tensor::parameter(RawTensor::from_slice(&dev, &[-1.0, -2.0, -3.0, -4.0], &[2, 2])?);
+/// let targets = RawTensor::from_u32(&dev, &[1, 0], &[2])?;
+/// assert_eq!(nll_loss(&logp.log_softmax()?, &targets)?.shape(), &[1]); // F.nll_loss(F.log_softmax(x), y)
+/// assert_eq!(nll_loss(&logp, &targets)?.to_vec()?, [2.5]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// # Errors
 /// As [`nll_loss_with`].
 pub fn nll_loss(input: &Tensor, target: &RawTensor) -> Result<Tensor, Error> {
@@ -302,7 +365,7 @@ pub fn nll_loss(input: &Tensor, target: &RawTensor) -> Result<Tensor, Error> {
 
 /// [`nll_loss`] with PyTorch's `ignore_index` and `reduction`.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::nn::functional::{NllLossOptions, Reduction, nll_loss_with};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
@@ -329,6 +392,19 @@ pub fn nll_loss_with(
 /// Cross-entropy of logits `input [rows, classes]` against class indices (PyTorch's
 /// `F.cross_entropy(input, target)`: mean over non-ignored rows, ignore index -100).
 ///
+/// ```
+/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// use tang_nn::nn::functional::cross_entropy;
+/// let logits = Tensor::parameter(RawTensor::zeros(&dev, &[2, 4])?);
+/// let targets = RawTensor::from_u32(&dev, &[3, 1], &[2])?;
+/// let loss = cross_entropy(&logits, &targets)?; // F.cross_entropy(logits, targets)
+/// assert!((loss.to_vec()?[0] - 4f32.ln()).abs() < 1e-5);
+/// let grads = loss.backward()?;
+/// assert!(grads.get(&logits).is_some());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// # Errors
 /// As [`cross_entropy_with`].
 pub fn cross_entropy(input: &Tensor, target: &RawTensor) -> Result<Tensor, Error> {
@@ -339,6 +415,17 @@ pub fn cross_entropy(input: &Tensor, target: &RawTensor) -> Result<Tensor, Error
 /// The default case (mean, no smoothing) is one fused kernel; the others are
 /// `log_softmax` then [`nll_loss_with`]'s gather, plus the smoothing term
 /// `-ε/C Σ_c log p_c` on kept rows.
+///
+/// ```
+/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// use tang_nn::nn::functional::{CrossEntropyOptions, Reduction, cross_entropy_with};
+/// let logits = Tensor::parameter(RawTensor::zeros(&dev, &[2, 4])?);
+/// let targets = RawTensor::from_u32(&dev, &[3, 1], &[2])?;
+/// let opts = CrossEntropyOptions { reduction: Reduction::None, ..CrossEntropyOptions::default() };
+/// assert_eq!(cross_entropy_with(&logits, &targets, &opts)?.shape(), &[2]); // one loss per row
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 /// [`Error::Runtime`] unless `input` is `[rows, classes]` and `target` u32 `[rows]`,

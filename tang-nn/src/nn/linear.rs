@@ -11,7 +11,7 @@ use tang_runtime::Device;
 /// initialises them (`kaiming_uniform_(a=sqrt(5))` for the weight); the draws come from
 /// `rng`, so they differ from PyTorch's bits but not its distribution.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::Module;
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::nn::Linear;
@@ -33,6 +33,15 @@ pub struct Linear {
 impl Linear {
     /// A layer of `in_features` inputs and `out_features` outputs, with a bias when
     /// `bias` (PyTorch's default is `true`).
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::nn::Linear;
+    /// let fc = Linear::new(&dev, 4, 3, false, &mut tang_nn::rng::SplitMix64::new(0))?; // nn.Linear(4, 3, bias=False)
+    /// assert!(fc.bias.is_none() && fc.weight.shape() == [3, 4]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when the sizes overflow or the device cannot allocate them.
@@ -58,16 +67,41 @@ impl Linear {
     }
 
     /// `in_features`.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let fc = tang_nn::nn::Linear::new(&dev, 4, 3, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// assert_eq!(fc.in_features(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn in_features(&self) -> usize {
         self.weight.shape()[1]
     }
 
     /// `out_features`.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let fc = tang_nn::nn::Linear::new(&dev, 4, 3, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// assert_eq!(fc.out_features(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn out_features(&self) -> usize {
         self.weight.shape()[0]
     }
 
     /// `x [.., in_features]` to `[.., out_features]`.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let fc = tang_nn::nn::Linear::new(&dev, 4, 3, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[2, 5, 4])?);
+    /// assert_eq!(fc.forward(&x)?.shape(), &[2, 5, 3]); // any leading dimensions
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when `x`'s last dimension is not `in_features`.

@@ -11,7 +11,7 @@
 //! generator) but not their distribution. Dropout draws from tang's GPU Philox generator
 //! ([`manual_seed`]).
 //!
-//! ```no_run
+//! ```
 //! use tang_nn::Module;
 //! use tang_nn::autograd::{RawTensor, Tensor};
 //! use tang_nn::nn::{Linear, functional::cross_entropy};
@@ -97,13 +97,26 @@ use crate::autograd::{Error, Tensor};
 
 /// A module with a forward pass of one tensor to one tensor: what [`Sequential`] chains.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::nn::{Layer, ReLU};
 /// let layers: Vec<Box<dyn Layer>> = vec![Box::new(ReLU)];
 /// assert_eq!(layers.len(), 1);
 /// ```
 pub trait Layer: Module {
     /// The layer applied to `x`.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::nn::{Layer, ReLU, Tanh};
+    /// let layers: Vec<Box<dyn Layer>> = vec![Box::new(ReLU), Box::new(Tanh)];
+    /// let mut h = Tensor::constant(RawTensor::from_slice(&dev, &[-1.0, 0.0], &[2])?);
+    /// for layer in &layers {
+    ///     h = layer.forward(&h)?;
+    /// }
+    /// assert_eq!(h.to_vec()?, [0.0, 0.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// The layer's own (shapes, devices, kernels).

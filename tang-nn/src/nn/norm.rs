@@ -9,7 +9,7 @@ use tang_runtime::Device;
 /// initialises them; PyTorch's default `eps` is `1e-5`. Without a bias
 /// (`bias = false`, nanoGPT's `bias=False`) the state dict holds `weight` alone.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::Module;
 /// use tang_nn::nn::LayerNorm;
 /// let dev = tang_nn::tang_runtime::Device::new()?;
@@ -33,6 +33,15 @@ pub struct LayerNorm {
 
 impl LayerNorm {
     /// A layer norm over a last dimension of `normalized_shape` values.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::nn::LayerNorm;
+    /// let ln = LayerNorm::new(&dev, 8, 1e-5, false)?; // nn.LayerNorm(8, bias=False)
+    /// assert!(ln.bias.is_none() && ln.weight.to_vec()? == [1.0; 8]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when `eps` is negative or not finite, or the device cannot
@@ -61,6 +70,16 @@ impl LayerNorm {
 
     /// `x [.., n]` normalised over its last dimension, scaled and shifted.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let ln = tang_nn::nn::LayerNorm::new(&dev, 2, 1e-5, true)?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 3.0], &[1, 2])?);
+    /// let y = ln.forward(&x)?.to_vec()?;
+    /// assert!((y[0] + 1.0).abs() < 1e-4 && (y[1] - 1.0).abs() < 1e-4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] when `x`'s last dimension is not `n`.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
@@ -80,7 +99,7 @@ impl super::Layer for LayerNorm {
 /// ones. `eps = None` is PyTorch's default, the f32 machine epsilon
 /// (`torch.finfo(torch.float32).eps`, [`f32::EPSILON`]).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::Module;
 /// use tang_nn::nn::RMSNorm;
 /// let dev = tang_nn::tang_runtime::Device::new()?;
@@ -101,6 +120,14 @@ pub struct RMSNorm {
 impl RMSNorm {
     /// An RMS norm over a last dimension of `normalized_shape` values.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let norm = tang_nn::nn::RMSNorm::new(&dev, 8, Some(1e-6))?; // nn.RMSNorm(8, eps=1e-6)
+    /// assert_eq!(norm.eps, 1e-6);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] when `eps` is negative or not finite, or the device cannot
     /// allocate the weight.
@@ -115,6 +142,16 @@ impl RMSNorm {
     }
 
     /// `x [.., n]` normalised over its last dimension and scaled.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let norm = tang_nn::nn::RMSNorm::new(&dev, 2, Some(0.0))?;
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[3.0, 3.0], &[1, 2])?);
+    /// let y = norm.forward(&x)?.to_vec()?; // x / sqrt(mean(x²))
+    /// assert!((y[0] - 1.0).abs() < 1e-6);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when `x`'s last dimension is not `n`.

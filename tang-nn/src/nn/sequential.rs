@@ -8,7 +8,7 @@ use crate::autograd::{Error, Tensor};
 /// by position; parameter-free layers take their index too, so
 /// `Sequential(Linear, ReLU, Linear)` has `0.weight` and `2.weight`, as in PyTorch.
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::Module;
 /// use tang_nn::nn::{Linear, ReLU, Sequential};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
@@ -28,6 +28,12 @@ pub struct Sequential {
 
 impl Sequential {
     /// An empty sequence (its forward is the identity).
+    ///
+    /// ```
+    /// use tang_nn::nn::{ReLU, Sequential};
+    /// let seq = Sequential::new().append(ReLU); // nn.Sequential(); seq.append(nn.ReLU())
+    /// assert_eq!(seq.len(), 1);
+    /// ```
     pub fn new() -> Sequential {
         Sequential::default()
     }
@@ -45,6 +51,21 @@ impl Sequential {
     }
 
     /// Appends `layer` (PyTorch's `append`), builder style; a `Box<dyn Layer>` works too.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::Module;
+    /// use tang_nn::nn::{Linear, ReLU, Sequential};
+    /// let mut rng = tang_nn::rng::SplitMix64::new(0);
+    /// let mlp = Sequential::new()
+    ///     .append(Linear::new(&dev, 4, 8, true, &mut rng)?)
+    ///     .append(ReLU)
+    ///     .append(Linear::new(&dev, 8, 2, true, &mut rng)?);
+    /// let names: Vec<String> = mlp.state_dict().names().map(str::to_string).collect();
+    /// assert_eq!(names, ["0.weight", "0.bias", "2.weight", "2.bias"]); // torch's keys
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[must_use]
     pub fn append(mut self, layer: impl Layer + 'static) -> Sequential {
         self.layers.push(Box::new(layer));
@@ -52,21 +73,46 @@ impl Sequential {
     }
 
     /// The number of layers.
+    ///
+    /// ```
+    /// use tang_nn::nn::{ReLU, Sequential, Tanh};
+    /// assert_eq!(Sequential::new().append(ReLU).append(Tanh).len(), 2); // len(seq)
+    /// ```
     pub fn len(&self) -> usize {
         self.layers.len()
     }
 
     /// Whether there are no layers.
+    ///
+    /// ```
+    /// assert!(tang_nn::nn::Sequential::new().is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.layers.is_empty()
     }
 
     /// Layer `i`.
+    ///
+    /// ```
+    /// use tang_nn::nn::{ReLU, Sequential};
+    /// let seq = Sequential::new().append(ReLU);
+    /// assert!(seq.get(0).is_some() && seq.get(1).is_none()); // seq[0]
+    /// ```
     pub fn get(&self, i: usize) -> Option<&dyn Layer> {
         self.layers.get(i).map(|l| &**l)
     }
 
     /// Each layer applied to the previous one's output.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::nn::{ReLU, Sequential, Tanh};
+    /// let seq = Sequential::new().append(ReLU).append(Tanh);
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[-1.0, 0.0], &[2])?);
+    /// assert_eq!(seq.forward(&x)?.to_vec()?, [0.0, 0.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// The first error of a layer.

@@ -13,6 +13,14 @@ use crate::rng::SplitMix64;
 
 /// The feed-forward activation of a [`TransformerEncoderLayer`] (PyTorch's `activation`
 /// argument, `"relu"` or `"gelu"`).
+///
+/// ```
+/// use tang_nn::nn::{Activation, TransformerEncoderLayerConfig};
+/// // nn.TransformerEncoderLayer(32, 4, activation="gelu")
+/// let cfg = TransformerEncoderLayerConfig { activation: Activation::Gelu, ..TransformerEncoderLayerConfig::new(32, 4) };
+/// assert_eq!(TransformerEncoderLayerConfig::new(32, 4).activation, Activation::Relu);
+/// # let _ = cfg;
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Activation {
     /// `max(x, 0)` (PyTorch's default).
@@ -24,6 +32,18 @@ pub enum Activation {
 
 /// The options of a [`TransformerEncoderLayer`], PyTorch's defaults from
 /// [`TransformerEncoderLayerConfig::new`].
+///
+/// ```
+/// use tang_nn::nn::TransformerEncoderLayerConfig;
+/// // nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, dropout=0.0, batch_first=True)
+/// let cfg = TransformerEncoderLayerConfig {
+///     dim_feedforward: 64,
+///     dropout: 0.0,
+///     batch_first: true,
+///     ..TransformerEncoderLayerConfig::new(32, 4)
+/// };
+/// assert!(!cfg.norm_first && cfg.layer_norm_eps == 1e-5);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TransformerEncoderLayerConfig {
     /// Features of the input, `E`.
@@ -48,6 +68,11 @@ pub struct TransformerEncoderLayerConfig {
 
 impl TransformerEncoderLayerConfig {
     /// PyTorch's defaults for `nn.TransformerEncoderLayer(d_model, nhead)`.
+    ///
+    /// ```
+    /// let cfg = tang_nn::nn::TransformerEncoderLayerConfig::new(512, 8);
+    /// assert_eq!((cfg.dim_feedforward, cfg.dropout, cfg.batch_first), (2048, 0.1, false)); // torch's defaults
+    /// ```
     pub fn new(d_model: usize, nhead: usize) -> TransformerEncoderLayerConfig {
         TransformerEncoderLayerConfig {
             d_model,
@@ -65,7 +90,7 @@ impl TransformerEncoderLayerConfig {
 
 /// One transformer encoder layer (PyTorch's `nn.TransformerEncoderLayer`).
 ///
-/// ```no_run
+/// ```
 /// use tang_nn::Module;
 /// use tang_nn::autograd::{RawTensor, Tensor};
 /// use tang_nn::nn::{AttnMask, TransformerEncoderLayer, TransformerEncoderLayerConfig};
@@ -103,6 +128,17 @@ pub struct TransformerEncoderLayer {
 impl TransformerEncoderLayer {
     /// A layer initialised as PyTorch initialises one.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::Module;
+    /// use tang_nn::nn::{TransformerEncoderLayer, TransformerEncoderLayerConfig};
+    /// let cfg = TransformerEncoderLayerConfig { dim_feedforward: 16, ..TransformerEncoderLayerConfig::new(8, 2) };
+    /// let layer = TransformerEncoderLayer::new(&dev, &cfg, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// assert!(layer.state_dict().contains("self_attn.in_proj_weight")); // torch's keys
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Runtime`] when `nhead` does not divide `d_model`, `dropout` is outside
     /// `[0, 1]`, or the device fails.
@@ -135,6 +171,16 @@ impl TransformerEncoderLayer {
     }
 
     /// The layer's options.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::nn::{TransformerEncoderLayer, TransformerEncoderLayerConfig};
+    /// let cfg = TransformerEncoderLayerConfig { dim_feedforward: 16, ..TransformerEncoderLayerConfig::new(8, 2) };
+    /// let layer = TransformerEncoderLayer::new(&dev, &cfg, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// assert_eq!(layer.config().dim_feedforward, 16);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn config(&self) -> &TransformerEncoderLayerConfig {
         &self.config
     }
@@ -158,6 +204,19 @@ impl TransformerEncoderLayer {
 
     /// The layer applied to `src` (`[N, S, E]` with `batch_first`, else `[S, N, E]`), with
     /// `mask` as PyTorch's `src_mask` / `is_causal`.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::Module;
+    /// use tang_nn::nn::{AttnMask, TransformerEncoderLayer, TransformerEncoderLayerConfig};
+    /// let cfg = TransformerEncoderLayerConfig { dim_feedforward: 16, ..TransformerEncoderLayerConfig::new(8, 2) };
+    /// let layer = TransformerEncoderLayer::new(&dev, &cfg, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// layer.eval(); // no dropout
+    /// let src = Tensor::constant(RawTensor::zeros(&dev, &[3, 1, 8])?); // [S, N, E]
+    /// assert_eq!(layer.forward(&src, AttnMask::None)?.shape(), &[3, 1, 8]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when `src` does not have `d_model` features or the mask does

@@ -28,9 +28,27 @@ use super::optimizer::{Algorithm, Optimizer, flag, require};
 use super::state::{Hyper, ParamState};
 
 /// Adam over named parameters (PyTorch's `torch.optim.Adam`).
+///
+/// ```
+/// use tang_nn::optim::{Adam, AdamOptions};
+/// # use tang_nn::tang_runtime::{Device, Tensor};
+/// # let dev = Device::new()?;
+/// let w = Tensor::from_slice(&dev, &[1.0], &[1])?;
+/// let mut opt = Adam::new([("w", w.clone())], AdamOptions { lr: 0.1, ..AdamOptions::default() })?; // Adam([w], lr=0.1)
+/// opt.step(&[("w", &Tensor::from_slice(&dev, &[0.5], &[1])?)])?;
+/// assert!((w.to_vec()?[0] - 0.9).abs() < 1e-6); // Adam's first step moves by lr
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub type Adam = Optimizer<AdamOptions>;
 
 /// Adam's hyperparameters, with PyTorch's defaults.
+///
+/// ```
+/// use tang_nn::optim::AdamOptions;
+/// // torch.optim.Adam(params, lr=1e-3, betas=(0.9, 0.95), amsgrad=True)
+/// let opts = AdamOptions { betas: (0.9, 0.95), amsgrad: true, ..AdamOptions::default() };
+/// assert_eq!((opts.eps, opts.weight_decay), (1e-8, 0.0));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AdamOptions {
     /// Learning rate (default 1e-3).

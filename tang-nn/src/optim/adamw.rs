@@ -11,9 +11,29 @@ use super::optimizer::{Algorithm, Optimizer};
 use super::state::{Hyper, ParamState};
 
 /// AdamW over named parameters (PyTorch's `torch.optim.AdamW`).
+///
+/// ```
+/// use tang_nn::optim::{AdamW, AdamWOptions};
+/// # use tang_nn::tang_runtime::{Device, Tensor};
+/// # let dev = Device::new()?;
+/// let w = Tensor::from_slice(&dev, &[1.0], &[1])?;
+/// let opts = AdamWOptions { lr: 0.1, weight_decay: 0.1, ..AdamWOptions::default() };
+/// let mut opt = AdamW::new([("w", w.clone())], opts)?; // AdamW([w], lr=0.1, weight_decay=0.1)
+/// opt.step(&[("w", &Tensor::from_slice(&dev, &[0.5], &[1])?)])?;
+/// assert!((w.to_vec()?[0] - (0.99 - 0.1)).abs() < 1e-6); // decay, then the Adam step
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub type AdamW = Optimizer<AdamWOptions>;
 
 /// AdamW's hyperparameters, with PyTorch's defaults.
+///
+/// ```
+/// use tang_nn::optim::AdamWOptions;
+/// // nanoGPT: AdamW(lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1)
+/// let opts = AdamWOptions { lr: 6e-4, betas: (0.9, 0.95), weight_decay: 0.1, ..AdamWOptions::default() };
+/// assert_eq!(AdamWOptions::default().weight_decay, 1e-2); // PyTorch's default
+/// # let _ = opts;
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AdamWOptions {
     /// Learning rate (default 1e-3).

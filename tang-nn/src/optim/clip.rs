@@ -29,6 +29,17 @@ use super::optimizer::{check_scalar, require};
 
 /// The global norm of a set of gradients and the coefficient that clips it, both
 /// one-element tensors on the device.
+///
+/// ```
+/// use tang_nn::optim::grad_norm;
+/// # use tang_nn::tang_runtime::{Device, Tensor};
+/// # let dev = Device::new()?;
+/// let g = Tensor::from_slice(&dev, &[3.0, 4.0], &[2])?;
+/// let norm = grad_norm([&g], 10.0)?;
+/// assert_eq!(norm.total_norm.to_vec()?, [5.0]);
+/// assert_eq!(norm.clip_coef.to_vec()?, [1.0]); // under max_norm: no clipping
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct GradNorm {
     /// The L2 norm of all gradients taken together (what `clip_grad_norm_` returns).
@@ -47,6 +58,17 @@ fn l2_norm(x: &Tensor) -> Result<Tensor, OptimError> {
 
 /// The global L2 norm of `grads` and the coefficient that clips it to `max_norm`,
 /// computed on the device without a host read.
+///
+/// ```
+/// use tang_nn::optim::{grad_norm, scale_grads_};
+/// # use tang_nn::tang_runtime::{Device, Tensor};
+/// # let dev = Device::new()?;
+/// let (g1, g2) = (Tensor::from_slice(&dev, &[3.0], &[1])?, Tensor::from_slice(&dev, &[4.0], &[1])?);
+/// let norm = grad_norm([&g1, &g2], 1.0)?; // the norm, nothing changed yet
+/// scale_grads_([&g1, &g2], &norm.clip_coef)?; // what clip_grad_norm_ does next
+/// assert!((g1.to_vec()?[0] - 0.6).abs() < 1e-5);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 /// [`OptimError::InvalidOption`] for a negative or NaN `max_norm`,
@@ -82,6 +104,18 @@ pub fn grad_norm<'a>(
 /// place by `min(max_norm / (total_norm + 1e-6), 1)` and returns the total norm as a
 /// one-element device tensor. Nothing is read back to the host.
 ///
+/// ```
+/// use tang_nn::optim::clip_grad_norm_;
+/// # use tang_nn::tang_runtime::{Device, Tensor};
+/// # let dev = Device::new()?;
+/// let g = Tensor::from_slice(&dev, &[3.0, 4.0], &[2])?;
+/// let total = clip_grad_norm_([&g], 1.0)?; // torch.nn.utils.clip_grad_norm_(params, 1.0)
+/// assert_eq!(total.to_vec()?, [5.0]);
+/// let clipped = g.to_vec()?;
+/// assert!((clipped[0] - 0.6).abs() < 1e-5 && (clipped[1] - 0.8).abs() < 1e-5);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// # Errors
 /// As [`grad_norm`].
 pub fn clip_grad_norm_<'a>(
@@ -96,6 +130,16 @@ pub fn clip_grad_norm_<'a>(
 
 /// Multiplies every gradient in place by `coef`, a one-element device tensor (e.g.
 /// [`GradNorm::clip_coef`]).
+///
+/// ```
+/// use tang_nn::optim::scale_grads_;
+/// # use tang_nn::tang_runtime::{Device, Tensor};
+/// # let dev = Device::new()?;
+/// let g = Tensor::from_slice(&dev, &[2.0, 4.0], &[2])?;
+/// scale_grads_([&g], &Tensor::from_slice(&dev, &[0.5], &[1])?)?;
+/// assert_eq!(g.to_vec()?, [1.0, 2.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 /// [`OptimError::NotScalar`] when `coef` has more than one element; as [`grad_norm`].

@@ -6,6 +6,18 @@ use std::fmt;
 use crate::safetensors::SafetensorsError;
 
 /// Everything that can go wrong in `tang_nn::optim`.
+///
+/// ```
+/// use tang_nn::optim::{OptimError, Sgd, SgdOptions};
+/// # use tang_nn::tang_runtime::{Device, Tensor};
+/// # let dev = Device::new()?;
+/// let err = Sgd::new([("w", Tensor::zeros(&dev, &[1])?)], SgdOptions { lr: -1.0, ..SgdOptions::default() })
+///     .err()
+///     .ok_or("a negative lr is refused")?;
+/// assert!(matches!(err, OptimError::InvalidOption { option: "lr", .. }));
+/// println!("{err}"); // names the option and what it must be
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum OptimError {

@@ -32,6 +32,13 @@ pub mod kernels {
     /// The high half of `a` (Veltkamp's split with 2^12 + 1: 12 significant bits).
     /// `one` (a uniform holding 1) keeps the compiler from simplifying `c - (c - a)`
     /// to `a`, which is true of real numbers and false of floats.
+    ///
+    /// ```
+    /// use tang_nn::optim::kernels::split_hi;
+    /// let x = 1.0 + f32::EPSILON;
+    /// let hi = split_hi(x, 1.0); // the kernels are ordinary functions on the host too
+    /// assert!(hi == 1.0 && x - hi == f32::EPSILON); // hi + lo is x exactly
+    /// ```
     pub fn split_hi(a: f32, one: f32) -> f32 {
         let c = (4097.0 * a) * one;
         c - (c - a) * one
@@ -44,6 +51,13 @@ pub mod kernels {
     /// transformations by the laws of real numbers. Where `fma` is not fused, the
     /// product's exact error (Dekker) and the sum's (Knuth's two-sum) are added back;
     /// inputs so large that the split overflows fall back to `fma`.
+    ///
+    /// ```
+    /// use tang_nn::optim::kernels::fused_mul_add;
+    /// let a = 1.0 + f32::EPSILON;
+    /// // Rounded once, as f32::mul_add (a product then a sum would lose the ε² term).
+    /// assert_eq!(fused_mul_add(a, a, -1.0, 1.0), a.mul_add(a, -1.0));
+    /// ```
     pub fn fused_mul_add(a: f32, b: f32, c: f32, one: f32) -> f32 {
         let native = a.mul_add(b, c);
         let probe_a = one + 1.0 / 4096.0;
@@ -72,6 +86,11 @@ pub mod kernels {
     }
 
     /// Whether `x` is finite (NaN fails the comparison).
+    ///
+    /// ```
+    /// use tang_nn::optim::kernels::finite;
+    /// assert_eq!((finite(1.0), finite(f32::INFINITY), finite(f32::NAN)), (1.0, 0.0, 0.0));
+    /// ```
     pub fn finite(x: f32) -> f32 {
         if x.abs() <= 3.402_823_5e38 { 1.0 } else { 0.0 }
     }
@@ -84,6 +103,11 @@ pub mod kernels {
     /// divisor past 2^126, whose reciprocal is subnormal, is scaled by 1/4 first (with the
     /// dividend, exactly). Where a residual is not finite (a zero or infinite divisor, an
     /// infinite dividend) the quotient is already what IEEE gives.
+    ///
+    /// ```
+    /// use tang_nn::optim::kernels::divide;
+    /// assert_eq!(divide(1.0, 3.0, 1.0), 1.0f32 / 3.0); // correctly rounded
+    /// ```
     pub fn divide(a: f32, b: f32, one: f32) -> f32 {
         let scale = if b.abs() > 8.507_059e37 { 0.25 } else { 1.0 };
         let a = a * scale;
@@ -105,6 +129,11 @@ pub mod kernels {
 
     /// `sqrt(x)` correctly rounded: the root corrected by the exact residual `x - s * s`.
     /// Zero, infinity and NaN keep `sqrt`'s own result.
+    ///
+    /// ```
+    /// use tang_nn::optim::kernels::square_root;
+    /// assert_eq!(square_root(2.0, 1.0), 2f32.sqrt()); // correctly rounded
+    /// ```
     pub fn square_root(x: f32, one: f32) -> f32 {
         let s = x.sqrt();
         let r = fused_mul_add(-s, s, x, one);
@@ -118,6 +147,12 @@ pub mod kernels {
 
     /// The gradient an update uses: times the clip coefficient, negated to maximize, plus
     /// the L2 penalty `l2 * p` (PyTorch's `grad.add(param, alpha=weight_decay)`).
+    ///
+    /// ```
+    /// use tang_nn::optim::kernels::effective_grad;
+    /// // p = 2, grad = 0.5, clip_coef = 1, maximize off, weight decay 0.1: 0.5 + 0.1 * 2
+    /// assert_eq!(effective_grad(2.0, 0.5, 1.0, 0.0, 0.1, 1.0), 0.7);
+    /// ```
     pub fn effective_grad(
         p: f32,
         grad: f32,
@@ -138,6 +173,13 @@ pub mod kernels {
 
     /// One SGD step without momentum, in place. `clip_coef` (one element) multiplies
     /// the gradient; flags are 1.0 or 0.0; `one` is 1.0 (see [`fused_mul_add`]).
+    ///
+    /// ```
+    /// use tang_nn::optim::kernels::sgd_update;
+    /// let mut p = 1.0;
+    /// sgd_update(&mut p, 0.5, 1.0, 0.0, 0.0, -0.1, 1.0); // p -= lr * grad with lr 0.1
+    /// assert_eq!(p, 0.95);
+    /// ```
     #[kernel]
     #[allow(clippy::too_many_arguments)]
     pub fn sgd_update(
@@ -155,6 +197,14 @@ pub mod kernels {
 
     /// One SGD step with a momentum buffer, in place. `first` (1.0 on the parameter's
     /// first step) starts the buffer at the gradient, as PyTorch does.
+    ///
+    /// ```
+    /// use tang_nn::optim::kernels::sgd_momentum_update;
+    /// let (mut p, mut buf) = (1.0, 0.0);
+    /// // The first step starts the buffer at the gradient: p -= 0.1 * 0.5.
+    /// sgd_momentum_update(&mut p, &mut buf, 0.5, 1.0, 0.0, 0.0, -0.1, 0.9, 1.0, 0.0, 1.0, 1.0);
+    /// assert_eq!((p, buf), (0.95, 0.5));
+    /// ```
     #[kernel]
     #[allow(clippy::too_many_arguments)]
     pub fn sgd_momentum_update(
@@ -188,6 +238,11 @@ pub mod kernels {
 
     /// PyTorch's `lerp(m, g, w)` as its vectorised kernel computes it (from `m` for a
     /// weight under 0.5, from `g` otherwise).
+    ///
+    /// ```
+    /// use tang_nn::optim::kernels::lerp;
+    /// assert_eq!(lerp(0.0, 1.0, 0.1, 1.0), 0.1); // torch.lerp(m, g, 0.1)
+    /// ```
     pub fn lerp(m: f32, g: f32, w: f32, one: f32) -> f32 {
         if w.abs() < 0.5 {
             fused_mul_add(w, g - m, m, one)
@@ -198,6 +253,17 @@ pub mod kernels {
 
     /// One Adam or AdamW step, in place. `decay` is `1 - lr * weight_decay` for AdamW
     /// (1 otherwise), `l2` Adam's weight decay (0 for AdamW).
+    ///
+    /// ```
+    /// use tang_nn::optim::kernels::adam_update;
+    /// let (mut p, mut m, mut v) = (1.0f32, 0.0, 0.0);
+    /// // Adam's first step with lr 0.1: m = 0.1 g, v = 0.001 g², p -= 0.1 m̂ / (sqrt(v̂) + eps).
+    /// let (b1, b2) = (0.9f32, 0.999f32);
+    /// let step_size = -0.1 / (1.0 - b1);
+    /// let bc2_sqrt = (1.0 - b2).sqrt();
+    /// adam_update(&mut p, &mut m, &mut v, 0.5, 1.0, 0.0, 0.0, 1.0, 1.0 - b1, b2, 1.0 - b2, step_size, bc2_sqrt, 1e-8, 1.0);
+    /// assert!((p - 0.9).abs() < 1e-6); // the first step moves by lr
+    /// ```
     #[kernel]
     #[allow(clippy::too_many_arguments)]
     pub fn adam_update(
@@ -228,6 +294,15 @@ pub mod kernels {
     }
 
     /// [`adam_update()`] with AMSGrad's running maximum of the second moment.
+    ///
+    /// ```
+    /// use tang_nn::optim::kernels::adam_amsgrad_update;
+    /// let (mut p, mut m, mut v, mut v_max) = (1.0f32, 0.0, 0.0, 0.0);
+    /// let (b1, b2) = (0.9f32, 0.999f32);
+    /// let (step_size, bc2_sqrt) = (-0.1 / (1.0 - b1), (1.0 - b2).sqrt());
+    /// adam_amsgrad_update(&mut p, &mut m, &mut v, &mut v_max, 0.5, 1.0, 0.0, 0.0, 1.0, 1.0 - b1, b2, 1.0 - b2, step_size, bc2_sqrt, 1e-8, 1.0);
+    /// assert!((p - 0.9).abs() < 1e-6 && v_max == v);
+    /// ```
     #[kernel]
     #[allow(clippy::too_many_arguments)]
     pub fn adam_amsgrad_update(
@@ -273,12 +348,20 @@ pub mod kernels {
     }
 
     /// `x * x`: the squares a norm sums.
+    ///
+    /// ```
+    /// assert_eq!(tang_nn::optim::kernels::square(3.0), 9.0);
+    /// ```
     #[kernel]
     pub fn square(x: f32) -> f32 {
         x * x
     }
 
     /// A norm from its sum of squares, correctly rounded (`one` is 1).
+    ///
+    /// ```
+    /// assert_eq!(tang_nn::optim::kernels::norm_from_sum_of_squares(25.0, 1.0), 5.0);
+    /// ```
     #[kernel]
     pub fn norm_from_sum_of_squares(x: f32, #[uniform] one: f32) -> f32 {
         square_root(x, one)
@@ -286,6 +369,12 @@ pub mod kernels {
 
     /// PyTorch's `clamp(max_norm / (total_norm + 1e-6), max=1)`, the division correctly
     /// rounded; a NaN norm gives NaN, as `clamp` keeps NaN.
+    ///
+    /// ```
+    /// use tang_nn::optim::kernels::clip_coefficient;
+    /// assert_eq!(clip_coefficient(0.5, 1.0, 1.0), 1.0); // under max_norm: unchanged
+    /// assert!((clip_coefficient(4.0, 1.0, 1.0) - 0.25).abs() < 1e-6);
+    /// ```
     #[kernel]
     pub fn clip_coefficient(total_norm: f32, #[uniform] max_norm: f32, #[uniform] one: f32) -> f32 {
         let c = divide(max_norm, total_norm + 1e-6, one);
@@ -293,6 +382,12 @@ pub mod kernels {
     }
 
     /// `g *= coef` with a one-element `coef` broadcast to every element.
+    ///
+    /// ```
+    /// let mut g = 2.0;
+    /// tang_nn::optim::kernels::scale_in_place(&mut g, 0.5);
+    /// assert_eq!(g, 1.0);
+    /// ```
     #[kernel]
     pub fn scale_in_place(g: &mut f32, coef: f32) {
         *g *= coef;
@@ -300,6 +395,10 @@ pub mod kernels {
 
     /// A copy of a state tensor on the device (so that two optimizers loaded from one
     /// checkpoint never share, and update, one buffer).
+    ///
+    /// ```
+    /// assert_eq!(tang_nn::optim::kernels::copy_state(1.5), 1.5);
+    /// ```
     #[kernel]
     pub fn copy_state(x: f32) -> f32 {
         x

@@ -12,8 +12,33 @@ use std::collections::{BTreeMap, HashMap};
 use tang_runtime::Tensor;
 
 /// The gradient of each parameter, looked up by the parameter's name.
+///
+/// ```
+/// use std::collections::HashMap;
+/// use tang_nn::optim::{Gradients, Sgd, SgdOptions};
+/// # use tang_nn::tang_runtime::{Device, Tensor};
+/// # let dev = Device::new()?;
+/// let w = Tensor::from_slice(&dev, &[1.0], &[1])?;
+/// let mut opt = Sgd::new([("w", w.clone())], SgdOptions { lr: 0.5, ..SgdOptions::default() })?;
+/// let mut grads: HashMap<String, Tensor> = HashMap::new(); // any name -> gradient map
+/// grads.insert("w".into(), Tensor::from_slice(&dev, &[1.0], &[1])?);
+/// assert!(grads.grad("w").is_some());
+/// opt.step(&grads)?;
+/// assert_eq!(w.to_vec()?, [0.5]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait Gradients {
     /// The gradient of parameter `name`, or `None` when it has none this step.
+    ///
+    /// ```
+    /// use tang_nn::optim::Gradients;
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let g = Tensor::zeros(&dev, &[2])?;
+    /// let grads = [("fc.weight", &g)]; // a slice of pairs is a Gradients too
+    /// assert!(grads.grad("fc.weight").is_some() && grads.grad("fc.bias").is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn grad(&self, name: &str) -> Option<&Tensor>;
 }
 
@@ -57,6 +82,21 @@ impl Gradients for Vec<(String, Tensor)> {
 /// names of the parameters they belong to: what a training loop passes to
 /// [`super::Optimizer::step`]. Parameters without a gradient (frozen, or unused by this
 /// loss) have none here either.
+///
+/// ```
+/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// use tang_nn::Module;
+/// use tang_nn::nn::Linear;
+/// use tang_nn::optim::{NamedGradients, Sgd, SgdOptions, named_parameters_of};
+/// let fc = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+/// let mut opt = Sgd::new(named_parameters_of(&fc), SgdOptions::default())?;
+/// let x = Tensor::constant(RawTensor::zeros(&dev, &[1, 2])?);
+/// let grads = fc.forward(&x)?.sum_all()?.backward()?;
+/// let params = fc.named_parameters();
+/// opt.step(&NamedGradients::new(&params, &grads))?; // optimizer.step()
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct NamedGradients<'a> {
     /// In the parameters' order, so that a norm over them sums in a fixed order.
@@ -67,6 +107,18 @@ pub struct NamedGradients<'a> {
 impl<'a> NamedGradients<'a> {
     /// The gradient of each of `params` (name and parameter, as a module's
     /// `named_parameters()` lists them) found in `grads`.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::optim::NamedGradients;
+    /// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[3.0], &[1])?);
+    /// let grads = w.sum_all()?.backward()?;
+    /// let params = vec![("w".to_string(), w.clone())];
+    /// let named = NamedGradients::new(&params, &grads);
+    /// assert_eq!(named.len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(
         params: &'a [(String, crate::autograd::Tensor)],
         grads: &'a crate::autograd::Gradients,
@@ -84,16 +136,53 @@ impl<'a> NamedGradients<'a> {
     }
 
     /// The gradients in the parameters' order (for [`super::grad_norm`]).
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::optim::{NamedGradients, grad_norm};
+    /// let w = Tensor::parameter(RawTensor::zeros(&dev, &[2])?);
+    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[3.0, 4.0], &[2])?);
+    /// let grads = w.mul(&x)?.sum_all()?.backward()?; // the gradient is x
+    /// let params = vec![("w".to_string(), w.clone())];
+    /// let named = NamedGradients::new(&params, &grads);
+    /// assert_eq!(grad_norm(named.tensors(), 1.0)?.total_norm.to_vec()?, [5.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn tensors(&self) -> impl Iterator<Item = &'a Tensor> + '_ {
         self.ordered.iter().map(|(_, t)| *t)
     }
 
     /// How many parameters have a gradient.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::optim::NamedGradients;
+    /// let used = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
+    /// let unused = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
+    /// let grads = used.sum_all()?.backward()?;
+    /// let params = vec![("used".to_string(), used.clone()), ("unused".to_string(), unused.clone())];
+    /// assert_eq!(NamedGradients::new(&params, &grads).len(), 1); // no gradient, no entry
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.ordered.len()
     }
 
     /// Whether no parameter has a gradient.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::autograd::Gradients;
+    /// use tang_nn::optim::NamedGradients;
+    /// let w = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
+    /// let params = vec![("w".to_string(), w)];
+    /// let none = Gradients::default();
+    /// assert!(NamedGradients::new(&params, &none).is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.ordered.is_empty()
     }

@@ -8,6 +8,18 @@
 use tang_runtime::Tensor;
 
 /// Named parameters with optional per-group overrides of the defaults.
+///
+/// ```
+/// use tang_nn::optim::{ParamGroup, Sgd, SgdOptions};
+/// # use tang_nn::tang_runtime::{Device, Tensor};
+/// # let dev = Device::new()?;
+/// let (w, b) = (Tensor::zeros(&dev, &[2, 2])?, Tensor::zeros(&dev, &[2])?);
+/// // torch.optim.SGD([{"params": [w]}, {"params": [b], "lr": 0.01}], lr=0.1)
+/// let groups = vec![ParamGroup::new([("w", w)]), ParamGroup::new([("b", b)]).with_lr(0.01)];
+/// let opt = Sgd::with_groups(groups, SgdOptions { lr: 0.1, ..SgdOptions::default() })?;
+/// assert_eq!(opt.groups()[1].options.lr, 0.01);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct ParamGroup {
     /// The parameters, by name (as `named_parameters()` names them).
@@ -20,6 +32,15 @@ pub struct ParamGroup {
 
 impl ParamGroup {
     /// A group of `params` with the optimizer's default options.
+    ///
+    /// ```
+    /// use tang_nn::optim::ParamGroup;
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let group = ParamGroup::new([("fc.weight", Tensor::zeros(&dev, &[2, 2])?)]);
+    /// assert_eq!((group.params.len(), group.lr), (1, None));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new<N: Into<String>>(params: impl IntoIterator<Item = (N, Tensor)>) -> Self {
         ParamGroup {
             params: params.into_iter().map(|(n, t)| (n.into(), t)).collect(),
@@ -29,12 +50,30 @@ impl ParamGroup {
     }
 
     /// The same group with its own learning rate.
+    ///
+    /// ```
+    /// use tang_nn::optim::ParamGroup;
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let group = ParamGroup::new([("head.weight", Tensor::zeros(&dev, &[2, 2])?)]).with_lr(1e-4);
+    /// assert_eq!(group.lr, Some(1e-4));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_lr(mut self, lr: f64) -> Self {
         self.lr = Some(lr);
         self
     }
 
     /// The same group with its own weight decay.
+    ///
+    /// ```
+    /// use tang_nn::optim::ParamGroup;
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let group = ParamGroup::new([("ln.weight", Tensor::zeros(&dev, &[2])?)]).with_weight_decay(0.0);
+    /// assert_eq!(group.weight_decay, Some(0.0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_weight_decay(mut self, weight_decay: f64) -> Self {
         self.weight_decay = Some(weight_decay);
         self
@@ -45,6 +84,19 @@ impl ParamGroup {
 /// `named_parameters()` (tied parameters once, frozen ones left out, as PyTorch users
 /// write `[p for p in model.parameters() if p.requires_grad]`), each the device tensor
 /// the parameter holds (a clone sharing its buffer, so updates reach the model).
+///
+/// ```
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// use tang_nn::nn::Linear;
+/// use tang_nn::optim::{AdamW, AdamWOptions, named_parameters_of};
+/// let fc = Linear::new(&dev, 4, 2, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+/// fc.weight.requires_grad_(false)?; // frozen: left out
+/// let params = named_parameters_of(&fc);
+/// assert_eq!(params.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["bias"]);
+/// let opt = AdamW::new(params, AdamWOptions::default())?; // AdamW(p for p in m.parameters() if p.requires_grad)
+/// # let _ = opt;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn named_parameters_of<M: crate::module::Module + ?Sized>(model: &M) -> Vec<(String, Tensor)> {
     model
         .named_parameters()
@@ -57,6 +109,18 @@ pub fn named_parameters_of<M: crate::module::Module + ?Sized>(model: &M) -> Vec<
 /// nanoGPT's two groups (`configure_optimizers`): parameters of two or more dimensions
 /// (matmul weights, embeddings) decay by `weight_decay`; the rest (biases, norm weights)
 /// do not decay. Order within each group is kept.
+///
+/// ```
+/// use tang_nn::optim::{AdamW, AdamWOptions, decay_groups};
+/// # use tang_nn::tang_runtime::{Device, Tensor};
+/// # let dev = Device::new()?;
+/// let params = [("fc.weight", Tensor::zeros(&dev, &[2, 2])?), ("fc.bias", Tensor::zeros(&dev, &[2])?)];
+/// let [decay, no_decay] = decay_groups(params, 0.1); // nanoGPT's configure_optimizers
+/// assert_eq!((decay.params[0].0.as_str(), no_decay.params[0].0.as_str()), ("fc.weight", "fc.bias"));
+/// let opt = AdamW::with_groups(vec![decay, no_decay], AdamWOptions::default())?;
+/// assert_eq!(opt.groups()[1].options.weight_decay, 0.0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn decay_groups<N: Into<String>>(
     params: impl IntoIterator<Item = (N, Tensor)>,
     weight_decay: f64,
@@ -80,6 +144,16 @@ pub fn decay_groups<N: Into<String>>(
 }
 
 /// One resolved group of an optimizer: its full options and its parameters' names.
+///
+/// ```
+/// use tang_nn::optim::{Sgd, SgdOptions};
+/// # use tang_nn::tang_runtime::{Device, Tensor};
+/// # let dev = Device::new()?;
+/// let mut opt = Sgd::new([("w", Tensor::zeros(&dev, &[2])?)], SgdOptions::default())?;
+/// opt.groups_mut()[0].options.momentum = 0.9; // optimizer.param_groups[0]["momentum"] = 0.9
+/// assert_eq!(opt.groups()[0].names(), ["w"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Group<A> {
     /// The options every parameter of the group is updated with; change them between
@@ -90,6 +164,15 @@ pub struct Group<A> {
 
 impl<A> Group<A> {
     /// The names of the group's parameters, in the order given.
+    ///
+    /// ```
+    /// use tang_nn::optim::{Sgd, SgdOptions};
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let opt = Sgd::new([("a", Tensor::zeros(&dev, &[1])?), ("b", Tensor::zeros(&dev, &[1])?)], SgdOptions::default())?;
+    /// assert_eq!(opt.groups()[0].names(), ["a", "b"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn names(&self) -> &[String] {
         &self.names
     }

@@ -6,7 +6,7 @@
 //! records its launches without reading anything back, and clipping keeps the norm and
 //! its coefficient on the device, so `backward -> clip -> step` performs no host read.
 //!
-//! ```no_run
+//! ```
 //! use tang_nn::optim::{AdamW, AdamWOptions, clip_grad_norm_, decay_groups};
 //! use tang_nn::tang_runtime::{Device, Tensor};
 //! let dev = Device::new()?;

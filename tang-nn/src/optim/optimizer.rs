@@ -22,29 +22,91 @@ use super::state::{Hyper, ParamState};
 /// One optimization algorithm: its options (one value per group) and its update.
 /// Implemented by [`super::SgdOptions`], [`super::AdamOptions`] and
 /// [`super::AdamWOptions`]; [`Optimizer`] does the rest.
+///
+/// ```
+/// use tang_nn::optim::{Algorithm, AdamWOptions};
+/// assert_eq!(AdamWOptions::NAME, "AdamW"); // what saved state records
+/// AdamWOptions::default().validate()?;
+/// assert!(AdamWOptions { lr: -1.0, ..AdamWOptions::default() }.validate().is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait Algorithm: Clone + std::fmt::Debug + PartialEq {
     /// PyTorch's class name ("SGD", "Adam", "AdamW"), recorded in saved state.
+    ///
+    /// ```
+    /// use tang_nn::optim::{Algorithm, SgdOptions};
+    /// assert_eq!(SgdOptions::NAME, "SGD"); // type(optimizer).__name__
+    /// ```
     const NAME: &'static str;
     /// Whether a parameter's state holds a step count (Adam's `state["step"]`).
+    ///
+    /// ```
+    /// use tang_nn::optim::{AdamOptions, Algorithm, SgdOptions};
+    /// assert!(AdamOptions::COUNTS_STEPS && !SgdOptions::COUNTS_STEPS);
+    /// ```
     const COUNTS_STEPS: bool;
     /// The names of the state buffers a parameter may hold (PyTorch's state keys).
+    ///
+    /// ```
+    /// use tang_nn::optim::{AdamWOptions, Algorithm};
+    /// assert_eq!(AdamWOptions::BUFFERS, ["exp_avg", "exp_avg_sq", "max_exp_avg_sq"]);
+    /// ```
     const BUFFERS: &'static [&'static str];
     /// The buffers every parameter with state has (the others are optional).
+    ///
+    /// ```
+    /// use tang_nn::optim::{AdamOptions, Algorithm};
+    /// assert!(!AdamOptions::REQUIRED.contains(&"max_exp_avg_sq")); // AMSGrad's buffer is optional
+    /// ```
     const REQUIRED: &'static [&'static str];
 
     /// Checks every option against PyTorch's rules.
+    ///
+    /// ```
+    /// use tang_nn::optim::{Algorithm, SgdOptions};
+    /// // torch.optim.SGD(params, lr=0.1, nesterov=True) raises: nesterov needs momentum.
+    /// let bad = SgdOptions { lr: 0.1, nesterov: true, ..SgdOptions::default() };
+    /// assert!(bad.validate().is_err());
+    /// ```
     ///
     /// # Errors
     /// [`OptimError::InvalidOption`] naming the first bad option.
     fn validate(&self) -> Result<(), OptimError>;
     /// The options by PyTorch name, as saved with the state (every algorithm has `lr`
     /// and `weight_decay`).
+    ///
+    /// ```
+    /// use tang_nn::optim::{Algorithm, Hyper, SgdOptions};
+    /// let hyper = SgdOptions::default().hyperparameters();
+    /// assert!(hyper.contains(&("lr", Hyper::Float(1e-3))));
+    /// ```
     fn hyperparameters(&self) -> Vec<(&'static str, Hyper)>;
     /// Sets the option `name` from saved state; `false` when there is no such option or
     /// the value has the wrong kind.
+    ///
+    /// ```
+    /// use tang_nn::optim::{Algorithm, Hyper, SgdOptions};
+    /// let mut opts = SgdOptions::default();
+    /// assert!(opts.set_hyperparameter("momentum", Hyper::Float(0.9)));
+    /// assert!(!opts.set_hyperparameter("betas", Hyper::Pair(0.9, 0.999))); // not SGD's
+    /// assert_eq!(opts.momentum, 0.9);
+    /// ```
     fn set_hyperparameter(&mut self, name: &str, value: Hyper) -> bool;
     /// Records the update of one parameter from its gradient times `clip_coef` (a
     /// one-element tensor), creating or advancing its state.
+    ///
+    /// ```
+    /// use tang_nn::optim::{Algorithm, ParamState, SgdOptions};
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let p = Tensor::from_slice(&dev, &[1.0], &[1])?;
+    /// let g = Tensor::from_slice(&dev, &[1.0], &[1])?;
+    /// let one = Tensor::from_slice(&dev, &[1.0], &[1])?; // clip coefficient: unclipped
+    /// let mut state = ParamState::default();
+    /// SgdOptions { lr: 0.5, ..SgdOptions::default() }.update(&p, &g, &one, &mut state)?;
+    /// assert_eq!(p.to_vec()?, [0.5]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`OptimError::Runtime`] when the device fails.
@@ -67,6 +129,19 @@ pub(crate) struct Param {
 
 /// An optimizer over named parameters in groups, with algorithm `A`
 /// ([`super::Sgd`], [`super::Adam`], [`super::AdamW`]).
+///
+/// ```
+/// use tang_nn::optim::{Sgd, SgdOptions};
+/// # use tang_nn::tang_runtime::{Device, Tensor};
+/// # let dev = Device::new()?;
+/// let w = Tensor::from_slice(&dev, &[1.0, 2.0], &[2])?;
+/// // torch.optim.SGD([w], lr=0.1); the optimizer shares w's buffer
+/// let mut opt = Sgd::new([("w", w.clone())], SgdOptions { lr: 0.1, ..SgdOptions::default() })?;
+/// let g = Tensor::from_slice(&dev, &[1.0, 1.0], &[2])?;
+/// opt.step(&[("w", &g)])?; // gradients by parameter name
+/// assert_eq!(w.to_vec()?, [0.9, 1.9]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct Optimizer<A: Algorithm> {
     pub(crate) groups: Vec<Group<A>>,
@@ -83,6 +158,16 @@ pub struct Optimizer<A: Algorithm> {
 impl<A: Algorithm> Optimizer<A> {
     /// An optimizer over one group of named parameters with options `defaults`.
     ///
+    /// ```
+    /// use tang_nn::optim::{Adam, AdamOptions};
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let params = [("w", Tensor::zeros(&dev, &[4, 4])?), ("b", Tensor::zeros(&dev, &[4])?)];
+    /// let opt = Adam::new(params, AdamOptions { lr: 3e-4, ..AdamOptions::default() })?; // Adam(params, lr=3e-4)
+    /// assert_eq!(opt.lr(), 3e-4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// As [`Optimizer::with_groups`].
     pub fn new<N: Into<String>>(
@@ -95,6 +180,19 @@ impl<A: Algorithm> Optimizer<A> {
     /// An optimizer over parameter groups: each group takes `defaults` with its own
     /// overrides (see [`super::decay_groups`] for nanoGPT's decay / no-decay split).
     /// Parameters are updated in place: the tensors are clones sharing the model's buffers.
+    ///
+    /// ```
+    /// use tang_nn::optim::{AdamW, AdamWOptions, ParamGroup};
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let groups = vec![
+    ///     ParamGroup::new([("w", Tensor::zeros(&dev, &[4, 4])?)]),
+    ///     ParamGroup::new([("b", Tensor::zeros(&dev, &[4])?)]).with_weight_decay(0.0),
+    /// ];
+    /// let opt = AdamW::with_groups(groups, AdamWOptions::default())?;
+    /// assert_eq!(opt.groups().len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`OptimError::EmptyParameterList`] with no parameters,
@@ -169,16 +267,45 @@ impl<A: Algorithm> Optimizer<A> {
     }
 
     /// The groups, in construction order.
+    ///
+    /// ```
+    /// use tang_nn::optim::{Sgd, SgdOptions};
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let opt = Sgd::new([("w", Tensor::zeros(&dev, &[2])?)], SgdOptions::default())?;
+    /// assert_eq!(opt.groups()[0].options.lr, 1e-3); // optimizer.param_groups[0]["lr"]
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn groups(&self) -> &[Group<A>] {
         &self.groups
     }
 
     /// The groups, to change their options between steps (a schedule sets `lr` here).
+    ///
+    /// ```
+    /// use tang_nn::optim::{Sgd, SgdOptions};
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let mut opt = Sgd::new([("w", Tensor::zeros(&dev, &[2])?)], SgdOptions::default())?;
+    /// opt.groups_mut()[0].options.weight_decay = 1e-4;
+    /// assert_eq!(opt.groups()[0].options.weight_decay, 1e-4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn groups_mut(&mut self) -> &mut [Group<A>] {
         &mut self.groups
     }
 
     /// Sets the learning rate of every group (what a schedule does each step).
+    ///
+    /// ```
+    /// use tang_nn::optim::{Sgd, SgdOptions};
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let mut opt = Sgd::new([("w", Tensor::zeros(&dev, &[2])?)], SgdOptions::default())?;
+    /// opt.set_lr(0.05); // for g in opt.param_groups: g["lr"] = 0.05
+    /// assert_eq!(opt.lr(), 0.05);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn set_lr(&mut self, lr: f64) {
         for g in &mut self.groups {
             g.options.set_hyperparameter("lr", Hyper::Float(lr));
@@ -186,6 +313,15 @@ impl<A: Algorithm> Optimizer<A> {
     }
 
     /// The learning rate of the first group (what a log line shows).
+    ///
+    /// ```
+    /// use tang_nn::optim::{Sgd, SgdOptions};
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let opt = Sgd::new([("w", Tensor::zeros(&dev, &[2])?)], SgdOptions { lr: 0.1, ..SgdOptions::default() })?;
+    /// println!("lr {:.1e}", opt.lr());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn lr(&self) -> f64 {
         let first = self.groups.first().map(|g| g.options.hyperparameters());
         first
@@ -199,16 +335,47 @@ impl<A: Algorithm> Optimizer<A> {
     }
 
     /// The registered parameters by name, in registration order.
+    ///
+    /// ```
+    /// use tang_nn::optim::{Sgd, SgdOptions};
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let opt = Sgd::new([("w", Tensor::zeros(&dev, &[2])?)], SgdOptions::default())?;
+    /// let names: Vec<&str> = opt.params().map(|(name, _)| name).collect();
+    /// assert_eq!(names, ["w"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn params(&self) -> impl Iterator<Item = (&str, &Tensor)> {
         self.params.iter().map(|p| (p.name.as_str(), &p.tensor))
     }
 
     /// The state of parameter `name` (`None` for an unknown name).
+    ///
+    /// ```
+    /// use tang_nn::optim::{Adam, AdamOptions};
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let w = Tensor::zeros(&dev, &[2])?;
+    /// let mut opt = Adam::new([("w", w)], AdamOptions::default())?;
+    /// opt.step(&[("w", &Tensor::full(&dev, &[2], 1.0)?)])?;
+    /// let state = opt.state("w").ok_or("w is registered")?; // optimizer.state[w]
+    /// assert_eq!(state.step(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn state(&self, name: &str) -> Option<&ParamState> {
         self.index.get(name).map(|&i| &self.params[i].state)
     }
 
     /// The device of the parameters.
+    ///
+    /// ```
+    /// use tang_nn::optim::{Sgd, SgdOptions};
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let opt = Sgd::new([("w", Tensor::zeros(&dev, &[2])?)], SgdOptions::default())?;
+    /// assert!(opt.device().same(&dev));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn device(&self) -> &Device {
         &self.device
     }
@@ -216,6 +383,18 @@ impl<A: Algorithm> Optimizer<A> {
     /// One optimization step: updates every parameter that `grads` has a gradient for
     /// (others are skipped, as PyTorch skips `grad is None`), one kernel launch per
     /// parameter, recorded without reading anything back to the host.
+    ///
+    /// ```
+    /// use tang_nn::optim::{Sgd, SgdOptions};
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let (w, b) = (Tensor::full(&dev, &[2], 1.0)?, Tensor::zeros(&dev, &[1])?);
+    /// let mut opt = Sgd::new([("w", w.clone()), ("b", b.clone())], SgdOptions { lr: 0.5, ..SgdOptions::default() })?;
+    /// let gw = Tensor::full(&dev, &[2], 1.0)?;
+    /// opt.step(&[("w", &gw)])?; // b has no gradient: skipped, as PyTorch skips grad None
+    /// assert_eq!((w.to_vec()?, b.to_vec()?), (vec![0.5, 0.5], vec![0.0]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`OptimError::InvalidOption`] when a group's options were set out of range,
@@ -239,6 +418,20 @@ impl<A: Algorithm> Optimizer<A> {
     /// device tensor, e.g. [`super::GradNorm::clip_coef`]) inside the update kernels:
     /// the same result as clipping the gradients in place first, one pass fewer, and
     /// still no host read.
+    ///
+    /// ```
+    /// use tang_nn::optim::{Sgd, SgdOptions, grad_norm};
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let w = Tensor::zeros(&dev, &[2])?;
+    /// let mut opt = Sgd::new([("w", w.clone())], SgdOptions { lr: 1.0, ..SgdOptions::default() })?;
+    /// let g = Tensor::from_slice(&dev, &[3.0, 4.0], &[2])?; // norm 5
+    /// let norm = grad_norm([&g], 1.0)?; // clip to norm 1 inside the update
+    /// opt.step_with_clip_coef(&[("w", &g)], &norm.clip_coef)?;
+    /// let p = w.to_vec()?;
+    /// assert!((p[0] + 0.6).abs() < 1e-5 && (p[1] + 0.8).abs() < 1e-5);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`Optimizer::step`], and [`OptimError::NotScalar`] when `clip_coef` has more

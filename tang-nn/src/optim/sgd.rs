@@ -23,9 +23,28 @@ use super::optimizer::{Algorithm, Optimizer, flag, require};
 use super::state::{Hyper, ParamState};
 
 /// SGD over named parameters (PyTorch's `torch.optim.SGD`).
+///
+/// ```
+/// use tang_nn::optim::{Sgd, SgdOptions};
+/// # use tang_nn::tang_runtime::{Device, Tensor};
+/// # let dev = Device::new()?;
+/// let w = Tensor::from_slice(&dev, &[1.0], &[1])?;
+/// // torch.optim.SGD([w], lr=0.1, momentum=0.9, nesterov=True)
+/// let opts = SgdOptions { lr: 0.1, momentum: 0.9, nesterov: true, ..SgdOptions::default() };
+/// let mut opt = Sgd::new([("w", w.clone())], opts)?;
+/// opt.step(&[("w", &Tensor::from_slice(&dev, &[1.0], &[1])?)])?;
+/// assert!((w.to_vec()?[0] - 0.81).abs() < 1e-6); // g + 0.9 * buf = 1.9
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub type Sgd = Optimizer<SgdOptions>;
 
 /// SGD's hyperparameters, with PyTorch's defaults.
+///
+/// ```
+/// use tang_nn::optim::SgdOptions;
+/// let opts = SgdOptions { lr: 0.01, weight_decay: 5e-4, ..SgdOptions::default() };
+/// assert_eq!((opts.momentum, opts.dampening, opts.maximize), (0.0, 0.0, false));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SgdOptions {
     /// Learning rate (default 1e-3).

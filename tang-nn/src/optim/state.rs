@@ -28,6 +28,17 @@ use crate::safetensors::{
 
 /// One parameter's optimizer state: its step count (Adam, AdamW) and its buffers by
 /// PyTorch's state key.
+///
+/// ```
+/// use tang_nn::optim::{Sgd, SgdOptions};
+/// # use tang_nn::tang_runtime::{Device, Tensor};
+/// # let dev = Device::new()?;
+/// let mut opt = Sgd::new([("w", Tensor::zeros(&dev, &[2])?)], SgdOptions { momentum: 0.9, ..SgdOptions::default() })?;
+/// opt.step(&[("w", &Tensor::full(&dev, &[2], 1.0)?)])?;
+/// let state = opt.state("w").ok_or("w is registered")?;
+/// assert_eq!(state.buffer("momentum_buffer").ok_or("made on the first step")?.to_vec()?, [1.0, 1.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct ParamState {
     pub(crate) step: u64,
@@ -36,16 +47,48 @@ pub struct ParamState {
 
 impl ParamState {
     /// Steps taken (Adam's `state["step"]`; 0 for SGD, which does not count).
+    ///
+    /// ```
+    /// use tang_nn::optim::{AdamW, AdamWOptions};
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let mut opt = AdamW::new([("w", Tensor::zeros(&dev, &[2])?)], AdamWOptions::default())?;
+    /// let g = Tensor::full(&dev, &[2], 1.0)?;
+    /// opt.step(&[("w", &g)])?;
+    /// opt.step(&[("w", &g)])?;
+    /// assert_eq!(opt.state("w").map(|s| s.step()), Some(2)); // state["step"]
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn step(&self) -> u64 {
         self.step
     }
 
     /// The state buffer `key` (`"exp_avg"`, `"momentum_buffer"`, ...), if created.
+    ///
+    /// ```
+    /// use tang_nn::optim::{Adam, AdamOptions};
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let mut opt = Adam::new([("w", Tensor::zeros(&dev, &[2])?)], AdamOptions::default())?;
+    /// opt.step(&[("w", &Tensor::full(&dev, &[2], 1.0)?)])?;
+    /// let state = opt.state("w").ok_or("w is registered")?;
+    /// assert!(state.buffer("exp_avg").is_some() && state.buffer("max_exp_avg_sq").is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn buffer(&self, key: &str) -> Option<&Tensor> {
         self.buffers.get(key)
     }
 
     /// Whether the parameter has any state yet (it has had a step).
+    ///
+    /// ```
+    /// use tang_nn::optim::{Adam, AdamOptions};
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let opt = Adam::new([("w", Tensor::zeros(&dev, &[2])?)], AdamOptions::default())?;
+    /// assert!(opt.state("w").is_some_and(|s| s.is_empty())); // no step yet
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.step == 0 && self.buffers.is_empty()
     }
@@ -67,6 +110,16 @@ impl ParamState {
 }
 
 /// A hyperparameter's value as saved with the state.
+///
+/// ```
+/// use tang_nn::optim::{AdamW, AdamWOptions, Hyper};
+/// # use tang_nn::tang_runtime::{Device, Tensor};
+/// # let dev = Device::new()?;
+/// let opt = AdamW::new([("w", Tensor::zeros(&dev, &[2])?)], AdamWOptions::default())?;
+/// let state = opt.state_dict()?;
+/// assert_eq!(state.metadata["param_groups.0.betas"], Hyper::Pair(0.9, 0.999).to_string());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Hyper {
     /// A number (`lr`, `eps`, `weight_decay`, ...).
@@ -103,6 +156,21 @@ impl Hyper {
 }
 
 /// What an optimizer saves: its state tensors and the metadata describing its groups.
+///
+/// ```
+/// use tang_nn::optim::{Adam, AdamOptions};
+/// # use tang_nn::tang_runtime::{Device, Tensor};
+/// # let dev = Device::new()?;
+/// let w = Tensor::zeros(&dev, &[2])?;
+/// let mut opt = Adam::new([("w", w.clone())], AdamOptions::default())?;
+/// opt.step(&[("w", &Tensor::full(&dev, &[2], 1.0)?)])?;
+/// let state = opt.state_dict()?; // optimizer.state_dict()
+/// assert!(state.tensors.contains("w.exp_avg") && state.tensors.contains("w.step"));
+/// assert_eq!(state.metadata["optimizer"], "Adam");
+/// let mut fresh = Adam::new([("w", w)], AdamOptions::default())?;
+/// fresh.load_state_dict(&state)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct OptimizerState {
     /// `"{param}.{key}"` tensors (see the module documentation).
@@ -120,6 +188,17 @@ fn state_error(detail: impl Into<String>) -> OptimError {
 impl<A: Algorithm> Optimizer<A> {
     /// The optimizer's state by parameter name (the tensors are the live state buffers:
     /// save or copy them before the next step if they must not change).
+    ///
+    /// ```
+    /// use tang_nn::optim::{Sgd, SgdOptions};
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let mut opt = Sgd::new([("w", Tensor::zeros(&dev, &[2])?)], SgdOptions { momentum: 0.9, ..SgdOptions::default() })?;
+    /// opt.step(&[("w", &Tensor::full(&dev, &[2], 1.0)?)])?;
+    /// let state = opt.state_dict()?; // optimizer.state_dict()
+    /// assert_eq!(state.tensors.names().collect::<Vec<_>>(), ["w.momentum_buffer"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`OptimError::Safetensors`] when a step count cannot be stored.
@@ -155,6 +234,19 @@ impl<A: Algorithm> Optimizer<A> {
     /// Restores state saved by [`Optimizer::state_dict`] (or read back from a file): the
     /// groups' hyperparameters and every parameter's state, matched by name. Everything
     /// is checked before anything changes.
+    ///
+    /// ```
+    /// use tang_nn::optim::{Sgd, SgdOptions};
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let opts = SgdOptions { momentum: 0.9, ..SgdOptions::default() };
+    /// let mut a = Sgd::new([("w", Tensor::zeros(&dev, &[2])?)], opts)?;
+    /// a.step(&[("w", &Tensor::full(&dev, &[2], 1.0)?)])?;
+    /// let mut b = Sgd::new([("w", Tensor::zeros(&dev, &[2])?)], opts)?;
+    /// b.load_state_dict(&a.state_dict()?)?; // optimizer.load_state_dict(sd)
+    /// assert!(b.state("w").is_some_and(|s| s.buffer("momentum_buffer").is_some()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`OptimError::State`] when the state is of another optimizer, has another number
@@ -289,6 +381,15 @@ impl<A: Algorithm> Optimizer<A> {
 
     /// Saves the state to a safetensors file at `path` (F32 buffers, exact).
     ///
+    /// ```no_run
+    /// use tang_nn::optim::{AdamW, AdamWOptions};
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let opt = AdamW::new([("w", Tensor::zeros(&dev, &[2])?)], AdamWOptions::default())?;
+    /// opt.save("optimizer.safetensors")?; // torch.save(optimizer.state_dict(), ...)
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`OptimError::Safetensors`] when the file cannot be written or a buffer cannot be
     /// read back.
@@ -299,6 +400,15 @@ impl<A: Algorithm> Optimizer<A> {
     }
 
     /// Loads state saved by [`Optimizer::save`].
+    ///
+    /// ```no_run
+    /// use tang_nn::optim::{AdamW, AdamWOptions};
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let mut opt = AdamW::new([("w", Tensor::zeros(&dev, &[2])?)], AdamWOptions::default())?;
+    /// opt.load("optimizer.safetensors")?; // optimizer.load_state_dict(torch.load(...))
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`OptimError::Safetensors`] for an unreadable or malformed file; as

@@ -8,6 +8,17 @@ use super::dtype::Dtype;
 use super::error::SafetensorsError;
 
 /// The precisions a state dict's floating tensors can be saved in.
+///
+/// ```
+/// use tang_nn::safetensors::{Dtype, FloatDtype, HostTensor, StateDict, read_bytes, save_bytes};
+/// let mut sd = StateDict::new();
+/// sd.insert("w", HostTensor::from_f32(&[1.0, 0.1], &[2])?);
+/// // Half the bytes, as model.half() then save_file would write.
+/// let bytes = save_bytes(&sd, FloatDtype::BF16, &Default::default())?;
+/// let back = read_bytes(&bytes)?;
+/// assert_eq!(back.tensors.get("w").map(|t| t.dtype()), Some(Dtype::BF16));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum FloatDtype {
     /// IEEE single precision (no rounding).
@@ -21,6 +32,11 @@ pub enum FloatDtype {
 
 impl FloatDtype {
     /// The file dtype.
+    ///
+    /// ```
+    /// use tang_nn::safetensors::{Dtype, FloatDtype};
+    /// assert_eq!(FloatDtype::F16.dtype(), Dtype::F16);
+    /// ```
     pub fn dtype(self) -> Dtype {
         match self {
             FloatDtype::F32 => Dtype::F32,

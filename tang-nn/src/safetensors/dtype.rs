@@ -8,6 +8,13 @@ use std::fmt;
 /// The variants are declared in the format's own order: its reference writer (the one
 /// behind `safetensors.torch.save_file`) places tensors by this order, largest first, then
 /// by name, and tang's writer does the same so that its files are byte-identical.
+///
+/// ```
+/// use tang_nn::safetensors::Dtype;
+/// let dtype = Dtype::from_name("BF16").ok_or("a safetensors dtype")?; // torch.bfloat16
+/// assert_eq!((dtype.bits(), dtype.name()), (16, "BF16"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[allow(non_camel_case_types)]
 pub enum Dtype {
@@ -85,11 +92,21 @@ const NAMES: [(Dtype, &str); 22] = [
 
 impl Dtype {
     /// The dtype a header string names, if the format defines it.
+    ///
+    /// ```
+    /// use tang_nn::safetensors::Dtype;
+    /// assert_eq!(Dtype::from_name("I64"), Some(Dtype::I64));
+    /// assert_eq!(Dtype::from_name("float32"), None); // header names only
+    /// ```
     pub fn from_name(name: &str) -> Option<Dtype> {
         NAMES.iter().find(|(_, n)| *n == name).map(|(d, _)| *d)
     }
 
     /// The header string of this dtype (`"F32"`, `"BF16"`, ...).
+    ///
+    /// ```
+    /// assert_eq!(tang_nn::safetensors::Dtype::F32.name(), "F32");
+    /// ```
     pub fn name(self) -> &'static str {
         NAMES
             .iter()
@@ -98,6 +115,11 @@ impl Dtype {
     }
 
     /// Bits per element.
+    ///
+    /// ```
+    /// use tang_nn::safetensors::Dtype;
+    /// assert_eq!((Dtype::F32.bits(), Dtype::F4.bits()), (32, 4));
+    /// ```
     pub fn bits(self) -> u64 {
         match self {
             Dtype::F4 => 4,
@@ -118,6 +140,11 @@ impl Dtype {
 
     /// Whether tang loads this dtype into an f32 device tensor (the float types it can
     /// widen exactly, and f32 itself).
+    ///
+    /// ```
+    /// use tang_nn::safetensors::Dtype;
+    /// assert!(Dtype::F16.is_float_for_device() && !Dtype::I64.is_float_for_device());
+    /// ```
     pub fn is_float_for_device(self) -> bool {
         matches!(self, Dtype::F32 | Dtype::F16 | Dtype::BF16)
     }

@@ -10,6 +10,14 @@ use std::path::PathBuf;
 use super::dtype::Dtype;
 
 /// Everything that can go wrong reading, loading or saving a safetensors file.
+///
+/// ```
+/// use tang_nn::safetensors::{SafetensorsError, read_bytes};
+/// let err = read_bytes(b"not a file").err().ok_or("10 bytes are no safetensors file")?;
+/// assert!(matches!(err, SafetensorsError::HeaderTooLarge { .. })); // "not a fi" read as a length
+/// println!("{err}"); // what is wrong with the file, in words
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum SafetensorsError {
@@ -170,6 +178,13 @@ pub enum SafetensorsError {
 
 impl SafetensorsError {
     /// A short stable name of the variant, for counting errors by kind.
+    ///
+    /// ```
+    /// use tang_nn::safetensors::read_bytes;
+    /// let err = read_bytes(&[1, 2]).err().ok_or("2 bytes are no safetensors file")?;
+    /// assert_eq!(err.kind(), "too_short"); // stable across messages: count errors by kind
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn kind(&self) -> &'static str {
         match self {
             SafetensorsError::Io { .. } => "io",

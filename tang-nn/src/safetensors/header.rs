@@ -9,10 +9,25 @@ use super::error::SafetensorsError;
 use super::json::{Cursor, push_string};
 
 /// The largest header the format allows (and tang reads): 100 MB.
+///
+/// ```
+/// use tang_nn::safetensors::{MAX_HEADER_LEN, read_bytes};
+/// // A header claiming more than MAX_HEADER_LEN bytes is refused before anything is allocated.
+/// let mut bytes = (MAX_HEADER_LEN + 1).to_le_bytes().to_vec();
+/// bytes.extend_from_slice(b"{}");
+/// assert_eq!(read_bytes(&bytes).err().map(|e| e.kind()), Some("header_too_large"));
+/// ```
 pub const MAX_HEADER_LEN: u64 = 100_000_000;
 
 /// The most dimensions tang accepts in a tensor's shape. It bounds what a hostile header
 /// can make the reader allocate per tensor; real tensors have a handful.
+///
+/// ```
+/// use tang_nn::safetensors::{Header, MAX_RANK};
+/// let shape = vec!["1"; MAX_RANK + 1].join(",");
+/// let json = format!(r#"{{"x":{{"dtype":"U8","shape":[{shape}],"data_offsets":[0,1]}}}}"#);
+/// assert!(Header::parse(json.as_bytes(), 1).is_err()); // too many dimensions
+/// ```
 pub const MAX_RANK: usize = 64;
 
 /// Bytes of the little-endian header length that starts every file.
@@ -22,6 +37,14 @@ pub(crate) const LEN_BYTES: u64 = 8;
 pub(crate) const METADATA_KEY: &str = "__metadata__";
 
 /// One tensor's entry in a header.
+///
+/// ```
+/// use tang_nn::safetensors::{Dtype, Header};
+/// let json = br#"{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#;
+/// let info = &Header::parse(json, 8)?.tensors[0];
+/// assert_eq!((info.name.as_str(), info.dtype, info.data_offsets), ("w", Dtype::F32, [0, 8]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TensorInfo {
     /// The tensor's name (PyTorch's `state_dict` key).
@@ -35,6 +58,14 @@ pub struct TensorInfo {
 }
 
 /// A parsed and validated header.
+///
+/// ```
+/// use tang_nn::safetensors::Header;
+/// let json = br#"{"__metadata__":{"format":"pt"},"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#;
+/// let header = Header::parse(json, 8)?;
+/// assert_eq!((header.metadata["format"].as_str(), header.tensors[0].shape.as_slice()), ("pt", &[2][..]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Header {
     /// The `__metadata__` map (empty when the file has none).
@@ -64,6 +95,13 @@ impl Header {
     /// Parses `bytes` (the header, without its length) and checks it against a data
     /// section of `data_len` bytes: every tensor's size, and that the tensors cover the
     /// data section exactly once (no overlap, no hole, nothing past the end or after it).
+    ///
+    /// ```
+    /// use tang_nn::safetensors::Header;
+    /// let json = br#"{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#;
+    /// assert!(Header::parse(json, 8).is_ok());
+    /// assert!(Header::parse(json, 12).is_err()); // 4 bytes of the data section belong to no tensor
+    /// ```
     ///
     /// # Errors
     /// A typed [`SafetensorsError`] for each kind of defect; never panics.

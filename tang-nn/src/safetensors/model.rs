@@ -51,6 +51,21 @@ pub fn save_model<M: Module + ?Sized>(
 /// once in PyTorch's words (nothing is copied then). Returns the keys a non-strict load
 /// left out.
 ///
+/// ```
+/// use std::collections::BTreeMap;
+/// use tang_nn::nn::Linear;
+/// use tang_nn::safetensors::{FloatDtype, load_model, save_model};
+/// let dev = tang_nn::tang_runtime::Device::new()?;
+/// # let path = std::env::temp_dir().join(format!("tang-doc-load-model-{}.safetensors", std::process::id()));
+/// let a = Linear::new(&dev, 2, 2, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+/// save_model(&a, &path, FloatDtype::F32, &BTreeMap::new())?;
+/// let b = Linear::new(&dev, 2, 2, true, &mut tang_nn::rng::SplitMix64::new(1))?;
+/// let missing = load_model(&b, &path, true)?; // safetensors.torch.load_model(b, path)
+/// assert!(missing.is_empty() && b.weight.to_vec()? == a.weight.to_vec()?);
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// # Errors
 /// [`Error::Safetensors`] for a file that cannot be read or is malformed (never a
 /// panic), [`Error::Keys`] for key or shape mismatches, [`Error::Autograd`] when a copy

@@ -15,6 +15,17 @@ use super::header::{Header, LEN_BYTES, header_len};
 use super::state_dict::{HostTensor, StateDict};
 
 /// What a safetensors file holds: its tensors by name, and its `__metadata__`.
+///
+/// ```
+/// use tang_nn::safetensors::{HostTensor, StateDict, read_bytes, save_bytes};
+/// let mut sd = StateDict::new();
+/// sd.insert("w", HostTensor::from_f32(&[1.0], &[1])?);
+/// let meta = [("format".to_string(), "pt".to_string())].into();
+/// let file = read_bytes(&save_bytes(&sd, Default::default(), &meta)?)?;
+/// assert_eq!((file.tensors.len(), file.metadata["format"].as_str()), (1, "pt"));
+/// assert!(file.aliases.is_empty()); // no tied tensors
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct Checkpoint {
     /// The tensors, in the order the header lists them, followed by the tied names of
@@ -45,6 +56,15 @@ fn aliases_in(
 /// Parses a whole safetensors file held in memory; tensors stay on the host in their
 /// file dtype.
 ///
+/// ```
+/// use tang_nn::safetensors::{HostTensor, StateDict, read_bytes, save_bytes};
+/// let mut sd = StateDict::new();
+/// sd.insert("w", HostTensor::from_f32(&[1.0, 2.0], &[2])?);
+/// let bytes = save_bytes(&sd, Default::default(), &Default::default())?;
+/// assert_eq!(read_bytes(&bytes)?.tensors.f32_values("w")?, [1.0, 2.0]); // safetensors.torch.load(bytes)
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// # Errors
 /// A typed [`SafetensorsError`] for every defect of the bytes; never panics.
 pub fn read_bytes(bytes: &[u8]) -> Result<Checkpoint, SafetensorsError> {
@@ -71,6 +91,18 @@ pub fn read_bytes(bytes: &[u8]) -> Result<Checkpoint, SafetensorsError> {
 /// Reads a safetensors file; tensors stay on the host in their file dtype. The file is
 /// read once, front to back, and nothing is allocated that the file's length does not
 /// back.
+///
+/// ```
+/// use tang_nn::safetensors::{HostTensor, StateDict, read_file, save_file};
+/// # let path = std::env::temp_dir().join(format!("tang-doc-read-file-{}.safetensors", std::process::id()));
+/// let mut sd = StateDict::new();
+/// sd.insert("ids", HostTensor::from_i64(&[1, 2], &[2])?);
+/// save_file(&path, &sd, Default::default(), &Default::default())?;
+/// let file = read_file(&path)?; // host tensors in the file's dtypes
+/// assert_eq!(file.tensors.i64_values("ids")?, [1, 2]);
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 /// [`SafetensorsError::Io`] when the file cannot be read, and a typed error for every
@@ -117,6 +149,19 @@ pub fn read_file(path: impl AsRef<Path>) -> Result<Checkpoint, SafetensorsError>
 /// Reads a safetensors file onto `dev`: F32, F16 and BF16 tensors become f32 device
 /// tensors (F16 and BF16 widened exactly); integer tensors (I64 token ids) stay on the
 /// host (see [`StateDict::u32_tensor`]). Tied names share one device tensor.
+///
+/// ```
+/// use tang_nn::safetensors::{HostTensor, StateDict, load_file, save_file};
+/// let dev = tang_nn::tang_runtime::Device::new()?;
+/// # let path = std::env::temp_dir().join(format!("tang-doc-load-file-{}.safetensors", std::process::id()));
+/// let mut sd = StateDict::new();
+/// sd.insert("w", HostTensor::from_f32(&[1.0, 2.0], &[2])?);
+/// save_file(&path, &sd, Default::default(), &Default::default())?;
+/// let file = load_file(&path, &dev)?; // safetensors.torch.load_file(path, device="cuda")
+/// assert_eq!(file.tensors.f32_values("w")?, [1.0, 2.0]);
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 /// As [`read_file`], and [`SafetensorsError::Runtime`] when the device fails.

@@ -8,6 +8,15 @@ use std::fmt;
 use super::state_dict::StateDict;
 
 /// A key whose shape in the checkpoint differs from the model's.
+///
+/// ```
+/// use tang_nn::safetensors::{HostTensor, StateDict, check_state_dict};
+/// let mut found = StateDict::new();
+/// found.insert("w", HostTensor::from_f32(&[0.0; 4], &[4])?);
+/// let err = check_state_dict("Linear", [("w", vec![2, 2])], &found, true).err().ok_or("shapes differ")?;
+/// assert_eq!((err.size_mismatches[0].checkpoint.as_slice(), err.size_mismatches[0].model.as_slice()), (&[4][..], &[2, 2][..]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SizeMismatch {
     /// The key.
@@ -19,6 +28,16 @@ pub struct SizeMismatch {
 }
 
 /// What a non-strict load leaves out (PyTorch's `_IncompatibleKeys`).
+///
+/// ```
+/// use tang_nn::safetensors::{HostTensor, StateDict, check_state_dict};
+/// let mut found = StateDict::new();
+/// found.insert("extra", HostTensor::from_f32(&[0.0], &[1])?);
+/// // model.load_state_dict(found, strict=False)
+/// let keys = check_state_dict("Linear", [("weight", vec![1])], &found, false)?;
+/// assert_eq!((keys.missing_keys, keys.unexpected_keys), (vec!["weight".to_string()], vec!["extra".to_string()]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct IncompatibleKeys {
     /// Keys the model has and the checkpoint lacks, in the model's order.
@@ -29,6 +48,14 @@ pub struct IncompatibleKeys {
 
 impl IncompatibleKeys {
     /// Whether every key matched.
+    ///
+    /// ```
+    /// use tang_nn::safetensors::{HostTensor, StateDict, check_state_dict};
+    /// let mut found = StateDict::new();
+    /// found.insert("weight", HostTensor::from_f32(&[0.0], &[1])?);
+    /// assert!(check_state_dict("Linear", [("weight", vec![1])], &found, false)?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.missing_keys.is_empty() && self.unexpected_keys.is_empty()
     }
@@ -37,6 +64,16 @@ impl IncompatibleKeys {
 /// Every problem of one load, reported together (PyTorch's "Error(s) in loading
 /// state_dict for ..."). Fix the model or the checkpoint, or load non-strictly to accept
 /// missing and unexpected keys.
+///
+/// ```
+/// use tang_nn::safetensors::{StateDict, check_state_dict};
+/// let err = check_state_dict("Mlp", [("fc.weight", vec![2, 2])], &StateDict::new(), true)
+///     .err()
+///     .ok_or("a missing key is an error when strict")?;
+/// assert_eq!(err.missing_keys, ["fc.weight"]);
+/// println!("{err}"); // Error(s) in loading state_dict for Mlp: Missing key(s) ...
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StateDictError {
     /// The model's type name, as PyTorch's message shows it.
@@ -99,6 +136,15 @@ impl std::error::Error for StateDictError {}
 /// unexpected or shape-mismatched key is an error listing them all. Non-strict: missing
 /// and unexpected keys are returned; shape mismatches are still an error, as in PyTorch.
 /// `model` names the model in the message (PyTorch shows the class name).
+///
+/// ```
+/// use tang_nn::safetensors::{HostTensor, StateDict, check_state_dict};
+/// let mut found = StateDict::new();
+/// found.insert("weight", HostTensor::from_f32(&[0.0; 4], &[2, 2])?);
+/// let expected = found.shapes(); // a model's (name, shape) list
+/// assert!(check_state_dict("Linear", expected, &found, true)?.is_empty());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 /// [`StateDictError`] with every problem found.

@@ -168,6 +168,15 @@ impl From<SafetensorsError> for WriteFailure {
 /// nearest even), integer tensors in their own dtype, tied entries once (see [`save_file`]),
 /// and `metadata` kept.
 ///
+/// ```
+/// use tang_nn::safetensors::{FloatDtype, HostTensor, StateDict, save_bytes};
+/// let mut sd = StateDict::new();
+/// sd.insert("w", HostTensor::from_f32(&[1.0, 2.0], &[2])?);
+/// let bytes = save_bytes(&sd, FloatDtype::F32, &Default::default())?; // safetensors.torch.save(sd)
+/// assert_eq!(&bytes[8..10], b"{\"");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// # Errors
 /// [`SafetensorsError::ReservedName`] for a tensor named `__metadata__`,
 /// [`SafetensorsError::Runtime`] when a download fails.
@@ -196,6 +205,18 @@ pub fn save_bytes(
 /// (never overwritten by an alias record). For an untied state dict the file is
 /// byte-identical to `safetensors.torch.save_file`'s. The file is written in place; write
 /// to a temporary name and rename for atomicity.
+///
+/// ```
+/// use tang_nn::safetensors::{FloatDtype, StateDict, save_file};
+/// let dev = tang_nn::tang_runtime::Device::new()?;
+/// # let path = std::env::temp_dir().join(format!("tang-doc-save-file-{}.safetensors", std::process::id()));
+/// let mut sd = StateDict::new();
+/// sd.insert("w", tang_nn::tang_runtime::Tensor::zeros(&dev, &[2, 2])?); // downloaded when written
+/// let meta = [("step".to_string(), "100".to_string())].into();
+/// save_file(&path, &sd, FloatDtype::F16, &meta)?; // safetensors.torch.save_file(sd, path, metadata)
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 /// [`SafetensorsError::Io`] when the file cannot be written; as [`save_bytes`].

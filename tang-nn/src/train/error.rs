@@ -5,6 +5,14 @@ use std::io;
 use std::path::PathBuf;
 
 /// What can go wrong while logging, plotting or watching for Ctrl-C.
+///
+/// ```
+/// use tang_nn::train::{TrainError, TrainerOptions};
+/// let err = TrainerOptions { log_every: 0, ..TrainerOptions::new(10) }.validate().err().ok_or("log_every 0 is refused")?;
+/// assert!(matches!(err, TrainError::InvalidOption { .. }));
+/// println!("{err}"); // "log_every is 0; pass at least 1"
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum TrainError {

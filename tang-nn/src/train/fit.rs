@@ -14,6 +14,26 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// logs and checkpoints as the options say, without evaluation; saves a checkpoint and
     /// draws the loss curve at the end or when interrupted.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-fit-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
+    /// let summary = trainer.fit(&mut forward)?; // for step in range(max_steps): ...
+    /// assert_eq!((summary.steps, summary.interrupted), (2, false));
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// As [`Trainer::step`] and [`Trainer::save_checkpoint`].
     pub fn fit<F, E>(&mut self, mut forward: F) -> Result<FitSummary, TrainError>
@@ -27,6 +47,30 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// [`Trainer::fit`] with `eval` (returning a validation loss) run every `eval_every`
     /// steps and after the last one; its value is logged as `val_loss` and ranks the
     /// checkpoints for keep-best.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-fit_with_eval-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// let options = TrainerOptions { eval_every: 1, ..options };
+    /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
+    /// let mut eval = |_: &mut StepContext<'_>| {
+    ///     Ok::<_, tang_nn::autograd::Error>(f64::from(mse_loss(&model.forward(&x)?, &y, Reduction::Mean)?.to_vec()?[0]))
+    /// };
+    /// trainer.fit_with_eval(&mut forward, &mut eval)?;
+    /// assert!(trainer.history().iter().any(|r| r.val_loss.is_some()));
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`Trainer::fit`]; [`TrainError::Step`] when `eval` fails.

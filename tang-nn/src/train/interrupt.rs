@@ -40,6 +40,19 @@ fn install_handler(_flag: Arc<AtomicBool>) -> Result<(), String> {
 }
 
 /// Whether a stop was requested (by Ctrl-C, SIGTERM or [`Interrupt::request`]).
+///
+/// ```no_run
+/// use tang_nn::train::Interrupt;
+/// let stop = Interrupt::install()?; // Ctrl-C or SIGTERM sets it
+/// for step in 0..1_000_000 {
+///     // ... one training step ...
+///     if stop.requested() {
+///         println!("stopping after step {step}");
+///         break;
+///     }
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Interrupt {
     flag: Arc<AtomicBool>,
@@ -48,6 +61,12 @@ pub struct Interrupt {
 impl Interrupt {
     /// Installs the process's Ctrl-C handler (once; later calls share it) and returns a
     /// handle to its flag.
+    ///
+    /// ```no_run
+    /// let stop = tang_nn::train::Interrupt::install()?;
+    /// assert!(!stop.requested());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`TrainError::Interrupt`] when the handler cannot be installed, for example
@@ -66,17 +85,41 @@ impl Interrupt {
     }
 
     /// Whether a stop was requested: check it after each step.
+    ///
+    /// ```no_run
+    /// let stop = tang_nn::train::Interrupt::install()?;
+    /// while !stop.requested() {
+    ///     // train
+    /// #   break;
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn requested(&self) -> bool {
         self.flag.load(Ordering::SeqCst)
     }
 
     /// Requests a stop from the program itself (a time limit, a divergence check).
+    ///
+    /// ```no_run
+    /// let stop = tang_nn::train::Interrupt::install()?;
+    /// stop.request(); // a time limit was reached
+    /// assert!(stop.requested());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn request(&self) {
         self.flag.store(true, Ordering::SeqCst);
     }
 
     /// Forgets a request, for a program that handled it and goes on (an interactive
     /// session that stops one run and starts another).
+    ///
+    /// ```no_run
+    /// let stop = tang_nn::train::Interrupt::install()?;
+    /// stop.request();
+    /// stop.clear(); // handled: the next run starts fresh
+    /// assert!(!stop.requested());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn clear(&self) {
         self.flag.store(false, Ordering::SeqCst);
     }

@@ -13,6 +13,12 @@ use super::error::{TrainError, io_error};
 /// One line of `metrics.jsonl`: the step and whichever measurements were taken at it.
 /// Absent measurements are left out of the line. JSON has no NaN or infinity, so a
 /// non-finite value (a diverged loss) is written as `null` and reads back as `None`.
+///
+/// ```
+/// use tang_nn::train::MetricsRecord;
+/// let record = MetricsRecord { step: 100, loss: Some(2.5), lr: Some(6e-4), ..MetricsRecord::default() };
+/// assert_eq!(record.val_loss, None); // left out of the JSON line
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct MetricsRecord {
     /// The optimizer step the measurements belong to.
@@ -42,6 +48,16 @@ pub struct MetricsRecord {
 
 /// An append-only `metrics.jsonl`. Each record is written as one complete line with one
 /// write, so a crash loses at most the line being written.
+///
+/// ```
+/// use tang_nn::train::{MetricsLog, MetricsRecord, read_metrics};
+/// # let dir = std::env::temp_dir().join(format!("tang-doc-metricslog-{}", std::process::id()));
+/// let mut log = MetricsLog::open(dir.join("metrics.jsonl"))?;
+/// log.append(&MetricsRecord { step: 10, loss: Some(3.2), ..MetricsRecord::default() })?;
+/// assert_eq!(read_metrics(log.path())?[0].loss, Some(3.2));
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct MetricsLog {
     path: PathBuf,
@@ -50,6 +66,15 @@ pub struct MetricsLog {
 
 impl MetricsLog {
     /// Opens `path` for appending, creating it (and its directory) if needed.
+    ///
+    /// ```
+    /// use tang_nn::train::MetricsLog;
+    /// # let dir = std::env::temp_dir().join(format!("tang-doc-metricslog-open-{}", std::process::id()));
+    /// let log = MetricsLog::open(dir.join("run/metrics.jsonl"))?; // creates run/
+    /// assert!(log.path().exists());
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`TrainError::Io`] when the file cannot be created or opened.
@@ -70,6 +95,21 @@ impl MetricsLog {
     /// from the checkpoint of `step` logs those steps again), and returns the records
     /// kept. The shortened file replaces the old one atomically (written beside it and
     /// renamed); a missing file starts empty.
+    ///
+    /// ```
+    /// use tang_nn::train::{MetricsLog, MetricsRecord};
+    /// # let dir = std::env::temp_dir().join(format!("tang-doc-metricslog-through-{}", std::process::id()));
+    /// let path = dir.join("metrics.jsonl");
+    /// let mut log = MetricsLog::open(&path)?;
+    /// for step in [10, 20, 30] {
+    ///     log.append(&MetricsRecord { step, ..MetricsRecord::default() })?;
+    /// }
+    /// // Resuming from the checkpoint of step 20: step 30 will be logged again.
+    /// let (_log, kept) = MetricsLog::open_through(&path, 20)?;
+    /// assert_eq!(kept.iter().map(|r| r.step).collect::<Vec<_>>(), [10, 20]);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`MetricsLog::open`] and [`read_metrics`].
@@ -97,11 +137,30 @@ impl MetricsLog {
     }
 
     /// The file's path.
+    ///
+    /// ```
+    /// use tang_nn::train::MetricsLog;
+    /// # let dir = std::env::temp_dir().join(format!("tang-doc-metricslog-path-{}", std::process::id()));
+    /// let log = MetricsLog::open(dir.join("metrics.jsonl"))?;
+    /// assert!(log.path().ends_with("metrics.jsonl"));
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// Appends `record` as one line.
+    ///
+    /// ```
+    /// use tang_nn::train::{MetricsLog, MetricsRecord};
+    /// # let dir = std::env::temp_dir().join(format!("tang-doc-metricslog-append-{}", std::process::id()));
+    /// let mut log = MetricsLog::open(dir.join("metrics.jsonl"))?;
+    /// log.append(&MetricsRecord { step: 1, loss: Some(f64::NAN), ..MetricsRecord::default() })?; // written as null
+    /// assert!(std::fs::read_to_string(log.path())?.contains("null"));
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`TrainError::Io`] when the write fails.
@@ -132,6 +191,17 @@ fn ends_with_newline(path: &Path) -> Result<bool, TrainError> {
 /// Reads every record of a `metrics.jsonl`. A last line without its newline (cut short
 /// by a crash) is skipped; any other line that does not parse is an error.
 ///
+/// ```
+/// use tang_nn::train::{MetricsLog, MetricsRecord, read_metrics};
+/// # let dir = std::env::temp_dir().join(format!("tang-doc-read-metrics-{}", std::process::id()));
+/// let mut log = MetricsLog::open(dir.join("metrics.jsonl"))?;
+/// log.append(&MetricsRecord { step: 5, loss: Some(1.0), ..MetricsRecord::default() })?;
+/// let losses: Vec<(u64, f64)> = read_metrics(log.path())?.iter().filter_map(|r| Some((r.step, r.loss?))).collect();
+/// assert_eq!(losses, [(5, 1.0)]);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// # Errors
 /// [`TrainError::Io`] when the file cannot be read; [`TrainError::BadMetricsLine`].
 pub fn read_metrics(path: impl AsRef<Path>) -> Result<Vec<MetricsRecord>, TrainError> {
@@ -157,6 +227,15 @@ pub fn read_metrics(path: impl AsRef<Path>) -> Result<Vec<MetricsRecord>, TrainE
 ///
 /// GPU work is queued, not finished, when a step returns; a lap is accurate when it
 /// follows a read from the GPU (the logged loss), which waits for the queued work.
+///
+/// ```
+/// use tang_nn::train::StepTimer;
+/// let mut timer = StepTimer::new();
+/// std::thread::sleep(std::time::Duration::from_millis(2)); // ten steps' work
+/// if let Some((ms_per_step, tokens_per_sec)) = timer.lap(10, 10 * 1024) {
+///     assert!(ms_per_step > 0.0 && tokens_per_sec > 0.0);
+/// }
+/// ```
 #[derive(Clone, Debug)]
 pub struct StepTimer {
     last: Instant,
@@ -170,6 +249,11 @@ impl Default for StepTimer {
 
 impl StepTimer {
     /// A timer whose first lap starts now.
+    ///
+    /// ```
+    /// let timer = tang_nn::train::StepTimer::new(); // the first lap starts now
+    /// # let _ = timer;
+    /// ```
     pub fn new() -> StepTimer {
         StepTimer {
             last: Instant::now(),
@@ -179,6 +263,11 @@ impl StepTimer {
     /// Ends a lap of `steps` steps that processed `items` samples or tokens and starts the
     /// next: returns `(ms_per_step, items_per_sec)` (`None` for a lap of 0 steps or no
     /// measurable time).
+    ///
+    /// ```
+    /// let mut timer = tang_nn::train::StepTimer::new();
+    /// assert_eq!(timer.lap(0, 0), None); // a lap of no steps measures nothing
+    /// ```
     pub fn lap(&mut self, steps: u64, items: u64) -> Option<(f64, f64)> {
         let now = Instant::now();
         let seconds = now.duration_since(self.last).as_secs_f64();

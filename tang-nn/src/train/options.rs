@@ -7,6 +7,13 @@ use super::TrainError;
 use super::plot::PlotOptions;
 
 /// What one step processes, for the throughput column of the metrics.
+///
+/// ```
+/// use tang_nn::train::{Throughput, TrainerOptions};
+/// // A language model's batch of 12 windows of 1024 tokens: tokens per second are logged.
+/// let options = TrainerOptions { throughput: Some(Throughput::Tokens(12 * 1024)), ..TrainerOptions::new(5000) };
+/// # let _ = options;
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Throughput {
     /// `n` samples per step (logged as samples per second).
@@ -18,6 +25,19 @@ pub enum Throughput {
 
 /// A [`super::Trainer`]'s schedule of logging, evaluation and checkpoints, with
 /// nanoGPT-like defaults.
+///
+/// ```
+/// use tang_nn::train::TrainerOptions;
+/// // nanoGPT's train.py: max_iters 5000, eval_interval 250, log_interval 10, grad_clip 1.0
+/// let options = TrainerOptions {
+///     eval_every: 250,
+///     clip_grad_norm: Some(1.0),
+///     checkpoint_every: 1000,
+///     ..TrainerOptions::new(5000)
+/// };
+/// options.validate()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct TrainerOptions {
     /// Steps to train in total (a resumed run continues up to it).
@@ -52,6 +72,11 @@ pub struct TrainerOptions {
 
 impl TrainerOptions {
     /// The defaults, for a run of `max_steps` steps.
+    ///
+    /// ```
+    /// let options = tang_nn::train::TrainerOptions::new(100);
+    /// assert_eq!((options.log_every, options.eval_every, options.clip_grad_norm), (10, 0, None));
+    /// ```
     pub fn new(max_steps: u64) -> TrainerOptions {
         TrainerOptions {
             max_steps,
@@ -68,6 +93,11 @@ impl TrainerOptions {
     }
 
     /// Checks the options.
+    ///
+    /// ```
+    /// use tang_nn::train::TrainerOptions;
+    /// assert!(TrainerOptions { clip_grad_norm: Some(-1.0), ..TrainerOptions::new(10) }.validate().is_err());
+    /// ```
     ///
     /// # Errors
     /// [`TrainError::InvalidOption`] for a zero `log_every` or a negative or NaN

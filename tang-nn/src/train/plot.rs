@@ -17,6 +17,13 @@ use super::font::{GLYPH_HEIGHT, lit_pixels, text_width};
 use super::metrics::MetricsRecord;
 
 /// The image's size in pixels.
+///
+/// ```
+/// use tang_nn::train::{PlotOptions, TrainerOptions};
+/// let options = TrainerOptions { plot: PlotOptions { width: 1600, height: 900 }, ..TrainerOptions::new(100) };
+/// assert_eq!(PlotOptions::default().width, 800);
+/// # let _ = options;
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlotOptions {
     /// Width (240 to 8192).
@@ -43,6 +50,18 @@ const TEXT_COLOR: RGBColor = RGBColor(40, 40, 40);
 
 /// Draws the `loss` and `val_loss` of `records` against their steps into a PNG at
 /// `path`, replacing it atomically. Records without a finite value are skipped.
+///
+/// ```
+/// use tang_nn::train::{MetricsRecord, PlotOptions, plot_loss_curve};
+/// # let dir = std::env::temp_dir().join(format!("tang-doc-plot-{}", std::process::id()));
+/// let records: Vec<MetricsRecord> = (0..20)
+///     .map(|s| MetricsRecord { step: s, loss: Some(3.0 / (1.0 + s as f64)), ..MetricsRecord::default() })
+///     .collect();
+/// std::fs::create_dir_all(&dir)?;
+/// plot_loss_curve(dir.join("loss.png"), &records, PlotOptions::default())?; // plt.plot(steps, losses)
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 /// [`TrainError::InvalidOption`] for a size out of range; [`TrainError::NothingToPlot`]

@@ -19,6 +19,16 @@ enum Output {
 }
 
 /// Progress of a run of `total` steps, showing the latest metrics.
+///
+/// ```
+/// use tang_nn::train::{MetricsRecord, Progress};
+/// let mut progress = Progress::lines(Box::new(std::io::stdout()), 100, 50)?; // tqdm-like lines
+/// for step in 1..=100 {
+///     progress.update(&MetricsRecord { step, loss: Some(1.0), ..MetricsRecord::default() })?;
+/// }
+/// progress.finish();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Progress {
     output: Output,
     total: u64,
@@ -27,6 +37,11 @@ pub struct Progress {
 impl Progress {
     /// A bar on standard error when it is a terminal; otherwise a plain line on standard
     /// error every `total / 100` steps (at least every step), and at the last step.
+    ///
+    /// ```
+    /// let progress = tang_nn::train::Progress::new(5000); // a bar on a terminal
+    /// # let _ = progress;
+    /// ```
     pub fn new(total: u64) -> Progress {
         if std::io::stderr().is_terminal() {
             let bar = ProgressBar::new(total);
@@ -53,6 +68,12 @@ impl Progress {
 
     /// Plain lines to `out` every `every` steps and at the last step.
     ///
+    /// ```
+    /// let progress = tang_nn::train::Progress::lines(Box::new(std::io::sink()), 10, 1)?;
+    /// assert!(!progress.is_bar());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`TrainError::InvalidOption`] when `every` is 0.
     pub fn lines(
@@ -72,11 +93,24 @@ impl Progress {
     }
 
     /// Whether progress is drawn as a bar.
+    ///
+    /// ```
+    /// let progress = tang_nn::train::Progress::lines(Box::new(std::io::sink()), 10, 1)?;
+    /// assert!(!progress.is_bar()); // lines, not a bar
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_bar(&self) -> bool {
         matches!(self.output, Output::Bar(_))
     }
 
     /// Shows that `record.step` steps are done, with the record's measurements.
+    ///
+    /// ```
+    /// use tang_nn::train::{MetricsRecord, Progress};
+    /// let mut progress = Progress::lines(Box::new(std::io::sink()), 10, 1)?;
+    /// progress.update(&MetricsRecord { step: 1, loss: Some(2.0), lr: Some(1e-3), ..MetricsRecord::default() })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`TrainError::Io`] when a plain line cannot be written.
@@ -109,6 +143,12 @@ impl Progress {
 
     /// Prints a message without breaking the bar (evaluation results, "saving").
     ///
+    /// ```
+    /// let mut progress = tang_nn::train::Progress::lines(Box::new(std::io::sink()), 10, 1)?;
+    /// progress.println("step 250: val loss 1.4")?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`TrainError::Io`] when a plain line cannot be written.
     pub fn println(&mut self, message: &str) -> Result<(), TrainError> {
@@ -122,6 +162,12 @@ impl Progress {
     }
 
     /// Leaves the bar drawn at its last position.
+    ///
+    /// ```
+    /// let progress = tang_nn::train::Progress::lines(Box::new(std::io::sink()), 10, 1)?;
+    /// progress.finish();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn finish(&self) {
         if let Output::Bar(bar) = &self.output {
             bar.finish();

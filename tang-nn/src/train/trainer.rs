@@ -71,19 +71,122 @@ use crate::rng::SplitMix64;
 use crate::schedule::Schedule;
 
 /// The metrics file in the output directory.
+///
+/// ```
+/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+/// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+/// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+/// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+/// # let out = std::env::temp_dir().join(format!("tang-doc-metrics_file-{}", std::process::id()));
+/// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+/// use tang_nn::train::{METRICS_FILE, read_metrics};
+/// Trainer::new(&model, opt, &out, options)?.fit(&mut forward)?;
+/// assert_eq!(read_metrics(out.join(METRICS_FILE))?.len(), 2);
+/// # std::fs::remove_dir_all(&out)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const METRICS_FILE: &str = "metrics.jsonl";
 /// The loss-curve PNG in the output directory.
+///
+/// ```
+/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+/// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+/// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+/// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+/// # let out = std::env::temp_dir().join(format!("tang-doc-plot_file-{}", std::process::id()));
+/// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+/// use tang_nn::train::PLOT_FILE;
+/// Trainer::new(&model, opt, &out, options)?.fit(&mut forward)?;
+/// assert!(out.join(PLOT_FILE).exists());
+/// # std::fs::remove_dir_all(&out)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const PLOT_FILE: &str = "loss.png";
 /// The checkpoint root under the output directory.
+///
+/// ```
+/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+/// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+/// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+/// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+/// # let out = std::env::temp_dir().join(format!("tang-doc-checkpoints_dir-{}", std::process::id()));
+/// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+/// use tang_nn::train::CHECKPOINTS_DIR;
+/// let trainer = Trainer::new(&model, opt, &out, options)?;
+/// assert_eq!(trainer.checkpoints().root(), out.join(CHECKPOINTS_DIR));
+/// # std::fs::remove_dir_all(&out)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const CHECKPOINTS_DIR: &str = "checkpoints";
 /// The name of the trainer's seed in [`TrainerState::seeds`] (dropout and the step
 /// generators derive from it).
+///
+/// ```
+/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+/// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+/// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+/// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+/// # let out = std::env::temp_dir().join(format!("tang-doc-step_seed-{}", std::process::id()));
+/// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+/// use tang_nn::train::STEP_SEED;
+/// let mut trainer = Trainer::new(&model, opt, &out, options)?;
+/// let checkpoint = trainer.save_checkpoint()?;
+/// assert!(checkpoint.state().seeds.contains_key(STEP_SEED));
+/// # std::fs::remove_dir_all(&out)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const STEP_SEED: &str = "step";
 
 /// An error from a user's closure.
 pub(super) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What the forward and evaluation closures are given.
+///
+/// ```
+/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+/// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+/// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+/// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+/// # let out = std::env::temp_dir().join(format!("tang-doc-stepcontext-{}", std::process::id()));
+/// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+/// let mut trainer = Trainer::new(&model, opt, &out, options)?;
+/// trainer.step(&mut |ctx: &mut StepContext<'_>| {
+///     let noisy = x.dropout(0.1, ctx.generator)?; // the step's own random numbers
+///     mse_loss(&model.forward(&noisy)?, &y, Reduction::Mean)
+/// })?;
+/// # std::fs::remove_dir_all(&out)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct StepContext<'a> {
     /// The step (0-based: the number of steps taken before this one).
     pub step: u64,
@@ -96,6 +199,26 @@ pub struct StepContext<'a> {
 }
 
 /// What one [`Trainer::step`] did.
+///
+/// ```
+/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+/// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+/// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+/// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+/// # let out = std::env::temp_dir().join(format!("tang-doc-stepreport-{}", std::process::id()));
+/// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+/// let mut trainer = Trainer::new(&model, opt, &out, options)?;
+/// let report = trainer.step(&mut forward)?;
+/// assert!(report.record.is_some()); // log_every 1: every step is a log step
+/// # std::fs::remove_dir_all(&out)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct StepReport {
     /// Steps taken, this one included.
@@ -108,6 +231,26 @@ pub struct StepReport {
 }
 
 /// How a [`Trainer::fit`] run ended.
+///
+/// ```
+/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+/// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+/// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+/// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+/// # let out = std::env::temp_dir().join(format!("tang-doc-fitsummary-{}", std::process::id()));
+/// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+/// let mut trainer = Trainer::new(&model, opt, &out, options)?;
+/// let summary = trainer.fit(&mut forward)?;
+/// println!("{} steps; weights in {}", summary.steps, summary.checkpoint.path().display());
+/// # std::fs::remove_dir_all(&out)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct FitSummary {
     /// Steps taken in total (the resumed ones included).
@@ -119,6 +262,28 @@ pub struct FitSummary {
 }
 
 /// The training loop over a model and an optimizer (see the module documentation).
+///
+/// ```
+/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+/// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+/// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+/// # let dev = tang_nn::tang_runtime::Device::new()?;
+/// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+/// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+/// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-{}", std::process::id()));
+/// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+/// // The loop of a PyTorch script: zero_grad, forward, loss.backward(), clip, step, log.
+/// let mut trainer = Trainer::new(&model, opt, &out, options)?;
+/// let summary = trainer.fit(&mut forward)?;
+/// assert_eq!(summary.steps, 2);
+/// assert!(out.join("metrics.jsonl").exists() && out.join("loss.png").exists());
+/// # std::fs::remove_dir_all(&out)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Trainer<'m, M: Module + ?Sized, A: Algorithm> {
     pub(super) model: &'m M,
     pub(super) optimizer: Optimizer<A>,
@@ -140,6 +305,25 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// A trainer of `model` by `optimizer` (built over
     /// [`crate::optim::named_parameters_of`]`(model)`), writing `metrics.jsonl`,
     /// `loss.png` and `checkpoints/` into `out_dir`.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-new-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// let trainer = Trainer::new(&model, opt, &out, options)?; // creates out/checkpoints
+    /// assert_eq!(trainer.state().step, 0);
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`TrainError::InvalidOption`]; [`TrainError::ParameterMismatch`] when the
@@ -181,6 +365,28 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     }
 
     /// Sets the learning rate of every group from `schedule` before each step.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-with_schedule-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// use tang_nn::schedule::Schedule;
+    /// let mut trainer = Trainer::new(&model, opt, &out, options)?
+    ///     .with_schedule(Schedule::warmup_cosine(0.1, 0.01, 1, 2)?); // lr set before each step
+    /// trainer.step(&mut forward)?;
+    /// assert_eq!(trainer.optimizer().lr(), 0.05); // warmup: 0.1 * (0 + 1) / (1 + 1)
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_schedule(mut self, schedule: Schedule) -> Self {
         self.schedule = Some(schedule);
         self
@@ -188,6 +394,27 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
 
     /// Shows progress on `progress` (default: [`Progress::new`], a bar on a terminal and
     /// plain lines when standard error is piped).
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-with_progress-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// use tang_nn::train::Progress;
+    /// let progress = Progress::lines(Box::new(std::io::sink()), 2, 1)?; // quiet
+    /// let mut trainer = Trainer::new(&model, opt, &out, options)?.with_progress(progress);
+    /// trainer.step(&mut forward)?;
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_progress(mut self, progress: Progress) -> Self {
         self.progress = Some(progress);
         self
@@ -195,33 +422,159 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
 
     /// Stops [`Trainer::fit`] cleanly when `interrupt` is requested (by default `fit`
     /// installs the Ctrl-C handler itself: see [`TrainerOptions::handle_ctrl_c`]).
+    ///
+    /// ```no_run
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-with_interrupt-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// use tang_nn::train::Interrupt;
+    /// let stop = Interrupt::install()?; // Ctrl-C, or stop.request() from the program
+    /// let mut trainer = Trainer::new(&model, opt, &out, options)?.with_interrupt(stop.clone());
+    /// stop.request();
+    /// assert!(trainer.fit(&mut forward)?.interrupted); // saved a checkpoint and returned
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_interrupt(mut self, interrupt: Interrupt) -> Self {
         self.interrupt = Some(interrupt);
         self
     }
 
     /// The trainer state: steps taken, seed, loader position, metrics.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-state-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
+    /// trainer.step(&mut forward)?;
+    /// assert_eq!(trainer.state().step, 1);
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn state(&self) -> &TrainerState {
         &self.state
     }
 
     /// The metrics records of this run (and, after a resume, of the run before it).
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-history-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
+    /// trainer.fit(&mut forward)?;
+    /// let last = trainer.history().last().ok_or("log_every is 1")?;
+    /// assert!(last.step == 2 && last.loss.is_some()); // the last logged loss
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn history(&self) -> &[MetricsRecord] {
         &self.history
     }
 
     /// The optimizer.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-optimizer-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// let trainer = Trainer::new(&model, opt, &out, options)?;
+    /// assert_eq!(trainer.optimizer().lr(), 1e-3);
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn optimizer(&self) -> &Optimizer<A> {
         &self.optimizer
     }
 
     /// The checkpoint store (`out_dir/checkpoints`).
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-checkpoints-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
+    /// trainer.step(&mut forward)?;
+    /// trainer.save_checkpoint()?;
+    /// assert_eq!(trainer.checkpoints().list()?.len(), 1);
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn checkpoints(&self) -> &CheckpointDir {
         &self.checkpoints
     }
 
     /// Continues from the most recent checkpoint in `out_dir/checkpoints`, if there is
     /// one; returns its step.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-resume_latest-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// let mut trainer = Trainer::new(&model, Sgd::new(named_parameters_of(&model), SgdOptions::default())?, &out, options.clone())?;
+    /// trainer.step(&mut forward)?;
+    /// trainer.save_checkpoint()?;
+    /// // A new process: the same model, optimizer and directory continue from step 1.
+    /// let mut again = Trainer::new(&model, opt, &out, options)?;
+    /// assert_eq!(again.resume_latest()?, Some(1));
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`Trainer::resume`].
@@ -238,6 +591,29 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// loader position and the metrics come from its trainer state. Records that an
     /// interrupted run logged after the checkpoint are dropped from `metrics.jsonl` when
     /// the run goes on.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-resume-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// let mut trainer = Trainer::new(&model, Sgd::new(named_parameters_of(&model), SgdOptions::default())?, &out, options.clone())?;
+    /// trainer.step(&mut forward)?;
+    /// let saved = trainer.save_checkpoint()?;
+    /// let mut again = Trainer::new(&model, opt, &out, options)?;
+    /// again.resume(&saved)?;
+    /// assert_eq!(again.state().step, 1);
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`TrainError::Checkpoint`] when a file does not load or does not fit the model or
@@ -258,6 +634,26 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     }
 
     /// One training step (see the module documentation); `forward` returns the loss.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-step-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
+    /// let report = trainer.step(&mut forward)?; // one optimizer step
+    /// assert_eq!((report.step, report.host_reads_backward_to_step), (1, 0));
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`TrainError::Step`] when `forward` fails; [`TrainError::Autograd`] when backward
@@ -371,6 +767,29 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// makes its own), and returns its value (a validation loss, read back by `eval`).
     /// Training mode is restored afterwards.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-evaluate-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
+    /// // with torch.no_grad(): model.eval(); val_loss = ...
+    /// let val_loss = trainer.evaluate(&mut |_: &mut StepContext<'_>| {
+    ///     Ok::<_, tang_nn::autograd::Error>(f64::from(mse_loss(&model.forward(&x)?, &y, Reduction::Mean)?.to_vec()?[0]))
+    /// })?;
+    /// assert!(val_loss > 0.0);
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`TrainError::Step`] when `eval` fails.
     pub fn evaluate<G, E>(&mut self, eval: &mut G) -> Result<f64, TrainError>
@@ -399,6 +818,27 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// Saves a checkpoint of the current step (weights, optimizer state, trainer state)
     /// into `out_dir/checkpoints`, applying the retention policy.
     ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-save_checkpoint-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
+    /// trainer.step(&mut forward)?;
+    /// let checkpoint = trainer.save_checkpoint()?; // weights, optimizer and trainer state
+    /// assert_eq!(checkpoint.state().step, 1);
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`TrainError::Checkpoint`] (also when this step was already saved).
     pub fn save_checkpoint(&mut self) -> Result<Checkpoint, TrainError> {
@@ -411,6 +851,27 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     }
 
     /// Draws the loss curve of [`Trainer::history`] into `out_dir/loss.png` now.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-plot-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
+    /// trainer.fit(&mut forward)?;
+    /// let png = trainer.plot()?; // out/loss.png, redrawn now
+    /// assert!(png.exists());
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`plot_loss_curve`].
@@ -443,6 +904,25 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     }
 
     /// The output directory.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-out_dir-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// let trainer = Trainer::new(&model, opt, &out, options)?;
+    /// assert_eq!(trainer.out_dir(), out.as_path());
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn out_dir(&self) -> &Path {
         &self.out_dir
     }
