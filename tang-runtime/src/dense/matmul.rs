@@ -217,20 +217,24 @@ fn choose_tile(dev: &Device, m: usize, n: usize, batch: usize) -> Option<TileCon
         .find(|t| fits(dev, t))
 }
 
-/// Workgroups a split reduction aims for: a few per SM on a large GPU (132 SMs).
-const SPLIT_K_TARGET_BLOCKS: usize = 512;
+/// Workgroups of the 128×128 tile a split reduction aims for: what the automatic tile
+/// choice wants before it takes the large tile.
+const SPLIT_K_TARGET_BLOCKS: usize = 192;
 /// The shortest stretch of the reduction one split gets (shorter ones spend more on
 /// writing and summing partial products than they gain).
-const SPLIT_K_MIN_LEN: usize = 256;
+const SPLIT_K_MIN_LEN: usize = 512;
 /// The most splits.
 const SPLIT_K_MAX: usize = 32;
 
 /// How many slices to cut the reduction (`k`) into, so that a product with a small
 /// output and a long reduction (a weight gradient `dW = Gᵀ·X` over 16,384 tokens has
-/// a 384×1152 output: ~100 workgroups of 64×64) fills the GPU: each slice is one batch
+/// a 384×1152 output: 27 workgroups of 128×128) fills the GPU: each slice is one batch
 /// of a batched matmul, and a column sum adds the slices. 1 when the product already
 /// has enough workgroups, or is not of the form whose slices are contiguous batches:
 /// `Aᵀ·B` with A stored `[k, m]` and B `[k, n]`, one batch, no bias, no epilogue.
+///
+/// Measured on an H200 at the GPT's weight gradients (k = 16,384; BENCHMARKS.md,
+/// `matmul_gpt_*_TN`): unsplit, the best tile ran at 8-23 TFLOP/s; split, 24-35.
 fn split_k(d: &Dims, o: &MatmulOptions<'_>) -> usize {
     if !o.transpose_a
         || o.transpose_b
@@ -241,7 +245,7 @@ fn split_k(d: &Dims, o: &MatmulOptions<'_>) -> usize {
     {
         return 1;
     }
-    let blocks = d.m.div_ceil(64) * d.n.div_ceil(64);
+    let blocks = d.m.div_ceil(128) * d.n.div_ceil(128);
     let mut s = 1;
     while s < SPLIT_K_MAX
         && blocks * s < SPLIT_K_TARGET_BLOCKS
