@@ -436,3 +436,38 @@ fn index_copy_writes_rows_in_place() {
         assert!(matches!(e, Error::DeviceMismatch { .. }), "{e:?}");
     }
 }
+
+/// `split_heads` equals narrow + reshape + permute on the CPU, for grouped-query packing
+/// (3 query heads, 1 kv head each side); `merge_heads` of all parts gives the packed
+/// tensor back; bad shapes are errors that say what was expected.
+#[test]
+fn packed_heads_split_and_merge_match_the_cpu() {
+    for dev in devices() {
+        let (b, t, d) = (2, 17, 3);
+        let (hq, hkv) = (3, 1);
+        let n = (hq + 2 * hkv) * d;
+        let xs = [b, t, n];
+        let x = random(b * t * n, 21);
+        let packed = Tensor::from_slice(&dev, &x, &xs).unwrap();
+        let xf = f64s(&x);
+        let mut parts = Vec::new();
+        for (first, heads) in [(0, hq), (hq, hkv), (hq + hkv, hkv)] {
+            let got = ops::split_heads(&packed, first, heads, d).unwrap();
+            assert_eq!(got.shape(), &[b, heads, t, d]);
+            let slice = cpu_narrow(&xf, &xs, 2, first * d, heads * d);
+            let want = cpu_permute(&slice, &[b, t, heads, d], &[0, 2, 1, 3]);
+            assert_close("split_heads", &got.to_vec().unwrap(), &want, 0.0, 0.0);
+            parts.push(got);
+        }
+        let refs: Vec<&Tensor> = parts.iter().collect();
+        let merged = ops::merge_heads(&refs).unwrap();
+        assert_eq!(merged.shape(), &xs);
+        assert_eq!(merged.to_vec().unwrap(), x);
+
+        let e = ops::split_heads(&packed, 4, 2, d).unwrap_err();
+        assert!(matches!(e, Error::ShapeMismatch { .. }), "{e}");
+        let e = ops::merge_heads(&[&parts[0], &packed]).unwrap_err();
+        assert!(e.to_string().contains("[B = 2, H, T = 17, D = 3]"), "{e}");
+        assert!(matches!(ops::merge_heads(&[]), Err(Error::Arity { .. })));
+    }
+}

@@ -57,6 +57,17 @@ pub(crate) enum Op {
         lse: RawTensor,
         scale: Option<f32>,
     },
+    /// Causal attention of the heads packed side by side in the input `[B, T, N]` (a
+    /// fused q/k/v projection's output): the heads split out of it, the output, and the
+    /// row logsumexps. Backward writes the heads' gradients straight into one
+    /// `[B, T, N]` gradient (no zero fills, no sum of three full-size gradients).
+    PackedAttention {
+        q: RawTensor,
+        k: RawTensor,
+        v: RawTensor,
+        o: RawTensor,
+        lse: RawTensor,
+    },
     /// `x · wᵀ (+ b)` of inputs `x, w[, b]`.
     Linear,
     /// Dropout; the stream its mask came from (regenerated in backward).
@@ -105,6 +116,7 @@ impl Op {
             Op::Embedding(_) => "embedding",
             Op::CrossEntropy(_) => "cross_entropy",
             Op::Attention { .. } => "attention",
+            Op::PackedAttention { .. } => "packed_attention",
             Op::Linear => "linear",
             Op::Dropout(_) => "dropout",
             Op::Gather { .. } => "gather",
@@ -180,6 +192,10 @@ impl Op {
                 let (dq, dk, dv) =
                     attention::attention_backward(x(0), x(1), x(2), o, lse, g, *scale)?;
                 vec![dq, dk, dv]
+            }
+            Op::PackedAttention { q, k, v, o, lse } => {
+                let (dq, dk, dv) = attention::attention_backward(q, k, v, o, lse, g, None)?;
+                vec![ops::merge_heads(&[&dq, &dk, &dv])?]
             }
             Op::Linear => {
                 let (gx, gw) = matmul::matmul_backward(x(0), x(1), g, false, true)?;

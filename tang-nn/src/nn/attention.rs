@@ -195,12 +195,7 @@ impl CausalSelfAttention {
     fn qkv(&self, x: &Tensor) -> Result<(Tensor, Tensor, Tensor), Error> {
         let cfg = &self.config;
         let (c, d) = (cfg.n_embd, cfg.head_dim());
-        let [b, t, xc] = *x.shape() else {
-            return Err(shape_error(x.shape(), c));
-        };
-        if xc != c {
-            return Err(shape_error(x.shape(), c));
-        }
+        let [b, t] = check_input(x, c)?;
         let heads = |y: Tensor, h: usize| y.reshape(&[b, t, h, d])?.permute(&[0, 2, 1, 3]);
         let (q, k, v) = match (&self.c_attn, &self.q_proj, &self.k_proj, &self.v_proj) {
             (Some(c_attn), ..) => {
@@ -248,10 +243,22 @@ impl CausalSelfAttention {
     /// # Errors
     /// [`Error::Runtime`] when `x` is not `[B, T, n_embd]` or a kernel fails.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        let cfg = &self.config;
+        let active = self.attn_dropout.is_training() && self.attn_dropout.p > 0.0;
+        // The fused kernel on the packed projection: the heads come out of (and their
+        // gradients go back into) c_attn's output in one copy each.
+        if let Some(c_attn) = &self.c_attn
+            && !active
+            && cfg.head_dim() <= 128
+        {
+            check_input(x, cfg.n_embd)?;
+            let qkv = c_attn.forward(x)?;
+            let y = qkv.packed_causal_attention(cfg.n_head, cfg.n_kv_head, cfg.head_dim())?;
+            return self.project_out(&y);
+        }
         let (q, k, v) = self.qkv(x)?;
         let weight_dropout = |w: &Tensor| self.attn_dropout.forward(w);
         let hook: WeightDropout<'_> = &weight_dropout;
-        let active = self.attn_dropout.is_training() && self.attn_dropout.p > 0.0;
         let y = scaled_dot_product_attention(&q, &k, &v, AttnMask::Causal, active.then_some(hook))?;
         self.project_out(&y)
     }
@@ -316,6 +323,14 @@ impl CausalSelfAttention {
             capacity,
             self.config.head_dim(),
         )
+    }
+}
+
+/// `[B, T]` of an input that must be `[B, T, c]`.
+fn check_input(x: &Tensor, c: usize) -> Result<[usize; 2], Error> {
+    match *x.shape() {
+        [b, t, xc] if xc == c => Ok([b, t]),
+        _ => Err(shape_error(x.shape(), c)),
     }
 }
 

@@ -36,6 +36,7 @@ mod compare;
 mod conv;
 mod elementwise;
 mod fused;
+mod heads;
 mod index;
 mod inplace;
 mod int;
@@ -61,6 +62,7 @@ pub use elementwise::{
     sub_scalar_backward, tanh, tanh_backward, where_cond, where_cond_backward,
 };
 pub use fused::FusedFn;
+pub use heads::{merge_heads, split_heads};
 pub use index::{gather, gather_backward, index_copy_, index_select, index_select_backward};
 pub use inplace::{add_, clone, copy_, fill_, fill_u32_, full, full_u32, mul_, zero_};
 pub use int::{arange, argmax, argmin, to_dtype};
