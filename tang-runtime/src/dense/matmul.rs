@@ -242,9 +242,12 @@ fn split_k(d: &Dims, o: &MatmulOptions<'_>) -> usize {
         || o.bias.is_some()
         || o.epilogue.is_some()
         || o.tile.is_some()
+        || d.m == 0
+        || d.n == 0
     {
         return 1;
     }
+    // One batch: `m * n` is the output's length, checked against u32 by `dims`.
     let blocks = d.m.div_ceil(128) * d.n.div_ceil(128);
     let mut s = 1;
     while s < SPLIT_K_MAX
@@ -316,11 +319,9 @@ pub(crate) fn kernels() -> Vec<crate::spec::Source> {
 pub fn matmul_with(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Tensor, Error> {
     let d = dims(a, b, o)?;
     let dev = a.device();
-    if d.m * d.n > 0 {
-        let splits = split_k(&d, o);
-        if splits > 1 {
-            return matmul_split_k(a, b, &d, splits);
-        }
+    let splits = split_k(&d, o);
+    if splits > 1 {
+        return matmul_split_k(a, b, &d, splits);
     }
     let out = dev.empty(&d.out_shape, DType::F32)?;
     if out.is_empty() {
