@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::layout;
-use super::tiled::{KT, Tile, load_transposed, slot};
+use super::tiled::{Block, KT, Rows, Tile, slot, store_rows, unrolled_dims};
 
 /// Line of the K^T and V^T tiles in vec4s (the 32 keys), swizzled rather than padded: one
 /// more vec4 per line would take the small shape of the dq pass past 32 KiB at DP = 64.
@@ -51,32 +51,11 @@ pub fn backward_dq(dp: u32, rows: u32) -> String {
     let mut w = String::new();
     w.push_str("// Causal flash-attention backward, dq pass, register-blocked (generated; see attention/bwd_dq.rs).\n");
     w.push_str(&layout::DQ.declarations());
+    let block = Block { threads, dp };
     let mut q_load = String::new();
-    load_transposed(
-        &mut q_load,
-        "    ",
-        threads,
-        rows,
-        dp,
-        ry_n,
-        true,
-        "head_row + row0 + r",
-        "row0 + r < p.tq",
-        &[
-            Tile {
-                dst: "qs",
-                off: "0u".into(),
-                src: "q",
-                scale: "p.scale_log2",
-            },
-            Tile {
-                dst: "gs",
-                off: "0u".into(),
-                src: "go",
-                scale: "1.0",
-            },
-        ],
-    );
+    let q_tiles = [Tile::new("qs", "q").scaled("p.scale_log2"), Tile::new("gs", "go")];
+    let q_rows = Rows::swizzled(rows, "head_row", "row0", "p.tq");
+    block.load_transposed(&mut q_load, "    ", q_rows, &q_tiles);
     let _ = write!(
         w,
         "
@@ -160,31 +139,8 @@ fn main(
         "    for (var t0 = 0u; t0 < n_keys; t0 += {KT}u) {{
         workgroupBarrier();"
     );
-    load_transposed(
-        &mut w,
-        "        ",
-        threads,
-        KT,
-        dp,
-        KT_LINE,
-        true,
-        "kvrow + t0 + r",
-        "t0 + r < n_keys",
-        &[
-            Tile {
-                dst: "kt",
-                off: "0u".into(),
-                src: "k",
-                scale: "1.0",
-            },
-            Tile {
-                dst: "vt",
-                off: "0u".into(),
-                src: "v",
-                scale: "1.0",
-            },
-        ],
-    );
+    let kv_rows = Rows::swizzled(KT, "kvrow", "t0", "n_keys");
+    block.load_transposed(&mut w, "        ", kv_rows, &[Tile::new("kt", "k"), Tile::new("vt", "v")]);
     w.push_str("        workgroupBarrier();\n");
     for j in 0..4 {
         let _ = writeln!(
@@ -192,14 +148,12 @@ fn main(
             "        var s{j} = vec4<f32>(0.0);\n        var p{j} = vec4<f32>(0.0);"
         );
     }
-    let _ = writeln!(w, "        for (var c0 = 0u; c0 < {dp}u; c0 += 8u) {{");
-    for u in 0..8 {
+    unrolled_dims(&mut w, "        ", dp, |w, u| {
         let c = format!("c0 + {u}u");
         let u8 = format!("{u}u");
         let _ = writeln!(
             w,
-            "            {{
-                let a = qs[{qa}];
+            "                let a = qs[{qa}];
                 let ga = gs[{qa}];
                 let bk = kt[{kb}];
                 let bv = vt[{kb}];",
@@ -212,9 +166,8 @@ fn main(
                 "                s{j} = fma(a, vec4<f32>(bk.{comp}), s{j});\n                p{j} = fma(ga, vec4<f32>(bv.{comp}), p{j});"
             );
         }
-        w.push_str("            }\n");
-    }
-    w.push_str("        }\n        let kj = t0 + 4u * cx;\n");
+    });
+    w.push_str("        let kj = t0 + 4u * cx;\n");
     for j in 0..4 {
         let _ = writeln!(
             w,
@@ -252,14 +205,7 @@ fn main(
         );
     }
     w.push_str("        }\n    }\n");
-    for (i, comp) in ["x", "y", "z", "w"].iter().enumerate() {
-        let _ = writeln!(
-            w,
-            "    {{
-        let r = row0 + 4u * ry + {i}u;
-        if (r < p.tq) {{
-            let base = (head_row + r) * d;"
-        );
+    store_rows(&mut w, "r", "row0", "head_row", |w, comp| {
         for a in 0..4 * nv {
             let (x, ci) = (a / 4, a % 4);
             let _ = writeln!(
@@ -273,8 +219,7 @@ fn main(
                 8 * x
             );
         }
-        w.push_str("        }\n    }\n");
-    }
+    });
     w.push_str("}\n");
     w
 }
