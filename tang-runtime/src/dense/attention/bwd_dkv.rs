@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::layout;
-use super::tiled::{Block, Rows, Tile, slot, store_rows, unrolled_dims};
+use super::tiled::{Block, Rows, Tile, step_slot, store_rows, unrolled_dims};
 
 /// Keys per workgroup of the dk/dv pass.
 pub const DKV_KEYS: u32 = 32;
@@ -164,7 +164,7 @@ fn main(
                     s1 = fma(a, vec4<f32>(bq.y), s1);
                     s2 = fma(a, vec4<f32>(bq.z), s2);
                     s3 = fma(a, vec4<f32>(bq.w), s3);",
-            ka = slot(&format!("c0 + {u}u"), kt_line, "sy", &format!("{u}u")),
+            ka = step_slot(u, kt_line, "sy"),
         );
     });
     let _ = writeln!(

@@ -5,7 +5,10 @@
 use std::fmt::Write as _;
 
 use super::layout;
-use super::tiled::{Block, KT, Rows, Tile, slot, store_rows, unrolled_dims};
+use super::tiled::{
+    Block, KT, Rows, Tile, key_tile_loop, query_block_main, slot, step_slot, store_rows,
+    unrolled_dims,
+};
 
 /// Line of the K^T and V^T tiles in vec4s (the 32 keys), swizzled rather than padded: one
 /// more vec4 per line would take the small shape of the dq pass past 32 KiB at DP = 64.
@@ -52,10 +55,6 @@ pub fn backward_dq(dp: u32, rows: u32) -> String {
     w.push_str("// Causal flash-attention backward, dq pass, register-blocked (generated; see attention/bwd_dq.rs).\n");
     w.push_str(&layout::DQ.declarations());
     let block = Block { threads, dp };
-    let mut q_load = String::new();
-    let q_tiles = [Tile::new("qs", "q").scaled("p.scale_log2"), Tile::new("gs", "go")];
-    let q_rows = Rows::swizzled(rows, "head_row", "row0", "p.tq");
-    block.load_transposed(&mut q_load, "    ", q_rows, &q_tiles);
     let _ = write!(
         w,
         "
@@ -70,23 +69,18 @@ var<workgroup> vt: array<vec4<f32>, {vt_len}>;
 
 const LOG2E: f32 = 1.4426950408889634;
 
-@compute @workgroup_size({threads})
-fn main(
-    @builtin(local_invocation_index) tid: u32,
-    @builtin(workgroup_id) wg: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {{
-    let ry = tid % {ry_n}u;
-    let cx = tid / {ry_n}u;
-    let qb = nwg.x - 1u - wg.x;
-    let h = wg.y;
-    let b = wg.z;
-    let g = h / (p.heads / p.kv_heads);
-    let d = p.d;
-    let row0 = qb * {rows}u;
-    let head_row = (b * p.heads + h) * p.tq;
-    let kvrow = (b * p.kv_heads + g) * p.tk_stride;
-{q_load}    workgroupBarrier();
+",
+        rows_len = dp * rows / 4,
+        kt_len = dp * KT_LINE,
+        vt_len = vt_len / 4,
+    );
+    query_block_main(&mut w, rows, "");
+    let q_tiles = [Tile::new("qs", "q").scaled("p.scale_log2"), Tile::new("gs", "go")];
+    let q_rows = Rows::swizzled(rows, "head_row", "row0", "p.tq");
+    block.load_transposed(&mut w, "    ", q_rows, &q_tiles);
+    let _ = write!(
+        w,
+        "    workgroupBarrier();
     // delta = rowsum(dO * O) of the thread's four rows over dims cx, cx + 8, ...
     var dpart = vec4<f32>(0.0);
     for (var c = cx; c < d; c += 8u) {{
@@ -101,9 +95,6 @@ fn main(
 {lse_loads}    let n_keys = min(row0 + {rows}u, p.tq);
     let lim = vec4<u32>(row0 + 4u * ry) + vec4<u32>(0u, 1u, 2u, 3u);
 ",
-        rows_len = dp * rows / 4,
-        kt_len = dp * KT_LINE,
-        vt_len = vt_len / 4,
         o_loads = ["x", "y", "z", "w"]
             .iter()
             .enumerate()
@@ -134,13 +125,7 @@ fn main(
     for a in 0..4 * nv {
         let _ = writeln!(w, "    var a{a} = vec4<f32>(0.0);");
     }
-    let _ = writeln!(
-        w,
-        "    for (var t0 = 0u; t0 < n_keys; t0 += {KT}u) {{
-        workgroupBarrier();"
-    );
-    let kv_rows = Rows::swizzled(KT, "kvrow", "t0", "n_keys");
-    block.load_transposed(&mut w, "        ", kv_rows, &[Tile::new("kt", "k"), Tile::new("vt", "v")]);
+    key_tile_loop(&mut w, block, &[Tile::new("kt", "k"), Tile::new("vt", "v")]);
     w.push_str("        workgroupBarrier();\n");
     for j in 0..4 {
         let _ = writeln!(
@@ -149,16 +134,14 @@ fn main(
         );
     }
     unrolled_dims(&mut w, "        ", dp, |w, u| {
-        let c = format!("c0 + {u}u");
-        let u8 = format!("{u}u");
         let _ = writeln!(
             w,
             "                let a = qs[{qa}];
                 let ga = gs[{qa}];
                 let bk = kt[{kb}];
                 let bv = vt[{kb}];",
-            qa = slot(&c, ry_n, "ry", &u8),
-            kb = slot(&c, KT_LINE, "cx", &u8),
+            qa = step_slot(u, ry_n, "ry"),
+            kb = step_slot(u, KT_LINE, "cx"),
         );
         for (j, comp) in ["x", "y", "z", "w"].iter().enumerate() {
             let _ = writeln!(

@@ -29,7 +29,7 @@ use std::fmt::Write as _;
 
 use super::layout;
 use super::tiled::{
-    ROWS, THREADS, accumulate_pv, forward_epilogue, forward_prologue, online_softmax, slot,
+    ROWS, THREADS, accumulate_pv, forward_epilogue, forward_prologue, online_softmax, step_slot,
     unrolled_dims,
 };
 
@@ -174,16 +174,14 @@ var<workgroup> vs: array<vec4<f32>, {vs_len}>;
         let _ = writeln!(w, "        var s{j} = vec4<f32>(0.0);");
     }
     unrolled_dims(&mut w, "        ", dp, |w, u| {
-        let c = format!("c0 + {u}u");
-        let u8 = format!("{u}u");
         let _ = writeln!(
             w,
             "                let a = qs[{qa}];
                 let b0 = kp[{kb0}];
                 let b1 = kp[{kb1}];",
-            qa = slot(&c, ROWS / 4, "ry", &u8),
-            kb0 = slot(&c, LINE, "cx", &u8),
-            kb1 = slot(&c, LINE, "cx + 8u", &u8),
+            qa = step_slot(u, ROWS / 4, "ry"),
+            kb0 = step_slot(u, LINE, "cx"),
+            kb1 = step_slot(u, LINE, "cx + 8u"),
         );
         for (j, comp) in ["x", "y", "z", "w"].iter().enumerate() {
             let _ = writeln!(

@@ -40,6 +40,8 @@ use super::bwd_dq::dq_shared_bytes;
 pub const ROWS: u32 = 64;
 /// Threads per workgroup.
 pub const THREADS: u32 = 128;
+// `query_block_main` writes the entry point of `2 rows` threads.
+const _: () = assert!(THREADS == 2 * ROWS);
 /// Keys per tile.
 pub(super) const KT: u32 = 32;
 /// Keys per tile of the forward in this (small) shape.
@@ -215,6 +217,25 @@ pub(super) fn unrolled_dims(
     let _ = writeln!(w, "{ind}}}");
 }
 
+/// The vec4 index of vec4 `rv` of dim `c0 + u` (step `u` of [`unrolled_dims`]) in a
+/// swizzled tile with `line` vec4s per dim.
+pub(super) fn step_slot(u: u32, line: u32, rv: &str) -> String {
+    slot(&format!("c0 + {u}u"), line, rv, &format!("{u}u"))
+}
+
+/// Emits the head of the loop over tiles of [`KT`] keys of the small forward and the dq
+/// pass: a barrier (every read of the previous tile is done), then the tile's `tiles`
+/// (K, or K and V) stored transposed and swizzled, `[dp][32 keys]`.
+pub(super) fn key_tile_loop(w: &mut String, block: Block, tiles: &[Tile]) {
+    let _ = writeln!(
+        w,
+        "    for (var t0 = 0u; t0 < n_keys; t0 += {KT}u) {{
+        workgroupBarrier();"
+    );
+    let rows = Rows::swizzled(KT, "kvrow", "t0", "n_keys");
+    block.load_transposed(w, "        ", rows, tiles);
+}
+
 /// Emits the final store of a thread's four rows: row `i < 4` (component `i` of the
 /// accumulators) is `{var} = {first} + 4u * ry + i`, stored when `{var} < p.tq` from
 /// `base = ({row_base} + {var}) * d` by the lines `row(w, comp)` writes.
@@ -275,17 +296,11 @@ var<workgroup> vs: array<vec4<f32>, {vs}>;
     for a in 0..4 * nv {
         let _ = writeln!(w, "    var o{a} = vec4<f32>(0.0);");
     }
-    let _ = writeln!(
-        w,
-        "    for (var t0 = 0u; t0 < n_keys; t0 += {KT}u) {{
-        workgroupBarrier();"
-    );
-    let k_rows = Rows::swizzled(KT, "kvrow", "t0", "n_keys");
     let block = Block {
         threads: THREADS,
         dp,
     };
-    block.load_transposed(&mut w, "        ", k_rows, &[Tile::new("kp", "k")]);
+    key_tile_loop(&mut w, block, &[Tile::new("kp", "k")]);
     let _ = writeln!(
         w,
         "        for (var e = tid; e < {kn}u; e += {THREADS}u) {{
@@ -314,8 +329,8 @@ var<workgroup> vs: array<vec4<f32>, {vs}>;
                 s1 = fma(a, vec4<f32>(bk.y), s1);
                 s2 = fma(a, vec4<f32>(bk.z), s2);
                 s3 = fma(a, vec4<f32>(bk.w), s3);",
-            qa = slot(&format!("c0 + {u}u"), ROWS / 4, "ry", &format!("{u}u")),
-            kb = slot(&format!("c0 + {u}u"), KT / 4, "cx", &format!("{u}u")),
+            qa = step_slot(u, ROWS / 4, "ry"),
+            kb = step_slot(u, KT / 4, "cx"),
         );
     });
     w.push_str(
@@ -351,29 +366,9 @@ var<workgroup> vs: array<vec4<f32>, {vs}>;
 /// pre-scaled by scale * log2(e) so the scores come out in log2 units), the causal limits
 /// and the online-softmax state `m`, `l` of the thread's four rows.
 pub(super) fn forward_prologue(w: &mut String, dp: u32) {
-    let _ = write!(
-        w,
-        "const NEG: f32 = -3.0e38;
-
-@compute @workgroup_size({THREADS})
-fn main(
-    @builtin(local_invocation_index) tid: u32,
-    @builtin(workgroup_id) wg: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {{
-    let ry = tid % 16u;
-    let cx = tid / 16u;
-    // The last query blocks see the most keys: start them first to shorten the tail.
-    let qb = nwg.x - 1u - wg.x;
-    let h = wg.y;
-    let b = wg.z;
-    let g = h / (p.heads / p.kv_heads);
-    let d = p.d;
-    let row0 = qb * {ROWS}u;
-    let head_row = (b * p.heads + h) * p.tq;
-    let kvrow = (b * p.kv_heads + g) * p.tk_stride;
-"
-    );
+    w.push_str("const NEG: f32 = -3.0e38;\n\n");
+    let note = "    // The last query blocks see the most keys: start them first to shorten the tail.\n";
+    query_block_main(w, ROWS, note);
     let block = Block {
         threads: THREADS,
         dp,
@@ -389,6 +384,36 @@ fn main(
     var m = vec4<f32>(-1.0e30);
     var l = vec4<f32>(0.0);
 "
+    );
+}
+
+/// Emits the entry point of a kernel over blocks of `rows` query rows of one (batch,
+/// head), `2 rows` threads (the forward and the dq pass): thread `(ry, cx)` with
+/// `ry = tid % (rows / 4)`, the block `qb` (the last one first: it sees the most keys;
+/// `note` is written before it), the head `h`, its kv head `g`, the block's first row
+/// `row0` and the heads' first rows `head_row` and `kvrow`.
+pub(super) fn query_block_main(w: &mut String, rows: u32, note: &str) {
+    let _ = write!(
+        w,
+        "@compute @workgroup_size({threads})
+fn main(
+    @builtin(local_invocation_index) tid: u32,
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {{
+    let ry = tid % {ry_n}u;
+    let cx = tid / {ry_n}u;
+{note}    let qb = nwg.x - 1u - wg.x;
+    let h = wg.y;
+    let b = wg.z;
+    let g = h / (p.heads / p.kv_heads);
+    let d = p.d;
+    let row0 = qb * {rows}u;
+    let head_row = (b * p.heads + h) * p.tq;
+    let kvrow = (b * p.kv_heads + g) * p.tk_stride;
+",
+        threads = 2 * rows,
+        ry_n = rows / 4,
     );
 }
 
