@@ -10,11 +10,11 @@
 //! compiled for the head dim rounded up to 16, 32, 64 or 128 (the extra dims are zero).
 //!
 //! Head dims 17 to 64: register-blocked kernels generated in `attention/` (`tiled.rs`,
-//! `fwd_large.rs`, `bwd_dq.rs`, `bwd_dkv.rs`; `kernels.rs` picks them) for all three
-//! passes (every product a micro-matmul with 4 x 4 or 4 x 8 tiles per thread; the dk/dv
-//! pass keeps 32 keys' K and V resident and streams query tiles). Their global loads are
-//! coalesced (a warp reads whole 32-byte sectors along D) and transposed on the way into
-//! workgroup memory. Every pass has two tile shapes: a small one within 32 KiB of
+//! `fwd_large.rs`, `bwd_dq.rs`, `bwd_dkv.rs`, written with the pieces of `emit.rs`;
+//! `kernels.rs` picks them) for all three passes (every product a micro-matmul with 4 x 4
+//! or 4 x 8 tiles per thread; the dk/dv pass keeps 32 keys' K and V resident and streams
+//! query tiles). Their global loads are coalesced (a warp reads whole 32-byte sectors along
+//! D) and transposed on the way into workgroup memory. Every pass has two tile shapes: a small one within 32 KiB of
 //! workgroup memory (forward key tiles of 32, dq blocks of 32 rows, dk/dv query tiles of
 //! 16 on 64 threads) and a large one (64-key tiles with a 4 x 8 score block per thread,
 //! five barriers per tile and the next tile's loads issued before the current tile's
@@ -50,6 +50,7 @@ use crate::{DType, Device, Error, Tensor};
 
 mod bwd_dkv;
 mod bwd_dq;
+mod emit;
 mod fwd_large;
 mod kernels;
 mod layout;
@@ -143,7 +144,8 @@ fn check_same_length(
         return Err(mismatch(
             op,
             format!(
-                "k and v must have q's sequence length {} (dim 2), got {}; attention_decode takes a KV cache",
+                "k and v must have q's sequence length {} (dim 2), got {}; \
+                 attention_decode takes a KV cache",
                 params.tq, params.tk_stride
             ),
         ));
@@ -194,7 +196,12 @@ enum Pass {
 /// where this device has one for the head dim, else the row-per-thread one. Each
 /// workgroup owns a block of rows (queries; keys in the dk/dv pass) of one head (a kv head
 /// in the dk/dv pass).
-fn launch(pass: Pass, op: &str, params: &AttentionParams, tensors: &[&Tensor]) -> Result<(), Error> {
+fn launch(
+    pass: Pass,
+    op: &str,
+    params: &AttentionParams,
+    tensors: &[&Tensor],
+) -> Result<(), Error> {
     let dev = tensors[0].device();
     let row_kernels = variant(dev, op, params.d)?;
     let (kernel, block) = match (pass, tiled_for(dev, params.d as usize)?) {

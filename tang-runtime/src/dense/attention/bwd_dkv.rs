@@ -1,11 +1,11 @@
 //! The dk/dv pass of the register-blocked backward (padded head dims 32 and 64): per key
 //! block, dK and dV summed over the query heads that share its kv head. Tile loads and
-//! layout conventions are those of `tiled.rs`.
+//! layout conventions are those of `emit.rs`.
 
 use std::fmt::Write as _;
 
 use super::layout;
-use super::tiled::{Block, Rows, Tile, step_slot, store_rows, unrolled_dims};
+use super::emit::{Block, Rows, Tile, step_slot, store_rows, unrolled_dims};
 
 /// Keys per workgroup of the dk/dv pass.
 pub const DKV_KEYS: u32 = 32;

@@ -1,14 +1,15 @@
 //! The dq pass of the register-blocked backward (padded head dims 32 and 64): per query
 //! block, dQ and delta = rowsum(dO * O). Tile loads and layout conventions are those of
-//! `tiled.rs`.
+//! `emit.rs`.
 
 use std::fmt::Write as _;
 
 use super::layout;
-use super::tiled::{
-    Block, KT, Rows, Tile, key_tile_loop, query_block_main, slot, step_slot, store_rows,
+use super::emit::{
+    Block, Rows, Tile, key_tile_loop, query_block_main, slot, step_slot, store_rows,
     unrolled_dims,
 };
+use super::tiled::KT;
 
 /// Line of the K^T and V^T tiles in vec4s (the 32 keys), swizzled rather than padded: one
 /// more vec4 per line would take the small shape of the dq pass past 32 KiB at DP = 64.

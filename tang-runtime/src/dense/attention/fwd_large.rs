@@ -23,14 +23,14 @@
 //! the current one is stored, so their latency is hidden behind the tile's math instead
 //! of stalling every warp at the top of the next tile. Their layout in workgroup memory
 //! is that of the small shape: K transposed and XOR-swizzled (see `load_transposed` in
-//! `tiled.rs`), V row-major.
+//! `emit.rs`), V row-major.
 
 use std::fmt::Write as _;
 
 use super::layout;
+use super::emit::{step_slot, unrolled_dims};
 use super::tiled::{
-    ROWS, THREADS, accumulate_pv, forward_epilogue, forward_prologue, online_softmax, step_slot,
-    unrolled_dims,
+    ROWS, THREADS, accumulate_pv, forward_epilogue, forward_prologue, online_softmax,
 };
 
 /// Keys per tile.
