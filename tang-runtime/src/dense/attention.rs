@@ -10,11 +10,11 @@
 //! compiled for the head dim rounded up to 16, 32, 64 or 128 (the extra dims are zero).
 //!
 //! Head dims 17 to 64: register-blocked kernels generated in `attention/` (`tiled.rs`,
-//! `fwd_large.rs`, `bwd_dq.rs`, `bwd_dkv.rs`; `kernels.rs` picks them) for all three
-//! passes (every product a micro-matmul with 4 x 4 or 4 x 8 tiles per thread; the dk/dv
-//! pass keeps 32 keys' K and V resident and streams query tiles). Their global loads are
-//! coalesced (a warp reads whole 32-byte sectors along D) and transposed on the way into
-//! workgroup memory. Every pass has two tile shapes: a small one within 32 KiB of
+//! `fwd_large.rs`, `bwd_dq.rs`, `bwd_dkv.rs`, written with the pieces of `emit.rs`;
+//! `kernels.rs` picks them) for all three passes (every product a micro-matmul with 4 x 4
+//! or 4 x 8 tiles per thread; the dk/dv pass keeps 32 keys' K and V resident and streams
+//! query tiles). Their global loads are coalesced (a warp reads whole 32-byte sectors along
+//! D) and transposed on the way into workgroup memory. Every pass has two tile shapes: a small one within 32 KiB of
 //! workgroup memory (forward key tiles of 32, dq blocks of 32 rows, dk/dv query tiles of
 //! 16 on 64 threads) and a large one (64-key tiles with a 4 x 8 score block per thread,
 //! five barriers per tile and the next tile's loads issued before the current tile's
@@ -50,6 +50,7 @@ use crate::{DType, Device, Error, Tensor};
 
 mod bwd_dkv;
 mod bwd_dq;
+mod emit;
 mod fwd_large;
 mod kernels;
 mod layout;
@@ -60,17 +61,6 @@ use kernels::{ROWS, VARIANTS, Variant, tiled_for};
 use layout::AttentionParams;
 pub use kernels::{backward_tiles, forward_tiles};
 pub(crate) use kernels::kernels;
-
-/// Problem sizes read from the query and key tensors.
-struct Dims {
-    b: usize,
-    h: usize,
-    hkv: usize,
-    tq: usize,
-    /// Rows per kv head in the key/value buffers.
-    tk: usize,
-    d: usize,
-}
 
 fn dims4(op: &str, name: &str, t: &Tensor, what: &str) -> Result<[usize; 4], Error> {
     t.expect_dtype(op, DType::F32)?;
@@ -86,8 +76,15 @@ fn dims4(op: &str, name: &str, t: &Tensor, what: &str) -> Result<[usize; 4], Err
     }
 }
 
-/// Checks q `[B, H, Tq, D]` against k and v `[B, Hkv, Tk, D]`.
-fn check_qkv(op: &str, q: &Tensor, k: &Tensor, v: &Tensor) -> Result<Dims, Error> {
+/// Checks q `[B, H, Tq, D]` against k and v `[B, Hkv, Tk, D]` and returns the kernels'
+/// params for them (`past` 0, `scale` defaulting to `1 / sqrt(D)`).
+fn check_qkv(
+    op: &str,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    scale: Option<f32>,
+) -> Result<AttentionParams, Error> {
     let [b, h, tq, d] = dims4(op, "q", q, "[B, H, T, D] tensor")?;
     let [kb, hkv, tk, kd] = dims4(op, "k", k, "[B, Hkv, T, D] tensor")?;
     if v.shape() != k.shape() || v.dtype() != DType::F32 {
@@ -119,22 +116,49 @@ fn check_qkv(op: &str, q: &Tensor, k: &Tensor, v: &Tensor) -> Result<Dims, Error
             });
         }
     }
-    Ok(Dims {
-        b,
-        h,
-        hkv,
-        tq,
-        tk,
-        d,
+    // Every size is at most an element count, which fits 32 bits (checked above).
+    let scale = scale.unwrap_or(1.0 / (d as f32).sqrt());
+    Ok(AttentionParams {
+        batch: b as u32,
+        heads: h as u32,
+        kv_heads: hkv as u32,
+        tq: tq as u32,
+        tk_stride: tk as u32,
+        past: 0,
+        d: d as u32,
+        scale_log2: scale * std::f32::consts::LOG2_E,
+        scale,
     })
 }
 
+/// [`check_qkv`] for attention without a cache: k and v have q's sequence length.
+fn check_same_length(
+    op: &str,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    scale: Option<f32>,
+) -> Result<AttentionParams, Error> {
+    let params = check_qkv(op, q, k, v, scale)?;
+    if params.tk_stride != params.tq {
+        return Err(mismatch(
+            op,
+            format!(
+                "k and v must have q's sequence length {} (dim 2), got {}; \
+                 attention_decode takes a KV cache",
+                params.tq, params.tk_stride
+            ),
+        ));
+    }
+    Ok(params)
+}
+
 /// The kernel variant for head dim `d`, checked against the device's workgroup limits.
-fn variant(dev: &Device, op: &str, d: usize) -> Result<&'static Variant, Error> {
-    let Some(v) = VARIANTS.iter().find(|v| d <= v.dp) else {
+fn variant(dev: &Device, op: &str, d: u32) -> Result<&'static Variant, Error> {
+    let Some(v) = VARIANTS.iter().find(|v| d as usize <= v.dp) else {
         return Err(Error::TooLarge {
             what: format!("{op}: head dim D"),
-            requested: d as u64,
+            requested: d.into(),
             limit: 128,
         });
     };
@@ -157,12 +181,44 @@ fn variant(dev: &Device, op: &str, d: usize) -> Result<&'static Variant, Error> 
     Ok(v)
 }
 
-fn scale_for(d: usize, scale: Option<f32>) -> f32 {
-    scale.unwrap_or(1.0 / (d as f32).sqrt())
+/// The three kernels of an attention call.
+#[derive(Clone, Copy)]
+enum Pass {
+    /// `o` and `lse`.
+    Forward,
+    /// `dq` and `delta`.
+    Dq,
+    /// `dk` and `dv`.
+    Dkv,
 }
 
-fn blocks(rows: usize) -> u32 {
-    rows.div_ceil(ROWS as usize) as u32
+/// Records `pass` on `tensors` (in its layout's slot order): the register-blocked kernel
+/// where this device has one for the head dim, else the row-per-thread one. Each
+/// workgroup owns a block of rows (queries; keys in the dk/dv pass) of one head (a kv head
+/// in the dk/dv pass).
+fn launch(
+    pass: Pass,
+    op: &str,
+    params: &AttentionParams,
+    tensors: &[&Tensor],
+) -> Result<(), Error> {
+    let dev = tensors[0].device();
+    let row_kernels = variant(dev, op, params.d)?;
+    let (kernel, block) = match (pass, tiled_for(dev, params.d as usize)?) {
+        (Pass::Forward, Some(t)) => (t.fwd, ROWS),
+        (Pass::Dq, Some(t)) => (t.bwd_dq, t.shape.dq_rows),
+        (Pass::Dkv, Some(t)) => (t.bwd_dkv, bwd_dkv::DKV_KEYS),
+        (Pass::Forward, None) => (row_kernels.fwd.kernel()?, ROWS),
+        (Pass::Dq, None) => (row_kernels.bwd_dq.kernel()?, ROWS),
+        (Pass::Dkv, None) => (row_kernels.bwd_dkv.kernel()?, ROWS),
+    };
+    let (layout, rows, heads) = match pass {
+        Pass::Forward => (&layout::FWD, params.tq, params.heads),
+        Pass::Dq => (&layout::DQ, params.tq, params.heads),
+        Pass::Dkv => (&layout::DKV, params.tk_stride, params.kv_heads),
+    };
+    let grid = [rows.div_ceil(block), heads, params.batch];
+    layout.dispatch(kernel, &[], params, tensors, grid)
 }
 
 /// Records the forward kernel: writes `o` (q's shape) and `lse` `[B, H, Tq]`.
@@ -170,37 +226,12 @@ fn launch_forward(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
-    dims: &Dims,
-    past: usize,
-    scale: f32,
+    params: &AttentionParams,
     op: &str,
 ) -> Result<(Tensor, Tensor), Error> {
-    let dev = q.device();
-    let var = variant(dev, op, dims.d)?;
-    let o = dev.empty(q.shape(), DType::F32)?;
-    let lse = dev.empty(&[dims.b, dims.h, dims.tq], DType::F32)?;
-    let params = AttentionParams {
-        batch: dims.b as u32,
-        heads: dims.h as u32,
-        kv_heads: dims.hkv as u32,
-        tq: dims.tq as u32,
-        tk_stride: dims.tk as u32,
-        past: past as u32,
-        d: dims.d as u32,
-        scale_log2: scale * std::f32::consts::LOG2_E,
-        scale,
-    };
-    let kernel = match tiled_for(dev, dims.d)? {
-        Some(t) => t.fwd,
-        None => var.fwd.kernel()?,
-    };
-    layout::FWD.dispatch(
-        kernel,
-        &[],
-        &params,
-        &[q, k, v, &o, &lse],
-        [blocks(dims.tq), dims.h as u32, dims.b as u32],
-    )?;
+    let o = q.device().empty(q.shape(), DType::F32)?;
+    let lse = q.device().empty(&q.shape()[..3], DType::F32)?;
+    launch(Pass::Forward, op, params, &[q, k, v, &o, &lse])?;
     Ok((o, lse))
 }
 
@@ -221,18 +252,8 @@ pub fn attention(
     v: &Tensor,
     scale: Option<f32>,
 ) -> Result<(Tensor, Tensor), Error> {
-    let op = "attention";
-    let dims = check_qkv(op, q, k, v)?;
-    if dims.tk != dims.tq {
-        return Err(mismatch(
-            op,
-            format!(
-                "k and v must have q's sequence length {} (dim 2), got {}; use attention_decode for a KV cache",
-                dims.tq, dims.tk
-            ),
-        ));
-    }
-    launch_forward(q, k, v, &dims, 0, scale_for(dims.d, scale), op)
+    let params = check_same_length("attention", q, k, v, scale)?;
+    launch_forward(q, k, v, &params, "attention")
 }
 
 /// Causal attention over a KV cache (forward only): `q` `[B, H, Q, D]` holds `Q >= 1` new
@@ -253,29 +274,21 @@ pub fn attention_decode(
     scale: Option<f32>,
 ) -> Result<Tensor, Error> {
     let op = "attention_decode";
-    let dims = check_qkv(op, q, k_cache, v_cache)?;
-    if (Size::of(past) + dims.tq)
-        .get()
-        .is_none_or(|end| end > dims.tk)
-    {
+    let mut params = check_qkv(op, q, k_cache, v_cache, scale)?;
+    let (tq, tk) = (params.tq as usize, params.tk_stride as usize);
+    if (Size::of(past) + tq).get().is_none_or(|end| end > tk) {
         return Err(mismatch(
             op,
             format!(
                 "past ({past}) + new positions ({}) exceed the cache capacity Tmax = {} (dim 2 of k_cache); \
                  grow the cache or pass fewer positions",
-                dims.tq, dims.tk
+                tq, tk
             ),
         ));
     }
-    let (o, _lse) = launch_forward(
-        q,
-        k_cache,
-        v_cache,
-        &dims,
-        past,
-        scale_for(dims.d, scale),
-        op,
-    )?;
+    // At most the cache's rows (checked above), so it fits 32 bits as they do.
+    params.past = past as u32;
+    let (o, _lse) = launch_forward(q, k_cache, v_cache, &params, op)?;
     Ok(o)
 }
 
@@ -284,23 +297,12 @@ pub fn attention_decode(
 /// be `[B, H, T]` (`lse`, `delta`).
 fn check_backward(
     op: &str,
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
+    [q, k, v]: [&Tensor; 3],
     like_q: &[(&str, &Tensor)],
     rows: &[(&str, &Tensor)],
     scale: Option<f32>,
-) -> Result<(Dims, AttentionParams), Error> {
-    let dims = check_qkv(op, q, k, v)?;
-    if dims.tk != dims.tq {
-        return Err(mismatch(
-            op,
-            format!(
-                "k and v must have q's sequence length {}, got {}",
-                dims.tq, dims.tk
-            ),
-        ));
-    }
+) -> Result<AttentionParams, Error> {
+    let params = check_same_length(op, q, k, v, scale)?;
     for &(name, t) in like_q {
         if t.shape() != q.shape() || t.dtype() != DType::F32 {
             return Err(mismatch(
@@ -313,99 +315,53 @@ fn check_backward(
             ));
         }
     }
+    let bht = &q.shape()[..3];
     for &(name, t) in rows {
-        if t.shape() != [dims.b, dims.h, dims.tq] || t.dtype() != DType::F32 {
+        if t.shape() != bht || t.dtype() != DType::F32 {
             return Err(mismatch(
                 op,
                 format!(
-                    "{name} must be the forward's [B, H, T] = {:?}, got {:?}",
-                    [dims.b, dims.h, dims.tq],
+                    "{name} must be the forward's [B, H, T] = {bht:?}, got {:?}",
                     t.shape()
                 ),
             ));
         }
     }
-    variant(q.device(), op, dims.d)?;
-    let scale = scale_for(dims.d, scale);
-    let params = AttentionParams {
-        batch: dims.b as u32,
-        heads: dims.h as u32,
-        kv_heads: dims.hkv as u32,
-        tq: dims.tq as u32,
-        tk_stride: dims.tk as u32,
-        past: 0,
-        d: dims.d as u32,
-        scale_log2: scale * std::f32::consts::LOG2_E,
-        scale,
-    };
-    Ok((dims, params))
+    variant(q.device(), op, params.d)?;
+    Ok(params)
 }
 
-/// Records the dq pass: returns `dq` and `delta = rowsum(d_o * o)` `[B, H, T]`.
-#[allow(clippy::too_many_arguments)]
-fn launch_dq(
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
+/// Checks and records the dq pass: returns `dq` and `delta = rowsum(d_o * o)` `[B, H, T]`.
+fn backward_dq(
+    op: &str,
+    qkv @ [q, k, v]: [&Tensor; 3],
     o: &Tensor,
     lse: &Tensor,
     d_o: &Tensor,
-    dims: &Dims,
-    params: &AttentionParams,
+    scale: Option<f32>,
 ) -> Result<(Tensor, Tensor), Error> {
-    let dev = q.device();
-    let dq = dev.empty(q.shape(), DType::F32)?;
-    let delta = dev.empty(&[dims.b, dims.h, dims.tq], DType::F32)?;
-    let (kernel, n_blocks) = match tiled_for(dev, dims.d)? {
-        Some(t) => (t.bwd_dq, dims.tq.div_ceil(t.shape.dq_rows as usize) as u32),
-        None => (
-            variant(dev, "attention_backward", dims.d)?.bwd_dq.kernel()?,
-            blocks(dims.tq),
-        ),
-    };
-    layout::DQ.dispatch(
-        kernel,
-        &[],
-        params,
-        &[q, k, v, o, d_o, lse, &dq, &delta],
-        [n_blocks, dims.h as u32, dims.b as u32],
-    )?;
+    let params = check_backward(op, qkv, &[("o", o), ("d_o", d_o)], &[("lse", lse)], scale)?;
+    let dq = q.device().empty(q.shape(), DType::F32)?;
+    let delta = q.device().empty(&q.shape()[..3], DType::F32)?;
+    launch(Pass::Dq, op, &params, &[q, k, v, o, d_o, lse, &dq, &delta])?;
     Ok((dq, delta))
 }
 
-/// Records the dk/dv pass, which reads the `delta` of the dq pass (recorded before it on
-/// the same encoder, so it sees it written).
-#[allow(clippy::too_many_arguments)]
-fn launch_dkv(
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
+/// Checks and records the dk/dv pass, which reads the `delta` of the dq pass (recorded
+/// before it on the same encoder, so it sees it written).
+fn backward_dkv(
+    op: &str,
+    qkv @ [q, k, v]: [&Tensor; 3],
     lse: &Tensor,
     d_o: &Tensor,
     delta: &Tensor,
-    dims: &Dims,
-    params: &AttentionParams,
+    scale: Option<f32>,
 ) -> Result<(Tensor, Tensor), Error> {
-    let dev = q.device();
-    let dk = dev.empty(k.shape(), DType::F32)?;
-    let dv = dev.empty(v.shape(), DType::F32)?;
-    let (kernel, n_blocks) = match tiled_for(dev, dims.d)? {
-        Some(t) => (
-            t.bwd_dkv,
-            dims.tk.div_ceil(bwd_dkv::DKV_KEYS as usize) as u32,
-        ),
-        None => (
-            variant(dev, "attention_backward", dims.d)?.bwd_dkv.kernel()?,
-            blocks(dims.tk),
-        ),
-    };
-    layout::DKV.dispatch(
-        kernel,
-        &[],
-        params,
-        &[q, k, v, d_o, lse, delta, &dk, &dv],
-        [n_blocks, dims.hkv as u32, dims.b as u32],
-    )?;
+    let rows = [("lse", lse), ("delta", delta)];
+    let params = check_backward(op, qkv, &[("d_o", d_o)], &rows, scale)?;
+    let dk = q.device().empty(k.shape(), DType::F32)?;
+    let dv = q.device().empty(v.shape(), DType::F32)?;
+    launch(Pass::Dkv, op, &params, &[q, k, v, d_o, lse, delta, &dk, &dv])?;
     Ok((dk, dv))
 }
 
@@ -427,17 +383,9 @@ pub fn attention_backward(
     d_o: &Tensor,
     scale: Option<f32>,
 ) -> Result<(Tensor, Tensor, Tensor), Error> {
-    let (dims, params) = check_backward(
-        "attention_backward",
-        q,
-        k,
-        v,
-        &[("o", o), ("d_o", d_o)],
-        &[("lse", lse)],
-        scale,
-    )?;
-    let (dq, delta) = launch_dq(q, k, v, o, lse, d_o, &dims, &params)?;
-    let (dk, dv) = launch_dkv(q, k, v, lse, d_o, &delta, &dims, &params)?;
+    let op = "attention_backward";
+    let (dq, delta) = backward_dq(op, [q, k, v], o, lse, d_o, scale)?;
+    let (dk, dv) = backward_dkv(op, [q, k, v], lse, d_o, &delta, scale)?;
     Ok((dq, dk, dv))
 }
 
@@ -457,16 +405,7 @@ pub fn attention_backward_dq(
     d_o: &Tensor,
     scale: Option<f32>,
 ) -> Result<(Tensor, Tensor), Error> {
-    let (dims, params) = check_backward(
-        "attention_backward_dq",
-        q,
-        k,
-        v,
-        &[("o", o), ("d_o", d_o)],
-        &[("lse", lse)],
-        scale,
-    )?;
-    launch_dq(q, k, v, o, lse, d_o, &dims, &params)
+    backward_dq("attention_backward_dq", [q, k, v], o, lse, d_o, scale)
 }
 
 /// The second pass of [`attention_backward`] alone: returns `(dk, dv)` from the `delta`
@@ -484,14 +423,5 @@ pub fn attention_backward_dkv(
     delta: &Tensor,
     scale: Option<f32>,
 ) -> Result<(Tensor, Tensor), Error> {
-    let (dims, params) = check_backward(
-        "attention_backward_dkv",
-        q,
-        k,
-        v,
-        &[("d_o", d_o)],
-        &[("lse", lse), ("delta", delta)],
-        scale,
-    )?;
-    launch_dkv(q, k, v, lse, d_o, delta, &dims, &params)
+    backward_dkv("attention_backward_dkv", [q, k, v], lse, d_o, delta, scale)
 }

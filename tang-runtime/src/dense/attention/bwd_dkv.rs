@@ -1,11 +1,11 @@
 //! The dk/dv pass of the register-blocked backward (padded head dims 32 and 64): per key
 //! block, dK and dV summed over the query heads that share its kv head. Tile loads and
-//! layout conventions are those of `tiled.rs`.
+//! layout conventions are those of `emit.rs`.
 
 use std::fmt::Write as _;
 
 use super::layout;
-use super::tiled::{Tile, load_transposed, slot};
+use super::emit::{Block, Rows, Tile, step_slot, store_rows, unrolled_dims};
 
 /// Keys per workgroup of the dk/dv pass.
 pub const DKV_KEYS: u32 = 32;
@@ -56,32 +56,14 @@ pub fn backward_dkv(dp: u32, threads: u32) -> String {
     let mut w = String::new();
     w.push_str("// Causal flash-attention backward, dk/dv pass, register-blocked (generated; see attention/bwd_dkv.rs).\n");
     w.push_str(&layout::DKV.declarations());
+    let block = Block { threads, dp };
     let mut kv_load = String::new();
-    load_transposed(
-        &mut kv_load,
-        "    ",
-        threads,
-        DKV_KEYS,
-        dp,
-        kt_line,
-        true,
-        "kvrow + k0 + r",
-        "k0 + r < p.tq",
-        &[
-            Tile {
-                dst: "kv",
-                off: "0u".into(),
-                src: "k",
-                scale: "p.scale_log2",
-            },
-            Tile {
-                dst: "kv",
-                off: format!("{}u", dp * kt_line),
-                src: "v",
-                scale: "1.0",
-            },
-        ],
-    );
+    let kv_tiles = [
+        Tile::new("kv", "k").scaled("p.scale_log2"),
+        Tile::new("kv", "v").at(dp * kt_line),
+    ];
+    let kv_rows = Rows::swizzled(DKV_KEYS, "kvrow", "k0", "p.tq");
+    block.load_transposed(&mut kv_load, "    ", kv_rows, &kv_tiles);
     let _ = write!(
         w,
         "
@@ -137,31 +119,9 @@ fn main(
         for (var t0 = k0; t0 < p.tq; t0 += {qt}u) {{
             workgroupBarrier();"
     );
-    load_transposed(
-        &mut w,
-        "            ",
-        threads,
-        qt,
-        dp,
-        ql,
-        false,
-        "head_row + t0 + r",
-        "t0 + r < p.tq",
-        &[
-            Tile {
-                dst: "qg",
-                off: "0u".into(),
-                src: "q",
-                scale: "1.0",
-            },
-            Tile {
-                dst: "qg",
-                off: format!("{}u", dp * ql),
-                src: "go",
-                scale: "1.0",
-            },
-        ],
-    );
+    let q_tiles = [Tile::new("qg", "q"), Tile::new("qg", "go").at(dp * ql)];
+    let q_rows = Rows::padded(qt, "head_row", "t0", "p.tq");
+    block.load_transposed(&mut w, "            ", q_rows, &q_tiles);
     let _ = write!(
         w,
         "            // Per query of the block: logsumexp (log2 units) for half 0, delta for half 1.
@@ -176,7 +136,6 @@ fn main(
             var s1 = vec4<f32>(0.0);
             var s2 = vec4<f32>(0.0);
             var s3 = vec4<f32>(0.0);
-            for (var c0 = 0u; c0 < {dp}u; c0 += 8u) {{
 ",
         rs_loads = ["x", "y", "z", "w"]
             .iter()
@@ -196,24 +155,21 @@ fn main(
             ))
             .collect::<String>(),
     );
-    for u in 0..8 {
+    unrolled_dims(&mut w, "            ", dp, |w, u| {
         let _ = writeln!(
             w,
-            "                {{
-                    let a = kv[kvo + {ka}];
+            "                    let a = kv[kvo + {ka}];
                     let bq = qg[qgo + (c0 + {u}u) * {ql}u + sx];
                     s0 = fma(a, vec4<f32>(bq.x), s0);
                     s1 = fma(a, vec4<f32>(bq.y), s1);
                     s2 = fma(a, vec4<f32>(bq.z), s2);
-                    s3 = fma(a, vec4<f32>(bq.w), s3);
-                }}",
-            ka = slot(&format!("c0 + {u}u"), kt_line, "sy", &format!("{u}u")),
+                    s3 = fma(a, vec4<f32>(bq.w), s3);",
+            ka = step_slot(u, kt_line, "sy"),
         );
-    }
+    });
     let _ = writeln!(
         w,
-        "            }}
-            let i0 = t0 + 4u * sx;
+        "            let i0 = t0 + 4u * sx;
             if (half == 0u) {{"
     );
     for (j, comp) in ["x", "y", "z", "w"].iter().enumerate() {
@@ -280,14 +236,7 @@ fn main(
         w.push_str("            }\n");
     }
     w.push_str("        }\n    }\n");
-    for (i, comp) in ["x", "y", "z", "w"].iter().enumerate() {
-        let _ = writeln!(
-            w,
-            "    {{
-        let j = k0 + 4u * ry + {i}u;
-        if (j < p.tq) {{
-            let base = (kvrow + j) * d;"
-        );
+    store_rows(&mut w, "j", "k0", "kvrow", |w, comp| {
         for a in 0..na {
             let _ = writeln!(
                 w,
@@ -298,8 +247,7 @@ fn main(
                 ca = cxn * a
             );
         }
-        w.push_str("        }\n    }\n");
-    }
+    });
     w.push_str("}\n");
     w
 }

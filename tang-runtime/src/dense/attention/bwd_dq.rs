@@ -1,11 +1,15 @@
 //! The dq pass of the register-blocked backward (padded head dims 32 and 64): per query
 //! block, dQ and delta = rowsum(dO * O). Tile loads and layout conventions are those of
-//! `tiled.rs`.
+//! `emit.rs`.
 
 use std::fmt::Write as _;
 
 use super::layout;
-use super::tiled::{KT, Tile, load_transposed, slot};
+use super::emit::{
+    Block, Rows, Tile, key_tile_loop, query_block_main, slot, step_slot, store_rows,
+    unrolled_dims,
+};
+use super::tiled::KT;
 
 /// Line of the K^T and V^T tiles in vec4s (the 32 keys), swizzled rather than padded: one
 /// more vec4 per line would take the small shape of the dq pass past 32 KiB at DP = 64.
@@ -51,32 +55,7 @@ pub fn backward_dq(dp: u32, rows: u32) -> String {
     let mut w = String::new();
     w.push_str("// Causal flash-attention backward, dq pass, register-blocked (generated; see attention/bwd_dq.rs).\n");
     w.push_str(&layout::DQ.declarations());
-    let mut q_load = String::new();
-    load_transposed(
-        &mut q_load,
-        "    ",
-        threads,
-        rows,
-        dp,
-        ry_n,
-        true,
-        "head_row + row0 + r",
-        "row0 + r < p.tq",
-        &[
-            Tile {
-                dst: "qs",
-                off: "0u".into(),
-                src: "q",
-                scale: "p.scale_log2",
-            },
-            Tile {
-                dst: "gs",
-                off: "0u".into(),
-                src: "go",
-                scale: "1.0",
-            },
-        ],
-    );
+    let block = Block { threads, dp };
     let _ = write!(
         w,
         "
@@ -91,23 +70,18 @@ var<workgroup> vt: array<vec4<f32>, {vt_len}>;
 
 const LOG2E: f32 = 1.4426950408889634;
 
-@compute @workgroup_size({threads})
-fn main(
-    @builtin(local_invocation_index) tid: u32,
-    @builtin(workgroup_id) wg: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {{
-    let ry = tid % {ry_n}u;
-    let cx = tid / {ry_n}u;
-    let qb = nwg.x - 1u - wg.x;
-    let h = wg.y;
-    let b = wg.z;
-    let g = h / (p.heads / p.kv_heads);
-    let d = p.d;
-    let row0 = qb * {rows}u;
-    let head_row = (b * p.heads + h) * p.tq;
-    let kvrow = (b * p.kv_heads + g) * p.tk_stride;
-{q_load}    workgroupBarrier();
+",
+        rows_len = dp * rows / 4,
+        kt_len = dp * KT_LINE,
+        vt_len = vt_len / 4,
+    );
+    query_block_main(&mut w, rows, "");
+    let q_tiles = [Tile::new("qs", "q").scaled("p.scale_log2"), Tile::new("gs", "go")];
+    let q_rows = Rows::swizzled(rows, "head_row", "row0", "p.tq");
+    block.load_transposed(&mut w, "    ", q_rows, &q_tiles);
+    let _ = write!(
+        w,
+        "    workgroupBarrier();
     // delta = rowsum(dO * O) of the thread's four rows over dims cx, cx + 8, ...
     var dpart = vec4<f32>(0.0);
     for (var c = cx; c < d; c += 8u) {{
@@ -122,9 +96,6 @@ fn main(
 {lse_loads}    let n_keys = min(row0 + {rows}u, p.tq);
     let lim = vec4<u32>(row0 + 4u * ry) + vec4<u32>(0u, 1u, 2u, 3u);
 ",
-        rows_len = dp * rows / 4,
-        kt_len = dp * KT_LINE,
-        vt_len = vt_len / 4,
         o_loads = ["x", "y", "z", "w"]
             .iter()
             .enumerate()
@@ -155,36 +126,7 @@ fn main(
     for a in 0..4 * nv {
         let _ = writeln!(w, "    var a{a} = vec4<f32>(0.0);");
     }
-    let _ = writeln!(
-        w,
-        "    for (var t0 = 0u; t0 < n_keys; t0 += {KT}u) {{
-        workgroupBarrier();"
-    );
-    load_transposed(
-        &mut w,
-        "        ",
-        threads,
-        KT,
-        dp,
-        KT_LINE,
-        true,
-        "kvrow + t0 + r",
-        "t0 + r < n_keys",
-        &[
-            Tile {
-                dst: "kt",
-                off: "0u".into(),
-                src: "k",
-                scale: "1.0",
-            },
-            Tile {
-                dst: "vt",
-                off: "0u".into(),
-                src: "v",
-                scale: "1.0",
-            },
-        ],
-    );
+    key_tile_loop(&mut w, block, &[Tile::new("kt", "k"), Tile::new("vt", "v")]);
     w.push_str("        workgroupBarrier();\n");
     for j in 0..4 {
         let _ = writeln!(
@@ -192,19 +134,15 @@ fn main(
             "        var s{j} = vec4<f32>(0.0);\n        var p{j} = vec4<f32>(0.0);"
         );
     }
-    let _ = writeln!(w, "        for (var c0 = 0u; c0 < {dp}u; c0 += 8u) {{");
-    for u in 0..8 {
-        let c = format!("c0 + {u}u");
-        let u8 = format!("{u}u");
+    unrolled_dims(&mut w, "        ", dp, |w, u| {
         let _ = writeln!(
             w,
-            "            {{
-                let a = qs[{qa}];
+            "                let a = qs[{qa}];
                 let ga = gs[{qa}];
                 let bk = kt[{kb}];
                 let bv = vt[{kb}];",
-            qa = slot(&c, ry_n, "ry", &u8),
-            kb = slot(&c, KT_LINE, "cx", &u8),
+            qa = step_slot(u, ry_n, "ry"),
+            kb = step_slot(u, KT_LINE, "cx"),
         );
         for (j, comp) in ["x", "y", "z", "w"].iter().enumerate() {
             let _ = writeln!(
@@ -212,9 +150,8 @@ fn main(
                 "                s{j} = fma(a, vec4<f32>(bk.{comp}), s{j});\n                p{j} = fma(ga, vec4<f32>(bv.{comp}), p{j});"
             );
         }
-        w.push_str("            }\n");
-    }
-    w.push_str("        }\n        let kj = t0 + 4u * cx;\n");
+    });
+    w.push_str("        let kj = t0 + 4u * cx;\n");
     for j in 0..4 {
         let _ = writeln!(
             w,
@@ -252,14 +189,7 @@ fn main(
         );
     }
     w.push_str("        }\n    }\n");
-    for (i, comp) in ["x", "y", "z", "w"].iter().enumerate() {
-        let _ = writeln!(
-            w,
-            "    {{
-        let r = row0 + 4u * ry + {i}u;
-        if (r < p.tq) {{
-            let base = (head_row + r) * d;"
-        );
+    store_rows(&mut w, "r", "row0", "head_row", |w, comp| {
         for a in 0..4 * nv {
             let (x, ci) = (a / 4, a % 4);
             let _ = writeln!(
@@ -273,8 +203,7 @@ fn main(
                 8 * x
             );
         }
-        w.push_str("        }\n    }\n");
-    }
+    });
     w.push_str("}\n");
     w
 }

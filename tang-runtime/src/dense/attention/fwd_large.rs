@@ -23,12 +23,15 @@
 //! the current one is stored, so their latency is hidden behind the tile's math instead
 //! of stalling every warp at the top of the next tile. Their layout in workgroup memory
 //! is that of the small shape: K transposed and XOR-swizzled (see `load_transposed` in
-//! `tiled.rs`), V row-major.
+//! `emit.rs`), V row-major.
 
 use std::fmt::Write as _;
 
 use super::layout;
-use super::tiled::{ROWS, THREADS, slot};
+use super::emit::{step_slot, unrolled_dims};
+use super::tiled::{
+    ROWS, THREADS, accumulate_pv, forward_epilogue, forward_prologue, online_softmax,
+};
 
 /// Keys per tile.
 pub const KT: u32 = 64;
@@ -59,64 +62,53 @@ pub const fn shared_bytes(dp: u32) -> u32 {
 // 48 KiB (NVIDIA) at DP = 64; 32 KiB (lavapipe, so CI runs this kernel) at DP = 32.
 const _: () = assert!(shared_bytes(64) <= 48 * 1024 && shared_bytes(32) <= 32 * 1024);
 
-/// Emits the global loads of one K tile (rows `t + r`, `r < 64`) into the registers
-/// `kr0 ..`, in the coalesced order of `load_transposed` (a warp covers 8 dims of 4
-/// rows), zero past the visible keys or the head dim.
-fn load_k(w: &mut String, ind: &str, dp: u32, t: &str) {
+/// Emits one block per register `i` of the `KT * dp / THREADS` a thread moves per tile:
+/// element `e = tid + i * THREADS` is dim `c` of tile row `row`, in the coalesced order of
+/// `load_transposed` for K (row `r`: a warp covers 8 dims of 4 rows) or row-major for V
+/// (row `j`: consecutive lanes on consecutive dims), followed by the lines `body(w, i)`.
+fn per_element(w: &mut String, ind: &str, dp: u32, row: &str, body: impl Fn(&mut String, u32)) {
     let cb = dp / 8;
     for i in 0..KT * dp / THREADS {
-        let _ = writeln!(
-            w,
-            "{ind}{{
-{ind}    let e = tid + {e0}u;
-{ind}    let c = ((e / 32u) % {cb}u) * 8u + e % 8u;
-{ind}    let r = ((e / 32u) / {cb}u) * 4u + (e / 8u) % 4u;
-{ind}    kr{i} = 0.0;
-{ind}    if ({t} + r < n_keys && c < d) {{
-{ind}        kr{i} = k[(kvrow + {t} + r) * d + c];
-{ind}    }}
-{ind}}}",
-            e0 = i * THREADS,
-        );
+        let _ = writeln!(w, "{ind}{{\n{ind}    let e = tid + {}u;", i * THREADS);
+        if row == "r" {
+            let _ = writeln!(
+                w,
+                "{ind}    let c = ((e / 32u) % {cb}u) * 8u + e % 8u;
+{ind}    let r = ((e / 32u) / {cb}u) * 4u + (e / 8u) % 4u;"
+            );
+        } else {
+            let _ = writeln!(w, "{ind}    let c = e % {dp}u;\n{ind}    let j = e / {dp}u;");
+        }
+        body(w, i);
+        let _ = writeln!(w, "{ind}}}");
     }
 }
 
-/// Emits the stores of `kr0 ..` (see [`load_k`]) into `kp` as K^T `[dp][64 keys]`,
+/// Emits the global loads of one tile of `buf` (`"k"` or `"v"`, rows `t + ..`, in the
+/// order of [`per_element`]) into the registers `kr0 ..` or `vr0 ..`, zero past the
+/// visible keys or the head dim.
+fn load_tile(w: &mut String, ind: &str, dp: u32, buf: &str, t: &str) {
+    let row = if buf == "k" { "r" } else { "j" };
+    per_element(w, ind, dp, row, |w, i| {
+        let _ = writeln!(
+            w,
+            "{ind}    {buf}r{i} = 0.0;
+{ind}    if ({t} + {row} < n_keys && c < d) {{
+{ind}        {buf}r{i} = {buf}[(kvrow + {t} + {row}) * d + c];
+{ind}    }}"
+        );
+    });
+}
+
+/// Emits the stores of `kr0 ..` (see [`load_tile`]) into `kp` as K^T `[dp][64 keys]`,
 /// swizzled: dim `c` row `r` at component `r % 4` of vec4 `c * 16 + ((r / 4) ^ (c % 8))`.
 fn store_k(w: &mut String, ind: &str, dp: u32) {
-    let cb = dp / 8;
-    for i in 0..KT * dp / THREADS {
+    per_element(w, ind, dp, "r", |w, i| {
         let _ = writeln!(
             w,
-            "{ind}{{
-{ind}    let e = tid + {e0}u;
-{ind}    let c = ((e / 32u) % {cb}u) * 8u + e % 8u;
-{ind}    let r = ((e / 32u) / {cb}u) * 4u + (e / 8u) % 4u;
-{ind}    kp[c * {LINE}u + ((r / 4u) ^ (c % 8u))][r % 4u] = kr{i};
-{ind}}}",
-            e0 = i * THREADS,
+            "{ind}    kp[c * {LINE}u + ((r / 4u) ^ (c % 8u))][r % 4u] = kr{i};"
         );
-    }
-}
-
-/// Emits the global loads of one V tile (rows `t + j`) into `vr0 ..`: consecutive lanes
-/// on consecutive dims.
-fn load_v(w: &mut String, ind: &str, dp: u32, t: &str) {
-    for i in 0..KT * dp / THREADS {
-        let _ = writeln!(
-            w,
-            "{ind}{{
-{ind}    let e = tid + {e0}u;
-{ind}    let c = e % {dp}u;
-{ind}    let j = e / {dp}u;
-{ind}    vr{i} = 0.0;
-{ind}    if ({t} + j < n_keys && c < d) {{
-{ind}        vr{i} = v[(kvrow + {t} + j) * d + c];
-{ind}    }}
-{ind}}}",
-            e0 = i * THREADS,
-        );
-    }
+    });
 }
 
 /// Emits the stores of `vr0 ..` into `vs` as V `[64 keys][dp]`.
@@ -140,15 +132,12 @@ pub fn forward(dp: u32) -> String {
         "tiled attention supports DP 32 and 64"
     );
     let nv = dp / 32;
-    let d4 = dp / 4;
     let (qs_len, kp_len, vs_len) = lens(dp);
     let mut w = String::new();
     w.push_str(
         "// Causal flash-attention forward, large tiles (generated; see attention/fwd_large.rs).\n",
     );
     w.push_str(&layout::FWD.declarations());
-    let mut q_load = String::new();
-    super::tiled::load_q(&mut q_load, dp);
     let _ = write!(
         w,
         "
@@ -160,33 +149,9 @@ var<workgroup> kp: array<vec4<f32>, {kp_len}>;
 // the row-max partials [8][64 rows], then V [64 keys][DP]
 var<workgroup> vs: array<vec4<f32>, {vs_len}>;
 
-const NEG: f32 = -3.0e38;
-
-@compute @workgroup_size({THREADS})
-fn main(
-    @builtin(local_invocation_index) tid: u32,
-    @builtin(workgroup_id) wg: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {{
-    let ry = tid % 16u;
-    let cx = tid / 16u;
-    // The last query blocks see the most keys: start them first to shorten the tail.
-    let qb = nwg.x - 1u - wg.x;
-    let h = wg.y;
-    let b = wg.z;
-    let g = h / (p.heads / p.kv_heads);
-    let d = p.d;
-    let row0 = qb * {ROWS}u;
-    let head_row = (b * p.heads + h) * p.tq;
-    let kvrow = (b * p.kv_heads + g) * p.tk_stride;
-{q_load}    // Keys this block can see at all: every tile past the causal diagonal is skipped.
-    let n_keys = p.past + min(row0 + {ROWS}u, p.tq);
-    // Last key visible to each of the thread's four rows.
-    let lim = vec4<u32>(p.past + row0 + 4u * ry) + vec4<u32>(0u, 1u, 2u, 3u);
-    var m = vec4<f32>(-1.0e30);
-    var l = vec4<f32>(0.0);
 "
     );
+    forward_prologue(&mut w, dp);
     for i in 0..KT * dp / THREADS {
         let _ = writeln!(w, "    var kr{i} = 0.0;\n    var vr{i} = 0.0;");
     }
@@ -194,8 +159,8 @@ fn main(
         let _ = writeln!(w, "    var o{a} = vec4<f32>(0.0);");
     }
     w.push_str("    // The first tile's loads; each tile then loads the next.\n");
-    load_k(&mut w, "    ", dp, "0u");
-    load_v(&mut w, "    ", dp, "0u");
+    load_tile(&mut w, "    ", dp, "k", "0u");
+    load_tile(&mut w, "    ", dp, "v", "0u");
     let _ = writeln!(
         w,
         "    for (var t0 = 0u; t0 < n_keys; t0 += {KT}u) {{
@@ -204,23 +169,19 @@ fn main(
     store_k(&mut w, "        ", dp);
     w.push_str("        workgroupBarrier();\n");
     let _ = writeln!(w, "        let tn = t0 + {KT}u;");
-    load_k(&mut w, "        ", dp, "tn");
+    load_tile(&mut w, "        ", dp, "k", "tn");
     for j in 0..8 {
         let _ = writeln!(w, "        var s{j} = vec4<f32>(0.0);");
     }
-    let _ = writeln!(w, "        for (var c0 = 0u; c0 < {dp}u; c0 += 8u) {{");
-    for u in 0..8 {
-        let c = format!("c0 + {u}u");
-        let u8 = format!("{u}u");
+    unrolled_dims(&mut w, "        ", dp, |w, u| {
         let _ = writeln!(
             w,
-            "            {{
-                let a = qs[{qa}];
+            "                let a = qs[{qa}];
                 let b0 = kp[{kb0}];
                 let b1 = kp[{kb1}];",
-            qa = slot(&c, ROWS / 4, "ry", &u8),
-            kb0 = slot(&c, LINE, "cx", &u8),
-            kb1 = slot(&c, LINE, "cx + 8u", &u8),
+            qa = step_slot(u, ROWS / 4, "ry"),
+            kb0 = step_slot(u, LINE, "cx"),
+            kb1 = step_slot(u, LINE, "cx + 8u"),
         );
         for (j, comp) in ["x", "y", "z", "w"].iter().enumerate() {
             let _ = writeln!(
@@ -231,12 +192,10 @@ fn main(
                 j + 4
             );
         }
-        w.push_str("            }\n");
-    }
+    });
     let _ = writeln!(
         w,
-        "        }}
-        // Only tiles that cross the diagonal (or the end of the keys) need the mask.
+        "        // Only tiles that cross the diagonal (or the end of the keys) need the mask.
         if (t0 + {last}u > p.past + row0) {{
             let kj = t0 + 4u * cx;",
         last = KT - 1
@@ -250,24 +209,8 @@ fn main(
             k = j + 32
         );
     }
-    w.push_str(
-        "        }
-        vs[cx * 16u + ry] = max(max(max(s0, s1), max(s2, s3)), max(max(s4, s5), max(s6, s7)));
-        workgroupBarrier();
-        var mn = m;
-",
-    );
-    for c in 0..8 {
-        let _ = writeln!(w, "        mn = max(mn, vs[{}u + ry]);", c * 16);
-    }
-    w.push_str("        let alpha = exp2(m - mn);\n        m = mn;\n");
-    for j in 0..8 {
-        let _ = writeln!(w, "        s{j} = exp2(s{j} - mn);");
-    }
-    w.push_str("        l = l * alpha + (((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)));\n");
-    for a in 0..4 * nv {
-        let _ = writeln!(w, "        o{a} *= alpha;");
-    }
+    w.push_str("        }\n");
+    online_softmax(&mut w, nv, "vs", 8);
     for j in 0..4 {
         let _ = writeln!(
             w,
@@ -279,47 +222,10 @@ fn main(
     }
     w.push_str("        workgroupBarrier();\n");
     store_v(&mut w, "        ", dp);
-    load_v(&mut w, "        ", dp, "tn");
-    let _ = writeln!(
-        w,
-        "        workgroupBarrier();
-        for (var j0 = 0u; j0 < {KT}u; j0 += 8u) {{"
-    );
-    for u in 0..8 {
-        let _ = writeln!(
-            w,
-            "            {{\n                let pa = kp[(j0 + {u}u) * 16u + ry];"
-        );
-        for x in 0..nv {
-            let _ = writeln!(
-                w,
-                "                let v{x} = vs[(j0 + {u}u) * {d4}u + {nv}u * cx + {x}u];"
-            );
-            for (ci, comp) in ["x", "y", "z", "w"].iter().enumerate() {
-                let a = 4 * x + ci as u32;
-                let _ = writeln!(
-                    w,
-                    "                o{a} = fma(pa, vec4<f32>(v{x}.{comp}), o{a});"
-                );
-            }
-        }
-        w.push_str("            }\n");
-    }
-    w.push_str(
-        "        }
-    }
-    // Combine the per-thread partial row sums.
-    workgroupBarrier();
-    vs[cx * 16u + ry] = l;
-    workgroupBarrier();
-    var lt = vec4<f32>(0.0);
-",
-    );
-    for c in 0..8 {
-        let _ = writeln!(w, "    lt += vs[{}u + ry];", c * 16);
-    }
-    w.push_str("    let inv = 1.0 / lt;\n");
-    super::tiled::store_o(&mut w, nv);
-    w.push_str("}\n");
+    load_tile(&mut w, "        ", dp, "v", "tn");
+    w.push_str("        workgroupBarrier();\n");
+    accumulate_pv(&mut w, dp, KT);
+    w.push_str("    }\n");
+    forward_epilogue(&mut w, nv, "vs");
     w
 }

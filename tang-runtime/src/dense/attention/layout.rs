@@ -23,38 +23,23 @@ params! {
     }
 }
 
+/// The slots of a pass: `f32` buffers it reads, then `f32` buffers it writes.
+macro_rules! f32_slots {
+    (read: $($read:literal),+; write: $($write:literal),+) => {
+        &[$(Slot::Read($read, "array<f32>"),)+ $(Slot::ReadWrite($write, "array<f32>"),)+]
+    };
+}
+
 /// The forward: `q, k, v` in, `o` and the per-row log-sum-exp `lse` out.
-pub(super) const FWD_SLOTS: &[Slot] = &[
-    Slot::Read("q", "array<f32>"),
-    Slot::Read("k", "array<f32>"),
-    Slot::Read("v", "array<f32>"),
-    Slot::ReadWrite("o", "array<f32>"),
-    Slot::ReadWrite("lse", "array<f32>"),
-];
+pub(super) const FWD_SLOTS: &[Slot] = f32_slots!(read: "q", "k", "v"; write: "o", "lse");
 
 /// The dq pass: `dq` and the per-row `delta = rowsum(dO * O)` out.
-pub(super) const DQ_SLOTS: &[Slot] = &[
-    Slot::Read("q", "array<f32>"),
-    Slot::Read("k", "array<f32>"),
-    Slot::Read("v", "array<f32>"),
-    Slot::Read("o", "array<f32>"),
-    Slot::Read("go", "array<f32>"),
-    Slot::Read("lse", "array<f32>"),
-    Slot::ReadWrite("dq", "array<f32>"),
-    Slot::ReadWrite("delta", "array<f32>"),
-];
+pub(super) const DQ_SLOTS: &[Slot] =
+    f32_slots!(read: "q", "k", "v", "o", "go", "lse"; write: "dq", "delta");
 
 /// The dk/dv pass.
-pub(super) const DKV_SLOTS: &[Slot] = &[
-    Slot::Read("q", "array<f32>"),
-    Slot::Read("k", "array<f32>"),
-    Slot::Read("v", "array<f32>"),
-    Slot::Read("go", "array<f32>"),
-    Slot::Read("lse", "array<f32>"),
-    Slot::Read("delta", "array<f32>"),
-    Slot::ReadWrite("dk", "array<f32>"),
-    Slot::ReadWrite("dv", "array<f32>"),
-];
+pub(super) const DKV_SLOTS: &[Slot] =
+    f32_slots!(read: "q", "k", "v", "go", "lse", "delta"; write: "dk", "dv");
 
 /// The forward's declarations.
 pub(super) const FWD: Layout<AttentionParams> = Layout::new(FWD_SLOTS);

@@ -24,8 +24,8 @@
 //! has 48 KiB) at the price of two extra barriers per tile.
 //!
 //! Every tile is read from global memory with the lanes of a warp on consecutive dims
-//! (coalesced) and stored transposed into workgroup memory; see [`load_transposed`] for
-//! how the stores avoid bank conflicts (and the XOR swizzle its readers undo).
+//! (coalesced) and stored transposed into workgroup memory; see `Block::load_transposed` in
+//! `emit.rs` for how the stores avoid bank conflicts (and the XOR swizzle its readers undo).
 //!
 //! naga does not unroll loops, so the inner steps are written out here (8 per loop trip)
 //! with every accumulator a separate named variable the driver keeps in registers.
@@ -33,13 +33,18 @@
 use std::fmt::Write as _;
 
 use super::bwd_dkv::dkv_shared_bytes;
-use super::layout;
 use super::bwd_dq::dq_shared_bytes;
+use super::emit::{
+    Block, Rows, Tile, key_tile_loop, query_block_main, step_slot, store_rows, unrolled_dims,
+};
+use super::layout;
 
 /// Query rows per workgroup.
 pub const ROWS: u32 = 64;
 /// Threads per workgroup.
 pub const THREADS: u32 = 128;
+// `query_block_main` writes the entry point of `2 rows` threads.
+const _: () = assert!(THREADS == 2 * ROWS);
 /// Keys per tile.
 pub(super) const KT: u32 = 32;
 /// Keys per tile of the forward in this (small) shape.
@@ -55,90 +60,6 @@ pub const fn fwd_shared_bytes(dp: u32) -> u32 {
     4 * (dp * ROWS + kp + KT * dp)
 }
 
-/// One tile that [`load_transposed`] fills: the workgroup array, its first vec4, the
-/// global buffer and what to multiply each value by (`1.0` for nothing).
-pub(super) struct Tile<'a> {
-    pub(super) dst: &'a str,
-    pub(super) off: String,
-    pub(super) src: &'a str,
-    pub(super) scale: &'a str,
-}
-
-/// Emits a loop that copies `rows` rows of `dp` (padded) dims from global memory into
-/// workgroup tiles stored transposed, `[dp][line vec4s]` with row `r` at component
-/// `r % 4` of vec4 `r / 4`. `row` is the global row of local row `r` and `row_ok` says
-/// whether it exists (both WGSL expressions in `r`).
-///
-/// Coalescing: the 32 lanes of a warp cover 8 consecutive dims of 4 consecutive rows, so
-/// each global load instruction reads four full 32-byte sectors; the older mapping (rows
-/// fastest) read one float from each of 32 rows. The transposed stores then put the 8
-/// dims of a warp 4 (or more) vec4s apart: with an odd `line` (padded tiles) they fall
-/// in 8 different bank groups; with `swizzle` (tiles with 8 or 16 vec4s per line, which
-/// have no room for padding in 32 KiB), the vec4 slot is XORed with `c % 8`, which does
-/// the same. Readers of a swizzled tile must apply the same XOR (see [`slot`]).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn load_transposed(
-    w: &mut String,
-    ind: &str,
-    threads: u32,
-    rows: u32,
-    dp: u32,
-    line: u32,
-    swizzle: bool,
-    row: &str,
-    row_ok: &str,
-    tiles: &[Tile],
-) {
-    assert!(
-        rows.is_multiple_of(4)
-            && dp.is_multiple_of(8)
-            && (rows * dp).is_multiple_of(threads)
-            && threads.is_multiple_of(32)
-    );
-    assert!(!swizzle || (line == rows / 4 && line >= 8 && line.is_power_of_two()));
-    let cb = dp / 8;
-    let _ = writeln!(
-        w,
-        "{ind}for (var e = tid; e < {n}u; e += {threads}u) {{
-{ind}    let blk = e / 32u;
-{ind}    let c = (blk % {cb}u) * 8u + e % 8u;
-{ind}    let r = (blk / {cb}u) * 4u + (e / 8u) % 4u;
-{ind}    let at = c * {line}u + {rv};",
-        n = rows * dp,
-        rv = if swizzle {
-            "((r / 4u) ^ (c % 8u))"
-        } else {
-            "r / 4u"
-        },
-    );
-    for (i, _) in tiles.iter().enumerate() {
-        let _ = writeln!(w, "{ind}    var x{i} = 0.0;");
-    }
-    let _ = writeln!(
-        w,
-        "{ind}    if ({row_ok} && c < d) {{
-{ind}        let gi = ({row}) * d + c;"
-    );
-    for (i, t) in tiles.iter().enumerate() {
-        let _ = writeln!(w, "{ind}        x{i} = {}[gi];", t.src);
-    }
-    let _ = writeln!(w, "{ind}    }}");
-    for (i, t) in tiles.iter().enumerate() {
-        let _ = writeln!(
-            w,
-            "{ind}    {}[{} + at][r % 4u] = x{i} * {};",
-            t.dst, t.off, t.scale
-        );
-    }
-    let _ = writeln!(w, "{ind}}}");
-}
-
-/// The vec4 index of vec4 `rv` of dim `c` in a swizzled tile with `line` vec4s per dim
-/// (WGSL; `c8` is `c % 8`, often a constant of the unrolled loop).
-pub(super) fn slot(c: &str, line: u32, rv: &str, c8: &str) -> String {
-    format!("({c}) * {line}u + (({rv}) ^ ({c8}))")
-}
-
 /// The forward kernel's WGSL for padded head dim `dp` (32 or 64).
 pub fn forward(dp: u32) -> String {
     assert!(
@@ -146,7 +67,6 @@ pub fn forward(dp: u32) -> String {
         "tiled attention supports DP 32 and 64"
     );
     let nv = dp / 32;
-    let d4 = dp / 4;
     let kp_len = fwd_shared_bytes(dp) / 4 - dp * ROWS - KT * dp;
     let mut w = String::new();
     w.push_str("// Causal flash-attention forward, register-blocked (generated; see attention/tiled.rs).\n");
@@ -162,49 +82,23 @@ var<workgroup> kp: array<vec4<f32>, {kp}>;
 // V [32 keys][DP]
 var<workgroup> vs: array<vec4<f32>, {vs}>;
 
-const NEG: f32 = -3.0e38;
-
-@compute @workgroup_size({THREADS})
-fn main(
-    @builtin(local_invocation_index) tid: u32,
-    @builtin(workgroup_id) wg: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {{
-    let ry = tid % 16u;
-    let cx = tid / 16u;
-    // The last query blocks see the most keys: start them first to shorten the tail.
-    let qb = nwg.x - 1u - wg.x;
-    let h = wg.y;
-    let b = wg.z;
-    let g = h / (p.heads / p.kv_heads);
-    let d = p.d;
-    let row0 = qb * {ROWS}u;
-    let head_row = (b * p.heads + h) * p.tq;
-    let kvrow = (b * p.kv_heads + g) * p.tk_stride;
-{q_load}    // Keys this block can see at all: every tile past the causal diagonal is skipped.
-    let n_keys = p.past + min(row0 + {ROWS}u, p.tq);
-    // Last key visible to each of the thread's four rows.
-    let lim = vec4<u32>(p.past + row0 + 4u * ry) + vec4<u32>(0u, 1u, 2u, 3u);
-    var m = vec4<f32>(-1.0e30);
-    var l = vec4<f32>(0.0);
 ",
         qs = dp * 16,
         kp = kp_len / 4,
         vs = KT * dp / 4,
-        q_load = {
-            let mut l = String::new();
-            load_q(&mut l, dp);
-            l
-        },
     );
+    forward_prologue(&mut w, dp);
     for a in 0..4 * nv {
         let _ = writeln!(w, "    var o{a} = vec4<f32>(0.0);");
     }
-    let _ = write!(
+    let block = Block {
+        threads: THREADS,
+        dp,
+    };
+    key_tile_loop(&mut w, block, &[Tile::new("kp", "k")]);
+    let _ = writeln!(
         w,
-        "    for (var t0 = 0u; t0 < n_keys; t0 += {KT}u) {{
-        workgroupBarrier();
-{k_load}        for (var e = tid; e < {kn}u; e += {THREADS}u) {{
+        "        for (var e = tid; e < {kn}u; e += {THREADS}u) {{
             let c = e % {dp}u;
             let j = e / {dp}u;
             var x = 0.0;
@@ -217,50 +111,25 @@ fn main(
         var s0 = vec4<f32>(0.0);
         var s1 = vec4<f32>(0.0);
         var s2 = vec4<f32>(0.0);
-        var s3 = vec4<f32>(0.0);
-        for (var c0 = 0u; c0 < {dp}u; c0 += 8u) {{
-",
+        var s3 = vec4<f32>(0.0);",
         kn = KT * dp,
-        k_load = {
-            let mut l = String::new();
-            load_transposed(
-                &mut l,
-                "        ",
-                THREADS,
-                KT,
-                dp,
-                KT / 4,
-                true,
-                "kvrow + t0 + r",
-                "t0 + r < n_keys",
-                &[Tile {
-                    dst: "kp",
-                    off: "0u".into(),
-                    src: "k",
-                    scale: "1.0",
-                }],
-            );
-            l
-        },
+        d4 = dp / 4,
     );
-    for u in 0..8 {
+    unrolled_dims(&mut w, "        ", dp, |w, u| {
         let _ = writeln!(
             w,
-            "            {{
-                let a = qs[{qa}];
+            "                let a = qs[{qa}];
                 let bk = kp[{kb}];
                 s0 = fma(a, vec4<f32>(bk.x), s0);
                 s1 = fma(a, vec4<f32>(bk.y), s1);
                 s2 = fma(a, vec4<f32>(bk.z), s2);
-                s3 = fma(a, vec4<f32>(bk.w), s3);
-            }}",
-            qa = slot(&format!("c0 + {u}u"), ROWS / 4, "ry", &format!("{u}u")),
-            kb = slot(&format!("c0 + {u}u"), KT / 4, "cx", &format!("{u}u")),
+                s3 = fma(a, vec4<f32>(bk.w), s3);",
+            qa = step_slot(u, ROWS / 4, "ry"),
+            kb = step_slot(u, KT / 4, "cx"),
         );
-    }
+    });
     w.push_str(
-        "        }
-        // Only tiles that cross the diagonal (or the end of the keys) need the mask.
+        "        // Only tiles that cross the diagonal (or the end of the keys) need the mask.
         if (t0 + 31u > p.past + row0) {
             let kj = t0 + 4u * cx;
             s0 = select(vec4<f32>(NEG), s0, vec4<u32>(kj) <= lim);
@@ -269,27 +138,9 @@ fn main(
             s3 = select(vec4<f32>(NEG), s3, vec4<u32>(kj + 3u) <= lim);
         }
         workgroupBarrier();
-        kp[cx * 16u + ry] = max(max(s0, s1), max(s2, s3));
-        workgroupBarrier();
-        var mn = m;
 ",
     );
-    for c in 0..8 {
-        let _ = writeln!(w, "        mn = max(mn, kp[{}u + ry]);", c * 16);
-    }
-    w.push_str(
-        "        let alpha = exp2(m - mn);
-        m = mn;
-        s0 = exp2(s0 - mn);
-        s1 = exp2(s1 - mn);
-        s2 = exp2(s2 - mn);
-        s3 = exp2(s3 - mn);
-        l = l * alpha + ((s0 + s1) + (s2 + s3));
-",
-    );
-    for a in 0..4 * nv {
-        let _ = writeln!(w, "        o{a} *= alpha;");
-    }
+    online_softmax(&mut w, nv, "kp", 4);
     w.push_str(
         "        workgroupBarrier();
         kp[(4u * cx) * 16u + ry] = s0;
@@ -297,8 +148,87 @@ fn main(
         kp[(4u * cx + 2u) * 16u + ry] = s2;
         kp[(4u * cx + 3u) * 16u + ry] = s3;
         workgroupBarrier();
-        for (var j0 = 0u; j0 < 32u; j0 += 8u) {
 ",
+    );
+    accumulate_pv(&mut w, dp, KT);
+    w.push_str("    }\n");
+    forward_epilogue(&mut w, nv, "kp");
+    w
+}
+
+/// Emits the forward's entry point up to its key loop, the same in both tile shapes: the
+/// block's query rows and kv head, the Q tile (`qs`, Q^T `[dp][64 rows]`, swizzled,
+/// pre-scaled by scale * log2(e) so the scores come out in log2 units), the causal limits
+/// and the online-softmax state `m`, `l` of the thread's four rows.
+pub(super) fn forward_prologue(w: &mut String, dp: u32) {
+    w.push_str("const NEG: f32 = -3.0e38;\n\n");
+    let note =
+        "    // The last query blocks see the most keys: start them first to shorten the tail.\n";
+    query_block_main(w, ROWS, note);
+    let block = Block {
+        threads: THREADS,
+        dp,
+    };
+    let q_rows = Rows::swizzled(ROWS, "head_row", "row0", "p.tq");
+    block.load_transposed(w, "    ", q_rows, &[Tile::new("qs", "q").scaled("p.scale_log2")]);
+    let _ = write!(
+        w,
+        "    // Keys this block can see at all: every tile past the causal diagonal is skipped.
+    let n_keys = p.past + min(row0 + {ROWS}u, p.tq);
+    // Last key visible to each of the thread's four rows.
+    let lim = vec4<u32>(p.past + row0 + 4u * ry) + vec4<u32>(0u, 1u, 2u, 3u);
+    var m = vec4<f32>(-1.0e30);
+    var l = vec4<f32>(0.0);
+"
+    );
+}
+
+/// `(({s0} op {s1}) op ({s2} op {s3})) ..`: the pairwise tree of `n` (a power of two)
+/// scores `s0 ..` under the WGSL operator `op` (`"max"` or `"+"`).
+fn pairwise(first: u32, n: u32, op: &str) -> String {
+    if n == 1 {
+        return format!("s{first}");
+    }
+    let (a, b) = (pairwise(first, n / 2, op), pairwise(first + n / 2, n / 2, op));
+    if op == "+" {
+        format!("({a} + {b})")
+    } else {
+        format!("{op}({a}, {b})")
+    }
+}
+
+/// Emits the forward's online-softmax update for the thread's `n` score vec4s `s0 ..`:
+/// the row maxima meet across the 8 threads of a row in `scratch` (the caller has put a
+/// barrier before), then `m` moves to the new maximum, the scores become `exp2(s - m)`,
+/// and the row sums `l` and the `4 nv` output accumulators `o0 ..` are rescaled.
+pub(super) fn online_softmax(w: &mut String, nv: u32, scratch: &str, n: u32) {
+    let _ = writeln!(
+        w,
+        "        {scratch}[cx * 16u + ry] = {};
+        workgroupBarrier();
+        var mn = m;",
+        pairwise(0, n, "max")
+    );
+    for c in 0..8 {
+        let _ = writeln!(w, "        mn = max(mn, {scratch}[{}u + ry]);", c * 16);
+    }
+    w.push_str("        let alpha = exp2(m - mn);\n        m = mn;\n");
+    for j in 0..n {
+        let _ = writeln!(w, "        s{j} = exp2(s{j} - mn);");
+    }
+    let _ = writeln!(w, "        l = l * alpha + {};", pairwise(0, n, "+"));
+    for a in 0..4 * nv {
+        let _ = writeln!(w, "        o{a} *= alpha;");
+    }
+}
+
+/// Emits O += P V over a tile of `keys` keys: P `[keys][64 rows]` in `kp`, V
+/// `[keys][dp]` in `vs`, each P read feeding `4 nv` vec4 FMAs.
+pub(super) fn accumulate_pv(w: &mut String, dp: u32, keys: u32) {
+    let (nv, d4) = (dp / 32, dp / 4);
+    let _ = writeln!(
+        w,
+        "        for (var j0 = 0u; j0 < {keys}u; j0 += 8u) {{"
     );
     for u in 0..8 {
         let _ = writeln!(
@@ -320,59 +250,27 @@ fn main(
         }
         w.push_str("            }\n");
     }
-    w.push_str(
-        "        }
-    }
-    // Combine the per-thread partial row sums.
+    w.push_str("        }\n");
+}
+
+/// Emits the forward's end after its key loop: the per-thread partial row sums combined
+/// through `scratch`, then O (accumulators `o0 ..`, `4 nv` of them, over dims
+/// `4 (nv cx + x) ..`) divided by the row sums, and the natural-log logsumexp of each row
+/// from the running maximum `m` and the sum `lt`, both in log2 units.
+pub(super) fn forward_epilogue(w: &mut String, nv: u32, scratch: &str) {
+    let _ = writeln!(
+        w,
+        "    // Combine the per-thread partial row sums.
     workgroupBarrier();
-    kp[cx * 16u + ry] = l;
+    {scratch}[cx * 16u + ry] = l;
     workgroupBarrier();
-    var lt = vec4<f32>(0.0);
-",
+    var lt = vec4<f32>(0.0);"
     );
     for c in 0..8 {
-        let _ = writeln!(w, "    lt += kp[{}u + ry];", c * 16);
+        let _ = writeln!(w, "    lt += {scratch}[{}u + ry];", c * 16);
     }
     w.push_str("    let inv = 1.0 / lt;\n");
-    store_o(&mut w, nv);
-    w.push_str("}\n");
-    w
-}
-
-/// Emits the forward's load of the block's 64 query rows into `qs` as Q^T `[dp][64 rows]`
-/// (swizzled), pre-scaled by scale * log2(e) so the scores come out in log2 units.
-pub(super) fn load_q(w: &mut String, dp: u32) {
-    load_transposed(
-        w,
-        "    ",
-        THREADS,
-        ROWS,
-        dp,
-        ROWS / 4,
-        true,
-        "head_row + row0 + r",
-        "row0 + r < p.tq",
-        &[Tile {
-            dst: "qs",
-            off: "0u".into(),
-            src: "q",
-            scale: "p.scale_log2",
-        }],
-    );
-}
-
-/// Emits the forward's epilogue: O (accumulators `o0 ..`, `4 nv` of them, over dims
-/// `4 (nv cx + x) ..`) divided by the row sums `lt` (`inv`), and the natural-log
-/// logsumexp of each row from the running maximum `m` and `lt`, both in log2 units.
-pub(super) fn store_o(w: &mut String, nv: u32) {
-    for (i, comp) in ["x", "y", "z", "w"].iter().enumerate() {
-        let _ = writeln!(
-            w,
-            "    {{
-        let i = row0 + 4u * ry + {i}u;
-        if (i < p.tq) {{
-            let base = (head_row + i) * d;"
-        );
+    store_rows(w, "i", "row0", "head_row", |w, comp| {
         for a in 0..4 * nv {
             let (x, ci) = (a / 4, a % 4);
             let _ = writeln!(
@@ -390,11 +288,10 @@ pub(super) fn store_o(w: &mut String, nv: u32) {
             "            if (cx == 0u) {{
                 // natural-log logsumexp (m and log2(l) are in log2 units)
                 lse[head_row + i] = (m.{comp} + log2(lt.{comp})) * 0.6931471805599453;
-            }}
-        }}
-    }}"
+            }}"
         );
-    }
+    });
+    w.push_str("}\n");
 }
 
 /// Tile shape of the two backward passes. [`BWD_SMALL`] fits the 32 KiB of workgroup memory
