@@ -28,10 +28,19 @@ pub fn size_class(bytes: u64) -> Option<u64> {
     Some(lo + (bytes - lo).div_ceil(step) * step)
 }
 
+/// Free buffers of one size class, and when the class was last taken from or given to.
+#[derive(Default)]
+struct Class {
+    buffers: Vec<wgpu::Buffer>,
+    last_used: u64,
+}
+
 /// Free buffers by size class.
 #[derive(Default)]
 pub struct Pool {
-    free: BTreeMap<u64, Vec<wgpu::Buffer>>,
+    free: BTreeMap<u64, Class>,
+    /// Counts takes and gives: the clock of `Class::last_used`.
+    clock: u64,
     /// Bytes held in free lists.
     pub bytes_pooled: u64,
 }
@@ -39,26 +48,46 @@ pub struct Pool {
 impl Pool {
     /// Takes a free buffer of exactly `class` bytes, if one is pooled.
     pub fn take(&mut self, class: u64) -> Option<wgpu::Buffer> {
-        let list = self.free.get_mut(&class)?;
-        let b = list.pop()?;
+        self.clock += 1;
+        let entry = self.free.get_mut(&class)?;
+        entry.last_used = self.clock;
+        let b = entry.buffers.pop()?;
         self.bytes_pooled -= class;
         Some(b)
     }
 
-    /// Returns a buffer to the pool, or destroys it when the pool already holds `cap` bytes.
+    /// Returns a buffer to the pool. When the pool would hold more than `cap` bytes, the
+    /// buffers of the classes used least recently are destroyed first: a program whose
+    /// shapes changed (evaluation after training, one benchmark after another) keeps the
+    /// buffers of the shapes it uses now, instead of a full pool of old sizes that turns
+    /// every new size into an allocation.
     pub fn give(&mut self, class: u64, buffer: wgpu::Buffer, cap: u64) {
-        if self.bytes_pooled + class > cap {
-            buffer.destroy();
-            return;
+        self.clock += 1;
+        while self.bytes_pooled + class > cap {
+            let victim = self
+                .free
+                .iter()
+                .filter(|(c, e)| **c != class && !e.buffers.is_empty())
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(c, _)| *c);
+            let Some(old) = victim.and_then(|c| Some((c, self.free.get_mut(&c)?.buffers.pop()?)))
+            else {
+                buffer.destroy();
+                return;
+            };
+            old.1.destroy();
+            self.bytes_pooled -= old.0;
         }
         self.bytes_pooled += class;
-        self.free.entry(class).or_default().push(buffer);
+        let entry = self.free.entry(class).or_default();
+        entry.last_used = self.clock;
+        entry.buffers.push(buffer);
     }
 
     /// Moves every buffer into `other` (which destroys what exceeds `cap`).
     pub fn drain_into(&mut self, other: &mut Pool, cap: u64) {
-        for (class, list) in std::mem::take(&mut self.free) {
-            for b in list {
+        for (class, entry) in std::mem::take(&mut self.free) {
+            for b in entry.buffers {
                 other.give(class, b, cap);
             }
         }

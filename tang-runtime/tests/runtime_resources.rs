@@ -203,3 +203,36 @@ fn a_user_kernel_runs_with_runtime_checks() {
         assert_eq!(after.to_vec().unwrap(), vec![2.0; 4]);
     }
 }
+
+/// A pool full of sizes the program no longer uses makes room for the sizes it uses now:
+/// after one pass over a new size, repeating the work allocates nothing.
+#[test]
+fn a_full_pool_of_old_sizes_makes_room_for_new_ones() {
+    let dev = Device::with_options(DeviceOptions {
+        pool_limit: 1 << 20,
+        ..DeviceOptions::default()
+    })
+    .unwrap();
+    // Sixteen 64 KiB buffers fill the 1 MiB pool.
+    let old: Vec<Tensor> = (0..16)
+        .map(|_| Tensor::zeros(&dev, &[16384]).unwrap())
+        .collect();
+    drop(old);
+    dev.sync().unwrap();
+    assert_eq!(dev.stats().bytes_pooled, 1 << 20);
+    // Eight tensors of another size class (80,000 bytes -> 81,920).
+    let work = || {
+        let ts: Vec<Tensor> = (0..8)
+            .map(|_| Tensor::zeros(&dev, &[20_000]).unwrap())
+            .collect();
+        drop(ts);
+        dev.sync().unwrap();
+    };
+    work();
+    let first = dev.stats();
+    work();
+    work();
+    let after = dev.stats();
+    assert_eq!(after.allocations, first.allocations, "{first:?} -> {after:?}");
+    assert!(after.bytes_pooled <= 1 << 20, "{after:?}");
+}
