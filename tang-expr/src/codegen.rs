@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use crate::error::ExprError;
 use crate::graph::{Graph, NodeId, Ty, stable_hash};
-use crate::kernel::{ENTRY_POINT, Kernel, WORKGROUP_SIZE};
+use crate::kernel::{ENTRY_POINT, Kernel, READ_MODE_CONSTANTS, WORKGROUP_SIZE};
 use crate::op_wgsl::Lanes;
 use crate::print::{Leaf, Printed, print_graph};
 use crate::validate::validate;
@@ -105,6 +105,13 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
     if spec.inouts.is_empty() && spec.outputs.is_empty() {
         return Err(ExprError::NoOutputs);
     }
+    if spec.inputs.len() > READ_MODE_CONSTANTS.len() {
+        return Err(ExprError::Arity {
+            op: "elementwise kernel (inputs)",
+            expected: READ_MODE_CONSTANTS.len(),
+            got: spec.inputs.len(),
+        });
+    }
     let roots: Vec<NodeId> = spec
         .inouts
         .iter()
@@ -130,14 +137,16 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
     let mut leaf = |leaf: Leaf, body: &mut String| -> Result<String, ExprError> {
         match leaf {
             Leaf::Input(i) if i < n_in => {
-                // How the input is read is chosen per launch (`m_<name>`, see the layout):
+                let mode = READ_MODE_CONSTANTS[i as usize];
+                // How the input is read is chosen per pipeline (the constant `mode`, see the
+                // layout):
                 // a full-length input is one 128-bit load and a scalar one splat, with no
                 // index arithmetic; a broadcast input computes its offset from the launch
-                // coordinates. The branch is uniform across the dispatch.
+                // coordinates. The constant folds the switch away.
                 let name = &spec.inputs[i as usize];
                 let _ = writeln!(
                     body,
-                    "    var x_{name}: {t};\n    switch params.m_{name} {{\n        case 0u: {{ x_{name} = in_{name}[q]; }}\n        case 1u: {{ x_{name} = {t}(in_{name}[0][0]); }}\n        case 2u: {{\n            // the four lanes share a row of the launch: one offset, then the row's stride\n            let o = tang_offset(i, params.s_{name});\n            let s = params.s_{name}.w;\n            if (s == 1u && (o & 3u) == 0u) {{ x_{name} = in_{name}[o >> 2u]; }}\n            else if (s == 0u) {{ x_{name} = {t}(in_{name}[o >> 2u][o & 3u]); }}\n            else {{ for (var l = 0u; l < 4u; l++) {{ let j = o + l * s; x_{name}[l] = in_{name}[j >> 2u][j & 3u]; }} }}\n        }}\n        default: {{\n            for (var l = 0u; l < 4u; l++) {{ let j = tang_offset(min(i + l, params.n - 1u), params.s_{name}); x_{name}[l] = in_{name}[j >> 2u][j & 3u]; }}\n        }}\n    }}"
+                    "    var x_{name}: {t};\n    switch {mode} {{\n        case 0u: {{ x_{name} = in_{name}[q]; }}\n        case 1u: {{ x_{name} = {t}(in_{name}[0][0]); }}\n        case 2u: {{\n            // the four lanes share a row of the launch: one offset, then the row's stride\n            let o = tang_offset(i, params.s_{name});\n            let s = params.s_{name}.w;\n            if (s == 1u && (o & 3u) == 0u) {{ x_{name} = in_{name}[o >> 2u]; }}\n            else if (s == 0u) {{ x_{name} = {t}(in_{name}[o >> 2u][o & 3u]); }}\n            else {{ for (var l = 0u; l < 4u; l++) {{ let j = o + l * s; x_{name}[l] = in_{name}[j >> 2u][j & 3u]; }} }}\n        }}\n        default: {{\n            for (var l = 0u; l < 4u; l++) {{ let j = tang_offset(min(i + l, params.n - 1u), params.s_{name}); x_{name}[l] = in_{name}[j >> 2u][j & 3u]; }}\n        }}\n    }}"
                 );
                 Ok(format!("x_{name}"))
             }
@@ -199,13 +208,14 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
     for n in &spec.inputs {
         let _ = writeln!(w, "    s_{n}: vec4<u32>,");
     }
-    for n in &spec.inputs {
-        let _ = writeln!(w, "    m_{n}: u32,");
-    }
     for n in &spec.uniforms {
         let _ = writeln!(w, "    u_{n}: f32,");
     }
-    w.push_str("}\n\n@group(0) @binding(0) var<uniform> params: Params;\n");
+    w.push_str("}\n\n");
+    for mode in &READ_MODE_CONSTANTS[..spec.inputs.len()] {
+        let _ = writeln!(w, "override {mode}: u32 = 0u;");
+    }
+    w.push_str("@group(0) @binding(0) var<uniform> params: Params;\n");
     let mut binding = 1;
     for n in &spec.inputs {
         let _ = writeln!(

@@ -29,15 +29,18 @@
 //! | `n: u32` | elements of the launch |
 //! | `d1, d2, d3: u32` | the coalesced launch shape's inner sizes (`d0` is implied) |
 //! | `s_<input>: vec4<u32>` per input | its strides along the four dimensions (0 where it is broadcast) |
-//! | `m_<input>: u32` per input | its read mode: [`InputRead::mode`] |
 //! | `u_<uniform>: f32` per uniform | the uniforms |
 //!
-//! then padding to a multiple of 16 bytes. The modes: 0, a full-length input (one 128-bit
+//! then padding to a multiple of 16 bytes. How input `i` is read, its mode
+//! ([`InputRead::mode`]), is the pipeline-overridable constant
+//! [`READ_MODE_CONSTANTS`]`[i]` (default 0): the runtime sets the others when it creates
+//! the pipeline, so the driver's compiler drops the read paths a launch never takes (a
+//! mode read from `Params` kept every path in the kernel and cost about 5% of bandwidth
+//! on an all-contiguous chain). The modes: 0, a full-length input (one 128-bit
 //! load, no index arithmetic); 1, a single element splat (no index arithmetic); 2, a
 //! broadcast input when `d3` is a multiple of 4 (the four lanes of a thread share a row, so
 //! one offset is computed per thread: three divisions, then a 128-bit load, a splat or a
-//! strided gather); 3, any other broadcast input (an offset per lane). Which mode runs is
-//! uniform across the dispatch.
+//! strided gather); 3, any other broadcast input (an offset per lane).
 //!
 //! The entry point is [`ENTRY_POINT`], with workgroups of [`WORKGROUP_SIZE`] threads on a
 //! 2-D grid: thread `q = gid.x + gid.y * num_workgroups.x * WORKGROUP_SIZE` handles
@@ -207,15 +210,16 @@ impl KernelDesc {
     }
 
     /// Size in bytes of the `Params` uniform struct (layout in the module docs): the
-    /// header, four strides and a mode per input, a value per uniform, padded to 16 bytes.
+    /// header, four strides per input, a value per uniform, padded to 16 bytes.
     pub fn params_size(&self) -> usize {
-        let words = 4 + 5 * self.inputs.len() + self.uniforms.len();
+        let words = 4 + 4 * self.inputs.len() + self.uniforms.len();
         4 * words.next_multiple_of(4)
     }
 
     /// The words of the `Params` uniform (layout in the module docs): `n`, the coalesced
-    /// launch shape `dims = [d0, d1, d2, d3]` (`d0` is not stored), how each input is read
-    /// and the uniforms' bits. The caller checks the counts against
+    /// launch shape `dims = [d0, d1, d2, d3]` (`d0` is not stored), each input's strides
+    /// and the uniforms' bits (the read modes are pipeline constants:
+    /// [`READ_MODE_CONSTANTS`]). The caller checks the counts against
     /// [`KernelDesc::inputs`] and [`KernelDesc::uniforms`].
     pub fn params(
         &self,
@@ -230,20 +234,57 @@ impl KernelDesc {
         for r in reads {
             words.extend_from_slice(&r.strides());
         }
-        words.extend(reads.iter().map(|r| r.mode()));
         words.extend(uniforms.iter().map(|u| u.to_bits()));
         words.resize(words.len().next_multiple_of(4), 0);
         words
     }
 }
 
+/// The names of the pipeline-overridable constants that hold each input's read mode
+/// ([`InputRead::mode`]), by input position: an elementwise kernel has at most this many
+/// inputs.
+pub const READ_MODE_CONSTANTS: [&str; 32] = [
+    "tang_read0",
+    "tang_read1",
+    "tang_read2",
+    "tang_read3",
+    "tang_read4",
+    "tang_read5",
+    "tang_read6",
+    "tang_read7",
+    "tang_read8",
+    "tang_read9",
+    "tang_read10",
+    "tang_read11",
+    "tang_read12",
+    "tang_read13",
+    "tang_read14",
+    "tang_read15",
+    "tang_read16",
+    "tang_read17",
+    "tang_read18",
+    "tang_read19",
+    "tang_read20",
+    "tang_read21",
+    "tang_read22",
+    "tang_read23",
+    "tang_read24",
+    "tang_read25",
+    "tang_read26",
+    "tang_read27",
+    "tang_read28",
+    "tang_read29",
+    "tang_read30",
+    "tang_read31",
+];
+
 /// Most dimensions of a coalesced launch shape that the generated index arithmetic
 /// handles; the runtime materialises inputs whose broadcast needs more (see
 /// `tang_runtime::Device::launch`).
 pub const MAX_LAUNCH_DIMS: usize = 4;
 
-/// How an elementwise kernel reads one input (the `m_<input>` and `s_<input>` words of
-/// `Params`; module docs).
+/// How an elementwise kernel reads one input (its `s_<input>` words of `Params` and its
+/// read-mode pipeline constant; module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InputRead {
     /// As many elements as the launch, in its order: one 128-bit load per thread.

@@ -244,11 +244,19 @@ impl Device {
         bindings.extend(outputs.iter().map(Binding::ReadWrite));
         self.check_bindings(op, &bindings)?;
         if n > 0 {
+            // Each input's read mode specialises the pipeline (mode 0, the default, is not
+            // passed, so the all-contiguous launch has the constant-free key).
+            let constants = reads
+                .iter()
+                .zip(tang_expr::kernel::READ_MODE_CONSTANTS)
+                .filter(|(r, _)| r.mode() != 0)
+                .map(|(r, name)| (name, f64::from(r.mode()).to_bits()))
+                .collect();
             let key = PipelineKey {
                 id: kernel.id(),
                 trusted: kernel.is_trusted(),
                 entry_point: kernel.entry_point(),
-                constants: Vec::new(),
+                constants,
                 kinds: kernel.binding_kinds().collect(),
             };
             self.record(key, op, kernel.wgsl(), &bindings, [gx, gy, 1])?;

@@ -233,6 +233,9 @@ fn a_full_pool_of_old_sizes_makes_room_for_new_ones() {
     work();
     work();
     let after = dev.stats();
-    assert_eq!(after.allocations, first.allocations, "{first:?} -> {after:?}");
+    assert_eq!(
+        after.allocations, first.allocations,
+        "{first:?} -> {after:?}"
+    );
     assert!(after.bytes_pooled <= 1 << 20, "{after:?}");
 }

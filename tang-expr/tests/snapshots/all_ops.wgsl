@@ -7,11 +7,11 @@ struct Params {
     s_x: vec4<u32>,
     s_y: vec4<u32>,
     s_z: vec4<u32>,
-    m_x: u32,
-    m_y: u32,
-    m_z: u32,
 }
 
+override tang_read0: u32 = 0u;
+override tang_read1: u32 = 0u;
+override tang_read2: u32 = 0u;
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> in_x: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> in_y: array<vec4<f32>>;
@@ -486,7 +486,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let i = q * 4u;
     if (i >= params.n) { return; }
     var x_x: vec4<f32>;
-    switch params.m_x {
+    switch tang_read0 {
         case 0u: { x_x = in_x[q]; }
         case 1u: { x_x = vec4<f32>(in_x[0][0]); }
         case 2u: {
@@ -502,7 +502,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         }
     }
     var x_y: vec4<f32>;
-    switch params.m_y {
+    switch tang_read1 {
         case 0u: { x_y = in_y[q]; }
         case 1u: { x_y = vec4<f32>(in_y[0][0]); }
         case 2u: {
@@ -518,7 +518,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         }
     }
     var x_z: vec4<f32>;
-    switch params.m_z {
+    switch tang_read2 {
         case 0u: { x_z = in_z[q]; }
         case 1u: { x_z = vec4<f32>(in_z[0][0]); }
         case 2u: {

@@ -5,9 +5,9 @@ struct Params {
     d2: u32,
     d3: u32,
     s_x: vec4<u32>,
-    m_x: u32,
 }
 
+override tang_read0: u32 = 0u;
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> in_x: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> out_y: array<vec4<f32>>;
@@ -42,7 +42,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let i = q * 4u;
     if (i >= params.n) { return; }
     var x_x: vec4<f32>;
-    switch params.m_x {
+    switch tang_read0 {
         case 0u: { x_x = in_x[q]; }
         case 1u: { x_x = vec4<f32>(in_x[0][0]); }
         case 2u: {

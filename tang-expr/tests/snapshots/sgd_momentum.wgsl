@@ -5,11 +5,11 @@ struct Params {
     d2: u32,
     d3: u32,
     s_g: vec4<u32>,
-    m_g: u32,
     u_lr: f32,
     u_mu: f32,
 }
 
+override tang_read0: u32 = 0u;
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> in_g: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> io_p: array<vec4<f32>>;
@@ -29,7 +29,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let i = q * 4u;
     if (i >= params.n) { return; }
     var x_g: vec4<f32>;
-    switch params.m_g {
+    switch tang_read0 {
         case 0u: { x_g = in_g[q]; }
         case 1u: { x_g = vec4<f32>(in_g[0][0]); }
         case 2u: {
