@@ -1,8 +1,9 @@
 //! [`Trainer::fit`]: the loop over [`Trainer::step`] with evaluation, logging,
 //! checkpoints, Ctrl-C and the loss curve.
 
+use super::context::{FitSummary, StepContext};
 use super::metrics::{MetricsRecord, StepTimer};
-use super::trainer::{BoxError, FitSummary, StepContext, Trainer};
+use super::trainer::{BoxError, Trainer};
 use super::{Interrupt, Progress, TrainError};
 use crate::autograd::Tensor;
 use crate::checkpoint::Checkpoint;

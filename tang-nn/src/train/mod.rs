@@ -5,6 +5,7 @@
 //! [`plot_loss_curve`] (a PNG of the loss curves) and [`Interrupt`] (Ctrl-C finishes the
 //! step, saves and exits).
 
+mod context;
 mod error;
 mod fit;
 mod font;
@@ -13,15 +14,14 @@ mod metrics;
 mod options;
 mod plot;
 mod progress;
+mod state;
 mod trainer;
 
+pub use context::{FitSummary, StepContext, StepReport};
 pub use error::TrainError;
 pub use interrupt::Interrupt;
 pub use metrics::{MetricsLog, MetricsRecord, StepTimer, read_metrics};
 pub use options::{Throughput, TrainerOptions};
 pub use plot::{PlotOptions, plot_loss_curve};
 pub use progress::Progress;
-pub use trainer::{
-    CHECKPOINTS_DIR, FitSummary, METRICS_FILE, PLOT_FILE, STEP_SEED, StepContext, StepReport,
-    Trainer,
-};
+pub use trainer::{CHECKPOINTS_DIR, METRICS_FILE, PLOT_FILE, STEP_SEED, Trainer};

@@ -1,0 +1,258 @@
+//! A [`Trainer`]'s state and checkpoints: what it has done so far, saving it, and resuming
+//! a run from a checkpoint.
+
+use std::path::Path;
+
+use super::TrainError;
+use super::metrics::MetricsRecord;
+use super::trainer::{STEP_SEED, Trainer};
+use crate::checkpoint::{
+    Checkpoint, CheckpointDir, CheckpointError, TrainerState, load_training, save_training,
+};
+use crate::module::Module;
+use crate::optim::{Algorithm, Optimizer};
+
+impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
+    /// The trainer state: steps taken, seed, loader position, metrics.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-state-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
+    /// trainer.step(&mut forward)?;
+    /// assert_eq!(trainer.state().step, 1);
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn state(&self) -> &TrainerState {
+        &self.state
+    }
+
+    /// The metrics records of this run (and, after a resume, of the run before it).
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-history-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
+    /// trainer.fit(&mut forward)?;
+    /// let last = trainer.history().last().ok_or("log_every is 1")?;
+    /// assert!(last.step == 2 && last.loss.is_some()); // the last logged loss
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn history(&self) -> &[MetricsRecord] {
+        &self.history
+    }
+
+    /// The optimizer.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-optimizer-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// let trainer = Trainer::new(&model, opt, &out, options)?;
+    /// assert_eq!(trainer.optimizer().lr(), 1e-3);
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn optimizer(&self) -> &Optimizer<A> {
+        &self.optimizer
+    }
+
+    /// The output directory.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-out_dir-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// let trainer = Trainer::new(&model, opt, &out, options)?;
+    /// assert_eq!(trainer.out_dir(), out.as_path());
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn out_dir(&self) -> &Path {
+        &self.out_dir
+    }
+
+    /// The checkpoint store (`out_dir/checkpoints`).
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-checkpoints-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
+    /// trainer.step(&mut forward)?;
+    /// trainer.save_checkpoint()?;
+    /// assert_eq!(trainer.checkpoints().list()?.len(), 1);
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn checkpoints(&self) -> &CheckpointDir {
+        &self.checkpoints
+    }
+
+    /// Continues from the most recent checkpoint in `out_dir/checkpoints`, if there is
+    /// one; returns its step.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-resume_latest-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// let mut trainer = Trainer::new(&model, Sgd::new(named_parameters_of(&model), SgdOptions::default())?, &out, options.clone())?;
+    /// trainer.step(&mut forward)?;
+    /// trainer.save_checkpoint()?;
+    /// // A new process: the same model, optimizer and directory continue from step 1.
+    /// let mut again = Trainer::new(&model, opt, &out, options)?;
+    /// assert_eq!(again.resume_latest()?, Some(1));
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Trainer::resume`].
+    pub fn resume_latest(&mut self) -> Result<Option<u64>, TrainError> {
+        let Some(checkpoint) = self.checkpoints.latest()? else {
+            return Ok(None);
+        };
+        self.resume(&checkpoint)?;
+        Ok(Some(checkpoint.state().step))
+    }
+
+    /// Continues from `checkpoint`: the weights (strictly) and the optimizer state are
+    /// loaded, and the step, the seed (which replaces [`TrainerOptions::seed`]), the
+    /// loader position and the metrics come from its trainer state. Records that an
+    /// interrupted run logged after the checkpoint are dropped from `metrics.jsonl` when
+    /// the run goes on.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-resume-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// let mut trainer = Trainer::new(&model, Sgd::new(named_parameters_of(&model), SgdOptions::default())?, &out, options.clone())?;
+    /// trainer.step(&mut forward)?;
+    /// let saved = trainer.save_checkpoint()?;
+    /// let mut again = Trainer::new(&model, opt, &out, options)?;
+    /// again.resume(&saved)?;
+    /// assert_eq!(again.state().step, 1);
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`TrainError::Checkpoint`] when a file does not load or does not fit the model or
+    /// the optimizer.
+    pub fn resume(&mut self, checkpoint: &Checkpoint) -> Result<(), TrainError> {
+        // Checked before anything is loaded, so a refused checkpoint changes nothing.
+        let Some(&seed) = checkpoint.state().seeds.get(STEP_SEED) else {
+            return Err(TrainError::Checkpoint(CheckpointError::Corrupt {
+                path: checkpoint.path().to_path_buf(),
+                detail: format!("its trainer state has no {STEP_SEED:?} seed"),
+            }));
+        };
+        let state = load_training(checkpoint, self.model, &mut self.optimizer)?;
+        self.options.seed = seed;
+        self.state = state;
+        self.metrics = None;
+        Ok(())
+    }
+
+    /// Saves a checkpoint of the current step (weights, optimizer state, trainer state)
+    /// into `out_dir/checkpoints`, applying the retention policy.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-save_checkpoint-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
+    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
+    /// trainer.step(&mut forward)?;
+    /// let checkpoint = trainer.save_checkpoint()?; // weights, optimizer and trainer state
+    /// assert_eq!(checkpoint.state().step, 1);
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`TrainError::Checkpoint`] (also when this step was already saved).
+    pub fn save_checkpoint(&mut self) -> Result<Checkpoint, TrainError> {
+        Ok(save_training(
+            &self.checkpoints,
+            self.model,
+            &self.optimizer,
+            &self.state,
+        )?)
+    }
+}
