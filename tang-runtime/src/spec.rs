@@ -209,6 +209,45 @@ impl<P: Params, S: AsRef<[Slot]>> Layout<P, S> {
 /// A kernel's name and WGSL text, as the registry lists it for validation.
 pub(crate) type Source = (String, String);
 
+/// A module that holds kernels: its name and its `kernels()` (every kernel it can
+/// produce), as the registries list them.
+pub(crate) type KernelModule = (&'static str, fn() -> Vec<Source>);
+
+/// Every kernel of `modules`, in order.
+pub(crate) fn registry_of(modules: &[KernelModule]) -> Vec<Source> {
+    modules.iter().flat_map(|(_, kernels)| kernels()).collect()
+}
+
+/// Panics unless every module of `src/<dir>` whose source (its file, or its folder)
+/// defines `fn kernels()` is listed in `modules`: the check that keeps a registry from
+/// missing a module, so the naga test cannot miss its kernels.
+#[cfg(test)]
+pub(crate) fn assert_every_kernel_module_listed(dir: &str, modules: &[KernelModule]) {
+    fn defines(path: &std::path::Path) -> bool {
+        if path.is_dir() {
+            let entries = std::fs::read_dir(path).expect("read a source folder");
+            return entries.flatten().any(|e| defines(&e.path()));
+        }
+        std::fs::read_to_string(path).is_ok_and(|s| s.contains("fn kernels()"))
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src")
+        .join(dir);
+    for entry in std::fs::read_dir(&root).expect("read src").flatten() {
+        let path = entry.path();
+        let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
+            continue;
+        };
+        let module = path.extension().is_some_and(|e| e == "rs") && stem != "mod";
+        if module && (defines(&path) || defines(&root.join(stem))) {
+            assert!(
+                modules.iter().any(|(name, _)| *name == stem),
+                "{dir}::{stem} defines kernels() but its registry does not list it"
+            );
+        }
+    }
+}
+
 /// A hand-written kernel: name, preludes, layout and body (see the module docs). Lives in
 /// a `static`; its text is assembled, validated and leaked on first use.
 #[derive(Debug)]

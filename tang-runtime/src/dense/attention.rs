@@ -44,8 +44,8 @@
 //! position per head keeps only one row of a 64-row workgroup busy, so single-token
 //! decoding over long caches is latency-bound (a split-key variant would fix that).
 
-use crate::size::Size;
 use crate::ops::check::mismatch;
+use crate::size::Size;
 use crate::{DType, Device, Error, Tensor};
 
 mod bwd_dkv;
@@ -57,10 +57,10 @@ mod layout;
 mod rows;
 mod tiled;
 
-use kernels::{ROWS, VARIANTS, Variant, tiled_for};
-use layout::AttentionParams;
-pub use kernels::{backward_tiles, forward_tiles};
 pub(crate) use kernels::kernels;
+use kernels::{ROWS, VARIANTS, Variant, tiled_for};
+pub use kernels::{backward_tiles, forward_tiles};
+use layout::AttentionParams;
 
 fn dims4(op: &str, name: &str, t: &Tensor, what: &str) -> Result<[usize; 4], Error> {
     t.expect_dtype(op, DType::F32)?;
@@ -89,7 +89,10 @@ fn check_qkv(
     let [kb, hkv, tk, kd] = dims4(op, "k", k, "[B, Hkv, T, D] tensor")?;
     if v.shape() != k.shape() || v.dtype() != DType::F32 {
         let (ks, vs) = (k.shape(), v.shape());
-        return Err(mismatch(op, format!("v must have k's shape {ks:?}, got {vs:?}")));
+        return Err(mismatch(
+            op,
+            format!("v must have k's shape {ks:?}, got {vs:?}"),
+        ));
     }
     if kb != b || kd != d || h % hkv != 0 {
         return Err(mismatch(
@@ -361,7 +364,12 @@ fn backward_dkv(
     let params = check_backward(op, qkv, &[("d_o", d_o)], &rows, scale)?;
     let dk = q.device().empty(k.shape(), DType::F32)?;
     let dv = q.device().empty(v.shape(), DType::F32)?;
-    launch(Pass::Dkv, op, &params, &[q, k, v, d_o, lse, delta, &dk, &dv])?;
+    launch(
+        Pass::Dkv,
+        op,
+        &params,
+        &[q, k, v, d_o, lse, delta, &dk, &dv],
+    )?;
     Ok((dk, dv))
 }
 

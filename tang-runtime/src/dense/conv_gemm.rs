@@ -146,7 +146,11 @@ fn generate(key: &Key) -> String {
         t.bk,
         t.tm,
         t.tn,
-        if v.tb { "positions x taps" } else { "taps x positions" },
+        if v.tb {
+            "positions x taps"
+        } else {
+            "taps x positions"
+        },
         if *row_bias { ", row bias" } else { "" }
     );
     w.push_str(OVERRIDES);

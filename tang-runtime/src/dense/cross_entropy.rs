@@ -12,11 +12,11 @@
 //! mean is NaN, visibly) and a zero gradient row; it is never read out of bounds.
 
 use super::check::{by_unit, grid, want_f32, want_shape, want_u32};
-use crate::ops::check::mismatch;
 use super::rows_team::{Kind, team_kernel};
 use super::wgsl::{lowest, row_math, row_max_sumexp, unit_specs, wg_common, wg_main};
-use crate::spec::{Slot, Source, Spec, params};
+use crate::ops::check::mismatch;
 use crate::size::Size;
+use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Error, Tensor};
 
 params! {
@@ -47,7 +47,8 @@ fn main(@builtin(local_invocation_index) lid: u32) {
 
 /// The loss of one row, for the fallback and the subgroup team kernel of `rows_team`
 /// (the gradient is `cross_entropy_dx` of `wgsl::row_math`).
-pub(super) const LOSS: &str = "// A row's loss: log-sum-exp minus the target's logit (the row starts at unit `rbase` of
+pub(super) const LOSS: &str =
+    "// A row's loss: log-sum-exp minus the target's logit (the row starts at unit `rbase` of
 // `x`); NaN for a target out of range, 0 for an ignored row. `x` is read only for a
 // valid target.
 fn cross_entropy_loss(lse: f32, rbase: u32, t: u32, valid: bool, ignored: bool) -> f32 {
@@ -159,7 +160,10 @@ pub fn cross_entropy(
     want_u32(op, targets)?;
     let ls = logits.shape();
     let Some((&classes, lead)) = ls.split_last() else {
-        return Err(mismatch(op, "logits is a scalar; expected [..., classes]".into()));
+        return Err(mismatch(
+            op,
+            "logits is a scalar; expected [..., classes]".into(),
+        ));
     };
     want_shape(
         op,

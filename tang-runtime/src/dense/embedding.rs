@@ -14,10 +14,10 @@
 //!    with more positions scans the ids in order instead (at most `n / 1024` such rows).
 
 use super::check::{by_unit, grid, want_f32, want_shape, want_u32};
-use crate::ops::check::mismatch;
 use super::wgsl::{WG, thread_main, unit_specs, wg_common, wg_main};
-use crate::spec::{Slot, Source, Spec, params};
+use crate::ops::check::mismatch;
 use crate::size::Size;
+use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Error, Tensor};
 
 params! {
@@ -45,7 +45,8 @@ const FWD_BODY: &str = concat!(
     if (id < p.vocab) { v = w[id * p.units + u]; }
     out[idx] = v;
 }
-");
+"
+);
 
 const COUNT_SLOTS: &[Slot] = &[
     Slot::Read("ids", "array<u32>"),
@@ -57,7 +58,8 @@ const COUNT_BODY: &str = concat!(
     "    let id = ids[i];
     if (id < p.vocab) { atomicAdd(&counts[id], 1u); }
 }
-");
+"
+);
 
 const SCAN_SLOTS: &[Slot] = &[
     Slot::Read("counts", "array<u32>"),
@@ -111,7 +113,8 @@ const FILL_BODY: &str = concat!(
         if (slot < p.n) { pos[slot] = i; }
     }
 }
-");
+"
+);
 
 const GATHER_SLOTS: &[Slot] = &[
     Slot::Read("ids", "array<u32>"),
@@ -121,7 +124,8 @@ const GATHER_SLOTS: &[Slot] = &[
     Slot::ReadWrite("dw", "array<T>"),
 ];
 
-const GATHER_BODY: &str = concat!("const S: u32 = 1024u;
+const GATHER_BODY: &str = concat!(
+    "const S: u32 = 1024u;
 var<workgroup> sp: array<u32, 1024>;
 var<workgroup> ss: array<u32, 1024>;
 
@@ -161,7 +165,8 @@ var<workgroup> ss: array<u32, 1024>;
         dw[v * p.units + u] = acc;
     }
 }
-");
+"
+);
 
 unit_specs!(K_FWD_V4, K_FWD_F1: RowsParams = "embedding", [wg_common!()], FWD_SLOTS, FWD_BODY);
 static K_COUNT: Spec<IdsParams> =
@@ -209,7 +214,9 @@ pub fn embedding(ids: &Tensor, weight: &Tensor) -> Result<Tensor, Error> {
     // The kernels index with 32 bits.
     let limit = u64::from(u32::MAX);
     (Size::of(n) * dim).at_most(limit, || format!("{op}: elements of the output {shape:?}"))?;
-    Size::of(weight.len()).at_most(limit, || format!("{op}: elements of weight [{vocab}, {dim}]"))?;
+    Size::of(weight.len()).at_most(limit, || {
+        format!("{op}: elements of weight [{vocab}, {dim}]")
+    })?;
     let dev = ids.device();
     let out = dev.empty(&shape, DType::F32)?;
     if n == 0 || dim == 0 {
@@ -241,7 +248,13 @@ pub fn embedding_backward(ids: &Tensor, grad_out: &Tensor, vocab: usize) -> Resu
     let gs = grad_out.shape();
     let dim = gs.last().copied().unwrap_or(0);
     let want = [ids.shape(), &[dim]].concat();
-    want_shape(op, "grad_out", gs, &want, "the ids' shape followed by [dim]")?;
+    want_shape(
+        op,
+        "grad_out",
+        gs,
+        &want,
+        "the ids' shape followed by [dim]",
+    )?;
     let n = ids.len();
     // The kernels index with 32 bits (and the scan's offsets hold `vocab + 1` entries).
     let limit = u64::from(u32::MAX);

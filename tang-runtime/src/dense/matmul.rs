@@ -13,13 +13,12 @@
 pub(crate) mod codegen;
 mod epilogue;
 
-
 pub use codegen::TileConfig;
 pub use epilogue::Epilogue;
 
-use codegen::{Shape, Variant};
-use crate::ops::check::mismatch;
 use super::check::want_shape;
+use crate::ops::check::mismatch;
+use codegen::{Shape, Variant};
 
 use crate::size::{Size, numel};
 use crate::spec::Variants;
@@ -67,21 +66,27 @@ fn dims(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Dims, Error> {
     }
     let (sa, sb) = (a.shape(), b.shape());
     if sa.len() < 2 || sb.len() < 2 {
-        return Err(mismatch("matmul", format!(
-            "both operands need rank >= 2 ([.., rows, cols]), got a {sa:?} and b {sb:?}; reshape a vector to [1, n] or [n, 1]"
-        )));
+        return Err(mismatch(
+            "matmul",
+            format!(
+                "both operands need rank >= 2 ([.., rows, cols]), got a {sa:?} and b {sb:?}; reshape a vector to [1, n] or [n, 1]"
+            ),
+        ));
     }
     let (ra, ca) = (sa[sa.len() - 2], sa[sa.len() - 1]);
     let (rb, cb) = (sb[sb.len() - 2], sb[sb.len() - 1]);
     let (m, k) = if o.transpose_a { (ca, ra) } else { (ra, ca) };
     let (k2, n) = if o.transpose_b { (cb, rb) } else { (rb, cb) };
     if k != k2 {
-        return Err(mismatch("matmul", format!(
-            "inner dimensions differ: op(a) is [{m}, {k}] (a {sa:?}, transpose_a = {}) but op(b) is [{k2}, {n}] (b {sb:?}, transpose_b = {}); expected b to have {k} {}",
-            o.transpose_a,
-            o.transpose_b,
-            if o.transpose_b { "columns" } else { "rows" }
-        )));
+        return Err(mismatch(
+            "matmul",
+            format!(
+                "inner dimensions differ: op(a) is [{m}, {k}] (a {sa:?}, transpose_a = {}) but op(b) is [{k2}, {n}] (b {sb:?}, transpose_b = {}); expected b to have {k} {}",
+                o.transpose_a,
+                o.transpose_b,
+                if o.transpose_b { "columns" } else { "rows" }
+            ),
+        ));
     }
     let (la, lb) = (&sa[..sa.len() - 2], &sb[..sb.len() - 2]);
     // Checked: the batch dims of an empty operand (`[2^40, 2^40, 0, 5]`) may overflow.
@@ -99,9 +104,12 @@ fn dims(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Dims, Error> {
         (true, false) => (bb, lb.to_vec(), 0, b_mat),
         (false, false) => {
             if la != lb {
-                return Err(mismatch("matmul", format!(
-                    "batch dimensions differ: a {sa:?} has batch {la:?}, b {sb:?} has batch {lb:?}; use equal batch dimensions, or a rank-2 operand to broadcast it"
-                )));
+                return Err(mismatch(
+                    "matmul",
+                    format!(
+                        "batch dimensions differ: a {sa:?} has batch {la:?}, b {sb:?} has batch {lb:?}; use equal batch dimensions, or a rank-2 operand to broadcast it"
+                    ),
+                ));
             }
             (ba, la.to_vec(), a_mat, b_mat)
         }
@@ -109,10 +117,13 @@ fn dims(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Dims, Error> {
     if let Some(bias) = o.bias {
         bias.expect_dtype("matmul (bias)", DType::F32)?;
         if bias.len() != n || bias.shape().iter().rev().skip(1).any(|&d| d != 1) {
-            return Err(mismatch("matmul", format!(
-                "bias has shape {:?}, expected [{n}] (one value per column of C)",
-                bias.shape()
-            )));
+            return Err(mismatch(
+                "matmul",
+                format!(
+                    "bias has shape {:?}, expected [{n}] (one value per column of C)",
+                    bias.shape()
+                ),
+            ));
         }
     }
     let mut out_shape = lead;
@@ -386,7 +397,13 @@ pub fn matmul_backward(
         ..Default::default()
     };
     let d = dims(a, b, &o)?;
-    want_shape("matmul", "grad_c", grad_c.shape(), &d.out_shape, "the output's shape")?;
+    want_shape(
+        "matmul",
+        "grad_c",
+        grad_c.shape(),
+        &d.out_shape,
+        "the output's shape",
+    )?;
     let mm = |x: &Tensor, y: &Tensor, ta: bool, tb: bool| {
         matmul_with(
             x,
@@ -458,7 +475,10 @@ fn sum_batch(t: &Tensor, shape: &[usize]) -> Result<Tensor, Error> {
 /// [`Error::ShapeMismatch`] for a tensor of rank 0.
 pub fn bias_backward(grad_c: &Tensor) -> Result<Tensor, Error> {
     let Some(&n) = grad_c.shape().last() else {
-        return Err(mismatch("matmul", "grad_c must have rank >= 1 ([.., n])".into()));
+        return Err(mismatch(
+            "matmul",
+            "grad_c must have rank >= 1 ([.., n])".into(),
+        ));
     };
     if n == 0 {
         return grad_c.device().empty(&[0], DType::F32);

@@ -179,7 +179,12 @@ unit_specs!(K_BWD_V4, K_BWD_F1: NormBackwardParams = "norm_backward", [wg_common
 /// Every kernel of this file, for the registry of `dense/mod.rs` (the team variants are
 /// listed by `rows_team`).
 pub(crate) fn kernels() -> Vec<Source> {
-    vec![K_FWD_V4.source(), K_FWD_F1.source(), K_BWD_V4.source(), K_BWD_F1.source()]
+    vec![
+        K_FWD_V4.source(),
+        K_FWD_F1.source(),
+        K_BWD_V4.source(),
+        K_BWD_F1.source(),
+    ]
 }
 
 /// A norm's output and what its backward needs.
@@ -286,7 +291,13 @@ fn backward(
     check_vec(op, "weight", w, cols)?;
     want_f32(op, stats)?;
     want_f32(op, grad_y)?;
-    want_shape(op, "stats", stats.shape(), &[rows, 2], "NormOutput::stats of the forward")?;
+    want_shape(
+        op,
+        "stats",
+        stats.shape(),
+        &[rows, 2],
+        "NormOutput::stats of the forward",
+    )?;
     want_shape(op, "grad_y", grad_y.shape(), x.shape(), "the shape of x")?;
     let dev = x.device();
     let dx = dev.empty(x.shape(), DType::F32)?;

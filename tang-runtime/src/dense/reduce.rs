@@ -19,15 +19,15 @@
 //! whole-tensor forms) live in their own file and are reached through this module.
 
 use super::check::{AxisView, axis_view, by_unit, grid, want_f32};
-use crate::ops::check::mismatch;
 use super::nan_max::{nan_max_f1, nan_max_v4};
 use super::wgsl::{WG, chunk_main, unit_specs, wg_common, wg_main};
+use crate::ops::check::mismatch;
 use crate::spec::{Slot, Source, params};
 use crate::{DType, Error, Tensor};
 
 pub use super::reduce_backward::{
-    max_all_backward, max_backward, mean_all_backward, mean_backward,
-    sum_all_backward, sum_backward,
+    max_all_backward, max_backward, mean_all_backward, mean_backward, sum_all_backward,
+    sum_backward,
 };
 
 params! {
@@ -47,7 +47,8 @@ const ROWS_SLOTS: &[Slot] = &[
     Slot::ReadWrite("out", "array<f32>"),
 ];
 
-const ROWS_BODY: &str = concat!("// 0: sum, 1: max.
+const ROWS_BODY: &str = concat!(
+    "// 0: sum, 1: max.
 override OP: u32 = 0u;
 
 // Max propagates NaN (see nan_max.rs).
@@ -86,14 +87,16 @@ fn hred(v: T) -> f32 {
     if (OP == 1u) { r = wg_max_nan(acc, lid); } else { r = wg_sum(acc, lid) * p.scale; }
     if (lid == 0u && live) { out[row * p.chunks + c] = r; }
 }
-");
+"
+);
 
 const COLS_SLOTS: &[Slot] = &[
     Slot::Read("x", "array<T>"),
     Slot::ReadWrite("out", "array<T>"),
 ];
 
-const COLS_BODY: &str = concat!("override OP: u32 = 0u;
+const COLS_BODY: &str = concat!(
+    "override OP: u32 = 0u;
 
 // Max propagates NaN (see nan_max.rs).
 fn comb(a: T, b: T) -> T {
@@ -113,7 +116,8 @@ fn comb(a: T, b: T) -> T {
     }
     if (OP == 1u) { out[idx] = acc; } else { out[idx] = acc * p.scale; }
 }
-");
+"
+);
 
 unit_specs!(K_ROWS_V4, K_ROWS_F1: RowsParams = "reduce_rows", [wg_common!()], v4: nan_max_v4!(), f1: nan_max_f1!(), ROWS_SLOTS, ROWS_BODY);
 // `red_a`/`red_b` of `wg_common` are unused by the column kernel; declaring them costs
@@ -235,10 +239,7 @@ pub(crate) fn row_chunks(rows: usize, len: usize, units: usize) -> (usize, usize
     let wanted = if rows >= TARGET_GROUPS {
         1
     } else {
-        TARGET_GROUPS
-            .div_ceil(rows)
-            .min(len.div_ceil(4096))
-            .max(1)
+        TARGET_GROUPS.div_ceil(rows).min(len.div_ceil(4096)).max(1)
     };
     split(units, wanted)
 }
@@ -274,9 +275,7 @@ fn reduce_axis(x: &Tensor, axis: usize, op: Op) -> Result<Tensor, Error> {
         }
         return Err(mismatch(
             name,
-            format!(
-                "axis {axis} of shape {s:?} is empty; {name} of no elements is undefined"
-            ),
+            format!("axis {axis} of shape {s:?} is empty; {name} of no elements is undefined"),
         ));
     }
     let scale = if op == Op::Mean {

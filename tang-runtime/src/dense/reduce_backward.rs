@@ -98,7 +98,8 @@ const BROADCAST_BODY: &str = concat!(
         dx[u] = gather(o * p.inner + e % p.inner) * p.scale;
     }
 }
-");
+"
+);
 
 /// The match rule of the max backward: IEEE equality (so -0 == +0), and NaN matches NaN.
 /// NaN is tested on the bits: a compiler may fold `v != v` away.
@@ -122,7 +123,8 @@ const SEARCH_ROWS_SLOTS: &[Slot] = &[
     Slot::ReadWrite("first", "array<u32>"),
 ];
 
-const SEARCH_ROWS_BODY: &str = concat!("var<workgroup> red: array<u32, 256>;
+const SEARCH_ROWS_BODY: &str = concat!(
+    "var<workgroup> red: array<u32, 256>;
 
 ",
     wg_main!(g),
@@ -149,7 +151,8 @@ const SEARCH_ROWS_BODY: &str = concat!("var<workgroup> red: array<u32, 256>;
     }
     if (lid == 0u && live) { first[row * p.chunks + c] = red[0]; }
 }
-");
+"
+);
 
 params! {
     /// `[outer, axis, inner]` (inner in units) searched along the axis in `chunks` chunks of `chunk`.
@@ -175,7 +178,8 @@ const SEARCH_COLS_BODY: &str = concat!(
     }
     first[idx] = best;
 }
-");
+"
+);
 
 params! {
     /// `[outer, axis, inner]` with `chunks` partial first indices per output.
@@ -199,7 +203,8 @@ const SCATTER_BODY: &str = concat!(
     // NONE (no element matched y) leaves the slice's gradient at zero.
     if (a < p.axis) { dx[(o * p.axis + a) * p.inner + i] = dy[idx]; }
 }
-");
+"
+);
 
 unit_specs!(K_BCAST_V4, K_BCAST_F1: BroadcastParams = "reduce_broadcast",
     v4: [common!(), mask_unit_v4!(), gather_v4!()], f1: [common!(), mask_unit_f1!(), gather_f1!()],
@@ -210,8 +215,12 @@ unit_specs!(K_ROWS_V4, K_ROWS_F1: SearchRowsParams = "max_backward_search_rows",
 unit_specs!(K_COLS_V4, K_COLS_F1: SearchColsParams = "max_backward_search_cols",
     v4: [common!(), mask_unit_v4!(), match_rule!()], f1: [common!(), mask_unit_f1!(), match_rule!()],
     SEARCH_COLS_SLOTS, SEARCH_COLS_BODY);
-static K_SCATTER: Spec<ScatterParams> =
-    Spec::new("max_backward_scatter", &[common!()], SCATTER_SLOTS, SCATTER_BODY);
+static K_SCATTER: Spec<ScatterParams> = Spec::new(
+    "max_backward_scatter",
+    &[common!()],
+    SCATTER_SLOTS,
+    SCATTER_BODY,
+);
 
 /// Every kernel of this file, for the registry of `dense/mod.rs`.
 pub(crate) fn kernels() -> Vec<Source> {
@@ -258,7 +267,13 @@ fn broadcast(
         inner,
         out_shape,
     } = axis_view(op, input_shape, axis)?;
-    want_shape(op, "dy", dy.shape(), &out_shape, "the shape of the forward output")?;
+    want_shape(
+        op,
+        "dy",
+        dy.shape(),
+        &out_shape,
+        "the shape of the forward output",
+    )?;
     want_u32_len(op, total)?;
     let dev = dy.device();
     if total == 0 {
@@ -298,8 +313,20 @@ fn max_axis_backward(
         inner,
         out_shape,
     } = axis_view(op, x.shape(), axis)?;
-    want_shape(op, "y", y.shape(), &out_shape, "the shape of the forward output")?;
-    want_shape(op, "dy", dy.shape(), &out_shape, "the shape of the forward output")?;
+    want_shape(
+        op,
+        "y",
+        y.shape(),
+        &out_shape,
+        "the shape of the forward output",
+    )?;
+    want_shape(
+        op,
+        "dy",
+        dy.shape(),
+        &out_shape,
+        "the shape of the forward output",
+    )?;
     want_u32_len(op, x.len())?;
     let dev = x.device();
     let dx = Tensor::zeros(dev, x.shape())?;

@@ -3,9 +3,9 @@
 //! splitting along any axis (one strided block copy per piece). The kernels move 32-bit
 //! words, so f32 and u32 tensors are copied bit for bit.
 
-use crate::size::Size;
-use crate::ops::check::mismatch;
 use super::wgsl::{thread_main, unit_specs};
+use crate::ops::check::{self, mismatch};
+use crate::size::Size;
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{Device, Error, Tensor};
 
@@ -69,13 +69,17 @@ pub(crate) const COPY_SLOTS: &[Slot] = &[
     Slot::ReadWrite("dst", "array<T>"),
 ];
 
-const COPY_BODY: &str = concat!(thread_main!(i < "p.total"), "    let o = i / p.inner;
+const COPY_BODY: &str = concat!(
+    thread_main!(i < "p.total"),
+    "    let o = i / p.inner;
     let j = i - o * p.inner;
     dst[o * p.dst_ld + p.dst_off + j] = src[o * p.src_ld + p.src_off + j];
 }
-");
+"
+);
 
-static TRANSPOSE: Spec<TransposeParams> = Spec::new("transpose", &[], TRANSPOSE_SLOTS, TRANSPOSE_BODY);
+static TRANSPOSE: Spec<TransposeParams> =
+    Spec::new("transpose", &[], TRANSPOSE_SLOTS, TRANSPOSE_BODY);
 unit_specs!(COPY_V4, COPY_F1: CopyParams = "block_copy",
     v4: ["alias T = vec4<u32>;\n"], f1: ["alias T = u32;\n"], COPY_SLOTS, COPY_BODY);
 
@@ -105,9 +109,12 @@ fn fits_u32(what: &str, n: usize) -> Result<u32, Error> {
 pub fn transpose(x: &Tensor) -> Result<Tensor, Error> {
     let s = x.shape();
     if s.len() < 2 {
-        return Err(mismatch("transpose", format!(
+        return Err(mismatch(
+            "transpose",
+            format!(
                 "expected rank >= 2 ([.., rows, cols]), got {s:?}; reshape a vector to [1, n] first"
-            )));
+            ),
+        ));
     }
     let (rows, cols) = (s[s.len() - 2], s[s.len() - 1]);
     let mut out_shape = s.to_vec();
@@ -207,12 +214,7 @@ pub fn concat(xs: &[&Tensor], axis: usize) -> Result<Tensor, Error> {
         });
     };
     let s0 = first.shape();
-    if axis >= s0.len() {
-        return Err(mismatch("concat", format!(
-                "axis {axis} is out of range for shape {s0:?}; use an axis below {}",
-                s0.len()
-            )));
-    }
+    check::dim("concat", axis, s0)?;
     for (i, x) in xs.iter().enumerate() {
         let s = x.shape();
         let same = s.len() == s0.len()
@@ -221,9 +223,12 @@ pub fn concat(xs: &[&Tensor], axis: usize) -> Result<Tensor, Error> {
                 .enumerate()
                 .all(|(d, (a, b))| d == axis || a == b);
         if !same {
-            return Err(mismatch("concat", format!(
+            return Err(mismatch(
+                "concat",
+                format!(
                     "tensor {i} has shape {s:?}, expected {s0:?} in every dimension except axis {axis}"
-                )));
+                ),
+            ));
         }
         x.expect_dtype(&format!("concat (tensor {i})"), first.dtype())?;
     }
@@ -266,18 +271,16 @@ pub fn concat_backward(grad: &Tensor, sizes: &[usize], axis: usize) -> Result<Ve
 /// axis length, [`Error::TooLarge`] beyond 2^32 - 1 elements.
 pub fn split(x: &Tensor, axis: usize, sizes: &[usize]) -> Result<Vec<Tensor>, Error> {
     let s = x.shape();
-    if axis >= s.len() {
-        return Err(mismatch("split", format!(
-                "axis {axis} is out of range for shape {s:?}; use an axis below {}",
-                s.len()
-            )));
-    }
+    check::dim("split", axis, s)?;
     let sum = Size::sum(sizes.iter().copied());
     if sum.get() != Some(s[axis]) {
-        return Err(mismatch("split", format!(
+        return Err(mismatch(
+            "split",
+            format!(
                 "sizes {sizes:?} do not sum to {} (axis {axis} of {s:?}): they sum to {sum}",
                 s[axis]
-            )));
+            ),
+        ));
     }
     fits_u32("split", x.len())?;
     let dev = x.device();

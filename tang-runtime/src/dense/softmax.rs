@@ -34,7 +34,8 @@ pub(super) const BWD_SLOTS: &[Slot] = &[
     Slot::Read("dy", "array<T>"),
 ];
 
-const FWD_BODY: &str = concat!("// true: log_softmax.
+const FWD_BODY: &str = concat!(
+    "// true: log_softmax.
 override LOG: bool = false;
 
 ",
@@ -55,9 +56,11 @@ override LOG: bool = false;
         y[base + u] = softmax_y(v, exp(v - T(mx)), inv, lse, LOG);
     }
 }
-");
+"
+);
 
-const BWD_BODY: &str = concat!("// false: dx = y * (dy - sum(y * dy)); true (y = log_softmax): dx = dy - exp(y) * sum(dy).
+const BWD_BODY: &str = concat!(
+    "// false: dx = y * (dy - sum(y * dy)); true (y = log_softmax): dx = dy - exp(y) * sum(dy).
 override LOG: bool = false;
 
 ",
@@ -89,7 +92,8 @@ override LOG: bool = false;
         dx[base + u] = softmax_bwd_dx(y[base + u], dy[base + u], d, LOG);
     }
 }
-");
+"
+);
 
 unit_specs!(K_FWD_V4, K_FWD_F1: SoftmaxParams = "softmax", [wg_common!(), lowest!(), row_math!(), row_max_sumexp!()], FWD_SLOTS, FWD_BODY);
 unit_specs!(K_BWD_V4, K_BWD_F1: SoftmaxParams = "softmax_backward", [wg_common!(), row_math!()], BWD_SLOTS, BWD_BODY);
@@ -143,15 +147,9 @@ fn record(
 
 fn forward(x: &Tensor, log: bool) -> Result<Tensor, Error> {
     let op = if log { "log_softmax" } else { "softmax" };
-    let (rows, cols) = check_len(op, x)?;
-    let dev = x.device();
-    let y = dev.empty(x.shape(), DType::F32)?;
-    if rows == 0 || cols == 0 {
-        return Ok(y);
-    }
+    let dims = check_len(op, x)?;
     let specs = [&K_FWD_V4, &K_FWD_F1];
-    record(dev, op, Kind::SoftmaxFwd { log }, specs, (rows, cols), &[x, &y])?;
-    Ok(y)
+    run(op, Kind::SoftmaxFwd { log }, specs, dims, x, None)
 }
 
 fn backward(y: &Tensor, grad_y: &Tensor, log: bool) -> Result<Tensor, Error> {
@@ -160,17 +158,38 @@ fn backward(y: &Tensor, grad_y: &Tensor, log: bool) -> Result<Tensor, Error> {
     } else {
         "softmax_backward"
     };
-    let (rows, cols) = check_len(op, y)?;
+    let dims = check_len(op, y)?;
     want_f32(op, grad_y)?;
-    want_shape(op, "grad_y", grad_y.shape(), y.shape(), "the forward output y")?;
-    let dev = y.device();
-    let dx = dev.empty(y.shape(), DType::F32)?;
-    if rows == 0 || cols == 0 {
-        return Ok(dx);
-    }
+    want_shape(
+        op,
+        "grad_y",
+        grad_y.shape(),
+        y.shape(),
+        "the forward output y",
+    )?;
     let specs = [&K_BWD_V4, &K_BWD_F1];
-    record(dev, op, Kind::SoftmaxBwd { log }, specs, (rows, cols), &[y, &dx, grad_y])?;
-    Ok(dx)
+    run(op, Kind::SoftmaxBwd { log }, specs, dims, y, Some(grad_y))
+}
+
+/// Runs a pass over `first`'s rows: a new output shaped like `first`, bound after it
+/// (and before `second`, when given).
+fn run(
+    op: &str,
+    kind: Kind,
+    specs: [&'static Spec<SoftmaxParams>; 2],
+    (rows, cols): (usize, usize),
+    first: &Tensor,
+    second: Option<&Tensor>,
+) -> Result<Tensor, Error> {
+    let dev = first.device();
+    let out = dev.empty(first.shape(), DType::F32)?;
+    if rows == 0 || cols == 0 {
+        return Ok(out);
+    }
+    let mut tensors = vec![first, &out];
+    tensors.extend(second);
+    record(dev, op, kind, specs, (rows, cols), &tensors)?;
+    Ok(out)
 }
 
 /// Softmax over the last axis: `[..., n] -> [..., n]`, `y = exp(x - max) / sum(exp(x - max))`.

@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-use super::layout;
 use super::emit::{Block, Rows, Tile, step_slot, store_rows, unrolled_dims};
+use super::layout;
 
 /// Keys per workgroup of the dk/dv pass.
 pub const DKV_KEYS: u32 = 32;

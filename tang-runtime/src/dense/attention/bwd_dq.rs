@@ -4,11 +4,10 @@
 
 use std::fmt::Write as _;
 
-use super::layout;
 use super::emit::{
-    Block, Rows, Tile, key_tile_loop, query_block_main, slot, step_slot, store_rows,
-    unrolled_dims,
+    Block, Rows, Tile, key_tile_loop, query_block_main, slot, step_slot, store_rows, unrolled_dims,
 };
+use super::layout;
 use super::tiled::KT;
 
 /// Line of the K^T and V^T tiles in vec4s (the 32 keys), swizzled rather than padded: one
@@ -76,7 +75,10 @@ const LOG2E: f32 = 1.4426950408889634;
         vt_len = vt_len / 4,
     );
     query_block_main(&mut w, rows, "");
-    let q_tiles = [Tile::new("qs", "q").scaled("p.scale_log2"), Tile::new("gs", "go")];
+    let q_tiles = [
+        Tile::new("qs", "q").scaled("p.scale_log2"),
+        Tile::new("gs", "go"),
+    ];
     let q_rows = Rows::swizzled(rows, "head_row", "row0", "p.tq");
     block.load_transposed(&mut w, "    ", q_rows, &q_tiles);
     let _ = write!(

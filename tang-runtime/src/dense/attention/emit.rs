@@ -153,12 +153,7 @@ impl Block {
 
 /// Emits `for (var c0 = 0u; c0 < dp; c0 += 8u)` with its eight steps written out (naga
 /// does not unroll loops), each a block whose lines `step(w, u)` writes for dim `c0 + u`.
-pub(super) fn unrolled_dims(
-    w: &mut String,
-    ind: &str,
-    dp: u32,
-    step: impl Fn(&mut String, u32),
-) {
+pub(super) fn unrolled_dims(w: &mut String, ind: &str, dp: u32, step: impl Fn(&mut String, u32)) {
     let _ = writeln!(w, "{ind}for (var c0 = 0u; c0 < {dp}u; c0 += 8u) {{");
     for u in 0..8 {
         let _ = writeln!(w, "{ind}    {{");

@@ -27,8 +27,8 @@
 
 use std::fmt::Write as _;
 
-use super::layout;
 use super::emit::{step_slot, unrolled_dims};
+use super::layout;
 use super::tiled::{
     ROWS, THREADS, accumulate_pv, forward_epilogue, forward_prologue, online_softmax,
 };
@@ -77,7 +77,10 @@ fn per_element(w: &mut String, ind: &str, dp: u32, row: &str, body: impl Fn(&mut
 {ind}    let r = ((e / 32u) / {cb}u) * 4u + (e / 8u) % 4u;"
             );
         } else {
-            let _ = writeln!(w, "{ind}    let c = e % {dp}u;\n{ind}    let j = e / {dp}u;");
+            let _ = writeln!(
+                w,
+                "{ind}    let c = e % {dp}u;\n{ind}    let j = e / {dp}u;"
+            );
         }
         body(w, i);
         let _ = writeln!(w, "{ind}}}");

@@ -3,10 +3,10 @@
 //! register-blocked ones of `tiled.rs`, `fwd_large.rs`, `bwd_dq.rs` and `bwd_dkv.rs`
 //! (head dims 17 to 64), each in the tile shape the device has room for.
 
-use super::{bwd_dkv, bwd_dq, fwd_large, tiled};
-use crate::spec::Source;
 use super::layout::{AttentionParams, DKV_SLOTS, DQ_SLOTS, FWD_SLOTS};
 use super::rows::{COMMON, load4, store4};
+use super::{bwd_dkv, bwd_dq, fwd_large, tiled};
+use crate::spec::Source;
 use crate::spec::{Spec, Variants};
 use crate::{Device, Error, RawKernel};
 
@@ -57,19 +57,40 @@ macro_rules! variant {
             shared_bytes: 4 * (2 * $tile * $dp + 2 * $split * $ch * 64),
             fwd: Spec::new(
                 concat!("attention_fwd_d", $dp),
-                &[COMMON, load4!(a = k), load4!(b = v), load4!(q = q), store4!(o)],
+                &[
+                    COMMON,
+                    load4!(a = k),
+                    load4!(b = v),
+                    load4!(q = q),
+                    store4!(o),
+                ],
                 FWD_SLOTS,
                 shader!($dp, $dh, $split, $tile, $ch, "row_fwd.wgsl"),
             ),
             bwd_dq: Spec::new(
                 concat!("attention_bwd_dq_d", $dp),
-                &[COMMON, load4!(a = k), load4!(b = v), load4!(q = q), load4!(go = go), store4!(dq)],
+                &[
+                    COMMON,
+                    load4!(a = k),
+                    load4!(b = v),
+                    load4!(q = q),
+                    load4!(go = go),
+                    store4!(dq),
+                ],
                 DQ_SLOTS,
                 shader!($dp, $dh, $split, $tile, $ch, "row_bwd_dq.wgsl"),
             ),
             bwd_dkv: Spec::new(
                 concat!("attention_bwd_dkv_d", $dp),
-                &[COMMON, load4!(a = q), load4!(b = go), load4!(k = k), load4!(v = v), store4!(dk), store4!(dv)],
+                &[
+                    COMMON,
+                    load4!(a = q),
+                    load4!(b = go),
+                    load4!(k = k),
+                    load4!(v = v),
+                    store4!(dk),
+                    store4!(dv),
+                ],
                 DKV_SLOTS,
                 shader!($dp, $dh, $split, $tile, $ch, "row_bwd_dkv.wgsl"),
             ),
@@ -203,7 +224,11 @@ pub(crate) fn kernels() -> Vec<Source> {
     VARIANTS
         .iter()
         .flat_map(|v| [v.fwd.source(), v.bwd_dq.source(), v.bwd_dkv.source()])
-        .chain([32, 64].into_iter().flat_map(|dp| Pass::ALL.map(|p| p.generate(dp))))
+        .chain(
+            [32, 64]
+                .into_iter()
+                .flat_map(|dp| Pass::ALL.map(|p| p.generate(dp))),
+        )
         .collect()
 }
 

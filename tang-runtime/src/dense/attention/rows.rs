@@ -9,14 +9,28 @@
 macro_rules! load4 {
     ($name:ident = $buf:ident) => {
         concat!(
-            "fn load_", stringify!($name), "(idx: u32, ok: bool) -> f32 {\n",
-            "    if ok {\n        return ", stringify!($buf), "[idx];\n    }\n    return 0.0;\n}\n",
-            "fn load4_", stringify!($name), "(idx: u32, c: u32, d: u32, ok: bool) -> vec4<f32> {\n",
+            "fn load_",
+            stringify!($name),
+            "(idx: u32, ok: bool) -> f32 {\n",
+            "    if ok {\n        return ",
+            stringify!($buf),
+            "[idx];\n    }\n    return 0.0;\n}\n",
+            "fn load4_",
+            stringify!($name),
+            "(idx: u32, c: u32, d: u32, ok: bool) -> vec4<f32> {\n",
             "    return vec4<f32>(\n",
-            "        load_", stringify!($name), "(idx, ok && c < d),\n",
-            "        load_", stringify!($name), "(idx + 1u, ok && c + 1u < d),\n",
-            "        load_", stringify!($name), "(idx + 2u, ok && c + 2u < d),\n",
-            "        load_", stringify!($name), "(idx + 3u, ok && c + 3u < d),\n",
+            "        load_",
+            stringify!($name),
+            "(idx, ok && c < d),\n",
+            "        load_",
+            stringify!($name),
+            "(idx + 1u, ok && c + 1u < d),\n",
+            "        load_",
+            stringify!($name),
+            "(idx + 2u, ok && c + 2u < d),\n",
+            "        load_",
+            stringify!($name),
+            "(idx + 3u, ok && c + 3u < d),\n",
             "    );\n}\n",
         )
     };
@@ -28,11 +42,21 @@ pub(super) use load4;
 macro_rules! store4 {
     ($buf:ident) => {
         concat!(
-            "fn store4_", stringify!($buf), "(idx: u32, c: u32, d: u32, a: vec4<f32>) {\n",
-            "    if c < d { ", stringify!($buf), "[idx] = a.x; }\n",
-            "    if c + 1u < d { ", stringify!($buf), "[idx + 1u] = a.y; }\n",
-            "    if c + 2u < d { ", stringify!($buf), "[idx + 2u] = a.z; }\n",
-            "    if c + 3u < d { ", stringify!($buf), "[idx + 3u] = a.w; }\n}\n",
+            "fn store4_",
+            stringify!($buf),
+            "(idx: u32, c: u32, d: u32, a: vec4<f32>) {\n",
+            "    if c < d { ",
+            stringify!($buf),
+            "[idx] = a.x; }\n",
+            "    if c + 1u < d { ",
+            stringify!($buf),
+            "[idx + 1u] = a.y; }\n",
+            "    if c + 2u < d { ",
+            stringify!($buf),
+            "[idx + 2u] = a.z; }\n",
+            "    if c + 3u < d { ",
+            stringify!($buf),
+            "[idx + 3u] = a.w; }\n}\n",
         )
     };
 }

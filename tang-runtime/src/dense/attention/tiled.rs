@@ -170,7 +170,12 @@ pub(super) fn forward_prologue(w: &mut String, dp: u32) {
         dp,
     };
     let q_rows = Rows::swizzled(ROWS, "head_row", "row0", "p.tq");
-    block.load_transposed(w, "    ", q_rows, &[Tile::new("qs", "q").scaled("p.scale_log2")]);
+    block.load_transposed(
+        w,
+        "    ",
+        q_rows,
+        &[Tile::new("qs", "q").scaled("p.scale_log2")],
+    );
     let _ = write!(
         w,
         "    // Keys this block can see at all: every tile past the causal diagonal is skipped.
@@ -189,7 +194,10 @@ fn pairwise(first: u32, n: u32, op: &str) -> String {
     if n == 1 {
         return format!("s{first}");
     }
-    let (a, b) = (pairwise(first, n / 2, op), pairwise(first + n / 2, n / 2, op));
+    let (a, b) = (
+        pairwise(first, n / 2, op),
+        pairwise(first + n / 2, n / 2, op),
+    );
     if op == "+" {
         format!("({a} + {b})")
     } else {
@@ -226,10 +234,7 @@ pub(super) fn online_softmax(w: &mut String, nv: u32, scratch: &str, n: u32) {
 /// `[keys][dp]` in `vs`, each P read feeding `4 nv` vec4 FMAs.
 pub(super) fn accumulate_pv(w: &mut String, dp: u32, keys: u32) {
     let (nv, d4) = (dp / 32, dp / 4);
-    let _ = writeln!(
-        w,
-        "        for (var j0 = 0u; j0 < {keys}u; j0 += 8u) {{"
-    );
+    let _ = writeln!(w, "        for (var j0 = 0u; j0 < {keys}u; j0 += 8u) {{");
     for u in 0..8 {
         let _ = writeln!(
             w,

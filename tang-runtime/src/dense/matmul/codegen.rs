@@ -227,7 +227,13 @@ pub struct Shape {
 /// The params and storage bindings of variant `v`: `a`, `b`, the bias when `v` has one,
 /// and `c` (vec4 elements where `v` allows them).
 pub fn layout(v: &Variant) -> Layout<MatmulParams, Vec<Slot>> {
-    let ty = |vec: bool| if vec { "array<vec4<f32>>" } else { "array<f32>" };
+    let ty = |vec: bool| {
+        if vec {
+            "array<vec4<f32>>"
+        } else {
+            "array<f32>"
+        }
+    };
     let mut slots = vec![Slot::Read("a", ty(v.va)), Slot::Read("b", ty(v.vb))];
     if v.bias {
         slots.push(Slot::Read("bias", ty(v.vc)));
@@ -314,7 +320,11 @@ impl Operand<'_> {
     /// Units along the operand's contiguous dimension in memory: k when `kcontig`, else
     /// the tile's rows.
     fn per_line(&self, bk: u32) -> u32 {
-        if self.kcontig { bk / self.width() } else { self.rows / self.width() }
+        if self.kcontig {
+            bk / self.width()
+        } else {
+            self.rows / self.width()
+        }
     }
 }
 

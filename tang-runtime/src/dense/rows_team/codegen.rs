@@ -3,10 +3,10 @@
 
 use std::fmt::Write as _;
 
-use super::super::wgsl::{lowest, row_math, unit_f1, unit_v4};
 use super::super::cross_entropy::{self, CrossEntropyParams};
 use super::super::norm::{self, NormBackwardParams, NormParams};
 use super::super::softmax::{self, SoftmaxParams};
+use super::super::wgsl::{lowest, row_math, unit_f1, unit_v4};
 use super::Kind;
 use crate::spec::Layout;
 
@@ -164,7 +164,13 @@ impl Slots {
     }
 
     /// `out[base + off(k)] = value(k, off(k))` for every slot inside the row, at `indent`.
-    fn store_all(self, s: &mut String, indent: usize, out: &str, value: impl Fn(u32, &str) -> String) {
+    fn store_all(
+        self,
+        s: &mut String,
+        indent: usize,
+        out: &str,
+        value: impl Fn(u32, &str) -> String,
+    ) {
         for k in 0..self.v {
             let o = self.off(k);
             let _ = writeln!(
@@ -180,13 +186,21 @@ impl Slots {
     /// exponentials `e{k}` of `x - m` and their sum `sum`: softmax's statistics.
     fn exp_sum(self, s: &mut String) {
         self.load_all(s, "x", "LOWEST", 4);
-        let _ = writeln!(s, "    let m = team_max(hmax({}));", self.max(|k| format!("x{k}")));
+        let _ = writeln!(
+            s,
+            "    let m = team_max(hmax({}));",
+            self.max(|k| format!("x{k}"))
+        );
         // Masked slots contribute 0, not exp(LOWEST - m): a row of all -inf has
         // m == LOWEST and must sum to 0 (NaN output, as PyTorch).
         for k in 0..self.v {
             let _ = writeln!(s, "    let e{k} = select(T(0.0), exp(x{k} - T(m)), ok{k});");
         }
-        let _ = writeln!(s, "    let sum = team_sum(hsum({}));", self.sum(|k| format!("e{k}")));
+        let _ = writeln!(
+            s,
+            "    let sum = team_sum(hsum({}));",
+            self.sum(|k| format!("e{k}"))
+        );
     }
 }
 
@@ -252,7 +266,13 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
                     let _ = writeln!(s, "    let b{k} = b[min(lane + {o}, p.n - 1u)];");
                 }
             }
-            let bias = |k: u32| if rms { String::new() } else { format!(" + b{k}") };
+            let bias = |k: u32| {
+                if rms {
+                    String::new()
+                } else {
+                    format!(" + b{k}")
+                }
+            };
             slots.store_all(&mut s, 4, "y", |k, _| {
                 format!("norm_xhat(x{k}, mean, rstd) * w{k}{}", bias(k))
             });
