@@ -12,9 +12,10 @@
 
 pub(crate) mod codegen;
 mod epilogue;
+mod tile;
 
-pub use codegen::TileConfig;
 pub use epilogue::Epilogue;
+pub use tile::TileConfig;
 
 use super::check::want_shape;
 use crate::ops::check::mismatch;
