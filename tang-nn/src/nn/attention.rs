@@ -10,6 +10,7 @@
 //! and the output projection keeps the name `c_proj`.
 
 use tang_runtime::Device;
+use tang_runtime::dense::attention::MAX_HEAD_DIM;
 
 use super::attention_cache::KvCache;
 use super::attention_sdpa::{AttnMask, WeightDropout, scaled_dot_product_attention};
@@ -249,7 +250,7 @@ impl CausalSelfAttention {
         // gradients go back into) c_attn's output in one copy each.
         if let Some(c_attn) = &self.c_attn
             && !active
-            && cfg.head_dim() <= 128
+            && cfg.head_dim() <= MAX_HEAD_DIM
         {
             check_input(x, cfg.n_embd)?;
             let qkv = c_attn.forward(x)?;

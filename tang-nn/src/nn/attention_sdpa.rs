@@ -6,6 +6,7 @@
 //! composed from recording ops, so every case has a gradient.
 
 use tang_runtime::Tensor as RawTensor;
+use tang_runtime::dense::attention::MAX_HEAD_DIM;
 
 use crate::autograd::{Error, Tensor};
 
@@ -113,8 +114,8 @@ pub fn scaled_dot_product_attention(
 ) -> Result<Tensor, Error> {
     let n = sizes(q, k, v)?;
     // The fused kernel covers causal self-attention without dropout, grouped heads
-    // included, for head dims up to 128.
-    if matches!(mask, AttnMask::Causal) && dropout.is_none() && n.l == n.s && n.d <= 128 {
+    // included, for head dims up to `MAX_HEAD_DIM`.
+    if matches!(mask, AttnMask::Causal) && dropout.is_none() && n.l == n.s && n.d <= MAX_HEAD_DIM {
         return q.attention(k, v, None);
     }
     let (k, v) = if n.hkv == n.h {

@@ -11,7 +11,7 @@ use tang_nn::autograd::{Error, RawTensor, Tensor};
 mod gradcheck_common;
 pub mod reference;
 
-use gradcheck_common::{Wrt, compare};
+use gradcheck_common::compare_every;
 
 /// A PyTorch fixture (`../shared/fixtures/torch/` beside the checkout).
 pub fn fixture(name: &str) -> PathBuf {
@@ -39,26 +39,8 @@ pub fn gradcheck(
     let out = gpu().unwrap();
     let r = tang_testing::Rng::new(seed).vec(out.shape().iter().product(), 1.0);
     let dev = out.data().device().clone();
-    let wrt: Vec<Wrt<'_>> = params
-        .iter()
-        .enumerate()
-        .map(|(index, (label, tensor))| Wrt {
-            label: label.clone(),
-            index,
-            tensor,
-        })
-        .collect();
-    compare(
-        &dev,
-        name,
-        &out,
-        &x64,
-        &wrt,
-        cpu,
-        &r,
-        (1e-4, 1e-4),
-        (1e-4, 1e-3),
-    );
+    let labelled = params.iter().map(|(label, t)| (label.clone(), t));
+    compare_every(&dev, name, &out, &x64, labelled, cpu, &r);
 }
 
 /// A parameter of `shape` filled from `rng` in `[-a, a)`.

@@ -97,11 +97,28 @@ pub fn check(dev: &Device, name: &str, shapes: &[&[usize]], gpu: Gpu<'_>, cpu: C
         .collect();
     let out = gpu(&params).unwrap();
     let r = rng.vec(out.shape().iter().product(), 1.0);
-    let wrt: Vec<Wrt<'_>> = params
+    let labelled = params
         .iter()
         .enumerate()
-        .map(|(index, tensor)| Wrt {
-            label: format!("param{index}"),
+        .map(|(i, t)| (format!("param{i}"), t));
+    compare_every(dev, name, &out, &x64, labelled, cpu, &r);
+}
+
+/// [`compare`] of every parameter, in the order of `x64`, each with its label, with the
+/// tolerances the op and attention checks use.
+pub fn compare_every<'a>(
+    dev: &Device,
+    name: &str,
+    out: &Tensor,
+    x64: &[Vec<f64>],
+    labelled: impl Iterator<Item = (String, &'a Tensor)>,
+    cpu: Cpu<'_>,
+    r: &[f32],
+) {
+    let wrt: Vec<Wrt<'_>> = labelled
+        .enumerate()
+        .map(|(index, (label, tensor))| Wrt {
+            label,
             index,
             tensor,
         })
@@ -109,11 +126,11 @@ pub fn check(dev: &Device, name: &str, shapes: &[&[usize]], gpu: Gpu<'_>, cpu: C
     compare(
         dev,
         name,
-        &out,
-        &x64,
+        out,
+        x64,
         &wrt,
         cpu,
-        &r,
+        r,
         (1e-4, 1e-4),
         (1e-4, 1e-3),
     );

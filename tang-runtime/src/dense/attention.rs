@@ -62,6 +62,10 @@ use kernels::{ROWS, VARIANTS, Variant, tiled_for};
 pub use kernels::{backward_tiles, forward_tiles};
 use layout::AttentionParams;
 
+/// The largest head dim `D` the fused kernels take (callers with larger heads use the
+/// explicit matmul-softmax-matmul path).
+pub const MAX_HEAD_DIM: usize = 128;
+
 fn dims4(op: &str, name: &str, t: &Tensor, what: &str) -> Result<[usize; 4], Error> {
     t.expect_dtype(op, DType::F32)?;
     match *t.shape() {
@@ -103,11 +107,11 @@ fn check_qkv(
             ),
         ));
     }
-    if d > 128 {
+    if d > MAX_HEAD_DIM {
         return Err(Error::TooLarge {
             what: format!("{op}: head dim D"),
             requested: d as u64,
-            limit: 128,
+            limit: MAX_HEAD_DIM as u64,
         });
     }
     for (name, t) in [("q", q), ("k", k)] {
@@ -162,7 +166,7 @@ fn variant(dev: &Device, op: &str, d: u32) -> Result<&'static Variant, Error> {
         return Err(Error::TooLarge {
             what: format!("{op}: head dim D"),
             requested: d.into(),
-            limit: 128,
+            limit: MAX_HEAD_DIM as u64,
         });
     };
     let limits = &dev.info().limits;
