@@ -79,6 +79,9 @@ pub struct Stats {
     pub pipelines_created: u64,
     /// Shader modules created.
     pub shader_modules_created: u64,
+    /// Bind groups created: launches that did not find one binding the same buffers among
+    /// the groups of earlier launches (see `bind_groups.rs`).
+    pub bind_groups_created: u64,
     /// Kernel dispatches recorded.
     pub launches: u64,
     /// Command buffers submitted.

@@ -162,33 +162,14 @@ impl Device {
             st.cache
                 .get(&inner.device, inner.info.checked, &key, name, wgsl)?;
         let mut uniform_sizes = sizes.iter().copied();
-        let entries: Vec<wgpu::BindGroupEntry<'_>> = bindings
+        let bound: Vec<(&wgpu::Buffer, u64)> = bindings
             .iter()
-            .enumerate()
-            .map(|(i, b)| {
-                let binding = match b {
-                    Binding::Uniform(_) => wgpu::BufferBinding {
-                        buffer: &arena,
-                        offset: 0,
-                        size: uniform_sizes.next().and_then(wgpu::BufferSize::new),
-                    },
-                    Binding::Read(t) | Binding::ReadWrite(t) => wgpu::BufferBinding {
-                        buffer: t.buffer(),
-                        offset: 0,
-                        size: wgpu::BufferSize::new(binding_size(t.bytes())),
-                    },
-                };
-                wgpu::BindGroupEntry {
-                    binding: i as u32,
-                    resource: wgpu::BindingResource::Buffer(binding),
-                }
+            .map(|b| match b {
+                Binding::Uniform(_) => (&arena, uniform_sizes.next().unwrap_or(16)),
+                Binding::Read(t) | Binding::ReadWrite(t) => (t.buffer(), binding_size(t.bytes())),
             })
             .collect();
-        let group = inner.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(name),
-            layout: &layout,
-            entries: &entries,
-        });
+        let group = st.bind_groups.get(&inner.device, name, &layout, &bound);
         st.dispatch(inner, name, &pipeline, &group, &offsets, workgroups);
         let batch = st.batch;
         st.uniform_offsets = offsets;

@@ -20,6 +20,7 @@
 
 extern crate self as tang_runtime;
 
+mod bind_groups;
 pub mod dense;
 mod device;
 mod dispatch;

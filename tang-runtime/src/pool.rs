@@ -6,8 +6,17 @@
 //! the device defers the return of a buffer used by the open batch until that batch is
 //! submitted (see `state.rs`), because `queue.write_buffer` into a reused buffer would
 //! otherwise land before the pending command that reads the old contents.
+//!
+//! A class hands out its least buffer (in wgpu's order of buffer handles), not the one
+//! returned last. Which buffer a take gets then depends only on the set of free buffers,
+//! not on the order they came back in, so a training step that repeats the same takes and
+//! returns gets the same buffers for the same tensors every step, and every launch finds
+//! the bind group of the previous step's (`bind_groups.rs`). Handed out last-in first-out,
+//! the buffers of a class rotate between steps (a step's returns reverse its takes), and
+//! most launches would bind a new combination.
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 
 /// Smallest buffer the pool hands out, in bytes.
 pub const MIN_CLASS: u64 = 256;
@@ -31,7 +40,7 @@ pub fn size_class(bytes: u64) -> Option<u64> {
 /// Free buffers of one size class, and when the class was last taken from or given to.
 #[derive(Default)]
 struct Class {
-    buffers: Vec<wgpu::Buffer>,
+    buffers: BinaryHeap<Reverse<wgpu::Buffer>>,
     last_used: u64,
 }
 
@@ -51,7 +60,7 @@ impl Pool {
         self.clock += 1;
         let entry = self.free.get_mut(&class)?;
         entry.last_used = self.clock;
-        let b = entry.buffers.pop()?;
+        let Reverse(b) = entry.buffers.pop()?;
         self.bytes_pooled -= class;
         Some(b)
     }
@@ -75,19 +84,19 @@ impl Pool {
                 buffer.destroy();
                 return;
             };
-            old.1.destroy();
+            (old.1).0.destroy();
             self.bytes_pooled -= old.0;
         }
         self.bytes_pooled += class;
         let entry = self.free.entry(class).or_default();
         entry.last_used = self.clock;
-        entry.buffers.push(buffer);
+        entry.buffers.push(Reverse(buffer));
     }
 
     /// Moves every buffer into `other` (which destroys what exceeds `cap`).
     pub fn drain_into(&mut self, other: &mut Pool, cap: u64) {
         for (class, entry) in std::mem::take(&mut self.free) {
-            for b in entry.buffers {
+            for Reverse(b) in entry.buffers {
                 other.give(class, b, cap);
             }
         }

@@ -11,6 +11,7 @@
 //!   the pending command that reads the old contents);
 //! - a write into a live tensor that the open batch uses submits the batch first.
 
+use crate::bind_groups::BindGroups;
 use crate::device::{Inner, Stats};
 use crate::error::Error;
 use crate::pipeline::Cache;
@@ -19,6 +20,12 @@ use crate::profile::Profiler;
 
 /// Bytes of the uniform arena: room for thousands of launches per batch.
 const ARENA_BYTES: u64 = 1 << 20;
+
+/// Launches in the first batch after a submit that was not a full batch's (a sync, a
+/// read, a flush): the GPU has probably run dry there, so the batch goes out early and
+/// the GPU works while the host records the next one. Each full batch after it doubles,
+/// up to `DeviceOptions::batch_size`.
+const FIRST_BATCH: u32 = 16;
 
 /// Usage of every tensor buffer.
 pub(crate) const TENSOR_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
@@ -32,6 +39,8 @@ pub(crate) struct State {
     pub batch: u64,
     /// Dispatches recorded in the open batch.
     recorded: u32,
+    /// Dispatches after which the open batch is submitted (see [`FIRST_BATCH`]).
+    batch_limit: u32,
     arena: Vec<u8>,
     pub arena_buf: wgpu::Buffer,
     align: u64,
@@ -40,6 +49,8 @@ pub(crate) struct State {
     deferred: Pool,
     pub pool: Pool,
     pub cache: Cache,
+    /// Bind groups of earlier launches, reused when a launch binds the same buffers.
+    pub bind_groups: BindGroups,
     /// Scratch lists of one launch (its uniforms' dynamic offsets and sizes), kept so
     /// recording a launch does not allocate them.
     pub uniform_offsets: Vec<u32>,
@@ -74,12 +85,14 @@ impl State {
             encoder: None,
             batch: 0,
             recorded: 0,
+            batch_limit: FIRST_BATCH,
             arena: Vec::new(),
             arena_buf,
             align: u64::from(limits.min_uniform_buffer_offset_alignment.max(16)),
             deferred: Pool::default(),
             pool: Pool::default(),
             cache: Cache::default(),
+            bind_groups: BindGroups::default(),
             uniform_offsets: Vec::new(),
             uniform_sizes: Vec::new(),
             bytes_in_use: 0,
@@ -98,6 +111,7 @@ impl State {
             allocations: self.allocations,
             pipelines_created: self.cache.pipelines_created,
             shader_modules_created: self.cache.modules_created,
+            bind_groups_created: self.bind_groups.created,
             launches: self.launches,
             submits: self.submits,
             host_reads: self.host_reads,
@@ -195,8 +209,10 @@ impl State {
     pub fn recorded_dispatch(&mut self, inner: &Inner) {
         self.recorded += 1;
         self.launches += 1;
-        if self.recorded >= inner.opts.batch_size.max(1) {
+        let limit = self.batch_limit.min(inner.opts.batch_size.max(1));
+        if self.recorded >= limit {
             self.submit(inner);
+            self.batch_limit = limit.saturating_mul(2);
         }
     }
 
@@ -217,6 +233,7 @@ impl State {
         }
         self.batch += 1;
         self.recorded = 0;
+        self.batch_limit = FIRST_BATCH;
         self.deferred
             .drain_into(&mut self.pool, inner.opts.pool_limit);
     }

@@ -239,3 +239,77 @@ fn a_full_pool_of_old_sizes_makes_room_for_new_ones() {
     );
     assert!(after.bytes_pooled <= 1 << 20, "{after:?}");
 }
+
+/// A training step repeats the same launches on tensors of the same sizes: from the second
+/// repetition on, the pool hands every tensor the buffer it had before, so every launch
+/// finds the bind group of the previous repetition and none is created. (Handing out the
+/// buffer returned last would rotate the buffers of a size between repetitions.)
+#[test]
+fn a_repeated_step_creates_no_bind_groups() {
+    for dev in devices() {
+        let x = Tensor::from_slice(&dev, &random(256, 5), &[256]).unwrap();
+        let step = || {
+            let mut live = Vec::new();
+            let mut t = x.clone();
+            for _ in 0..4 {
+                t = dev.launch(add(), &[&t, &x], &[], &[]).unwrap().remove(0);
+                live.push(Some(t.clone()));
+            }
+            drop(t);
+            let sum = live[3]
+                .as_ref()
+                .unwrap()
+                .to_vec()
+                .unwrap()
+                .iter()
+                .sum::<f32>();
+            // Dropped in an order under which a last-in-first-out pool hands the four
+            // tensors of the next step a rotation of these buffers that repeats only
+            // every fourth step.
+            for i in [0, 1, 3, 2] {
+                live[i] = None;
+            }
+            sum
+        };
+        let first = step();
+        step();
+        let before = dev.stats();
+        for _ in 0..4 {
+            assert_eq!(step(), first);
+        }
+        let after = dev.stats();
+        assert_eq!(after.launches - before.launches, 16);
+        assert_eq!(
+            after.bind_groups_created, before.bind_groups_created,
+            "{before:?} -> {after:?}"
+        );
+        assert_eq!(after.allocations, before.allocations);
+    }
+}
+
+/// After a wait the GPU is idle, so the first launches go out in a small batch instead of
+/// waiting for a full one; the batches after it double.
+#[test]
+fn the_first_batch_after_a_wait_is_submitted_early() {
+    let dev = Device::new().unwrap();
+    let x = Tensor::from_slice(&dev, &[1.0; 8], &[8]).unwrap();
+    dev.sync().unwrap();
+    let submits = || dev.stats().submits;
+    let before = submits();
+    for _ in 0..15 {
+        dev.launch(add(), &[&x, &x], &[], &[]).unwrap();
+    }
+    assert_eq!(submits(), before);
+    dev.launch(add(), &[&x, &x], &[], &[]).unwrap();
+    assert_eq!(submits(), before + 1, "the first 16 launches");
+    for _ in 0..32 {
+        dev.launch(add(), &[&x, &x], &[], &[]).unwrap();
+    }
+    assert_eq!(submits(), before + 2, "then 32");
+    for _ in 0..63 {
+        dev.launch(add(), &[&x, &x], &[], &[]).unwrap();
+    }
+    assert_eq!(submits(), before + 2, "then 64");
+    dev.sync().unwrap();
+    assert_eq!(submits(), before + 3);
+}
