@@ -16,7 +16,9 @@ pub struct DeviceOptions {
     /// default: tang's kernels guard their own indices (see DESIGN.md). On with the cargo
     /// feature `checked` or `TANG_CHECKED=1`.
     pub checked: bool,
-    /// Submit the recorded work after this many launches even with no sync point.
+    /// Submit the recorded work after this many launches even with no sync point. The
+    /// first batch after a sync point is smaller (16 launches, then 32, 64, ... up to
+    /// this), so the GPU does not wait for a whole batch to be recorded.
     pub batch_size: u32,
     /// Only use an adapter whose name contains this (case-insensitive).
     pub adapter: Option<String>,

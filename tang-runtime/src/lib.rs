@@ -2,9 +2,12 @@
 //!
 //! A [`Device`] records launches into one command encoder (consecutive dispatches share
 //! a compute pass) and submits them at sync points: a read ([`Tensor::to_vec`]),
-//! [`Device::sync`], or every `batch_size` launches. [`Tensor`]s come from a size-class
-//! buffer pool and return to it when dropped. Pipelines are cached by the kernel's static
-//! id, so a kernel compiled by `#[kernel]` costs one pipeline creation per process.
+//! [`Device::sync`], or every `batch_size` launches (after a sync point, where the GPU has
+//! run dry, the first batch goes out after 16 launches and the next ones double, so the
+//! GPU starts while the host records). [`Tensor`]s come from a size-class buffer pool and
+//! return to it when dropped. Pipelines are cached by the kernel's static id, so a kernel
+//! compiled by `#[kernel]` costs one pipeline creation per process; bind groups are cached
+//! by the buffers they bind, so a training step that repeats the last one creates none.
 //!
 //! ```no_run
 //! use tang_runtime::{Device, Tensor};
