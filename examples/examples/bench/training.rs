@@ -203,10 +203,13 @@ fn gpt_case(dev: &Device, s: GptSize, reps: usize) -> Result<(f64, f64, f64), Bo
     dev.sync()?;
     let after = dev.stats();
     println!(
-        "  one GPT step: {} launches, {} submits, {} new buffers",
+        "  one GPT step: {} launches, {} submits, {} new buffers, {} new bind groups",
         after.launches.saturating_sub(before.launches),
         after.submits.saturating_sub(before.submits),
-        after.allocations.saturating_sub(before.allocations)
+        after.allocations.saturating_sub(before.allocations),
+        after
+            .bind_groups_created
+            .saturating_sub(before.bind_groups_created)
     );
     // Single steps: the host's part ends when the last launch is submitted (`flush`),
     // the step when the GPU has finished it.
