@@ -23,7 +23,8 @@ use tang_nn::Module;
 use tang_nn::autograd::Tensor;
 use tang_nn::nn::functional::cross_entropy;
 use tang_nn::nn::{
-    CausalSelfAttention, CausalSelfAttentionConfig, Embedding, LayerNorm, Linear, ReLU, Sequential,
+    AttnMask, CausalSelfAttention, CausalSelfAttentionConfig, Embedding, LayerNorm, Linear, ReLU,
+    Sequential, WeightDropout, scaled_dot_product_attention,
 };
 use tang_nn::optim::{
     Adam, AdamOptions, AdamW, AdamWOptions, Algorithm, NamedGradients, Optimizer,
@@ -241,6 +242,33 @@ fn gpt_case(dev: &Device, s: GptSize, reps: usize) -> Result<(f64, f64, f64), Bo
     Ok((ms, median(&mut host), median(&mut whole)))
 }
 
+/// Causal attention of the GPT step's shape through autograd, forward and backward of
+/// `attention(q, k, v)` with a random output gradient: the fused kernel (`explicit = false`) or PyTorch eager's
+/// explicit `softmax(q kᵀ / √d + mask) v` (the path dropout takes), to tell which one a
+/// short sequence should take.
+fn attention_case(
+    dev: &Device,
+    shape: [usize; 4],
+    explicit: bool,
+    reps: usize,
+) -> Result<f64, BoxError> {
+    let n: usize = shape.iter().product();
+    let leaf = |seed| -> Result<Tensor, BoxError> {
+        let t = RawTensor::from_slice(dev, &random(n, seed), &shape)?;
+        Ok(Tensor::parameter(t))
+    };
+    let (q, k, v) = (leaf(31)?, leaf(37)?, leaf(41)?);
+    let g = RawTensor::from_slice(dev, &random(n, 43), &shape)?;
+    let identity = |w: &Tensor| Ok(w.clone());
+    let hook: WeightDropout<'_> = &identity;
+    time_step(dev, reps, || {
+        let y =
+            scaled_dot_product_attention(&q, &k, &v, AttnMask::Causal, explicit.then_some(hook))?;
+        y.backward_with(g.clone())?;
+        Ok(())
+    })
+}
+
 /// Runs the training-step cases (`tiny`: small shapes, for a software adapter).
 pub fn run(dev: &Device, quick: bool, tiny: bool, report: &mut Report) {
     let suffix = if tiny { "_tiny" } else { "" };
@@ -264,6 +292,20 @@ pub fn run(dev: &Device, quick: bool, tiny: bool, report: &mut Report) {
         let name = format!("{name}{suffix}");
         if report.wants(&name) {
             match mlp_case(dev, sizes, batch, reps) {
+                Ok(ms) => report.add(&name, ms),
+                Err(e) => report.fail(&name, &e),
+            }
+        }
+    }
+    let shape = if tiny {
+        [2, 2, 16, 16]
+    } else {
+        [64, 6, 256, 64]
+    };
+    for (path, explicit) in [("fused", false), ("explicit", true)] {
+        let name = format!("attention_gpt_B64_H6_T256_d64_{path}_fwd_bwd{suffix}");
+        if report.wants(&name) {
+            match attention_case(dev, shape, explicit, reps) {
                 Ok(ms) => report.add(&name, ms),
                 Err(e) => report.fail(&name, &e),
             }
