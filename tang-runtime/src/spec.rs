@@ -210,13 +210,34 @@ impl<P: Params, S: AsRef<[Slot]>> Layout<P, S> {
 pub(crate) type Source = (String, String);
 
 /// A module that holds kernels: its name and its `kernels()` (every kernel it can
-/// produce), as the registries list them.
+/// produce), as [`kernel_modules!`] lists them.
 pub(crate) type KernelModule = (&'static str, fn() -> Vec<Source>);
 
-/// Every kernel of `modules`, in order.
-pub(crate) fn registry_of(modules: &[KernelModule]) -> Vec<Source> {
-    modules.iter().flat_map(|(_, kernels)| kernels()).collect()
+/// The registry of a folder of kernel modules, written in its `mod.rs`:
+/// `kernel_modules! { "dense": attention, matmul, ... }` lists the modules that hold
+/// kernels (each with its `kernels()`, every kernel it can produce) and declares
+/// `registry()`, every kernel of the listed modules in order (the list the naga test
+/// validates), and a test that fails when a module of `src/<folder>` defines `kernels()`
+/// but is not listed, so the naga test cannot miss its kernels.
+macro_rules! kernel_modules {
+    ($dir:literal: $($module:ident),+ $(,)?) => {
+        const KERNEL_MODULES: &[$crate::spec::KernelModule] =
+            &[$((stringify!($module), $module::kernels)),+];
+
+        /// Every kernel the modules of this folder can produce, as `(name, WGSL)`
+        /// (generated families by a representative set).
+        pub(crate) fn registry() -> Vec<$crate::spec::Source> {
+            KERNEL_MODULES.iter().flat_map(|(_, kernels)| kernels()).collect()
+        }
+
+        #[cfg(test)]
+        #[test]
+        fn every_module_with_kernels_is_registered() {
+            $crate::spec::assert_every_kernel_module_listed($dir, KERNEL_MODULES);
+        }
+    };
 }
+pub(crate) use kernel_modules;
 
 /// Panics unless every module of `src/<dir>` whose source (its file, or its folder)
 /// defines `fn kernels()` is listed in `modules`: the check that keeps a registry from

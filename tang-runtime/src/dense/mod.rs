@@ -26,32 +26,9 @@ pub mod rows_team;
 pub mod shape;
 pub mod softmax;
 
-/// The modules that hold kernels, each with its `kernels()` (every kernel it can
-/// produce). A test checks that every module defining `kernels()` is listed here, so none
-/// is left out of the naga test. (The modules are declared above, outside any macro, so
-/// that `cargo fmt` reaches their files.)
-const KERNEL_MODULES: &[crate::spec::KernelModule] = &[
-    ("attention", attention::kernels),
-    ("conv_gemm", conv_gemm::kernels),
-    ("cross_entropy", cross_entropy::kernels),
-    ("embedding", embedding::kernels),
-    ("matmul", matmul::kernels),
-    ("norm", norm::kernels),
-    ("reduce", reduce::kernels),
-    ("reduce_backward", reduce_backward::kernels),
-    ("rows_team", rows_team::kernels),
-    ("shape", shape::kernels),
-    ("softmax", softmax::kernels),
-];
-
-/// Every kernel the dense modules can produce, as `(name, WGSL)`: the list the naga test
-/// validates (generated families by a representative set).
-pub(crate) fn registry() -> Vec<crate::spec::Source> {
-    crate::spec::registry_of(KERNEL_MODULES)
-}
-
-#[cfg(test)]
-#[test]
-fn every_module_with_kernels_is_registered() {
-    crate::spec::assert_every_kernel_module_listed("dense", KERNEL_MODULES);
+// The modules that hold kernels (declared above, outside any macro, so that `cargo fmt`
+// reaches their files).
+crate::spec::kernel_modules! {
+    "dense": attention, conv_gemm, cross_entropy, embedding, matmul, norm, reduce,
+    reduce_backward, rows_team, shape, softmax
 }

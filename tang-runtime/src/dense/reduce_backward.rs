@@ -186,12 +186,6 @@ params! {
     struct ScatterParams { outer: u32, axis: u32, inner: u32, chunks: u32 }
 }
 
-const SCATTER_SLOTS: &[Slot] = &[
-    Slot::Read("first", "array<u32>"),
-    Slot::Read("dy", "array<f32>"),
-    Slot::ReadWrite("dx", "array<f32>"),
-];
-
 const SCATTER_BODY: &str = concat!(
     thread_main!(idx < "p.outer * p.inner"),
     "    let i = idx % p.inner;
@@ -206,19 +200,34 @@ const SCATTER_BODY: &str = concat!(
 "
 );
 
-unit_specs!(K_BCAST_V4, K_BCAST_F1: BroadcastParams = "reduce_broadcast",
-    v4: [common!(), mask_unit_v4!(), gather_v4!()], f1: [common!(), mask_unit_f1!(), gather_f1!()],
-    BROADCAST_SLOTS, BROADCAST_BODY);
-unit_specs!(K_ROWS_V4, K_ROWS_F1: SearchRowsParams = "max_backward_search_rows",
-    v4: [common!(), mask_unit_v4!(), match_rule!()], f1: [common!(), mask_unit_f1!(), match_rule!()],
-    SEARCH_ROWS_SLOTS, SEARCH_ROWS_BODY);
-unit_specs!(K_COLS_V4, K_COLS_F1: SearchColsParams = "max_backward_search_cols",
-    v4: [common!(), mask_unit_v4!(), match_rule!()], f1: [common!(), mask_unit_f1!(), match_rule!()],
-    SEARCH_COLS_SLOTS, SEARCH_COLS_BODY);
+/// Declares the `vec4` and the `f32` form of a kernel of this file (with [`unit_specs`]):
+/// `common!()`, the form's mask unit, then its piece (`v4: PIECE, f1: PIECE`, or one
+/// piece for both forms).
+macro_rules! mask_unit_specs {
+    ($v4:ident, $f1:ident: $p:ty = $name:literal, v4: $m4:expr, f1: $m1:expr, $slots:expr, $body:expr) => {
+        unit_specs!($v4, $f1: $p = $name,
+            v4: [common!(), mask_unit_v4!(), $m4], f1: [common!(), mask_unit_f1!(), $m1],
+            $slots, $body);
+    };
+    ($v4:ident, $f1:ident: $p:ty = $name:literal, $piece:expr, $slots:expr, $body:expr) => {
+        mask_unit_specs!($v4, $f1: $p = $name, v4: $piece, f1: $piece, $slots, $body);
+    };
+}
+
+mask_unit_specs!(K_BCAST_V4, K_BCAST_F1: BroadcastParams = "reduce_broadcast",
+    v4: gather_v4!(), f1: gather_f1!(), BROADCAST_SLOTS, BROADCAST_BODY);
+mask_unit_specs!(K_ROWS_V4, K_ROWS_F1: SearchRowsParams = "max_backward_search_rows",
+    match_rule!(), SEARCH_ROWS_SLOTS, SEARCH_ROWS_BODY);
+mask_unit_specs!(K_COLS_V4, K_COLS_F1: SearchColsParams = "max_backward_search_cols",
+    match_rule!(), SEARCH_COLS_SLOTS, SEARCH_COLS_BODY);
 static K_SCATTER: Spec<ScatterParams> = Spec::new(
     "max_backward_scatter",
     &[common!()],
-    SCATTER_SLOTS,
+    &[
+        Slot::Read("first", "array<u32>"),
+        Slot::Read("dy", "array<f32>"),
+        Slot::ReadWrite("dx", "array<f32>"),
+    ],
     SCATTER_BODY,
 );
 
@@ -251,6 +260,17 @@ fn want_u32_len(op: &str, n: usize) -> Result<(), Error> {
     Ok(())
 }
 
+/// Checks that `t` (the argument `name`) has the shape of the forward output.
+fn want_output_shape(op: &str, name: &str, t: &Tensor, out_shape: &[usize]) -> Result<(), Error> {
+    want_shape(
+        op,
+        name,
+        t.shape(),
+        out_shape,
+        "the shape of the forward output",
+    )
+}
+
 /// `dy` broadcast to `input_shape` along `axis`, times `1/n` when `mean`.
 fn broadcast(
     op: &str,
@@ -267,13 +287,7 @@ fn broadcast(
         inner,
         out_shape,
     } = axis_view(op, input_shape, axis)?;
-    want_shape(
-        op,
-        "dy",
-        dy.shape(),
-        &out_shape,
-        "the shape of the forward output",
-    )?;
+    want_output_shape(op, "dy", dy, &out_shape)?;
     want_u32_len(op, total)?;
     let dev = dy.device();
     if total == 0 {
@@ -313,20 +327,8 @@ fn max_axis_backward(
         inner,
         out_shape,
     } = axis_view(op, x.shape(), axis)?;
-    want_shape(
-        op,
-        "y",
-        y.shape(),
-        &out_shape,
-        "the shape of the forward output",
-    )?;
-    want_shape(
-        op,
-        "dy",
-        dy.shape(),
-        &out_shape,
-        "the shape of the forward output",
-    )?;
+    want_output_shape(op, "y", y, &out_shape)?;
+    want_output_shape(op, "dy", dy, &out_shape)?;
     want_u32_len(op, x.len())?;
     let dev = x.device();
     let dx = Tensor::zeros(dev, x.shape())?;

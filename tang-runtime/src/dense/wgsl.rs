@@ -219,6 +219,20 @@ macro_rules! thread_main {
 }
 pub(crate) use thread_main;
 
+/// The whole body of a kernel that runs one statement per element: `$stmt` for every
+/// thread index `i` below `p.n` (`per_element!("x[i] = p.value;")`).
+macro_rules! per_element {
+    ($stmt:literal) => {
+        concat!(
+            $crate::dense::wgsl::thread_main!(i),
+            "    if (i < p.n) { ",
+            $stmt,
+            " }\n}\n",
+        )
+    };
+}
+pub(crate) use per_element;
+
 /// The entry point of a reduction along the middle axis of `[outer, axis, inner]` in
 /// chunks (params `outer`, `inner`, `chunks`): one thread per (outer, chunk, inner unit),
 /// declared as `o`, `c` and `i`; threads past the last return.

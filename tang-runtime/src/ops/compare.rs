@@ -7,7 +7,7 @@ use super::broadcast::{broadcast_shapes, expand};
 use super::check;
 use super::inplace::launch_threads;
 use super::int::IS_NAN_WGSL;
-use crate::dense::wgsl::thread_main;
+use crate::dense::wgsl::per_element;
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Error, Tensor};
 
@@ -55,10 +55,7 @@ fn compare(x: u32, y: u32) -> bool {
 }
 
 ",
-        thread_main!(i),
-        "    if (i < p.n) { out[i] = select(0u, 1u, compare(a[i], b[i])); }
-}
-"
+        per_element!("out[i] = select(0u, 1u, compare(a[i], b[i]));"),
     ),
 );
 

@@ -7,7 +7,7 @@ use super::broadcast::{broadcast_layout, broadcasts_to};
 use super::check;
 use super::strided::{Layout, gather_view, strided_copy};
 use crate::dense::check::grid;
-use crate::dense::wgsl::thread_main;
+use crate::dense::wgsl::per_element;
 use crate::spec::{Params, Slot, Source, Spec, params};
 use crate::{DType, Device, Error, Tensor};
 
@@ -29,12 +29,7 @@ static FILL: Spec<FillParams> = Spec::new(
     "fill",
     &[],
     &[Slot::ReadWrite("x", "array<u32>")],
-    concat!(
-        thread_main!(i),
-        "    if (i < p.n) { x[i] = p.value; }
-}
-"
-    ),
+    per_element!("x[i] = p.value;"),
 );
 
 /// `x[i] = x[i] + s * y[i]` (`add_`).
@@ -45,12 +40,7 @@ static ADD_SCALED: Spec<ScaleParams> = Spec::new(
         Slot::Read("y", "array<f32>"),
         Slot::ReadWrite("x", "array<f32>"),
     ],
-    concat!(
-        thread_main!(i),
-        "    if (i < p.n) { x[i] = x[i] + p.s * y[i]; }
-}
-"
-    ),
+    per_element!("x[i] = x[i] + p.s * y[i];"),
 );
 
 /// `x[i] = x[i] * s` (`mul_`).
@@ -58,12 +48,7 @@ static MUL_SCALAR: Spec<ScaleParams> = Spec::new(
     "mul_",
     &[],
     &[Slot::ReadWrite("x", "array<f32>")],
-    concat!(
-        thread_main!(i),
-        "    if (i < p.n) { x[i] = x[i] * p.s; }
-}
-"
-    ),
+    per_element!("x[i] = x[i] * p.s;"),
 );
 
 /// Every kernel of this file, for the registry.

@@ -4,7 +4,7 @@
 use super::check;
 use super::inplace::launch_threads;
 use crate::dense::check::{AxisView, axis_view};
-use crate::dense::wgsl::thread_main;
+use crate::dense::wgsl::{per_element, thread_main};
 use crate::spec::{Slot, Source, Spec, params};
 use crate::{DType, Device, Error, Tensor};
 
@@ -22,12 +22,7 @@ static ARANGE: Spec<LinearParams> = Spec::new(
     "arange",
     &[],
     &[Slot::ReadWrite("out", "array<u32>")],
-    concat!(
-        thread_main!(i),
-        "    if (i < p.n) { out[i] = p.start + i * p.step; }
-}
-"
-    ),
+    per_element!("out[i] = p.start + i * p.step;"),
 );
 
 /// The bindings of the kernels that read 32-bit words `x` and write words `out`.

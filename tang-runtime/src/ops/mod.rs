@@ -86,26 +86,5 @@ pub use crate::dense::reduce::{max, max_all, mean, mean_all, sum, sum_all};
 pub use crate::dense::shape::{split, transpose};
 pub use crate::dense::softmax::{log_softmax, softmax};
 
-/// The submodules that hold kernels, each with its `kernels()`; a test checks that every
-/// submodule defining `kernels()` is listed.
-const KERNEL_MODULES: &[crate::spec::KernelModule] = &[
-    ("strided", strided::kernels),
-    ("inplace", inplace::kernels),
-    ("index", index::kernels),
-    ("int", int::kernels),
-    ("compare", compare::kernels),
-    ("random", random::kernels),
-    ("pool", pool::kernels),
-];
-
-/// Every kernel of this module, as `(name, WGSL)`: the ops' part of the list the naga
-/// test validates.
-pub(crate) fn registry() -> Vec<crate::spec::Source> {
-    crate::spec::registry_of(KERNEL_MODULES)
-}
-
-#[cfg(test)]
-#[test]
-fn every_module_with_kernels_is_registered() {
-    crate::spec::assert_every_kernel_module_listed("ops", KERNEL_MODULES);
-}
+// The submodules that hold kernels.
+crate::spec::kernel_modules! { "ops": strided, inplace, index, int, compare, random, pool }

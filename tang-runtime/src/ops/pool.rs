@@ -9,7 +9,7 @@ use super::int::IS_NAN_WGSL;
 use crate::dense::check::want_shape;
 use crate::dense::wgsl::thread_main;
 use crate::spec::{Slot, Source, Spec, params};
-use crate::{DType, Error, Tensor};
+use crate::{DType, Device, Error, Tensor};
 
 /// The window of a 2-D pooling: `[height, width]` pairs, PyTorch's arguments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -318,6 +318,17 @@ fn pool_params(
     })
 }
 
+/// Records `kernel` with `params`: one thread per element it writes (`params.total`).
+fn launch(
+    op: &str,
+    dev: &Device,
+    kernel: &Spec<PoolParams>,
+    params: &PoolParams,
+    tensors: &[&Tensor],
+) -> Result<(), Error> {
+    launch_threads(op, dev, kernel, &[], params, params.total, tensors)
+}
+
 /// Checks `grad_out` against the output shape of `input_shape` under `pool`.
 fn check_grad(
     op: &str,
@@ -354,15 +365,7 @@ pub fn max_pool2d(x: &Tensor, pool: &Pool2d) -> Result<(Tensor, Tensor), Error> 
     let out = dev.empty(&out_shape, DType::F32)?;
     let idx = dev.empty(&out_shape, DType::U32)?;
     let params = pool_params(op, x.shape(), &out_shape, pool, false, out.len())?;
-    launch_threads(
-        op,
-        dev,
-        &MAX_POOL,
-        &[],
-        &params,
-        params.total,
-        &[x, &out, &idx],
-    )?;
+    launch(op, dev, &MAX_POOL, &params, &[x, &out, &idx])?;
     Ok((out, idx))
 }
 
@@ -386,13 +389,11 @@ pub fn max_pool2d_backward(
     check::same_device(op, dev, &[("indices", indices)])?;
     let grad_x = dev.empty(input_shape, DType::F32)?;
     let params = pool_params(op, input_shape, &out_shape, pool, false, grad_x.len())?;
-    launch_threads(
+    launch(
         op,
         dev,
         &MAX_POOL_BACKWARD,
-        &[],
         &params,
-        params.total,
         &[grad_out, indices, &grad_x],
     )?;
     Ok(grad_x)
@@ -429,7 +430,7 @@ pub fn avg_pool2d(x: &Tensor, pool: &Pool2d, count_include_pad: bool) -> Result<
         count_include_pad,
         out.len(),
     )?;
-    launch_threads(op, dev, &AVG_POOL, &[], &params, params.total, &[x, &out])?;
+    launch(op, dev, &AVG_POOL, &params, &[x, &out])?;
     Ok(out)
 }
 
@@ -457,14 +458,6 @@ pub fn avg_pool2d_backward(
         count_include_pad,
         grad_x.len(),
     )?;
-    launch_threads(
-        op,
-        dev,
-        &AVG_POOL_BACKWARD,
-        &[],
-        &params,
-        params.total,
-        &[grad_out, &grad_x],
-    )?;
+    launch(op, dev, &AVG_POOL_BACKWARD, &params, &[grad_out, &grad_x])?;
     Ok(grad_x)
 }

@@ -4,7 +4,7 @@
 //! (head dims 17 to 64), each in the tile shape the device has room for.
 
 use super::layout::{AttentionParams, DKV_SLOTS, DQ_SLOTS, FWD_SLOTS};
-use super::rows::{COMMON, load4, store4};
+use super::rows::{load4, staged, store4};
 use super::{bwd_dkv, bwd_dq, fwd_large, tiled};
 use crate::spec::Source;
 use crate::spec::{Spec, Variants};
@@ -48,6 +48,23 @@ macro_rules! shader {
     };
 }
 
+// The WGSL pieces of each pass, the same for every variant: the staging with what its
+// tiles hold, then the pass's other masked loads and stores.
+const FWD_PIECES: &[&str] = &[staged!(a = k, b = v), load4!(q = q), store4!(o)];
+const DQ_PIECES: &[&str] = &[
+    staged!(a = k, b = v),
+    load4!(q = q),
+    load4!(go = go),
+    store4!(dq),
+];
+const DKV_PIECES: &[&str] = &[
+    staged!(a = q, b = go),
+    load4!(k = k),
+    load4!(v = v),
+    store4!(dk),
+    store4!(dv),
+];
+
 macro_rules! variant {
     ($dp:literal, $dh:literal, $split:literal, $tile:literal, $ch:literal) => {
         Variant {
@@ -57,40 +74,19 @@ macro_rules! variant {
             shared_bytes: 4 * (2 * $tile * $dp + 2 * $split * $ch * 64),
             fwd: Spec::new(
                 concat!("attention_fwd_d", $dp),
-                &[
-                    COMMON,
-                    load4!(a = k),
-                    load4!(b = v),
-                    load4!(q = q),
-                    store4!(o),
-                ],
+                FWD_PIECES,
                 FWD_SLOTS,
                 shader!($dp, $dh, $split, $tile, $ch, "row_fwd.wgsl"),
             ),
             bwd_dq: Spec::new(
                 concat!("attention_bwd_dq_d", $dp),
-                &[
-                    COMMON,
-                    load4!(a = k),
-                    load4!(b = v),
-                    load4!(q = q),
-                    load4!(go = go),
-                    store4!(dq),
-                ],
+                DQ_PIECES,
                 DQ_SLOTS,
                 shader!($dp, $dh, $split, $tile, $ch, "row_bwd_dq.wgsl"),
             ),
             bwd_dkv: Spec::new(
                 concat!("attention_bwd_dkv_d", $dp),
-                &[
-                    COMMON,
-                    load4!(a = q),
-                    load4!(b = go),
-                    load4!(k = k),
-                    load4!(v = v),
-                    store4!(dk),
-                    store4!(dv),
-                ],
+                DKV_PIECES,
                 DKV_SLOTS,
                 shader!($dp, $dh, $split, $tile, $ch, "row_bwd_dkv.wgsl"),
             ),

@@ -1,7 +1,7 @@
 //! The WGSL pieces of the row-per-thread attention kernels (`row_*.wgsl`): each kernel's
 //! masked loads and stores of four consecutive dims, written once here as macros that
 //! expand to string literals (a WGSL function cannot take a storage buffer as argument),
-//! and the staging shared by the three passes (`row_common.wgsl`).
+//! and the staging shared by the three passes (`row_common.wgsl`, through `staged!`).
 
 /// `fn load4_<name>(idx: u32, c: u32, d: u32, ok: bool) -> vec4<f32>`: elements
 /// `idx .. idx + 4` of buffer `buf`, which are dims `c .. c + 4` of a row of `d` dims;
@@ -62,5 +62,16 @@ macro_rules! store4 {
 }
 pub(super) use store4;
 
-/// The staging and tile declarations every row kernel shares.
-pub(super) const COMMON: &str = include_str!("row_common.wgsl");
+/// The staging and tile declarations every row kernel shares (`row_common.wgsl`) with the
+/// loads of what its two tiles hold: `staged!(a = k, b = v)` stages keys in `ta` and
+/// values in `tb`.
+macro_rules! staged {
+    (a = $a:ident, b = $b:ident) => {
+        concat!(
+            include_str!("row_common.wgsl"),
+            $crate::dense::attention::rows::load4!(a = $a),
+            $crate::dense::attention::rows::load4!(b = $b),
+        )
+    };
+}
+pub(super) use staged;
