@@ -71,7 +71,10 @@ pub struct LoaderState {
 ///
 /// [`DataLoader::next_batch`] returns `None` once at the end of each epoch and then
 /// starts the next one, so `while let Some(batch) = loader.next_batch()? { .. }` is one
-/// epoch.
+/// epoch; [`DataLoader::next_batch_cycled`] never ends (a loop counted in steps), and
+/// in a [`Trainer`](crate::train::Trainer) step `ctx.next_batch(&mut loader)` also
+/// checkpoints the position
+/// ([`StepContext::next_batch`](crate::train::StepContext::next_batch)).
 ///
 /// ```
 /// use tang_nn::data::{DataError, DataLoader, LoaderOptions};

@@ -34,7 +34,8 @@ pub struct StepContext<'a> {
     /// The step (0-based: the number of steps taken before this one).
     pub step: u64,
     /// A device generator for this step's own random draws (noise, augmentation, or
-    /// dropout through [`Tensor::dropout`]), seeded from `(seed, step)`.
+    /// dropout through [`Tensor::dropout`](crate::autograd::Tensor::dropout)), seeded
+    /// from `(seed, step)`.
     pub generator: &'a mut Generator,
     /// Where the [`DataLoader`] feeding the steps stands, kept in checkpoints:
     /// [`StepContext::next_batch`] reads and sets it.
@@ -45,8 +46,8 @@ impl StepContext<'_> {
     /// The next batch of `loader` for this step, from where the trainer's state says the
     /// loader stands, going on into the next epoch when one ends (the loop is counted in
     /// steps); the loader's new position is recorded in the trainer state, so checkpoints
-    /// carry it and a resumed run continues the same stream of batches (Lightning's
-    /// trainer restores its loader's position the same way). One loader feeds a trainer.
+    /// carry it and a resumed run continues the same stream of batches (as Lightning
+    /// restores a stateful loader from its checkpoint). One loader feeds a trainer.
     ///
     /// ```
     /// # use tang_nn::autograd::{RawTensor, Tensor};
@@ -101,7 +102,7 @@ impl StepContext<'_> {
     }
 }
 
-/// What one [`Trainer::step`] did.
+/// What one [`Trainer::step`](super::Trainer::step) did.
 ///
 /// ```
 /// # use tang_nn::autograd::{RawTensor, Tensor};
@@ -133,7 +134,7 @@ pub struct StepReport {
     pub record: Option<MetricsRecord>,
 }
 
-/// How a [`Trainer::fit`] run ended.
+/// How a [`Trainer::fit`](super::Trainer::fit) run ended.
 ///
 /// ```
 /// # use tang_nn::autograd::{RawTensor, Tensor};
@@ -158,7 +159,8 @@ pub struct StepReport {
 pub struct FitSummary {
     /// Steps taken in total (the resumed ones included).
     pub steps: u64,
-    /// Whether it stopped early because of Ctrl-C (or [`Interrupt::request`]).
+    /// Whether it stopped early because of Ctrl-C (or
+    /// [`Interrupt::request`](super::Interrupt::request)).
     pub interrupted: bool,
     /// The checkpoint saved at the end.
     pub checkpoint: Checkpoint,
