@@ -7,17 +7,16 @@
 //!
 //! A second run continues from the checkpoint in `runs/digits` (delete it to start over).
 
-use std::process::ExitCode;
-
 use tang_examples::digits::{CLASSES, Digits, FEATURES};
-use tang_examples::mlp::accuracy;
+use tang_examples::report::Report;
 use tang_nn::Module;
-use tang_nn::autograd::{Tensor, no_grad};
-use tang_nn::data::{DataError, DataLoader, LoaderOptions};
+use tang_nn::autograd::no_grad;
+use tang_nn::data::{DataLoader, LoaderOptions};
+use tang_nn::metrics::accuracy;
 use tang_nn::nn::{Linear, ReLU, Sequential, functional::cross_entropy};
 use tang_nn::optim::{Adam, AdamOptions, named_parameters_of};
 use tang_nn::rng::SplitMix64;
-use tang_nn::tang_runtime::{Device, Tensor as RawTensor, ops};
+use tang_nn::tang_runtime::Device;
 use tang_nn::train::{StepContext, Throughput, Trainer, TrainerOptions};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -26,16 +25,7 @@ const BATCH: usize = 64;
 /// Fixes the split, the initial weights and the batch order: runs are reproducible.
 const SEED: u64 = 2024;
 
-/// Images `[n, 64]` as a graph input and labels `[n]` on the device.
-fn upload(dev: &Device, d: &Digits) -> Result<(Tensor, RawTensor), DataError> {
-    let x = RawTensor::from_slice(dev, &d.features, &[d.len(), FEATURES])?;
-    Ok((
-        Tensor::constant(x),
-        RawTensor::from_u32(dev, &d.labels, &[d.len()])?,
-    ))
-}
-
-fn run() -> Result<(), BoxError> {
+fn main() -> Result<(), Report> {
     let dev = Device::new()?;
     let mut rng = SplitMix64::new(SEED);
     let (train, test) = Digits::bundled()?.split(0.2, &mut rng);
@@ -45,8 +35,8 @@ fn run() -> Result<(), BoxError> {
         .append(Linear::new(&dev, 128, CLASSES, true, &mut rng)?);
     let opt = Adam::new(named_parameters_of(&model), AdamOptions::default())?;
 
-    // The data set is the training images' indices; a batch is collated into tensors.
-    let collate = |indices: Vec<usize>| upload(&dev, &train.select(&indices));
+    // The data set is the training images' indices; a batch is uploaded as tensors.
+    let collate = |indices: Vec<usize>| Ok(train.select(&indices).to_device(&dev)?);
     let options = LoaderOptions {
         batch_size: BATCH,
         shuffle: true,
@@ -55,7 +45,7 @@ fn run() -> Result<(), BoxError> {
     };
     let mut loader = DataLoader::new((0..train.len()).collect::<Vec<_>>(), collate, options)?;
     let steps_per_epoch = loader.len() as u64;
-    let (test_x, test_y) = upload(&dev, &test)?;
+    let (test_x, test_y) = test.to_device(&dev)?;
     let options = TrainerOptions {
         log_every: steps_per_epoch,
         eval_every: steps_per_epoch,
@@ -65,17 +55,10 @@ fn run() -> Result<(), BoxError> {
     let mut trainer = Trainer::new(&model, opt, "runs/digits", options)?;
     if let Some(step) = trainer.resume_latest()? {
         println!("continuing from the checkpoint of step {step} in runs/digits");
-        if let Some(state) = trainer.state().loader {
-            loader.resume(state)?;
-        }
     }
-    let forward = |ctx: &mut StepContext<'_>| -> Result<Tensor, BoxError> {
-        // `None` ends an epoch; the loader then starts the next one.
-        let (x, y) = match loader.next_batch()? {
-            Some(batch) => batch,
-            None => loader.next_batch()?.ok_or("the training set is empty")?,
-        };
-        *ctx.loader = Some(loader.state());
+    // Each step's batch; the trainer keeps the loader's position in its checkpoints.
+    let forward = |ctx: &mut StepContext<'_>| -> Result<_, BoxError> {
+        let (x, y) = ctx.next_batch(&mut loader)?;
         Ok(cross_entropy(&model.forward(&x)?, &y)?)
     };
     // The test loss, logged as `val_loss` and drawn in loss.png.
@@ -86,22 +69,11 @@ fn run() -> Result<(), BoxError> {
     let summary = trainer.fit_with_eval(forward, evaluate)?;
 
     model.eval();
-    let logits = no_grad(|| model.forward(&test_x))?;
-    let predicted = ops::argmax(logits.data(), 1)?.to_vec_u32()?;
+    let acc = no_grad(|| accuracy(&model.forward(&test_x)?, &test_y))?.item()?;
     println!(
         "test accuracy {:.2}% after {} steps; metrics, loss.png and checkpoints in runs/digits",
-        100.0 * accuracy(&predicted, &test.labels),
+        100.0 * acc,
         summary.steps
     );
     Ok(())
-}
-
-fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("train_digits: {e}");
-            ExitCode::FAILURE
-        }
-    }
 }

@@ -1,5 +1,5 @@
 //! The digits data set (`examples/data/digits.csv`): parsing, a seeded train/test split,
-//! and mini-batch assembly.
+//! mini-batch assembly, and the upload of images and labels to the GPU.
 //!
 //! Each line holds 64 pixel values (integers 0..=16, an 8x8 image row by row) and the
 //! label (0..=9). Pixels are scaled to `[0, 1]` when parsed, so every consumer sees the
@@ -7,7 +7,9 @@
 
 use std::fmt;
 
+use tang_nn::autograd::Tensor;
 use tang_nn::rng::SplitMix64;
+use tang_nn::tang_runtime::{self, Device, Tensor as RawTensor};
 
 /// Pixels per image (8 x 8).
 pub const FEATURES: usize = 64;
@@ -151,6 +153,25 @@ impl Digits {
         }
         out
     }
+
+    /// The images as a `[len, FEATURES]` graph input and the labels as u32 `[len]` on
+    /// `dev`: what `cross_entropy(&model.forward(&x)?, &y)` takes.
+    ///
+    /// ```
+    /// use tang_examples::digits::{Digits, FEATURES};
+    /// let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let (x, y) = Digits::bundled()?.select(&[0, 1]).to_device(&dev)?;
+    /// assert_eq!((x.shape(), y.shape()), (&[2, FEATURES][..], &[2][..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`RawTensor::from_slice`] (no adapter memory left, a device lost).
+    pub fn to_device(&self, dev: &Device) -> Result<(Tensor, RawTensor), tang_runtime::Error> {
+        let x = RawTensor::from_slice(dev, &self.features, &[self.len(), FEATURES])?;
+        let y = RawTensor::from_u32(dev, &self.labels, &[self.len()])?;
+        Ok((Tensor::constant(x), y))
+    }
 }
 
 /// Splits `order` (a permutation of example indices) into consecutive mini-batches of
@@ -241,6 +262,16 @@ mod tests {
         parts.sort();
         assert_eq!(all, parts);
         assert_eq!(d.split(f64::NAN, &mut SplitMix64::new(1)).1.len(), 0);
+    }
+
+    #[test]
+    fn to_device_uploads_images_and_labels_in_order() {
+        let dev = Device::new().expect("a GPU adapter (install mesa-vulkan-drivers without a GPU)");
+        let d = Digits::bundled().unwrap().select(&[5, 0, 7]);
+        let (x, y) = d.to_device(&dev).unwrap();
+        assert_eq!(x.shape(), [3, FEATURES]);
+        assert_eq!(x.to_vec().unwrap(), d.features);
+        assert_eq!(y.to_vec_u32().unwrap(), d.labels);
     }
 
     #[test]

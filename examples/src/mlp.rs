@@ -275,15 +275,6 @@ impl Adam {
     }
 }
 
-/// Fraction of `predicted` equal to `labels` (0 for empty input).
-pub fn accuracy(predicted: &[u32], labels: &[u32]) -> f64 {
-    if labels.is_empty() {
-        return 0.0;
-    }
-    let right = predicted.iter().zip(labels).filter(|(p, l)| p == l).count();
-    right as f64 / labels.len() as f64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,11 +293,5 @@ mod tests {
             &mut p, &mut m, &mut v, -4.0, 0.1, 0.9, 0.999, 1e-8, 0.1, 0.001,
         );
         assert!((p - 1.1).abs() < 1e-6, "{p}");
-    }
-
-    #[test]
-    fn accuracy_counts_matches() {
-        assert_eq!(accuracy(&[1, 0, 1], &[1, 2, 1]), 2.0 / 3.0);
-        assert_eq!(accuracy(&[], &[]), 0.0);
     }
 }

@@ -3,6 +3,7 @@
 //! What is here today: safetensors files that round-trip with PyTorch ([`safetensors`]),
 //! learning-rate schedules as pure functions of the step ([`schedule`]), a seeded,
 //! resumable data loader and nanoGPT-style token windows gathered on the GPU ([`data`]),
+//! evaluation metrics on the GPU ([`metrics`]),
 //! checkpoints written atomically as directories ([`checkpoint`]), the training loop
 //! ([`train::Trainer`]) and its plain pieces (metrics, progress, loss-curve PNG, Ctrl-C;
 //! [`train`]), the host random generator ([`rng`]), and
@@ -26,6 +27,7 @@ extern crate self as tang_nn;
 pub mod autograd;
 pub mod checkpoint;
 pub mod data;
+pub mod metrics;
 pub mod models;
 pub mod module;
 pub mod nn;

@@ -101,6 +101,33 @@ fn drop_last_drops_only_the_short_batch() {
 }
 
 #[test]
+fn next_batch_cycled_goes_on_into_the_next_epoch_and_refuses_an_empty_loader() {
+    let data: Vec<u32> = (0..21).collect();
+    // Three epochs' batches, as `next_batch` gives them with the epoch ends removed.
+    let mut epochs = DataLoader::new(data.clone(), keep, options(5, true, true, 3)).unwrap();
+    let expected: Vec<Vec<u32>> = (0..3).flat_map(|_| epoch(&mut epochs)).collect();
+    assert_eq!(expected.len(), 12, "drop_last: 4 batches of 5 per epoch");
+    let mut cycled = DataLoader::new(data, keep, options(5, true, true, 3)).unwrap();
+    let got: Vec<Vec<u32>> = (0..12)
+        .map(|_| cycled.next_batch_cycled().unwrap())
+        .collect();
+    assert_eq!(got, expected);
+    assert_ne!(got[0], got[4], "epoch 1 has its own order");
+    assert_eq!((cycled.state().epoch, cycled.state().position), (2, 20));
+    // No batch in an epoch: an error that says why, not an endless loop.
+    for (samples, drop_last) in [(3, true), (0, false)] {
+        let data: Vec<u32> = (0..samples).collect();
+        let mut empty = DataLoader::new(data, keep, options(8, false, drop_last, 0)).unwrap();
+        let err = empty.next_batch_cycled().unwrap_err();
+        assert!(
+            matches!(err, DataError::NoBatches { batch_size: 8, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("batch_size"), "{err}");
+    }
+}
+
+#[test]
 fn resume_mid_epoch_gives_the_same_following_batches() {
     let data: Vec<u32> = (0..50).collect();
     let mut reference = DataLoader::new(data.clone(), keep, options(4, true, false, 99)).unwrap();

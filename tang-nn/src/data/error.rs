@@ -34,6 +34,16 @@ pub enum DataError {
         /// The data set's length.
         len: usize,
     },
+    /// A loader whose epochs have no batch was asked for one that never ends
+    /// ([`super::DataLoader::next_batch_cycled`]).
+    NoBatches {
+        /// Samples in the data set.
+        samples: usize,
+        /// The loader's batch size.
+        batch_size: usize,
+        /// Whether the loader drops a short last batch.
+        drop_last: bool,
+    },
     /// A token corpus has no complete window (input plus next-token target).
     CorpusTooShort {
         /// Tokens in the corpus.
@@ -58,6 +68,15 @@ impl fmt::Display for DataError {
             DataError::IndexOutOfRange { index, len } => write!(
                 f,
                 "data set index {index} is out of range for length {len}; the data set's `len` and `get` disagree"
+            ),
+            DataError::NoBatches {
+                samples,
+                batch_size,
+                drop_last,
+            } => write!(
+                f,
+                "the data loader has no batch to give: {samples} samples, batch_size {batch_size}, drop_last {drop_last}; \
+                 use a non-empty data set, and with drop_last a batch_size of at most the number of samples"
             ),
             DataError::CorpusTooShort { len, block_size } => write!(
                 f,

@@ -71,7 +71,10 @@ pub struct LoaderState {
 ///
 /// [`DataLoader::next_batch`] returns `None` once at the end of each epoch and then
 /// starts the next one, so `while let Some(batch) = loader.next_batch()? { .. }` is one
-/// epoch.
+/// epoch; [`DataLoader::next_batch_cycled`] never ends (a loop counted in steps), and
+/// in a [`Trainer`](crate::train::Trainer) step `ctx.next_batch(&mut loader)` also
+/// checkpoints the position
+/// ([`StepContext::next_batch`](crate::train::StepContext::next_batch)).
 ///
 /// ```
 /// use tang_nn::data::{DataError, DataLoader, LoaderOptions};
@@ -304,6 +307,41 @@ where
             .map(|i| self.dataset.get(i))
             .collect::<Result<Vec<_>, _>>()?;
         (self.collate)(samples).map(Some)
+    }
+
+    /// The next batch, going on into the next epoch (in its own shuffled order) when this
+    /// one ends, so it never runs out: a training loop counted in steps rather than epochs
+    /// (PyTorch: `next(it)`, restarting `it = iter(loader)` on `StopIteration`).
+    ///
+    /// ```
+    /// # use tang_nn::data::{DataError, DataLoader, LoaderOptions};
+    /// # let collate = |rows: Vec<u32>| Ok::<_, DataError>(rows);
+    /// let opts = LoaderOptions { batch_size: 2, ..LoaderOptions::default() };
+    /// let mut loader = DataLoader::new(vec![10u32, 20, 30], collate, opts)?;
+    /// let batches: Vec<Vec<u32>> = (0..3).map(|_| loader.next_batch_cycled()).collect::<Result<_, _>>()?;
+    /// assert_eq!(batches, [vec![10, 20], vec![30], vec![10, 20]]); // epoch 1 begins
+    /// assert_eq!(loader.state().epoch, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`DataError::NoBatches`] when an epoch has no batch (an empty data set, or fewer
+    /// samples than `batch_size` with `drop_last`); as [`DataLoader::next_batch`].
+    pub fn next_batch_cycled(&mut self) -> Result<B, DataError> {
+        let no_batches = DataError::NoBatches {
+            samples: self.dataset.len(),
+            batch_size: self.options.batch_size,
+            drop_last: self.options.drop_last,
+        };
+        if self.is_empty() {
+            return Err(no_batches);
+        }
+        match self.next_batch()? {
+            Some(batch) => Ok(batch),
+            // The end of an epoch: `next_batch` has moved to the next one, which has a
+            // batch because the loader is not empty.
+            None => self.next_batch()?.ok_or(no_batches),
+        }
     }
 
     /// Moves to the start of `epoch` and computes its visiting order in place: `0..len`,

@@ -275,7 +275,11 @@ pub fn binary_cross_entropy_with_logits(
 }
 
 /// Checks `[rows, classes]` input and `[rows]` u32 targets; returns `(rows, classes)`.
-fn class_shapes(op: &str, input: &Tensor, target: &RawTensor) -> Result<(usize, usize), Error> {
+pub(crate) fn class_shapes(
+    op: &str,
+    input: &Tensor,
+    target: &RawTensor,
+) -> Result<(usize, usize), Error> {
     let &[rows, classes] = input.shape() else {
         return Err(invalid(
             op,

@@ -5,7 +5,7 @@ use tang_runtime::ops::Generator;
 
 use super::metrics::MetricsRecord;
 use crate::checkpoint::Checkpoint;
-use crate::data::LoaderState;
+use crate::data::{DataError, DataLoader, Dataset, LoaderState};
 
 /// What the forward and evaluation closures are given.
 ///
@@ -34,14 +34,75 @@ pub struct StepContext<'a> {
     /// The step (0-based: the number of steps taken before this one).
     pub step: u64,
     /// A device generator for this step's own random draws (noise, augmentation, or
-    /// dropout through [`Tensor::dropout`]), seeded from `(seed, step)`.
+    /// dropout through [`Tensor::dropout`](crate::autograd::Tensor::dropout)), seeded
+    /// from `(seed, step)`.
     pub generator: &'a mut Generator,
-    /// Where a [`crate::data::DataLoader`] feeding the steps stands: set it after taking
-    /// a batch and checkpoints carry it (`Trainer::state().loader` after a resume).
+    /// Where the [`DataLoader`] feeding the steps stands, kept in checkpoints:
+    /// [`StepContext::next_batch`] reads and sets it.
     pub loader: &'a mut Option<LoaderState>,
 }
 
-/// What one [`Trainer::step`] did.
+impl StepContext<'_> {
+    /// The next batch of `loader` for this step, from where the trainer's state says the
+    /// loader stands, going on into the next epoch when one ends (the loop is counted in
+    /// steps); the loader's new position is recorded in the trainer state, so checkpoints
+    /// carry it and a resumed run continues the same stream of batches (as Lightning
+    /// restores a stateful loader from its checkpoint). One loader feeds a trainer.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// use tang_nn::data::{DataError, DataLoader, LoaderOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-stepcontext-next_batch-{}", std::process::id()));
+    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(3) };
+    /// // Samples (x, y) with y = x0 + x1; a batch is uploaded as ([n, 2], [n, 1]).
+    /// let samples: Vec<([f32; 2], f32)> = (0..6).map(|i| ([i as f32, 1.0], i as f32 + 1.0)).collect();
+    /// let collate = |rows: Vec<([f32; 2], f32)>| -> Result<_, DataError> {
+    ///     let x: Vec<f32> = rows.iter().flat_map(|(x, _)| *x).collect();
+    ///     let y: Vec<f32> = rows.iter().map(|(_, y)| *y).collect();
+    ///     let x = Tensor::constant(RawTensor::from_slice(&dev, &x, &[rows.len(), 2])?);
+    ///     Ok((x, Tensor::constant(RawTensor::from_slice(&dev, &y, &[rows.len(), 1])?)))
+    /// };
+    /// let opts = LoaderOptions { batch_size: 4, shuffle: true, ..LoaderOptions::default() };
+    /// let mut loader = DataLoader::new(samples, collate, opts)?;
+    /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
+    /// trainer.fit(|ctx: &mut StepContext<'_>| -> Result<_, Box<dyn std::error::Error + Send + Sync>> {
+    ///     let (x, y) = ctx.next_batch(&mut loader)?; // batches 4, 2, then epoch 1
+    ///     Ok(mse_loss(&model.forward(&x)?, &y, Reduction::Mean)?)
+    /// })?;
+    /// let saved = trainer.state().loader.ok_or("set by next_batch")?; // in the checkpoint
+    /// assert_eq!((saved.epoch, saved.position), (1, 4));
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`DataError::Resume`] when the recorded position does not fit `loader` (another
+    /// data set than the checkpoint's); as [`DataLoader::next_batch_cycled`].
+    pub fn next_batch<D, C, B>(&mut self, loader: &mut DataLoader<D, C>) -> Result<B, DataError>
+    where
+        D: Dataset,
+        C: FnMut(Vec<D::Item>) -> Result<B, DataError>,
+    {
+        // After a resume the trainer's state holds the checkpoint's position and the
+        // loader its fresh one; otherwise they agree and nothing is replayed.
+        if let Some(saved) = *self.loader
+            && saved != loader.state()
+        {
+            loader.resume(saved)?;
+        }
+        let batch = loader.next_batch_cycled()?;
+        *self.loader = Some(loader.state());
+        Ok(batch)
+    }
+}
+
+/// What one [`Trainer::step`](super::Trainer::step) did.
 ///
 /// ```
 /// # use tang_nn::autograd::{RawTensor, Tensor};
@@ -73,7 +134,7 @@ pub struct StepReport {
     pub record: Option<MetricsRecord>,
 }
 
-/// How a [`Trainer::fit`] run ended.
+/// How a [`Trainer::fit`](super::Trainer::fit) run ended.
 ///
 /// ```
 /// # use tang_nn::autograd::{RawTensor, Tensor};
@@ -98,7 +159,8 @@ pub struct StepReport {
 pub struct FitSummary {
     /// Steps taken in total (the resumed ones included).
     pub steps: u64,
-    /// Whether it stopped early because of Ctrl-C (or [`Interrupt::request`]).
+    /// Whether it stopped early because of Ctrl-C (or
+    /// [`Interrupt::request`](super::Interrupt::request)).
     pub interrupted: bool,
     /// The checkpoint saved at the end.
     pub checkpoint: Checkpoint,

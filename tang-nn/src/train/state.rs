@@ -175,8 +175,10 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     }
 
     /// Continues from `checkpoint`: the weights (strictly) and the optimizer state are
-    /// loaded, and the step, the seed (which replaces [`TrainerOptions::seed`]), the
-    /// loader position and the metrics come from its trainer state. Records that an
+    /// loaded, and the step, the seed (which replaces
+    /// [`TrainerOptions::seed`](super::TrainerOptions::seed)), the loader position (from
+    /// which [`StepContext::next_batch`](super::StepContext::next_batch) continues) and
+    /// the metrics come from its trainer state. Records that an
     /// interrupted run logged after the checkpoint are dropped from `metrics.jsonl` when
     /// the run goes on.
     ///
