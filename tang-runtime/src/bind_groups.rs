@@ -18,13 +18,15 @@
 //! [`CAPACITY`] entries: a program that cycles through more distinct groups than that
 //! pays one hash per launch on top of the creation it would pay anyway.
 
-use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
+
+use crate::pipeline::{MixHasher, MixMap};
 
 /// Entries kept before the cache is cleared: several training steps' worth of launches.
 const CAPACITY: usize = 8192;
 
-/// One cached group and what it binds, to tell apart keys whose hashes collide.
+/// One cached group and what it binds, to tell apart keys whose hashes collide (the later
+/// one replaces the earlier: a cache may forget).
 struct Entry {
     layout: wgpu::BindGroupLayout,
     buffers: Vec<(wgpu::Buffer, u64)>,
@@ -34,8 +36,7 @@ struct Entry {
 /// Bind groups by the hash of `(layout, [(buffer, bound bytes)])`.
 #[derive(Default)]
 pub struct BindGroups {
-    entries: HashMap<u64, Vec<Entry>>,
-    len: usize,
+    entries: MixMap<u64, Entry>,
     /// Groups created (cache misses), for [`crate::Stats::bind_groups_created`].
     pub created: u64,
 }
@@ -51,7 +52,7 @@ impl BindGroups {
         layout: &wgpu::BindGroupLayout,
         bound: &[(&wgpu::Buffer, u64)],
     ) -> wgpu::BindGroup {
-        let mut h = DefaultHasher::new();
+        let mut h = MixHasher::default();
         layout.hash(&mut h);
         for (buffer, bytes) in bound {
             buffer.hash(&mut h);
@@ -66,16 +67,11 @@ impl BindGroups {
                     .zip(bound)
                     .all(|((b, n), (c, m))| b == *c && n == m)
         };
-        if let Some(e) = self
-            .entries
-            .get(&hash)
-            .and_then(|v| v.iter().find(|e| same(e)))
-        {
+        if let Some(e) = self.entries.get(&hash).filter(|e| same(e)) {
             return e.group.clone();
         }
-        if self.len >= CAPACITY {
+        if self.entries.len() >= CAPACITY {
             self.entries.clear();
-            self.len = 0;
         }
         let entries: Vec<wgpu::BindGroupEntry<'_>> = bound
             .iter()
@@ -95,12 +91,14 @@ impl BindGroups {
             entries: &entries,
         });
         self.created += 1;
-        self.len += 1;
-        self.entries.entry(hash).or_default().push(Entry {
-            layout: layout.clone(),
-            buffers: bound.iter().map(|(b, n)| ((*b).clone(), *n)).collect(),
-            group: group.clone(),
-        });
+        self.entries.insert(
+            hash,
+            Entry {
+                layout: layout.clone(),
+                buffers: bound.iter().map(|(b, n)| ((*b).clone(), *n)).collect(),
+                group: group.clone(),
+            },
+        );
         group
     }
 }

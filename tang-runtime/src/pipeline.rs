@@ -283,11 +283,13 @@ impl Pipeline {
     }
 }
 
-/// A hasher for keys that are already well-mixed `u64`s (the [`PipelineKey`] hash).
+/// A cheap hasher for keys made of integers: hashes, ids, sizes (the [`PipelineKey`]
+/// hash, the buffers of a bind group). Each integer written is one [`mix`] step; the
+/// maps compare full keys, so a collision costs a comparison, never a wrong entry.
 #[derive(Default)]
-pub(crate) struct PremixedHasher(u64);
+pub(crate) struct MixHasher(u64);
 
-impl std::hash::Hasher for PremixedHasher {
+impl std::hash::Hasher for MixHasher {
     fn finish(&self) -> u64 {
         self.0
     }
@@ -297,11 +299,15 @@ impl std::hash::Hasher for PremixedHasher {
         }
     }
     fn write_u64(&mut self, v: u64) {
-        self.0 = v;
+        self.0 = mix(self.0, v);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.0 = mix(self.0, v as u64);
     }
 }
 
-type PremixedMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<PremixedHasher>>;
+/// A map keyed by integers, hashed with [`MixHasher`].
+pub(crate) type MixMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<MixHasher>>;
 
 /// Shader modules (by kernel id and trust) and pipelines (by [`PipelineKey`]).
 ///
@@ -311,7 +317,7 @@ type PremixedMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<PremixedHas
 pub(crate) struct Cache {
     modules: HashMap<(u64, bool), wgpu::ShaderModule>,
     /// Pipelines by [`PipelineKey::hash`]; distinct keys with one hash share the list.
-    pipelines: PremixedMap<u64, Vec<Pipeline>>,
+    pipelines: MixMap<u64, Vec<Pipeline>>,
     pub modules_created: u64,
     pub pipelines_created: u64,
 }
