@@ -30,7 +30,6 @@ use tang_nn::optim::{
     Adam, AdamOptions, AdamW, AdamWOptions, Algorithm, NamedGradients, Optimizer,
 };
 use tang_nn::rng::SplitMix64;
-use tang_runtime::dense::attention::{HeadsView, attention_backward_strided, attention_strided};
 use tang_runtime::ops::arange;
 use tang_runtime::{Device, Tensor as RawTensor};
 
@@ -270,27 +269,6 @@ fn attention_case(
     })
 }
 
-/// The fused kernels at `[B, H, T, D]` as the GPT step runs them (`attention_gpt_..._packed`):
-/// q, k and v read where they lie in one `[B, T, 3 H D]` projection, the output and the
-/// projection's gradient written token-major by the kernels, no head copies; against
-/// `attention_case`'s fused path on separate `[B, H, T, D]` tensors it shows what the
-/// strided addressing costs.
-fn packed_attention_case(
-    dev: &Device,
-    [b, h, t, d]: [usize; 4],
-    reps: usize,
-) -> Result<f64, BoxError> {
-    let x = RawTensor::from_slice(dev, &random(b * t * 3 * h * d, 31), &[b, t, 3 * h * d])?;
-    let g = RawTensor::from_slice(dev, &random(b * t * h * d, 43), &[b, t, h, d])?;
-    time_step(dev, reps, || {
-        let view = |first| HeadsView::packed(&x, first, h, d);
-        let (q, k, v) = (view(0)?, view(h)?, view(2 * h)?);
-        let (o, lse) = attention_strided(&q, &k, &v, None)?;
-        attention_backward_strided(&q, &k, &v, &o, &lse, &g, None)?;
-        Ok(())
-    })
-}
-
 /// Runs the training-step cases (`tiny`: small shapes, for a software adapter).
 pub fn run(dev: &Device, quick: bool, tiny: bool, report: &mut Report) {
     let suffix = if tiny { "_tiny" } else { "" };
@@ -331,13 +309,6 @@ pub fn run(dev: &Device, quick: bool, tiny: bool, report: &mut Report) {
                 Ok(ms) => report.add(&name, ms),
                 Err(e) => report.fail(&name, &e),
             }
-        }
-    }
-    let name = format!("attention_gpt_B64_H6_T256_d64_packed_fwd_bwd{suffix}");
-    if report.wants(&name) {
-        match packed_attention_case(dev, shape, reps) {
-            Ok(ms) => report.add(&name, ms),
-            Err(e) => report.fail(&name, &e),
         }
     }
     let name = format!("gpt_char_6x384_T256_B64_step_fp32{suffix}");

@@ -3,7 +3,6 @@
 //! `tang_runtime::ops` / `tang_runtime::dense` (micrograd's and tinygrad's shape: the
 //! forward records an entry, backward matches on it).
 
-use tang_runtime::dense::attention::HeadsView;
 use tang_runtime::dense::{attention, embedding, matmul, norm, reduce, softmax};
 use tang_runtime::ops;
 
@@ -59,11 +58,13 @@ pub(crate) enum Op {
         scale: Option<f32>,
     },
     /// Causal attention of the heads packed side by side in the input `[B, T, N]` (a
-    /// fused q/k/v projection's output): where its heads are, the output `[B, T, H, D]`
-    /// and the row logsumexps. Backward's kernels write the heads' gradients straight
-    /// into one `[B, T, N]` gradient (no copies, zero fills or sums).
+    /// fused q/k/v projection's output): the heads split out of it, the output, and the
+    /// row logsumexps. Backward writes the heads' gradients straight into one
+    /// `[B, T, N]` gradient (no zero fills, no sum of three full-size gradients).
     PackedAttention {
-        layout: PackedHeads,
+        q: RawTensor,
+        k: RawTensor,
+        v: RawTensor,
         o: RawTensor,
         lse: RawTensor,
     },
@@ -192,13 +193,9 @@ impl Op {
                     attention::attention_backward(x(0), x(1), x(2), o, lse, g, *scale)?;
                 vec![dq, dk, dv]
             }
-            Op::PackedAttention { layout, o, lse } => {
-                let [q, k, v] = layout.views(x(0))?;
-                let g = g.reshape(o.shape())?;
-                // The three views share the input, so dq, dk and dv are its one gradient.
-                let (dqkv, _, _) =
-                    attention::attention_backward_strided(&q, &k, &v, o, lse, &g, None)?;
-                vec![dqkv]
+            Op::PackedAttention { q, k, v, o, lse } => {
+                let (dq, dk, dv) = attention::attention_backward(q, k, v, o, lse, g, None)?;
+                vec![ops::merge_heads(&[&dq, &dk, &dv])?]
             }
             Op::Linear => {
                 let (gx, gw) = matmul::matmul_backward(x(0), x(1), g, false, true)?;
@@ -247,31 +244,5 @@ impl Op {
             )?],
         };
         Ok(grads.into_iter().map(Some).collect())
-    }
-}
-
-/// The heads of a fused q/k/v projection's output `[B, T, (heads + 2 kv_heads) head_dim]`:
-/// q's heads, then k's, then v's.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct PackedHeads {
-    pub(crate) heads: usize,
-    pub(crate) kv_heads: usize,
-    pub(crate) head_dim: usize,
-}
-
-impl PackedHeads {
-    /// Views of q's, k's and v's heads where they lie in `x`.
-    pub(crate) fn views<'a>(&self, x: &'a RawTensor) -> Result<[HeadsView<'a>; 3], Error> {
-        let PackedHeads {
-            heads,
-            kv_heads,
-            head_dim,
-        } = *self;
-        let view = |first, n| HeadsView::packed(x, first, n, head_dim);
-        Ok([
-            view(0, heads)?,
-            view(heads, kv_heads)?,
-            view(heads + kv_heads, kv_heads)?,
-        ])
     }
 }

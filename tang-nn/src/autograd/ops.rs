@@ -7,7 +7,7 @@ use tang_runtime::dense::{attention, cross_entropy, embedding, matmul, norm, red
 use tang_runtime::ops;
 
 use super::Error;
-use super::op::{Op, PackedHeads};
+use super::op::Op;
 use super::tensor::{RawTensor, Tensor};
 
 impl Tensor {
@@ -362,11 +362,9 @@ impl Tensor {
     }
 
     /// Causal attention of the heads packed in `self` `[B, T, (heads + 2·kv_heads)·D]` (a
-    /// fused q/k/v projection: q's heads, then k's, then v's): `[B, T, heads·D]`, the heads
-    /// of each position side by side as an output projection reads them. Equal to
-    /// splitting the heads out, calling [`Tensor::attention`] and merging the heads back,
-    /// with no copies: the kernels read the heads where they lie and write the output,
-    /// and backward the projection's gradient, in token-major layout.
+    /// fused q/k/v projection: q's heads, then k's, then v's): `[B, heads, T, D]`, equal
+    /// to splitting the heads out and calling [`Tensor::attention`], with fewer copies
+    /// forward and backward.
     pub(crate) fn packed_causal_attention(
         &self,
         heads: usize,
@@ -383,16 +381,17 @@ impl Tensor {
                 ),
             }));
         }
-        let layout = PackedHeads {
-            heads,
-            kv_heads,
-            head_dim,
+        let q = ops::split_heads(x, 0, heads, head_dim)?;
+        let k = ops::split_heads(x, heads, kv_heads, head_dim)?;
+        let v = ops::split_heads(x, heads + kv_heads, kv_heads, head_dim)?;
+        let (o, lse) = attention::attention(&q, &k, &v, None)?;
+        let op = Op::PackedAttention {
+            q,
+            k,
+            v,
+            o: o.clone(),
+            lse,
         };
-        let [q, k, v] = layout.views(x)?;
-        let (o, lse) = attention::attention_strided(&q, &k, &v, None)?;
-        let [b, _, t, _] = q.size();
-        let y = o.reshape(&[b, t, heads * head_dim])?;
-        let op = Op::PackedAttention { layout, o, lse };
-        Ok(Tensor::record(y, op, &[self], true, true))
+        Ok(Tensor::record(o, op, &[self], false, true))
     }
 }

@@ -224,12 +224,7 @@ impl CausalSelfAttention {
         let y = y
             .permute(&[0, 2, 1, 3])?
             .reshape(&[b, t, self.config.n_embd])?;
-        self.project_tokens_out(&y)
-    }
-
-    /// [`Self::project_out`] of heads already side by side per position, `[B, T, C]`.
-    fn project_tokens_out(&self, y: &Tensor) -> Result<Tensor, Error> {
-        self.resid_dropout.forward(&self.c_proj.forward(y)?)
+        self.resid_dropout.forward(&self.c_proj.forward(&y)?)
     }
 
     /// Causal self-attention of `x [B, T, C]`: `[B, T, C]`. Without attention dropout (in
@@ -251,8 +246,8 @@ impl CausalSelfAttention {
     pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
         let cfg = &self.config;
         let active = self.attn_dropout.is_training() && self.attn_dropout.p > 0.0;
-        // The fused kernel on the packed projection: it reads the heads where they lie in
-        // c_attn's output and writes its own `[B, T, C]` (backward: c_attn's gradient).
+        // The fused kernel on the packed projection: the heads come out of (and their
+        // gradients go back into) c_attn's output in one copy each.
         if let Some(c_attn) = &self.c_attn
             && !active
             && cfg.head_dim() <= MAX_HEAD_DIM
@@ -260,7 +255,7 @@ impl CausalSelfAttention {
             check_input(x, cfg.n_embd)?;
             let qkv = c_attn.forward(x)?;
             let y = qkv.packed_causal_attention(cfg.n_head, cfg.n_kv_head, cfg.head_dim())?;
-            return self.project_tokens_out(&y);
+            return self.project_out(&y);
         }
         let (q, k, v) = self.qkv(x)?;
         let weight_dropout = |w: &Tensor| self.attn_dropout.forward(w);

@@ -4,11 +4,7 @@
 //! block, both deterministic without atomics) and a KV-cache decode forward.
 //!
 //! Layouts (row-major): queries `[B, H, T, D]`, keys and values `[B, Hkv, T, D]` where
-//! `Hkv` divides `H` and query head `h` reads kv head `h / (H / Hkv)`. The kernels address
-//! q, k, v, o and the gradients through a batch, head and row stride and an offset each
-//! (uniforms), so [`attention_strided`] and [`attention_backward_strided`] read the heads
-//! straight out of a packed q/k/v projection ([`HeadsView::packed`]) and write o and the
-//! projection's gradient token-major, with no copies in or out. Query row `i` attends
+//! `Hkv` divides `H` and query head `h` reads kv head `h / (H / Hkv)`. Query row `i` attends
 //! keys `0..=i` (with a cache: `0..=past + i`). The scores are `scale * q.k`, `scale`
 //! defaulting to `1 / sqrt(D)`. Head dims up to 128 are supported; each call picks a kernel
 //! compiled for the head dim rounded up to 16, 32, 64 or 128 (the extra dims are zero).
@@ -59,35 +55,44 @@ mod fwd_large;
 mod kernels;
 mod layout;
 mod rows;
-mod strided;
 mod tiled;
-mod view;
 
 pub(crate) use kernels::kernels;
 use kernels::{ROWS, VARIANTS, Variant, tiled_for};
 pub use kernels::{backward_tiles, forward_tiles};
 use layout::AttentionParams;
-pub use strided::{attention_backward_strided, attention_strided};
-pub use view::HeadsView;
 
 /// The largest head dim `D` the fused kernels take (callers with larger heads use the
 /// explicit matmul-softmax-matmul path).
 pub const MAX_HEAD_DIM: usize = 128;
 
-/// Checks views q `[B, H, Tq, D]`, k and v `[B, Hkv, Tk, D]` and returns the kernels'
-/// params for them (`past` 0, `scale` defaulting to `1 / sqrt(D)`, o's layout
-/// `[B, H, T, D]` until the caller sets another).
-fn check_views(
+fn dims4(op: &str, name: &str, t: &Tensor, what: &str) -> Result<[usize; 4], Error> {
+    t.expect_dtype(op, DType::F32)?;
+    match *t.shape() {
+        [a, b, c, d] if a > 0 && b > 0 && c > 0 && d > 0 => Ok([a, b, c, d]),
+        _ => Err(mismatch(
+            op,
+            format!(
+                "{name} must be a non-empty {what}, got shape {:?}",
+                t.shape()
+            ),
+        )),
+    }
+}
+
+/// Checks q `[B, H, Tq, D]` against k and v `[B, Hkv, Tk, D]` and returns the kernels'
+/// params for them (`past` 0, `scale` defaulting to `1 / sqrt(D)`).
+fn check_qkv(
     op: &str,
-    q: &HeadsView,
-    k: &HeadsView,
-    v: &HeadsView,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
     scale: Option<f32>,
 ) -> Result<AttentionParams, Error> {
-    let [b, h, tq, d] = q.size();
-    let [kb, hkv, tk, kd] = k.size();
-    if v.size() != k.size() {
-        let (ks, vs) = (k.size(), v.size());
+    let [b, h, tq, d] = dims4(op, "q", q, "[B, H, T, D] tensor")?;
+    let [kb, hkv, tk, kd] = dims4(op, "k", k, "[B, Hkv, T, D] tensor")?;
+    if v.shape() != k.shape() || v.dtype() != DType::F32 {
+        let (ks, vs) = (k.shape(), v.shape());
         return Err(mismatch(
             op,
             format!("v must have k's shape {ks:?}, got {vs:?}"),
@@ -98,7 +103,7 @@ fn check_views(
             op,
             format!(
                 "k and v must be [B={b}, Hkv, T, D={d}] with Hkv dividing H={h}, got {:?}",
-                k.size()
+                k.shape()
             ),
         ));
     }
@@ -109,12 +114,18 @@ fn check_views(
             limit: MAX_HEAD_DIM as u64,
         });
     }
-    // Every size is at most an element count, which fits 32 bits (the views check it).
+    for (name, t) in [("q", q), ("k", k)] {
+        if t.len() > u32::MAX as usize / 2 {
+            return Err(Error::TooLarge {
+                what: format!("{op}: elements of {name} (indices are 32-bit)"),
+                requested: t.len() as u64,
+                limit: u64::from(u32::MAX / 2),
+            });
+        }
+    }
+    // Every size is at most an element count, which fits 32 bits (checked above).
     let scale = scale.unwrap_or(1.0 / (d as f32).sqrt());
-    let [q_batch, q_head, q_row, q_off] = q.layout();
-    let [k_batch, k_head, k_row, k_off] = k.layout();
-    let [v_batch, v_head, v_row, v_off] = v.layout();
-    let params = AttentionParams {
+    Ok(AttentionParams {
         batch: b as u32,
         heads: h as u32,
         kv_heads: hkv as u32,
@@ -124,79 +135,18 @@ fn check_views(
         d: d as u32,
         scale_log2: scale * std::f32::consts::LOG2_E,
         scale,
-        q_batch,
-        q_head,
-        q_row,
-        q_off,
-        k_batch,
-        k_head,
-        k_row,
-        k_off,
-        v_batch,
-        v_head,
-        v_row,
-        v_off,
-        ..AttentionParams::default()
-    };
-    Ok(params.with_o(OutputOrder::HeadMajor))
+    })
 }
 
-/// Where the kernels write o (and read it and its gradient in the backward).
-#[derive(Clone, Copy)]
-enum OutputOrder {
-    /// `[B, H, T, D]`, q's shape in [`attention`].
-    HeadMajor,
-    /// `[B, T, H, D]`: the heads of each position side by side, as an output projection
-    /// reads them.
-    TokenMajor,
-}
-
-impl AttentionParams {
-    /// These params with o in `order`.
-    fn with_o(mut self, order: OutputOrder) -> Self {
-        let (h, t, d) = (self.heads, self.tq, self.d);
-        // Parts of q's element count, which fits 32 bits.
-        [self.o_batch, self.o_head, self.o_row, self.o_off] = match order {
-            OutputOrder::HeadMajor => [h * t * d, t * d, d, 0],
-            OutputOrder::TokenMajor => [t * h * d, d, h * d, 0],
-        };
-        self
-    }
-
-    /// The shape of o in `order`.
-    fn o_shape(&self, order: OutputOrder) -> [usize; 4] {
-        let [b, h, t, d] = [self.batch, self.heads, self.tq, self.d].map(|x| x as usize);
-        match order {
-            OutputOrder::HeadMajor => [b, h, t, d],
-            OutputOrder::TokenMajor => [b, t, h, d],
-        }
-    }
-}
-
-/// Checks q `[B, H, Tq, D]` against k and v `[B, Hkv, Tk, D]` (dense tensors) and returns
-/// the kernels' params for them (see [`check_views`]).
-fn check_qkv(
+/// [`check_qkv`] for attention without a cache: k and v have q's sequence length.
+fn check_same_length(
     op: &str,
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
     scale: Option<f32>,
 ) -> Result<AttentionParams, Error> {
-    let qv = HeadsView::dense(op, "q", q, "[B, H, T, D] tensor")?;
-    let kv = HeadsView::dense(op, "k", k, "[B, Hkv, T, D] tensor")?;
-    if v.shape() != k.shape() || v.dtype() != DType::F32 {
-        let (ks, vs) = (k.shape(), v.shape());
-        return Err(mismatch(
-            op,
-            format!("v must have k's shape {ks:?}, got {vs:?}"),
-        ));
-    }
-    let vv = HeadsView::dense(op, "v", v, "[B, Hkv, T, D] tensor")?;
-    check_views(op, &qv, &kv, &vv, scale)
-}
-
-/// Checks that k and v have q's sequence length (attention without a cache).
-fn check_same_length(op: &str, params: &AttentionParams) -> Result<(), Error> {
+    let params = check_qkv(op, q, k, v, scale)?;
     if params.tk_stride != params.tq {
         return Err(mismatch(
             op,
@@ -207,7 +157,7 @@ fn check_same_length(op: &str, params: &AttentionParams) -> Result<(), Error> {
             ),
         ));
     }
-    Ok(())
+    Ok(params)
 }
 
 /// The kernel variant for head dim `d`, checked against the device's workgroup limits.
@@ -238,7 +188,7 @@ fn variant(dev: &Device, op: &str, d: u32) -> Result<&'static Variant, Error> {
     Ok(v)
 }
 
-/// The kernels of an attention call.
+/// The three kernels of an attention call.
 #[derive(Clone, Copy)]
 enum Pass {
     /// `o` and `lse`.
@@ -247,8 +197,6 @@ enum Pass {
     Dq,
     /// `dk` and `dv`.
     Dkv,
-    /// `dk` and `dv` into one buffer (k and v packed in one tensor).
-    DkvShared,
 }
 
 /// Records `pass` on `tensors` (in its layout's slot order): the register-blocked kernel
@@ -267,35 +215,30 @@ fn launch(
         (Pass::Forward, Some(t)) => (t.fwd, ROWS),
         (Pass::Dq, Some(t)) => (t.bwd_dq, t.shape.dq_rows),
         (Pass::Dkv, Some(t)) => (t.bwd_dkv, bwd_dkv::DKV_KEYS),
-        (Pass::DkvShared, Some(t)) => (t.bwd_dkv_shared, bwd_dkv::DKV_KEYS),
         (Pass::Forward, None) => (row_kernels.fwd.kernel()?, ROWS),
         (Pass::Dq, None) => (row_kernels.bwd_dq.kernel()?, ROWS),
         (Pass::Dkv, None) => (row_kernels.bwd_dkv.kernel()?, ROWS),
-        (Pass::DkvShared, None) => (row_kernels.bwd_dkv_shared.kernel()?, ROWS),
     };
     let (layout, rows, heads) = match pass {
         Pass::Forward => (&layout::FWD, params.tq, params.heads),
         Pass::Dq => (&layout::DQ, params.tq, params.heads),
         Pass::Dkv => (&layout::DKV, params.tk_stride, params.kv_heads),
-        Pass::DkvShared => (&layout::DKV_SHARED, params.tk_stride, params.kv_heads),
     };
     let grid = [rows.div_ceil(block), heads, params.batch];
     layout.dispatch(kernel, &[], params, tensors, grid)
 }
 
-/// Records the forward kernel: writes `o` (in `order`) and `lse` `[B, H, Tq]`.
+/// Records the forward kernel: writes `o` (q's shape) and `lse` `[B, H, Tq]`.
 fn launch_forward(
-    [q, k, v]: [&Tensor; 3],
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
     params: &AttentionParams,
-    order: OutputOrder,
     op: &str,
 ) -> Result<(Tensor, Tensor), Error> {
-    let params = params.with_o(order);
-    let dev = q.device();
-    let o = dev.empty(&params.o_shape(order), DType::F32)?;
-    let [b, h, t, _] = params.o_shape(OutputOrder::HeadMajor);
-    let lse = dev.empty(&[b, h, t], DType::F32)?;
-    launch(Pass::Forward, op, &params, &[q, k, v, &o, &lse])?;
+    let o = q.device().empty(q.shape(), DType::F32)?;
+    let lse = q.device().empty(&q.shape()[..3], DType::F32)?;
+    launch(Pass::Forward, op, params, &[q, k, v, &o, &lse])?;
     Ok((o, lse))
 }
 
@@ -316,10 +259,8 @@ pub fn attention(
     v: &Tensor,
     scale: Option<f32>,
 ) -> Result<(Tensor, Tensor), Error> {
-    let op = "attention";
-    let params = check_qkv(op, q, k, v, scale)?;
-    check_same_length(op, &params)?;
-    launch_forward([q, k, v], &params, OutputOrder::HeadMajor, op)
+    let params = check_same_length("attention", q, k, v, scale)?;
+    launch_forward(q, k, v, &params, "attention")
 }
 
 /// Causal attention over a KV cache (forward only): `q` `[B, H, Q, D]` holds `Q >= 1` new
@@ -354,36 +295,34 @@ pub fn attention_decode(
     }
     // At most the cache's rows (checked above), so it fits 32 bits as they do.
     params.past = past as u32;
-    let (o, _lse) = launch_forward([q, k_cache, v_cache], &params, OutputOrder::HeadMajor, op)?;
+    let (o, _lse) = launch_forward(q, k_cache, v_cache, &params, op)?;
     Ok(o)
 }
 
-/// Checks the backward's tensors against the forward's params: `like_o` are the tensors
-/// that must have o's shape in `order` (`o`, `d_o`), `rows` those that must be
-/// `[B, H, T]` (`lse`, `delta`).
+/// Checks the backward's inputs against the forward's contract and builds its uniforms:
+/// `like_q` are the tensors that must have q's shape (`o`, `d_o`), `rows` those that must
+/// be `[B, H, T]` (`lse`, `delta`).
 fn check_backward(
     op: &str,
-    params: &AttentionParams,
-    order: OutputOrder,
-    like_o: &[(&str, &Tensor)],
+    [q, k, v]: [&Tensor; 3],
+    like_q: &[(&str, &Tensor)],
     rows: &[(&str, &Tensor)],
-    dev: &Device,
-) -> Result<(), Error> {
-    check_same_length(op, params)?;
-    let o_shape = params.o_shape(order);
-    let bht = &params.o_shape(OutputOrder::HeadMajor)[..3];
-    let what = match order {
-        OutputOrder::HeadMajor => "q's shape",
-        OutputOrder::TokenMajor => "the forward's o shape [B, T, H, D]",
-    };
-    for &(name, t) in like_o {
-        if t.shape() != o_shape || t.dtype() != DType::F32 {
+    scale: Option<f32>,
+) -> Result<AttentionParams, Error> {
+    let params = check_same_length(op, q, k, v, scale)?;
+    for &(name, t) in like_q {
+        if t.shape() != q.shape() || t.dtype() != DType::F32 {
             return Err(mismatch(
                 op,
-                format!("{name} must have {what} {o_shape:?}, got {:?}", t.shape()),
+                format!(
+                    "{name} must have q's shape {:?}, got {:?}",
+                    q.shape(),
+                    t.shape()
+                ),
             ));
         }
     }
+    let bht = &q.shape()[..3];
     for &(name, t) in rows {
         if t.shape() != bht || t.dtype() != DType::F32 {
             return Err(mismatch(
@@ -395,44 +334,11 @@ fn check_backward(
             ));
         }
     }
-    variant(dev, op, params.d)?;
-    Ok(())
+    variant(q.device(), op, params.d)?;
+    Ok(params)
 }
 
-/// Records the dq pass, writing `dq` (through q's layout in `params`); returns
-/// `delta = rowsum(d_o * o)` `[B, H, T]`.
-fn record_dq(
-    op: &str,
-    params: &AttentionParams,
-    [q, k, v]: [&Tensor; 3],
-    [o, lse, d_o]: [&Tensor; 3],
-    dq: &Tensor,
-) -> Result<Tensor, Error> {
-    let delta = q.device().empty(lse.shape(), DType::F32)?;
-    launch(Pass::Dq, op, params, &[q, k, v, o, d_o, lse, dq, &delta])?;
-    Ok(delta)
-}
-
-/// Records the dk/dv pass, writing `dk` and `dv` (through k's and v's layouts; one
-/// binding when they are one tensor). It reads the `delta` of the dq pass (recorded
-/// before it on the same encoder, so it sees it written).
-fn record_dkv(
-    op: &str,
-    params: &AttentionParams,
-    [q, k, v]: [&Tensor; 3],
-    [lse, d_o, delta]: [&Tensor; 3],
-    [dk, dv]: [&Tensor; 2],
-) -> Result<(), Error> {
-    if dk.same_buffer(dv) {
-        let tensors = [q, k, v, d_o, lse, delta, dk];
-        launch(Pass::DkvShared, op, params, &tensors)
-    } else {
-        let tensors = [q, k, v, d_o, lse, delta, dk, dv];
-        launch(Pass::Dkv, op, params, &tensors)
-    }
-}
-
-/// Checks and records the dq pass of dense tensors: returns `dq` and `delta`.
+/// Checks and records the dq pass: returns `dq` and `delta = rowsum(d_o * o)` `[B, H, T]`.
 fn backward_dq(
     op: &str,
     qkv @ [q, k, v]: [&Tensor; 3],
@@ -441,22 +347,15 @@ fn backward_dq(
     d_o: &Tensor,
     scale: Option<f32>,
 ) -> Result<(Tensor, Tensor), Error> {
-    let params = check_qkv(op, q, k, v, scale)?;
-    let like_o = [("o", o), ("d_o", d_o)];
-    check_backward(
-        op,
-        &params,
-        OutputOrder::HeadMajor,
-        &like_o,
-        &[("lse", lse)],
-        q.device(),
-    )?;
+    let params = check_backward(op, qkv, &[("o", o), ("d_o", d_o)], &[("lse", lse)], scale)?;
     let dq = q.device().empty(q.shape(), DType::F32)?;
-    let delta = record_dq(op, &params, qkv, [o, lse, d_o], &dq)?;
+    let delta = q.device().empty(&q.shape()[..3], DType::F32)?;
+    launch(Pass::Dq, op, &params, &[q, k, v, o, d_o, lse, &dq, &delta])?;
     Ok((dq, delta))
 }
 
-/// Checks and records the dk/dv pass of dense tensors.
+/// Checks and records the dk/dv pass, which reads the `delta` of the dq pass (recorded
+/// before it on the same encoder, so it sees it written).
 fn backward_dkv(
     op: &str,
     qkv @ [q, k, v]: [&Tensor; 3],
@@ -465,19 +364,16 @@ fn backward_dkv(
     delta: &Tensor,
     scale: Option<f32>,
 ) -> Result<(Tensor, Tensor), Error> {
-    let params = check_qkv(op, q, k, v, scale)?;
     let rows = [("lse", lse), ("delta", delta)];
-    check_backward(
-        op,
-        &params,
-        OutputOrder::HeadMajor,
-        &[("d_o", d_o)],
-        &rows,
-        q.device(),
-    )?;
+    let params = check_backward(op, qkv, &[("d_o", d_o)], &rows, scale)?;
     let dk = q.device().empty(k.shape(), DType::F32)?;
     let dv = q.device().empty(v.shape(), DType::F32)?;
-    record_dkv(op, &params, qkv, [lse, d_o, delta], [&dk, &dv])?;
+    launch(
+        Pass::Dkv,
+        op,
+        &params,
+        &[q, k, v, d_o, lse, delta, &dk, &dv],
+    )?;
     Ok((dk, dv))
 }
 

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::emit::{Block, Rows, Tile, head_at, step_slot, store_rows, unrolled_dims};
+use super::emit::{Block, Rows, Tile, step_slot, store_rows, unrolled_dims};
 use super::layout;
 
 /// Keys per workgroup of the dk/dv pass.
@@ -35,10 +35,7 @@ pub const fn dkv_shared_bytes(dp: u32, threads: u32) -> u32 {
 /// Then every thread accumulates 4 keys x `DP / (threads / 8)` dims of dV += P^T dO and
 /// dK += dS^T Q: per four queries, eight vec4 reads of P and dS shared by all its dims
 /// and one dO and one Q read per dim, each feeding four FMAs.
-///
-/// With `shared`, dk and dv are written into one buffer `dkv` (at their own strides), for
-/// k and v packed in one tensor.
-pub fn backward_dkv(dp: u32, threads: u32, shared: bool) -> String {
+pub fn backward_dkv(dp: u32, threads: u32) -> String {
     assert!(
         dp == 32 || dp == 64,
         "tiled attention supports DP 32 and 64"
@@ -58,19 +55,14 @@ pub fn backward_dkv(dp: u32, threads: u32, shared: bool) -> String {
     let kt_line = DKV_KEYS / 4;
     let mut w = String::new();
     w.push_str("// Causal flash-attention backward, dk/dv pass, register-blocked (generated; see attention/bwd_dkv.rs).\n");
-    let (decl, dk, dv) = if shared {
-        (layout::DKV_SHARED.declarations(), "dkv", "dkv")
-    } else {
-        (layout::DKV.declarations(), "dk", "dv")
-    };
-    w.push_str(&decl);
+    w.push_str(&layout::DKV.declarations());
     let block = Block { threads, dp };
     let mut kv_load = String::new();
     let kv_tiles = [
-        Tile::new("kv", "k", "k").scaled("p.scale_log2"),
-        Tile::new("kv", "v", "v").at(dp * kt_line),
+        Tile::new("kv", "k").scaled("p.scale_log2"),
+        Tile::new("kv", "v").at(dp * kt_line),
     ];
-    let kv_rows = Rows::swizzled(DKV_KEYS, "k0", "p.tq");
+    let kv_rows = Rows::swizzled(DKV_KEYS, "kvrow", "k0", "p.tq");
     block.load_transposed(&mut kv_load, "    ", kv_rows, &kv_tiles);
     let _ = write!(
         w,
@@ -96,8 +88,7 @@ fn main(
     let b = wg.z;
     let d = p.d;
     let k0 = kb * {DKV_KEYS}u;
-    {k_at}
-    {v_at}
+    let kvrow = (b * p.kv_heads + gh) * p.tk_stride;
 {kv_load}    // Score phase: half 0 computes S^T, half 1 dP^T, for keys 4 sy .. and queries 4 sx ..
     let half = tid / {half_n}u;
     let sy = tid % 8u;
@@ -110,8 +101,6 @@ fn main(
     let cx = tid / 8u;
     let group = p.heads / p.kv_heads;
 ",
-        k_at = head_at("k", "gh"),
-        v_at = head_at("v", "gh"),
         kv_len = 2 * dp * kt_line,
         qg_len = 2 * dp * ql,
         pd_len = 2 * qt * kt_line,
@@ -126,19 +115,12 @@ fn main(
         w,
         "    for (var hh = gh * group; hh < (gh + 1u) * group; hh++) {{
         let head_row = (b * p.heads + hh) * p.tq;
-        {q_at}
-        {o_at}
         // The block's first key is a multiple of the query tile, so no tile straddles it.
         for (var t0 = k0; t0 < p.tq; t0 += {qt}u) {{
-            workgroupBarrier();",
-        q_at = head_at("q", "hh"),
-        o_at = head_at("o", "hh"),
+            workgroupBarrier();"
     );
-    let q_tiles = [
-        Tile::new("qg", "q", "q"),
-        Tile::new("qg", "go", "o").at(dp * ql),
-    ];
-    let q_rows = Rows::padded(qt, "t0", "p.tq");
+    let q_tiles = [Tile::new("qg", "q"), Tile::new("qg", "go").at(dp * ql)];
+    let q_rows = Rows::padded(qt, "head_row", "t0", "p.tq");
     block.load_transposed(&mut w, "            ", q_rows, &q_tiles);
     let _ = write!(
         w,
@@ -254,13 +236,13 @@ fn main(
         w.push_str("            }\n");
     }
     w.push_str("        }\n    }\n");
-    store_rows(&mut w, "j", "k0", &["k", "v"], |w, comp| {
+    store_rows(&mut w, "j", "k0", "kvrow", |w, comp| {
         for a in 0..na {
             let _ = writeln!(
                 w,
                 "            if (cx + {ca}u < d) {{
-                {dk}[base_k + cx + {ca}u] = dk{a}.{comp} * p.scale;
-                {dv}[base_v + cx + {ca}u] = dv{a}.{comp};
+                dk[base + cx + {ca}u] = dk{a}.{comp} * p.scale;
+                dv[base + cx + {ca}u] = dv{a}.{comp};
             }}",
                 ca = cxn * a
             );

@@ -76,10 +76,10 @@ const LOG2E: f32 = 1.4426950408889634;
     );
     query_block_main(&mut w, rows, "");
     let q_tiles = [
-        Tile::new("qs", "q", "q").scaled("p.scale_log2"),
-        Tile::new("gs", "go", "o"),
+        Tile::new("qs", "q").scaled("p.scale_log2"),
+        Tile::new("gs", "go"),
     ];
-    let q_rows = Rows::swizzled(rows, "row0", "p.tq");
+    let q_rows = Rows::swizzled(rows, "head_row", "row0", "p.tq");
     block.load_transposed(&mut w, "    ", q_rows, &q_tiles);
     let _ = write!(
         w,
@@ -103,7 +103,7 @@ const LOG2E: f32 = 1.4426950408889634;
             .enumerate()
             .map(|(i, comp)| format!(
                 "        if (row0 + 4u * ry + {i}u < p.tq) {{
-            ov.{comp} = o[o_at + (row0 + 4u * ry + {i}u) * p.o_row + c];
+            ov.{comp} = o[(head_row + row0 + 4u * ry + {i}u) * d + c];
         }}
 "
             ))
@@ -128,11 +128,7 @@ const LOG2E: f32 = 1.4426950408889634;
     for a in 0..4 * nv {
         let _ = writeln!(w, "    var a{a} = vec4<f32>(0.0);");
     }
-    key_tile_loop(
-        &mut w,
-        block,
-        &[Tile::new("kt", "k", "k"), Tile::new("vt", "v", "v")],
-    );
+    key_tile_loop(&mut w, block, &[Tile::new("kt", "k"), Tile::new("vt", "v")]);
     w.push_str("        workgroupBarrier();\n");
     for j in 0..4 {
         let _ = writeln!(
@@ -195,7 +191,7 @@ const LOG2E: f32 = 1.4426950408889634;
         );
     }
     w.push_str("        }\n    }\n");
-    store_rows(&mut w, "r", "row0", &["q"], |w, comp| {
+    store_rows(&mut w, "r", "row0", "head_row", |w, comp| {
         for a in 0..4 * nv {
             let (x, ci) = (a / 4, a % 4);
             let _ = writeln!(
@@ -203,7 +199,7 @@ const LOG2E: f32 = 1.4426950408889634;
                 "            {{
                 let c = 4u * (cx + {}u) + {ci}u;
                 if (c < d) {{
-                    dq[base_q + c] = a{a}.{comp} * p.scale;
+                    dq[base + c] = a{a}.{comp} * p.scale;
                 }}
             }}",
                 8 * x

@@ -9,26 +9,21 @@ use std::fmt::Write as _;
 use super::tiled::KT;
 
 /// One tile that [`Block::load_transposed`] fills: the workgroup array, its first vec4, the
-/// global buffer, the operand whose layout it is read with (`"q"`, `"k"`, `"v"` or `"o"`:
-/// row `t` of the head at `{layout}_at + t * p.{layout}_row`, see [`head_at`]) and what to
-/// multiply each value by (`1.0` for nothing).
+/// global buffer and what to multiply each value by (`1.0` for nothing).
 pub(super) struct Tile<'a> {
     dst: &'a str,
     off: u32,
     src: &'a str,
-    layout: &'a str,
     scale: &'a str,
 }
 
 impl<'a> Tile<'a> {
-    /// Buffer `src`, read with operand `layout`'s strides, into workgroup array `dst` from
-    /// its first vec4, unscaled.
-    pub(super) fn new(dst: &'a str, src: &'a str, layout: &'a str) -> Self {
+    /// Buffer `src` into workgroup array `dst` from its first vec4, unscaled.
+    pub(super) fn new(dst: &'a str, src: &'a str) -> Self {
         Tile {
             dst,
             off: 0,
             src,
-            layout,
             scale: "1.0",
         }
     }
@@ -44,33 +39,35 @@ impl<'a> Tile<'a> {
     }
 }
 
-/// The rows one [`Block::load_transposed`] copies: local rows `r < count`, row
-/// `first + r` of the head, zero from `first + r == end` on (`first` and `end` are WGSL
+/// The rows one [`Block::load_transposed`] copies: local rows `r < count`, global row
+/// `base + first + r`, zero from `first + r == end` on (`base`, `first` and `end` are WGSL
 /// expressions), stored with `count / 4` vec4s per line, XOR-swizzled, or one more,
 /// padded (see [`Block::load_transposed`]).
 pub(super) struct Rows<'a> {
     count: u32,
     swizzle: bool,
+    base: &'a str,
     first: &'a str,
     end: &'a str,
 }
 
 impl<'a> Rows<'a> {
     /// `count` rows in a swizzled tile.
-    pub(super) fn swizzled(count: u32, first: &'a str, end: &'a str) -> Self {
+    pub(super) fn swizzled(count: u32, base: &'a str, first: &'a str, end: &'a str) -> Self {
         Rows {
             count,
             swizzle: true,
+            base,
             first,
             end,
         }
     }
 
     /// `count` rows in a tile padded by one vec4 per line.
-    pub(super) fn padded(count: u32, first: &'a str, end: &'a str) -> Self {
+    pub(super) fn padded(count: u32, base: &'a str, first: &'a str, end: &'a str) -> Self {
         Rows {
             swizzle: false,
-            ..Rows::swizzled(count, first, end)
+            ..Rows::swizzled(count, base, first, end)
         }
     }
 
@@ -104,6 +101,7 @@ impl Block {
         let Rows {
             count,
             swizzle,
+            base,
             first,
             end,
         } = rows;
@@ -133,14 +131,13 @@ impl Block {
         for (i, _) in tiles.iter().enumerate() {
             let _ = writeln!(w, "{ind}    var x{i} = 0.0;");
         }
-        let _ = writeln!(w, "{ind}    if ({first} + r < {end} && c < d) {{");
+        let _ = writeln!(
+            w,
+            "{ind}    if ({first} + r < {end} && c < d) {{
+{ind}        let gi = ({base} + {first} + r) * d + c;"
+        );
         for (i, t) in tiles.iter().enumerate() {
-            let _ = writeln!(
-                w,
-                "{ind}        x{i} = {}[{l}_at + ({first} + r) * p.{l}_row + c];",
-                t.src,
-                l = t.layout
-            );
+            let _ = writeln!(w, "{ind}        x{i} = {}[gi];", t.src);
         }
         let _ = writeln!(w, "{ind}    }}");
         for (i, t) in tiles.iter().enumerate() {
@@ -181,19 +178,18 @@ pub(super) fn key_tile_loop(w: &mut String, block: Block, tiles: &[Tile]) {
         "    for (var t0 = 0u; t0 < n_keys; t0 += {KT}u) {{
         workgroupBarrier();"
     );
-    let rows = Rows::swizzled(KT, "t0", "n_keys");
+    let rows = Rows::swizzled(KT, "kvrow", "t0", "n_keys");
     block.load_transposed(w, "        ", rows, tiles);
 }
 
 /// Emits the final store of a thread's four rows: row `i < 4` (component `i` of the
-/// accumulators) is `{var} = {first} + 4u * ry + i`, stored when `{var} < p.tq` by the
-/// lines `row(w, comp)` writes, with `base_{l}` the element index of the row in the
-/// layout of each operand `l` of `layouts` (see [`head_at`]).
+/// accumulators) is `{var} = {first} + 4u * ry + i`, stored when `{var} < p.tq` from
+/// `base = ({row_base} + {var}) * d` by the lines `row(w, comp)` writes.
 pub(super) fn store_rows(
     w: &mut String,
     var: &str,
     first: &str,
-    layouts: &[&str],
+    row_base: &str,
     row: impl Fn(&mut String, &str),
 ) {
     for (i, comp) in ["x", "y", "z", "w"].iter().enumerate() {
@@ -201,11 +197,9 @@ pub(super) fn store_rows(
             w,
             "    {{
         let {var} = {first} + 4u * ry + {i}u;
-        if ({var} < p.tq) {{"
+        if ({var} < p.tq) {{
+            let base = ({row_base} + {var}) * d;"
         );
-        for l in layouts {
-            let _ = writeln!(w, "            let base_{l} = {l}_at + {var} * p.{l}_row;");
-        }
         row(w, comp);
         w.push_str("        }\n    }\n");
     }
@@ -217,18 +211,11 @@ pub(super) fn slot(c: &str, line: u32, rv: &str, c8: &str) -> String {
     format!("({c}) * {line}u + (({rv}) ^ ({c8}))")
 }
 
-/// The WGSL line `let {l}_at = ..;`: the element index of row 0 of head `head` of batch
-/// `b` in operand `l`'s layout (`"q"`, `"k"`, `"v"` or `"o"`; see `AttentionParams`).
-pub(super) fn head_at(l: &str, head: &str) -> String {
-    format!("let {l}_at = p.{l}_off + b * p.{l}_batch + {head} * p.{l}_head;")
-}
-
 /// Emits the entry point of a kernel over blocks of `rows` query rows of one (batch,
 /// head), `2 rows` threads (the forward and the dq pass): thread `(ry, cx)` with
 /// `ry = tid % (rows / 4)`, the block `qb` (the last one first: it sees the most keys;
 /// `note` is written before it), the head `h`, its kv head `g`, the block's first row
-/// `row0`, the head's first row `head_row` of `[B, H, T]` (lse and delta) and the
-/// heads' first elements `q_at`, `o_at` (head `h`), `k_at`, `v_at` (head `g`).
+/// `row0` and the heads' first rows `head_row` and `kvrow`.
 pub(super) fn query_block_main(w: &mut String, rows: u32, note: &str) {
     let _ = write!(
         w,
@@ -247,16 +234,9 @@ fn main(
     let d = p.d;
     let row0 = qb * {rows}u;
     let head_row = (b * p.heads + h) * p.tq;
-    {q}
-    {o}
-    {k}
-    {v}
+    let kvrow = (b * p.kv_heads + g) * p.tk_stride;
 ",
         threads = 2 * rows,
         ry_n = rows / 4,
-        q = head_at("q", "h"),
-        o = head_at("o", "h"),
-        k = head_at("k", "g"),
-        v = head_at("v", "g"),
     );
 }

@@ -97,7 +97,7 @@ fn load_tile(w: &mut String, ind: &str, dp: u32, buf: &str, t: &str) {
             w,
             "{ind}    {buf}r{i} = 0.0;
 {ind}    if ({t} + {row} < n_keys && c < d) {{
-{ind}        {buf}r{i} = {buf}[{buf}_at + ({t} + {row}) * p.{buf}_row + c];
+{ind}        {buf}r{i} = {buf}[(kvrow + {t} + {row}) * d + c];
 {ind}    }}"
         );
     });

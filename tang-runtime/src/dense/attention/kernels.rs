@@ -3,7 +3,7 @@
 //! register-blocked ones of `tiled.rs`, `fwd_large.rs`, `bwd_dq.rs` and `bwd_dkv.rs`
 //! (head dims 17 to 64), each in the tile shape the device has room for.
 
-use super::layout::{AttentionParams, DKV_SHARED_SLOTS, DKV_SLOTS, DQ_SLOTS, FWD_SLOTS};
+use super::layout::{AttentionParams, DKV_SLOTS, DQ_SLOTS, FWD_SLOTS};
 use super::rows::{load4, staged, store4};
 use super::{bwd_dkv, bwd_dq, fwd_large, tiled};
 use crate::spec::Source;
@@ -21,8 +21,6 @@ pub(super) struct Variant {
     pub(super) fwd: Spec<AttentionParams>,
     pub(super) bwd_dq: Spec<AttentionParams>,
     pub(super) bwd_dkv: Spec<AttentionParams>,
-    /// The dk/dv pass writing dk and dv into one buffer.
-    pub(super) bwd_dkv_shared: Spec<AttentionParams>,
 }
 
 /// Rows (queries in the forward and dq pass, keys in the dk/dv pass) per workgroup; the
@@ -66,13 +64,6 @@ const DKV_PIECES: &[&str] = &[
     store4!(dk),
     store4!(dv),
 ];
-const DKV_SHARED_PIECES: &[&str] = &[
-    staged!(a = q, b = go),
-    load4!(k = k),
-    load4!(v = v),
-    store4!(dk in dkv),
-    store4!(dv in dkv),
-];
 
 macro_rules! variant {
     ($dp:literal, $dh:literal, $split:literal, $tile:literal, $ch:literal) => {
@@ -99,12 +90,6 @@ macro_rules! variant {
                 DKV_SLOTS,
                 shader!($dp, $dh, $split, $tile, $ch, "row_bwd_dkv.wgsl"),
             ),
-            bwd_dkv_shared: Spec::new(
-                concat!("attention_bwd_dkv_shared_d", $dp),
-                DKV_SHARED_PIECES,
-                DKV_SHARED_SLOTS,
-                shader!($dp, $dh, $split, $tile, $ch, "row_bwd_dkv.wgsl"),
-            ),
         }
     };
 }
@@ -127,20 +112,16 @@ enum Pass {
     BwdDkv,
     BwdDqLarge,
     BwdDkvLarge,
-    BwdDkvShared,
-    BwdDkvLargeShared,
 }
 
 impl Pass {
-    const ALL: [Pass; 8] = [
+    const ALL: [Pass; 6] = [
         Pass::Fwd,
         Pass::BwdDq,
         Pass::BwdDkv,
-        Pass::BwdDkvShared,
         Pass::FwdLarge,
         Pass::BwdDqLarge,
         Pass::BwdDkvLarge,
-        Pass::BwdDkvLargeShared,
     ];
 
     /// The kernel's name and WGSL for padded head dim `dp`.
@@ -150,22 +131,11 @@ impl Pass {
             Pass::Fwd => ("fwd", tiled::forward(dp)),
             Pass::FwdLarge => ("fwd_large", fwd_large::forward(dp)),
             Pass::BwdDq => ("bwd_dq", bwd_dq::backward_dq(dp, small.dq_rows)),
-            Pass::BwdDkv => (
-                "bwd_dkv",
-                bwd_dkv::backward_dkv(dp, small.dkv_threads, false),
-            ),
-            Pass::BwdDkvShared => (
-                "bwd_dkv_shared",
-                bwd_dkv::backward_dkv(dp, small.dkv_threads, true),
-            ),
+            Pass::BwdDkv => ("bwd_dkv", bwd_dkv::backward_dkv(dp, small.dkv_threads)),
             Pass::BwdDqLarge => ("bwd_dq_large", bwd_dq::backward_dq(dp, large.dq_rows)),
             Pass::BwdDkvLarge => (
                 "bwd_dkv_large",
-                bwd_dkv::backward_dkv(dp, large.dkv_threads, false),
-            ),
-            Pass::BwdDkvLargeShared => (
-                "bwd_dkv_large_shared",
-                bwd_dkv::backward_dkv(dp, large.dkv_threads, true),
+                bwd_dkv::backward_dkv(dp, large.dkv_threads),
             ),
         };
         (format!("attention_{kind}_tiled_d{dp}"), text)
@@ -188,8 +158,6 @@ pub(super) struct TiledPick {
     pub(super) fwd_keys: u32,
     pub(super) bwd_dq: &'static RawKernel,
     pub(super) bwd_dkv: &'static RawKernel,
-    /// The dk/dv pass writing both into one buffer.
-    pub(super) bwd_dkv_shared: &'static RawKernel,
     pub(super) shape: tiled::BwdShape,
 }
 
@@ -227,20 +195,10 @@ pub(super) fn tiled_for(dev: &Device, d: usize) -> Result<Option<TiledPick>, Err
     } else {
         return Ok(None);
     };
-    let (bwd_dq, bwd_dkv, bwd_dkv_shared, shape) = if bwd_fits(tiled::BWD_LARGE) {
-        (
-            Pass::BwdDqLarge,
-            Pass::BwdDkvLarge,
-            Pass::BwdDkvLargeShared,
-            tiled::BWD_LARGE,
-        )
+    let (bwd_dq, bwd_dkv, shape) = if bwd_fits(tiled::BWD_LARGE) {
+        (Pass::BwdDqLarge, Pass::BwdDkvLarge, tiled::BWD_LARGE)
     } else if bwd_fits(tiled::BWD_SMALL) {
-        (
-            Pass::BwdDq,
-            Pass::BwdDkv,
-            Pass::BwdDkvShared,
-            tiled::BWD_SMALL,
-        )
+        (Pass::BwdDq, Pass::BwdDkv, tiled::BWD_SMALL)
     } else {
         return Ok(None);
     };
@@ -249,7 +207,6 @@ pub(super) fn tiled_for(dev: &Device, d: usize) -> Result<Option<TiledPick>, Err
         fwd_keys,
         bwd_dq: tiled_kernel(dp, bwd_dq)?,
         bwd_dkv: tiled_kernel(dp, bwd_dkv)?,
-        bwd_dkv_shared: tiled_kernel(dp, bwd_dkv_shared)?,
         shape,
     }))
 }
@@ -262,14 +219,7 @@ pub(super) fn tiled_for(dev: &Device, d: usize) -> Result<Option<TiledPick>, Err
 pub(crate) fn kernels() -> Vec<Source> {
     VARIANTS
         .iter()
-        .flat_map(|v| {
-            [
-                v.fwd.source(),
-                v.bwd_dq.source(),
-                v.bwd_dkv.source(),
-                v.bwd_dkv_shared.source(),
-            ]
-        })
+        .flat_map(|v| [v.fwd.source(), v.bwd_dq.source(), v.bwd_dkv.source()])
         .chain(
             [32, 64]
                 .into_iter()

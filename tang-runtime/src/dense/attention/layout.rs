@@ -20,27 +20,6 @@ params! {
         /// The softmax scale times log2(e) (scores are kept in log2 units).
         scale_log2: f32,
         scale: f32,
-        /// Where q's (and dq's) elements sit: element `(b, h, t, c)` at
-        /// `q_off + b * q_batch + h * q_head + t * q_row + c`; the same for k (and dk),
-        /// v (and dv) and o (and its gradient). Dense `[B, H, T, D]` is
-        /// `(H T D, T D, D, 0)`; a packed `[B, T, N]` projection is `(T N, D, N, first
-        /// head * D)`.
-        q_batch: u32,
-        q_head: u32,
-        q_row: u32,
-        q_off: u32,
-        k_batch: u32,
-        k_head: u32,
-        k_row: u32,
-        k_off: u32,
-        v_batch: u32,
-        v_head: u32,
-        v_row: u32,
-        v_off: u32,
-        o_batch: u32,
-        o_head: u32,
-        o_row: u32,
-        o_off: u32,
     }
 }
 
@@ -62,16 +41,9 @@ pub(super) const DQ_SLOTS: &[Slot] =
 pub(super) const DKV_SLOTS: &[Slot] =
     f32_slots!(read: "q", "k", "v", "go", "lse", "delta"; write: "dk", "dv");
 
-/// The dk/dv pass writing both gradients into one buffer `dkv` (k and v packed in one
-/// tensor: two bindings of one buffer that is written are not allowed).
-pub(super) const DKV_SHARED_SLOTS: &[Slot] =
-    f32_slots!(read: "q", "k", "v", "go", "lse", "delta"; write: "dkv");
-
 /// The forward's declarations.
 pub(super) const FWD: Layout<AttentionParams> = Layout::new(FWD_SLOTS);
 /// The dq pass's declarations.
 pub(super) const DQ: Layout<AttentionParams> = Layout::new(DQ_SLOTS);
 /// The dk/dv pass's declarations.
 pub(super) const DKV: Layout<AttentionParams> = Layout::new(DKV_SLOTS);
-/// The declarations of the dk/dv pass with one output buffer.
-pub(super) const DKV_SHARED: Layout<AttentionParams> = Layout::new(DKV_SHARED_SLOTS);

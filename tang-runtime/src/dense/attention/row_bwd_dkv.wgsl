@@ -39,8 +39,7 @@ fn main(
     let k0 = kb * ROWS;
     let j = k0 + r;
     let row_ok = j < n_keys;
-    let kbase = p.k_off + b * p.k_batch + g * p.k_head + j * p.k_row;
-    let vbase = p.v_off + b * p.v_batch + g * p.v_head + j * p.v_row;
+    let kbase = ((b * p.kv_heads + g) * p.tk_stride + j) * d;
 
     var kr: array<vec4<f32>, DH4>;
     var vr: array<vec4<f32>, DH4>;
@@ -49,7 +48,7 @@ fn main(
     for (var c4 = 0u; c4 < DH4; c4++) {
         let c = sl * DH + c4 * 4u;
         kr[c4] = load4_k(kbase + c, c, d, row_ok);
-        vr[c4] = load4_v(vbase + c, c, d, row_ok);
+        vr[c4] = load4_v(kbase + c, c, d, row_ok);
         dka[c4] = vec4<f32>(0.0);
         dva[c4] = vec4<f32>(0.0);
     }
@@ -60,11 +59,9 @@ fn main(
 
     for (var hh = g * group; hh < (g + 1u) * group; hh++) {
         let head_row = (b * p.heads + hh) * p.tq;
-        let q_at = p.q_off + b * p.q_batch + hh * p.q_head;
-        let o_at = p.o_off + b * p.o_batch + hh * p.o_head;
         for (var t0 = t_start; t0 < p.tq; t0 += TILE) {
             workgroupBarrier();
-            stage(tid, t0, p.tq, q_at, p.q_row, o_at, p.o_row, d);
+            stage(tid, t0, p.tq, head_row * d, d);
             workgroupBarrier();
             for (var c0 = 0u; c0 < TILE; c0 += CH) {
                 if t0 + c0 >= p.tq {
@@ -117,7 +114,7 @@ fn main(
         for (var c4 = 0u; c4 < DH4; c4++) {
             let c = sl * DH + c4 * 4u;
             store4_dk(kbase + c, c, d, dka[c4] * p.scale);
-            store4_dv(vbase + c, c, d, dva[c4]);
+            store4_dv(kbase + c, c, d, dva[c4]);
         }
     }
 }

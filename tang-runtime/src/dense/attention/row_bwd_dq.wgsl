@@ -28,10 +28,8 @@ fn main(
     let i = qb * ROWS + r;
     let row_ok = i < p.tq;
     let row = (b * p.heads + h) * p.tq + i;
-    let qbase = p.q_off + b * p.q_batch + h * p.q_head + i * p.q_row;
-    let obase = p.o_off + b * p.o_batch + h * p.o_head + i * p.o_row;
-    let k_at = p.k_off + b * p.k_batch + g * p.k_head;
-    let v_at = p.v_off + b * p.v_batch + g * p.v_head;
+    let qbase = row * d;
+    let kvbase = (b * p.kv_heads + g) * p.tk_stride * d;
 
     var qr: array<vec4<f32>, DH4>;
     var gr: array<vec4<f32>, DH4>;
@@ -39,7 +37,7 @@ fn main(
     for (var c4 = 0u; c4 < DH4; c4++) {
         let c = sl * DH + c4 * 4u;
         qr[c4] = load4_q(qbase + c, c, d, row_ok);
-        gr[c4] = load4_go(obase + c, c, d, row_ok);
+        gr[c4] = load4_go(qbase + c, c, d, row_ok);
         acc[c4] = vec4<f32>(0.0);
     }
     // delta_i over the whole row (each slice computes it; it is read once per kernel)
@@ -47,7 +45,7 @@ fn main(
     var lse2 = 0.0;
     if row_ok {
         for (var c = 0u; c < d; c++) {
-            dl = fma(go[obase + c], o[obase + c], dl);
+            dl = fma(go[qbase + c], o[qbase + c], dl);
         }
         lse2 = lse[row] * LOG2E;
     }
@@ -56,7 +54,7 @@ fn main(
 
     for (var t0 = 0u; t0 < n_keys; t0 += TILE) {
         workgroupBarrier();
-        stage(tid, t0, n_keys, k_at, p.k_row, v_at, p.v_row, d);
+        stage(tid, t0, n_keys, kvbase, d);
         workgroupBarrier();
         for (var c0 = 0u; c0 < TILE; c0 += CH) {
             if t0 + c0 >= n_keys {

@@ -9,15 +9,16 @@ const DH4: u32 = DH / 4u;
 var<workgroup> ta: array<vec4<f32>, TILE * DP4>;
 var<workgroup> tb: array<vec4<f32>, TILE * DP4>;
 
-// Stages TILE rows from `t0` into `ta` and `tb`: row `r` of `ta` starts at
-// `a_at + r * a_row` (of `tb`: `b_at + r * b_row`), rows from `end` on are zeros. Spread
-// over the NT threads of the workgroup; the caller puts the barriers around it.
-fn stage(tid: u32, t0: u32, end: u32, a_at: u32, a_row: u32, b_at: u32, b_row: u32, d: u32) {
+// Stages TILE rows from `t0` into `ta` and `tb`: row `r` starts at `row_base + r * d`,
+// rows from `end` on are zeros. Spread over the NT threads of the workgroup; the caller
+// puts the barriers around it.
+fn stage(tid: u32, t0: u32, end: u32, row_base: u32, d: u32) {
     for (var e = tid; e < TILE * DP4; e += NT) {
         let r = t0 + e / DP4;
         let c = (e % DP4) * 4u;
+        let base = row_base + r * d + c;
         let ok = r < end;
-        ta[e] = load4_a(a_at + r * a_row + c, c, d, ok);
-        tb[e] = load4_b(b_at + r * b_row + c, c, d, ok);
+        ta[e] = load4_a(base, c, d, ok);
+        tb[e] = load4_b(base, c, d, ok);
     }
 }

@@ -35,10 +35,7 @@ fn main(
     let g = h / (p.heads / p.kv_heads);
     let d = p.d;
     let head_row = (b * p.heads + h) * p.tq;
-    let q_at = p.q_off + b * p.q_batch + h * p.q_head;
-    let o_at = p.o_off + b * p.o_batch + h * p.o_head;
-    let k_at = p.k_off + b * p.k_batch + g * p.k_head;
-    let v_at = p.v_off + b * p.v_batch + g * p.v_head;
+    let kvbase = (b * p.kv_heads + g) * p.tk_stride * d;
 
     var qr: array<vec4<f32>, RPT * DH4>;
     var acc: array<vec4<f32>, RPT * DH4>;
@@ -47,7 +44,7 @@ fn main(
     for (var x = 0u; x < RPT; x++) {
         let i = qb * ROWS + rr + x * RR;
         let ok = i < p.tq;
-        let qbase = q_at + i * p.q_row;
+        let qbase = (head_row + i) * d;
         for (var c4 = 0u; c4 < DH4; c4++) {
             let c = sl * DH + c4 * 4u;
             qr[x * DH4 + c4] = load4_q(qbase + c, c, d, ok) * p.scale_log2;
@@ -61,7 +58,7 @@ fn main(
 
     for (var t0 = 0u; t0 < n_keys; t0 += TILE) {
         workgroupBarrier();
-        stage(tid, t0, n_keys, k_at, p.k_row, v_at, p.v_row, d);
+        stage(tid, t0, n_keys, kvbase, d);
         workgroupBarrier();
         for (var c0 = 0u; c0 < TILE; c0 += CH) {
             if t0 + c0 >= n_keys {
@@ -128,11 +125,11 @@ fn main(
     for (var x = 0u; x < RPT; x++) {
         let i = qb * ROWS + rr + x * RR;
         if i < p.tq {
-            let obase = o_at + i * p.o_row;
+            let qbase = (head_row + i) * d;
             let inv = 1.0 / l[x];
             for (var c4 = 0u; c4 < DH4; c4++) {
                 let c = sl * DH + c4 * 4u;
-                store4_o(obase + c, c, d, acc[x * DH4 + c4] * inv);
+                store4_o(qbase + c, c, d, acc[x * DH4 + c4] * inv);
             }
             if sl == 0u {
                 // natural-log logsumexp of the scaled scores (m and log2(l) are in log2 units)

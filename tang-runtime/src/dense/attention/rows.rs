@@ -37,17 +37,13 @@ macro_rules! load4 {
 }
 pub(super) use load4;
 
-/// `fn store4_<name>(idx: u32, c: u32, d: u32, a: vec4<f32>)`: writes the lanes of `a`
-/// that are inside a row of `d` dims (dims `c .. c + 4`) to `buf[idx ..]`; `buf` is
-/// `name` unless given (`store4!(dk in dkv)`: two outputs in one buffer).
+/// `fn store4_<buf>(idx: u32, c: u32, d: u32, a: vec4<f32>)`: writes the lanes of `a`
+/// that are inside a row of `d` dims (dims `c .. c + 4`) to `buf[idx ..]`.
 macro_rules! store4 {
     ($buf:ident) => {
-        $crate::dense::attention::rows::store4!($buf in $buf)
-    };
-    ($name:ident in $buf:ident) => {
         concat!(
             "fn store4_",
-            stringify!($name),
+            stringify!($buf),
             "(idx: u32, c: u32, d: u32, a: vec4<f32>) {\n",
             "    if c < d { ",
             stringify!($buf),

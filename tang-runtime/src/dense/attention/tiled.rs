@@ -95,7 +95,7 @@ var<workgroup> vs: array<vec4<f32>, {vs}>;
         threads: THREADS,
         dp,
     };
-    key_tile_loop(&mut w, block, &[Tile::new("kp", "k", "k")]);
+    key_tile_loop(&mut w, block, &[Tile::new("kp", "k")]);
     let _ = writeln!(
         w,
         "        for (var e = tid; e < {kn}u; e += {THREADS}u) {{
@@ -103,7 +103,7 @@ var<workgroup> vs: array<vec4<f32>, {vs}>;
             let j = e / {dp}u;
             var x = 0.0;
             if (t0 + j < n_keys && c < d) {{
-                x = v[v_at + (t0 + j) * p.v_row + c];
+                x = v[(kvrow + t0 + j) * d + c];
             }}
             vs[j * {d4}u + c / 4u][c % 4u] = x;
         }}
@@ -169,12 +169,12 @@ pub(super) fn forward_prologue(w: &mut String, dp: u32) {
         threads: THREADS,
         dp,
     };
-    let q_rows = Rows::swizzled(ROWS, "row0", "p.tq");
+    let q_rows = Rows::swizzled(ROWS, "head_row", "row0", "p.tq");
     block.load_transposed(
         w,
         "    ",
         q_rows,
-        &[Tile::new("qs", "q", "q").scaled("p.scale_log2")],
+        &[Tile::new("qs", "q").scaled("p.scale_log2")],
     );
     let _ = write!(
         w,
@@ -275,7 +275,7 @@ pub(super) fn forward_epilogue(w: &mut String, nv: u32, scratch: &str) {
         let _ = writeln!(w, "    lt += {scratch}[{}u + ry];", c * 16);
     }
     w.push_str("    let inv = 1.0 / lt;\n");
-    store_rows(w, "i", "row0", &["o"], |w, comp| {
+    store_rows(w, "i", "row0", "head_row", |w, comp| {
         for a in 0..4 * nv {
             let (x, ci) = (a / 4, a % 4);
             let _ = writeln!(
@@ -283,7 +283,7 @@ pub(super) fn forward_epilogue(w: &mut String, nv: u32, scratch: &str) {
                 "            {{
                 let c = 4u * ({nv}u * cx + {x}u) + {ci}u;
                 if (c < d) {{
-                    o[base_o + c] = o{a}.{comp} * inv.{comp};
+                    o[base + c] = o{a}.{comp} * inv.{comp};
                 }}
             }}"
             );
