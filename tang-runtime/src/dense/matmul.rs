@@ -335,9 +335,14 @@ fn kernel(v: &Variant, epi: Option<&Epilogue>) -> Result<&'static RawKernel, Err
 }
 
 /// The WGSL of every matmul variant tang can generate without an epilogue: every tile
-/// preset, transpose, vec4 and bias combination (for validation; kernels with an
-/// epilogue are validated when they are first generated).
+/// preset, transpose, vec4 and bias combination; and of the fused stores (the
+/// pre-activation kept, an epilogue reading `aux`, both) with every store layout (vec4
+/// or scalar C, bias or not) and a stand-in epilogue, as the store does not depend on
+/// the loads (for validation; kernels with a user's epilogue are validated when they are
+/// first generated).
 pub(crate) fn kernels() -> Vec<crate::spec::Source> {
+    const EPI: &str = "fn tang_epilogue(x: f32) -> f32 { return max(x, 0.0f); }\n";
+    const EPI_AUX: &str = "fn tang_epilogue(x: f32, y: f32) -> f32 { return x * y; }\n";
     let mut out = Vec::new();
     for (i, tile) in TileConfig::PRESETS.into_iter().enumerate() {
         for flags in 0u32..64 {
@@ -347,6 +352,18 @@ pub(crate) fn kernels() -> Vec<crate::spec::Source> {
                 format!("matmul_tile{i}_flags{flags:02}"),
                 codegen::generate(&v, ""),
             ));
+        }
+        // vc (bit 4) and bias (bit 5) with the epilogue (bit 6) and aux (bit 7), pre
+        // (bit 8) or both; vec4 loads of A and B (bits 2, 3).
+        for store in [0u32, 1 << 4, 1 << 5, 3 << 4] {
+            for fused in [1u32 << 7, 1 << 8, 3 << 7] {
+                let flags = 0b1100 | store | 1 << 6 | fused;
+                let v = Variant::from_bits(tile, flags);
+                out.push((
+                    format!("matmul_tile{i}_flags{flags:03}"),
+                    codegen::generate(&v, if v.aux { EPI_AUX } else { EPI }),
+                ));
+            }
         }
     }
     out
