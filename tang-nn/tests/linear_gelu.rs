@@ -105,20 +105,8 @@ fn fused_equals_the_unfused_composition() {
             }
             .unwrap();
             let plain = a.linear(&w2, Some(&b2)).unwrap();
-            let gf = fused
-                .mul(&gt)
-                .unwrap()
-                .sum_all()
-                .unwrap()
-                .backward()
-                .unwrap();
-            let gp = plain
-                .mul(&gt)
-                .unwrap()
-                .sum_all()
-                .unwrap()
-                .backward()
-                .unwrap();
+            let grads = |y: &Tensor| y.mul(&gt)?.sum_all()?.backward();
+            let (gf, gp) = (grads(&fused).unwrap(), grads(&plain).unwrap());
             let close = |what: &str, f: &[f32], p: &[f32]| {
                 assert_eq!(f.len(), p.len(), "{what}");
                 for (i, (a, b)) in f.iter().zip(p).enumerate() {
