@@ -53,6 +53,7 @@ mod error;
 mod fused;
 mod layer_kernels;
 mod layer_ops;
+mod linear_gelu;
 mod op;
 mod ops;
 mod tensor;
@@ -62,4 +63,5 @@ pub use error::Error;
 pub use fused::apply;
 /// `1 / x` as a kernel (the losses' reciprocal counts).
 pub(crate) use layer_kernels::recip as recip_kernel;
+pub use linear_gelu::LinearGelu;
 pub use tensor::{RawTensor, Tensor, TensorId, is_grad_enabled, no_grad};
