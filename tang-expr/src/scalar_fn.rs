@@ -21,32 +21,6 @@ use crate::print::{Leaf, Printed, print_graph};
 /// an input other than 0 or any uniform (the function has one argument), a root that
 /// does not belong to `graph`, or (a tang bug) text naga rejects.
 pub fn emit_scalar_fn(name: &str, graph: &Graph, root: NodeId) -> Result<String, ExprError> {
-    emit_scalar_fn_of(name, graph, root, 1)
-}
-
-/// The parameter names of a printed scalar function, by input index.
-const PARAMS: [&str; 2] = ["x", "y"];
-
-/// As [`emit_scalar_fn`] for a function of `arity` (1 or 2) inputs:
-/// `fn <name>(x: f32, y: f32) -> f32` for two, where `Node::Input(1)` is `y` (the
-/// matmul epilogue that also reads a second operand at C's index).
-///
-/// # Errors
-/// As [`emit_scalar_fn`], and [`ExprError::Index`] for an arity outside 1..=2 or a node
-/// that reads an input at or past `arity`.
-pub fn emit_scalar_fn_of(
-    name: &str,
-    graph: &Graph,
-    root: NodeId,
-    arity: usize,
-) -> Result<String, ExprError> {
-    if !(1..=PARAMS.len()).contains(&arity) {
-        return Err(ExprError::Index {
-            what: "arity",
-            index: u32::try_from(arity).unwrap_or(u32::MAX),
-            count: PARAMS.len() as u32,
-        });
-    }
     let ident_ok = !name.is_empty()
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
         && !name.starts_with(|c: char| c.is_ascii_digit())
@@ -65,11 +39,11 @@ pub fn emit_scalar_fn_of(
     }
     let live = graph.reachable(&[root]);
     let mut leaf = |leaf: Leaf, _: &mut String| match leaf {
-        Leaf::Input(i) if (i as usize) < arity => Ok(PARAMS[i as usize].to_string()),
+        Leaf::Input(0) => Ok("x".to_string()),
         Leaf::Input(i) => Err(ExprError::Index {
             what: "input",
             index: i,
-            count: arity as u32,
+            count: 1,
         }),
         Leaf::Uniform(j) => Err(ExprError::Index {
             what: "uniform",
@@ -89,11 +63,7 @@ pub fn emit_scalar_fn_of(
         w.push_str(text);
         w.push('\n');
     }
-    let params: Vec<String> = PARAMS[..arity]
-        .iter()
-        .map(|p| format!("{p}: f32"))
-        .collect();
-    let _ = writeln!(w, "fn {name}({}) -> f32 {{", params.join(", "));
+    let _ = writeln!(w, "fn {name}(x: f32) -> f32 {{");
     w.push_str(&body);
     let _ = writeln!(w, "    return {};\n}}", names[root.index()]);
 
@@ -102,8 +72,7 @@ pub fn emit_scalar_fn_of(
     let host = format!(
         "{w}\n@group(0) @binding(0) var<storage, read_write> tang_scalar_fn_probe: array<f32>;\n\
          @compute @workgroup_size(1)\nfn tang_scalar_fn_main() {{\n    \
-         tang_scalar_fn_probe[0] = {name}({});\n}}\n",
-        vec!["tang_scalar_fn_probe[0]"; arity].join(", ")
+         tang_scalar_fn_probe[0] = {name}(tang_scalar_fn_probe[0]);\n}}\n"
     );
     crate::validate::validate(&host)?;
     Ok(w)
@@ -128,23 +97,6 @@ mod tests {
         // tang_sigmoid is needed by both Sigmoid and Silu but printed once
         assert_eq!(a.matches("fn tang_sigmoid").count(), 1);
         assert!(a.contains("fn tang_gelu_tanh"));
-    }
-
-    #[test]
-    fn two_input_function_names_both_and_rejects_a_third() {
-        let mut g = Graph::new();
-        let x = g.input(0);
-        let y = g.input(1);
-        let d = g.apply(Op::GeluTanh, &[y]).unwrap();
-        let p = g.apply(Op::Mul, &[x, d]).unwrap();
-        let text = emit_scalar_fn_of("f", &g, p, 2).unwrap();
-        assert!(text.contains("fn f(x: f32, y: f32) -> f32"), "{text}");
-        assert!(emit_scalar_fn("f", &g, p).is_err());
-        let z = g.input(2);
-        let q = g.apply(Op::Mul, &[p, z]).unwrap();
-        assert!(emit_scalar_fn_of("f", &g, q, 2).is_err());
-        assert!(emit_scalar_fn_of("f", &g, p, 3).is_err());
-        assert!(emit_scalar_fn_of("f", &g, p, 0).is_err());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 mod nn_common;
 
-use nn_common::{Case, gelu_cpu, linear_cpu};
+use nn_common::{Case, linear_cpu};
 use tang_nn::Module;
 use tang_nn::autograd::{RawTensor, Tensor};
 use tang_nn::nn::{
@@ -102,8 +102,10 @@ fn layer_norm_with_and_without_bias_and_rms_norm() {
 fn activations_as_modules() {
     let dev = tang_testing::device();
     let sigmoid = |v: f64| 1.0 / (1.0 + (-v).exp());
-    let erf_gelu = |v: f64| gelu_cpu(v, false);
-    let tanh_gelu = |v: f64| gelu_cpu(v, true);
+    let erf_gelu = |v: f64| 0.5 * v * (1.0 + erf(v / std::f64::consts::SQRT_2));
+    let tanh_gelu = |v: f64| {
+        0.5 * v * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (v + 0.044_715 * v.powi(3))).tanh())
+    };
     type F = Box<dyn Fn(f64) -> f64>;
     let cases: Vec<(&str, Box<dyn tang_nn::nn::Layer>, F)> = vec![
         ("relu", Box::new(ReLU), Box::new(|v: f64| v.max(0.0))),
@@ -130,6 +132,23 @@ fn activations_as_modules() {
         }
     }
     assert!("exact".parse::<Approximate>().is_err());
+}
+
+/// erf by its series/continued fraction to double precision (Abramowitz–Stegun 7.1.26 is
+/// too coarse for a gradient check): the Maclaurin series, which converges fast for the
+/// |x| < 3 used here.
+fn erf(x: f64) -> f64 {
+    let mut term = x;
+    let mut sum = x;
+    for n in 1..200 {
+        term *= -x * x / n as f64;
+        let add = term / (2 * n + 1) as f64;
+        sum += add;
+        if add.abs() < 1e-17 {
+            break;
+        }
+    }
+    sum * 2.0 / std::f64::consts::PI.sqrt()
 }
 
 #[test]

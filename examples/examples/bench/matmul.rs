@@ -8,13 +8,9 @@
 //! either. Every case first checks a sample of C against a CPU dot product, so a fast
 //! wrong kernel is reported as a failure, not a speed. Without `--quick`, every tile
 //! preset is also timed at 1024 and 4096 (`..._tile<bm>x<bn>x<bk>_<tm>x<tn>`) to tune
-//! the automatic choice, and at the character GPT's Linear shapes (`matmul_gpt_...`),
-//! with its MLP's fused GELU stores beside the plain products (`..._bias_gelu_pre`,
-//! `..._gelu_backward_aux`).
+//! the automatic choice, and at the character GPT's Linear shapes (`matmul_gpt_...`).
 
-use tang_runtime::dense::matmul::{
-    Epilogue, MatmulOptions, TileConfig, matmul_with, matmul_with_pre,
-};
+use tang_runtime::dense::matmul::{Epilogue, MatmulOptions, TileConfig, matmul_with};
 use tang_runtime::{Device, Error, Tensor};
 
 use super::Report;
@@ -168,7 +164,6 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
         Err(e) => report.fail("matmul_fp32_4096x4096x1024_NN_gelu", &e),
     }
     gpt_shapes(dev, report, quick);
-    gpt_mlp_fused(dev, report, quick);
     for s in [1024, 4096] {
         for t in TileConfig::PRESETS.into_iter().filter(|t| t.fits(dev)) {
             let name = format!(
@@ -210,122 +205,4 @@ fn gpt_shapes(dev: &Device, report: &mut Report, quick: bool) {
             case(dev, report, &name, &c, Some(t), None, quick);
         }
     }
-}
-
-/// How the GPT MLP's fused cases store C.
-#[derive(Clone, Copy)]
-enum Fused {
-    /// `X·Wᵀ + b` only (the unfused forward, before its separate GELU pass).
-    Bias,
-    /// `h = X·Wᵀ + b` and `gelu(h)` from one launch (the fused training forward).
-    BiasGeluPre,
-    /// `(G·W2) ⊙ gelu'(h)` (the fused backward into the hidden layer).
-    GeluBackwardAux,
-}
-
-/// The GPT MLP's hidden layer (16,384 tokens, 384 -> 1536, tanh GELU): forward with the
-/// bias only against the fused store of `h` and `gelu(h)` (the plain
-/// `matmul_gpt_16384x1536x384_NT` is the same product without the bias), and the
-/// backward `G·W2` (plain: `matmul_gpt_16384x1536x384_NN`) with `⊙ gelu'(h)` fused.
-/// Each fused case's cost over the plain one is what replaced a separate GELU pass.
-fn gpt_mlp_fused(dev: &Device, report: &mut Report, quick: bool) {
-    let gelu = match Epilogue::from_traced(&tang_runtime::tang_expr::trace(1, |v| v[0].gelu_tanh()))
-    {
-        Ok(g) => g,
-        Err(e) => return report.fail("matmul_gpt_mlp_gelu_epilogue", &e),
-    };
-    let cases = [
-        ("matmul_gpt_16384x1536x384_NT_bias", Fused::Bias),
-        (
-            "matmul_gpt_16384x1536x384_NT_bias_gelu_pre",
-            Fused::BiasGeluPre,
-        ),
-        (
-            "matmul_gpt_16384x1536x384_NN_gelu_backward_aux",
-            Fused::GeluBackwardAux,
-        ),
-    ];
-    for (name, kind) in cases {
-        if report.wants(name) {
-            match run_fused(dev, &gelu, kind, quick) {
-                Ok((ms, tflops)) => report.add_rate(name, ms, tflops, "TFLOP/s"),
-                Err(e) => report.fail(name, &e),
-            }
-        }
-    }
-}
-
-/// Times one of the GPT MLP's fused cases after checking a sample of its outputs
-/// against a CPU dot product.
-fn run_fused(dev: &Device, gelu: &Epilogue, kind: Fused, quick: bool) -> Result<(f64, f64), Error> {
-    let (m, n, k) = (16384, 1536, 384);
-    let back = gelu.vjp()?;
-    // Forward: A = X [m, k], B = W [n, k] (transposed). Backward: A = G [m, k],
-    // B = W2 [k, n]; aux = h [m, n].
-    let forward = !matches!(kind, Fused::GeluBackwardAux);
-    let a = random(m * k, 21);
-    let b = random(k * n, 22);
-    let bias = random(n, 23);
-    let aux = random(m * n, 24);
-    let at = Tensor::from_slice(dev, &a, &[m, k])?;
-    let bt = Tensor::from_slice(dev, &b, &if forward { [n, k] } else { [k, n] })?;
-    let biast = Tensor::from_slice(dev, &bias, &[n])?;
-    let auxt = Tensor::from_slice(dev, &aux, &[m, n])?;
-    let o = MatmulOptions {
-        transpose_b: forward,
-        bias: forward.then_some(&biast),
-        epilogue: match kind {
-            Fused::Bias => None,
-            Fused::BiasGeluPre => Some(gelu),
-            Fused::GeluBackwardAux => Some(&back),
-        },
-        aux: (!forward).then_some(&auxt),
-        ..Default::default()
-    };
-    let run = || -> Result<(Tensor, Option<Tensor>), Error> {
-        if matches!(kind, Fused::BiasGeluPre) {
-            let r = matmul_with_pre(&at, &bt, &o)?;
-            Ok((r.out, Some(r.pre)))
-        } else {
-            Ok((matmul_with(&at, &bt, &o)?, None))
-        }
-    };
-    let (out, pre) = run()?;
-    let (out, pre) = (out.to_vec()?, pre.map(|p| p.to_vec()).transpose()?);
-    for s in 0..16usize {
-        let (i, j) = ((s * 7919) % m, (s * 104_729) % n);
-        let mut h = 0.0f64;
-        for p in 0..k {
-            let y = b[if forward { j * k + p } else { p * n + j }] as f64;
-            h += a[i * k + p] as f64 * y;
-        }
-        let idx = i * n + j;
-        let want = match kind {
-            Fused::Bias => h + bias[j] as f64,
-            Fused::BiasGeluPre => gelu.eval_f64(h + bias[j] as f64)?,
-            Fused::GeluBackwardAux => back.eval_aux_f64(h, aux[idx] as f64)?,
-        };
-        let mut got = vec![(out[idx] as f64, want)];
-        if let Some(p) = &pre {
-            got.push((p[idx] as f64, h + bias[j] as f64));
-        }
-        for (g, w) in got {
-            if (g - w).abs() > 1e-3 * (1.0 + w.abs()) * (k as f64).sqrt() {
-                return Err(Error::ShapeMismatch {
-                    op: "bench matmul (fused GELU)".into(),
-                    detail: format!("wrong result at [{i}, {j}]: {g} vs {w}"),
-                });
-            }
-        }
-    }
-    let flops = 2.0 * (m * n * k) as f64;
-    let per_rep = ((160e9 / flops) as usize).clamp(1, 64);
-    let reps = if quick { 3 } else { 10 };
-    let ms = time(dev, 2, reps, || {
-        for _ in 0..per_rep {
-            run()?;
-        }
-        Ok(())
-    })? / per_rep as f64;
-    Ok((ms, flops / ms / 1e9))
 }

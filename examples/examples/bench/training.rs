@@ -23,8 +23,8 @@ use tang_nn::Module;
 use tang_nn::autograd::Tensor;
 use tang_nn::nn::functional::cross_entropy;
 use tang_nn::nn::{
-    Approximate, AttnMask, CausalSelfAttention, CausalSelfAttentionConfig, Embedding, LayerNorm,
-    Linear, ReLU, Sequential, WeightDropout, scaled_dot_product_attention,
+    AttnMask, CausalSelfAttention, CausalSelfAttentionConfig, Embedding, LayerNorm, Linear, ReLU,
+    Sequential, WeightDropout, scaled_dot_product_attention,
 };
 use tang_nn::optim::{
     Adam, AdamOptions, AdamW, AdamWOptions, Algorithm, NamedGradients, Optimizer,
@@ -99,8 +99,8 @@ impl BenchGpt {
         let mut x = self.tok.forward(idx)?.add(&self.pos.forward(pos)?)?;
         for b in &self.blocks {
             x = x.add(&b.attn.forward(&b.ln1.forward(&x)?)?)?;
-            let h = b.fc.forward_gelu(&b.ln2.forward(&x)?, Approximate::Tanh)?;
-            x = x.add(&b.fc2.forward_after_gelu(&h)?)?;
+            let h = b.fc.forward(&b.ln2.forward(&x)?)?.gelu()?;
+            x = x.add(&b.fc2.forward(&h)?)?;
         }
         let logits = self.head.forward(&self.ln.forward(&x)?)?;
         let rows = idx.len();

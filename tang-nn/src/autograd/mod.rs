@@ -53,7 +53,6 @@ mod error;
 mod fused;
 mod layer_kernels;
 mod layer_ops;
-mod linear_gelu;
 mod op;
 mod ops;
 mod tensor;
@@ -63,5 +62,4 @@ pub use error::Error;
 pub use fused::apply;
 /// `1 / x` as a kernel (the losses' reciprocal counts).
 pub(crate) use layer_kernels::recip as recip_kernel;
-pub use linear_gelu::LinearGelu;
 pub use tensor::{RawTensor, Tensor, TensorId, is_grad_enabled, no_grad};

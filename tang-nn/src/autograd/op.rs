@@ -70,11 +70,6 @@ pub(crate) enum Op {
     },
     /// `x · wᵀ (+ b)` of inputs `x, w[, b]`.
     Linear,
-    /// `gelu(h) · wᵀ (+ b)` of inputs `h, w[, b]`; `gelu(h)` as the forward stored it.
-    GeluLinear {
-        out: RawTensor,
-        approximate: crate::nn::Approximate,
-    },
     /// Dropout; the stream its mask came from (regenerated in backward).
     Dropout(ops::DropoutState),
     /// `gather(dim, index)`.
@@ -123,7 +118,6 @@ impl Op {
             Op::Attention { .. } => "attention",
             Op::PackedAttention { .. } => "packed_attention",
             Op::Linear => "linear",
-            Op::GeluLinear { .. } => "gelu_linear",
             Op::Dropout(_) => "dropout",
             Op::Gather { .. } => "gather",
             Op::MulBy(_) => "mul",
@@ -210,10 +204,6 @@ impl Op {
                     grads.push(matmul::bias_backward(g)?);
                 }
                 grads
-            }
-            Op::GeluLinear { out, approximate } => {
-                let raw: Vec<&RawTensor> = inputs.iter().map(|t| t.data()).collect();
-                super::linear_gelu::gelu_linear_backward(g, &raw, out, *approximate)?
             }
             Op::Dropout(state) => vec![ops::dropout_backward(g, state)?],
             Op::Gather { dim, index } => {

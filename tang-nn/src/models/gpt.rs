@@ -10,8 +10,8 @@ use tang_runtime::{Device, Tensor as RawTensor};
 use crate::Module;
 use crate::autograd::{Error, Tensor, no_grad};
 use crate::nn::{
-    Approximate, CausalSelfAttention, CausalSelfAttentionConfig, Dropout, Embedding, KvCache,
-    LayerNorm, Linear, invalid,
+    CausalSelfAttention, CausalSelfAttentionConfig, Dropout, Embedding, KvCache, LayerNorm, Linear,
+    invalid,
 };
 use crate::rng::SplitMix64;
 
@@ -554,11 +554,10 @@ impl Gpt {
 }
 
 impl Block {
-    /// The MLP: `dropout(c_proj(gelu(c_fc(x))))`, exact GELU, fused into the matmuls on
-    /// both sides (forward and backward).
+    /// The MLP: `dropout(c_proj(gelu(c_fc(x))))`.
     fn mlp_forward(&self, x: &Tensor) -> Result<Tensor, Error> {
         let m = &self.mlp;
-        let h = m.c_fc.forward_gelu(x, Approximate::None)?;
-        m.dropout.forward(&m.c_proj.forward_after_gelu(&h)?)
+        m.dropout
+            .forward(&m.c_proj.forward(&m.c_fc.forward(x)?.gelu_erf()?)?)
     }
 }

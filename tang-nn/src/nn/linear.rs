@@ -1,8 +1,8 @@
 //! `Linear`: `y = x Wᵀ + b` with PyTorch's layout and initialisation.
 
-use super::{Approximate, Layer, init};
+use super::{Layer, init};
 use crate::Module;
-use crate::autograd::{Error, LinearGelu, Tensor};
+use crate::autograd::{Error, Tensor};
 use crate::rng::SplitMix64;
 use tang_runtime::Device;
 
@@ -107,39 +107,6 @@ impl Linear {
     /// [`Error::Runtime`] when `x`'s last dimension is not `in_features`.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
         x.linear(&self.weight, self.bias.as_ref())
-    }
-
-    /// `gelu(self(x))` (PyTorch's `F.gelu(fc(x), approximate=...)`) in one launch that
-    /// also keeps the pre-activation for backward; pass the result to the next layer's
-    /// [`Linear::forward_after_gelu`] to fuse the GELU's backward too, or take
-    /// [`LinearGelu::activation`]. Gradients equal those of `fc.forward(x)?.gelu()?`.
-    ///
-    /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
-    /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// use tang_nn::nn::{Approximate, Linear};
-    /// let mut rng = tang_nn::rng::SplitMix64::new(0);
-    /// let (fc, proj) = (Linear::new(&dev, 4, 16, true, &mut rng)?, Linear::new(&dev, 16, 4, true, &mut rng)?);
-    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[2, 5, 4])?);
-    /// let y = proj.forward_after_gelu(&fc.forward_gelu(&x, Approximate::None)?)?; // proj(gelu(fc(x)))
-    /// assert_eq!(y.shape(), &[2, 5, 4]);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::Runtime`] when `x`'s last dimension is not `in_features`.
-    pub fn forward_gelu(&self, x: &Tensor, approximate: Approximate) -> Result<LinearGelu, Error> {
-        x.linear_gelu(&self.weight, self.bias.as_ref(), approximate)
-    }
-
-    /// `self(gelu(h))` for `h` from [`Linear::forward_gelu`]: the same value as
-    /// `forward(&h.activation()?)`, with the GELU's backward fused into the matmul that
-    /// computes this layer's input gradient.
-    ///
-    /// # Errors
-    /// [`Error::Runtime`] when `h`'s last dimension is not `in_features`.
-    pub fn forward_after_gelu(&self, h: &LinearGelu) -> Result<Tensor, Error> {
-        h.linear(&self.weight, self.bias.as_ref())
     }
 }
 

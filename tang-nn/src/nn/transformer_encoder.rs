@@ -191,16 +191,12 @@ impl TransformerEncoderLayer {
             .forward(&self.self_attn.forward(x, x, x, mask)?)
     }
 
-    /// Feed-forward block: `linear2(dropout(activation(linear1(x))))`, then dropout; the
-    /// GELU is stored by `linear1`'s matmul (the dropout between the GELU and `linear2`
-    /// keeps its backward a separate pass).
+    /// Feed-forward block: `linear2(dropout(activation(linear1(x))))`, then dropout.
     fn ff_block(&self, x: &Tensor) -> Result<Tensor, Error> {
+        let h = self.linear1.forward(x)?;
         let h = match self.config.activation {
-            Activation::Relu => self.linear1.forward(x)?.relu()?,
-            Activation::Gelu => self
-                .linear1
-                .forward_gelu(x, super::Approximate::None)?
-                .activation()?,
+            Activation::Relu => h.relu()?,
+            Activation::Gelu => h.gelu_erf()?,
         };
         let h = self.linear2.forward(&self.dropout.forward(&h)?)?;
         self.dropout2.forward(&h)

@@ -132,29 +132,3 @@ pub fn log_softmax_row(r: &[f64]) -> Vec<f64> {
     let lse = m + r.iter().map(|v| (v - m).exp()).sum::<f64>().ln();
     r.iter().map(|v| v - lse).collect()
 }
-
-/// erf by its series/continued fraction to double precision (Abramowitz–Stegun 7.1.26 is
-/// too coarse for a gradient check): the Maclaurin series, which converges fast for the
-/// |x| < 3 used here.
-pub fn erf(x: f64) -> f64 {
-    let mut term = x;
-    let mut sum = x;
-    for n in 1..200 {
-        term *= -x * x / n as f64;
-        let add = term / (2 * n + 1) as f64;
-        sum += add;
-        if add.abs() < 1e-17 {
-            break;
-        }
-    }
-    sum * 2.0 / std::f64::consts::PI.sqrt()
-}
-
-/// GELU in f64: exact (`x Φ(x)`) or the tanh form, as PyTorch's `approximate`.
-pub fn gelu_cpu(v: f64, tanh: bool) -> f64 {
-    if tanh {
-        0.5 * v * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (v + 0.044_715 * v.powi(3))).tanh())
-    } else {
-        0.5 * v * (1.0 + erf(v / std::f64::consts::SQRT_2))
-    }
-}

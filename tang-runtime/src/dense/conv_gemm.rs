@@ -250,8 +250,6 @@ fn variant(tile: TileConfig, positions_along_k: bool, va: bool, vc: bool) -> Var
         vc,
         bias: false,
         epilogue: false,
-        aux: false,
-        pre: false,
     }
 }
 

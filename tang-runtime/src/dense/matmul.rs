@@ -1,8 +1,7 @@
 //! Matrix multiplication: `C = op(A) · op(B)` in f32, with either operand read transposed
 //! in place, batched (a rank-2 operand is broadcast over the other's batch, as a Linear
 //! layer needs), an optional bias row and an elementwise [`Epilogue`] fused into the
-//! store (optionally reading a second operand shaped like C, [`MatmulOptions::aux`], or
-//! also storing the value before the epilogue, [`matmul_with_pre`]); and its backward.
+//! store; and its backward.
 //!
 //! The shader is generated per variant (tile shape, transposes, which operands allow
 //! vec4 access, bias, epilogue: see `codegen`) and validated by naga the first time it
@@ -19,7 +18,7 @@ pub use epilogue::Epilogue;
 pub use tile::TileConfig;
 
 use super::check::want_shape;
-use crate::ops::check::{invalid, mismatch};
+use crate::ops::check::mismatch;
 use codegen::{Shape, Variant};
 
 use crate::size::{Size, numel};
@@ -37,11 +36,6 @@ pub struct MatmulOptions<'a> {
     pub bias: Option<&'a Tensor>,
     /// A function applied to every element of C as it is stored.
     pub epilogue: Option<&'a Epilogue>,
-    /// The epilogue's second argument, shaped like C and read at each element's index:
-    /// `C = f(op(A) · op(B) + bias, aux)` for an epilogue built with
-    /// [`Epilogue::with_aux`] (the backward of `gelu(x · Wᵀ + b)`:
-    /// `dH = (dY · W2) ⊙ gelu'(h)` in one pass).
-    pub aux: Option<&'a Tensor>,
     /// A tile shape to use instead of the automatic choice (benchmarks and tuning);
     /// it must satisfy [`TileConfig::is_valid`] and the device's limits.
     pub tile: Option<TileConfig>,
@@ -135,7 +129,6 @@ fn dims(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Dims, Error> {
     }
     let mut out_shape = lead;
     out_shape.extend([m, n]);
-    check_aux(o, &out_shape)?;
     let limit = u32::MAX as usize;
     let out_len = Size::product(&[batch, m, n]).get();
     for (what, len) in [
@@ -163,35 +156,6 @@ fn dims(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Dims, Error> {
         b_bstride,
         out_shape,
     })
-}
-
-/// Checks that `o.aux` is given exactly when the epilogue takes it, and is an f32
-/// tensor shaped like C.
-fn check_aux(o: &MatmulOptions<'_>, out_shape: &[usize]) -> Result<(), Error> {
-    let takes = o.epilogue.is_some_and(Epilogue::takes_aux);
-    match (o.aux, takes) {
-        (Some(_), false) => Err(invalid(
-            "matmul",
-            "aux is set but the epilogue is not f(x, aux); build it with Epilogue::with_aux (or a two-input trace), or leave aux unset".into(),
-        )),
-        (None, true) => Err(invalid(
-            "matmul",
-            format!(
-                "the epilogue is f(x, aux) but no aux was given; pass MatmulOptions::aux, a tensor of C's shape {out_shape:?}"
-            ),
-        )),
-        (Some(aux), true) => {
-            aux.expect_dtype("matmul (aux)", DType::F32)?;
-            want_shape(
-                "matmul",
-                "aux",
-                aux.shape(),
-                out_shape,
-                "the output's shape: aux is read at the index of each element of C",
-            )
-        }
-        (None, false) => Ok(()),
-    }
 }
 
 impl TileConfig {
@@ -289,7 +253,6 @@ fn split_k(d: &Dims, o: &MatmulOptions<'_>) -> usize {
         || d.batch != 1
         || o.bias.is_some()
         || o.epilogue.is_some()
-        || o.aux.is_some()
         || o.tile.is_some()
         || d.m == 0
         || d.n == 0
@@ -335,14 +298,9 @@ fn kernel(v: &Variant, epi: Option<&Epilogue>) -> Result<&'static RawKernel, Err
 }
 
 /// The WGSL of every matmul variant tang can generate without an epilogue: every tile
-/// preset, transpose, vec4 and bias combination; and of the fused stores (the
-/// pre-activation kept, an epilogue reading `aux`, both) with every store layout (vec4
-/// or scalar C, bias or not) and a stand-in epilogue, as the store does not depend on
-/// the loads (for validation; kernels with a user's epilogue are validated when they are
-/// first generated).
+/// preset, transpose, vec4 and bias combination (for validation; kernels with an
+/// epilogue are validated when they are first generated).
 pub(crate) fn kernels() -> Vec<crate::spec::Source> {
-    const EPI: &str = "fn tang_epilogue(x: f32) -> f32 { return max(x, 0.0f); }\n";
-    const EPI_AUX: &str = "fn tang_epilogue(x: f32, y: f32) -> f32 { return x * y; }\n";
     let mut out = Vec::new();
     for (i, tile) in TileConfig::PRESETS.into_iter().enumerate() {
         for flags in 0u32..64 {
@@ -352,18 +310,6 @@ pub(crate) fn kernels() -> Vec<crate::spec::Source> {
                 format!("matmul_tile{i}_flags{flags:02}"),
                 codegen::generate(&v, ""),
             ));
-        }
-        // vc (bit 4) and bias (bit 5) with the epilogue (bit 6) and aux (bit 7), pre
-        // (bit 8) or both; vec4 loads of A and B (bits 2, 3).
-        for store in [0u32, 1 << 4, 1 << 5, 3 << 4] {
-            for fused in [1u32 << 7, 1 << 8, 3 << 7] {
-                let flags = 0b1100 | store | 1 << 6 | fused;
-                let v = Variant::from_bits(tile, flags);
-                out.push((
-                    format!("matmul_tile{i}_flags{flags:03}"),
-                    codegen::generate(&v, if v.aux { EPI_AUX } else { EPI }),
-                ));
-            }
         }
     }
     out
@@ -384,60 +330,14 @@ pub(crate) fn kernels() -> Vec<crate::spec::Source> {
 /// fails validation.
 pub fn matmul_with(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Tensor, Error> {
     let d = dims(a, b, o)?;
+    let dev = a.device();
     let splits = split_k(&d, o);
     if splits > 1 {
         return matmul_split_k(a, b, &d, splits);
     }
-    let out = a.device().empty(&d.out_shape, DType::F32)?;
-    launch(a, b, o, &d, None, &out)?;
-    Ok(out)
-}
-
-/// What [`matmul_with_pre`] stores: the value before the epilogue and after it.
-#[derive(Clone, Debug)]
-pub struct WithPre {
-    /// `op(A) · op(B) + bias`: the pre-activation a backward reads.
-    pub pre: Tensor,
-    /// `epilogue(pre)` (or `epilogue(pre, aux)`).
-    pub out: Tensor,
-}
-
-/// As [`matmul_with`], also storing the value before the epilogue: one launch computes
-/// `h = op(A) · op(B) + bias` and writes both `h` and `epilogue(h)`, so a layer
-/// `gelu(x · Wᵀ + b)` in training keeps the pre-activation its backward needs without a
-/// second pass over it.
-///
-/// # Errors
-/// As [`matmul_with`], and [`Error::InvalidArgument`] when `o.epilogue` is unset (the
-/// two outputs would be equal: use [`matmul_with`]).
-pub fn matmul_with_pre(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<WithPre, Error> {
-    if o.epilogue.is_none() {
-        return Err(invalid(
-            "matmul_with_pre",
-            "no epilogue is set, so the value before it is the output; set MatmulOptions::epilogue or call matmul_with".into(),
-        ));
-    }
-    let d = dims(a, b, o)?;
-    let dev = a.device();
-    let pre = dev.empty(&d.out_shape, DType::F32)?;
     let out = dev.empty(&d.out_shape, DType::F32)?;
-    launch(a, b, o, &d, Some(&pre), &out)?;
-    Ok(WithPre { pre, out })
-}
-
-/// Launches the one matmul kernel of `o` on checked dims `d`, storing into `out` (and
-/// the value before the epilogue into `pre`, when given).
-fn launch(
-    a: &Tensor,
-    b: &Tensor,
-    o: &MatmulOptions<'_>,
-    d: &Dims,
-    pre: Option<&Tensor>,
-    out: &Tensor,
-) -> Result<(), Error> {
-    let dev = a.device();
     if out.is_empty() {
-        return Ok(());
+        return Ok(out);
     }
     let tile = TileConfig::pick("matmul", dev, o.tile, || {
         choose_tile(dev, d.m, d.n, d.batch)
@@ -452,8 +352,6 @@ fn launch(
         vc: d.n.is_multiple_of(4),
         bias: o.bias.is_some(),
         epilogue: o.epilogue.is_some(),
-        aux: o.aux.is_some(),
-        pre: pre.is_some(),
     };
     let k = kernel(&v, o.epilogue)?;
     let shape = Shape {
@@ -474,11 +372,9 @@ fn launch(
         })?;
     let mut tensors = vec![a, b];
     tensors.extend(o.bias);
-    tensors.extend(o.aux);
-    tensors.extend(pre);
-    tensors.push(out);
+    tensors.push(&out);
     codegen::layout(&v).dispatch(k, &[], &params, &tensors, grid)?;
-    Ok(())
+    Ok(out)
 }
 
 /// Gradients of `C = op(A) · op(B)` (bias and epilogue excluded: for those, pass the
@@ -596,4 +492,61 @@ pub fn bias_backward(grad_c: &Tensor) -> Result<Tensor, Error> {
 }
 
 #[cfg(test)]
-mod tests;
+mod tests {
+    use super::codegen::{Variant, generate};
+    use super::*;
+
+    /// Every variant of every preset tile passes naga.
+    #[test]
+    fn every_variant_validates() {
+        let epi = "fn tang_epilogue(x: f32) -> f32 { return max(x, 0.0f); }\n";
+        for tile in TileConfig::PRESETS {
+            assert!(tile.is_valid(), "{tile:?}");
+            for bits in 0..256u32 {
+                let v = Variant::from_bits(tile, bits);
+                // The other flags are covered on the preset that matters most.
+                if bits >= 128 || (tile != TileConfig::LARGE && bits > 32) {
+                    continue;
+                }
+                let text = generate(&v, epi);
+                if let Err(e) = tang_expr::validate(&text) {
+                    panic!("{v:?}: {e}\n{text}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn invalid_tiles_are_rejected() {
+        assert!(
+            !TileConfig {
+                bm: 128,
+                bn: 128,
+                bk: 8,
+                tm: 6,
+                tn: 8
+            }
+            .is_valid()
+        );
+        assert!(
+            !TileConfig {
+                bm: 64,
+                bn: 64,
+                bk: 4,
+                tm: 4,
+                tn: 4
+            }
+            .is_valid()
+        );
+        assert!(
+            !TileConfig {
+                bm: 128,
+                bn: 128,
+                bk: 6,
+                tm: 8,
+                tn: 8
+            }
+            .is_valid()
+        );
+    }
+}

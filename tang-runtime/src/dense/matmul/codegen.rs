@@ -48,18 +48,11 @@ pub struct Variant {
     pub bias: bool,
     /// An epilogue function `tang_epilogue` is applied on store.
     pub epilogue: bool,
-    /// The epilogue is `tang_epilogue(x, aux)`, with `aux` (bound after the bias, shaped
-    /// like C) read at the element's index.
-    pub aux: bool,
-    /// The value before the epilogue (after the bias) is also stored, to `pre` (bound
-    /// before `c`, shaped like C): the pre-activation a backward needs.
-    pub pre: bool,
 }
 
 impl Variant {
     /// The variant of `tile` whose flags are the low bits of `bits`, in field order: `ta`
-    /// (bit 0), `tb`, `va`, `vb`, `vc`, `bias`, `epilogue`, `aux`, `pre` (bit 8); for
-    /// enumerating them.
+    /// (bit 0), `tb`, `va`, `vb`, `vc`, `bias`, `epilogue` (bit 6); for enumerating them.
     pub(crate) fn from_bits(tile: TileConfig, bits: u32) -> Variant {
         let bit = |k: u32| bits & (1 << k) != 0;
         Variant {
@@ -71,8 +64,6 @@ impl Variant {
             vc: bit(4),
             bias: bit(5),
             epilogue: bit(6),
-            aux: bit(7),
-            pre: bit(8),
         }
     }
 }
@@ -118,8 +109,8 @@ pub struct Shape {
     pub batch: u32,
 }
 
-/// The params and storage bindings of variant `v`: `a`, `b`, the bias, `aux` and `pre`
-/// when `v` has them, and `c` (vec4 elements where `v` allows them).
+/// The params and storage bindings of variant `v`: `a`, `b`, the bias when `v` has one,
+/// and `c` (vec4 elements where `v` allows them).
 pub fn layout(v: &Variant) -> Layout<MatmulParams, Vec<Slot>> {
     let ty = |vec: bool| {
         if vec {
@@ -131,12 +122,6 @@ pub fn layout(v: &Variant) -> Layout<MatmulParams, Vec<Slot>> {
     let mut slots = vec![Slot::Read("a", ty(v.va)), Slot::Read("b", ty(v.vb))];
     if v.bias {
         slots.push(Slot::Read("bias", ty(v.vc)));
-    }
-    if v.aux {
-        slots.push(Slot::Read("aux", ty(v.vc)));
-    }
-    if v.pre {
-        slots.push(Slot::ReadWrite("pre", ty(v.vc)));
     }
     slots.push(Slot::ReadWrite("c", ty(v.vc)));
     Layout::with_slots(slots)
@@ -359,9 +344,8 @@ fn ty(vec: bool) -> &'static str {
     if vec { "vec4<f32>" } else { "f32" }
 }
 
-/// The WGSL of `v`, with `epilogue` (the text of `fn tang_epilogue(x: f32) -> f32`, or
-/// `(x: f32, y: f32) -> f32` when `v.aux`, and its helpers) pasted in when `v.epilogue`
-/// is set.
+/// The WGSL of `v`, with `epilogue` (the text of `fn tang_epilogue(x: f32) -> f32` and
+/// its helpers) pasted in when `v.epilogue` is set.
 pub fn generate(v: &Variant, epilogue: &str) -> String {
     let mut w = String::with_capacity(16 * 1024);
     let _ = writeln!(
@@ -551,18 +535,12 @@ pub(crate) fn emit_tile_loop(
                 if v.bias {
                     w.push_str("                v = v + bias[col >> 2u];\n");
                 }
-                w.push_str("                let ci = (c_base + row * p.n + col) >> 2u;\n");
-                if v.pre {
-                    w.push_str("                pre[ci] = v;\n");
-                }
                 if v.epilogue {
-                    if v.aux {
-                        w.push_str("                let q = aux[ci];\n                v = vec4<f32>(tang_epilogue(v.x, q.x), tang_epilogue(v.y, q.y), tang_epilogue(v.z, q.z), tang_epilogue(v.w, q.w));\n");
-                    } else {
-                        w.push_str("                v = vec4<f32>(tang_epilogue(v.x), tang_epilogue(v.y), tang_epilogue(v.z), tang_epilogue(v.w));\n");
-                    }
+                    w.push_str("                v = vec4<f32>(tang_epilogue(v.x), tang_epilogue(v.y), tang_epilogue(v.z), tang_epilogue(v.w));\n");
                 }
-                w.push_str("                c[ci] = v;\n            }\n");
+                w.push_str(
+                    "                c[(c_base + row * p.n + col) >> 2u] = v;\n            }\n",
+                );
             } else {
                 w.push_str("            if (row < p.m) {\n");
                 for (e, comp) in ['x', 'y', 'z', 'w'].iter().enumerate() {
@@ -573,21 +551,13 @@ pub(crate) fn emit_tile_loop(
                     if v.bias {
                         let _ = writeln!(w, "                    s = s + bias[col + {e}u];");
                     }
+                    if v.epilogue {
+                        w.push_str("                    s = tang_epilogue(s);\n");
+                    }
                     let _ = writeln!(
                         w,
-                        "                    let ci = c_base + row * p.n + col + {e}u;"
+                        "                    c[c_base + row * p.n + col + {e}u] = s;\n                }}"
                     );
-                    if v.pre {
-                        w.push_str("                    pre[ci] = s;\n");
-                    }
-                    if v.epilogue {
-                        if v.aux {
-                            w.push_str("                    s = tang_epilogue(s, aux[ci]);\n");
-                        } else {
-                            w.push_str("                    s = tang_epilogue(s);\n");
-                        }
-                    }
-                    w.push_str("                    c[ci] = s;\n                }\n");
                 }
                 w.push_str("            }\n");
             }
