@@ -11,6 +11,7 @@
 //! the automatic choice, and at the character GPT's Linear shapes (`matmul_gpt_...`).
 
 use tang_runtime::dense::matmul::{Epilogue, MatmulOptions, TileConfig, matmul_with};
+use tang_runtime::dense::reduce;
 use tang_runtime::{Device, Error, Tensor};
 
 use super::Report;
@@ -188,6 +189,7 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
 /// weight gradient `Gᵀ·X` (TN, where the automatic choice splits the reduction; a forced
 /// tile does not split).
 fn gpt_shapes(dev: &Device, report: &mut Report, quick: bool) {
+    gpt_weight_gradient_splits(dev, report, quick);
     const TOKENS: usize = 16384;
     let widths = [(1152, 384), (384, 384), (1536, 384), (384, 1536)];
     let mut cases = Vec::new();
@@ -205,4 +207,66 @@ fn gpt_shapes(dev: &Device, report: &mut Report, quick: bool) {
             case(dev, report, &name, &c, Some(t), None, quick);
         }
     }
+}
+
+/// The GPT's weight gradients `Gᵀ·X` (TN, k = 16,384 tokens) split into `s` slices of the
+/// reduction by hand, as the automatic choice does (a batched product of the slices, then
+/// a column sum), for every power-of-two `s` the automatic choice could pick
+/// (`..._TN_split<s>`): the tuning table for its slice count. Each is checked against the
+/// automatic product first.
+fn gpt_weight_gradient_splits(dev: &Device, report: &mut Report, quick: bool) {
+    const TOKENS: usize = 16384;
+    for (m, n) in [(1152, 384), (384, 384), (1536, 384), (384, 1536)] {
+        for s in [2usize, 4, 8, 16, 32] {
+            let name = format!("matmul_gpt_{m}x{n}x{TOKENS}_TN_split{s}");
+            if !report.wants(&name) {
+                continue;
+            }
+            let r = split_case(dev, m, n, TOKENS, s, quick);
+            match r {
+                Ok(ms) => {
+                    let tflops = 2.0 * (m * n * TOKENS) as f64 / ms / 1e9;
+                    report.add_rate(&name, ms, tflops, "TFLOP/s");
+                }
+                Err(e) => report.fail(&name, &e),
+            }
+        }
+    }
+}
+
+/// Milliseconds of `Aᵀ·B` (A `[k, m]`, B `[k, n]`) as `s` batched slices and a sum.
+fn split_case(
+    dev: &Device,
+    m: usize,
+    n: usize,
+    k: usize,
+    s: usize,
+    quick: bool,
+) -> Result<f64, Error> {
+    let a = Tensor::from_slice(dev, &random(k * m, 21), &[k, m])?;
+    let b = Tensor::from_slice(dev, &random(k * n, 22), &[k, n])?;
+    let o = MatmulOptions {
+        transpose_a: true,
+        ..Default::default()
+    };
+    let (a3, b3) = (a.reshape(&[s, k / s, m])?, b.reshape(&[s, k / s, n])?);
+    let split = || -> Result<Tensor, Error> {
+        let parts = matmul_with(&a3, &b3, &o)?;
+        reduce::sum(&parts.reshape(&[s, m * n])?, 0)
+    };
+    let want = matmul_with(&a, &b, &o)?.to_vec()?;
+    let got = split()?.to_vec()?;
+    if let Some((i, (g, w))) = got
+        .iter()
+        .zip(&want)
+        .enumerate()
+        .find(|(_, (g, w))| (**g - **w).abs() > 1e-3 * (1.0 + w.abs()) * (k as f32).sqrt())
+    {
+        return Err(Error::ShapeMismatch {
+            op: "bench split matmul".into(),
+            detail: format!("wrong result at {i}: {g} vs {w}"),
+        });
+    }
+    let reps = if quick { 3 } else { 10 };
+    time(dev, 2, reps, || split().map(drop))
 }

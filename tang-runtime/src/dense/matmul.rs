@@ -229,9 +229,12 @@ fn choose_tile(dev: &Device, m: usize, n: usize, batch: usize) -> Option<TileCon
         .find(|t| fits(dev, t))
 }
 
-/// Workgroups of the 128×128 tile a split reduction aims for: what the automatic tile
-/// choice wants before it takes the large tile.
-const SPLIT_K_TARGET_BLOCKS: usize = 192;
+/// Workgroups of the 128×128 tile a split reduction aims for. More slices than a wave of
+/// the GPU needs still pay: on an H200 the GPT's weight gradients (k = 16,384) ran
+/// fastest at the most slices tried, 32 (1536x384: 0.488 ms against 0.599 at 8 slices
+/// and 0.510 at 16; 1152x384: 0.381 against 0.407; BENCHMARKS.md, `..._TN_split<s>`),
+/// so the split stops only at a large output, `SPLIT_K_MAX` or `SPLIT_K_MIN_LEN`.
+const SPLIT_K_TARGET_BLOCKS: usize = 1024;
 /// The shortest stretch of the reduction one split gets (shorter ones spend more on
 /// writing and summing partial products than they gain).
 const SPLIT_K_MIN_LEN: usize = 512;
