@@ -6,26 +6,15 @@
 //! cargo run --release -p tang-examples --example plot_metrics -- runs/char-gpt/metrics.jsonl loss.png
 //! ```
 
-use std::process::ExitCode;
-
+use tang_examples::report::Report;
 use tang_nn::train::{PlotOptions, plot_loss_curve, read_metrics};
 
-fn main() -> ExitCode {
+fn main() -> Result<(), Report> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [metrics, png] = args.as_slice() else {
-        eprintln!("usage: plot_metrics METRICS.jsonl OUT.png");
-        return ExitCode::from(2);
+        return Err("usage: plot_metrics METRICS.jsonl OUT.png".into());
     };
-    match read_metrics(metrics)
-        .and_then(|records| plot_loss_curve(png, &records, PlotOptions::default()))
-    {
-        Ok(()) => {
-            println!("wrote {png}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("plot_metrics: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    plot_loss_curve(png, &read_metrics(metrics)?, PlotOptions::default())?;
+    println!("wrote {png}");
+    Ok(())
 }

@@ -4,8 +4,7 @@
 //!
 //! `cargo run --release -p tang-examples --example quickstart`
 
-use std::process::ExitCode;
-
+use tang_examples::report::Report;
 use tang_runtime::{Device, Tensor, fused_grad};
 
 /// GELU, tanh approximation (as in GPT-2 and PyTorch's `approximate="tanh"`).
@@ -17,7 +16,7 @@ pub fn gelu(x: f32) -> f32 {
 /// Points from -6 to 6: both tails and the curved middle.
 const POINTS: usize = 4097;
 
-fn run() -> Result<(), tang_runtime::Error> {
+fn main() -> Result<(), Report> {
     let dev = Device::new()?; // best GPU; software Vulkan without one
     let info = dev.info();
     println!(
@@ -50,14 +49,4 @@ fn run() -> Result<(), tang_runtime::Error> {
         "{POINTS} points in [-6, 6]: max |GPU - CPU| value {err_v:.2e}, derivative {err_d:.2e}"
     );
     Ok(())
-}
-
-fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("quickstart: {e}");
-            ExitCode::FAILURE
-        }
-    }
 }

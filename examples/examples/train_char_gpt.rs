@@ -23,9 +23,9 @@
 //! --layers 2 --heads 2 --width 64 --eval-interval 10 --eval-iters 2`.
 
 use std::collections::BTreeSet;
-use std::process::ExitCode;
 
 use tang_examples::args::Args;
+use tang_examples::report::Report;
 use tang_nn::Module;
 use tang_nn::autograd::Tensor;
 use tang_nn::data::DeviceTokenBatcher;
@@ -67,7 +67,7 @@ const OPTIONS: &[&str] = &[
     "resume",
 ];
 
-fn run() -> Result<(), BoxError> {
+fn main() -> Result<(), Report> {
     let args = Args::from_env(&["resume"])?;
     args.only(OPTIONS)?;
     let steps: u64 = args.get("steps", 5000)?;
@@ -202,14 +202,4 @@ fn run() -> Result<(), BoxError> {
     std::fs::write(std::path::Path::new(&out).join("sample.txt"), &text)?;
     println!("sample:\n{text}");
     Ok(())
-}
-
-fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("train_char_gpt: {e}");
-            ExitCode::FAILURE
-        }
-    }
 }
