@@ -3,7 +3,8 @@
 //! shape errors, and the backward against central finite differences.
 
 use tang_runtime::dense::matmul::{
-    Epilogue, MatmulOptions, TileConfig, bias_backward, matmul, matmul_backward, matmul_with,
+    Epilogue, MatmulOptions, TileConfig, bias_backward, matmul, matmul_backward, matmul_tn_split,
+    matmul_with,
 };
 use tang_runtime::{Device, Error, Tensor};
 use tang_testing::{Rng, devices};
@@ -122,6 +123,32 @@ fn long_reductions_with_small_outputs_are_split() {
             // alone, more are the slices' product and their sum.
             let launches = dev.stats().launches - before;
             assert_eq!(launches > 1, split, "{m}x{n}x{k}: {launches} launches");
+        }
+    }
+}
+
+/// A forced slice count (the tuning entry point) gives `Aᵀ·B`, and one that does not
+/// divide k is an error.
+#[test]
+fn forced_slice_counts_give_the_product() {
+    for dev in devices() {
+        let mut rng = Rng::new(13);
+        let (m, n, k) = (6, 5, 64);
+        let a = rng.vec(k * m, 1.0);
+        let b = rng.vec(k * n, 1.0);
+        let at = Tensor::from_slice(&dev, &a, &[k, m]).unwrap();
+        let bt = Tensor::from_slice(&dev, &b, &[k, n]).unwrap();
+        let (want, s) = reference(&a, &b, (m, n, k, 1), (true, false), (0, 0));
+        for splits in [1, 2, 4, 16] {
+            let c = matmul_tn_split(&at, &bt, splits).unwrap();
+            assert_eq!(c.shape(), &[m, n]);
+            assert_close(&c.to_vec().unwrap(), &want, &s, &format!("{splits} slices"));
+        }
+        for splits in [0, 3] {
+            assert!(matches!(
+                matmul_tn_split(&at, &bt, splits),
+                Err(Error::InvalidArgument { .. })
+            ));
         }
     }
 }

@@ -10,8 +10,9 @@
 //! preset is also timed at 1024 and 4096 (`..._tile<bm>x<bn>x<bk>_<tm>x<tn>`) to tune
 //! the automatic choice, and at the character GPT's Linear shapes (`matmul_gpt_...`).
 
-use tang_runtime::dense::matmul::{Epilogue, MatmulOptions, TileConfig, matmul_with};
-use tang_runtime::dense::reduce;
+use tang_runtime::dense::matmul::{
+    Epilogue, MatmulOptions, TileConfig, matmul_tn_split, matmul_with,
+};
 use tang_runtime::{Device, Error, Tensor};
 
 use super::Report;
@@ -210,8 +211,8 @@ fn gpt_shapes(dev: &Device, report: &mut Report, quick: bool) {
 }
 
 /// The GPT's weight gradients `Gᵀ·X` (TN, k = 16,384 tokens) split into `s` slices of the
-/// reduction by hand, as the automatic choice does (a batched product of the slices, then
-/// a column sum), for every power-of-two `s` the automatic choice could pick
+/// reduction as the automatic choice splits them (`matmul_tn_split`: a batched product of
+/// the slices, then a column sum), for every power-of-two `s` the automatic choice could pick
 /// (`..._TN_split<s>`): the tuning table for its slice count. Each is checked against the
 /// automatic product first.
 fn gpt_weight_gradient_splits(dev: &Device, report: &mut Report, quick: bool) {
@@ -234,7 +235,7 @@ fn gpt_weight_gradient_splits(dev: &Device, report: &mut Report, quick: bool) {
     }
 }
 
-/// Milliseconds of `Aᵀ·B` (A `[k, m]`, B `[k, n]`) as `s` batched slices and a sum.
+/// Milliseconds of `Aᵀ·B` (A `[k, m]`, B `[k, n]`) in `s` slices.
 fn split_case(
     dev: &Device,
     m: usize,
@@ -249,11 +250,7 @@ fn split_case(
         transpose_a: true,
         ..Default::default()
     };
-    let (a3, b3) = (a.reshape(&[s, k / s, m])?, b.reshape(&[s, k / s, n])?);
-    let split = || -> Result<Tensor, Error> {
-        let parts = matmul_with(&a3, &b3, &o)?;
-        reduce::sum(&parts.reshape(&[s, m * n])?, 0)
-    };
+    let split = || matmul_tn_split(&a, &b, s);
     let want = matmul_with(&a, &b, &o)?.to_vec()?;
     let got = split()?.to_vec()?;
     if let Some((i, (g, w))) = got

@@ -12,14 +12,18 @@
 
 pub(crate) mod codegen;
 mod epilogue;
+mod split;
 mod tile;
 
 pub use epilogue::Epilogue;
+#[doc(hidden)]
+pub use split::matmul_tn_split;
 pub use tile::TileConfig;
 
 use super::check::want_shape;
 use crate::ops::check::mismatch;
 use codegen::{Shape, Variant};
+use split::{matmul_split_k, split_k};
 
 use crate::size::{Size, numel};
 use crate::spec::Variants;
@@ -227,65 +231,6 @@ fn choose_tile(dev: &Device, m: usize, n: usize, batch: usize) -> Option<TileCon
     [TileConfig::SMALL, TileConfig::MEDIUM, TileConfig::LARGE]
         .into_iter()
         .find(|t| fits(dev, t))
-}
-
-/// Workgroups of the 128×128 tile a split reduction aims for. More slices than a wave of
-/// the GPU needs still pay: on an H200 the GPT's weight gradients (k = 16,384) ran
-/// fastest at the most slices tried, 32 (1536x384: 0.488 ms against 0.599 at 8 slices
-/// and 0.510 at 16; 1152x384: 0.381 against 0.407; BENCHMARKS.md, `..._TN_split<s>`),
-/// so the split stops only at a large output, `SPLIT_K_MAX` or `SPLIT_K_MIN_LEN`.
-const SPLIT_K_TARGET_BLOCKS: usize = 1024;
-/// The shortest stretch of the reduction one split gets (shorter ones spend more on
-/// writing and summing partial products than they gain).
-const SPLIT_K_MIN_LEN: usize = 512;
-/// The most splits.
-const SPLIT_K_MAX: usize = 32;
-
-/// How many slices to cut the reduction (`k`) into, so that a product with a small
-/// output and a long reduction (a weight gradient `dW = Gᵀ·X` over 16,384 tokens has
-/// a 384×1152 output: 27 workgroups of 128×128) fills the GPU: each slice is one batch
-/// of a batched matmul, and a column sum adds the slices. 1 when the product already
-/// has enough workgroups, or is not of the form whose slices are contiguous batches:
-/// `Aᵀ·B` with A stored `[k, m]` and B `[k, n]`, one batch, no bias, no epilogue.
-///
-/// Measured on an H200 at the GPT's weight gradients (k = 16,384; BENCHMARKS.md,
-/// `matmul_gpt_*_TN`): unsplit, the best tile ran at 8-23 TFLOP/s; split, 24-35.
-fn split_k(d: &Dims, o: &MatmulOptions<'_>) -> usize {
-    if !o.transpose_a
-        || o.transpose_b
-        || d.batch != 1
-        || o.bias.is_some()
-        || o.epilogue.is_some()
-        || o.tile.is_some()
-        || d.m == 0
-        || d.n == 0
-    {
-        return 1;
-    }
-    // One batch: `m * n` is the output's length, checked against u32 by `dims`.
-    let blocks = d.m.div_ceil(128) * d.n.div_ceil(128);
-    let mut s = 1;
-    while s < SPLIT_K_MAX
-        && blocks * s < SPLIT_K_TARGET_BLOCKS
-        && d.k.is_multiple_of(2 * s)
-        && d.k / (2 * s) >= SPLIT_K_MIN_LEN
-    {
-        s *= 2;
-    }
-    s
-}
-
-/// `Aᵀ·B` as `splits` batched partial products over slices of `k`, summed.
-fn matmul_split_k(a: &Tensor, b: &Tensor, d: &Dims, splits: usize) -> Result<Tensor, Error> {
-    let len = d.k / splits;
-    let a3 = a.reshape(&[splits, len, d.m])?;
-    let b3 = b.reshape(&[splits, len, d.n])?;
-    let o = MatmulOptions {
-        transpose_a: true,
-        ..MatmulOptions::default()
-    };
-    let parts = matmul_with(&a3, &b3, &o)?;
-    super::reduce::sum(&parts.reshape(&[splits, d.m * d.n])?, 0)?.reshape(&d.out_shape)
 }
 
 /// The generated variants, by tile shape, flags and epilogue hash.
