@@ -36,6 +36,9 @@ fn reductions_match_cpu() {
             (4, 1, 5),
             (1, 300_001, 1),
             (2, 3000, 7),
+            // Column trees: vec4 columns over chunks, then the partials again.
+            (1, 5000, 36),
+            (3, 700, 12),
         ];
         for &(o, a, i) in shapes {
             let x = rng.vec(o * a * i, 2.0);

@@ -4,7 +4,13 @@
 //! - `inner == 1` (the last axis): one workgroup of 256 threads per row (or per chunk of
 //!   a long row), a strided coalesced loop (`vec4` loads when the row length is a
 //!   multiple of 4), then a tree reduction in workgroup memory;
-//! - `inner > 1`: one thread per output column, coalesced across `inner`.
+//! - `inner > 1`: when the columns alone fill the GPU, one thread per output column,
+//!   coalesced across `inner`; otherwise workgroups of 8 columns (`vec4`s) by 32 rows,
+//!   each thread striding down its column, then a tree over the 32 rows in workgroup
+//!   memory. The tree keeps a chunk's threads busy with few loads each, so two passes
+//!   always suffice for the shapes of a training step (a bias gradient's
+//!   `[16384, 384]` is 86 chunks, then one): one launch fewer per bias than chunking
+//!   one thread per column, which took three passes there.
 //!
 //! When the outputs alone would leave the GPU idle (few long rows), the axis is split into
 //! chunks whose partial results are reduced again by the same kernels (multi-pass), so a
@@ -119,10 +125,62 @@ fn comb(a: T, b: T) -> T {
 "
 );
 
+/// Columns (units) per workgroup of the tree kernel; its 256 threads are 8 columns by
+/// 32 rows, so a warp reads 4 rows of 8 consecutive units.
+const TREE_COLS: usize = 8;
+/// Rows per workgroup of the tree kernel.
+const TREE_ROWS: usize = 256 / TREE_COLS;
+
+const TREE_BODY: &str = concat!(
+    "override OP: u32 = 0u;
+const TREE_COLS: u32 = 8u;
+var<workgroup> part: array<T, 256>;
+
+// Max propagates NaN (see nan_max.rs).
+fn comb(a: T, b: T) -> T {
+    if (OP == 1u) { return tmax_nan(a, b); }
+    return a + b;
+}
+
+",
+    wg_main!(g),
+    "    // Workgroup g: column group cg of chunk c of outer slice o.
+    let groups = (p.inner + TREE_COLS - 1u) / TREE_COLS;
+    let cg = g % groups;
+    let t = g / groups;
+    let c = t % p.chunks;
+    let o = t / p.chunks;
+    let i = cg * TREE_COLS + lid % TREE_COLS;
+    let live = i < p.inner && o < p.outer;
+    let lo = c * p.chunk;
+    let hi = select(lo, min(lo + p.chunk, p.axis), live);
+    var acc = T(0.0);
+    // Or-ed with a run-time zero: Chrome's WGSL compiler rejects a non-finite constant.
+    if (OP == 1u) { acc = T(bitcast<f32>(0xff800000u | (g & 0u))); }
+    for (var a = lo + lid / TREE_COLS; a < hi; a = a + WG / TREE_COLS) {
+        acc = comb(acc, x[(o * p.axis + a) * p.inner + i]);
+    }
+    part[lid] = acc;
+    workgroupBarrier();
+    // Rows halve each step; lid and lid + s hold the same column (s is a multiple of 8).
+    for (var s = WG / 2u; s >= TREE_COLS; s = s >> 1u) {
+        if (lid < s) { part[lid] = comb(part[lid], part[lid + s]); }
+        workgroupBarrier();
+    }
+    if (lid < TREE_COLS && live) {
+        let r = part[lid];
+        let idx = (o * p.chunks + c) * p.inner + i;
+        if (OP == 1u) { out[idx] = r; } else { out[idx] = r * p.scale; }
+    }
+}
+"
+);
+
 unit_specs!(K_ROWS_V4, K_ROWS_F1: RowsParams = "reduce_rows", [wg_common!()], v4: nan_max_v4!(), f1: nan_max_f1!(), ROWS_SLOTS, ROWS_BODY);
 // `red_a`/`red_b` of `wg_common` are unused by the column kernel; declaring them costs
 // nothing.
 unit_specs!(K_COLS_V4, K_COLS_F1: ColsParams = "reduce_cols", [wg_common!()], v4: nan_max_v4!(), f1: nan_max_f1!(), COLS_SLOTS, COLS_BODY);
+unit_specs!(K_TREE_V4, K_TREE_F1: ColsParams = "reduce_cols_tree", [wg_common!()], v4: nan_max_v4!(), f1: nan_max_f1!(), COLS_SLOTS, TREE_BODY);
 
 /// Every kernel of this file, for the registry.
 pub(crate) fn kernels() -> Vec<Source> {
@@ -131,6 +189,8 @@ pub(crate) fn kernels() -> Vec<Source> {
         K_ROWS_F1.source(),
         K_COLS_V4.source(),
         K_COLS_F1.source(),
+        K_TREE_V4.source(),
+        K_TREE_F1.source(),
     ]
 }
 
@@ -199,16 +259,19 @@ fn reduce3(
         (part, chunks)
     } else {
         let (k, iu) = by_unit(inner, [&K_COLS_V4, &K_COLS_F1]);
-        let (chunk, chunks) = col_chunks(outer * iu, axis);
-        let part = dev.empty(&[outer * chunks * inner], DType::F32)?;
-        let s = if chunks == 1 { scale } else { 1.0 };
+        if outer * iu < TARGET_THREADS {
+            return reduce_cols_tree(x, outer, axis, inner, op, scale);
+        }
+        // The columns fill the GPU: one pass, a thread per column.
+        let chunks = 1;
+        let part = dev.empty(&[outer * inner], DType::F32)?;
         let params = ColsParams {
             outer: outer as u32,
             axis: axis as u32,
             inner: iu as u32,
-            chunk: chunk as u32,
-            chunks: chunks as u32,
-            scale: s,
+            chunk: axis as u32,
+            chunks: 1,
+            scale,
         };
         let groups = grid(
             &dev,
@@ -222,6 +285,43 @@ fn reduce3(
         Ok(part)
     } else {
         reduce3(&part, outer, chunks, inner, op, scale)
+    }
+}
+
+/// The column reduction of [`reduce3`] when the columns alone leave the GPU idle: the
+/// tree kernel over chunks of the axis, enough chunks to fill the GPU (each at least 4
+/// rows per thread), then itself again over the partial results until one chunk remains.
+fn reduce_cols_tree(
+    x: &Tensor,
+    outer: usize,
+    axis: usize,
+    inner: usize,
+    op: Op,
+    scale: f32,
+) -> Result<Tensor, Error> {
+    let dev = x.device();
+    let (k, iu) = by_unit(inner, [&K_TREE_V4, &K_TREE_F1]);
+    let slabs = outer * iu.div_ceil(TREE_COLS);
+    let wanted = TARGET_GROUPS
+        .div_ceil(slabs)
+        .min(axis.div_ceil(4 * TREE_ROWS))
+        .max(1);
+    let (chunk, chunks) = split(axis, wanted);
+    let part = dev.empty(&[outer * chunks * inner], DType::F32)?;
+    let params = ColsParams {
+        outer: outer as u32,
+        axis: axis as u32,
+        inner: iu as u32,
+        chunk: chunk as u32,
+        chunks: chunks as u32,
+        scale: if chunks == 1 { scale } else { 1.0 },
+    };
+    let groups = grid(dev, op.name(), (slabs * chunks) as u64)?;
+    k.dispatch(&[("OP", op.code())], &params, &[x, &part], groups)?;
+    if chunks == 1 {
+        Ok(part)
+    } else {
+        reduce_cols_tree(&part, outer, chunks, inner, op, scale)
     }
 }
 
