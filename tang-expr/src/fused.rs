@@ -88,6 +88,17 @@ impl FusedKernels {
     pub fn vjp_at<F: Float>(&self, inputs: &[F], uniforms: &[F]) -> Result<Vec<F>, ExprError> {
         Evaluator::new(&self.graph, &self.vjp_roots)?.run(inputs, uniforms)
     }
+
+    /// Per VJP output: whether it is the upstream gradient itself (`grad_x = g`, as both
+    /// gradients of `x + y`), so a backward may hand `g` on instead of launching the VJP.
+    /// Only a function of one output has such gradients (with several, `g` is a sum).
+    pub fn vjp_passthrough(&self) -> Vec<bool> {
+        let seed = Node::Input(self.value.inputs.len() as u32);
+        self.vjp_roots
+            .iter()
+            .map(|&r| self.value_roots.len() == 1 && self.graph.node(r).ok() == Some(seed))
+            .collect()
+    }
 }
 
 /// Checks that the outputs are floats that read only declared inputs and uniforms.
@@ -272,6 +283,42 @@ mod tests {
         assert_eq!(d[2..], [w, x, 1.0 - t * t, 0.0]);
         let v = k.vjp_at(&[x, w, 2.0, 10.0], &[b]).unwrap();
         assert_eq!(v, vec![2.0 * w + 10.0 * (1.0 - t * t), 2.0 * x]);
+    }
+
+    /// Only a gradient that simplifies to the upstream gradient itself passes through.
+    #[test]
+    fn passthrough_gradients() {
+        let mut g = Graph::new();
+        let (a, b) = (g.input(0), g.input(1));
+        let sum = g.apply(Op::Add, &[a, b]).unwrap();
+        let diff = g.apply(Op::Sub, &[a, b]).unwrap();
+        let kernels = |out: NodeId, outputs: usize| {
+            fused_grad_kernels(&FusedSpec {
+                name: "f".into(),
+                graph: &g,
+                inputs: vec!["a".into(), "b".into()],
+                uniforms: vec![],
+                outputs: (0..outputs).map(|i| (format!("y{i}"), out)).collect(),
+                wrt: vec![0, 1],
+            })
+            .unwrap()
+        };
+        assert_eq!(kernels(sum, 1).vjp_passthrough(), [true, true]);
+        // grad_b = -g: a launch.
+        assert_eq!(kernels(diff, 1).vjp_passthrough(), [true, false]);
+        // Two outputs: grad_a = g_y0 + g_y1.
+        assert_eq!(kernels(sum, 2).vjp_passthrough(), [false, false]);
+        let (g2, y, _) = spec_graph();
+        let lin = fused_grad_kernels(&FusedSpec {
+            name: "lin".into(),
+            graph: &g2,
+            inputs: vec!["x".into(), "w".into()],
+            uniforms: vec!["b".into()],
+            outputs: vec![("y".into(), y)],
+            wrt: vec![0, 1],
+        })
+        .unwrap();
+        assert_eq!(lin.vjp_passthrough(), [false, false]);
     }
 
     #[test]

@@ -250,3 +250,41 @@ fn pool_soak_ten_thousand_steps() {
         "pool bytes {end} after 10,000 steps, {at_100} after step 100"
     );
 }
+
+/// An add hands its upstream gradient to both inputs without a launch; the residual
+/// pattern `x + f(x)` then sums into that shared gradient out of place, and every
+/// gradient handed back owns its buffer.
+#[test]
+fn add_gradients_pass_through_and_never_alias() {
+    let dev = tang_testing::device();
+    let a = param(&dev, &[1.0, 2.0, 3.0, 4.0], &[2, 2]);
+    let b = param(&dev, &[0.5, -1.0, 2.0, 0.0], &[2, 2]);
+    let sum = a.add(&b).unwrap();
+    let loss = sum.mul(&sum).unwrap().sum_all().unwrap();
+    dev.sync().unwrap();
+    let before = dev.stats().launches;
+    let grads = loss.backward().unwrap();
+    dev.sync().unwrap();
+    // The seed, sum_all's backward, mul's (both gradients in one launch) and their sum
+    // (`sum * sum` uses `sum` twice); the add passes `g` on without a launch, and one
+    // copy makes a's and b's gradients two buffers.
+    assert_eq!(dev.stats().launches - before, 5);
+    let (ga, gb) = (grads.get(&a).unwrap(), grads.get(&b).unwrap());
+    assert!(!ga.same_buffer(gb));
+    let want = [3.0, 2.0, 10.0, 8.0]; // 2 (a + b)
+    assert_eq!(ga.to_vec().unwrap(), want);
+    assert_eq!(gb.to_vec().unwrap(), want);
+    // Writing into one gradient leaves the other as it was.
+    ga.add_(gb, 1.0).unwrap();
+    assert_eq!(gb.to_vec().unwrap(), want);
+
+    // x + relu(x) * 3: the add's gradient for x is shared with the branch's until the
+    // branch's gradient is summed into it, out of place.
+    let x = param(&dev, &[1.0, -2.0], &[2]);
+    let y = x.add(&x.relu().unwrap().mul_scalar(3.0).unwrap()).unwrap();
+    let g = y.sum_all().unwrap().backward().unwrap();
+    assert_eq!(g.get(&x).unwrap().to_vec().unwrap(), [4.0, 1.0]);
+    // x + x: both gradients are the one `g`.
+    let g = x.add(&x).unwrap().sum_all().unwrap().backward().unwrap();
+    assert_eq!(g.get(&x).unwrap().to_vec().unwrap(), [2.0, 2.0]);
+}

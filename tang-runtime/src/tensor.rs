@@ -284,6 +284,21 @@ impl Tensor {
         Arc::ptr_eq(&self.storage, &other.storage)
     }
 
+    /// Whether this handle is the only one to its buffer (no clone or reshape of it is
+    /// alive), so writing in place cannot change what another tensor holds.
+    ///
+    /// ```
+    /// # let dev = tang_runtime::Device::new()?;
+    /// let t = tang_runtime::Tensor::zeros(&dev, &[4])?;
+    /// assert!(t.is_sole_owner());
+    /// let view = t.reshape(&[2, 2])?;
+    /// assert!(!t.is_sole_owner() && !view.is_sole_owner());
+    /// # Ok::<(), tang_runtime::Error>(())
+    /// ```
+    pub fn is_sole_owner(&self) -> bool {
+        Arc::strong_count(&self.storage) == 1
+    }
+
     /// The same data with another shape of the same element count (no copy).
     ///
     /// # Errors

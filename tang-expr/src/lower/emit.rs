@@ -392,12 +392,13 @@ pub(crate) fn module(
             .wrt
             .iter()
             .map(|&i| Literal::usize_unsuffixed(i as usize));
+        let passthrough = fk.vjp_passthrough();
         items.extend(quote! {
             /// The function as a differentiable tensor op: `FUSED.forward(&[..], &[..])`
             /// over broadcast inputs, `FUSED.backward(grad_out, ..)` through [`VJP`]; in
             /// tang-nn, `tang_nn::autograd::apply(&FUSED, ..)` records it for autograd.
             pub const FUSED: ::tang_runtime::__private::FusedFn =
-                ::tang_runtime::__private::FusedFn::new(self::KERNEL, self::VJP, &[#(#wrt),*]);
+                ::tang_runtime::__private::FusedFn::new(self::KERNEL, self::VJP, &[#(#wrt),*], &[#(#passthrough),*]);
         });
     }
     Ok(wrap(

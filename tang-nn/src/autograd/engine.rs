@@ -138,8 +138,11 @@ impl Tensor {
                 shape: self.shape().to_vec(),
             });
         }
+        if !self.requires_grad() {
+            return Err(Error::NoGradient);
+        }
         let seed = ops::full(self.data().device(), self.shape(), 1.0)?;
-        self.backward_with(seed)
+        self.backward_from(seed)
     }
 
     /// As [`Tensor::backward`] with the gradient of the output given (any shape, the
@@ -172,15 +175,27 @@ impl Tensor {
             }
             .into());
         }
+        // `grad_out` is the caller's: copy it, so no gradient handed back is the
+        // caller's own tensor.
+        self.backward_from(ops::clone(&grad_out)?)
+    }
+
+    /// The backward pass from `grad_out`, a tensor of this one's shape owned by the pass.
+    fn backward_from(&self, grad_out: RawTensor) -> Result<Gradients, Error> {
         let order = topological_order(self)?;
         let mut pending: HashMap<TensorId, RawTensor> = HashMap::new();
-        // `grad_out` may be the caller's: copy it, so backward never writes into it.
-        pending.insert(self.id(), ops::clone(&grad_out)?);
+        pending.insert(self.id(), grad_out);
         let mut grads = Gradients::default();
         for t in &order {
             let grad = pending.remove(&t.id());
             if t.is_leaf() {
-                if let Some(g) = grad {
+                if let Some(mut g) = grad {
+                    // A gradient handed on unchanged may share its buffer with another
+                    // one: each handed back owns its own, so writing into one (clipping)
+                    // never changes another.
+                    if !g.is_sole_owner() {
+                        g = ops::clone(&g)?;
+                    }
                     grads.map.insert(t.id(), g);
                 }
                 continue;
@@ -200,28 +215,25 @@ impl Tensor {
     }
 }
 
-/// Adds each input's gradient to what it already has. A backward may return views of its
-/// `grad_out` (a reshape, an add without broadcasting) for several inputs; copies make
-/// every stored gradient own its buffer, so summing in place and handing gradients to the
-/// user never writes through to another gradient.
+/// Adds each input's gradient to what it already has. A backward may hand on views of
+/// its `grad_out` (a reshape, both gradients of an add) for several inputs, so stored
+/// gradients may share a buffer: a sum goes in place only into a gradient that is the
+/// sole owner of its buffer, and out of place otherwise (copy on write), so summing never
+/// writes through to another gradient or to a tensor the user holds.
 fn accumulate(
     pending: &mut HashMap<TensorId, RawTensor>,
     grad_fn: &GradFn,
     input_grads: Vec<Option<RawTensor>>,
 ) -> Result<(), Error> {
-    let mut handed: Vec<RawTensor> = Vec::new();
     for (input, grad) in grad_fn.inputs.iter().zip(input_grads) {
-        let Some(mut grad) = grad else { continue };
+        let Some(grad) = grad else { continue };
         if !input.requires_grad() {
             continue;
         }
-        if handed.iter().any(|h| h.same_buffer(&grad)) {
-            grad = ops::clone(&grad)?;
-        }
-        match pending.get(&input.id()) {
-            Some(sum) => ops::add_(sum, &grad, 1.0)?,
+        match pending.get_mut(&input.id()) {
+            Some(sum) if sum.is_sole_owner() => ops::add_(sum, &grad, 1.0)?,
+            Some(sum) => *sum = ops::add(sum, &grad)?,
             None => {
-                handed.push(grad.clone());
                 pending.insert(input.id(), grad);
             }
         }

@@ -32,15 +32,28 @@ pub struct FusedFn {
     value: KernelDesc,
     vjp: KernelDesc,
     wrt: &'static [usize],
+    /// Per `wrt` input: its gradient is the upstream gradient itself.
+    passthrough: &'static [bool],
 }
 
 impl FusedFn {
-    /// The op from the function's value kernel, its VJP kernel and the positions of the
-    /// inputs it differentiates (in the VJP's output order). Called by the code
-    /// `#[fused_grad]` generates.
+    /// The op from the function's value kernel, its VJP kernel, the positions of the
+    /// inputs it differentiates (in the VJP's output order) and, for each, whether its
+    /// gradient is the upstream gradient itself. Called by the code `#[fused_grad]`
+    /// generates.
     #[doc(hidden)]
-    pub const fn new(value: KernelDesc, vjp: KernelDesc, wrt: &'static [usize]) -> FusedFn {
-        FusedFn { value, vjp, wrt }
+    pub const fn new(
+        value: KernelDesc,
+        vjp: KernelDesc,
+        wrt: &'static [usize],
+        passthrough: &'static [bool],
+    ) -> FusedFn {
+        FusedFn {
+            value,
+            vjp,
+            wrt,
+            passthrough,
+        }
     }
 
     /// The function's name.
@@ -109,10 +122,19 @@ impl FusedFn {
                 ),
             });
         }
+        let mut out: Vec<Option<Tensor>> = vec![None; inputs.len()];
+        // Every gradient is `grad_out` itself (an add): no launch, only the sums over
+        // broadcast dimensions. The gradients then share `grad_out`'s buffer; autograd
+        // sums into a shared gradient out of place.
+        if self.passthrough.len() == self.wrt.len() && self.passthrough.iter().all(|&p| p) {
+            for &k in self.wrt {
+                out[k] = Some(super::sum_to_shape(grad_out, inputs[k].shape())?);
+            }
+            return Ok(out);
+        }
         let mut with_grad: Vec<&Tensor> = inputs.to_vec();
         with_grad.push(grad_out);
         let grads = dev.launch(&self.vjp, &with_grad, &[], uniforms)?;
-        let mut out: Vec<Option<Tensor>> = vec![None; inputs.len()];
         for (&k, g) in self.wrt.iter().zip(grads) {
             out[k] = Some(super::sum_to_shape(&g, inputs[k].shape())?);
         }
