@@ -438,12 +438,16 @@ fn index_copy_writes_rows_in_place() {
 }
 
 /// `split_heads` equals narrow + reshape + permute on the CPU, for grouped-query packing
-/// (3 query heads, 1 kv head each side); `merge_heads` of all parts gives the packed
-/// tensor back; bad shapes are errors that say what was expected.
+/// (3 query heads, 1 kv head each side), so does `split_qkv_heads` (one launch at D = 4,
+/// three copies at D = 3); `merge_heads` of all parts gives the packed tensor back (one
+/// launch for three parts at D = 4); bad shapes are errors that say what was expected.
 #[test]
 fn packed_heads_split_and_merge_match_the_cpu() {
-    for dev in devices() {
-        let (b, t, d) = (2, 17, 3);
+    for (dev, d) in devices()
+        .into_iter()
+        .flat_map(|dev| [(dev.clone(), 3), (dev, 4)])
+    {
+        let (b, t) = (2, 17);
         let (hq, hkv) = (3, 1);
         let n = (hq + 2 * hkv) * d;
         let xs = [b, t, n];
@@ -459,15 +463,28 @@ fn packed_heads_split_and_merge_match_the_cpu() {
             assert_close("split_heads", &got.to_vec().unwrap(), &want, 0.0, 0.0);
             parts.push(got);
         }
+        let (q, k, v) = ops::split_qkv_heads(&packed, hq, hkv, d).unwrap();
+        for (got, want) in [q, k, v].iter().zip(&parts) {
+            assert_eq!(got.shape(), want.shape());
+            assert_eq!(got.to_vec().unwrap(), want.to_vec().unwrap());
+        }
+        let e = ops::split_qkv_heads(&packed, hq, hkv + 1, d).unwrap_err();
+        assert!(e.to_string().contains("(3 + 2 * 2)"), "{e}");
         let refs: Vec<&Tensor> = parts.iter().collect();
+        dev.sync().unwrap();
+        let before = dev.stats().launches;
         let merged = ops::merge_heads(&refs).unwrap();
+        dev.sync().unwrap();
+        let launches = if d == 4 { 1 } else { 3 };
+        assert_eq!(dev.stats().launches - before, launches);
         assert_eq!(merged.shape(), &xs);
         assert_eq!(merged.to_vec().unwrap(), x);
 
         let e = ops::split_heads(&packed, 4, 2, d).unwrap_err();
         assert!(matches!(e, Error::ShapeMismatch { .. }), "{e}");
         let e = ops::merge_heads(&[&parts[0], &packed]).unwrap_err();
-        assert!(e.to_string().contains("[B = 2, H, T = 17, D = 3]"), "{e}");
+        let want = format!("[B = 2, H, T = 17, D = {d}]");
+        assert!(e.to_string().contains(&want), "{e}");
         assert!(matches!(ops::merge_heads(&[]), Err(Error::Arity { .. })));
     }
 }

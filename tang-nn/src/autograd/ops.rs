@@ -381,9 +381,7 @@ impl Tensor {
                 ),
             }));
         }
-        let q = ops::split_heads(x, 0, heads, head_dim)?;
-        let k = ops::split_heads(x, heads, kv_heads, head_dim)?;
-        let v = ops::split_heads(x, heads + kv_heads, kv_heads, head_dim)?;
+        let (q, k, v) = ops::split_qkv_heads(x, heads, kv_heads, head_dim)?;
         let (o, lse) = attention::attention(&q, &k, &v, None)?;
         let op = Op::PackedAttention {
             q,

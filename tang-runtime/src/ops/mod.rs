@@ -62,7 +62,7 @@ pub use elementwise::{
     sub_scalar_backward, tanh, tanh_backward, where_cond, where_cond_backward,
 };
 pub use fused::FusedFn;
-pub use heads::{merge_heads, split_heads};
+pub use heads::{merge_heads, split_heads, split_qkv_heads};
 pub use index::{gather, gather_backward, index_copy_, index_select, index_select_backward};
 pub use inplace::{add_, clone, copy_, fill_, fill_u32_, full, full_u32, mul_, zero_};
 pub use int::{arange, argmax, argmin, to_dtype};
@@ -87,4 +87,4 @@ pub use crate::dense::shape::{split, transpose};
 pub use crate::dense::softmax::{log_softmax, softmax};
 
 // The submodules that hold kernels.
-crate::spec::kernel_modules! { "ops": strided, inplace, index, int, compare, random, pool }
+crate::spec::kernel_modules! { "ops": strided, inplace, index, int, compare, random, pool, heads }
