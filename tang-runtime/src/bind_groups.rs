@@ -1,5 +1,5 @@
-//! A cache of bind groups, keyed by the layout and the buffers (and bound sizes) a launch
-//! binds.
+//! A cache of bind groups, keyed by the layout and the buffer ranges (buffer, offset and
+//! bound size) a launch binds.
 //!
 //! Creating a bind group is the largest single host cost of a launch: wgpu validates
 //! every entry, tracks every buffer and allocates and writes a descriptor set, about a
@@ -29,11 +29,11 @@ const CAPACITY: usize = 8192;
 /// one replaces the earlier: a cache may forget).
 struct Entry {
     layout: wgpu::BindGroupLayout,
-    buffers: Vec<(wgpu::Buffer, u64)>,
+    buffers: Vec<(wgpu::Buffer, u64, u64)>,
     group: wgpu::BindGroup,
 }
 
-/// Bind groups by the hash of `(layout, [(buffer, bound bytes)])`.
+/// Bind groups by the hash of `(layout, [(buffer, offset, bound bytes)])`.
 #[derive(Default)]
 pub struct BindGroups {
     entries: MixMap<u64, Entry>,
@@ -42,20 +42,21 @@ pub struct BindGroups {
 }
 
 impl BindGroups {
-    /// The bind group of `layout` whose binding `i` is the whole first `bound[i].1` bytes
-    /// of buffer `bound[i].0` (uniform bindings: the arena, dynamic offset), created on a
-    /// miss.
+    /// The bind group of `layout` whose binding `i` is the `bound[i].2` bytes of buffer
+    /// `bound[i].0` from byte `bound[i].1` (uniform bindings: the arena, dynamic offset),
+    /// created on a miss.
     pub fn get(
         &mut self,
         device: &wgpu::Device,
         label: &str,
         layout: &wgpu::BindGroupLayout,
-        bound: &[(&wgpu::Buffer, u64)],
+        bound: &[(&wgpu::Buffer, u64, u64)],
     ) -> wgpu::BindGroup {
         let mut h = MixHasher::default();
         layout.hash(&mut h);
-        for (buffer, bytes) in bound {
+        for (buffer, offset, bytes) in bound {
             buffer.hash(&mut h);
+            offset.hash(&mut h);
             bytes.hash(&mut h);
         }
         let hash = h.finish();
@@ -65,7 +66,7 @@ impl BindGroups {
                 && e.buffers
                     .iter()
                     .zip(bound)
-                    .all(|((b, n), (c, m))| b == *c && n == m)
+                    .all(|((b, o, n), (c, p, m))| b == *c && o == p && n == m)
         };
         if let Some(e) = self.entries.get(&hash).filter(|e| same(e)) {
             return e.group.clone();
@@ -76,11 +77,11 @@ impl BindGroups {
         let entries: Vec<wgpu::BindGroupEntry<'_>> = bound
             .iter()
             .enumerate()
-            .map(|(i, (buffer, bytes))| wgpu::BindGroupEntry {
+            .map(|(i, (buffer, offset, bytes))| wgpu::BindGroupEntry {
                 binding: i as u32,
                 resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
                     buffer,
-                    offset: 0,
+                    offset: *offset,
                     size: wgpu::BufferSize::new(*bytes),
                 }),
             })
@@ -95,7 +96,10 @@ impl BindGroups {
             hash,
             Entry {
                 layout: layout.clone(),
-                buffers: bound.iter().map(|(b, n)| ((*b).clone(), *n)).collect(),
+                buffers: bound
+                    .iter()
+                    .map(|(b, o, n)| ((*b).clone(), *o, *n))
+                    .collect(),
                 group: group.clone(),
             },
         );

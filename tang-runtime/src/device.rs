@@ -88,6 +88,10 @@ pub struct Stats {
     pub launches: u64,
     /// Command buffers submitted.
     pub submits: u64,
+    /// Host time spent finishing and submitting command buffers: wgpu encodes a batch's
+    /// dispatches for the driver when it is finished, so this is the driver's and wgpu's
+    /// share of the launches, the rest of a launch's host time being tang's own recording.
+    pub submit_time: std::time::Duration,
     /// Reads back to the host (each [`crate::Tensor::to_vec`], `to_vec_u32`, `item` or
     /// async read of a non-empty tensor): what "nothing is read back" is checked against.
     pub host_reads: u64,

@@ -49,10 +49,15 @@ impl Device {
                     }
                     if let Binding::ReadWrite(_) = b {
                         for (j, other) in bindings.iter().enumerate() {
-                            if let Binding::Read(o) | Binding::ReadWrite(o) = other
-                                && j != i
-                                && o.same_buffer(t)
-                            {
+                            // wgpu refuses one buffer bound for reading and for
+                            // writing in a launch, even as disjoint views; two written
+                            // views of one buffer are fine when they do not overlap.
+                            let clash = match other {
+                                Binding::Read(o) => o.same_buffer(t),
+                                Binding::ReadWrite(o) => o.overlaps(t),
+                                Binding::Uniform(_) => false,
+                            };
+                            if j != i && clash {
                                 return Err(Error::Aliasing {
                                     op: op.into(),
                                     detail: format!(
@@ -162,11 +167,13 @@ impl Device {
             st.cache
                 .get(&inner.device, inner.info.checked, &key, name, wgsl)?;
         let mut uniform_sizes = sizes.iter().copied();
-        let bound: Vec<(&wgpu::Buffer, u64)> = bindings
+        let bound: Vec<(&wgpu::Buffer, u64, u64)> = bindings
             .iter()
             .map(|b| match b {
-                Binding::Uniform(_) => (&arena, uniform_sizes.next().unwrap_or(16)),
-                Binding::Read(t) | Binding::ReadWrite(t) => (t.buffer(), binding_size(t.bytes())),
+                Binding::Uniform(_) => (&arena, 0, uniform_sizes.next().unwrap_or(16)),
+                Binding::Read(t) | Binding::ReadWrite(t) => {
+                    (t.buffer(), t.byte_offset(), binding_size(t.bytes()))
+                }
             })
             .collect();
         let group = st.bind_groups.get(&inner.device, name, &layout, &bound);

@@ -59,6 +59,8 @@ pub(crate) struct State {
     allocations: u64,
     launches: u64,
     submits: u64,
+    /// Host time inside encoding and submitting batches (see `Stats::submit_time`).
+    submit_time: std::time::Duration,
     /// Reads back to the host started (see `Stats::host_reads`).
     pub host_reads: u64,
     /// Per-kernel GPU timing, while [`crate::Device::start_profiling`] is in effect.
@@ -99,6 +101,7 @@ impl State {
             allocations: 0,
             launches: 0,
             submits: 0,
+            submit_time: std::time::Duration::ZERO,
             host_reads: 0,
             profiler: None,
         }
@@ -114,6 +117,7 @@ impl State {
             bind_groups_created: self.bind_groups.created,
             launches: self.launches,
             submits: self.submits,
+            submit_time: self.submit_time,
             host_reads: self.host_reads,
         }
     }
@@ -225,7 +229,9 @@ impl State {
                 self.arena.clear();
             }
             let profiled = self.profiler.as_ref().is_some_and(|p| p.resolve(&mut enc));
+            let start = std::time::Instant::now();
             inner.queue.submit([enc.finish()]);
+            self.submit_time += start.elapsed();
             self.submits += 1;
             if profiled && let Some(p) = self.profiler.as_mut() {
                 p.collect(&inner.device);

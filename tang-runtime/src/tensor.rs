@@ -76,6 +76,9 @@ impl Drop for Storage {
 #[derive(Clone)]
 pub struct Tensor {
     pub(crate) storage: Arc<Storage>,
+    /// Where the tensor starts in the buffer, in bytes: 0, or a multiple of the device's
+    /// storage offset alignment for a view of part of a buffer (see [`Tensor::view_at`]).
+    offset: u64,
     shape: Arc<[usize]>,
     /// The element count, computed (checked) once when the shape was set: a shape such
     /// as `[usize::MAX, 2, 0]` holds no elements but its naive product overflows.
@@ -93,6 +96,13 @@ impl std::fmt::Debug for Tensor {
 }
 
 impl Device {
+    /// Whether a view may start `offset` bytes into a buffer: a multiple of the device's
+    /// storage binding alignment (`min_storage_buffer_offset_alignment`).
+    pub(crate) fn is_view_aligned(&self, offset: u64) -> bool {
+        let align = self.info().limits.min_storage_buffer_offset_alignment;
+        offset.is_multiple_of(u64::from(align.max(1)))
+    }
+
     /// A tensor from the buffer pool; its contents are unspecified (write before reading).
     ///
     /// # Errors
@@ -121,6 +131,7 @@ impl Device {
                 class,
                 last_batch: AtomicU64::new(last),
             }),
+            offset: 0,
             shape: shape.into(),
             len: (bytes / dtype.size() as u64) as usize,
             dtype,
@@ -146,7 +157,9 @@ impl Tensor {
         let t = dev.alloc_tensor(shape, dtype, false)?;
         if !bytes.is_empty() {
             // The buffer is fresh from the pool, so no unsubmitted command uses it.
-            dev.inner.queue.write_buffer(&t.storage.buffer, 0, bytes);
+            dev.inner
+                .queue
+                .write_buffer(&t.storage.buffer, t.offset, bytes);
         }
         Ok(t)
     }
@@ -197,7 +210,7 @@ impl Tensor {
             let dev = self.device();
             let mut st = dev.lock()?;
             st.encoder(&dev.inner)
-                .clear_buffer(&self.storage.buffer, 0, Some(bytes));
+                .clear_buffer(&self.storage.buffer, self.offset, Some(bytes));
             self.storage.last_batch.store(st.batch, Ordering::Relaxed);
         }
         Ok(())
@@ -236,9 +249,11 @@ impl Tensor {
         }
         drop(st);
         if !data.is_empty() {
-            dev.inner
-                .queue
-                .write_buffer(&self.storage.buffer, 0, bytemuck::cast_slice(data));
+            dev.inner.queue.write_buffer(
+                &self.storage.buffer,
+                self.offset,
+                bytemuck::cast_slice(data),
+            );
         }
         Ok(())
     }
@@ -268,9 +283,38 @@ impl Tensor {
         &self.storage.dev
     }
 
-    /// The wgpu buffer (possibly larger than the tensor: the pool rounds sizes up).
+    /// The wgpu buffer (possibly larger than the tensor: the pool rounds sizes up, and a
+    /// view holds part of a buffer); the tensor's bytes start at [`Tensor::byte_offset`].
     pub fn buffer(&self) -> &wgpu::Buffer {
         &self.storage.buffer
+    }
+
+    /// Where the tensor's bytes start in [`Tensor::buffer`]: 0 except for views.
+    pub fn byte_offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Elements `start..start + len(shape)` of this tensor's data as a tensor of `shape`
+    /// sharing its buffer (no copy), when they fit and `start` lands on the device's
+    /// storage offset alignment (`min_storage_buffer_offset_alignment`, which a binding
+    /// needs); `None` otherwise, and the caller copies. For the runtime's own ops, which
+    /// produce several results in one buffer (a layer norm's two weight gradients).
+    pub(crate) fn view_at(&self, start: usize, shape: &[usize]) -> Option<Tensor> {
+        let len = Size::product(shape).get()?;
+        if start.checked_add(len)? > self.len {
+            return None;
+        }
+        let offset = self.offset + (start * self.dtype.size()) as u64;
+        if !self.device().is_view_aligned(offset) {
+            return None;
+        }
+        Some(Tensor {
+            storage: self.storage.clone(),
+            offset,
+            shape: shape.into(),
+            len,
+            dtype: self.dtype,
+        })
     }
 
     /// Size of the tensor's data in bytes.
@@ -282,6 +326,22 @@ impl Tensor {
     /// Whether two tensors share one buffer.
     pub fn same_buffer(&self, other: &Tensor) -> bool {
         Arc::ptr_eq(&self.storage, &other.storage)
+    }
+
+    /// Whether two tensors' bytes overlap: they share a buffer and their ranges (rounded
+    /// up to whole 16-byte `vec4`s, as kernels bind them) meet. Views of one buffer (a
+    /// layer norm's weight and bias gradients) share it without overlapping.
+    ///
+    /// ```
+    /// # let dev = tang_runtime::Device::new()?;
+    /// let t = tang_runtime::Tensor::zeros(&dev, &[4])?;
+    /// assert!(t.overlaps(&t.reshape(&[2, 2])?));
+    /// assert!(!t.overlaps(&tang_runtime::Tensor::zeros(&dev, &[4])?));
+    /// # Ok::<(), tang_runtime::Error>(())
+    /// ```
+    pub fn overlaps(&self, other: &Tensor) -> bool {
+        let end = |t: &Tensor| t.offset + t.bytes().div_ceil(16).max(1) * 16;
+        self.same_buffer(other) && self.offset < end(other) && other.offset < end(self)
     }
 
     /// Whether this handle is the only one to its buffer (no clone or reshape of it is
@@ -317,6 +377,7 @@ impl Tensor {
         }
         Ok(Tensor {
             storage: self.storage.clone(),
+            offset: self.offset,
             shape: shape.into(),
             len: self.len,
             dtype: self.dtype,
@@ -369,8 +430,13 @@ impl Tensor {
         });
         let mut st = dev.lock()?;
         st.host_reads += 1;
-        st.encoder(&dev.inner)
-            .copy_buffer_to_buffer(&self.storage.buffer, 0, &staging, 0, bytes);
+        st.encoder(&dev.inner).copy_buffer_to_buffer(
+            &self.storage.buffer,
+            self.offset,
+            &staging,
+            0,
+            bytes,
+        );
         st.submit(&dev.inner);
         drop(st);
         dev.check()?;
@@ -558,5 +624,47 @@ impl Tensor {
         v.first()
             .copied()
             .ok_or_else(|| Error::Map("empty download".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Device, Tensor, ops};
+
+    /// A view is bound, read, written and cleared at its offset, leaves the rest of its
+    /// buffer alone, exists only on the binding alignment, and two views of one buffer
+    /// are one launch's bindings only when both are written and disjoint.
+    #[test]
+    fn views_work_at_their_offset() {
+        let dev = Device::new().unwrap();
+        let align = dev.info().limits.min_storage_buffer_offset_alignment as usize;
+        let n = (align / 4).max(4);
+        let data: Vec<f32> = (0..2 * n).map(|i| i as f32).collect();
+        let t = Tensor::from_slice(&dev, &data, &[2 * n]).unwrap();
+        let (lo, hi) = (t.view_at(0, &[n]).unwrap(), t.view_at(n, &[n]).unwrap());
+        assert_eq!(hi.to_vec().unwrap(), data[n..]);
+        assert!(t.view_at(n + 1, &[n]).is_none(), "past the end");
+        if align > 4 {
+            assert!(t.view_at(1, &[n]).is_none(), "off the alignment");
+        }
+        ops::mul_(&hi, 2.0).unwrap();
+        let doubled: Vec<f32> = data[n..].iter().map(|v| v * 2.0).collect();
+        assert_eq!(t.to_vec().unwrap()[..n], data[..n]);
+        assert_eq!(hi.to_vec().unwrap(), doubled);
+        assert_eq!(
+            ops::add(&hi, &hi).unwrap().to_vec().unwrap()[0],
+            4.0 * n as f32
+        );
+        lo.write(&vec![-1.0; n]).unwrap();
+        hi.clear().unwrap();
+        let mut want = vec![-1.0; n];
+        want.extend(vec![0.0; n]);
+        assert_eq!(t.to_vec().unwrap(), want);
+        // A view written while another view of its buffer is read: wgpu refuses the
+        // pair in one launch, so `add_` reads a copy.
+        hi.write(&vec![3.0; n]).unwrap();
+        ops::add_(&lo, &hi, 1.0).unwrap();
+        assert_eq!(lo.to_vec().unwrap(), vec![2.0; n]);
+        assert_eq!(hi.to_vec().unwrap(), vec![3.0; n]);
     }
 }

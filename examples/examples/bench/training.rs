@@ -204,9 +204,14 @@ fn gpt_case(dev: &Device, s: GptSize, reps: usize) -> Result<(f64, f64, f64), Bo
     dev.sync()?;
     let after = dev.stats();
     println!(
-        "  one GPT step: {} launches, {} submits, {} new buffers, {} new bind groups",
+        "  one GPT step: {} launches, {} submits ({:.3} ms finishing and submitting them), {} new buffers, {} new bind groups",
         after.launches.saturating_sub(before.launches),
         after.submits.saturating_sub(before.submits),
+        after
+            .submit_time
+            .saturating_sub(before.submit_time)
+            .as_secs_f64()
+            * 1e3,
         after.allocations.saturating_sub(before.allocations),
         after
             .bind_groups_created

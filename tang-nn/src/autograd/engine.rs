@@ -190,10 +190,12 @@ impl Tensor {
             let grad = pending.remove(&t.id());
             if t.is_leaf() {
                 if let Some(mut g) = grad {
-                    // A gradient handed on unchanged may share its buffer with another
-                    // one: each handed back owns its own, so writing into one (clipping)
-                    // never changes another.
-                    if !g.is_sole_owner() {
+                    // A gradient handed on unchanged may share its bytes with another
+                    // one: each handed back has its own, so writing into one (clipping)
+                    // never changes another. (Disjoint views of one buffer, as a layer
+                    // norm's weight and bias gradients, need no copy.)
+                    let shared = pending.values().chain(grads.map.values());
+                    if shared.into_iter().any(|o| o.overlaps(&g)) {
                         g = ops::clone(&g)?;
                     }
                     grads.map.insert(t.id(), g);
