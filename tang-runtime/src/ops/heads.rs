@@ -174,7 +174,7 @@ pub fn split_qkv_heads(
         ));
     }
     check::dtype(op, packed, DType::F32)?;
-    if head_dim % 4 != 0 {
+    if !head_dim.is_multiple_of(4) {
         return Ok((
             split_heads(packed, 0, heads, head_dim)?,
             split_heads(packed, heads, kv_heads, head_dim)?,
@@ -277,7 +277,7 @@ pub fn merge_heads(parts: &[&Tensor]) -> Result<Tensor, Error> {
     // q, k and v (k's and v's heads alike): one launch.
     if let [q, k, v] = parts
         && k.shape() == v.shape()
-        && d % 4 == 0
+        && d.is_multiple_of(4)
         && first.dtype() == DType::F32
     {
         let params = qkv_params(op, out.len(), n, t, d, q.shape()[1], k.shape()[1])?;
