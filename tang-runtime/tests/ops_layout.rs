@@ -488,3 +488,51 @@ fn packed_heads_split_and_merge_match_the_cpu() {
         assert!(matches!(ops::merge_heads(&[]), Err(Error::Arity { .. })));
     }
 }
+
+/// `pack` copies 70 parts of assorted lengths (empty, one word, several workgroups) into
+/// their segments of one flat tensor, over several launches where a device binds fewer
+/// parts, leaving the gaps alone; `unpack` copies them back; bad arguments are errors.
+#[test]
+fn pack_and_unpack_many_parts() {
+    for dev in devices() {
+        let mut rng = tang_testing::Rng::new(5);
+        let lens: Vec<usize> = (0..70).map(|i| [0, 1, 3, 256, 257, 700][i % 6]).collect();
+        let mut offsets = Vec::new();
+        let mut end = 0;
+        for &n in &lens {
+            end += 5; // a gap before each part
+            offsets.push(end);
+            end += n;
+        }
+        let parts: Vec<Vec<f32>> = lens.iter().map(|&n| rng.vec(n, 1.0)).collect();
+        let tensors: Vec<Tensor> = parts
+            .iter()
+            .map(|p| Tensor::from_slice(&dev, p, &[p.len()]).unwrap())
+            .collect();
+        let refs: Vec<&Tensor> = tensors.iter().collect();
+        let flat = Tensor::full(&dev, &[end], -7.0).unwrap();
+        ops::pack(&refs, &flat, &offsets).unwrap();
+        let mut want = vec![-7.0; end];
+        for (p, &at) in parts.iter().zip(&offsets) {
+            want[at..at + p.len()].copy_from_slice(p);
+        }
+        assert_eq!(flat.to_vec().unwrap(), want);
+
+        let back: Vec<Tensor> = lens
+            .iter()
+            .map(|&n| Tensor::zeros(&dev, &[n]).unwrap())
+            .collect();
+        let back_refs: Vec<&Tensor> = back.iter().collect();
+        ops::unpack(&flat, &offsets, &back_refs).unwrap();
+        for (b, p) in back.iter().zip(&parts) {
+            assert_eq!(&b.to_vec().unwrap(), p);
+        }
+
+        let e = ops::pack(&refs, &flat, &offsets[1..]).unwrap_err();
+        assert!(matches!(e, Error::Arity { .. }), "{e}");
+        let e = ops::pack(&refs[1..2], &flat, &[end]).unwrap_err();
+        assert!(e.to_string().contains("does not fit"), "{e}");
+        let e = ops::unpack(&flat, &[0], &[&flat.reshape(&[end]).unwrap()]).unwrap_err();
+        assert!(matches!(e, Error::Aliasing { .. }), "{e}");
+    }
+}

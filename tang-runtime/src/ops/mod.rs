@@ -45,6 +45,7 @@ mod methods;
 mod philox;
 mod pool;
 mod random;
+mod segments;
 mod strided;
 mod view;
 
@@ -69,6 +70,7 @@ pub use int::{arange, argmax, argmin, to_dtype};
 pub use philox::{PhiloxStream, dropout_threshold, philox4x32_10};
 pub use pool::{Pool2d, avg_pool2d, avg_pool2d_backward, max_pool2d, max_pool2d_backward};
 pub use random::{DropoutState, Generator, dropout, dropout_backward, rand, rand_bits, randn};
+pub use segments::{pack, unpack};
 pub use view::{
     cat, cat_backward, narrow, narrow_backward, permute, permute_backward, reshape, slice_scatter,
     slice_scatter_, stack, stack_backward, view,
@@ -87,4 +89,4 @@ pub use crate::dense::shape::{split, transpose};
 pub use crate::dense::softmax::{log_softmax, softmax};
 
 // The submodules that hold kernels.
-crate::spec::kernel_modules! { "ops": strided, inplace, index, int, compare, random, pool, heads }
+crate::spec::kernel_modules! { "ops": strided, inplace, index, int, compare, random, pool, heads, segments }
