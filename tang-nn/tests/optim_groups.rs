@@ -80,7 +80,7 @@ fn groups_with_their_own_decay_and_a_schedule_equal_separate_optimizers() {
 }
 
 #[test]
-fn a_step_is_one_launch_per_parameter_with_no_submit_and_no_read() {
+fn a_step_is_four_launches_per_group_with_no_submit_and_no_read() {
     let dev = Device::new().unwrap();
     let params: Vec<(String, Tensor)> = (0..6)
         .map(|i| (format!("layer{i}.weight"), t(&dev, &[0.5; 40], &[8, 5])))
@@ -95,7 +95,9 @@ fn a_step_is_one_launch_per_parameter_with_no_submit_and_no_read() {
     let before = dev.stats();
     opt.step(&grads).unwrap();
     let after = dev.stats();
-    assert_eq!(after.launches - before.launches, 6);
+    // Adam's multi-tensor step: the parameters and the gradients packed into flat
+    // tensors, one update, the parameters unpacked: 4 launches for the 6 parameters.
+    assert_eq!(after.launches - before.launches, 4);
     assert_eq!(after.submits, before.submits, "recorded in one batch");
     assert_eq!(after.host_reads, before.host_reads);
     // A parameter without a gradient is skipped and has no state, as in PyTorch.
@@ -402,4 +404,74 @@ fn bad_options_and_parameters_are_typed_errors() {
         Err(OptimError::InvalidOption { .. })
     ));
     assert_eq!(p.to_vec().unwrap(), [1.0, 2.0]);
+}
+
+/// The multi-tensor step (one group, flat tensors) and one optimizer per parameter take
+/// the same trajectory to the bit, through a state saved and loaded halfway (which lays
+/// the flat state out again), and AMSGrad (one launch per parameter) as well.
+#[test]
+fn the_multi_tensor_step_matches_one_parameter_at_a_time() {
+    let dev = Device::new().unwrap();
+    let mut rng = tang_testing::Rng::new(3);
+    let shapes: [&[usize]; 4] = [&[8, 5], &[3], &[1], &[7, 9]];
+    for amsgrad in [false, true] {
+        let opts = AdamWOptions {
+            amsgrad,
+            ..AdamWOptions::default()
+        };
+        let init: Vec<Vec<f32>> = shapes
+            .iter()
+            .map(|s| rng.vec(s.iter().product(), 1.0))
+            .collect();
+        let names: Vec<String> = (0..shapes.len()).map(|i| format!("p{i}")).collect();
+        let together: Vec<Tensor> = init
+            .iter()
+            .zip(shapes)
+            .map(|(v, s)| t(&dev, v, s))
+            .collect();
+        let apart: Vec<Tensor> = init
+            .iter()
+            .zip(shapes)
+            .map(|(v, s)| t(&dev, v, s))
+            .collect();
+        let named = names.iter().cloned().zip(together.iter().cloned());
+        let mut group = AdamW::new(named, opts).unwrap();
+        let mut singles: Vec<AdamW> = names
+            .iter()
+            .zip(&apart)
+            .map(|(n, p)| AdamW::new([(n.clone(), p.clone())], opts).unwrap())
+            .collect();
+        for step in 0..6 {
+            let grads: Vec<(String, Tensor)> = names
+                .iter()
+                .zip(shapes)
+                .map(|(n, s)| (n.clone(), t(&dev, &rng.vec(s.iter().product(), 1.0), s)))
+                .collect();
+            group.step(&grads).unwrap();
+            for (opt, g) in singles.iter_mut().zip(&grads) {
+                opt.step(&[(g.0.as_str(), &g.1)]).unwrap();
+            }
+            if step == 2 {
+                let saved = group.state_dict().unwrap();
+                group.load_state_dict(&saved).unwrap();
+            }
+        }
+        for (i, (a, b)) in together.iter().zip(&apart).enumerate() {
+            assert_eq!(
+                a.to_vec().unwrap(),
+                b.to_vec().unwrap(),
+                "p{i}, amsgrad {amsgrad}"
+            );
+            let (sa, sb) = (
+                group.state(&names[i]).unwrap(),
+                singles[i].state(&names[i]).unwrap(),
+            );
+            assert_eq!(sa.step(), 6);
+            for key in ["exp_avg", "exp_avg_sq"] {
+                let (x, y) = (sa.buffer(key).unwrap(), sb.buffer(key).unwrap());
+                assert_eq!(x.shape(), y.shape());
+                assert_eq!(x.to_vec().unwrap(), y.to_vec().unwrap(), "{key} of p{i}");
+            }
+        }
+    }
 }

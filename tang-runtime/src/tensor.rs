@@ -295,11 +295,23 @@ impl Tensor {
     }
 
     /// Elements `start..start + len(shape)` of this tensor's data as a tensor of `shape`
-    /// sharing its buffer (no copy), when they fit and `start` lands on the device's
-    /// storage offset alignment (`min_storage_buffer_offset_alignment`, which a binding
-    /// needs); `None` otherwise, and the caller copies. For the runtime's own ops, which
-    /// produce several results in one buffer (a layer norm's two weight gradients).
-    pub(crate) fn view_at(&self, start: usize, shape: &[usize]) -> Option<Tensor> {
+    /// sharing its buffer (no copy: writes through one show in the other), when they fit
+    /// and the view's first byte lands on the device's storage offset alignment
+    /// (`min_storage_buffer_offset_alignment`, which a kernel binding needs); `None`
+    /// otherwise (copy with `ops::narrow` then). For results that live side by side in
+    /// one buffer: a layer norm's two weight gradients, an optimizer's flat state.
+    ///
+    /// ```
+    /// # let dev = tang_runtime::Device::new()?;
+    /// let align = dev.info().limits.min_storage_buffer_offset_alignment as usize / 4;
+    /// let flat = tang_runtime::Tensor::zeros(&dev, &[2 * align])?;
+    /// let second = flat.view_at(align, &[align]).ok_or("aligned")?;
+    /// second.write(&vec![1.0; align])?;
+    /// assert_eq!(flat.to_vec()?[align], 1.0);
+    /// assert!(flat.view_at(2 * align, &[1]).is_none()); // past the end
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn view_at(&self, start: usize, shape: &[usize]) -> Option<Tensor> {
         let len = Size::product(shape).get()?;
         if start.checked_add(len)? > self.len {
             return None;

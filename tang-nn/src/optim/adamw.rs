@@ -5,7 +5,10 @@
 
 use tang_runtime::Tensor;
 
-use super::adam::{AdamOptions, adam_hyperparameters, adam_step, set_adam_hyperparameter};
+use super::adam::{
+    AdamOptions, adam_flat_buffers, adam_flat_step, adam_hyperparameters, adam_step,
+    set_adam_hyperparameter,
+};
 use super::error::OptimError;
 use super::optimizer::{Algorithm, Optimizer};
 use super::state::{Hyper, ParamState};
@@ -117,5 +120,20 @@ impl Algorithm for AdamWOptions {
         state: &mut ParamState,
     ) -> Result<(), OptimError> {
         adam_step(&self.as_adam(), param, grad, clip_coef, state)
+    }
+
+    fn flat_buffers(&self) -> &'static [&'static str] {
+        adam_flat_buffers(&self.as_adam())
+    }
+
+    fn update_flat(
+        &self,
+        param: &Tensor,
+        grad: &Tensor,
+        clip_coef: &Tensor,
+        buffers: &[&Tensor],
+        step: u64,
+    ) -> Result<(), OptimError> {
+        adam_flat_step(&self.as_adam(), param, grad, clip_coef, buffers, step)
     }
 }

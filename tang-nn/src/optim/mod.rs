@@ -27,6 +27,7 @@ mod adam;
 mod adamw;
 mod clip;
 mod error;
+mod flat;
 mod gpu;
 mod grads;
 mod group;

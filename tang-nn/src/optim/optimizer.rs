@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use tang_runtime::{DType, Device, Tensor};
 
 use super::error::OptimError;
+use super::flat::{self, FlatGroup};
 use super::grads::Gradients;
 use super::group::{Group, ParamGroup};
 use super::state::{Hyper, ParamState};
@@ -117,6 +118,38 @@ pub trait Algorithm: Clone + std::fmt::Debug + PartialEq {
         clip_coef: &Tensor,
         state: &mut ParamState,
     ) -> Result<(), OptimError>;
+
+    /// The state buffers (zeros before the first step) of the multi-tensor step, which
+    /// updates a whole group in one launch over flat tensors ([`Algorithm::update_flat`]);
+    /// empty (the default) where the algorithm updates one parameter per launch.
+    ///
+    /// ```
+    /// use tang_nn::optim::{AdamOptions, Algorithm, SgdOptions};
+    /// assert_eq!(AdamOptions::default().flat_buffers(), ["exp_avg", "exp_avg_sq"]);
+    /// assert!(SgdOptions::default().flat_buffers().is_empty());
+    /// ```
+    fn flat_buffers(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// [`Algorithm::update`] of many parameters packed into the flat `param`, from the
+    /// flat `grad`, with the flat state `buffers` (in [`Algorithm::flat_buffers`] order)
+    /// and `step` the step count every one of them reaches. Called only when
+    /// `flat_buffers` is not empty; the default does nothing.
+    ///
+    /// # Errors
+    /// [`OptimError::Runtime`] when the device fails.
+    fn update_flat(
+        &self,
+        param: &Tensor,
+        grad: &Tensor,
+        clip_coef: &Tensor,
+        buffers: &[&Tensor],
+        step: u64,
+    ) -> Result<(), OptimError> {
+        let _ = (param, grad, clip_coef, buffers, step);
+        Ok(())
+    }
 }
 
 /// A registered parameter: its name, tensor (shared with the model), group and state.
@@ -153,6 +186,8 @@ pub struct Optimizer<A: Algorithm> {
     device: Device,
     /// A one-element tensor holding 1, the clip coefficient of an unclipped step.
     unit: Option<Tensor>,
+    /// Per group, its flat state for the multi-tensor step (`flat.rs`), once laid out.
+    flat: Vec<Option<FlatGroup>>,
 }
 
 impl<A: Algorithm> Optimizer<A> {
@@ -215,6 +250,7 @@ impl<A: Algorithm> Optimizer<A> {
             index: HashMap::new(),
             device,
             unit: None,
+            flat: Vec::new(),
         };
         for group in groups {
             let mut options = defaults.clone();
@@ -238,6 +274,7 @@ impl<A: Algorithm> Optimizer<A> {
                 names.push(name);
             }
             opt.groups.push(Group { options, names });
+            opt.flat.push(None);
         }
         Ok(opt)
     }
@@ -453,10 +490,30 @@ impl<A: Algorithm> Optimizer<A> {
             check_grad(p, grad)?;
             work.push((i, grad));
         }
-        for (i, grad) in work {
-            let options = &self.groups[self.group_of[i]].options;
-            let p = &mut self.params[i];
-            options.update(&p.tensor, grad, clip_coef, &mut p.state)?;
+        // Group by group: the multi-tensor step where it applies, else one launch per
+        // parameter.
+        for (gi, group) in self.groups.iter().enumerate() {
+            let items: Vec<(usize, &Tensor)> = work
+                .iter()
+                .filter(|(i, _)| self.group_of[*i] == gi)
+                .copied()
+                .collect();
+            let cache = &mut self.flat[gi];
+            let options = &group.options;
+            if flat::step_group(
+                options,
+                &mut self.params,
+                &items,
+                cache,
+                clip_coef,
+                &self.device,
+            )? {
+                continue;
+            }
+            for (i, grad) in items {
+                let p = &mut self.params[i];
+                options.update(&p.tensor, grad, clip_coef, &mut p.state)?;
+            }
         }
         Ok(())
     }
