@@ -66,8 +66,9 @@ struct Dims {
 }
 
 fn dims(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Dims, Error> {
-    for (name, t) in [("a", a), ("b", b)] {
-        t.expect_dtype(&format!("matmul ({name})"), DType::F32)?;
+    // Static names: a formatted one would allocate on every launch, not just on error.
+    for (name, t) in [("matmul (a)", a), ("matmul (b)", b)] {
+        t.expect_dtype(name, DType::F32)?;
     }
     let (sa, sb) = (a.shape(), b.shape());
     if sa.len() < 2 || sb.len() < 2 {
