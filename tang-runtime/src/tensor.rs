@@ -1,4 +1,7 @@
-//! Tensors: a pooled device buffer with a shape and an element type.
+//! Tensors: a pooled device buffer with a shape and an element type. A tensor is usually
+//! a whole buffer; a view ([`Tensor::view_at`]) is part of one, at an offset aligned for
+//! binding, so results computed side by side in one buffer (a layer norm's two weight
+//! gradients, an optimizer's flat state) are handed out without copies.
 //!
 //! Reads flush: [`Tensor::to_vec`] submits every launch recorded before it and waits, so
 //! a read never sees stale data.

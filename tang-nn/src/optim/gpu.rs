@@ -1,6 +1,6 @@
 //! The kernels of the optimizers and of clipping: one `#[kernel]` function per update,
-//! launched once per parameter tensor, each in PyTorch's arithmetic (see `sgd.rs`,
-//! `adam.rs` and `clip.rs` for the formulas).
+//! launched once per parameter tensor or once over a group's flat tensors (`flat.rs`),
+//! each in PyTorch's arithmetic (see `sgd.rs`, `adam.rs` and `clip.rs` for the formulas).
 //!
 //! PyTorch's CPU kernels compute `a + s * b` as one fused multiply-add (their vectorised
 //! `add(alpha=)`, `lerp_` and `addcmul_`). WGSL's `fma` may be a product followed by a sum

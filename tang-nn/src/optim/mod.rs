@@ -2,9 +2,12 @@
 //! optimizer state saved by parameter name, and gradient clipping by global norm, all on
 //! the GPU.
 //!
-//! Each update is one `#[kernel]` function, launched once per parameter tensor; a step
-//! records its launches without reading anything back, and clipping keeps the norm and
-//! its coefficient on the device, so `backward -> clip -> step` performs no host read.
+//! Each update is one `#[kernel]` function, launched once per parameter tensor, or for
+//! Adam and AdamW once per group over flat tensors (the multi-tensor step: parameters and
+//! gradients packed, one update, parameters unpacked; the moments are flat and each
+//! parameter's are views of them); a step records its launches without reading anything
+//! back, and clipping keeps the norm and its coefficient on the device, so `backward ->
+//! clip -> step` performs no host read.
 //!
 //! ```
 //! use tang_nn::optim::{AdamW, AdamWOptions, clip_grad_norm_, decay_groups};

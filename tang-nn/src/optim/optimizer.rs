@@ -1,6 +1,7 @@
 //! The optimizer machinery shared by SGD, Adam and AdamW: registration of named
-//! parameters in groups, the step loop (checks first, then one launch per parameter, all
-//! recorded without a host read), and the per-parameter state.
+//! parameters in groups, the step loop (checks first, then one launch per group where the
+//! multi-tensor step applies, see `flat.rs`, else one per parameter, all recorded without
+//! a host read), and the per-parameter state.
 //!
 //! Why parameters are registered at construction and gradients passed by name: a
 //! PyTorch optimizer holds its parameters and finds each gradient on `p.grad`; tang
