@@ -233,11 +233,14 @@ fn checked_mode_gives_the_same_results() {
 }
 
 /// Gradient of sum(o * go) by central differences of the f64 reference forward, compared
-/// to both the analytic reference and the GPU backward.
+/// to both the analytic reference and the GPU backward: grouped heads (the fused passes)
+/// and equal heads at T = 8 (the materialized backward).
 #[test]
 fn backward_matches_finite_differences() {
-    for dev in devices() {
-        let c = cfg(1, 2, 1, 5, 4);
+    for (dev, c) in devices()
+        .into_iter()
+        .flat_map(|dev| [(dev.clone(), cfg(1, 2, 1, 5, 4)), (dev, cfg(1, 2, 2, 8, 4))])
+    {
         let x = inputs(c, 12, 1.0);
         let scale = 0.5;
         let (q, k, v, go) = upload(&dev, c, &x);
@@ -437,6 +440,37 @@ fn forward_uses_the_tile_shape_the_limits_allow() {
         }
         for d in [5, 16, 65, 128] {
             assert_eq!(forward_tiles(&dev, d), None, "D = {d}");
+        }
+    }
+}
+
+/// Where the backward runs materialized (equal heads, T <= 256, T and D multiples of 4:
+/// matmuls and one row kernel), it agrees with the fused passes, which still run apart.
+#[test]
+fn materialized_backward_matches_the_fused_passes() {
+    for dev in devices() {
+        for (c, scale) in [
+            (cfg(2, 3, 3, 64, 64), None),
+            (cfg(1, 2, 2, 256, 16), Some(0.3)),
+            (cfg(1, 1, 1, 4, 4), None),
+        ] {
+            let x = inputs(c, 23, 1.0);
+            let (q, k, v, go) = upload(&dev, c, &x);
+            let (o, lse) = attention(&q, &k, &v, scale).unwrap();
+            let (dq, dk, dv) = attention_backward(&q, &k, &v, &o, &lse, &go, scale).unwrap();
+            let (dq2, delta) = attention_backward_dq(&q, &k, &v, &o, &lse, &go, scale).unwrap();
+            let (dk2, dv2) = attention_backward_dkv(&q, &k, &v, &lse, &go, &delta, scale).unwrap();
+            let atol = 1e-4 * (1.0 + c.t as f64).sqrt();
+            for (name, a, b) in [("dq", &dq, &dq2), ("dk", &dk, &dk2), ("dv", &dv, &dv2)] {
+                let fused: Vec<f64> = b.to_vec().unwrap().iter().map(|&v| f64::from(v)).collect();
+                assert_close(
+                    &format!("{name} {c:?}"),
+                    &a.to_vec().unwrap(),
+                    &fused,
+                    atol,
+                    1e-3,
+                );
+            }
         }
     }
 }

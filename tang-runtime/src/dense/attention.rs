@@ -54,6 +54,7 @@ mod emit;
 mod fwd_large;
 mod kernels;
 mod layout;
+mod materialized;
 mod rows;
 mod tiled;
 
@@ -381,7 +382,10 @@ fn backward_dkv(
 /// upstream gradient `d_o` (`o`'s shape), returns `(dq, dk, dv)` with the shapes of
 /// `q`, `k`, `v`. For grouped-query attention `dk` and `dv` sum over the query heads that
 /// share each kv head. Deterministic: same inputs, same bits. `scale` must be the one
-/// given to the forward.
+/// given to the forward. Short sequences (`T <= 256`, as many kv heads as heads, `T` and
+/// `D` multiples of 4) run the backward with the `T x T` scores materialized (five
+/// matmuls and one row kernel, `attention/materialized.rs`), which is faster there;
+/// the rest run the fused dq and dk/dv passes.
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] when a shape differs from the forward's contract (`o` and `d_o`
@@ -396,6 +400,16 @@ pub fn attention_backward(
     scale: Option<f32>,
 ) -> Result<(Tensor, Tensor, Tensor), Error> {
     let op = "attention_backward";
+    let params = check_backward(
+        op,
+        [q, k, v],
+        &[("o", o), ("d_o", d_o)],
+        &[("lse", lse)],
+        scale,
+    )?;
+    if materialized::applies(&params) {
+        return materialized::backward(&params, [q, k, v], o, lse, d_o);
+    }
     let (dq, delta) = backward_dq(op, [q, k, v], o, lse, d_o, scale)?;
     let (dk, dv) = backward_dkv(op, [q, k, v], lse, d_o, &delta, scale)?;
     Ok((dq, dk, dv))

@@ -225,6 +225,7 @@ pub(crate) fn kernels() -> Vec<Source> {
                 .into_iter()
                 .flat_map(|dp| Pass::ALL.map(|p| p.generate(dp))),
         )
+        .chain(super::materialized::kernels())
         .collect()
 }
 
