@@ -1,7 +1,8 @@
 //! Causal multi-head attention with grouped query heads: a flash-attention forward
 //! (online softmax, O(T) memory per head, the per-row logsumexp saved for the backward), a
 //! flash-attention-2 backward (dq in one pass per query block, dk/dv in one pass per key
-//! block, both deterministic without atomics) and a KV-cache decode forward.
+//! block, both deterministic without atomics; short sequences instead materialize the
+//! scores, `attention/materialized.rs`) and a KV-cache decode forward.
 //!
 //! Layouts (row-major): queries `[B, H, T, D]`, keys and values `[B, Hkv, T, D]` where
 //! `Hkv` divides `H` and query head `h` reads kv head `h / (H / Hkv)`. Query row `i` attends
