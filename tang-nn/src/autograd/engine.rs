@@ -194,8 +194,9 @@ impl Tensor {
                     // one: each handed back has its own, so writing into one (clipping)
                     // never changes another. (Disjoint views of one buffer, as a layer
                     // norm's weight and bias gradients, need no copy.)
-                    let shared = pending.values().chain(grads.map.values());
-                    if shared.into_iter().any(|o| o.overlaps(&g)) {
+                    // Only a gradient whose buffer has other handles needs the search.
+                    let mut others = pending.values().chain(grads.map.values());
+                    if !g.is_sole_owner() && others.any(|o| o.overlaps(&g)) {
                         g = ops::clone(&g)?;
                     }
                     grads.map.insert(t.id(), g);

@@ -185,45 +185,6 @@ pub(crate) fn adam_step(
     Ok(())
 }
 
-/// The state buffers of the multi-tensor step: Adam's two moments (AMSGrad's maximum
-/// updates one parameter per launch).
-pub(crate) fn adam_flat_buffers(options: &AdamOptions) -> &'static [&'static str] {
-    if options.amsgrad {
-        &[]
-    } else {
-        &["exp_avg", "exp_avg_sq"]
-    }
-}
-
-/// Records one Adam or AdamW update of the flat `param` (many parameters packed) with
-/// the flat moments `buffers` (`[exp_avg, exp_avg_sq]`), every parameter reaching `step`.
-pub(crate) fn adam_flat_step(
-    options: &AdamOptions,
-    param: &Tensor,
-    grad: &Tensor,
-    clip_coef: &Tensor,
-    buffers: &[&Tensor],
-    step: u64,
-) -> Result<(), OptimError> {
-    let &[m, v] = buffers else {
-        return Err(OptimError::State {
-            detail: format!(
-                "a flat Adam step takes exp_avg and exp_avg_sq, got {} buffers",
-                buffers.len()
-            ),
-        });
-    };
-    let s = options.scalars(step);
-    let inouts = [param, m, v];
-    param.device().launch(
-        &adam_update::KERNEL,
-        &[grad, clip_coef],
-        &inouts,
-        &s.uniforms(),
-    )?;
-    Ok(())
-}
-
 /// Adam's and AdamW's options by PyTorch name (AdamW has no `decoupled_weight_decay`).
 pub(crate) fn adam_hyperparameters(o: &AdamOptions, decoupled: bool) -> Vec<(&'static str, Hyper)> {
     let mut v = vec![
@@ -286,10 +247,17 @@ impl Algorithm for AdamOptions {
         adam_step(self, param, grad, clip_coef, state)
     }
 
+    /// Adam's two moments (AMSGrad's maximum updates one parameter per launch).
     fn flat_buffers(&self) -> &'static [&'static str] {
-        adam_flat_buffers(self)
+        if self.amsgrad {
+            &[]
+        } else {
+            &["exp_avg", "exp_avg_sq"]
+        }
     }
 
+    /// One Adam or AdamW update of the flat `param` (many parameters packed) with the
+    /// flat moments `buffers` (`[exp_avg, exp_avg_sq]`), every parameter reaching `step`.
     fn update_flat(
         &self,
         param: &Tensor,
@@ -298,7 +266,23 @@ impl Algorithm for AdamOptions {
         buffers: &[&Tensor],
         step: u64,
     ) -> Result<(), OptimError> {
-        adam_flat_step(self, param, grad, clip_coef, buffers, step)
+        let &[m, v] = buffers else {
+            return Err(OptimError::State {
+                detail: format!(
+                    "a flat Adam step takes exp_avg and exp_avg_sq, got {} buffers",
+                    buffers.len()
+                ),
+            });
+        };
+        let s = self.scalars(step);
+        let inouts = [param, m, v];
+        param.device().launch(
+            &adam_update::KERNEL,
+            &[grad, clip_coef],
+            &inouts,
+            &s.uniforms(),
+        )?;
+        Ok(())
     }
 }
 

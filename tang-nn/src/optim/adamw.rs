@@ -5,10 +5,7 @@
 
 use tang_runtime::Tensor;
 
-use super::adam::{
-    AdamOptions, adam_flat_buffers, adam_flat_step, adam_hyperparameters, adam_step,
-    set_adam_hyperparameter,
-};
+use super::adam::{AdamOptions, adam_hyperparameters, adam_step, set_adam_hyperparameter};
 use super::error::OptimError;
 use super::optimizer::{Algorithm, Optimizer};
 use super::state::{Hyper, ParamState};
@@ -123,7 +120,7 @@ impl Algorithm for AdamWOptions {
     }
 
     fn flat_buffers(&self) -> &'static [&'static str] {
-        adam_flat_buffers(&self.as_adam())
+        self.as_adam().flat_buffers()
     }
 
     fn update_flat(
@@ -134,6 +131,7 @@ impl Algorithm for AdamWOptions {
         buffers: &[&Tensor],
         step: u64,
     ) -> Result<(), OptimError> {
-        adam_flat_step(&self.as_adam(), param, grad, clip_coef, buffers, step)
+        self.as_adam()
+            .update_flat(param, grad, clip_coef, buffers, step)
     }
 }

@@ -329,6 +329,7 @@ fn backward(
         t.view_at(0, &[groups, cols])
             .zip(t.view_at(groups * cols, &[groups, cols]))
     });
+    let combined = halves.is_some();
     let (pw, pb) = match halves {
         Some(h) => h,
         None => (
@@ -349,7 +350,7 @@ fn backward(
     };
     spec.layout()
         .dispatch(k, flag, &params, &[x, w, stats, grad_y, &dx, &pw, &pb], g)?;
-    if let Some(both) = both.filter(|b| pw.same_buffer(b)) {
+    if let Some(both) = both.filter(|_| combined) {
         let sums = sum(&both, 1)?;
         if let Some((gw, gb)) = sums.view_at(0, &[cols]).zip(sums.view_at(cols, &[cols])) {
             return Ok((dx, gw, Some(gb)));

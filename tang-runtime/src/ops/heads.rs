@@ -210,7 +210,7 @@ fn qkv_params(
     heads: usize,
     kv_heads: usize,
 ) -> Result<QkvParams, Error> {
-    super::check::fits_u32(op, "elements", len)?;
+    check::fits_u32(op, "elements", len)?;
     Ok(QkvParams {
         total: (len / 4) as u32,
         row: (n / 4) as u32,

@@ -1,9 +1,10 @@
 //! The backward of short-sequence attention with the score matrix materialized: at
 //! `T <= 256` the matmul kernels do the backward's five products faster than the fused
-//! dq and dk/dv passes (on an H200 at B = 64, H = 6, T = 256, D = 64 the explicit
-//! matmul-softmax-matmul path's forward and backward took 1.27 ms per layer against the
-//! fused kernels' 1.49, most of the difference in the backward), for `T x T` scores per
-//! head of memory (the fused passes need none).
+//! dq and dk/dv passes. On an H200 at B = 64, H = 6, T = 256, D = 64 (the bench's
+//! `attention_gpt_B64_H6_T256_d64_fused_fwd_bwd`, BENCHMARKS.md 2026-11-23) one layer's
+//! forward and backward took 1.49 ms with the fused passes and 1.04 ms with this one. It
+//! costs `T x T` scores per head of memory while it runs (the fused passes need none),
+//! which is why it stops at `T = 256`, the one length measured.
 //!
 //! From the forward's `lse` (natural log, scaled scores), per head:
 //! ```text
