@@ -7,13 +7,18 @@
 # writes a screenshot of the page and prints its path.
 #
 #   scripts/web-test.sh            # from the repository root or anywhere
+#   scripts/web-test.sh --locked   # extra arguments go to the cargo build (CI passes --locked)
 #
 # Set-up it does when needed: the wasm32-unknown-unknown target (rustup), the
 # wasm-bindgen CLI at the version of the wasm-bindgen library in Cargo.lock (cargo
-# install, a few minutes the first time), Debian's chromium package (apt-get, as root).
+# install --locked, a few minutes the first time, skipped when that version is on PATH),
+# Debian's chromium package (apt-get, as root).
 # Environment: CARGO_TARGET_DIR (honoured), TANG_WEB_PORT (default 8787),
-# TANG_WEB_PROFILE (dev or release; default dev), CHROMIUM (the browser binary),
-# TANG_WEB_TIMEOUT (seconds the page may run, default 300).
+# TANG_WEB_PROFILE (dev or release; default release: the size budget is the release
+# module's, and one build serves both), CHROMIUM (the browser binary), TANG_WEB_TIMEOUT
+# (seconds the page may run, default 300; a panic or an uncaught error ends the page at
+# once as a failure), TANG_WEB_WASM_BUDGET (bytes the release .wasm may have, default
+# 3500000).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,7 +26,8 @@ cd "$root"
 target_dir=${CARGO_TARGET_DIR:-$root/target}
 site=$target_dir/web-site
 port=${TANG_WEB_PORT:-8787}
-profile=${TANG_WEB_PROFILE:-dev}
+profile=${TANG_WEB_PROFILE:-release}
+wasm_budget=${TANG_WEB_WASM_BUDGET:-3500000}
 timeout_s=${TANG_WEB_TIMEOUT:-300}
 started=$(date +%s)
 
@@ -38,7 +44,15 @@ bindgen_version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/,
 [ -n "$bindgen_version" ] || fail "no wasm-bindgen entry in Cargo.lock"
 if [ "$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }')" != "$bindgen_version" ]; then
     say "installing wasm-bindgen-cli $bindgen_version (it must match the library in Cargo.lock)"
-    cargo install wasm-bindgen-cli --version "$bindgen_version"
+    # --locked first: the versions its authors tested. A registry that lacks one of those
+    # exact versions (a yanked or not yet mirrored release) refuses that, so then resolve
+    # afresh, as a plain `cargo install` does. Optimising the tool less shortens its
+    # build; it only rewrites one module, which takes seconds either way.
+    export CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_DEBUG=false
+    cargo install --locked wasm-bindgen-cli --version "$bindgen_version" \
+        || { say "the locked install was refused; resolving its dependencies afresh"
+             cargo install wasm-bindgen-cli --version "$bindgen_version"; }
+    unset CARGO_PROFILE_RELEASE_OPT_LEVEL CARGO_PROFILE_RELEASE_DEBUG
 fi
 
 chromium=${CHROMIUM:-}
@@ -58,7 +72,7 @@ fi
 
 # --- build --------------------------------------------------------------------------
 say "building tang-web for wasm32-unknown-unknown ($profile profile)"
-cargo rustc -p tang-web --lib --target wasm32-unknown-unknown --profile "$profile" --crate-type cdylib
+cargo rustc -p tang-web --lib --target wasm32-unknown-unknown --profile "$profile" "$@" --crate-type cdylib
 profile_dir=$profile
 [ "$profile" = dev ] && profile_dir=debug
 wasm=$target_dir/wasm32-unknown-unknown/$profile_dir/tang_web.wasm
@@ -67,6 +81,17 @@ rm -rf "$site"
 mkdir -p "$site"
 wasm-bindgen --target web --no-typescript --out-dir "$site/pkg" "$wasm"
 cp examples/web/index.html "$site/"
+# The module's size is what every visitor downloads: a budget keeps a dependency or a
+# debug table from growing it unseen (only the release module is measured, as
+# served: after wasm-bindgen, which drops the debug sections).
+served=$site/pkg/tang_web_bg.wasm
+wasm_bytes=$(wc -c <"$served")
+if [ "$profile" = release ]; then
+    gz_bytes=$(gzip -9 -c "$served" | wc -c)
+    say "release module: $wasm_bytes bytes ($gz_bytes gzipped), budget $wasm_budget"
+    [ "$wasm_bytes" -le "$wasm_budget" ] \
+        || fail "tang_web_bg.wasm is $wasm_bytes bytes, over the budget of $wasm_budget (see examples/web/README.md)"
+fi
 built=$(date +%s)
 
 # --- serve and run ------------------------------------------------------------------
@@ -95,11 +120,11 @@ say "loading $url in $chromium"
 dom=$site/dom.html
 screenshot=$site/tang-web.png
 python3 examples/web/run_page.py "$chromium" "$url" "$dom" "$screenshot" "$timeout_s" "${flags[@]}" \
-    || fail "the page did not finish (browser log: $site/chromium.log)"
+    || fail "the page did not finish within $timeout_s s (browser log: $site/chromium.log)"
 finished=$(date +%s)
 
 # --- read the result back -----------------------------------------------------------
-python3 - "$dom" <<'EOF' || fail "the page's checks did not all pass (page: $dom)"
+python3 - "$dom" <<'EOF' || fail "the page's checks did not all pass (browser $(( $(date +%s) - built )) s; page: $dom)"
 import html, re, sys
 page = open(sys.argv[1], encoding="utf-8").read()
 for item in re.findall(r'<li class="(?:pass|fail)">(.*?)</li>', page, re.S):

@@ -105,15 +105,25 @@ pub enum Error {
     },
 }
 
+/// What to do when no adapter is found, for where the program runs: natively a driver is
+/// missing; in a browser (WebAssembly) the page's browser exposes no WebGPU, and no
+/// package the user could install would change that.
+#[cfg(not(target_arch = "wasm32"))]
+const NO_ADAPTER_HINT: &str = "install a Vulkan, Metal or DX12 driver for your GPU, \
+     or a software one: on Debian/Ubuntu without a GPU `apt-get install mesa-vulkan-drivers`; \
+     unset TANG_ADAPTER/TANG_BACKEND if they are set";
+#[cfg(target_arch = "wasm32")]
+const NO_ADAPTER_HINT: &str = "this browser exposes no WebGPU adapter: open the page in a browser \
+     with WebGPU (Chrome or Edge 113+, Safari 26+, Firefox 141+ on Windows), or enable it \
+     (Chrome on Linux: chrome://flags/#enable-unsafe-webgpu and #enable-vulkan; Firefox: \
+     dom.webgpu.enabled in about:config), and check that hardware acceleration is on";
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::NoAdapter { detail } => write!(
-                f,
-                "no GPU adapter found ({detail}); install a Vulkan, Metal or DX12 driver for your GPU, \
-                 or a software one: on Debian/Ubuntu without a GPU `apt-get install mesa-vulkan-drivers`; \
-                 unset TANG_ADAPTER/TANG_BACKEND if they are set"
-            ),
+            Error::NoAdapter { detail } => {
+                write!(f, "no GPU adapter found ({detail}); {NO_ADAPTER_HINT}")
+            }
             Error::DeviceRequest(e) => write!(
                 f,
                 "the GPU adapter refused to create a device: {e}; update the GPU driver or pick another adapter with TANG_ADAPTER=<name substring>"

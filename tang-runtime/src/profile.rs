@@ -93,7 +93,9 @@ pub(crate) struct Profiler {
     pending: Vec<String>,
     totals: HashMap<String, (u64, f64)>,
     gaps_ns: f64,
-    /// Nanoseconds per timestamp tick.
+    /// Nanoseconds per timestamp tick. Read only where timestamps are collected, which a
+    /// browser (wasm32) cannot do: it cannot block on the readback.
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     period_ns: f64,
     /// The first failure reading timestamps back, reported by `finish_profiling`.
     failure: Option<String>,

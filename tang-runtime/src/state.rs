@@ -229,7 +229,8 @@ impl State {
                 self.arena.clear();
             }
             let profiled = self.profiler.as_ref().is_some_and(|p| p.resolve(&mut enc));
-            let start = std::time::Instant::now();
+            // web-time: std's clock panics in a browser (wasm32), which runs this path too.
+            let start = web_time::Instant::now();
             inner.queue.submit([enc.finish()]);
             self.submit_time += start.elapsed();
             self.submits += 1;

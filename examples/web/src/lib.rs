@@ -8,6 +8,8 @@
 //!   tally of checks.
 //! - `page` (WebAssembly only): the `run` entry point the page's script awaits; it uses
 //!   only the async entry points (`Device::new_async`, `Tensor::to_vec_async`).
+//! - `panic` (WebAssembly only): the hook that turns a panic into a failed run with its
+//!   message, so the test script fails at once instead of waiting out its timeout.
 //!
 //! Built and tested in headless Chromium by `scripts/web-test.sh`; see the README's
 //! section "In the browser".
@@ -17,3 +19,5 @@ pub mod reference;
 
 #[cfg(target_arch = "wasm32")]
 mod page;
+#[cfg(target_arch = "wasm32")]
+mod panic;

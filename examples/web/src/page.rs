@@ -47,6 +47,7 @@ const SEED: u64 = 2024;
 /// check in the summary.
 #[wasm_bindgen]
 pub async fn run() -> Result<String, JsValue> {
+    crate::panic::install();
     let doc = web_sys::window()
         .and_then(|w| w.document())
         .ok_or_else(|| JsValue::from_str("no document to write the results into"))?;

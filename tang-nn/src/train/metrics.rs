@@ -4,7 +4,8 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+// web-time: std's `Instant::now` panics on wasm32, where a page may time its steps.
+use web_time::Instant;
 
 use serde::{Deserialize, Serialize};
 

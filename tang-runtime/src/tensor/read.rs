@@ -106,7 +106,7 @@ impl Tensor {
         // another thread polls the same device at the same time, our `wait` can return while
         // that thread is still about to run our callback. So wait until the callback has
         // run, polling again in between (a finished poll returns at once).
-        let started = std::time::Instant::now();
+        let started = web_time::Instant::now();
         loop {
             self.device().wait()?;
             let r = slot.lock().map_err(|_| Error::Poisoned)?.outcome.take();
