@@ -24,9 +24,19 @@ pub struct DeviceOptions {
     pub adapter: Option<String>,
     /// Only use these backends.
     pub backends: Option<wgpu::Backends>,
-    /// The most bytes of free buffers the pool keeps for reuse.
-    pub pool_limit: u64,
+    /// The most bytes of free buffers the pool keeps for reuse. `None` (the default): no
+    /// limit on a GPU, as PyTorch's caching allocator keeps every freed block, so a
+    /// training step that repeats the same shapes allocates nothing after the first steps
+    /// at any model size the GPU holds; 4 GiB on a software adapter, whose "device"
+    /// memory is the host's. Either way, an allocation the device refuses for lack of
+    /// memory first empties the pool and tries again (PyTorch frees its cache the same
+    /// way before it reports an out-of-memory error).
+    pub pool_limit: Option<u64>,
 }
+
+/// The pool's default limit on a software adapter: its buffers are host memory, shared
+/// with everything else the machine runs (test suites run several devices at once).
+const SOFTWARE_POOL_LIMIT: u64 = 4 << 30;
 
 impl Default for DeviceOptions {
     fn default() -> Self {
@@ -37,7 +47,7 @@ impl Default for DeviceOptions {
             batch_size: 256,
             adapter: env("TANG_ADAPTER"),
             backends: env("TANG_BACKEND").map(|b| wgpu::Backends::from_comma_list(&b)),
-            pool_limit: 4 << 30,
+            pool_limit: None,
         }
     }
 }
@@ -102,6 +112,8 @@ pub(crate) struct Inner {
     pub(crate) queue: wgpu::Queue,
     pub(crate) info: DeviceInfo,
     pub(crate) opts: DeviceOptions,
+    /// `opts.pool_limit` resolved for the adapter (see [`DeviceOptions::pool_limit`]).
+    pub(crate) pool_limit: u64,
     pub(crate) lost: Arc<Mutex<Option<String>>>,
     pub(crate) is_lost: Arc<AtomicBool>,
     pub(crate) error: Arc<Mutex<Option<String>>>,
@@ -329,12 +341,18 @@ impl Device {
             subgroup_max_size: ainfo.subgroup_max_size,
         };
         let state = State::new(&device, &limits);
+        let pool_limit = opts.pool_limit.unwrap_or(if is_software {
+            SOFTWARE_POOL_LIMIT
+        } else {
+            u64::MAX
+        });
         Ok(Device {
             inner: Arc::new(Inner {
                 device,
                 queue,
                 info,
                 opts,
+                pool_limit,
                 lost,
                 is_lost,
                 error,

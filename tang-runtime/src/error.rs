@@ -71,6 +71,16 @@ pub enum Error {
         /// The limit (of the device, or of tang's 32-bit indexing).
         limit: u64,
     },
+    /// The device has no memory left for a new buffer, even after the pool's free
+    /// buffers were released.
+    OutOfMemory {
+        /// Bytes of the buffer asked for.
+        requested: u64,
+        /// Bytes held by live tensors at the time.
+        in_use: u64,
+        /// What the driver said.
+        detail: String,
+    },
     /// One tensor was bound twice in one launch where at least one binding writes it.
     Aliasing {
         /// The kernel.
@@ -165,6 +175,14 @@ impl fmt::Display for Error {
                 "{what}: asked for {}, the limit is {}; split the work into smaller pieces",
                 show_requested(*requested),
                 show_limit(*limit)
+            ),
+            Error::OutOfMemory {
+                requested,
+                in_use,
+                detail,
+            } => write!(
+                f,
+                "out of GPU memory: a buffer of {requested} bytes was refused with {in_use} bytes held by live tensors ({detail}); use a smaller batch or model, or drop tensors you no longer need"
             ),
             Error::Aliasing { op, detail } => write!(
                 f,

@@ -93,6 +93,16 @@ impl Pool {
         entry.buffers.push(Reverse(buffer));
     }
 
+    /// Destroys every free buffer (the device ran out of memory).
+    pub fn clear(&mut self) {
+        for (_, entry) in std::mem::take(&mut self.free) {
+            for Reverse(b) in entry.buffers {
+                b.destroy();
+            }
+        }
+        self.bytes_pooled = 0;
+    }
+
     /// Moves every buffer into `other` (which destroys what exceeds `cap`).
     pub fn drain_into(&mut self, other: &mut Pool, cap: u64) {
         for (class, entry) in std::mem::take(&mut self.free) {

@@ -241,8 +241,7 @@ impl State {
         self.batch += 1;
         self.recorded = 0;
         self.batch_limit = FIRST_BATCH;
-        self.deferred
-            .drain_into(&mut self.pool, inner.opts.pool_limit);
+        self.deferred.drain_into(&mut self.pool, inner.pool_limit);
     }
 
     /// A buffer of at least `bytes` bytes (its size class), from the pool when possible,
@@ -274,18 +273,55 @@ impl State {
         }
         let buf = match self.pool.take(class) {
             Some(b) => b,
-            None => {
-                self.allocations += 1;
-                inner.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("tang tensor"),
-                    size: class,
-                    usage: TENSOR_USAGE,
-                    mapped_at_creation: false,
-                })
-            }
+            None => self.create_buffer(inner, class)?,
         };
         self.bytes_in_use += class;
         Ok((buf, class, u64::MAX))
+    }
+
+    /// A new tensor buffer of `class` bytes from the driver. When the device refuses it
+    /// for lack of memory, the pool's free buffers are destroyed, the GPU is waited for
+    /// (a destroyed buffer's memory returns once the work that used it has finished) and
+    /// the allocation is tried once more, as PyTorch's caching allocator frees its cache
+    /// before it reports an out-of-memory error.
+    fn create_buffer(&mut self, inner: &Inner, class: u64) -> Result<wgpu::Buffer, Error> {
+        self.allocations += 1;
+        let create = || {
+            inner.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("tang tensor"),
+                size: class,
+                usage: TENSOR_USAGE,
+                mapped_at_creation: false,
+            })
+        };
+        // A browser answers the scope asynchronously, which this synchronous call cannot
+        // wait for: there an out-of-memory error reaches the device's error handler and
+        // the next read reports it.
+        #[cfg(target_arch = "wasm32")]
+        return Ok(create());
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let attempt = || {
+                let scope = inner
+                    .device
+                    .push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+                let buffer = create();
+                pollster::block_on(scope.pop()).map_or(Ok(buffer), Err)
+            };
+            match attempt() {
+                Ok(buffer) => Ok(buffer),
+                Err(first) => {
+                    let freed = self.pool.bytes_pooled;
+                    self.pool.clear();
+                    let _ = inner.device.poll(wgpu::PollType::wait_indefinitely());
+                    attempt().map_err(|e| Error::OutOfMemory {
+                        requested: class,
+                        in_use: self.bytes_in_use,
+                        detail: format!("{first}; after freeing {freed} pooled bytes: {e}"),
+                    })
+                }
+            }
+        }
     }
 
     /// Takes back the buffer of a dropped tensor last used by batch `last_batch`.
@@ -294,7 +330,7 @@ impl State {
         if last_batch == self.batch && self.encoder.is_some() {
             self.deferred.give(class, buf, u64::MAX);
         } else {
-            self.pool.give(class, buf, inner.opts.pool_limit);
+            self.pool.give(class, buf, inner.pool_limit);
         }
     }
 }

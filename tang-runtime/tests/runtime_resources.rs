@@ -209,7 +209,7 @@ fn a_user_kernel_runs_with_runtime_checks() {
 #[test]
 fn a_full_pool_of_old_sizes_makes_room_for_new_ones() {
     let dev = Device::with_options(DeviceOptions {
-        pool_limit: 1 << 20,
+        pool_limit: Some(1 << 20),
         ..DeviceOptions::default()
     })
     .unwrap();
