@@ -162,6 +162,7 @@ fn main() -> Result<(), Report> {
         checkpoint_every: eval_interval,
         clip_grad_norm: Some(CLIP),
         throughput: Some(Throughput::Tokens(tokens as u64)),
+        flops_per_step: Some(model.flops_per_token() * tokens as f64),
         seed,
         ..TrainerOptions::new(steps)
     };

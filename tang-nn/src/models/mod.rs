@@ -4,4 +4,5 @@
 //! - [`gpt`]: nanoGPT's GPT (tied head, exact GELU, KV-cache sampling).
 
 pub mod gpt;
+mod gpt_flops;
 mod gpt_generate;

@@ -9,6 +9,8 @@ use crate::autograd::Tensor;
 use crate::checkpoint::Checkpoint;
 use crate::module::Module;
 use crate::optim::Algorithm;
+// web-time: std's clock panics in a browser (wasm32).
+use web_time::Instant;
 
 impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// Trains up to `max_steps` (from the current step: 0, or a resumed checkpoint's):
@@ -139,24 +141,38 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
             let eval_now = opts.eval_every > 0
                 && (done.is_multiple_of(opts.eval_every) || done == opts.max_steps);
             if let (true, Some(eval)) = (eval_now, eval.as_mut()) {
+                // Timed apart from the steps: the training work still queued is waited
+                // for first, so that it is not counted as evaluation time.
+                self.sync_device()?;
+                let started = Instant::now();
                 let val = self.evaluate(eval)?;
+                let took = started.elapsed();
+                self.timer.exclude(took);
                 self.note_metric(val);
-                record.get_or_insert_with(|| MetricsRecord {
+                let r = record.get_or_insert_with(|| MetricsRecord {
                     step: done,
                     ..MetricsRecord::default()
                 });
-                if let Some(r) = record.as_mut() {
-                    r.val_loss = Some(val);
-                }
-            }
-            if let Some(r) = &record {
-                self.append(r)?;
-                progress.update(r)?;
+                r.val_loss = Some(val);
+                r.eval_ms = Some(took.as_secs_f64() * 1e3);
             }
             interrupted = self.interrupt.as_ref().is_some_and(Interrupt::requested);
             let periodic = opts.checkpoint_every > 0 && done.is_multiple_of(opts.checkpoint_every);
             if periodic || interrupted || done == opts.max_steps {
+                self.sync_device()?;
+                let started = Instant::now();
                 saved = Some(self.save_checkpoint()?);
+                let took = started.elapsed();
+                self.timer.exclude(took);
+                let r = record.get_or_insert_with(|| MetricsRecord {
+                    step: done,
+                    ..MetricsRecord::default()
+                });
+                r.checkpoint_ms = Some(took.as_secs_f64() * 1e3);
+            }
+            if let Some(r) = &record {
+                self.append(r)?;
+                progress.update(r)?;
             }
             if interrupted {
                 progress.println(&format!(
@@ -185,6 +201,18 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
             interrupted,
             checkpoint,
         })
+    }
+
+    /// Waits for the GPU to finish the work queued so far (the steps' launches), so that
+    /// what is timed next starts on an idle GPU. Nothing to wait for without parameters.
+    fn sync_device(&self) -> Result<(), TrainError> {
+        if let Some((_, p)) = self.params.first() {
+            p.data().device().sync().map_err(|e| TrainError::Step {
+                step: self.state.step,
+                source: e.into(),
+            })?;
+        }
+        Ok(())
     }
 
     /// Records an evaluation's value as the current metric, and as the best when it is.

@@ -42,9 +42,21 @@ pub struct MetricsRecord {
     /// Training tokens per second (language models).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_per_sec: Option<f64>,
-    /// Wall-clock milliseconds per step.
+    /// Wall-clock milliseconds per training step, evaluation and checkpoints left out
+    /// (they are `eval_ms` and `checkpoint_ms`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ms_per_step: Option<f64>,
+    /// Model FLOPs utilisation: the model's FLOPs per second (as nanoGPT counts them,
+    /// [`super::TrainerOptions::flops_per_step`]) over the adapter's peak
+    /// ([`super::peak_flops`]), a fraction in `[0, 1]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mfu: Option<f64>,
+    /// Milliseconds the evaluation at this step took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_ms: Option<f64>,
+    /// Milliseconds the checkpoint written at this step took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_ms: Option<f64>,
 }
 
 /// An append-only `metrics.jsonl`. Each record is written as one complete line with one
@@ -240,6 +252,8 @@ pub fn read_metrics(path: impl AsRef<Path>) -> Result<Vec<MetricsRecord>, TrainE
 #[derive(Clone, Debug)]
 pub struct StepTimer {
     last: Instant,
+    /// Time inside the lap that was not training (evaluation, checkpoints).
+    excluded: web_time::Duration,
 }
 
 impl Default for StepTimer {
@@ -258,6 +272,7 @@ impl StepTimer {
     pub fn new() -> StepTimer {
         StepTimer {
             last: Instant::now(),
+            excluded: web_time::Duration::ZERO,
         }
     }
 
@@ -271,8 +286,24 @@ impl StepTimer {
     /// ```
     pub fn lap(&mut self, steps: u64, items: u64) -> Option<(f64, f64)> {
         let now = Instant::now();
-        let seconds = now.duration_since(self.last).as_secs_f64();
+        let lap = now.duration_since(self.last);
+        let seconds = lap.saturating_sub(self.excluded).as_secs_f64();
         self.last = now;
+        self.excluded = web_time::Duration::ZERO;
         (steps > 0 && seconds > 0.0).then(|| (seconds * 1e3 / steps as f64, items as f64 / seconds))
+    }
+
+    /// Leaves `time` spent inside the current lap on something other than training steps
+    /// (an evaluation, a checkpoint) out of it.
+    ///
+    /// ```
+    /// let mut timer = tang_nn::train::StepTimer::new();
+    /// std::thread::sleep(std::time::Duration::from_millis(20)); // an evaluation
+    /// timer.exclude(std::time::Duration::from_millis(20));
+    /// let (ms_per_step, _) = timer.lap(1, 1).unwrap_or((0.0, 0.0));
+    /// assert!(ms_per_step < 20.0);
+    /// ```
+    pub fn exclude(&mut self, time: web_time::Duration) {
+        self.excluded += time;
     }
 }

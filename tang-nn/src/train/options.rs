@@ -57,6 +57,14 @@ pub struct TrainerOptions {
     /// What a step processes, for samples or tokens per second (default `None`: not
     /// logged).
     pub throughput: Option<Throughput>,
+    /// The model's FLOPs per training step (forward and backward), for the logged model
+    /// FLOPs utilisation (`mfu`); e.g. `Gpt::flops_per_token(block) * tokens per step`,
+    /// nanoGPT's count. Default `None`: not logged.
+    pub flops_per_step: Option<f64>,
+    /// The adapter's peak FLOP/s that `mfu` is a share of. Default `None`: looked up by
+    /// the adapter's name ([`super::peak_flops`]); `mfu` is not logged for an adapter not
+    /// in that table unless this is given.
+    pub peak_flops: Option<f64>,
     /// Seed of the device generator handed to each step (dropout; default 0).
     pub seed: u64,
     /// Which checkpoints to keep (default: the 3 most recent and the best).
@@ -85,6 +93,8 @@ impl TrainerOptions {
             checkpoint_every: 0,
             clip_grad_norm: None,
             throughput: None,
+            flops_per_step: None,
+            peak_flops: None,
             seed: 0,
             retention: Retention::default(),
             plot: PlotOptions::default(),

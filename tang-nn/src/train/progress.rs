@@ -196,6 +196,9 @@ fn describe(record: &MetricsRecord) -> String {
         ("ms/step", record.ms_per_step, 1, false),
         ("samples/s", record.samples_per_sec, 0, false),
         ("tokens/s", record.tokens_per_sec, 0, false),
+        ("mfu %", record.mfu.map(|m| 100.0 * m), 1, false),
+        ("eval ms", record.eval_ms, 0, false),
+        ("checkpoint ms", record.checkpoint_ms, 0, false),
     ];
     let mut parts = Vec::new();
     for (name, value, digits, scientific) in fields {

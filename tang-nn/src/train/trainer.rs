@@ -200,6 +200,8 @@ pub struct Trainer<'m, M: Module + ?Sized, A: Algorithm> {
     pub(super) state: TrainerState,
     pub(super) timer: StepTimer,
     pub(super) steps_since_lap: u64,
+    /// The adapter's peak FLOP/s from tang's table, for `mfu` (see [`super::peak_flops`]).
+    pub(super) peak_flops: Option<f64>,
 }
 
 impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
@@ -247,6 +249,9 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
         let checkpoints = CheckpointDir::open(out_dir.join(CHECKPOINTS_DIR), options.retention)?;
         let mut state = TrainerState::default();
         state.seeds.insert(STEP_SEED.into(), options.seed);
+        let peak_flops = params
+            .first()
+            .and_then(|(_, p)| super::peak_flops(p.data().device().info()));
         Ok(Trainer {
             model,
             optimizer,
@@ -262,6 +267,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
             state,
             timer: StepTimer::new(),
             steps_since_lap: 0,
+            peak_flops,
         })
     }
 
@@ -470,6 +476,10 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
         };
         if let Some((ms, items_per_sec)) = self.timer.lap(steps, steps.saturating_mul(per_step)) {
             record.ms_per_step = Some(ms);
+            let peak = self.options.peak_flops.or(self.peak_flops);
+            if let (Some(flops), Some(peak)) = (self.options.flops_per_step, peak) {
+                record.mfu = Some(flops / (ms * 1e-3) / peak);
+            }
             match self.options.throughput {
                 Some(Throughput::Samples(_)) => record.samples_per_sec = Some(items_per_sec),
                 Some(Throughput::Tokens(_)) => record.tokens_per_sec = Some(items_per_sec),
