@@ -13,6 +13,7 @@
 mod attention;
 mod elementwise;
 mod matmul;
+mod recipe;
 mod report;
 mod rows;
 mod training;
@@ -99,6 +100,7 @@ fn main() -> ExitCode {
 
     if tiny {
         training::run(&dev, quick, true, &mut report);
+        recipe::run(&dev, quick, true, &mut report);
         return finish(&report, json);
     }
     if let Err(e) = elementwise::warm_up(&dev, if quick { 0.2 } else { 2.0 }) {
@@ -134,6 +136,10 @@ fn main() -> ExitCode {
     {
         rewarm(&mut report);
         training::run(&dev, quick, false, &mut report);
+    }
+    if report.wants("gpt_recipe") {
+        rewarm(&mut report);
+        recipe::run(&dev, quick, false, &mut report);
     }
     cold_start(&mut report, quick);
     finish(&report, json)
