@@ -93,7 +93,9 @@ impl Pool {
         entry.buffers.push(Reverse(buffer));
     }
 
-    /// Destroys every free buffer (the device ran out of memory).
+    /// Destroys every free buffer (the device ran out of memory). Not on WebAssembly,
+    /// where an allocation's failure arrives too late to retry it.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn clear(&mut self) {
         for (_, entry) in std::mem::take(&mut self.free) {
             for Reverse(b) in entry.buffers {
