@@ -12,7 +12,8 @@
 //! `loss.backward()?` gives every parameter's gradient on the GPU); modules with
 //! PyTorch's names ([`Module`], `#[derive(Module)]`), and layers and losses with
 //! PyTorch's layouts, defaults and initialisation ([`nn`]) build on it; whole models
-//! whose checkpoints load as PyTorch wrote them are in [`models`] (nanoGPT's GPT).
+//! whose checkpoints load as PyTorch wrote them are in [`models`] (nanoGPT's GPT), and
+//! GPT-2's tokenizer is in [`tokenizer`].
 //!
 //! It re-exports the runtime so that examples and tests can depend on one crate.
 
@@ -35,6 +36,7 @@ pub mod optim;
 pub mod rng;
 pub mod safetensors;
 pub mod schedule;
+pub mod tokenizer;
 pub mod train;
 
 pub use module::Module;
