@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use super::{Checkpoint, CheckpointDir, CheckpointError, TrainerState};
 use crate::module::Module;
-use crate::module::load::stage;
+use crate::module::load::{Ties, stage};
 use crate::optim::{Algorithm, Optimizer};
 use crate::safetensors::{FloatDtype, read_file, save_file};
 
@@ -97,8 +97,9 @@ pub fn save_training<M: Module + ?Sized, A: Algorithm>(
 }
 
 /// Loads `checkpoint`'s weights into `model` (strictly: every key present, none extra,
-/// every shape equal; in place, so the optimizer's parameters see them) and its
-/// optimizer state into `optimizer`. Returns the checkpoint's trainer state.
+/// every shape equal, one name per tie as [`crate::safetensors::load_model`] takes them;
+/// in place, so the optimizer's parameters see them) and its optimizer state into
+/// `optimizer`. Returns the checkpoint's trainer state.
 ///
 /// Every file is read and checked, and the weights uploaded, before anything is written:
 /// a checkpoint that is refused (a weights or optimizer file missing, truncated, of
@@ -138,7 +139,7 @@ pub fn load_training<M: Module + ?Sized, A: Algorithm>(
     // The weights: read, checked against the model and uploaded, not yet copied in.
     let weights = checkpoint.file(MODEL_FILE)?;
     let file = read_file(&weights).map_err(|e| load_error(&weights)(e.into()))?;
-    let staged = stage(model, &file.tensors, true)
+    let staged = stage(model, &file.tensors, true, Ties::OneName)
         .map_err(|e| load_error(&weights)(e.into()))?;
     // The optimizer state: `Optimizer::load` reads and checks all of it before it
     // changes anything, so a refusal here leaves both the optimizer and the model as

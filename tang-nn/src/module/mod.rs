@@ -215,7 +215,7 @@ pub trait Module {
     /// either case); [`Error::Autograd`] when a copy fails on the device (a u32 device
     /// tensor under a parameter's name, say).
     fn load_state_dict(&self, state: &StateDict, strict: bool) -> Result<IncompatibleKeys, Error> {
-        load::stage(self, state, strict)?.apply()
+        load::stage(self, state, strict, load::Ties::EveryName)?.apply()
     }
 
     /// Training mode (PyTorch's `train()`): dropout is on.
