@@ -34,11 +34,12 @@ pub struct ElementwiseSpec<'g> {
 
 /// Prints an f32 as a WGSL literal that round-trips: `1.0f`, `(-0.5f)`, `1e-7f`.
 /// Non-finite values have no WGSL literal; they are built at run time from bits (naga's
-/// constant evaluator rejects an infinite or NaN constant), by a bitcast of a value that
-/// depends on `params.n` so it is not constant-folded.
+/// constant evaluator rejects an infinite or NaN constant) OR'ed with the `zero` word of
+/// an elementwise kernel's `Params` (see [`crate::kernel`]), which the compiler cannot
+/// see, so the text is meant for those kernels.
 pub fn wgsl_literal(v: f32) -> String {
     if !v.is_finite() {
-        return format!("bitcast<f32>(0x{:08x}u | (params.n & 0u))", v.to_bits());
+        return format!("bitcast<f32>(0x{:08x}u | {ZERO_WORD})", v.to_bits());
     }
     // The shortest decimal of ±f32::MAX, 3.4028235e38, lies just outside the f32 range:
     // naga rounds it, Chrome's WGSL compiler rejects it. The hex form is exact.
@@ -59,6 +60,10 @@ pub fn wgsl_literal(v: f32) -> String {
         format!("{s}f")
     }
 }
+
+/// The `Params` word that is 0 at run time, as generated code reads it (module docs of
+/// [`crate::kernel`]).
+const ZERO_WORD: &str = "params.zero";
 
 /// The offset in a broadcast input of launch element `e`: the element's coordinates in the
 /// launch shape `[_, d1, d2, d3]` (coalesced to at most four dimensions by the runtime)
@@ -174,7 +179,7 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
         helpers,
         mut body,
         names,
-    } = print_graph(g, &live, lanes, "params.n", &mut leaf)?;
+    } = print_graph(g, &live, lanes, ZERO_WORD, &mut leaf)?;
     // A long body validates in linear time only as several functions (see wgsl_parts).
     let parts = crate::wgsl_parts::split(g, &body, &names, &roots, lanes);
     if let Some(p) = &parts {
@@ -211,7 +216,7 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
     for n in &spec.uniforms {
         let _ = writeln!(w, "    u_{n}: f32,");
     }
-    w.push_str("}\n\n");
+    w.push_str("    zero: u32,\n}\n\n");
     for mode in &READ_MODE_CONSTANTS[..spec.inputs.len()] {
         let _ = writeln!(w, "override {mode}: u32 = 0u;");
     }
@@ -287,6 +292,7 @@ mod tests {
         assert_eq!(wgsl_literal(f32::MAX), "0x1.fffffep+127f");
         assert_eq!(wgsl_literal(f32::MIN), "(-0x1.fffffep+127f)");
         assert!(wgsl_literal(f32::INFINITY).contains("0x7f800000"));
+        assert!(wgsl_literal(f32::NAN).contains(ZERO_WORD));
     }
 
     #[test]

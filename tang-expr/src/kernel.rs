@@ -30,9 +30,16 @@
 //! | `d1, d2, d3: u32` | the coalesced launch shape's inner sizes (`d0` is implied) |
 //! | `s_<input>: vec4<u32>` per input | its strides along the four dimensions (0 where it is broadcast) |
 //! | `u_<uniform>: f32` per uniform | the uniforms |
+//! | `zero: u32` | always 0: what zero and non-finite constants are built from |
 //!
-//! then padding to a multiple of 16 bytes. How input `i` is read, its mode
-//! ([`InputRead::mode`]), is the pipeline-overridable constant
+//! then padding to a multiple of 16 bytes. `zero` exists because shader compilers fold
+//! arithmetic on constants they can see as if NaN, infinities and signed zeros never
+//! occurred (`x * 0.0` to 0 at an infinite `x`, `x + 0.0` to `x` at `-0.0`), even when the
+//! constant is spelled as an expression that is 0 for every launch (`n & 0u`): a word the
+//! host writes is the one value the compiler cannot know, so a constant `c` that must not
+//! be folded is printed as `bitcast<f32>(bits(c) | params.zero)`.
+//!
+//! How input `i` is read, its mode ([`InputRead::mode`]), is the pipeline-overridable constant
 //! [`READ_MODE_CONSTANTS`]`[i]` (default 0): the runtime sets the others when it creates
 //! the pipeline, so the driver's compiler drops the read paths a launch never takes (a
 //! mode read from `Params` kept every path in the kernel and cost about 5% of bandwidth
@@ -210,15 +217,16 @@ impl KernelDesc {
     }
 
     /// Size in bytes of the `Params` uniform struct (layout in the module docs): the
-    /// header, four strides per input, a value per uniform, padded to 16 bytes.
+    /// header, four strides per input, a value per uniform and the `zero` word, padded
+    /// to 16 bytes.
     pub fn params_size(&self) -> usize {
-        let words = 4 + 4 * self.inputs.len() + self.uniforms.len();
+        let words = 4 + 4 * self.inputs.len() + self.uniforms.len() + 1;
         4 * words.next_multiple_of(4)
     }
 
     /// The words of the `Params` uniform (layout in the module docs): `n`, the coalesced
     /// launch shape `dims = [d0, d1, d2, d3]` (`d0` is not stored), each input's strides
-    /// and the uniforms' bits (the read modes are pipeline constants:
+    /// the uniforms' bits and the `zero` word (the read modes are pipeline constants:
     /// [`READ_MODE_CONSTANTS`]). The caller checks the counts against
     /// [`KernelDesc::inputs`] and [`KernelDesc::uniforms`].
     pub fn params(
@@ -235,6 +243,8 @@ impl KernelDesc {
             words.extend_from_slice(&r.strides());
         }
         words.extend(uniforms.iter().map(|u| u.to_bits()));
+        // `zero`: 0, and only the host knows it (module docs).
+        words.push(0);
         words.resize(words.len().next_multiple_of(4), 0);
         words
     }

@@ -34,10 +34,13 @@ pub(crate) struct Printed {
 ///
 /// `leaf` prints an input or uniform node: it may append statements to the body (the
 /// second argument) and returns the expression that reads the value. `opaque` is a `u32`
-/// expression the constants that drivers must not see (zeros and non-finite values) are
-/// built from, so that they are not constants to naga or the driver: naga's constant
-/// evaluator rejects infinities and NaN, and drivers fold `x * 0.0` to 0 even where `x` is
-/// infinite or NaN (see `wgsl_helpers.rs`).
+/// expression that is 0 at run time but unknown to the shader compiler (a word of a
+/// uniform the host writes): the constants drivers must not see (zeros and non-finite
+/// values) are their bits OR'ed with it, so that they are not constants to naga or the
+/// driver. naga's constant evaluator rejects infinities and NaN, and drivers fold `x * 0.0`
+/// to 0 and `x + 0.0` to `x` even where `x` is infinite, NaN or `-0.0`, also when the zero
+/// is an expression they can prove is 0 (`n & 0u`): only a value from outside the shader
+/// stops that.
 pub(crate) fn print_graph(
     g: &Graph,
     live: &[bool],
@@ -72,7 +75,7 @@ pub(crate) fn print_graph(
                 names[id.index()] = splat(if v.is_finite() && v != 0.0 {
                     wgsl_literal(v)
                 } else {
-                    format!("bitcast<f32>(0x{bits:08x}u | ({opaque} & 0u))")
+                    format!("bitcast<f32>(0x{bits:08x}u | {opaque})")
                 });
                 continue;
             }

@@ -1,5 +1,5 @@
-//! A one-input graph printed as a WGSL function `fn <name>(x: f32) -> f32`, for kernels
-//! written by hand that apply a user's scalar function on the way out (the fused
+//! A one-input graph printed as a WGSL function `fn <name>(x: f32, zero: u32) -> f32`,
+//! for kernels written by hand that apply a user's scalar function on the way out (the fused
 //! epilogue of a matmul: bias + GELU on store). The text is self-contained: the helper
 //! functions the graph's ops need come first, each once, in a fixed order, so the same
 //! graph always prints the same bytes and the caller can cache by its hash.
@@ -11,8 +11,13 @@ use crate::graph::{Graph, NodeId, Ty};
 use crate::op_wgsl::Lanes;
 use crate::print::{Leaf, Printed, print_graph};
 
-/// Prints the sub-graph under `root` as `fn <name>(x: f32) -> f32`, where
+/// Prints the sub-graph under `root` as `fn <name>(x: f32, zero: u32) -> f32`, where
 /// `Node::Input(0)` is `x`, preceded by the helper functions its ops call.
+///
+/// The caller passes as `zero` a word of its uniform that the host sets to 0: zero and
+/// non-finite constants are built from it, because shader compilers fold arithmetic on
+/// constants they can see (even `n & 0u`) as if NaN, infinities and signed zeros never
+/// occurred (`x * 0.0` to 0 at an infinite `x`); see `print.rs`.
 ///
 /// The host shader must not define functions named `tang_*` itself (the helpers' names).
 ///
@@ -51,19 +56,19 @@ pub fn emit_scalar_fn(name: &str, graph: &Graph, root: NodeId) -> Result<String,
             count: 0,
         }),
     };
-    // Constants drivers must not see are built from `x`'s bits.
+    // Constants drivers must not see are built from the caller's zero word.
     let Printed {
         helpers,
         body,
         names,
-    } = print_graph(graph, &live, Lanes::Scalar, "bitcast<u32>(x)", &mut leaf)?;
+    } = print_graph(graph, &live, Lanes::Scalar, "zero", &mut leaf)?;
 
     let mut w = String::new();
     for text in helpers.values() {
         w.push_str(text);
         w.push('\n');
     }
-    let _ = writeln!(w, "fn {name}(x: f32) -> f32 {{");
+    let _ = writeln!(w, "fn {name}(x: f32, zero: u32) -> f32 {{");
     w.push_str(&body);
     let _ = writeln!(w, "    return {};\n}}", names[root.index()]);
 
@@ -72,7 +77,7 @@ pub fn emit_scalar_fn(name: &str, graph: &Graph, root: NodeId) -> Result<String,
     let host = format!(
         "{w}\n@group(0) @binding(0) var<storage, read_write> tang_scalar_fn_probe: array<f32>;\n\
          @compute @workgroup_size(1)\nfn tang_scalar_fn_main() {{\n    \
-         tang_scalar_fn_probe[0] = {name}(tang_scalar_fn_probe[0]);\n}}\n"
+         tang_scalar_fn_probe[0] = {name}(tang_scalar_fn_probe[0], 0u);\n}}\n"
     );
     crate::validate::validate(&host)?;
     Ok(w)
@@ -93,7 +98,7 @@ mod tests {
         let a = emit_scalar_fn("epi", &g, w).unwrap();
         let b = emit_scalar_fn("epi", &g, w).unwrap();
         assert_eq!(a, b);
-        assert!(a.contains("fn epi(x: f32) -> f32"));
+        assert!(a.contains("fn epi(x: f32, zero: u32) -> f32"));
         // tang_sigmoid is needed by both Sigmoid and Silu but printed once
         assert_eq!(a.matches("fn tang_sigmoid").count(), 1);
         assert!(a.contains("fn tang_gelu_tanh"));
@@ -108,7 +113,7 @@ mod tests {
         let inf = g.constant(f32::INFINITY);
         let m = g.apply(Op::Min, &[x, inf]).unwrap();
         let text = emit_scalar_fn("f", &g, m).unwrap();
-        assert!(text.contains("0x7f800000u"));
+        assert!(text.contains("0x7f800000u | zero"));
         let c = g.constant(2.5);
         let text = emit_scalar_fn("f", &g, c).unwrap();
         assert!(text.contains("return 2.5f;"));

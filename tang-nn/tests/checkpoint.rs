@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use tang_nn::checkpoint::{
-    CheckpointDir, CheckpointError, Mode, Retention, TRAINER_STATE_FILE, TrainerState,
+    Checkpoint, CheckpointDir, CheckpointError, Mode, Retention, TRAINER_STATE_FILE, TrainerState,
 };
 use tang_nn::data::LoaderState;
 
@@ -209,5 +209,37 @@ fn bad_input_gives_typed_errors() {
         matches!(err, CheckpointError::Corrupt { .. }) && err.to_string().contains("delete"),
         "{err}"
     );
+    std::fs::remove_dir_all(root).unwrap();
+}
+
+#[test]
+fn a_checkpoint_path_that_does_not_exist_is_reported_as_missing() {
+    let root = scratch("missing");
+    let err = Checkpoint::load(root.join("checkpoint-0000000007")).unwrap_err();
+    assert!(matches!(err, CheckpointError::NotFound { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("does not exist") && !text.contains("damaged"),
+        "{text}"
+    );
+}
+
+#[test]
+fn leftovers_of_a_crashed_save_are_removed_by_the_next_save() {
+    let root = scratch("leftovers-save");
+    let dir = CheckpointDir::open(&root, Retention::default()).unwrap();
+    // Another process crashed in the middle of a save after this one opened the root.
+    let crashed = root.join(format!(
+        ".tmp-checkpoint-0000000002-{}-0",
+        std::process::id().wrapping_add(1)
+    ));
+    std::fs::create_dir(&crashed).unwrap();
+    std::fs::write(crashed.join("a"), b"half").unwrap();
+    dir.save(&state(3, None), &[("a", b"3")]).unwrap();
+    let names: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["checkpoint-0000000003"]);
     std::fs::remove_dir_all(root).unwrap();
 }

@@ -466,5 +466,6 @@ fn conv2d_on_forced_tiles_matches_the_direct_convolution() {
         tn: 8,
     };
     let e = conv_gemm::with_tile(bad, || ops::conv2d(&x, &w, None, &cv)).unwrap_err();
-    assert!(matches!(e, Error::TooLarge { .. }), "{e:?}");
+    assert!(matches!(e, Error::InvalidArgument { .. }), "{e:?}");
+    assert!(e.to_string().contains("bk must be a multiple of 4"), "{e}");
 }

@@ -17,7 +17,9 @@ fn arange_full_and_casts() {
             ops::arange(&dev, 0, 257, 1).unwrap().to_vec_u32().unwrap(),
             (0..257).collect::<Vec<u32>>()
         );
-        assert!(ops::arange(&dev, 5, 2, 1).unwrap().is_empty());
+        assert!(ops::arange(&dev, 5, 5, 1).unwrap().is_empty());
+        let e = ops::arange(&dev, 5, 2, 1).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { .. }), "{e:?}");
         let e = ops::arange(&dev, 0, 5, 0).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument { .. }), "{e:?}");
 

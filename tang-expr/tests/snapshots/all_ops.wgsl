@@ -7,6 +7,7 @@ struct Params {
     s_x: vec4<u32>,
     s_y: vec4<u32>,
     s_z: vec4<u32>,
+    zero: u32,
 }
 
 override tang_read0: u32 = 0u;

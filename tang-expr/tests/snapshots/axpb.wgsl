@@ -7,6 +7,7 @@ struct Params {
     s_x: vec4<u32>,
     u_a: f32,
     u_b: f32,
+    zero: u32,
 }
 
 override tang_read0: u32 = 0u;

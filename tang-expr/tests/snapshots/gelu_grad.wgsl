@@ -5,6 +5,7 @@ struct Params {
     d2: u32,
     d3: u32,
     s_x: vec4<u32>,
+    zero: u32,
 }
 
 override tang_read0: u32 = 0u;

@@ -7,6 +7,7 @@ struct Params {
     s_g: vec4<u32>,
     u_lr: f32,
     u_mu: f32,
+    zero: u32,
 }
 
 override tang_read0: u32 = 0u;

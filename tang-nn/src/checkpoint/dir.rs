@@ -36,7 +36,8 @@ static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
 impl CheckpointDir {
     /// Opens (creating it if needed) the checkpoint root `root`, and removes what an
     /// interrupted save or removal left behind (hidden `.tmp-*` and `.trash-*`
-    /// directories: never a complete checkpoint).
+    /// directories: never a complete checkpoint). Each save removes those of other
+    /// processes again.
     ///
     /// ```
     /// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
@@ -64,15 +65,39 @@ impl CheckpointDir {
         let root = root.into();
         fs::create_dir_all(&root).map_err(io_error("create", &root))?;
         let dir = CheckpointDir { root, retention };
-        for entry in dir.entries()? {
+        dir.remove_leftovers(false)?;
+        Ok(dir)
+    }
+
+    /// Removes the hidden `.tmp-*` and `.trash-*` directories an interrupted save or
+    /// removal left in the root; with `others_only`, only those of other processes (the
+    /// process id is part of their names), so that a save in this process never removes
+    /// another save's directory while it is being written.
+    fn remove_leftovers(&self, others_only: bool) -> Result<(), CheckpointError> {
+        let own = std::process::id().to_string();
+        for entry in self.entries()? {
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            if name.starts_with(TEMP_PREFIX) || name.starts_with(TRASH_PREFIX) {
-                let path = entry.path();
-                fs::remove_dir_all(&path).map_err(io_error("remove leftover", path))?;
+            let Some(rest) = name
+                .strip_prefix(TEMP_PREFIX)
+                .or_else(|| name.strip_prefix(TRASH_PREFIX))
+            else {
+                continue;
+            };
+            // `.tmp-<checkpoint>-<pid>-<n>` and `.trash-<checkpoint>-<pid>`.
+            let mut fields = rest.rsplit('-');
+            let pid = if name.starts_with(TEMP_PREFIX) {
+                fields.nth(1)
+            } else {
+                fields.next()
+            };
+            if others_only && pid == Some(own.as_str()) {
+                continue;
             }
+            let path = entry.path();
+            fs::remove_dir_all(&path).map_err(io_error("remove leftover", path))?;
         }
-        Ok(dir)
+        Ok(())
     }
 
     /// The root directory.
@@ -166,8 +191,11 @@ impl CheckpointDir {
             return Err(CheckpointError::Exists { path: target });
         }
         // Finishes a removal that a crash interrupted, so the root never holds more than
-        // one checkpoint beyond what the policy keeps.
+        // one checkpoint beyond what the policy keeps, and removes what a process that
+        // crashed while saving here left (it may have crashed after this one opened the
+        // root, as when another process writes checkpoints into the same root in turn).
         self.prune()?;
+        self.remove_leftovers(true)?;
         let temp = self.root.join(format!(
             "{TEMP_PREFIX}{}-{}-{}",
             checkpoint_name(state.step),

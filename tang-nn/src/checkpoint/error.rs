@@ -40,6 +40,11 @@ pub enum CheckpointError {
         /// What is wrong and what is accepted.
         detail: String,
     },
+    /// The path given as a checkpoint does not exist, or is not a directory.
+    NotFound {
+        /// The path.
+        path: PathBuf,
+    },
     /// A checkpoint of this step already exists.
     Exists {
         /// Its directory.
@@ -82,6 +87,11 @@ impl fmt::Display for CheckpointError {
             CheckpointError::InvalidOption { detail } => {
                 write!(f, "invalid checkpoint option: {detail}")
             }
+            CheckpointError::NotFound { path } => write!(
+                f,
+                "checkpoint {} does not exist (or is not a directory); pass a checkpoint-<step> directory, as CheckpointDir::latest and CheckpointDir::list return them",
+                path.display()
+            ),
             CheckpointError::Exists { path } => write!(
                 f,
                 "checkpoint {} already exists; save under a later step, or delete it first",

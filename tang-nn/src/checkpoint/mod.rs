@@ -190,9 +190,21 @@ impl Checkpoint {
     /// ```
     ///
     /// # Errors
+    /// [`CheckpointError::NotFound`] when `path` does not exist or is not a directory;
+    /// [`CheckpointError::Io`] when it cannot be inspected;
     /// [`CheckpointError::Corrupt`] when its trainer state is missing or does not parse.
     pub fn load(path: impl Into<PathBuf>) -> Result<Checkpoint, CheckpointError> {
         let path = path.into();
+        // A wrong path is the caller's mistake, not a damaged checkpoint: saying so keeps
+        // them from deleting directories to "fall back".
+        match fs::metadata(&path) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(CheckpointError::NotFound { path }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(CheckpointError::NotFound { path });
+            }
+            Err(e) => return Err(io_error("inspect", path)(e)),
+        }
         let state_path = path.join(TRAINER_STATE_FILE);
         let text = fs::read_to_string(&state_path).map_err(|e| CheckpointError::Corrupt {
             path: path.clone(),

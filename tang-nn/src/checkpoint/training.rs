@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use super::{Checkpoint, CheckpointDir, CheckpointError, TrainerState};
 use crate::module::Module;
+use crate::module::load::{Ties, stage};
 use crate::optim::{Algorithm, Optimizer};
 use crate::safetensors::{FloatDtype, read_file, save_file};
 
@@ -96,8 +97,15 @@ pub fn save_training<M: Module + ?Sized, A: Algorithm>(
 }
 
 /// Loads `checkpoint`'s weights into `model` (strictly: every key present, none extra,
-/// every shape equal; in place, so the optimizer's parameters see them) and its
-/// optimizer state into `optimizer`. Returns the checkpoint's trainer state.
+/// every shape equal, one name per tie as [`crate::safetensors::load_model`] takes them;
+/// in place, so the optimizer's parameters see them) and its optimizer state into
+/// `optimizer`. Returns the checkpoint's trainer state.
+///
+/// Every file is read and checked, and the weights uploaded, before anything is written:
+/// a checkpoint that is refused (a weights or optimizer file missing, truncated, of
+/// another model or optimizer) leaves `model` and `optimizer` as they were, so the caller
+/// can start fresh instead. (Only a device failure during the final copies could leave
+/// part of the weights written; the device is lost then anyway.)
 ///
 /// ```
 /// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
@@ -124,18 +132,22 @@ pub fn load_training<M: Module + ?Sized, A: Algorithm>(
     model: &M,
     optimizer: &mut Optimizer<A>,
 ) -> Result<TrainerState, CheckpointError> {
-    let weights = checkpoint.file(MODEL_FILE)?;
     let load_error = |path: &std::path::Path| {
         let path = path.to_path_buf();
         move |e: Box<dyn std::error::Error + Send + Sync>| CheckpointError::Load { path, source: e }
     };
+    // The weights: read, checked against the model and uploaded, not yet copied in.
+    let weights = checkpoint.file(MODEL_FILE)?;
     let file = read_file(&weights).map_err(|e| load_error(&weights)(e.into()))?;
-    model
-        .load_state_dict(&file.tensors, true)
+    let staged = stage(model, &file.tensors, true, Ties::OneName)
         .map_err(|e| load_error(&weights)(e.into()))?;
+    // The optimizer state: `Optimizer::load` reads and checks all of it before it
+    // changes anything, so a refusal here leaves both the optimizer and the model as
+    // they were.
     let opt_path = checkpoint.file(OPTIMIZER_FILE)?;
     optimizer
         .load(&opt_path)
         .map_err(|e| load_error(&opt_path)(e.into()))?;
+    staged.apply().map_err(|e| load_error(&weights)(e.into()))?;
     Ok(checkpoint.state().clone())
 }

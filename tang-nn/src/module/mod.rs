@@ -55,13 +55,14 @@
 
 mod error;
 mod impls;
+pub(crate) mod load;
 
 use std::collections::HashSet;
 
 pub use error::Error;
 
-use crate::autograd::{Tensor, no_grad};
-use crate::safetensors::{IncompatibleKeys, StateDict, StateTensor, check_state_dict};
+use crate::autograd::Tensor;
+use crate::safetensors::{IncompatibleKeys, StateDict};
 
 /// Something that holds parameters under PyTorch's names: implemented by
 /// `#[derive(Module)]`, by every layer of [`crate::nn`], and for [`Tensor`] (a parameter),
@@ -192,7 +193,7 @@ pub trait Module {
     }
 
     /// Copies `state` into this module's parameters in place (under
-    /// [`no_grad`]), so tied parameters stay tied and optimizers
+    /// [`no_grad`](crate::autograd::no_grad)), so tied parameters stay tied and optimizers
     /// holding the parameters see the new values. As PyTorch: `strict` makes any missing
     /// or unexpected key an error; a shape mismatch is always one; every problem is
     /// reported at once. Host tensors (F32, F16, BF16 as read from a file) are uploaded.
@@ -214,36 +215,7 @@ pub trait Module {
     /// either case); [`Error::Autograd`] when a copy fails on the device (a u32 device
     /// tensor under a parameter's name, say).
     fn load_state_dict(&self, state: &StateDict, strict: bool) -> Result<IncompatibleKeys, Error> {
-        let mut expected: Vec<(String, Tensor)> = Vec::new();
-        self.visit_parameters("", &mut |name, t| {
-            expected.push((name.to_string(), t.clone()))
-        });
-        let shapes = expected
-            .iter()
-            .map(|(n, t)| (n.as_str(), t.shape().to_vec()));
-        let report = check_state_dict(short_type_name::<Self>(), shapes, state, strict)?;
-        // Every source is read (and uploaded) before the first copy, so a bad entry
-        // leaves the module as it was.
-        let mut copies = Vec::new();
-        for (name, param) in &expected {
-            let Some(entry) = state.get(name) else {
-                continue;
-            };
-            let source = match entry {
-                StateTensor::Device(t) => t.clone(),
-                StateTensor::Host(_) => {
-                    let values = state.f32_values(name)?;
-                    let dev = param.data().device();
-                    crate::tang_runtime::Tensor::from_slice(dev, &values, param.shape())
-                        .map_err(crate::autograd::Error::from)?
-                }
-            };
-            copies.push((param, source));
-        }
-        for (param, source) in copies {
-            no_grad(|| param.copy_(&Tensor::constant(source)))?;
-        }
-        Ok(report)
+        load::stage(self, state, strict, load::Ties::EveryName)?.apply()
     }
 
     /// Training mode (PyTorch's `train()`): dropout is on.

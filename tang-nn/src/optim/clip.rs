@@ -72,7 +72,8 @@ fn l2_norm(x: &Tensor) -> Result<Tensor, OptimError> {
 ///
 /// # Errors
 /// [`OptimError::InvalidOption`] for a negative or NaN `max_norm`,
-/// [`OptimError::EmptyParameterList`] with no gradients, [`OptimError::NotF32`],
+/// [`OptimError::NoGradients`] with no gradients (see [`clip_grad_norm_`]),
+/// [`OptimError::NotF32`],
 /// [`OptimError::DeviceMismatch`], [`OptimError::Runtime`] when the device fails.
 pub fn grad_norm<'a>(
     grads: impl IntoIterator<Item = &'a Tensor>,
@@ -86,7 +87,7 @@ pub fn grad_norm<'a>(
         "at least 0",
     )?;
     let grads: Vec<&Tensor> = grads.into_iter().collect();
-    let dev = checked_device(&grads)?;
+    let dev = checked_device("grad_norm", &grads)?;
     let norms = grads
         .iter()
         .map(|g| l2_norm(g))
@@ -116,6 +117,12 @@ pub fn grad_norm<'a>(
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
+/// With no gradients at all (every parameter frozen, or none reached by the loss)
+/// PyTorch returns a zero norm on the CPU; tang returns [`OptimError::NoGradients`]
+/// instead, because its norm is a tensor on the gradients' device and an empty list names
+/// no device: check [`NamedGradients::is_empty`](super::NamedGradients::is_empty) first,
+/// as the [`Trainer`](crate::train::Trainer) does (it skips the step).
+///
 /// # Errors
 /// As [`grad_norm`].
 pub fn clip_grad_norm_<'a>(
@@ -123,6 +130,11 @@ pub fn clip_grad_norm_<'a>(
     max_norm: f64,
 ) -> Result<Tensor, OptimError> {
     let grads: Vec<&Tensor> = grads.into_iter().collect();
+    if grads.is_empty() {
+        return Err(OptimError::NoGradients {
+            function: "clip_grad_norm_",
+        });
+    }
     let norm = grad_norm(grads.iter().copied(), max_norm)?;
     scale_grads_(grads, &norm.clip_coef)?;
     Ok(norm.total_norm)
@@ -148,7 +160,7 @@ pub fn scale_grads_<'a>(
     coef: &Tensor,
 ) -> Result<(), OptimError> {
     let grads: Vec<&Tensor> = grads.into_iter().collect();
-    let dev = checked_device(&grads)?;
+    let dev = checked_device("scale_grads_", &grads)?;
     check_scalar(coef, &dev, "clip coefficient")?;
     for g in grads {
         scale_in_place::launch(&dev, g, coef)?;
@@ -158,9 +170,9 @@ pub fn scale_grads_<'a>(
 
 /// The device every gradient lives on, after checking that they are f32 and that there
 /// is at least one.
-fn checked_device(grads: &[&Tensor]) -> Result<Device, OptimError> {
+fn checked_device(function: &'static str, grads: &[&Tensor]) -> Result<Device, OptimError> {
     let Some(first) = grads.first() else {
-        return Err(OptimError::EmptyParameterList);
+        return Err(OptimError::NoGradients { function });
     };
     let dev = first.device().clone();
     for (i, g) in grads.iter().enumerate() {

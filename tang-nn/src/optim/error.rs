@@ -36,6 +36,13 @@ pub enum OptimError {
     /// The optimizer was given no parameters (PyTorch: "optimizer got an empty parameter
     /// list").
     EmptyParameterList,
+    /// A clipping function was given no gradients. PyTorch's `clip_grad_norm_` returns
+    /// `tensor(0.)` on the CPU then; tang's norm is a tensor on the gradients' device, and
+    /// with no gradient there is no device to put it on.
+    NoGradients {
+        /// The function ("grad_norm", "clip_grad_norm_", "scale_grads_").
+        function: &'static str,
+    },
     /// One name was registered twice.
     DuplicateParameter {
         /// The name.
@@ -109,6 +116,10 @@ impl fmt::Display for OptimError {
             OptimError::EmptyParameterList => write!(
                 f,
                 "optimizer got an empty parameter list; pass the model's named parameters"
+            ),
+            OptimError::NoGradients { function } => write!(
+                f,
+                "{function} got no gradients, so there is no device for its norm (PyTorch returns a zero norm on the CPU here); skip clipping when there are none (NamedGradients::is_empty), as the Trainer does"
             ),
             OptimError::DuplicateParameter { name } => write!(
                 f,

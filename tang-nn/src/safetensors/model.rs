@@ -9,6 +9,7 @@ use super::error::SafetensorsError;
 use super::read::read_file;
 use super::strict::IncompatibleKeys;
 use super::write::save_file;
+use crate::module::load::{Ties, stage};
 use crate::module::{Error, Module};
 
 /// Writes `model`'s `state_dict` to `path` as `safetensors.torch.save_model` does: floats
@@ -45,11 +46,13 @@ pub fn save_model<M: Module + ?Sized>(
 }
 
 /// Loads the safetensors file at `path` into `model`'s parameters in place, as
-/// `safetensors.torch.load_model(model, path, strict)`: F16 and BF16 are widened to f32,
-/// names recorded as tied aliases in `__metadata__` are filled from their kept tensor,
-/// and with `strict` every missing, unexpected or shape-mismatched key is reported at
-/// once in PyTorch's words (nothing is copied then). Returns the keys a non-strict load
-/// left out.
+/// `safetensors.torch.load_model(model, path, strict)`: F16 and BF16 are widened to f32;
+/// of each group of the model's tied parameters one name is a key (the first in string
+/// order among those the file holds), so a file that [`save_model`] wrote with one name
+/// per tie loads, and a second name the file holds anyway is an unexpected key; the
+/// file's `__metadata__` is not read (it is the writer's: a config, `{"format": "pt"}`).
+/// With `strict` every missing, unexpected or shape-mismatched key is reported at once in
+/// PyTorch's words (nothing is copied then). Returns the keys a non-strict load left out.
 ///
 /// ```
 /// use std::collections::BTreeMap;
@@ -76,5 +79,5 @@ pub fn load_model<M: Module + ?Sized>(
     strict: bool,
 ) -> Result<IncompatibleKeys, Error> {
     let checkpoint = read_file(path)?;
-    model.load_state_dict(&checkpoint.tensors, strict)
+    stage(model, &checkpoint.tensors, strict, Ties::OneName)?.apply()
 }

@@ -16,6 +16,12 @@ use super::state_dict::{HostTensor, StateDict};
 
 /// What a safetensors file holds: its tensors by name, and its `__metadata__`.
 ///
+/// As `safetensors.torch.load_file`, the tensors are exactly those the file stores: a
+/// tied name that `save_model` left out is not filled in here, because which names are
+/// tied is a fact about a model, not about the file (its metadata is free-form: a value
+/// that equals a tensor's name may be anything). [`crate::safetensors::load_model`]
+/// takes the ties from the model, as PyTorch's `load_model` does.
+///
 /// ```
 /// use tang_nn::safetensors::{HostTensor, StateDict, read_bytes, save_bytes};
 /// let mut sd = StateDict::new();
@@ -23,34 +29,14 @@ use super::state_dict::{HostTensor, StateDict};
 /// let meta = [("format".to_string(), "pt".to_string())].into();
 /// let file = read_bytes(&save_bytes(&sd, Default::default(), &meta)?)?;
 /// assert_eq!((file.tensors.len(), file.metadata["format"].as_str()), (1, "pt"));
-/// assert!(file.aliases.is_empty()); // no tied tensors
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct Checkpoint {
-    /// The tensors, in the order the header lists them, followed by the tied names of
-    /// [`Checkpoint::aliases`], each sharing its kept tensor (tied, as in the model that
-    /// was saved).
+    /// The tensors, in the order the header lists them.
     pub tensors: StateDict,
-    /// The `__metadata__` map, alias records included.
+    /// The `__metadata__` map (a writer's records of tied names included, as text).
     pub metadata: BTreeMap<String, String>,
-    /// The tied names recorded as `safetensors.torch.save_model` records them: metadata
-    /// entries `{dropped: kept}` where `kept` is a tensor of the file and `dropped` is
-    /// not. (dropped, kept) pairs in metadata order.
-    pub aliases: Vec<(String, String)>,
-}
-
-/// The (dropped, kept) alias records of `metadata`, for a file whose tensor names satisfy
-/// `is_tensor`.
-fn aliases_in(
-    metadata: &BTreeMap<String, String>,
-    is_tensor: impl Fn(&str) -> bool,
-) -> Vec<(String, String)> {
-    metadata
-        .iter()
-        .filter(|(dropped, kept)| !is_tensor(dropped) && is_tensor(kept))
-        .map(|(d, k)| (d.clone(), k.clone()))
-        .collect()
 }
 
 /// Parses a whole safetensors file held in memory; tensors stay on the host in their
@@ -148,7 +134,7 @@ pub fn read_file(path: impl AsRef<Path>) -> Result<Checkpoint, SafetensorsError>
 
 /// Reads a safetensors file onto `dev`: F32, F16 and BF16 tensors become f32 device
 /// tensors (F16 and BF16 widened exactly); integer tensors (I64 token ids) stay on the
-/// host (see [`StateDict::u32_tensor`]). Tied names share one device tensor.
+/// host (see [`StateDict::u32_tensor`]).
 ///
 /// ```
 /// use tang_nn::safetensors::{HostTensor, StateDict, load_file, save_file};
@@ -173,22 +159,14 @@ pub fn load_file(path: impl AsRef<Path>, dev: &Device) -> Result<Checkpoint, Saf
     })
 }
 
-/// The checkpoint of a validated header and its tensors (in header order), with the
-/// tied names of the metadata added as clones of their kept tensor.
+/// The checkpoint of a validated header and its tensors (in header order).
 fn assemble(header: &Header, tensors: Vec<HostTensor>) -> Checkpoint {
     let mut state = StateDict::new();
     for (info, tensor) in header.tensors.iter().zip(tensors) {
         state.insert(info.name.clone(), tensor);
     }
-    let aliases = aliases_in(&header.metadata, |n| state.contains(n));
-    for (dropped, kept) in &aliases {
-        if let Some(shared) = state.get(kept).cloned() {
-            state.insert(dropped.clone(), shared);
-        }
-    }
     Checkpoint {
         tensors: state,
         metadata: header.metadata.clone(),
-        aliases,
     }
 }

@@ -182,6 +182,15 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// interrupted run logged after the checkpoint are dropped from `metrics.jsonl` when
     /// the run goes on.
     ///
+    /// A checkpoint that is refused changes nothing: its trainer state, weights and
+    /// optimizer state are all read and checked before the model, the optimizer or the
+    /// trainer is written to (see [`load_training`]), so after the error the trainer is
+    /// where it was and may start fresh. The loader position is the one part checked
+    /// later: the trainer does not hold the loader, so the position is checked against it
+    /// when [`StepContext::next_batch`](super::StepContext::next_batch) first resumes it
+    /// ([`DataError::Resume`](crate::data::DataError::Resume) there, with the loader
+    /// unchanged).
+    ///
     /// ```
     /// # use tang_nn::autograd::{RawTensor, Tensor};
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};

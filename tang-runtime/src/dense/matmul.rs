@@ -178,7 +178,9 @@ impl TileConfig {
     /// automatic choice of `choose`.
     ///
     /// # Errors
-    /// [`Error::TooLarge`] when `forced` does not fit the device, or when no tile does.
+    /// [`Error::InvalidArgument`] when `forced` is not a tile the generator supports
+    /// ([`TileConfig::is_valid`]: a zero dimension, say); [`Error::TooLarge`] when it does
+    /// not fit the device, or when no tile does.
     pub(crate) fn pick(
         op: &str,
         dev: &Device,
@@ -186,11 +188,22 @@ impl TileConfig {
         choose: impl FnOnce() -> Option<TileConfig>,
     ) -> Result<TileConfig, Error> {
         let limit = dev.info().limits.max_compute_workgroup_storage_size.into();
+        // A shape the generator cannot build is a bad argument, not a limit of this device.
+        if let Some(t) = forced
+            && let Some(reason) = t.invalid_reason()
+        {
+            return Err(Error::InvalidArgument {
+                op: op.into(),
+                detail: format!(
+                    "tile {t:?} is not one the matmul generator supports: {reason}; pass one of TileConfig::PRESETS, or None for the automatic choice"
+                ),
+            });
+        }
         match forced {
             Some(t) if t.fits(dev) => Ok(t),
             Some(t) => Err(Error::TooLarge {
                 what: format!(
-                    "{op}: tile {t:?} ({} threads, {} bytes of workgroup memory; it must also satisfy TileConfig::is_valid)",
+                    "{op}: tile {t:?} ({} threads, {} bytes of workgroup memory)",
                     t.threads(),
                     t.workgroup_bytes()
                 ),
@@ -456,7 +469,8 @@ mod tests {
     /// Every variant of every preset tile passes naga.
     #[test]
     fn every_variant_validates() {
-        let epi = "fn tang_epilogue(x: f32) -> f32 { return max(x, 0.0f); }\n";
+        let epi =
+            "fn tang_epilogue(x: f32, zero: u32) -> f32 { return max(x, bitcast<f32>(zero)); }\n";
         for tile in TileConfig::PRESETS {
             assert!(tile.is_valid(), "{tile:?}");
             for bits in 0..256u32 {

@@ -102,16 +102,28 @@ pub(crate) fn kernels() -> Vec<Source> {
 }
 
 /// `[start, start + step, ...]` up to but excluding `end`, as a u32 tensor (PyTorch's
-/// `arange(start, end, step)` with integer arguments).
+/// `arange(start, end, step)` with integer arguments; `start == end` gives an empty
+/// tensor).
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for `step == 0`, [`Error::TooLarge`], [`Error::DeviceLost`].
+/// [`Error::InvalidArgument`] for `step == 0` and for `end < start` (the step is
+/// positive, so the range could only be empty by mistake: PyTorch raises "upper bound
+/// and larger bound inconsistent with step sign"), [`Error::TooLarge`],
+/// [`Error::DeviceLost`].
 pub fn arange(dev: &Device, start: u32, end: u32, step: u32) -> Result<Tensor, Error> {
     let op = "arange";
     if step == 0 {
         return Err(check::invalid(op, "step must be at least 1, got 0".into()));
     }
-    let n = end.saturating_sub(start).div_ceil(step);
+    if end < start {
+        return Err(check::invalid(
+            op,
+            format!(
+                "end {end} is below start {start}, and the step ({step}) counts up; pass end >= start"
+            ),
+        ));
+    }
+    let n = (end - start).div_ceil(step);
     let out = dev.empty(&[n as usize], DType::U32)?;
     let params = LinearParams { n, start, step };
     launch_threads(op, dev, &ARANGE, &[], &params, n, &[&out])?;

@@ -133,6 +133,9 @@ fn run(
             });
         }
     }
+    if pack {
+        check_disjoint(op, parts, offsets)?;
+    }
     check::fits_u32(op, "flat elements", flat.len())?;
     let limit = dev.info().limits.max_storage_buffers_per_shader_stage as usize;
     let per_launch = MAX_PARTS.min(limit.saturating_sub(1)).max(1);
@@ -176,9 +179,36 @@ fn run(
     Ok(())
 }
 
+/// Refuses segments of `flat` that share an element: parts are copied in parallel, in
+/// launches of several parts, so which of two overlapping parts would win is not defined.
+/// Empty parts occupy nothing. (Called after every segment was checked to fit.)
+fn check_disjoint(op: &str, parts: &[&Tensor], offsets: &[usize]) -> Result<(), Error> {
+    let mut segments: Vec<(usize, usize, usize)> = parts
+        .iter()
+        .zip(offsets)
+        .enumerate()
+        .filter(|(_, (t, _))| !t.is_empty())
+        .map(|(i, (t, &at))| (at, at + t.len(), i))
+        .collect();
+    segments.sort_unstable();
+    for pair in segments.windows(2) {
+        let [(a0, a1, i), (b0, b1, j)] = [pair[0], pair[1]];
+        if b0 < a1 {
+            return Err(check::invalid(
+                op,
+                format!(
+                    "parts {i} (elements {a0}..{a1}) and {j} (elements {b0}..{b1}) overlap in the flat tensor; give each part its own range"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Copies each of `parts` into `flat` at element `offsets[i]` (PyTorch's flattening of
 /// a parameter list for a multi-tensor optimizer), up to [`MAX_PARTS`] parts per launch.
-/// Elements of `flat` outside the segments keep their values.
+/// Elements of `flat` outside the segments keep their values. Segments must not overlap
+/// (the parts are copied in parallel, so no part could be said to win).
 ///
 /// ```
 /// use tang_runtime::{Device, Tensor, ops};
@@ -193,13 +223,15 @@ fn run(
 /// # Errors
 /// [`Error::Arity`] when `offsets` and `parts` differ in length; [`Error::ShapeMismatch`]
 /// when a part does not fit `flat` at its offset or differs in element size;
-/// [`Error::Aliasing`] when a part shares bytes with `flat`; [`Error::DeviceMismatch`].
+/// [`Error::InvalidArgument`] when two parts' segments overlap; [`Error::Aliasing`] when
+/// a part shares bytes with `flat`; [`Error::DeviceMismatch`].
 pub fn pack(parts: &[&Tensor], flat: &Tensor, offsets: &[usize]) -> Result<(), Error> {
     run("pack", flat, parts, offsets, true)
 }
 
 /// The inverse of [`pack`]: copies `flat[offsets[i] .. offsets[i] + parts[i].len()]` into
-/// each of `parts`, up to [`MAX_PARTS`] parts per launch.
+/// each of `parts`, up to [`MAX_PARTS`] parts per launch. Segments may overlap here (each
+/// part only reads them).
 ///
 /// ```
 /// use tang_runtime::{Device, Tensor, ops};
@@ -212,7 +244,7 @@ pub fn pack(parts: &[&Tensor], flat: &Tensor, offsets: &[usize]) -> Result<(), E
 /// ```
 ///
 /// # Errors
-/// As [`pack`].
+/// As [`pack`], except that overlapping segments are allowed.
 pub fn unpack(flat: &Tensor, offsets: &[usize], parts: &[&Tensor]) -> Result<(), Error> {
     run("unpack", flat, parts, offsets, false)
 }

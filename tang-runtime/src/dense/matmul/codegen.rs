@@ -73,7 +73,9 @@ pub const ENTRY: &str = "main";
 
 params! {
     /// The uniform values of one launch: the shapes, the strides the kernel indexes
-    /// with, and the grid it unflattens its workgroup id with.
+    /// with, the grid it unflattens its workgroup id with, and `zero` (always 0), which
+    /// an epilogue builds its zero and non-finite constants from so that the shader
+    /// compiler cannot fold them (`tang_expr::scalar_fn`).
     struct MatmulParams {
         m: u32,
         n: u32,
@@ -89,6 +91,7 @@ params! {
         total: u32,
         grid_x: u32,
         grid_xy: u32,
+        zero: u32,
     }
 }
 
@@ -165,6 +168,7 @@ pub fn launch_shape(
         total,
         grid_x: gx,
         grid_xy: gx * gy,
+        zero: 0,
     };
     Some((params, [gx, gy, gz]))
 }
@@ -344,7 +348,7 @@ fn ty(vec: bool) -> &'static str {
     if vec { "vec4<f32>" } else { "f32" }
 }
 
-/// The WGSL of `v`, with `epilogue` (the text of `fn tang_epilogue(x: f32) -> f32` and
+/// The WGSL of `v`, with `epilogue` (the text of `fn tang_epilogue(x: f32, zero: u32) -> f32` and
 /// its helpers) pasted in when `v.epilogue` is set.
 pub fn generate(v: &Variant, epilogue: &str) -> String {
     let mut w = String::with_capacity(16 * 1024);
@@ -536,7 +540,7 @@ pub(crate) fn emit_tile_loop(
                     w.push_str("                v = v + bias[col >> 2u];\n");
                 }
                 if v.epilogue {
-                    w.push_str("                v = vec4<f32>(tang_epilogue(v.x), tang_epilogue(v.y), tang_epilogue(v.z), tang_epilogue(v.w));\n");
+                    w.push_str("                v = vec4<f32>(tang_epilogue(v.x, p.zero), tang_epilogue(v.y, p.zero), tang_epilogue(v.z, p.zero), tang_epilogue(v.w, p.zero));\n");
                 }
                 w.push_str(
                     "                c[(c_base + row * p.n + col) >> 2u] = v;\n            }\n",
@@ -552,7 +556,7 @@ pub(crate) fn emit_tile_loop(
                         let _ = writeln!(w, "                    s = s + bias[col + {e}u];");
                     }
                     if v.epilogue {
-                        w.push_str("                    s = tang_epilogue(s);\n");
+                        w.push_str("                    s = tang_epilogue(s, p.zero);\n");
                     }
                     let _ = writeln!(
                         w,

@@ -66,7 +66,8 @@ impl Epilogue {
         Ok(tang_expr::eval_f64(&self.graph, &[self.root], &[x], &[])?[0])
     }
 
-    /// The generated WGSL (`fn tang_epilogue(x: f32) -> f32` and its helpers).
+    /// The generated WGSL (`fn tang_epilogue(x: f32, zero: u32) -> f32` and its helpers;
+    /// the matmul passes its uniform's `zero` word).
     pub fn wgsl(&self) -> &str {
         &self.wgsl
     }

@@ -97,22 +97,44 @@ impl TileConfig {
     /// multiple of the micro-tile, and the vec4 loads of each tile spread evenly over
     /// the threads. Any field values are safe to pass (zeros and huge ones are invalid).
     pub fn is_valid(&self) -> bool {
+        self.invalid_reason().is_none()
+    }
+
+    /// Why [`TileConfig::is_valid`] refuses this tile, in words, or `None` for a valid one.
+    pub(crate) fn invalid_reason(&self) -> Option<String> {
         if !(matches!(self.tm, 4 | 8) && matches!(self.tn, 4 | 8)) {
-            return false;
+            return Some(format!(
+                "tm and tn must be 4 or 8, got {} and {}",
+                self.tm, self.tn
+            ));
+        }
+        if self.bm == 0 || self.bn == 0 || self.bk == 0 {
+            return Some(format!(
+                "bm, bn and bk must be positive, got {}, {} and {}",
+                self.bm, self.bn, self.bk
+            ));
+        }
+        if !self.bm.is_multiple_of(self.tm) || !self.bn.is_multiple_of(self.tn) {
+            return Some("bm must be a multiple of tm, and bn of tn".into());
+        }
+        if !self.bk.is_multiple_of(4) {
+            return Some(format!("bk must be a multiple of 4, got {}", self.bk));
         }
         let t = u64::from(self.threads());
         // In u64: `bm * bk` of two u32 fields cannot overflow there.
         let a_loads = u64::from(self.bm) * u64::from(self.bk) / 4;
         let b_loads = u64::from(self.bn) * u64::from(self.bk) / 4;
-        self.bm.is_multiple_of(self.tm)
-            && self.bn.is_multiple_of(self.tn)
-            && self.bk.is_multiple_of(4)
-            && self.bk > 0
-            && t > 0
-            && t <= 1024
-            && a_loads.is_multiple_of(t)
-            && b_loads.is_multiple_of(t)
-            && a_loads >= t
-            && b_loads >= t
+        if t == 0 || t > 1024 {
+            return Some(format!(
+                "(bm / tm) * (bn / tn) threads must be 1 to 1024, got {t}"
+            ));
+        }
+        let spread = |loads: u64| loads >= t && loads.is_multiple_of(t);
+        if !spread(a_loads) || !spread(b_loads) {
+            return Some(format!(
+                "the vec4 loads of a k tile (bm * bk / 4 = {a_loads}, bn * bk / 4 = {b_loads}) must be multiples of the {t} threads"
+            ));
+        }
+        None
     }
 }
