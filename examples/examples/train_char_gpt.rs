@@ -31,7 +31,7 @@ use tang_nn::autograd::Tensor;
 use tang_nn::data::DeviceTokenBatcher;
 use tang_nn::models::gpt::{Gpt, GptConfig, SampleOptions};
 use tang_nn::nn::functional::cross_entropy;
-use tang_nn::optim::{AdamW, AdamWOptions, decay_groups, named_parameters_of};
+use tang_nn::optim::{AdamW, AdamWOptions, decay_groups};
 use tang_nn::schedule::Schedule;
 use tang_nn::tang_runtime::Device;
 use tang_nn::train::{StepContext, Throughput, Trainer, TrainerOptions};
@@ -108,8 +108,8 @@ fn main() -> Result<(), Report> {
         bias: false,
     };
     let model = Gpt::new(&dev, &config, seed)?;
-    let params = named_parameters_of(&model);
-    let count: usize = params.iter().map(|(_, t)| t.len()).sum();
+    let params = model.named_parameters();
+    let count: usize = params.iter().map(|(_, t)| t.numel()).sum();
     println!(
         "adapter {}, {:.2}M parameters, vocab {}, train {} val {} chars",
         dev.info().name,

@@ -14,7 +14,7 @@ use tang_nn::autograd::no_grad;
 use tang_nn::data::{DataLoader, LoaderOptions};
 use tang_nn::metrics::accuracy;
 use tang_nn::nn::{Linear, ReLU, Sequential, functional::cross_entropy};
-use tang_nn::optim::{Adam, AdamOptions, named_parameters_of};
+use tang_nn::optim::{Adam, AdamOptions};
 use tang_nn::rng::SplitMix64;
 use tang_nn::tang_runtime::Device;
 use tang_nn::train::{StepContext, Throughput, Trainer, TrainerOptions};
@@ -33,7 +33,7 @@ fn main() -> Result<(), Report> {
         .append(Linear::new(&dev, FEATURES, 128, true, &mut rng)?)
         .append(ReLU)
         .append(Linear::new(&dev, 128, CLASSES, true, &mut rng)?);
-    let opt = Adam::new(named_parameters_of(&model), AdamOptions::default())?;
+    let opt = Adam::new(model.named_parameters(), AdamOptions::default())?;
 
     // The data set is the training images' indices; a batch is uploaded as tensors.
     let collate = |indices: Vec<usize>| Ok(train.select(&indices).to_device(&dev)?);

@@ -6,7 +6,7 @@ use std::fmt;
 use crate::size::{show_limit, show_requested};
 
 /// Everything that can go wrong when running tang kernels.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Error {
     /// No GPU adapter (hardware or software) could be found.
@@ -71,6 +71,17 @@ pub enum Error {
         /// The limit (of the device, or of tang's 32-bit indexing).
         limit: u64,
     },
+    /// An index, token id or class label is at or past the end of what it indexes
+    /// (PyTorch's `IndexError`): found on the host when the ids came from host data, or
+    /// by a check on the GPU reported at the next read or sync.
+    IndexOutOfRange {
+        /// The operation (`embedding`, `cross_entropy`, `index_select`, `gather`).
+        op: String,
+        /// The offending value (the largest one, when several are).
+        value: u64,
+        /// The size it must be below (vocabulary size, number of classes, dimension length).
+        bound: u64,
+    },
     /// One tensor was bound twice in one launch where at least one binding writes it.
     Aliasing {
         /// The kernel.
@@ -103,6 +114,14 @@ pub enum Error {
         /// The missing feature and what to do instead.
         detail: String,
     },
+}
+
+/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
+/// and `unwrap` show the message with its hint rather than the variant's fields.
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 impl fmt::Display for Error {
@@ -155,6 +174,12 @@ impl fmt::Display for Error {
                 "{what}: asked for {}, the limit is {}; split the work into smaller pieces",
                 show_requested(*requested),
                 show_limit(*limit)
+            ),
+            Error::IndexOutOfRange { op, value, bound } => write!(
+                f,
+                "{op}: index {value} is out of range: it must be below {bound} (the size of the \
+                 dimension it indexes: a vocabulary size, a number of classes); check the \
+                 tokenizer or the labels against the model's size"
             ),
             Error::Aliasing { op, detail } => write!(
                 f,

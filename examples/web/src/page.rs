@@ -11,7 +11,7 @@ use tang_nn::Module;
 use tang_nn::autograd::Tensor as Var;
 use tang_nn::nn::functional::cross_entropy;
 use tang_nn::nn::{Linear, ReLU, Sequential};
-use tang_nn::optim::{Adam, AdamOptions, NamedGradients, named_parameters_of};
+use tang_nn::optim::{Adam, AdamOptions, NamedGradients};
 use tang_nn::rng::SplitMix64;
 use tang_runtime::dense::matmul::matmul;
 use tang_runtime::dense::softmax::softmax;
@@ -193,7 +193,7 @@ async fn train_digits(doc: &Document, dev: &Device, report: &mut Report) -> Resu
         initial.push(p.data().to_vec_async().await?);
     }
     let mut opt = Adam::new(
-        named_parameters_of(&model),
+        model.named_parameters(),
         AdamOptions {
             lr: LR,
             ..AdamOptions::default()

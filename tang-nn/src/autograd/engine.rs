@@ -109,6 +109,58 @@ impl Gradients {
     pub fn iter(&self) -> impl Iterator<Item = (TensorId, &RawTensor)> {
         self.map.iter().map(|(id, g)| (*id, g))
     }
+
+    /// Adds the gradients of another backward pass into these, on the GPU: what
+    /// PyTorch's `.grad` does over several `backward()` calls (gradient accumulation
+    /// over micro-batches). A parameter only `other` reaches takes its gradient as is.
+    ///
+    /// ```
+    /// # use tang_nn::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let w = Tensor::from_slice(&dev, &[2.0], &[1])?.into_parameter();
+    /// let mut grads = w.sum_all()?.backward()?;
+    /// grads.accumulate(w.mul(&w)?.sum_all()?.backward()?)?; // 1 + 2w
+    /// grads.scale(0.5)?; // the mean over two micro-batches
+    /// assert_eq!(grads.get(&w).ok_or("no gradient")?.to_vec()?, [2.5]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when two gradients of one parameter differ in shape (they
+    /// came from different models) or the device fails.
+    pub fn accumulate(&mut self, other: Gradients) -> Result<(), Error> {
+        for (id, g) in other.map {
+            match self.map.get(&id) {
+                Some(mine) => ops::add_(mine, &g, 1.0)?,
+                None => {
+                    self.map.insert(id, g);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Multiplies every gradient by `factor` in place (`1 / micro_batches` after
+    /// [`Gradients::accumulate`], to average instead of sum).
+    ///
+    /// ```
+    /// # use tang_nn::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let w = Tensor::from_slice(&dev, &[2.0], &[1])?.into_parameter();
+    /// let mut grads = w.sum_all()?.backward()?;
+    /// grads.scale(0.25)?;
+    /// assert_eq!(grads.get(&w).ok_or("no gradient")?.to_vec()?, [0.25]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when the device fails.
+    pub fn scale(&mut self, factor: f32) -> Result<(), Error> {
+        for g in self.map.values() {
+            ops::mul_(g, factor)?;
+        }
+        Ok(())
+    }
 }
 
 impl Tensor {

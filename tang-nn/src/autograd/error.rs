@@ -14,7 +14,7 @@ use std::fmt;
 /// println!("{err}"); // says what to do: reduce the loss to one element first
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Error {
     /// A kernel of the forward or backward pass failed (shapes, device, limits).
@@ -44,6 +44,14 @@ pub enum Error {
         /// The shape of the tensor `backward` was called on.
         shape: Vec<usize>,
     },
+}
+
+/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
+/// and `unwrap` show the message with its hint rather than the variant's fields.
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 impl fmt::Display for Error {

@@ -47,6 +47,7 @@
 //!   graph.
 
 mod conv_ops;
+mod create;
 mod elementwise;
 mod engine;
 mod error;
@@ -54,9 +55,11 @@ mod fused;
 mod layer_kernels;
 mod layer_ops;
 mod op;
+mod operators;
 mod ops;
 mod tensor;
 
+pub use create::Dims;
 pub use engine::Gradients;
 pub use error::Error;
 pub use fused::apply;

@@ -29,20 +29,23 @@ impl Tensor {
         Ok(Tensor::record(out, Op::Matmul, &[self, other], true, false))
     }
 
-    /// The same values in another shape of as many elements (shares the buffer).
+    /// The same values in another shape of as many elements (shares the buffer); one
+    /// dimension may be `-1`, inferred from the others (see [`Dims`](super::Dims)).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
-    /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[2, 3])?);
+    /// # use tang_nn::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let x = Tensor::zeros(&dev, &[2, 3])?;
     /// assert_eq!(x.reshape(&[3, 2])?.shape(), &[3, 2]); // torch: x.reshape(3, 2)
+    /// assert_eq!(x.reshape(&[-1])?.shape(), &[6]); // torch: x.reshape(-1)
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
     /// # Errors
-    /// [`Error::Runtime`] when the element counts differ.
-    pub fn reshape(&self, shape: &[usize]) -> Result<Tensor, Error> {
-        let out = ops::reshape(self.data(), shape)?;
+    /// [`Error::Runtime`] when the element counts differ, or with more than one `-1`.
+    pub fn reshape<D: super::create::Dims + ?Sized>(&self, shape: &D) -> Result<Tensor, Error> {
+        let shape = super::create::infer_shape(self.shape(), &shape.dims())?;
+        let out = ops::reshape(self.data(), &shape)?;
         let version = Arc::clone(&self.node.version);
         Ok(Tensor::record_sharing(
             out,

@@ -170,6 +170,10 @@ impl DeviceTokenBatcher {
             // dispatch_raw rejects a grid past the device's limit with a typed error.
             [gx as u32, u32::try_from(gy).unwrap_or(u32::MAX), 1],
         )?;
+        // Tokens of the corpus: its largest id bounds theirs, so an embedding or a loss
+        // checks them on the host, with no launch or read per step.
+        x.mark_values_from(&self.corpus);
+        y.mark_values_from(&self.corpus);
         Ok((x, y))
     }
 }

@@ -11,7 +11,7 @@ use std::fmt;
 /// println!("{err}"); // says how long the corpus must be
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug)]
+#[derive()]
 #[non_exhaustive]
 pub enum DataError {
     /// An option or argument is out of its range.
@@ -55,6 +55,14 @@ pub enum DataError {
     Source(Box<dyn std::error::Error + Send + Sync>),
     /// Uploading a batch to the GPU failed.
     Device(tang_runtime::Error),
+}
+
+/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
+/// and `unwrap` show the message with its hint rather than the variant's fields.
+impl std::fmt::Debug for DataError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 impl fmt::Display for DataError {

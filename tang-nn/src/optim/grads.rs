@@ -40,6 +40,48 @@ pub trait Gradients {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     fn grad(&self, name: &str) -> Option<&Tensor>;
+
+    /// The gradient of the parameter `name` whose autograd identity is `id` (when the
+    /// optimizer was built from a model's parameters): what a step looks up. By name
+    /// unless the source is keyed by identity, as `backward()`'s result is.
+    ///
+    /// ```
+    /// use tang_nn::optim::Gradients;
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let g = Tensor::zeros(&dev, &[2])?;
+    /// assert!([("w", &g)].grad_of("w", None).is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn grad_of(&self, name: &str, id: Option<crate::autograd::TensorId>) -> Option<&Tensor> {
+        let _ = id;
+        self.grad(name)
+    }
+}
+
+/// `backward()`'s result, as `opt.step(&grads)` reads it: looked up by the identity of
+/// each parameter the optimizer was built from (`AdamW::new(model.named_parameters(),
+/// ..)`); it has no names, so a parameter given as a bare device tensor finds nothing.
+///
+/// ```
+/// # use tang_nn::{Device, Module, Tensor, rng::SplitMix64};
+/// use tang_nn::nn::Linear;
+/// use tang_nn::optim::{Sgd, SgdOptions};
+/// # let dev = Device::new()?;
+/// let fc = Linear::new(&dev, 2, 1, true, &mut SplitMix64::new(0))?;
+/// let mut opt = Sgd::new(fc.named_parameters(), SgdOptions::default())?; // SGD(fc.parameters())
+/// let grads = fc.forward(&Tensor::zeros(&dev, &[1, 2])?)?.sum_all()?.backward()?;
+/// opt.step(&grads)?; // optimizer.step()
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl Gradients for crate::autograd::Gradients {
+    fn grad(&self, _name: &str) -> Option<&Tensor> {
+        None
+    }
+
+    fn grad_of(&self, _name: &str, id: Option<crate::autograd::TensorId>) -> Option<&Tensor> {
+        self.get_id(id?)
+    }
 }
 
 impl<S: std::hash::BuildHasher> Gradients for HashMap<String, Tensor, S> {
@@ -88,9 +130,9 @@ impl Gradients for Vec<(String, Tensor)> {
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// use tang_nn::Module;
 /// use tang_nn::nn::Linear;
-/// use tang_nn::optim::{NamedGradients, Sgd, SgdOptions, named_parameters_of};
+/// use tang_nn::optim::{NamedGradients, Sgd, SgdOptions};
 /// let fc = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-/// let mut opt = Sgd::new(named_parameters_of(&fc), SgdOptions::default())?;
+/// let mut opt = Sgd::new(fc.named_parameters(), SgdOptions::default())?;
 /// let x = Tensor::constant(RawTensor::zeros(&dev, &[1, 2])?);
 /// let grads = fc.forward(&x)?.sum_all()?.backward()?;
 /// let params = fc.named_parameters();

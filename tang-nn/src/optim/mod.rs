@@ -44,7 +44,7 @@ pub use clip::{GradNorm, clip_grad_norm_, grad_norm, scale_grads_};
 pub use error::OptimError;
 pub use gpu::kernels;
 pub use grads::{Gradients, NamedGradients};
-pub use group::{Group, ParamGroup, decay_groups, named_parameters_of};
+pub use group::{Group, IntoParam, ParamGroup, decay_groups};
 pub use optimizer::{Algorithm, Optimizer};
 pub use sgd::{Sgd, SgdOptions};
 pub use state::{Hyper, OptimizerState, ParamState};

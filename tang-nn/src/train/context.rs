@@ -10,13 +10,14 @@ use crate::data::{DataError, DataLoader, Dataset, LoaderState};
 /// What the forward and evaluation closures are given.
 ///
 /// ```
+/// # use tang_nn::Module;
 /// # use tang_nn::autograd::{RawTensor, Tensor};
 /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-/// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+/// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-/// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+/// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
 /// # let out = std::env::temp_dir().join(format!("tang-doc-stepcontext-{}", std::process::id()));
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
 /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
@@ -50,14 +51,15 @@ impl StepContext<'_> {
     /// restores a stateful loader from its checkpoint). One loader feeds a trainer.
     ///
     /// ```
+    /// # use tang_nn::Module;
     /// # use tang_nn::autograd::{RawTensor, Tensor};
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// use tang_nn::data::{DataError, DataLoader, LoaderOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-stepcontext-next_batch-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(3) };
     /// // Samples (x, y) with y = x0 + x1; a batch is uploaded as ([n, 2], [n, 1]).
@@ -105,13 +107,14 @@ impl StepContext<'_> {
 /// What one [`Trainer::step`](super::Trainer::step) did.
 ///
 /// ```
+/// # use tang_nn::Module;
 /// # use tang_nn::autograd::{RawTensor, Tensor};
 /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-/// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+/// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-/// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+/// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
 /// # let out = std::env::temp_dir().join(format!("tang-doc-stepreport-{}", std::process::id()));
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
 /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
@@ -137,13 +140,14 @@ pub struct StepReport {
 /// How a [`Trainer::fit`](super::Trainer::fit) run ended.
 ///
 /// ```
+/// # use tang_nn::Module;
 /// # use tang_nn::autograd::{RawTensor, Tensor};
 /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-/// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+/// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-/// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+/// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
 /// # let out = std::env::temp_dir().join(format!("tang-doc-fitsummary-{}", std::process::id()));
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
 /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);

@@ -16,13 +16,14 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// The trainer state: steps taken, seed, loader position, metrics.
     ///
     /// ```
+    /// # use tang_nn::Module;
     /// # use tang_nn::autograd::{RawTensor, Tensor};
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-state-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
@@ -41,13 +42,14 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// The metrics records of this run (and, after a resume, of the run before it).
     ///
     /// ```
+    /// # use tang_nn::Module;
     /// # use tang_nn::autograd::{RawTensor, Tensor};
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-history-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
@@ -67,13 +69,14 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// The optimizer.
     ///
     /// ```
+    /// # use tang_nn::Module;
     /// # use tang_nn::autograd::{RawTensor, Tensor};
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-optimizer-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
@@ -91,13 +94,14 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// The output directory.
     ///
     /// ```
+    /// # use tang_nn::Module;
     /// # use tang_nn::autograd::{RawTensor, Tensor};
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-out_dir-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
@@ -115,13 +119,14 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// The checkpoint store (`out_dir/checkpoints`).
     ///
     /// ```
+    /// # use tang_nn::Module;
     /// # use tang_nn::autograd::{RawTensor, Tensor};
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-checkpoints-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
@@ -142,19 +147,20 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// one; returns its step.
     ///
     /// ```
+    /// # use tang_nn::Module;
     /// # use tang_nn::autograd::{RawTensor, Tensor};
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-resume_latest-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
     /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
-    /// let mut trainer = Trainer::new(&model, Sgd::new(named_parameters_of(&model), SgdOptions::default())?, &out, options.clone())?;
+    /// let mut trainer = Trainer::new(&model, Sgd::new(model.named_parameters(), SgdOptions::default())?, &out, options.clone())?;
     /// trainer.step(&mut forward)?;
     /// trainer.save_checkpoint()?;
     /// // A new process: the same model, optimizer and directory continue from step 1.
@@ -183,19 +189,20 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// the run goes on.
     ///
     /// ```
+    /// # use tang_nn::Module;
     /// # use tang_nn::autograd::{RawTensor, Tensor};
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-resume-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
     /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
-    /// let mut trainer = Trainer::new(&model, Sgd::new(named_parameters_of(&model), SgdOptions::default())?, &out, options.clone())?;
+    /// let mut trainer = Trainer::new(&model, Sgd::new(model.named_parameters(), SgdOptions::default())?, &out, options.clone())?;
     /// trainer.step(&mut forward)?;
     /// let saved = trainer.save_checkpoint()?;
     /// let mut again = Trainer::new(&model, opt, &out, options)?;
@@ -227,13 +234,14 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// into `out_dir/checkpoints`, applying the retention policy.
     ///
     /// ```
+    /// # use tang_nn::Module;
     /// # use tang_nn::autograd::{RawTensor, Tensor};
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-save_checkpoint-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
