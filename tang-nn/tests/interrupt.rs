@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use tang_nn::Module;
-use tang_nn::autograd::{RawTensor, Tensor};
+use tang_nn::autograd::Tensor;
 use tang_nn::checkpoint::{CheckpointDir, Retention, load_training};
 use tang_nn::data::{DataError, DataLoader, LoaderOptions};
 use tang_nn::nn::functional::cross_entropy;
@@ -57,7 +57,7 @@ fn sigint(child: &Child) {
 /// Samples: 4 features and a class.
 type Samples = Vec<(Vec<f32>, u32)>;
 /// A batch: `[n, 4]` features and `[n]` classes.
-type Batch = (RawTensor, RawTensor);
+type Batch = (Tensor, Tensor);
 
 /// A classifier with dropout.
 fn model(dev: &Device) -> Sequential {
@@ -83,8 +83,8 @@ fn loader(dev: &Device) -> DataLoader<Samples, impl FnMut(Samples) -> Result<Bat
         let x: Vec<f32> = batch.iter().flat_map(|(x, _)| x.clone()).collect();
         let y: Vec<u32> = batch.iter().map(|(_, y)| *y).collect();
         Ok((
-            RawTensor::from_slice(&dev, &x, &[batch.len(), 4])?,
-            RawTensor::from_u32(&dev, &y, &[batch.len()])?,
+            Tensor::from_slice(&dev, &x, &[batch.len(), 4])?,
+            Tensor::from_u32(&dev, &y, &[batch.len()])?,
         ))
     };
     let options = LoaderOptions {
@@ -123,7 +123,7 @@ fn train_until_interrupted(root: &Path) {
                 None => loader.next_batch()?.expect("a batch per epoch"),
             };
             *ctx.loader = Some(loader.state());
-            let logits = model.forward(&Tensor::constant(x))?;
+            let logits = model.forward(&x)?;
             Ok::<_, Box<dyn std::error::Error + Send + Sync>>(cross_entropy(&logits, &y)?)
         })
         .unwrap();

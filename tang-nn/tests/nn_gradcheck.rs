@@ -156,7 +156,7 @@ fn embedding_gradient_sums_repeated_ids() {
     let dev = tang_testing::device();
     let emb = Embedding::new(&dev, 17, 3, &mut SplitMix64::new(2)).unwrap();
     let ids = [3u32, 0, 3, 16, 1];
-    let ids_t = RawTensor::from_u32(&dev, &ids, &[5]).unwrap();
+    let ids_t = Tensor::from_u32(&dev, &ids, &[5]).unwrap();
     let case = Case::random("embedding [17,3]", &[&[17, 3]], 1.0, 50);
     let params = emb.parameters();
     tang_nn::autograd::no_grad(|| {
@@ -261,7 +261,7 @@ fn gather_and_mul_constant_with_broadcast_pairs() {
     let dev = tang_testing::device();
     // gather along dim 1 and dim 0, with an index past the end (reads 0, no gradient).
     let idx = [2u32, 0, 16, 99, 5, 5];
-    let index = RawTensor::from_u32(&dev, &idx, &[3, 2]).unwrap();
+    let index = Tensor::from_u32(&dev, &idx, &[3, 2]).unwrap();
     let case = Case::random("gather dim 1", &[&[3, 17]], 1.0, 70);
     let cpu = |t: &[Vec<f64>]| {
         (0..6)
@@ -273,7 +273,7 @@ fn gather_and_mul_constant_with_broadcast_pairs() {
     };
     case.check(&dev, &|t| t[0].gather(1, &index), &cpu, &[0]);
     let idx0 = [1u32, 0, 2, 2, 7, 1];
-    let index0 = RawTensor::from_u32(&dev, &idx0, &[2, 3]).unwrap();
+    let index0 = Tensor::from_u32(&dev, &idx0, &[2, 3]).unwrap();
     let case = Case::random("gather dim 0", &[&[3, 3]], 1.0, 71);
     let cpu0 = |t: &[Vec<f64>]| {
         (0..6)

@@ -69,7 +69,7 @@ impl Data {
         let x = RawTensor::from_slice(dev, xs, &[BATCH, INPUTS])?;
         let noise = randn(dev, &[BATCH, INPUTS], ctx.generator)?;
         let x = Tensor::constant(x).add(&Tensor::constant(noise).mul_scalar(0.1)?)?;
-        let y = RawTensor::from_u32(dev, &self.y[start..start + BATCH], &[BATCH])?;
+        let y = Tensor::from_u32(dev, &self.y[start..start + BATCH], &[BATCH])?;
         cross_entropy(&model.forward(&x)?, &y)
     }
 }

@@ -158,6 +158,19 @@ impl Tensor {
         Tensor::parameter(self.data().clone())
     }
 
+    /// The element type: f32 for values, u32 for ids and labels (`t.dtype`).
+    ///
+    /// ```
+    /// # use tang_nn::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let y = Tensor::from_u32(&dev, &[1], &[1])?;
+    /// assert_eq!(y.dtype(), tang_nn::tang_runtime::DType::U32);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn dtype(&self) -> tang_runtime::DType {
+        self.data().dtype()
+    }
+
     /// The number of elements (`t.numel()`).
     ///
     /// ```

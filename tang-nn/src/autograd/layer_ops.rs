@@ -76,18 +76,18 @@ impl Tensor {
     /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
     /// let dev = Device::new()?;
     /// let x = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0, 2.0, 3.0, 4.0], &[2, 2])?);
-    /// let index = RawTensor::from_u32(&dev, &[1, 0], &[2, 1])?;
+    /// let index = Tensor::from_u32(&dev, &[1, 0], &[2, 1])?;
     /// assert_eq!(x.gather(1, &index)?.to_vec()?, vec![2.0, 3.0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] unless `index` is u32 of `self`'s rank and fits it.
-    pub fn gather(&self, dim: usize, index: &RawTensor) -> Result<Tensor, Error> {
-        let out = ops::gather(self.data(), dim, index)?;
+    pub fn gather(&self, dim: usize, index: &Tensor) -> Result<Tensor, Error> {
+        let out = ops::gather(self.data(), dim, index.data())?;
         let op = Op::Gather {
             dim,
-            index: index.clone(),
+            index: index.data().clone(),
         };
         Ok(Tensor::record(out, op, &[self], false, false))
     }

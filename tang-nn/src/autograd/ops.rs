@@ -123,18 +123,18 @@ impl Tensor {
     /// # use tang_nn::autograd::{RawTensor, Tensor};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[10.0, 20.0, 30.0], &[3])?);
-    /// let idx = RawTensor::from_u32(&dev, &[2, 0], &[2])?;
+    /// let idx = Tensor::from_u32(&dev, &[2, 0], &[2])?;
     /// assert_eq!(x.index_select(0, &idx)?.to_vec()?, [30.0, 10.0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when `index` is not 1-D u32 or `dim` is out of range.
-    pub fn index_select(&self, dim: usize, index: &RawTensor) -> Result<Tensor, Error> {
-        let out = ops::index_select(self.data(), dim, index)?;
+    pub fn index_select(&self, dim: usize, index: &Tensor) -> Result<Tensor, Error> {
+        let out = ops::index_select(self.data(), dim, index.data())?;
         let op = Op::IndexSelect {
             dim,
-            index: index.clone(),
+            index: index.data().clone(),
         };
         Ok(Tensor::record(out, op, &[self], false, false))
     }
@@ -299,16 +299,16 @@ impl Tensor {
     /// # use tang_nn::autograd::{RawTensor, Tensor};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// let table = Tensor::parameter(RawTensor::from_slice(&dev, &[0.0, 1.0, 2.0, 3.0], &[2, 2])?);
-    /// let ids = RawTensor::from_u32(&dev, &[1, 1, 0], &[3])?;
+    /// let ids = Tensor::from_u32(&dev, &[1, 1, 0], &[3])?;
     /// assert_eq!(Tensor::embedding(&ids, &table)?.to_vec()?, [2.0, 3.0, 2.0, 3.0, 0.0, 1.0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] unless `ids` is u32 and `weight` 2-D f32.
-    pub fn embedding(ids: &RawTensor, weight: &Tensor) -> Result<Tensor, Error> {
-        let out = embedding::embedding(ids, weight.data())?;
-        let op = Op::Embedding(ids.clone());
+    pub fn embedding(ids: &Tensor, weight: &Tensor) -> Result<Tensor, Error> {
+        let out = embedding::embedding(ids.data(), weight.data())?;
+        let op = Op::Embedding(ids.data().clone());
         Ok(Tensor::record(out, op, &[weight], false, false))
     }
 
@@ -320,7 +320,7 @@ impl Tensor {
     /// # use tang_nn::autograd::{RawTensor, Tensor};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// let logits = Tensor::parameter(RawTensor::zeros(&dev, &[2, 4])?);
-    /// let targets = RawTensor::from_u32(&dev, &[3, 0], &[2])?;
+    /// let targets = Tensor::from_u32(&dev, &[3, 0], &[2])?;
     /// let loss = logits.cross_entropy(&targets, None)?; // torch: F.cross_entropy(logits, targets)
     /// assert!((loss.to_vec()?[0] - 4f32.ln()).abs() < 1e-5);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -330,10 +330,10 @@ impl Tensor {
     /// [`Error::Runtime`] when `targets` is not `logits`' shape without its last dimension.
     pub fn cross_entropy(
         &self,
-        targets: &RawTensor,
+        targets: &Tensor,
         ignore_index: Option<u32>,
     ) -> Result<Tensor, Error> {
-        let ce = cross_entropy::cross_entropy(self.data(), targets, ignore_index)?;
+        let ce = cross_entropy::cross_entropy(self.data(), targets.data(), ignore_index)?;
         let op = Op::CrossEntropy(ce.grad);
         Ok(Tensor::record(ce.loss, op, &[self], false, false))
     }

@@ -16,7 +16,6 @@ use std::path::PathBuf;
 /// println!("{err}");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive()]
 #[non_exhaustive]
 pub enum CheckpointError {
     /// A file system operation failed.

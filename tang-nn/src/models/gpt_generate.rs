@@ -3,8 +3,8 @@
 //! compute, not a pass over the whole context.
 
 use crate::autograd::Error;
+use crate::autograd::Tensor;
 use crate::rng::SplitMix64;
-use tang_runtime::Tensor as RawTensor;
 
 use super::gpt::{Gpt, GptCache};
 
@@ -95,7 +95,7 @@ impl Gpt {
             .flat_map(|r| r[from..].iter().copied())
             .collect();
         let dev = self.lm_head.weight.data().device();
-        let idx = RawTensor::from_u32(dev, &ids, &[b, t])?;
+        let idx = Tensor::from_u32(dev, &ids, &[b, t])?;
         let logits = self.forward_with_cache(&idx, cache)?;
         logits.narrow(1, t - 1, 1)?.to_vec()
     }

@@ -19,7 +19,6 @@ use crate::safetensors::{SafetensorsError, StateDictError};
 /// println!("{err}"); // Error(s) in loading state_dict for Linear: Missing key(s) ...
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive()]
 #[non_exhaustive]
 pub enum Error {
     /// Missing, unexpected or shape-mismatched keys, every one listed (PyTorch's

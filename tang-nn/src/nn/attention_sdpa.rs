@@ -123,7 +123,7 @@ pub fn scaled_dot_product_attention(
     } else {
         let group = (n.h / n.hkv) as u32;
         let heads: Vec<u32> = (0..n.h as u32).map(|h| h / group).collect();
-        let index = RawTensor::from_u32(q.data().device(), &heads, &[n.h])?;
+        let index = Tensor::from_u32(q.data().device(), &heads, &[n.h])?;
         (k.index_select(1, &index)?, v.index_select(1, &index)?)
     };
     let scale = 1.0 / (n.d as f32).sqrt();

@@ -18,7 +18,6 @@ use crate::safetensors::SafetensorsError;
 /// println!("{err}"); // names the option and what it must be
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive()]
 #[non_exhaustive]
 pub enum OptimError {
     /// A hyperparameter is outside its valid range (PyTorch raises `ValueError` for the

@@ -18,7 +18,6 @@ use super::dtype::Dtype;
 /// println!("{err}"); // what is wrong with the file, in words
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive()]
 #[non_exhaustive]
 pub enum SafetensorsError {
     /// The file could not be opened, read or written.

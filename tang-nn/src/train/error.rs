@@ -13,7 +13,6 @@ use std::path::PathBuf;
 /// println!("{err}"); // "log_every is 0; pass at least 1"
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive()]
 #[non_exhaustive]
 pub enum TrainError {
     /// A file could not be read or written.

@@ -73,6 +73,26 @@ pub(crate) fn check_ids(op: &str, ids: &Tensor, bound: usize) -> Result<(), Erro
     check_ids_except(op, ids, bound, None)
 }
 
+/// Checks that every id of the u32 tensor `ids` is below `bound` (or is `ignore`, an
+/// `ignore_index`), the way `embedding`, `cross_entropy`, `index_select` and `gather`
+/// check theirs: on the host when the ids came from host data (no read), else by a
+/// check on the GPU whose result the next read or [`Device::sync`] reports. For ops
+/// built from other ops that must reject ids the inner ops would accept.
+///
+/// ```
+/// # let dev = tang_runtime::Device::new()?;
+/// let labels = tang_runtime::Tensor::from_u32(&dev, &[0, 3], &[2])?;
+/// let err = tang_runtime::ops::check_index("nll_loss", &labels, 3, None).unwrap_err();
+/// assert!(matches!(err, tang_runtime::Error::IndexOutOfRange { value: 3, bound: 3, .. }));
+/// # Ok::<(), tang_runtime::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::IndexOutOfRange`] naming `op`, the largest offending id and `bound`.
+pub fn check_index(op: &str, ids: &Tensor, bound: usize, ignore: Option<u32>) -> Result<(), Error> {
+    check_ids_except(op, ids, bound, ignore)
+}
+
 /// [`check_ids`] allowing the id `ignore` past the bound too (an `ignore_index`).
 ///
 /// # Errors

@@ -53,6 +53,7 @@ mod segments;
 mod strided;
 mod view;
 
+pub use bounds::check_index;
 pub use broadcast::{broadcast_shapes, expand, expand_backward, sum_to_shape};
 pub use compare::{eq, ge, gt, le, lt, ne};
 pub use conv::{Conv2d, Conv2dGrads, conv2d, conv2d_backward};
