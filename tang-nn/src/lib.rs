@@ -49,8 +49,8 @@ pub use tang_runtime::{Device, fused_grad, kernel, kernels, uniform};
 /// `use tang_nn::prelude::*;`. The kernel macros are here too, so that a crate depending
 /// only on tang-nn writes its own `#[fused_grad]` activation.
 pub mod prelude {
-    pub use crate::autograd::{Gradients, Tensor, no_grad};
-    pub use crate::module::Module;
+    pub use crate::Module;
+    pub use crate::autograd::{Gradients, Tensor, apply, no_grad};
     pub use crate::nn::functional as F;
     pub use crate::nn::{self, Layer};
     pub use crate::optim;

@@ -18,10 +18,10 @@ use crate::nn::invalid;
 /// is read back to check it). Records no gradient.
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// use tang_nn::metrics::accuracy;
-/// let logits = Tensor::constant(RawTensor::from_slice(&dev, &[0.1, 0.9, 0.8, 0.2, 0.3, 0.7], &[3, 2])?);
+/// let logits = Tensor::from_slice(&dev, &[0.1, 0.9, 0.8, 0.2, 0.3, 0.7], &[3, 2])?;
 /// let target = Tensor::from_u32(&dev, &[1, 0, 0], &[3])?;
 /// let acc = accuracy(&logits, &target)?; // rows 0 and 1 are right
 /// assert!((acc.item()? - 2.0 / 3.0).abs() < 1e-6);

@@ -270,12 +270,12 @@ fn add_gradients_pass_through_and_never_alias() {
     // copy makes a's and b's gradients two buffers.
     assert_eq!(dev.stats().launches - before, 5);
     let (ga, gb) = (grads.get(&a).unwrap(), grads.get(&b).unwrap());
-    assert!(!ga.same_buffer(gb));
+    assert!(!ga.data().same_buffer(gb.data()));
     let want = [3.0, 2.0, 10.0, 8.0]; // 2 (a + b)
     assert_eq!(ga.to_vec().unwrap(), want);
     assert_eq!(gb.to_vec().unwrap(), want);
     // Writing into one gradient leaves the other as it was.
-    ga.add_(gb, 1.0).unwrap();
+    ga.add_(&gb, 1.0).unwrap();
     assert_eq!(gb.to_vec().unwrap(), want);
 
     // x + relu(x) * 3: the add's gradient for x is shared with the branch's until the

@@ -58,7 +58,11 @@ fn a_class_past_the_logits_is_an_error_in_cross_entropy() {
     let logits = Tensor::zeros(&dev, &[3, 4]).unwrap().into_parameter();
     let y = Tensor::from_u32(&dev, &[0, 4, 1], &[3]).unwrap();
     let e = cross_entropy(&logits, &y).unwrap_err();
-    assert_eq!(out_of_range(&e), Some(("cross_entropy".into(), 4, 4)), "{e}");
+    assert_eq!(
+        out_of_range(&e),
+        Some(("cross_entropy".into(), 4, 4)),
+        "{e}"
+    );
 }
 
 #[test]
@@ -97,7 +101,17 @@ fn ids_computed_on_the_gpu_report_at_the_next_read() {
     let logits = Tensor::zeros(&dev, &[3, 2]).unwrap();
     let _loss = logits.cross_entropy(&y, None).unwrap();
     let e = dev.sync().unwrap_err();
-    assert!(matches!(e, tang_runtime::Error::IndexOutOfRange { value: 2, bound: 2, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            tang_runtime::Error::IndexOutOfRange {
+                value: 2,
+                bound: 2,
+                ..
+            }
+        ),
+        "{e}"
+    );
 }
 
 #[test]
@@ -125,7 +139,10 @@ fn debug_of_an_error_prints_its_display_text() {
     let x = Tensor::zeros(&dev, &[2, 3]).unwrap();
     let e = x.reshape(&[4, -1]).unwrap_err();
     let debug = format!("{e:?}");
-    assert!(debug.contains(&e.to_string()) && debug.contains("reshape"), "{debug}");
+    assert!(
+        debug.contains(&e.to_string()) && debug.contains("reshape"),
+        "{debug}"
+    );
     let e = tang_runtime::Error::NoAdapter {
         detail: "backends VULKAN".into(),
     };

@@ -54,7 +54,7 @@ fn step(model: &Small, ids: &Tensor, targets: &Tensor) {
     let grads = model.loss(ids, targets).backward().unwrap();
     no_grad(|| {
         for p in model.parameters() {
-            let g = Tensor::constant(grads.get(&p).unwrap().clone());
+            let g = grads.get(&p).unwrap();
             p.add_(&g, -0.01).unwrap();
         }
     });

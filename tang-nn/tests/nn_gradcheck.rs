@@ -383,7 +383,14 @@ fn conv2d_layers_and_pooling() {
         ),
     ];
     for (k, (xs, o, [kh, kw], opts, bias)) in cases.into_iter().enumerate() {
-        let conv = Conv2d::new(&dev, xs[1], o, [kh, kw], opts, bias, &mut rng).unwrap();
+        let layer_opts = tang_nn::nn::Conv2dOptions {
+            stride: opts.stride,
+            padding: opts.padding,
+            dilation: opts.dilation,
+            groups: opts.groups,
+            bias,
+        };
+        let conv = Conv2d::new(&dev, xs[1], o, [kh, kw], layer_opts, &mut rng).unwrap();
         let ws = [o, xs[1] / opts.groups, kh, kw];
         let bs = [o];
         let mut shapes: Vec<&[usize]> = vec![&xs, &ws];
@@ -410,11 +417,10 @@ fn conv2d_layers_and_pooling() {
             3,
             4,
             [3, 3],
-            Conv2dOptions {
+            tang_nn::nn::Conv2dOptions {
                 groups: 2,
-                ..Conv2dOptions::default()
+                ..Default::default()
             },
-            true,
             &mut rng
         )
         .is_err()

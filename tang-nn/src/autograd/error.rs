@@ -6,9 +6,9 @@ use std::fmt;
 /// Everything that can go wrong when recording or running a backward pass.
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
-/// let w = Tensor::parameter(RawTensor::zeros(&dev, &[2])?);
+/// let w = Tensor::zeros(&dev, &[2])?.into_parameter();
 /// let err = w.backward().err().ok_or("a [2] loss is not a scalar")?;
 /// assert!(matches!(err, tang_nn::autograd::Error::NotScalar { .. }));
 /// println!("{err}"); // says what to do: reduce the loss to one element first

@@ -135,7 +135,7 @@ impl GptConfig {
 ///
 /// ```
 /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-/// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+/// # use tang_nn::tang_runtime::Device;
 /// # let dev = Device::new()?;
 /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
 /// use tang_nn::Module;
@@ -159,7 +159,7 @@ pub struct Mlp {
 ///
 /// ```
 /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-/// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+/// # use tang_nn::tang_runtime::Device;
 /// # let dev = Device::new()?;
 /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
 /// use tang_nn::Module;
@@ -184,7 +184,7 @@ pub struct Block {
 ///
 /// ```
 /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-/// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+/// # use tang_nn::tang_runtime::Device;
 /// # let dev = Device::new()?;
 /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
 /// let gpt = Gpt::new(&dev, &config, 0)?;
@@ -234,7 +234,7 @@ pub struct Gpt {
 ///
 /// ```
 /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-/// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+/// # use tang_nn::tang_runtime::Device;
 /// # let dev = Device::new()?;
 /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
 /// let gpt = Gpt::new(&dev, &config, 0)?;
@@ -254,7 +254,7 @@ impl GptCache {
     ///
     /// ```
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # use tang_nn::tang_runtime::Device;
     /// # let dev = Device::new()?;
     /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
     /// let gpt = Gpt::new(&dev, &config, 0)?;
@@ -271,7 +271,7 @@ impl GptCache {
     ///
     /// ```
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # use tang_nn::tang_runtime::Device;
     /// # let dev = Device::new()?;
     /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
     /// let gpt = Gpt::new(&dev, &config, 0)?;
@@ -286,7 +286,7 @@ impl GptCache {
     ///
     /// ```
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # use tang_nn::tang_runtime::Device;
     /// # let dev = Device::new()?;
     /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
     /// let gpt = Gpt::new(&dev, &config, 0)?;
@@ -318,7 +318,7 @@ impl Gpt {
     ///
     /// ```
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # use tang_nn::tang_runtime::Device;
     /// # let dev = Device::new()?;
     /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
     /// use tang_nn::Module;
@@ -400,7 +400,7 @@ impl Gpt {
     ///
     /// ```
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # use tang_nn::tang_runtime::Device;
     /// # let dev = Device::new()?;
     /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
     /// let gpt = Gpt::new(&dev, &config, 0)?;
@@ -455,7 +455,7 @@ impl Gpt {
     ///
     /// ```
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # use tang_nn::tang_runtime::Device;
     /// # let dev = Device::new()?;
     /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
     /// use tang_nn::nn::functional::cross_entropy;
@@ -483,7 +483,7 @@ impl Gpt {
     ///
     /// ```
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # use tang_nn::tang_runtime::Device;
     /// # let dev = Device::new()?;
     /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
     /// let gpt = Gpt::new(&dev, &config, 0)?;
@@ -512,7 +512,7 @@ impl Gpt {
     ///
     /// ```
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # use tang_nn::tang_runtime::Device;
     /// # let dev = Device::new()?;
     /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
     /// let gpt = Gpt::new(&dev, &config, 0)?;

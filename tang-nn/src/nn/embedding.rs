@@ -12,7 +12,7 @@ use tang_runtime::Device;
 ///
 /// ```
 /// use tang_nn::nn::Embedding;
-/// use tang_nn::tang_runtime::Tensor as RawTensor;
+/// use tang_nn::Tensor;
 /// let dev = tang_nn::tang_runtime::Device::new()?;
 /// let wte = Embedding::new(&dev, 81, 64, &mut tang_nn::rng::SplitMix64::new(0))?;
 /// let ids = Tensor::from_u32(&dev, &[3, 1, 4], &[1, 3])?;
@@ -29,7 +29,7 @@ impl Embedding {
     /// A table of `num_embeddings` rows of `embedding_dim` values.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::nn::Embedding;
     /// let wte = Embedding::new(&dev, 10, 4, &mut tang_nn::rng::SplitMix64::new(0))?; // nn.Embedding(10, 4)
@@ -55,7 +55,7 @@ impl Embedding {
     /// The rows for `ids` (u32, any shape): `[..ids.shape, embedding_dim]`.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::nn::Embedding;
     /// let wte = Embedding::new(&dev, 10, 4, &mut tang_nn::rng::SplitMix64::new(0))?;

@@ -14,10 +14,10 @@
 //! is NaN (and the mean with it, visibly) and its gradient 0.
 //!
 //! ```
-//! use tang_nn::autograd::{RawTensor, Tensor};
+//! use tang_nn::autograd::Tensor;
 //! use tang_nn::nn::functional::{CrossEntropyOptions, Reduction, class_indices_from_i64, cross_entropy_with};
 //! let dev = tang_nn::tang_runtime::Device::new()?;
-//! let logits = Tensor::parameter(RawTensor::zeros(&dev, &[3, 4])?);
+//! let logits = Tensor::zeros(&dev, &[3, 4])?.into_parameter();
 //! let targets = class_indices_from_i64(&dev, &[1, -100, 3], &[3])?;
 //! let opts = CrossEntropyOptions { label_smoothing: 0.1, ..CrossEntropyOptions::default() };
 //! let loss = cross_entropy_with(&logits, &targets, &opts)?;   // mean over the 2 kept rows
@@ -49,11 +49,11 @@ pub const IGNORE_INDEX: i64 = -100;
 /// How a loss reduces its per-element values (PyTorch's `reduction`).
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// use tang_nn::nn::functional::{Reduction, mse_loss};
-/// let x = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0, 3.0], &[2])?);
-/// let y = Tensor::constant(RawTensor::zeros(&dev, &[2])?);
+/// let x = Tensor::from_slice(&dev, &[1.0, 3.0], &[2])?.into_parameter();
+/// let y = Tensor::zeros(&dev, &[2])?;
 /// assert_eq!(mse_loss(&x, &y, Reduction::None)?.to_vec()?, [1.0, 9.0]); // reduction="none"
 /// assert_eq!(mse_loss(&x, &y, Reduction::Sum)?.to_vec()?, [10.0]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -73,10 +73,10 @@ pub enum Reduction {
 /// per-class `weight` is not supported).
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// use tang_nn::nn::functional::{CrossEntropyOptions, cross_entropy_with};
-/// let logits = Tensor::parameter(RawTensor::zeros(&dev, &[2, 3])?);
+/// let logits = Tensor::zeros(&dev, &[2, 3])?.into_parameter();
 /// let targets = Tensor::from_u32(&dev, &[0, 2], &[2])?;
 /// // F.cross_entropy(logits, targets, label_smoothing=0.1)
 /// let opts = CrossEntropyOptions { label_smoothing: 0.1, ..CrossEntropyOptions::default() };
@@ -108,10 +108,10 @@ impl Default for CrossEntropyOptions {
 /// The options of [`nll_loss_with`] (PyTorch's defaults; no per-class `weight`).
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// use tang_nn::nn::functional::{NllLossOptions, class_indices_from_i64, nll_loss_with};
-/// let logp = Tensor::parameter(RawTensor::from_slice(&dev, &[-1.0, -2.0, -3.0, -4.0], &[2, 2])?);
+/// let logp = Tensor::from_slice(&dev, &[-1.0, -2.0, -3.0, -4.0], &[2, 2])?.into_parameter();
 /// let targets = class_indices_from_i64(&dev, &[1, -100], &[2])?; // the second row is ignored
 /// let loss = nll_loss_with(&logp, &targets, &NllLossOptions::default())?;
 /// assert_eq!(loss.to_vec()?, [2.0]);
@@ -163,7 +163,7 @@ pub fn ignore_index_as_u32(index: i64) -> Result<u32, Error> {
 /// values (the ignore index) wrapped as [`ignore_index_as_u32`] does.
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// use tang_nn::nn::functional::class_indices_from_i64;
 /// // Targets as PyTorch saves them (int64), -100 for padding.
@@ -221,11 +221,11 @@ fn same_shape(op: &str, input: &Tensor, target: &Tensor) -> Result<(), Error> {
 /// target)²` reduced. Both get gradients.
 ///
 /// ```
-/// use tang_nn::autograd::{RawTensor, Tensor};
+/// use tang_nn::autograd::Tensor;
 /// use tang_nn::nn::functional::{Reduction, mse_loss};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
-/// let x = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0, 2.0], &[2])?);
-/// let y = Tensor::constant(RawTensor::from_slice(&dev, &[0.0, 0.0], &[2])?);
+/// let x = Tensor::from_slice(&dev, &[1.0, 2.0], &[2])?.into_parameter();
+/// let y = Tensor::from_slice(&dev, &[0.0, 0.0], &[2])?;
 /// assert_eq!(mse_loss(&x, &y, Reduction::Mean)?.to_vec()?, vec![2.5]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -243,11 +243,11 @@ pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result
 /// `pos_weight`): `softplus(x) - x y` per element, stable for any `x`, reduced.
 ///
 /// ```
-/// use tang_nn::autograd::{RawTensor, Tensor};
+/// use tang_nn::autograd::Tensor;
 /// use tang_nn::nn::functional::{Reduction, binary_cross_entropy_with_logits};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
-/// let x = Tensor::parameter(RawTensor::zeros(&dev, &[4])?);
-/// let y = Tensor::constant(RawTensor::full(&dev, &[4], 1.0)?);
+/// let x = Tensor::zeros(&dev, &[4])?.into_parameter();
+/// let y = Tensor::full(&dev, &[4], 1.0)?;
 /// let loss = binary_cross_entropy_with_logits(&x, &y, Reduction::Mean)?;
 /// assert!((loss.to_vec()?[0] - 2f32.ln()).abs() < 1e-6);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -345,10 +345,10 @@ fn recip_count(count: &RawTensor) -> Result<RawTensor, Error> {
 /// index -100).
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// use tang_nn::nn::functional::nll_loss;
-/// let logp = Tensor::parameter(RawTensor::from_slice(&dev, &[-1.0, -2.0, -3.0, -4.0], &[2, 2])?);
+/// let logp = Tensor::from_slice(&dev, &[-1.0, -2.0, -3.0, -4.0], &[2, 2])?.into_parameter();
 /// let targets = Tensor::from_u32(&dev, &[1, 0], &[2])?;
 /// assert_eq!(nll_loss(&logp.log_softmax()?, &targets)?.shape(), &[1]); // F.nll_loss(F.log_softmax(x), y)
 /// assert_eq!(nll_loss(&logp, &targets)?.to_vec()?, [2.5]);
@@ -364,10 +364,10 @@ pub fn nll_loss(input: &Tensor, target: &Tensor) -> Result<Tensor, Error> {
 /// [`nll_loss`] with PyTorch's `ignore_index` and `reduction`.
 ///
 /// ```
-/// use tang_nn::autograd::{RawTensor, Tensor};
+/// use tang_nn::autograd::Tensor;
 /// use tang_nn::nn::functional::{NllLossOptions, Reduction, nll_loss_with};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
-/// let logp = Tensor::parameter(RawTensor::from_slice(&dev, &[-1.0, -2.0, -3.0, -4.0], &[2, 2])?);
+/// let logp = Tensor::from_slice(&dev, &[-1.0, -2.0, -3.0, -4.0], &[2, 2])?.into_parameter();
 /// let y = Tensor::from_u32(&dev, &[1, 0], &[2])?;
 /// let opts = NllLossOptions { reduction: Reduction::None, ..NllLossOptions::default() };
 /// assert_eq!(nll_loss_with(&logp, &y, &opts)?.to_vec()?, vec![2.0, 3.0]);
@@ -398,10 +398,10 @@ pub fn nll_loss_with(
 /// `F.cross_entropy(input, target)`: mean over non-ignored rows, ignore index -100).
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// use tang_nn::nn::functional::cross_entropy;
-/// let logits = Tensor::parameter(RawTensor::zeros(&dev, &[2, 4])?);
+/// let logits = Tensor::zeros(&dev, &[2, 4])?.into_parameter();
 /// let targets = Tensor::from_u32(&dev, &[3, 1], &[2])?;
 /// let loss = cross_entropy(&logits, &targets)?; // F.cross_entropy(logits, targets)
 /// assert!((loss.to_vec()?[0] - 4f32.ln()).abs() < 1e-5);
@@ -422,10 +422,10 @@ pub fn cross_entropy(input: &Tensor, target: &Tensor) -> Result<Tensor, Error> {
 /// `-ε/C Σ_c log p_c` on kept rows.
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// use tang_nn::nn::functional::{CrossEntropyOptions, Reduction, cross_entropy_with};
-/// let logits = Tensor::parameter(RawTensor::zeros(&dev, &[2, 4])?);
+/// let logits = Tensor::zeros(&dev, &[2, 4])?.into_parameter();
 /// let targets = Tensor::from_u32(&dev, &[3, 1], &[2])?;
 /// let opts = CrossEntropyOptions { reduction: Reduction::None, ..CrossEntropyOptions::default() };
 /// assert_eq!(cross_entropy_with(&logits, &targets, &opts)?.shape(), &[2]); // one loss per row

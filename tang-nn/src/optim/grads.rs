@@ -126,14 +126,14 @@ impl Gradients for Vec<(String, Tensor)> {
 /// loss) have none here either.
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// use tang_nn::Module;
 /// use tang_nn::nn::Linear;
 /// use tang_nn::optim::{NamedGradients, Sgd, SgdOptions};
 /// let fc = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
 /// let mut opt = Sgd::new(fc.named_parameters(), SgdOptions::default())?;
-/// let x = Tensor::constant(RawTensor::zeros(&dev, &[1, 2])?);
+/// let x = Tensor::zeros(&dev, &[1, 2])?;
 /// let grads = fc.forward(&x)?.sum_all()?.backward()?;
 /// let params = fc.named_parameters();
 /// opt.step(&NamedGradients::new(&params, &grads))?; // optimizer.step()
@@ -151,10 +151,10 @@ impl<'a> NamedGradients<'a> {
     /// `named_parameters()` lists them) found in `grads`.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::optim::NamedGradients;
-    /// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[3.0], &[1])?);
+    /// let w = Tensor::from_slice(&dev, &[3.0], &[1])?.into_parameter();
     /// let grads = w.sum_all()?.backward()?;
     /// let params = vec![("w".to_string(), w.clone())];
     /// let named = NamedGradients::new(&params, &grads);
@@ -167,7 +167,7 @@ impl<'a> NamedGradients<'a> {
     ) -> Self {
         let ordered: Vec<(&str, &Tensor)> = params
             .iter()
-            .filter_map(|(name, p)| Some((name.as_str(), grads.get(p)?)))
+            .filter_map(|(name, p)| Some((name.as_str(), grads.get_id(p.id())?)))
             .collect();
         let index = ordered
             .iter()
@@ -180,11 +180,11 @@ impl<'a> NamedGradients<'a> {
     /// The gradients in the parameters' order (for [`super::grad_norm`]).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::optim::{NamedGradients, grad_norm};
-    /// let w = Tensor::parameter(RawTensor::zeros(&dev, &[2])?);
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[3.0, 4.0], &[2])?);
+    /// let w = Tensor::zeros(&dev, &[2])?.into_parameter();
+    /// let x = Tensor::from_slice(&dev, &[3.0, 4.0], &[2])?;
     /// let grads = w.mul(&x)?.sum_all()?.backward()?; // the gradient is x
     /// let params = vec![("w".to_string(), w.clone())];
     /// let named = NamedGradients::new(&params, &grads);
@@ -198,11 +198,11 @@ impl<'a> NamedGradients<'a> {
     /// How many parameters have a gradient.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::optim::NamedGradients;
-    /// let used = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
-    /// let unused = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
+    /// let used = Tensor::zeros(&dev, &[1])?.into_parameter();
+    /// let unused = Tensor::zeros(&dev, &[1])?.into_parameter();
     /// let grads = used.sum_all()?.backward()?;
     /// let params = vec![("used".to_string(), used.clone()), ("unused".to_string(), unused.clone())];
     /// assert_eq!(NamedGradients::new(&params, &grads).len(), 1); // no gradient, no entry
@@ -215,11 +215,11 @@ impl<'a> NamedGradients<'a> {
     /// Whether no parameter has a gradient.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::autograd::Gradients;
     /// use tang_nn::optim::NamedGradients;
-    /// let w = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
+    /// let w = Tensor::zeros(&dev, &[1])?.into_parameter();
     /// let params = vec![("w".to_string(), w)];
     /// let none = Gradients::default();
     /// assert!(NamedGradients::new(&params, &none).is_empty());

@@ -35,6 +35,7 @@ mod gpu;
 mod grads;
 mod group;
 mod optimizer;
+mod setters;
 mod sgd;
 mod state;
 

@@ -11,7 +11,7 @@ use crate::data::{DataError, DataLoader, Dataset, LoaderState};
 ///
 /// ```
 /// # use tang_nn::Module;
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
 /// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -20,8 +20,8 @@ use crate::data::{DataError, DataLoader, Dataset, LoaderState};
 /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
 /// # let out = std::env::temp_dir().join(format!("tang-doc-stepcontext-{}", std::process::id()));
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let x = Tensor::zeros(&dev, &[4, 2])?;
+/// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
 /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
 /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
 /// trainer.step(&mut |ctx: &mut StepContext<'_>| {
@@ -52,7 +52,7 @@ impl StepContext<'_> {
     ///
     /// ```
     /// # use tang_nn::Module;
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -67,8 +67,8 @@ impl StepContext<'_> {
     /// let collate = |rows: Vec<([f32; 2], f32)>| -> Result<_, DataError> {
     ///     let x: Vec<f32> = rows.iter().flat_map(|(x, _)| *x).collect();
     ///     let y: Vec<f32> = rows.iter().map(|(_, y)| *y).collect();
-    ///     let x = Tensor::constant(RawTensor::from_slice(&dev, &x, &[rows.len(), 2])?);
-    ///     Ok((x, Tensor::constant(RawTensor::from_slice(&dev, &y, &[rows.len(), 1])?)))
+    ///     let x = Tensor::from_slice(&dev, &x, &[rows.len(), 2])?;
+    ///     Ok((x, Tensor::from_slice(&dev, &y, &[rows.len(), 1])?))
     /// };
     /// let opts = LoaderOptions { batch_size: 4, shuffle: true, ..LoaderOptions::default() };
     /// let mut loader = DataLoader::new(samples, collate, opts)?;
@@ -108,7 +108,7 @@ impl StepContext<'_> {
 ///
 /// ```
 /// # use tang_nn::Module;
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
 /// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -117,8 +117,8 @@ impl StepContext<'_> {
 /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
 /// # let out = std::env::temp_dir().join(format!("tang-doc-stepreport-{}", std::process::id()));
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let x = Tensor::zeros(&dev, &[4, 2])?;
+/// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
 /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
 /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
 /// let report = trainer.step(&mut forward)?;
@@ -141,7 +141,7 @@ pub struct StepReport {
 ///
 /// ```
 /// # use tang_nn::Module;
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
 /// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -150,8 +150,8 @@ pub struct StepReport {
 /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
 /// # let out = std::env::temp_dir().join(format!("tang-doc-fitsummary-{}", std::process::id()));
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let x = Tensor::zeros(&dev, &[4, 2])?;
+/// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
 /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
 /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
 /// let summary = trainer.fit(&mut forward)?;

@@ -17,7 +17,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     ///
     /// ```
     /// # use tang_nn::Module;
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -26,8 +26,8 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-state-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// trainer.step(&mut forward)?;
@@ -43,7 +43,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     ///
     /// ```
     /// # use tang_nn::Module;
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -52,8 +52,8 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-history-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// trainer.fit(&mut forward)?;
@@ -70,7 +70,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     ///
     /// ```
     /// # use tang_nn::Module;
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -79,8 +79,8 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-optimizer-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let trainer = Trainer::new(&model, opt, &out, options)?;
     /// assert_eq!(trainer.optimizer().lr(), 1e-3);
@@ -95,7 +95,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     ///
     /// ```
     /// # use tang_nn::Module;
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -104,8 +104,8 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-out_dir-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let trainer = Trainer::new(&model, opt, &out, options)?;
     /// assert_eq!(trainer.out_dir(), out.as_path());
@@ -120,7 +120,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     ///
     /// ```
     /// # use tang_nn::Module;
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -129,8 +129,8 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-checkpoints-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// trainer.step(&mut forward)?;
@@ -148,7 +148,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     ///
     /// ```
     /// # use tang_nn::Module;
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -157,8 +157,8 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-resume_latest-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, Sgd::new(model.named_parameters(), SgdOptions::default())?, &out, options.clone())?;
     /// trainer.step(&mut forward)?;
@@ -190,7 +190,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     ///
     /// ```
     /// # use tang_nn::Module;
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -199,8 +199,8 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-resume-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, Sgd::new(model.named_parameters(), SgdOptions::default())?, &out, options.clone())?;
     /// trainer.step(&mut forward)?;
@@ -235,7 +235,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     ///
     /// ```
     /// # use tang_nn::Module;
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -244,8 +244,8 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-save_checkpoint-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// trainer.step(&mut forward)?;

@@ -73,7 +73,7 @@ use crate::schedule::Schedule;
 ///
 /// ```
 /// # use tang_nn::Module;
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
 /// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -82,8 +82,8 @@ use crate::schedule::Schedule;
 /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
 /// # let out = std::env::temp_dir().join(format!("tang-doc-metrics_file-{}", std::process::id()));
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let x = Tensor::zeros(&dev, &[4, 2])?;
+/// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
 /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
 /// use tang_nn::train::{METRICS_FILE, read_metrics};
 /// Trainer::new(&model, opt, &out, options)?.fit(&mut forward)?;
@@ -96,7 +96,7 @@ pub const METRICS_FILE: &str = "metrics.jsonl";
 ///
 /// ```
 /// # use tang_nn::Module;
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
 /// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -105,8 +105,8 @@ pub const METRICS_FILE: &str = "metrics.jsonl";
 /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
 /// # let out = std::env::temp_dir().join(format!("tang-doc-plot_file-{}", std::process::id()));
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let x = Tensor::zeros(&dev, &[4, 2])?;
+/// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
 /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
 /// use tang_nn::train::PLOT_FILE;
 /// Trainer::new(&model, opt, &out, options)?.fit(&mut forward)?;
@@ -119,7 +119,7 @@ pub const PLOT_FILE: &str = "loss.png";
 ///
 /// ```
 /// # use tang_nn::Module;
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
 /// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -128,8 +128,8 @@ pub const PLOT_FILE: &str = "loss.png";
 /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
 /// # let out = std::env::temp_dir().join(format!("tang-doc-checkpoints_dir-{}", std::process::id()));
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let x = Tensor::zeros(&dev, &[4, 2])?;
+/// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
 /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
 /// use tang_nn::train::CHECKPOINTS_DIR;
 /// let trainer = Trainer::new(&model, opt, &out, options)?;
@@ -143,7 +143,7 @@ pub const CHECKPOINTS_DIR: &str = "checkpoints";
 ///
 /// ```
 /// # use tang_nn::Module;
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
 /// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -152,8 +152,8 @@ pub const CHECKPOINTS_DIR: &str = "checkpoints";
 /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
 /// # let out = std::env::temp_dir().join(format!("tang-doc-step_seed-{}", std::process::id()));
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let x = Tensor::zeros(&dev, &[4, 2])?;
+/// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
 /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
 /// use tang_nn::train::STEP_SEED;
 /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
@@ -171,7 +171,7 @@ pub(super) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 ///
 /// ```
 /// # use tang_nn::Module;
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
 /// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -180,8 +180,8 @@ pub(super) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
 /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-{}", std::process::id()));
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let x = Tensor::zeros(&dev, &[4, 2])?;
+/// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
 /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
 /// // The loop of a PyTorch script: zero_grad, forward, loss.backward(), clip, step, log.
 /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
@@ -215,7 +215,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     ///
     /// ```
     /// # use tang_nn::Module;
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -224,8 +224,8 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-new-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let trainer = Trainer::new(&model, opt, &out, options)?; // creates out/checkpoints
     /// assert_eq!(trainer.state().step, 0);
@@ -276,7 +276,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     ///
     /// ```
     /// # use tang_nn::Module;
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -285,8 +285,8 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-with_schedule-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// use tang_nn::schedule::Schedule;
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?
@@ -306,7 +306,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     ///
     /// ```
     /// # use tang_nn::Module;
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -315,8 +315,8 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-with_progress-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// use tang_nn::train::Progress;
     /// let progress = Progress::lines(Box::new(std::io::sink()), 2, 1)?; // quiet
@@ -335,7 +335,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     ///
     /// ```no_run
     /// # use tang_nn::Module;
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -344,8 +344,8 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-with_interrupt-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// use tang_nn::train::Interrupt;
     /// let stop = Interrupt::install()?; // Ctrl-C, or stop.request() from the program
@@ -364,7 +364,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     ///
     /// ```
     /// # use tang_nn::Module;
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -373,8 +373,8 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-step-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// let report = trainer.step(&mut forward)?; // one optimizer step
@@ -497,7 +497,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     ///
     /// ```
     /// # use tang_nn::Module;
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -506,8 +506,8 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-evaluate-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// // with torch.no_grad(): model.eval(); val_loss = ...
@@ -548,7 +548,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     ///
     /// ```
     /// # use tang_nn::Module;
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -557,8 +557,8 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-plot-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// trainer.fit(&mut forward)?;
