@@ -100,12 +100,26 @@ impl Linear {
     /// let fc = tang_nn::nn::Linear::new(&dev, 4, 3, true, &mut tang_nn::rng::SplitMix64::new(0))?;
     /// let x = Tensor::zeros(&dev, &[2, 5, 4])?;
     /// assert_eq!(fc.forward(&x)?.shape(), &[2, 5, 3]); // any leading dimensions
+    /// let e = fc.forward(&Tensor::zeros(&dev, &[2, 5])?).unwrap_err();
+    /// assert!(e.to_string().contains("Linear(4 -> 3)")); // the layer names itself
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
     /// # Errors
-    /// [`Error::Runtime`] when `x`'s last dimension is not `in_features`.
+    /// [`Error::Runtime`] when `x`'s last dimension is not `in_features`, naming the layer
+    /// (`Linear(4 -> 3)`) rather than the matmul inside it.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        let (inputs, outputs) = (self.in_features(), self.out_features());
+        if x.shape().last() != Some(&inputs) {
+            return Err(Error::Runtime(tang_runtime::Error::ShapeMismatch {
+                op: format!("Linear({inputs} -> {outputs})"),
+                detail: format!(
+                    "the input has shape {:?}; its last dimension must be {inputs} \
+                     (in_features)",
+                    x.shape()
+                ),
+            }));
+        }
         x.linear(&self.weight, self.bias.as_ref())
     }
 }
