@@ -37,12 +37,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     model.eval();
-    let options = SampleOptions {
-        max_new_tokens: 100,
-        temperature: 0.8,
-        top_k: Some(40),
-        seed: 0,
-    };
+    let options = SampleOptions::default().temperature(0.8).top_k(Some(40));
     let sample = model.generate(&[vec![0]], &options)?;
     let text: String = sample[0].iter().map(|&i| chars[i as usize]).collect();
     println!("{text}");

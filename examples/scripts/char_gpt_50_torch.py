@@ -2,7 +2,6 @@
 sample. Twin of examples/examples/char_gpt_50.rs; run it beside nanoGPT's model.py."""
 
 import torch
-import torch.nn.functional as F
 from model import GPT, GPTConfig
 
 text = open("examples/data/rust-book.txt").read()
@@ -24,8 +23,7 @@ for step in range(50):
     starts = torch.randint(len(ids) - 64, (16,))
     x = torch.stack([ids[s : s + 64] for s in starts])
     y = torch.stack([ids[s + 1 : s + 65] for s in starts])
-    logits, _ = model(x, y)
-    loss = F.cross_entropy(logits.reshape(-1, len(chars)), y.flatten())
+    _, loss = model(x, y)  # nanoGPT's forward returns the cross-entropy with targets
     opt.zero_grad()
     loss.backward()
     opt.step()

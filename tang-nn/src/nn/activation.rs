@@ -207,3 +207,50 @@ impl Tanh {
 }
 
 stateless_layer!(ReLU, GELU, SiLU, Sigmoid, Tanh);
+
+/// A one-input `#[fused_grad]` function as a layer (PyTorch's `nn.Module` wrapping a
+/// custom `autograd.Function`): forward is the function's kernel, backward its generated
+/// VJP, recorded through [`crate::autograd::apply`]. Parameter-free, so it takes a place
+/// in a [`super::Sequential`] like [`ReLU`].
+///
+/// ```
+/// use tang_nn::prelude::*;
+/// use tang_nn::nn::Fused;
+///
+/// #[fused_grad]
+/// fn soft_relu(x: f32) -> f32 {
+///     (4.0 * x).softplus() / 4.0
+/// }
+///
+/// let dev = Device::new()?;
+/// let x = Tensor::from_slice(&dev, &[0.0], &[1])?;
+/// let y = Fused(soft_relu::FUSED).forward(&x)?;
+/// assert!((y.item()? - soft_relu(0.0)).abs() < 1e-6);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Fused(pub tang_runtime::ops::FusedFn);
+
+impl Fused {
+    /// The function applied to `x` elementwise.
+    ///
+    /// ```
+    /// # use tang_nn::prelude::*;
+    /// # #[fused_grad]
+    /// # fn square(x: f32) -> f32 { x * x }
+    /// # let dev = Device::new()?;
+    /// let x = Tensor::from_slice(&dev, &[3.0], &[1])?.into_parameter();
+    /// let y = tang_nn::nn::Fused(square::FUSED).forward(&x)?;
+    /// assert_eq!(y.backward()?.get(&x).ok_or("no gradient")?.to_vec()?, [6.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when the function takes more than one input or uniforms, or
+    /// for a u32 tensor.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        crate::autograd::apply(&self.0, &[x], &[])
+    }
+}
+
+stateless_layer!(Fused);

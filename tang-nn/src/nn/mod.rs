@@ -80,7 +80,7 @@ mod norm;
 mod sequential;
 mod transformer_encoder;
 
-pub use activation::{Approximate, GELU, ReLU, SiLU, Sigmoid, Tanh};
+pub use activation::{Approximate, Fused, GELU, ReLU, SiLU, Sigmoid, Tanh};
 pub use attention::{CausalSelfAttention, CausalSelfAttentionConfig};
 pub use attention_cache::KvCache;
 pub use attention_multihead::MultiheadAttention;
