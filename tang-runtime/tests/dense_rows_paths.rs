@@ -323,6 +323,8 @@ fn cross_entropy_paths_match_reference() {
                 let what = format!("cross_entropy {rows}x{classes} {path}");
                 assert_close(&format!("{what}: row_loss"), &rl, &loss, 1e-5, 1e-5);
                 assert_close(&format!("{what}: grad"), &gr, &grad, 1e-7, 1e-4);
+                let want = loss.iter().sum::<f64>() / count;
+                assert_close(&format!("{what}: mean"), &mean, &[want], 1e-5, 1e-5);
             }
         }
     }
