@@ -119,19 +119,41 @@ pub(crate) fn check_ids_except(
 }
 
 fn launch_check(op: &str, ids: &Tensor, bound: usize, ignore: Option<u32>) -> Result<(), Error> {
+    // A bound past u32 cannot be exceeded by a u32 id.
+    let Ok(bound32) = u32::try_from(bound) else {
+        return Ok(());
+    };
     let dev = ids.device();
-    let fault = dev.empty(&[2], DType::U32)?;
-    fault.clear()?;
     let params = CheckIdsParams {
         total: super::check::fits_u32(op, "ids", ids.len())?,
-        // A bound past u32 cannot be exceeded by a u32 id.
-        bound: match u32::try_from(bound) {
-            Ok(b) => b,
-            Err(_) => return Ok(()),
-        },
+        bound: bound32,
         ignore: ignore.unwrap_or(0),
         has_ignore: u32::from(ignore.is_some()),
     };
+    let mut pending = dev
+        .inner
+        .pending_checks
+        .lock()
+        .map_err(|_| Error::Poisoned)?;
+    // Checks of one op against one bound share their flag (the kernel only raises it),
+    // so a loop of GPU-made ids keeps one pending check, and one read at the next sync.
+    let fault = match pending
+        .iter()
+        .find(|c| c.op == op && c.bound == bound as u64)
+    {
+        Some(c) => c.fault.clone(),
+        None => {
+            let fault = dev.empty(&[2], DType::U32)?;
+            fault.clear()?;
+            pending.push(PendingCheck {
+                op: op.into(),
+                bound: bound as u64,
+                fault: fault.clone(),
+            });
+            fault
+        }
+    };
+    drop(pending);
     launch_threads(
         "check_ids",
         dev,
@@ -140,18 +162,7 @@ fn launch_check(op: &str, ids: &Tensor, bound: usize, ignore: Option<u32>) -> Re
         &params,
         params.total,
         &[ids, &fault],
-    )?;
-    let check = PendingCheck {
-        op: op.into(),
-        bound: bound as u64,
-        fault,
-    };
-    dev.inner
-        .pending_checks
-        .lock()
-        .map_err(|_| Error::Poisoned)?
-        .push(check);
-    Ok(())
+    )
 }
 
 impl Device {
