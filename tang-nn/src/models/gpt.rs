@@ -216,7 +216,7 @@ pub struct GptTransformer {
 ///                          n_embd: 64, dropout: 0.0, bias: false };
 /// let gpt = Gpt::new(&dev, &config, 1337)?;
 /// assert_eq!(gpt.num_params(), 107_904);
-/// let idx = tang_nn::tang_runtime::Tensor::from_u32(&dev, &[1, 2, 3], &[1, 3])?;
+/// let idx = tang_nn::Tensor::from_u32(&dev, &[1, 2, 3], &[1, 3])?;
 /// assert_eq!(gpt.forward(&idx)?.shape(), &[1, 3, 81]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -235,6 +235,7 @@ pub struct Gpt {
 /// ```
 /// # use tang_nn::models::gpt::{Gpt, GptConfig};
 /// # use tang_nn::tang_runtime::Device;
+/// # use tang_nn::Tensor;
 /// # let dev = Device::new()?;
 /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
 /// let gpt = Gpt::new(&dev, &config, 0)?;
@@ -255,6 +256,7 @@ impl GptCache {
     /// ```
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
     /// # use tang_nn::tang_runtime::Device;
+    /// # use tang_nn::Tensor;
     /// # let dev = Device::new()?;
     /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
     /// let gpt = Gpt::new(&dev, &config, 0)?;
@@ -287,6 +289,7 @@ impl GptCache {
     /// ```
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
     /// # use tang_nn::tang_runtime::Device;
+    /// # use tang_nn::Tensor;
     /// # let dev = Device::new()?;
     /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
     /// let gpt = Gpt::new(&dev, &config, 0)?;
@@ -456,6 +459,7 @@ impl Gpt {
     /// ```
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
     /// # use tang_nn::tang_runtime::Device;
+    /// # use tang_nn::Tensor;
     /// # let dev = Device::new()?;
     /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
     /// use tang_nn::nn::functional::cross_entropy;
@@ -513,6 +517,7 @@ impl Gpt {
     /// ```
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
     /// # use tang_nn::tang_runtime::Device;
+    /// # use tang_nn::Tensor;
     /// # let dev = Device::new()?;
     /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
     /// let gpt = Gpt::new(&dev, &config, 0)?;

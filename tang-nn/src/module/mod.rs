@@ -29,7 +29,7 @@
 //! }
 //!
 //! let dev = Device::new()?;
-//! let affine = |n: usize| -> Result<Affine, tang_nn::tang_runtime::Error> {
+//! let affine = |n: usize| -> Result<Affine, tang_nn::autograd::Error> {
 //!     Ok(Affine {
 //!         weight: Tensor::zeros(&dev, &[n, n])?.into_parameter(),
 //!         bias: Some(Tensor::zeros(&dev, &[n])?.into_parameter()),
