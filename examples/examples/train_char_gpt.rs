@@ -25,16 +25,13 @@
 use std::collections::BTreeSet;
 
 use tang_examples::args::Args;
-use tang_examples::report::Report;
-use tang_nn::Module;
-use tang_nn::autograd::Tensor;
 use tang_nn::data::DeviceTokenBatcher;
 use tang_nn::models::gpt::{Gpt, GptConfig, SampleOptions};
 use tang_nn::nn::functional::cross_entropy;
-use tang_nn::optim::{AdamW, AdamWOptions, decay_groups, named_parameters_of};
+use tang_nn::optim::{AdamW, AdamWOptions, decay_groups};
 use tang_nn::schedule::Schedule;
-use tang_nn::tang_runtime::Device;
 use tang_nn::train::{StepContext, Throughput, Trainer, TrainerOptions};
+use tang_nn::{Device, Module, Tensor};
 
 /// The errors the closures given to the trainer return.
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -67,7 +64,7 @@ const OPTIONS: &[&str] = &[
     "resume",
 ];
 
-fn main() -> Result<(), Report> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::from_env(&["resume"])?;
     args.only(OPTIONS)?;
     let steps: u64 = args.get("steps", 5000)?;
@@ -108,8 +105,8 @@ fn main() -> Result<(), Report> {
         bias: false,
     };
     let model = Gpt::new(&dev, &config, seed)?;
-    let params = named_parameters_of(&model);
-    let count: usize = params.iter().map(|(_, t)| t.len()).sum();
+    let params = model.named_parameters();
+    let count: usize = params.iter().map(|(_, t)| t.numel()).sum();
     println!(
         "adapter {}, {:.2}M parameters, vocab {}, train {} val {} chars",
         dev.info().name,
@@ -130,11 +127,10 @@ fn main() -> Result<(), Report> {
     // and a resumed run sees the same ones.
     let train_batches = DeviceTokenBatcher::new(&dev, train_ids, batch, block, seed)?;
     let val_batches = DeviceTokenBatcher::new(&dev, val_ids, batch, block, seed ^ 0x5eed)?;
-    let loss_of = |x: &tang_nn::tang_runtime::Tensor,
-                   y: &tang_nn::tang_runtime::Tensor|
-     -> Result<Tensor, BoxError> {
-        let logits = model.forward(x)?.reshape(&[tokens, chars.len()])?;
-        Ok(cross_entropy(&logits, &y.reshape(&[tokens])?)?)
+    let loss_of = |x: &Tensor, y: &Tensor| -> Result<Tensor, BoxError> {
+        let logits = model.forward(x)?.flatten(0)?;
+        let logits = logits.reshape(&[tokens as i64, -1])?;
+        Ok(cross_entropy(&logits, &y.flatten(0)?)?)
     };
     let forward = |ctx: &mut StepContext<'_>| -> Result<Tensor, BoxError> {
         let (x, y) = train_batches.batch(ctx.step)?;
@@ -152,7 +148,7 @@ fn main() -> Result<(), Report> {
                 Some(s) => s.add(&loss)?,
             });
         }
-        let sum = sum.ok_or("no evaluation batches")?.data().to_vec()?[0];
+        let sum = sum.ok_or("no evaluation batches")?.item()?;
         Ok(f64::from(sum) / eval_iters as f64)
     };
 

@@ -8,16 +8,13 @@
 //! A second run continues from the checkpoint in `runs/digits` (delete it to start over).
 
 use tang_examples::digits::{CLASSES, Digits, FEATURES};
-use tang_examples::report::Report;
-use tang_nn::Module;
-use tang_nn::autograd::no_grad;
 use tang_nn::data::{DataLoader, LoaderOptions};
 use tang_nn::metrics::accuracy;
 use tang_nn::nn::{Linear, ReLU, Sequential, functional::cross_entropy};
-use tang_nn::optim::{Adam, AdamOptions, named_parameters_of};
+use tang_nn::optim::{Adam, AdamOptions};
 use tang_nn::rng::SplitMix64;
-use tang_nn::tang_runtime::Device;
 use tang_nn::train::{StepContext, Throughput, Trainer, TrainerOptions};
+use tang_nn::{Device, Module, no_grad};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 const EPOCHS: u64 = 40;
@@ -25,7 +22,7 @@ const BATCH: usize = 64;
 /// Fixes the split, the initial weights and the batch order: runs are reproducible.
 const SEED: u64 = 2024;
 
-fn main() -> Result<(), Report> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dev = Device::new()?;
     let mut rng = SplitMix64::new(SEED);
     let (train, test) = Digits::bundled()?.split(0.2, &mut rng);
@@ -33,7 +30,7 @@ fn main() -> Result<(), Report> {
         .append(Linear::new(&dev, FEATURES, 128, true, &mut rng)?)
         .append(ReLU)
         .append(Linear::new(&dev, 128, CLASSES, true, &mut rng)?);
-    let opt = Adam::new(named_parameters_of(&model), AdamOptions::default())?;
+    let opt = Adam::new(model.named_parameters(), AdamOptions::default())?;
 
     // The data set is the training images' indices; a batch is uploaded as tensors.
     let collate = |indices: Vec<usize>| Ok(train.select(&indices).to_device(&dev)?);
@@ -64,7 +61,7 @@ fn main() -> Result<(), Report> {
     // The test loss, logged as `val_loss` and drawn in loss.png.
     let evaluate = |_: &mut StepContext<'_>| -> Result<f64, BoxError> {
         let loss = cross_entropy(&model.forward(&test_x)?, &test_y)?;
-        Ok(f64::from(loss.data().item()?))
+        Ok(f64::from(loss.item()?))
     };
     let summary = trainer.fit_with_eval(forward, evaluate)?;
 

@@ -9,7 +9,7 @@ use std::fmt;
 
 use tang_nn::autograd::Tensor;
 use tang_nn::rng::SplitMix64;
-use tang_nn::tang_runtime::{self, Device, Tensor as RawTensor};
+use tang_nn::tang_runtime::Device;
 
 /// Pixels per image (8 x 8).
 pub const FEATURES: usize = 64;
@@ -166,11 +166,11 @@ impl Digits {
     /// ```
     ///
     /// # Errors
-    /// As [`RawTensor::from_slice`] (no adapter memory left, a device lost).
-    pub fn to_device(&self, dev: &Device) -> Result<(Tensor, RawTensor), tang_runtime::Error> {
-        let x = RawTensor::from_slice(dev, &self.features, &[self.len(), FEATURES])?;
-        let y = RawTensor::from_u32(dev, &self.labels, &[self.len()])?;
-        Ok((Tensor::constant(x), y))
+    /// As [`Tensor::from_slice`] (no adapter memory left, a device lost).
+    pub fn to_device(&self, dev: &Device) -> Result<(Tensor, Tensor), tang_nn::autograd::Error> {
+        let x = Tensor::from_slice(dev, &self.features, &[self.len(), FEATURES])?;
+        let y = Tensor::from_u32(dev, &self.labels, &[self.len()])?;
+        Ok((x, y))
     }
 }
 

@@ -5,7 +5,7 @@ use std::fmt;
 use crate::graph::Ty;
 
 /// What went wrong while building, differentiating or emitting an expression.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub enum ExprError {
     /// A node id that does not belong to the graph it was used with.
     UnknownNode(u32),
@@ -51,12 +51,20 @@ pub enum ExprError {
 }
 
 /// naga's verdict on a WGSL shader that failed to parse or validate.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct ValidationError {
     /// `"parse"` or `"validate"`.
     pub stage: &'static str,
     /// naga's message, with the source location where naga gives one.
     pub message: String,
+}
+
+/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
+/// and `unwrap` show the message with its hint rather than the variant's fields.
+impl std::fmt::Debug for ValidationError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 impl fmt::Display for ValidationError {
@@ -66,6 +74,14 @@ impl fmt::Display for ValidationError {
 }
 
 impl std::error::Error for ValidationError {}
+
+/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
+/// and `unwrap` show the message with its hint rather than the variant's fields.
+impl std::fmt::Debug for ExprError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
 
 impl fmt::Display for ExprError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

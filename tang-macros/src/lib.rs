@@ -4,8 +4,10 @@
 //! (WGSL validated by naga during expansion) and, with `#[fused_grad]`, into their
 //! derivative kernels. The function itself stays an ordinary function: callable on the
 //! CPU, and the reference every GPU test compares against. Use the macros through
-//! `tang_runtime` (which re-exports them); generated code names only `::tang_runtime::__private`
-//! (and `::core`).
+//! `tang_runtime` (which re-exports them) or `tang_nn` (which re-exports the runtime);
+//! generated code names only `::tang_runtime::__private` (and `::core`), with the first
+//! segment rewritten to `::tang_nn::tang_runtime` in a crate that depends on `tang-nn` but
+//! not on `tang-runtime` (read from the crate's `Cargo.toml`, as `proc-macro-crate` does).
 //!
 //! It also holds `#[derive(Module)]`, used through `tang_nn` (`use tang_nn::Module;`):
 //! it parses a struct with named fields and emits one call per field into tang-nn,
@@ -269,12 +271,22 @@ use proc_macro::TokenStream;
 use tang_expr::lower::{self, Mode};
 
 mod module;
+mod runtime_path;
+
+/// The expansion with `::tang_runtime` pointed at where this crate finds the runtime
+/// (see [`runtime_path`]).
+fn in_this_crate(tokens: proc_macro2::TokenStream) -> TokenStream {
+    match runtime_path::runtime_path() {
+        Some(path) => runtime_path::rewrite(tokens, &path).into(),
+        None => tokens.into(),
+    }
+}
 
 /// Compiles an `f32` function into a GPU kernel: emits `f::WGSL`, `f::KERNEL` and
 /// `f::launch` in a module beside the unchanged function (see the crate docs).
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
-    lower::expand_kernel(attr.into(), item.into(), Mode::Kernel).into()
+    in_this_crate(lower::expand_kernel(attr.into(), item.into(), Mode::Kernel))
 }
 
 /// Like [`macro@kernel`], plus the derivative kernels `f::GRAD` and `f::VJP`, their
@@ -282,14 +294,18 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// limits the partials to the named inputs.
 #[proc_macro_attribute]
 pub fn fused_grad(attr: TokenStream, item: TokenStream) -> TokenStream {
-    lower::expand_kernel(attr.into(), item.into(), Mode::FusedGrad).into()
+    in_this_crate(lower::expand_kernel(
+        attr.into(),
+        item.into(),
+        Mode::FusedGrad,
+    ))
 }
 
 /// On an inline module: compiles each function marked `#[kernel]` or `#[fused_grad]`,
 /// letting them call (inlined) every function of the module.
 #[proc_macro_attribute]
 pub fn kernels(attr: TokenStream, item: TokenStream) -> TokenStream {
-    lower::expand_kernels(attr.into(), item.into()).into()
+    in_this_crate(lower::expand_kernels(attr.into(), item.into()))
 }
 
 /// Marks a kernel parameter as uniform (`#[uniform] lr: f32`: one value for the whole

@@ -39,10 +39,26 @@ pub mod schedule;
 pub mod tokenizer;
 pub mod train;
 
+pub use autograd::{Gradients, Tensor, no_grad};
 pub use module::Module;
 /// `#[derive(Module)]`: see [`module`].
 pub use tang_macros::Module;
 pub use tang_runtime;
+pub use tang_runtime::ops::Generator;
+pub use tang_runtime::{Device, fused_grad, kernel, kernels, uniform};
+
+/// What a training program needs in scope, one glob as in `use torch.nn as nn`:
+/// `use tang_nn::prelude::*;`. The kernel macros are here too, so that a crate depending
+/// only on tang-nn writes its own `#[fused_grad]` activation.
+pub mod prelude {
+    pub use crate::Module;
+    pub use crate::autograd::{Gradients, Tensor, apply, no_grad};
+    pub use crate::nn::functional as F;
+    pub use crate::nn::{self, Layer};
+    pub use crate::optim;
+    pub use tang_runtime::ops::Generator;
+    pub use tang_runtime::{Device, StableExt, fused_grad, kernel, kernels, uniform};
+}
 
 /// What `#[derive(Module)]` generates names; not part of the API.
 #[doc(hidden)]

@@ -5,7 +5,7 @@
 use tang_runtime::dense::reduce;
 use tang_runtime::{DType, ops};
 
-use crate::autograd::{Error, RawTensor, Tensor};
+use crate::autograd::{Error, Tensor};
 use crate::nn::functional::class_shapes;
 use crate::nn::invalid;
 
@@ -18,11 +18,11 @@ use crate::nn::invalid;
 /// is read back to check it). Records no gradient.
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// use tang_nn::metrics::accuracy;
-/// let logits = Tensor::constant(RawTensor::from_slice(&dev, &[0.1, 0.9, 0.8, 0.2, 0.3, 0.7], &[3, 2])?);
-/// let target = RawTensor::from_u32(&dev, &[1, 0, 0], &[3])?;
+/// let logits = Tensor::from_slice(&dev, &[0.1, 0.9, 0.8, 0.2, 0.3, 0.7], &[3, 2])?;
+/// let target = Tensor::from_u32(&dev, &[1, 0, 0], &[3])?;
 /// let acc = accuracy(&logits, &target)?; // rows 0 and 1 are right
 /// assert!((acc.item()? - 2.0 / 3.0).abs() < 1e-6);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -31,7 +31,7 @@ use crate::nn::invalid;
 /// # Errors
 /// [`Error::Runtime`] unless `input` is f32 `[rows, classes]` with at least one row and
 /// one class and `target` u32 `[rows]`.
-pub fn accuracy(input: &Tensor, target: &RawTensor) -> Result<RawTensor, Error> {
+pub fn accuracy(input: &Tensor, target: &Tensor) -> Result<Tensor, Error> {
     let op = "accuracy";
     let (rows, classes) = class_shapes(op, input, target)?;
     if rows == 0 || classes == 0 || input.data().dtype() != DType::F32 {
@@ -45,6 +45,6 @@ pub fn accuracy(input: &Tensor, target: &RawTensor) -> Result<RawTensor, Error> 
         ));
     }
     let predicted = ops::argmax(input.data(), 1)?;
-    let right = ops::to_dtype(&ops::eq(&predicted, target)?, DType::F32)?;
-    Ok(reduce::mean_all(&right)?)
+    let right = ops::to_dtype(&ops::eq(&predicted, target.data())?, DType::F32)?;
+    Ok(Tensor::constant(reduce::mean_all(&right)?))
 }

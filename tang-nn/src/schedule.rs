@@ -96,12 +96,20 @@ pub enum Schedule {
 /// println!("{err}"); // says what to pass instead
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct ScheduleError {
     /// The schedule (PyTorch's class name).
     pub schedule: &'static str,
     /// What is wrong and what to pass instead.
     pub detail: String,
+}
+
+/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
+/// and `unwrap` show the message with its hint rather than the variant's fields.
+impl std::fmt::Debug for ScheduleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 impl fmt::Display for ScheduleError {

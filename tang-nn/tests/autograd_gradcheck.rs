@@ -6,7 +6,7 @@
 mod gradcheck_common;
 
 use gradcheck_common::{broadcast, check, coords, strides};
-use tang_nn::autograd::{RawTensor, Tensor};
+use tang_nn::autograd::Tensor;
 
 /// Rows of length `n` mapped by `f`.
 fn rows(x: &[f64], n: usize, f: impl Fn(&[f64]) -> Vec<f64>) -> Vec<f64> {
@@ -149,7 +149,7 @@ fn narrow_cat_index_select() {
         2,
     );
     let idx = [2u32, 0, 2, 1];
-    let index = RawTensor::from_u32(&dev, &idx, &[4]).unwrap();
+    let index = Tensor::from_u32(&dev, &idx, &[4]).unwrap();
     let select = |x: &[Vec<f64>]| {
         idx.iter()
             .flat_map(|&i| x[0][i as usize * 17..(i as usize + 1) * 17].to_vec())
@@ -275,7 +275,7 @@ fn softmax_log_softmax_norms() {
 fn embedding_cross_entropy_activations() {
     let dev = tang_testing::device();
     let ids = [3u32, 0, 3, 16, 1];
-    let ids_t = RawTensor::from_u32(&dev, &ids, &[5]).unwrap();
+    let ids_t = Tensor::from_u32(&dev, &ids, &[5]).unwrap();
     let emb = |x: &[Vec<f64>]| {
         ids.iter()
             .flat_map(|&i| x[0][i as usize * 3..(i as usize + 1) * 3].to_vec())
@@ -292,7 +292,7 @@ fn embedding_cross_entropy_activations() {
 
     for (k, classes) in [1usize, 3, 17].into_iter().enumerate() {
         let targets: Vec<u32> = (0..4).map(|i| (i * 7 % classes) as u32).collect();
-        let tt = RawTensor::from_u32(&dev, &targets, &[4]).unwrap();
+        let tt = Tensor::from_u32(&dev, &targets, &[4]).unwrap();
         let ce = |x: &[Vec<f64>]| {
             let losses: Vec<f64> = x[0]
                 .chunks(classes)

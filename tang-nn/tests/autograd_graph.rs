@@ -148,7 +148,7 @@ fn in_place_write_after_save_is_caught() {
 }
 
 /// One step of a small MLP: forward, cross-entropy, backward.
-fn step(w1: &Tensor, w2: &Tensor, x: &Tensor, y: &RawTensor) -> tang_nn::autograd::Gradients {
+fn step(w1: &Tensor, w2: &Tensor, x: &Tensor, y: &Tensor) -> tang_nn::autograd::Gradients {
     let h = x.matmul(w1).unwrap().relu().unwrap();
     let loss = h.matmul(w2).unwrap().cross_entropy(y, None).unwrap();
     loss.backward().unwrap()
@@ -161,7 +161,7 @@ fn pool_bytes_stay_flat_and_dropped_graph_returns_to_baseline() {
     let w1 = param(&dev, &rng.vec(4 * 8, 0.5), &[4, 8]);
     let w2 = param(&dev, &rng.vec(8 * 3, 0.5), &[8, 3]);
     let x = Tensor::constant(RawTensor::from_slice(&dev, &rng.vec(5 * 4, 1.0), &[5, 4]).unwrap());
-    let y = RawTensor::from_u32(&dev, &[0, 1, 2, 1, 0], &[5]).unwrap();
+    let y = Tensor::from_u32(&dev, &[0, 1, 2, 1, 0], &[5]).unwrap();
     dev.sync().unwrap();
     let baseline = dev.stats().bytes_in_use;
 
@@ -202,7 +202,7 @@ fn backward_reads_nothing_back() {
     let w1 = param(&dev, &rng.vec(4 * 8, 0.5), &[4, 8]);
     let w2 = param(&dev, &rng.vec(8 * 3, 0.5), &[8, 3]);
     let x = Tensor::constant(RawTensor::from_slice(&dev, &rng.vec(5 * 4, 1.0), &[5, 4]).unwrap());
-    let y = RawTensor::from_u32(&dev, &[0, 1, 2, 1, 0], &[5]).unwrap();
+    let y = Tensor::from_u32(&dev, &[0, 1, 2, 1, 0], &[5]).unwrap();
     let h = x.matmul(&w1).unwrap().gelu().unwrap();
     let loss = h
         .matmul(&w2)
@@ -234,7 +234,7 @@ fn pool_soak_ten_thousand_steps() {
     let w1 = param(&dev, &rng.vec(16 * 32, 0.3), &[16, 32]);
     let w2 = param(&dev, &rng.vec(32 * 5, 0.3), &[32, 5]);
     let x = Tensor::constant(RawTensor::from_slice(&dev, &rng.vec(8 * 16, 1.0), &[8, 16]).unwrap());
-    let y = RawTensor::from_u32(&dev, &[0, 1, 2, 3, 4, 0, 1, 2], &[8]).unwrap();
+    let y = Tensor::from_u32(&dev, &[0, 1, 2, 3, 4, 0, 1, 2], &[8]).unwrap();
     let mut at_100 = 0;
     for i in 1..=10_000 {
         drop(step(&w1, &w2, &x, &y));
@@ -270,12 +270,12 @@ fn add_gradients_pass_through_and_never_alias() {
     // copy makes a's and b's gradients two buffers.
     assert_eq!(dev.stats().launches - before, 5);
     let (ga, gb) = (grads.get(&a).unwrap(), grads.get(&b).unwrap());
-    assert!(!ga.same_buffer(gb));
+    assert!(!ga.data().same_buffer(gb.data()));
     let want = [3.0, 2.0, 10.0, 8.0]; // 2 (a + b)
     assert_eq!(ga.to_vec().unwrap(), want);
     assert_eq!(gb.to_vec().unwrap(), want);
     // Writing into one gradient leaves the other as it was.
-    ga.add_(gb, 1.0).unwrap();
+    ga.add_(&gb, 1.0).unwrap();
     assert_eq!(gb.to_vec().unwrap(), want);
 
     // x + relu(x) * 3: the add's gradient for x is shared with the branch's until the

@@ -6,14 +6,14 @@
 use std::path::{Path, PathBuf};
 
 use tang_nn::Module;
-use tang_nn::autograd::{RawTensor, Tensor};
+use tang_nn::autograd::Tensor;
 use tang_nn::checkpoint::{
     Checkpoint, CheckpointDir, CheckpointError, MODEL_FILE, OPTIMIZER_FILE, Retention,
     load_training,
 };
 use tang_nn::nn::Linear;
 use tang_nn::nn::functional::{Reduction, mse_loss};
-use tang_nn::optim::{AdamW, AdamWOptions, Sgd, SgdOptions, named_parameters_of};
+use tang_nn::optim::{AdamW, AdamWOptions, Sgd, SgdOptions};
 use tang_nn::rng::SplitMix64;
 use tang_nn::tang_runtime::Device;
 use tang_nn::train::{Progress, StepContext, Trainer, TrainerOptions};
@@ -31,7 +31,7 @@ fn model(dev: &Device, seed: u64) -> Linear {
 }
 
 fn adamw(model: &Linear) -> AdamW {
-    AdamW::new(named_parameters_of(model), AdamWOptions::default()).unwrap()
+    AdamW::new(model.named_parameters(), AdamWOptions::default()).unwrap()
 }
 
 fn weights(model: &Linear) -> Vec<Vec<f32>> {
@@ -58,8 +58,8 @@ fn quiet() -> Progress {
 /// and trainer state at step 2).
 fn trained_checkpoint(dev: &Device, out: &Path) -> Checkpoint {
     let m = model(dev, 0);
-    let x = Tensor::constant(RawTensor::full(dev, &[4, 3], 0.5).unwrap());
-    let y = Tensor::constant(RawTensor::full(dev, &[4, 2], 1.0).unwrap());
+    let x = Tensor::full(dev, &[4, 3], 0.5).unwrap();
+    let y = Tensor::full(dev, &[4, 2], 1.0).unwrap();
     let mut forward = |_: &mut StepContext<'_>| mse_loss(&m.forward(&x)?, &y, Reduction::Mean);
     let mut trainer = Trainer::new(&m, adamw(&m), out, options())
         .unwrap()
@@ -100,7 +100,7 @@ fn bad_checkpoints(dev: &Device, name: &str) -> Vec<(&'static str, Checkpoint)> 
     let optimizer = good.read(OPTIMIZER_FILE).unwrap();
     let sgd_path = scratch(&format!("{name}-sgd.safetensors"));
     let other = model(dev, 0);
-    Sgd::new(named_parameters_of(&other), SgdOptions::default())
+    Sgd::new(other.named_parameters(), SgdOptions::default())
         .unwrap()
         .save(&sgd_path)
         .unwrap();

@@ -6,17 +6,18 @@ mod attention_common;
 
 use attention_common::fixture;
 use tang_nn::Module;
+use tang_nn::Tensor;
 use tang_nn::autograd::no_grad;
 use tang_nn::models::gpt::{Gpt, GptConfig, SampleOptions};
 use tang_nn::safetensors::{load_model, read_file};
-use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+use tang_nn::tang_runtime::Device;
 use tang_testing::assert_close;
 
 /// The last-position logits `[B * vocab]` of a full forward pass over `rows`.
 fn full_last_logits(gpt: &Gpt, dev: &Device, rows: &[Vec<u32>]) -> Vec<f32> {
     let (b, t) = (rows.len(), rows[0].len());
     let ids: Vec<u32> = rows.concat();
-    let idx = RawTensor::from_u32(dev, &ids, &[b, t]).unwrap();
+    let idx = Tensor::from_u32(dev, &ids, &[b, t]).unwrap();
     let logits = no_grad(|| gpt.forward(&idx)).unwrap();
     logits.narrow(1, t - 1, 1).unwrap().to_vec().unwrap()
 }
@@ -36,7 +37,7 @@ fn cached_steps_equal_full_recomputation_on_the_fixture_gpt() {
     let vocab = gpt.config().vocab_size;
     let mut rows = vec![vec![3u32, 17, 42, 5, 60], vec![80, 0, 1, 2, 9]];
     let mut cache = gpt.new_cache(&dev, 2).unwrap();
-    let prompt = RawTensor::from_u32(&dev, &rows.concat(), &[2, 5]).unwrap();
+    let prompt = Tensor::from_u32(&dev, &rows.concat(), &[2, 5]).unwrap();
     let mut cached = gpt.forward_with_cache(&prompt, &mut cache).unwrap();
     for step in 0..8 {
         let t = cached.shape()[1];
@@ -54,7 +55,7 @@ fn cached_steps_equal_full_recomputation_on_the_fixture_gpt() {
         for (r, n) in rows.iter_mut().zip(&next) {
             r.push(*n);
         }
-        let idx = RawTensor::from_u32(&dev, &next, &[2, 1]).unwrap();
+        let idx = Tensor::from_u32(&dev, &next, &[2, 1]).unwrap();
         cached = gpt.forward_with_cache(&idx, &mut cache).unwrap();
         assert_eq!(cache.len(), rows[0].len());
     }

@@ -8,11 +8,11 @@ mod attention_common;
 use std::collections::BTreeMap;
 
 use attention_common::fixture;
-use tang_nn::Module;
 use tang_nn::models::gpt::{Gpt, GptConfig};
 use tang_nn::nn::functional::{class_indices_from_i64, cross_entropy};
 use tang_nn::safetensors::{load_model, read_file};
 use tang_nn::tang_runtime::Device;
+use tang_nn::{Module, Tensor};
 
 /// The fixture GPT: built from the config in the file's metadata, weights loaded strictly.
 pub fn fixture_gpt(dev: &Device) -> Gpt {
@@ -75,7 +75,7 @@ fn logits_loss_and_gradients_equal_pytorchs() {
     let dev = tang_testing::device();
     let gpt = fixture_gpt(&dev);
     let io = read_file(fixture("gpt_io.safetensors")).unwrap().tensors;
-    let idx = io.u32_tensor("idx", &dev).unwrap();
+    let idx = Tensor::constant(io.u32_tensor("idx", &dev).unwrap());
     // nanoGPT's loss: logits.view(-1, V) against targets.view(-1), PyTorch's ignore
     // index -100 (kept as its 32-bit wrap).
     let targets = io.i64_values("targets").unwrap();
@@ -91,7 +91,7 @@ fn logits_loss_and_gradients_equal_pytorchs() {
     assert!(diff <= 1e-4, "logits differ by {diff}");
 
     let vocab = gpt.config().vocab_size;
-    let rows = logits.reshape(&[targets.len(), vocab]).unwrap();
+    let rows = logits.reshape(&[targets.numel(), vocab]).unwrap();
     let loss = cross_entropy(&rows, &targets).unwrap();
     let (got, want) = (loss.to_vec().unwrap()[0], io.f32_values("loss").unwrap()[0]);
     let rel = ((got - want) / want).abs();

@@ -10,12 +10,13 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use tang_nn::autograd::{RawTensor, Tensor};
+use tang_nn::Module;
+use tang_nn::autograd::Tensor;
 use tang_nn::checkpoint::{CheckpointDir, Retention, load_training};
 use tang_nn::data::{DataError, DataLoader, LoaderOptions};
 use tang_nn::nn::functional::cross_entropy;
 use tang_nn::nn::{Dropout, Linear, ReLU, Sequential};
-use tang_nn::optim::{AdamW, AdamWOptions, named_parameters_of};
+use tang_nn::optim::{AdamW, AdamWOptions};
 use tang_nn::rng::SplitMix64;
 use tang_nn::tang_runtime::Device;
 use tang_nn::train::{CHECKPOINTS_DIR, Interrupt, Progress, StepContext, Trainer, TrainerOptions};
@@ -56,7 +57,7 @@ fn sigint(child: &Child) {
 /// Samples: 4 features and a class.
 type Samples = Vec<(Vec<f32>, u32)>;
 /// A batch: `[n, 4]` features and `[n]` classes.
-type Batch = (RawTensor, RawTensor);
+type Batch = (Tensor, Tensor);
 
 /// A classifier with dropout.
 fn model(dev: &Device) -> Sequential {
@@ -82,8 +83,8 @@ fn loader(dev: &Device) -> DataLoader<Samples, impl FnMut(Samples) -> Result<Bat
         let x: Vec<f32> = batch.iter().flat_map(|(x, _)| x.clone()).collect();
         let y: Vec<u32> = batch.iter().map(|(_, y)| *y).collect();
         Ok((
-            RawTensor::from_slice(&dev, &x, &[batch.len(), 4])?,
-            RawTensor::from_u32(&dev, &y, &[batch.len()])?,
+            Tensor::from_slice(&dev, &x, &[batch.len(), 4])?,
+            Tensor::from_u32(&dev, &y, &[batch.len()])?,
         ))
     };
     let options = LoaderOptions {
@@ -101,7 +102,7 @@ fn loader(dev: &Device) -> DataLoader<Samples, impl FnMut(Samples) -> Result<Bat
 fn train_until_interrupted(root: &Path) {
     let dev = Device::new().unwrap();
     let (model, mut loader) = (model(&dev), loader(&dev));
-    let opt = AdamW::new(named_parameters_of(&model), AdamWOptions::default()).unwrap();
+    let opt = AdamW::new(model.named_parameters(), AdamWOptions::default()).unwrap();
     let options = TrainerOptions {
         log_every: 1000,
         ..TrainerOptions::new(u64::MAX)
@@ -122,7 +123,7 @@ fn train_until_interrupted(root: &Path) {
                 None => loader.next_batch()?.expect("a batch per epoch"),
             };
             *ctx.loader = Some(loader.state());
-            let logits = model.forward(&Tensor::constant(x))?;
+            let logits = model.forward(&x)?;
             Ok::<_, Box<dyn std::error::Error + Send + Sync>>(cross_entropy(&logits, &y)?)
         })
         .unwrap();
@@ -178,7 +179,7 @@ fn ctrl_c_finishes_the_step_saves_and_exits_cleanly() {
     // The checkpoint loads into a fresh model and optimizer, strictly.
     let dev = Device::new().unwrap();
     let model = model(&dev);
-    let mut opt = AdamW::new(named_parameters_of(&model), AdamWOptions::default()).unwrap();
+    let mut opt = AdamW::new(model.named_parameters(), AdamWOptions::default()).unwrap();
     let state = load_training(&latest, &model, &mut opt).unwrap();
     assert_eq!(state.step, step);
     assert!(opt.state("0.weight").unwrap().step() == step);

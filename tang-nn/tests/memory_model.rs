@@ -6,7 +6,7 @@
 //! forward that is never backpropagated returns everything when dropped.
 
 use tang_nn::Module;
-use tang_nn::autograd::{RawTensor, Tensor, no_grad};
+use tang_nn::autograd::{Tensor, no_grad};
 use tang_nn::nn::functional::{CrossEntropyOptions, cross_entropy_with};
 use tang_nn::nn::{Dropout, Embedding, GELU, LayerNorm, Linear};
 use tang_nn::rng::SplitMix64;
@@ -35,7 +35,7 @@ impl Small {
         }
     }
 
-    fn loss(&self, ids: &RawTensor, targets: &RawTensor) -> Tensor {
+    fn loss(&self, ids: &Tensor, targets: &Tensor) -> Tensor {
         let h = self.fc.forward(&self.wte.forward(ids).unwrap()).unwrap();
         let h = self
             .drop
@@ -50,11 +50,11 @@ impl Small {
 }
 
 /// One training step: forward, backward, `p -= 0.01 g` for every parameter.
-fn step(model: &Small, ids: &RawTensor, targets: &RawTensor) {
+fn step(model: &Small, ids: &Tensor, targets: &Tensor) {
     let grads = model.loss(ids, targets).backward().unwrap();
     no_grad(|| {
         for p in model.parameters() {
-            let g = Tensor::constant(grads.get(&p).unwrap().clone());
+            let g = grads.get(&p).unwrap();
             p.add_(&g, -0.01).unwrap();
         }
     });
@@ -70,8 +70,8 @@ fn held(dev: &Device) -> u64 {
 fn run(steps: usize) {
     let dev = tang_testing::device();
     let model = Small::new(&dev);
-    let ids = RawTensor::from_u32(&dev, &[1, 5, 2, 9, 0, 3, 7, 10], &[8]).unwrap();
-    let targets = RawTensor::from_u32(&dev, &[5, 2, 9, 0, 3, 7, 10, 1], &[8]).unwrap();
+    let ids = Tensor::from_u32(&dev, &[1, 5, 2, 9, 0, 3, 7, 10], &[8]).unwrap();
+    let targets = Tensor::from_u32(&dev, &[5, 2, 9, 0, 3, 7, 10, 1], &[8]).unwrap();
     dev.sync().unwrap();
     let baseline = dev.stats().bytes_in_use;
     let mut at_100 = 0;

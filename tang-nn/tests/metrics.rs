@@ -38,7 +38,7 @@ fn accuracy_matches_the_host_reference_with_ties_and_bad_targets() {
     let want = reference(&logits, classes, &target);
     assert!(want > 0.1 && want < 0.9, "a mixed case: {want}");
     let input = Tensor::parameter(RawTensor::from_slice(&dev, &logits, &[rows, classes]).unwrap());
-    let t = RawTensor::from_u32(&dev, &target, &[rows]).unwrap();
+    let t = Tensor::from_u32(&dev, &target, &[rows]).unwrap();
     let got = accuracy(&input, &t).unwrap();
     assert_eq!(got.shape(), [1]);
     assert!(
@@ -54,7 +54,7 @@ fn accuracy_matches_the_host_reference_with_ties_and_bad_targets() {
                 .fold(0, |b, (i, &v)| if v > r[b] { i } else { b }) as u32
         })
         .collect();
-    let all = accuracy(&input, &RawTensor::from_u32(&dev, &best, &[rows]).unwrap()).unwrap();
+    let all = accuracy(&input, &Tensor::from_u32(&dev, &best, &[rows]).unwrap()).unwrap();
     assert_eq!(all.item().unwrap(), 1.0);
 }
 
@@ -62,18 +62,18 @@ fn accuracy_matches_the_host_reference_with_ties_and_bad_targets() {
 fn shapes_and_dtypes_it_cannot_score_are_typed_errors() {
     let dev = device();
     let logits = Tensor::constant(RawTensor::zeros(&dev, &[4, 3]).unwrap());
-    let bad = |r: Result<RawTensor, Error>| {
+    let bad = |r: Result<Tensor, Error>| {
         let e = r.expect_err("an error");
         assert!(matches!(e, Error::Runtime(_)), "{e}");
         assert!(e.to_string().contains("accuracy"), "{e}");
     };
-    let target = |n: usize| RawTensor::from_u32(&dev, &vec![0; n], &[n]).unwrap();
+    let target = |n: usize| Tensor::from_u32(&dev, &vec![0; n], &[n]).unwrap();
     bad(accuracy(&logits, &target(3))); // target length
     bad(accuracy(
         &Tensor::constant(RawTensor::zeros(&dev, &[12]).unwrap()),
         &target(12),
     )); // 1-D input
-    bad(accuracy(&logits, &RawTensor::zeros(&dev, &[4]).unwrap())); // f32 target
+    bad(accuracy(&logits, &Tensor::zeros(&dev, &[4]).unwrap())); // f32 target
     let empty = Tensor::constant(RawTensor::zeros(&dev, &[4, 0]).unwrap());
     bad(accuracy(&empty, &target(4))); // no classes
 }

@@ -9,9 +9,9 @@ use tang_nn::Module;
 use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState, load_training, save_training};
 use tang_nn::models::gpt::{Gpt, GptConfig};
 use tang_nn::nn::Linear;
-use tang_nn::optim::{AdamW, AdamWOptions, named_parameters_of};
+use tang_nn::optim::{AdamW, AdamWOptions};
 use tang_nn::rng::SplitMix64;
-use tang_nn::safetensors::{FloatDtype, load_model, read_file, save_file, save_model};
+use tang_nn::safetensors::{FloatDtype, load_model, read_file, save_file, save_model_with};
 use tang_nn::tang_runtime::Device;
 
 fn scratch(name: &str) -> std::path::PathBuf {
@@ -62,7 +62,7 @@ fn metadata_equal_to_a_tensor_name_is_not_an_alias() {
     .enumerate()
     {
         let path = scratch(&format!("linear-{i}.safetensors"));
-        save_model(&a, &path, FloatDtype::F32, &metadata).unwrap();
+        save_model_with(&a, &path, FloatDtype::F32, &metadata).unwrap();
         let b = Linear::new(&dev, 3, 2, true, &mut SplitMix64::new(1)).unwrap();
         let report = load_model(&b, &path, true).unwrap_or_else(|e| panic!("{metadata:?}: {e}"));
         assert!(report.is_empty(), "{metadata:?}: {report:?}");
@@ -95,7 +95,7 @@ fn a_tied_model_loads_strictly_whatever_the_metadata_says() {
     .enumerate()
     {
         let path = scratch(&format!("gpt-{i}.safetensors"));
-        save_model(&a, &path, FloatDtype::F32, &metadata).unwrap();
+        save_model_with(&a, &path, FloatDtype::F32, &metadata).unwrap();
         let b = tiny_gpt(&dev, 1);
         load_model(&b, &path, true).unwrap_or_else(|e| panic!("{metadata:?}: {e}"));
         assert_eq!(values(&b), values(&a), "{metadata:?}");
@@ -136,13 +136,13 @@ fn a_file_holding_both_tied_names_is_refused_strictly_as_pytorch_does() {
 fn a_tied_model_resumes_from_its_training_checkpoint() {
     let dev = Device::new().unwrap();
     let a = tiny_gpt(&dev, 0);
-    let opt = AdamW::new(named_parameters_of(&a), AdamWOptions::default()).unwrap();
+    let opt = AdamW::new(a.named_parameters(), AdamWOptions::default()).unwrap();
     let root = scratch("ckpt");
     let _ = std::fs::remove_dir_all(&root);
     let dir = CheckpointDir::open(&root, Retention::default()).unwrap();
     let saved = save_training(&dir, &a, &opt, &TrainerState::default()).unwrap();
     let b = tiny_gpt(&dev, 1);
-    let mut opt_b = AdamW::new(named_parameters_of(&b), AdamWOptions::default()).unwrap();
+    let mut opt_b = AdamW::new(b.named_parameters(), AdamWOptions::default()).unwrap();
     load_training(&saved, &b, &mut opt_b).unwrap();
     assert_eq!(values(&b), values(&a));
     std::fs::remove_dir_all(&root).unwrap();

@@ -3,10 +3,11 @@
 //! `train_char_gpt`: dropout, clipping, two AdamW groups, the scheduler, windows gathered
 //! on the GPU) create no device buffer and read nothing back while logging is off.
 
+use tang_nn::Module;
 use tang_nn::data::DeviceTokenBatcher;
 use tang_nn::models::gpt::{Gpt, GptConfig};
 use tang_nn::nn::functional::cross_entropy;
-use tang_nn::optim::{AdamW, AdamWOptions, decay_groups, named_parameters_of};
+use tang_nn::optim::{AdamW, AdamWOptions, decay_groups};
 use tang_nn::schedule::Schedule;
 use tang_nn::tang_runtime::Device;
 use tang_nn::train::{StepContext, Trainer, TrainerOptions};
@@ -28,7 +29,7 @@ fn steady_state_steps_create_no_buffer_and_read_nothing() -> Result<(), BoxError
     };
     let (batch, tokens) = (4, 4 * 16);
     let model = Gpt::new(&dev, &config, 7)?;
-    let groups = decay_groups(named_parameters_of(&model), 0.1).to_vec();
+    let groups = decay_groups(model.named_parameters(), 0.1).to_vec();
     let opt = AdamW::with_groups(groups, AdamWOptions::default())?;
     let corpus: Vec<u32> = (0..4096u32).map(|i| (i * 7 + i / 5) % 16).collect();
     let batches = DeviceTokenBatcher::new(&dev, &corpus, batch, config.block_size, 3)?;
@@ -43,8 +44,8 @@ fn steady_state_steps_create_no_buffer_and_read_nothing() -> Result<(), BoxError
         .with_schedule(Schedule::warmup_cosine(1e-3, 1e-4, 10, 100)?);
     let mut forward = |ctx: &mut StepContext<'_>| -> Result<_, BoxError> {
         let (x, y) = batches.batch(ctx.step)?;
-        let logits = model.forward(&x)?.reshape(&[tokens, config.vocab_size])?;
-        Ok(cross_entropy(&logits, &y.reshape(&[tokens])?)?)
+        let logits = model.forward(&x)?.reshape(&[tokens as i64, -1])?;
+        Ok(cross_entropy(&logits, &y.flatten(0)?)?)
     };
     // Warm-up: the steps' launches fall into submitted batches at places that shift
     // from step to step (a batch is submitted every 256 launches, the first after a sync

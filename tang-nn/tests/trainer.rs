@@ -13,7 +13,7 @@ use tang_nn::checkpoint::{MODEL_FILE, Mode, Retention};
 use tang_nn::data::DeviceTokenBatcher;
 use tang_nn::nn::functional::cross_entropy;
 use tang_nn::nn::{Dropout, Embedding, Linear, ReLU, Sequential};
-use tang_nn::optim::{AdamW, AdamWOptions, Sgd, SgdOptions, decay_groups, named_parameters_of};
+use tang_nn::optim::{AdamW, AdamWOptions, Sgd, SgdOptions, decay_groups};
 use tang_nn::rng::SplitMix64;
 use tang_nn::safetensors::read_file;
 use tang_nn::schedule::Schedule;
@@ -69,13 +69,13 @@ impl Data {
         let x = RawTensor::from_slice(dev, xs, &[BATCH, INPUTS])?;
         let noise = randn(dev, &[BATCH, INPUTS], ctx.generator)?;
         let x = Tensor::constant(x).add(&Tensor::constant(noise).mul_scalar(0.1)?)?;
-        let y = RawTensor::from_u32(dev, &self.y[start..start + BATCH], &[BATCH])?;
+        let y = Tensor::from_u32(dev, &self.y[start..start + BATCH], &[BATCH])?;
         cross_entropy(&model.forward(&x)?, &y)
     }
 }
 
 fn adamw(model: &Mlp) -> AdamW {
-    let groups = decay_groups(named_parameters_of(model), 0.1);
+    let groups = decay_groups(model.named_parameters(), 0.1);
     AdamW::with_groups(
         groups.into(),
         AdamWOptions {
@@ -412,7 +412,7 @@ fn an_optimizer_over_other_parameters_is_refused() {
         .unwrap();
     assert!(matches!(e, TrainError::ParameterMismatch { .. }), "{e}");
     let partial = Sgd::new(
-        [("0.weight", named_parameters_of(&model)[0].1.clone())],
+        [("0.weight", model.named_parameters()[0].1.clone())],
         SgdOptions::default(),
     )
     .unwrap();
@@ -463,7 +463,7 @@ fn a_bigram_model_trains_on_windows_gathered_on_the_device() {
     let batches = DeviceTokenBatcher::new(&dev, &corpus, batch, block, 3).unwrap();
     let model = Embedding::new(&dev, 8, 8, &mut SplitMix64::new(1)).unwrap();
     let opt = AdamW::new(
-        named_parameters_of(&model),
+        model.named_parameters(),
         AdamWOptions {
             lr: 5e-2,
             ..AdamWOptions::default()

@@ -5,11 +5,12 @@
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
+use tang_nn::Module;
 use tang_nn::autograd::Tensor;
 use tang_nn::data::{DataError, DataLoader, LoaderOptions};
 use tang_nn::nn::Linear;
 use tang_nn::nn::functional::{Reduction, mse_loss};
-use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+use tang_nn::optim::{Sgd, SgdOptions};
 use tang_nn::rng::SplitMix64;
 use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
 use tang_nn::train::{Progress, StepContext, TrainError, Trainer, TrainerOptions};
@@ -54,7 +55,7 @@ fn train(
     samples: u32,
 ) -> Result<Vec<Vec<u32>>, TrainError> {
     let model = Linear::new(dev, 1, 1, true, &mut SplitMix64::new(1)).unwrap();
-    let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default()).unwrap();
+    let opt = Sgd::new(model.named_parameters(), SgdOptions::default()).unwrap();
     let taken = RefCell::new(Vec::new());
     // A batch of ids becomes x = id, y = 2 id; the ids are noted as they are collated.
     let collate = |ids: Vec<u32>| -> Result<(Tensor, Tensor), DataError> {

@@ -118,6 +118,8 @@ pub(crate) struct Inner {
     pub(crate) is_lost: Arc<AtomicBool>,
     pub(crate) error: Arc<Mutex<Option<String>>>,
     pub(crate) state: Mutex<State>,
+    /// GPU checks of ids the host knew nothing about, reported at the next read or sync.
+    pub(crate) pending_checks: crate::ops::bounds::PendingChecks,
     /// Filled when the device is dropped. Declared last, so it is released after the other
     /// fields (the pipelines, buffers and the wgpu device itself) are gone: see
     /// `lifecycle.rs` for why teardown is serialised.
@@ -357,6 +359,7 @@ impl Device {
                 is_lost,
                 error,
                 state: Mutex::new(state),
+                pending_checks: Default::default(),
                 teardown: None,
             }),
         })
@@ -429,7 +432,8 @@ impl Device {
     /// [`Error::Blocking`] after submitting (await [`Tensor::to_vec_async`](crate::Tensor::to_vec_async) there).
     pub fn sync(&self) -> Result<(), Error> {
         self.flush()?;
-        self.wait()
+        self.wait()?;
+        self.report_index_faults()
     }
 
     /// Waits for everything submitted so far. WebAssembly cannot wait (wgpu's poll

@@ -185,6 +185,12 @@ impl Device {
             if let Binding::Read(t) | Binding::ReadWrite(t) = b {
                 t.storage.last_batch.store(batch, Ordering::Relaxed);
             }
+            // What was known of the values no longer holds once a kernel writes them.
+            if let Binding::ReadWrite(t) = b {
+                t.storage
+                    .id_max
+                    .store(crate::tensor::UNKNOWN_MAX, Ordering::Relaxed);
+            }
         }
         st.recorded_dispatch(inner);
         drop(st);

@@ -6,7 +6,7 @@ use std::fmt;
 use crate::size::{show_limit, show_requested};
 
 /// Everything that can go wrong when running tang kernels.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Error {
     /// No GPU adapter (hardware or software) could be found.
@@ -81,6 +81,17 @@ pub enum Error {
         /// What the driver said.
         detail: String,
     },
+    /// An index, token id or class label is at or past the end of what it indexes
+    /// (PyTorch's `IndexError`): found on the host when the ids came from host data, or
+    /// by a check on the GPU reported at the next read or sync.
+    IndexOutOfRange {
+        /// The operation (`embedding`, `cross_entropy`, `index_select`, `gather`).
+        op: String,
+        /// The offending value (the largest one, when several are).
+        value: u64,
+        /// The size it must be below (vocabulary size, number of classes, dimension length).
+        bound: u64,
+    },
     /// One tensor was bound twice in one launch where at least one binding writes it.
     Aliasing {
         /// The kernel.
@@ -127,6 +138,13 @@ const NO_ADAPTER_HINT: &str = "this browser exposes no WebGPU adapter: open the 
      with WebGPU (Chrome or Edge 113+, Safari 26+, Firefox 141+ on Windows), or enable it \
      (Chrome on Linux: chrome://flags/#enable-unsafe-webgpu and #enable-vulkan; Firefox: \
      dom.webgpu.enabled in about:config), and check that hardware acceleration is on";
+/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
+/// and `unwrap` show the message with its hint rather than the variant's fields.
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -183,6 +201,12 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "out of GPU memory: a buffer of {requested} bytes was refused with {in_use} bytes held by live tensors ({detail}); use a smaller batch or model, or drop tensors you no longer need"
+            ),
+            Error::IndexOutOfRange { op, value, bound } => write!(
+                f,
+                "{op}: index {value} is out of range: it must be below {bound} (the size of the \
+                 dimension it indexes: a vocabulary size, a number of classes); check the \
+                 tokenizer or the labels against the model's size"
             ),
             Error::Aliasing { op, detail } => write!(
                 f,

@@ -38,7 +38,18 @@ pub(crate) struct Storage {
     class: u64,
     /// The batch that last recorded a command using this buffer (`u64::MAX`: none).
     pub last_batch: AtomicU64,
+    /// For u32 data: the largest value the buffer can hold, known on the host without a
+    /// read ([`UNKNOWN_MAX`] when not known), so index ops check ids for free. Set by an
+    /// upload, carried by ops that copy values ([`Tensor::mark_values_from`]), reset by
+    /// any launch that writes the buffer.
+    pub id_max: AtomicU64,
+    /// How many elements from the start of the buffer `id_max` is exactly the maximum of
+    /// (an upload's length; 0 when it is only an upper bound).
+    pub id_exact_len: AtomicU64,
 }
+
+/// [`Storage::id_max`] when nothing is known.
+pub(crate) const UNKNOWN_MAX: u64 = u64::MAX;
 
 impl Drop for Storage {
     fn drop(&mut self) {
@@ -116,6 +127,8 @@ impl Device {
                 buffer,
                 class,
                 last_batch: AtomicU64::new(last),
+                id_max: AtomicU64::new(UNKNOWN_MAX),
+                id_exact_len: AtomicU64::new(0),
             }),
             offset: 0,
             shape: shape.into(),
@@ -169,13 +182,54 @@ impl Tensor {
     /// # Errors
     /// [`Error::ShapeMismatch`] when `data.len()` is not the product of `shape`.
     pub fn from_u32(dev: &Device, data: &[u32], shape: &[usize]) -> Result<Tensor, Error> {
-        Self::upload(
+        let t = Self::upload(
             dev,
             bytemuck::cast_slice(data),
             shape,
             DType::U32,
             data.len(),
-        )
+        )?;
+        // Remembered so that an index op finds an id past its table without a read.
+        let max = data.iter().copied().max().unwrap_or(0);
+        t.storage.id_max.store(u64::from(max), Ordering::Relaxed);
+        t.storage
+            .id_exact_len
+            .store(data.len() as u64, Ordering::Relaxed);
+        Ok(t)
+    }
+
+    /// For a u32 tensor: the largest value it can hold as known on the host, and whether
+    /// that is its exact maximum (an upload seen whole) rather than an upper bound.
+    pub(crate) fn known_max(&self) -> Option<(u32, bool)> {
+        if self.dtype != DType::U32 {
+            return None;
+        }
+        let max = self.storage.id_max.load(Ordering::Relaxed);
+        let max = u32::try_from(max).ok()?;
+        let exact = self.offset == 0
+            && self.len as u64 == self.storage.id_exact_len.load(Ordering::Relaxed);
+        Some((max, exact))
+    }
+
+    /// Declares that this u32 tensor was just filled with values copied from `source`
+    /// (a gather of token windows from a corpus, an `index_select` of ids), so that what
+    /// is known of `source`'s largest value bounds this one's too: an index op given it
+    /// then needs no check on the GPU. Call it after the launch that wrote this tensor.
+    ///
+    /// ```
+    /// # let dev = tang_runtime::Device::new()?;
+    /// let corpus = tang_runtime::Tensor::from_u32(&dev, &[1, 2, 3], &[3])?;
+    /// let window = dev.empty(&[2], tang_runtime::DType::U32)?;
+    /// // ... a kernel copies two tokens of `corpus` into `window` ...
+    /// window.mark_values_from(&corpus);
+    /// # Ok::<(), tang_runtime::Error>(())
+    /// ```
+    pub fn mark_values_from(&self, source: &Tensor) {
+        let max = source
+            .known_max()
+            .map_or(UNKNOWN_MAX, |(m, _)| u64::from(m));
+        self.storage.id_max.store(max, Ordering::Relaxed);
+        self.storage.id_exact_len.store(0, Ordering::Relaxed);
     }
 
     /// An f32 tensor of zeros.
@@ -198,6 +252,7 @@ impl Tensor {
             st.encoder(&dev.inner)
                 .clear_buffer(&self.storage.buffer, self.offset, Some(bytes));
             self.storage.last_batch.store(st.batch, Ordering::Relaxed);
+            self.storage.id_max.store(UNKNOWN_MAX, Ordering::Relaxed);
         }
         Ok(())
     }

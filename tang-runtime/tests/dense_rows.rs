@@ -419,8 +419,7 @@ fn embedding_forward_and_deterministic_backward() {
             (65, 1000, 33),
             (4000, 2, 4),
         ] {
-            let mut ids: Vec<u32> = (0..n).map(|_| rng.below(vocab + 1) as u32).collect();
-            ids[0] = vocab as u32 + 7; // out of range: zeros forward, no gradient
+            let ids: Vec<u32> = (0..n).map(|_| rng.below(vocab) as u32).collect();
             let w = rng.vec(vocab * dim, 1.0);
             let it = Tensor::from_u32(&dev, &ids, &[n]).unwrap();
             let wt = Tensor::from_slice(&dev, &w, &[vocab, dim]).unwrap();
@@ -577,10 +576,29 @@ fn cross_entropy_matches_cpu_and_finite_differences() {
                 .collect();
             assert_close(&format!("{what}: grad"), &grad, &want, 1e-7, 1e-4);
         }
-        // An out-of-range target makes the loss NaN, without reading out of bounds.
+        // An out-of-range target is an error naming it (uploaded targets: at once).
         let xt = Tensor::from_slice(&dev, &[0.0; 6], &[2, 3]).unwrap();
         let tt = Tensor::from_u32(&dev, &[0, 9], &[2]).unwrap();
-        let out = cross_entropy::cross_entropy(&xt, &tt, None).unwrap();
+        let e = cross_entropy::cross_entropy(&xt, &tt, None).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                tang_runtime::Error::IndexOutOfRange {
+                    value: 9,
+                    bound: 3,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        // Targets made on the GPU: the kernel reads nothing out of bounds (a NaN loss),
+        // and the next read reports the error; the read after it sees the values.
+        let gpu_made = tang_runtime::ops::clone(&tt).unwrap();
+        let out = cross_entropy::cross_entropy(&xt, &gpu_made, None).unwrap();
+        assert!(matches!(
+            out.loss.to_vec(),
+            Err(tang_runtime::Error::IndexOutOfRange { .. })
+        ));
         assert!(out.loss.to_vec().unwrap()[0].is_nan());
         let bad = Tensor::from_u32(&dev, &[0, 1, 2], &[3]).unwrap();
         assert!(cross_entropy::cross_entropy(&xt, &bad, None).is_err());

@@ -325,11 +325,20 @@ fn index_select_and_its_index_add_backward() {
         for (seed, &(xs, dim, k)) in cases.iter().enumerate() {
             let n: usize = xs.iter().product();
             let xv = random(n, seed as u64);
-            // One index past the end: reads 0, gets no gradient.
+            // Some indices past the end: uploaded, they are an error at once; made on the
+            // GPU (a copy the host knows nothing of), they read 0, get no gradient, and
+            // the next read reports them.
             let idx = indices(k, xs[dim] as u32 + 1, 30 + seed as u64);
+            let past_end = idx.iter().any(|&i| i as usize >= xs[dim]);
             let x = Tensor::from_slice(&dev, &xv, xs).unwrap();
             let it = Tensor::from_u32(&dev, &idx, &[k]).unwrap();
+            let r = ops::index_select(&x, dim, &it);
+            assert_eq!(matches!(r, Err(Error::IndexOutOfRange { .. })), past_end);
+            let it = ops::clone(&it).unwrap();
             let y = ops::index_select(&x, dim, &it).unwrap();
+            if past_end {
+                assert!(matches!(y.to_vec(), Err(Error::IndexOutOfRange { .. })));
+            }
             let want = cpu_index_select(&f64s(&xv), xs, dim, &idx);
             assert_close("index_select", &y.to_vec().unwrap(), &want, 0.0, 0.0);
             let wv = random(y.len(), 60 + seed as u64);
@@ -380,9 +389,17 @@ fn gather_and_its_scatter_add_backward() {
             let m: usize = is.iter().product();
             let xv = random(n, seed as u64);
             let idx = indices(m, xs[dim] as u32 + 1, 40 + seed as u64);
+            let past_end = idx.iter().any(|&i| i as usize >= xs[dim]);
             let x = Tensor::from_slice(&dev, &xv, xs).unwrap();
             let it = Tensor::from_u32(&dev, &idx, is).unwrap();
+            let r = ops::gather(&x, dim, &it);
+            assert_eq!(matches!(r, Err(Error::IndexOutOfRange { .. })), past_end);
+            // As index_select: GPU-made indices read 0 and report at the next read.
+            let it = ops::clone(&it).unwrap();
             let y = ops::gather(&x, dim, &it).unwrap();
+            if past_end {
+                assert!(matches!(y.to_vec(), Err(Error::IndexOutOfRange { .. })));
+            }
             let want = cpu_gather(&f64s(&xv), xs, dim, &idx, is);
             assert_close("gather", &y.to_vec().unwrap(), &want, 0.0, 0.0);
             let wv = random(m, 80 + seed as u64);

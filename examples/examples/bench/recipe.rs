@@ -17,10 +17,11 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
+use tang_nn::Module;
 use tang_nn::data::DeviceTokenBatcher;
 use tang_nn::models::gpt::{Gpt, GptConfig};
 use tang_nn::nn::functional::cross_entropy;
-use tang_nn::optim::{AdamW, AdamWOptions, decay_groups, named_parameters_of};
+use tang_nn::optim::{AdamW, AdamWOptions, decay_groups};
 use tang_nn::schedule::Schedule;
 use tang_nn::train::{StepContext, Trainer, TrainerOptions};
 use tang_runtime::Device;
@@ -78,7 +79,7 @@ fn recipe_case(dev: &Device, s: RecipeShape, reps: usize) -> Result<(f64, f64), 
         betas: (0.9, 0.99),
         ..AdamWOptions::default()
     };
-    let groups = decay_groups(named_parameters_of(&model), 0.1).to_vec();
+    let groups = decay_groups(model.named_parameters(), 0.1).to_vec();
     let opt = AdamW::with_groups(groups, adamw)?;
     let batches = DeviceTokenBatcher::new(dev, &ids, s.batch, s.block, 1337)?;
     let tokens = s.batch * s.block;
@@ -95,8 +96,8 @@ fn recipe_case(dev: &Device, s: RecipeShape, reps: usize) -> Result<(f64, f64), 
         .with_schedule(Schedule::warmup_cosine(1e-3, 1e-4, 100, 5000)?);
     let mut forward = |ctx: &mut StepContext<'_>| -> Result<_, BoxError> {
         let (x, y) = batches.batch(ctx.step)?;
-        let logits = model.forward(&x)?.reshape(&[tokens, chars.len()])?;
-        Ok(cross_entropy(&logits, &y.reshape(&[tokens])?)?)
+        let logits = model.forward(&x)?.reshape(&[tokens as i64, -1])?;
+        Ok(cross_entropy(&logits, &y.flatten(0)?)?)
     };
     let mut step = || -> Result<(), BoxError> {
         trainer.step(&mut forward)?;

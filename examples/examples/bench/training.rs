@@ -26,11 +26,8 @@ use tang_nn::nn::{
     AttnMask, CausalSelfAttention, CausalSelfAttentionConfig, Embedding, LayerNorm, Linear, ReLU,
     Sequential, WeightDropout, scaled_dot_product_attention,
 };
-use tang_nn::optim::{
-    Adam, AdamOptions, AdamW, AdamWOptions, Algorithm, NamedGradients, Optimizer,
-};
+use tang_nn::optim::{Adam, AdamOptions, AdamW, AdamWOptions, Algorithm, Optimizer};
 use tang_nn::rng::SplitMix64;
-use tang_runtime::ops::arange;
 use tang_runtime::{Device, Tensor as RawTensor};
 
 use super::Report;
@@ -95,7 +92,7 @@ impl BenchGpt {
     }
 
     /// Logits `[B * T, vocab]` of `idx [B, T]`.
-    fn forward(&self, idx: &RawTensor, pos: &RawTensor) -> Result<Tensor, BoxError> {
+    fn forward(&self, idx: &Tensor, pos: &Tensor) -> Result<Tensor, BoxError> {
         let mut x = self.tok.forward(idx)?.add(&self.pos.forward(pos)?)?;
         for b in &self.blocks {
             x = x.add(&b.attn.forward(&b.ln1.forward(&x)?)?)?;
@@ -103,38 +100,25 @@ impl BenchGpt {
             x = x.add(&b.fc2.forward(&h)?)?;
         }
         let logits = self.head.forward(&self.ln.forward(&x)?)?;
-        let rows = idx.len();
+        let rows = idx.numel();
         Ok(logits.reshape(&[rows, logits.shape()[2]])?)
     }
 }
 
-/// A model's trainable parameters by name (as the optimizer was built over).
-fn params_of(model: &impl Module) -> Vec<(String, Tensor)> {
-    model
-        .named_parameters()
-        .into_iter()
-        .filter(|(_, p)| p.requires_grad())
-        .collect()
-}
-
-/// `backward` of `loss` and one optimizer step over `params`.
-fn backward_and_step<A: Algorithm>(
-    loss: &Tensor,
-    params: &[(String, Tensor)],
-    opt: &mut Optimizer<A>,
-) -> Result<(), BoxError> {
+/// `backward` of `loss` and one optimizer step.
+fn backward_and_step<A: Algorithm>(loss: &Tensor, opt: &mut Optimizer<A>) -> Result<(), BoxError> {
     let grads = loss.backward()?;
-    opt.step(&NamedGradients::new(params, &grads))?;
+    opt.step(&grads)?;
     Ok(())
 }
 
 /// Random class labels in `0..classes`.
-fn labels(dev: &Device, n: usize, classes: usize, seed: u64) -> Result<RawTensor, BoxError> {
+fn labels(dev: &Device, n: usize, classes: usize, seed: u64) -> Result<Tensor, BoxError> {
     let mut rng = SplitMix64::new(seed);
     let ids: Vec<u32> = (0..n)
         .map(|_| (rng.next_u64() % classes as u64) as u32)
         .collect();
-    Ok(RawTensor::from_u32(dev, &ids, &[n])?)
+    Ok(Tensor::from_u32(dev, &ids, &[n])?)
 }
 
 /// Times `step` (a whole training step) as the other cases, with the GPU finished; the
@@ -170,15 +154,13 @@ fn mlp_case(dev: &Device, sizes: &[usize], batch: usize, reps: usize) -> Result<
         }
         model = model.append(Linear::new(dev, w[0], w[1], true, &mut rng)?);
     }
-    let params = params_of(&model);
-    let named = params.iter().map(|(n, p)| (n.clone(), p.data().clone()));
-    let mut opt = Adam::new(named, AdamOptions::default())?;
+    let mut opt = Adam::new(model.named_parameters(), AdamOptions::default())?;
     let x = RawTensor::from_slice(dev, &random(batch * sizes[0], 11), &[batch, sizes[0]])?;
     let x = Tensor::constant(x);
     let y = labels(dev, batch, sizes[sizes.len() - 1], 13)?;
     time_step(dev, reps, || {
         let loss = cross_entropy(&model.forward(&x)?, &y)?;
-        backward_and_step(&loss, &params, &mut opt)
+        backward_and_step(&loss, &mut opt)
     })
 }
 
@@ -186,16 +168,17 @@ fn mlp_case(dev: &Device, sizes: &[usize], batch: usize, reps: usize) -> Result<
 /// time: `(step ms, host ms, single step ms)`.
 fn gpt_case(dev: &Device, s: GptSize, reps: usize) -> Result<(f64, f64, f64), BoxError> {
     let model = BenchGpt::new(dev, s, &mut SplitMix64::new(5))?;
-    let params = params_of(&model);
-    let named = params.iter().map(|(n, p)| (n.clone(), p.data().clone()));
-    let mut opt = AdamW::new(named, AdamWOptions::default())?;
+    let mut opt = AdamW::new(model.named_parameters(), AdamWOptions::default())?;
     let n = s.batch * s.block;
     let idx = labels(dev, n, s.vocab, 17)?.reshape(&[s.batch, s.block])?;
     let tgt = labels(dev, n, s.vocab, 19)?;
-    let pos = arange(dev, 0, s.block as u32, 1)?;
+    // Uploaded (not `arange` on the GPU) so that the host knows the ids are in range and
+    // the embeddings launch no id check.
+    let positions: Vec<u32> = (0..s.block as u32).collect();
+    let pos = Tensor::from_u32(dev, &positions, &[s.block])?;
     let mut step = || -> Result<(), BoxError> {
         let loss = cross_entropy(&model.forward(&idx, &pos)?, &tgt)?;
-        backward_and_step(&loss, &params, &mut opt)
+        backward_and_step(&loss, &mut opt)
     };
     let ms = time_step(dev, reps, &mut step)?;
     // What the host does per step, to read the host share against.

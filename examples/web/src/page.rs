@@ -11,7 +11,7 @@ use tang_nn::Module;
 use tang_nn::autograd::Tensor as Var;
 use tang_nn::nn::functional::cross_entropy;
 use tang_nn::nn::{Linear, ReLU, Sequential};
-use tang_nn::optim::{Adam, AdamOptions, NamedGradients, named_parameters_of};
+use tang_nn::optim::{Adam, AdamOptions};
 use tang_nn::rng::SplitMix64;
 use tang_runtime::dense::matmul::matmul;
 use tang_runtime::dense::softmax::softmax;
@@ -193,24 +193,18 @@ async fn train_digits(doc: &Document, dev: &Device, report: &mut Report) -> Resu
     for (_, p) in &named {
         initial.push(p.data().to_vec_async().await?);
     }
-    let mut opt = Adam::new(
-        named_parameters_of(&model),
-        AdamOptions {
-            lr: LR,
-            ..AdamOptions::default()
-        },
-    )?;
+    let mut opt = Adam::new(model.named_parameters(), AdamOptions::default().lr(LR))?;
 
     let mut order: Vec<usize> = (0..data.len()).collect();
     rng.shuffle(&mut order);
     let mut losses = Vec::with_capacity(STEPS);
     for (step, batch) in order.chunks_exact(BATCH).take(STEPS).enumerate() {
         let b = data.select(batch);
-        let x = Var::constant(Tensor::from_slice(dev, &b.features, &[b.len(), FEATURES])?);
-        let y = Tensor::from_u32(dev, &b.labels, &[b.len()])?;
+        let x = Var::from_slice(dev, &b.features, &[b.len(), FEATURES])?;
+        let y = Var::from_u32(dev, &b.labels, &[b.len()])?;
         let loss = cross_entropy(&model.forward(&x)?, &y)?;
         let grads = loss.backward()?;
-        opt.step(&NamedGradients::new(&named, &grads))?;
+        opt.step(&grads)?;
         // Awaited after the step was recorded: the read waits for the loss only, and the
         // browser keeps painting while the GPU works.
         let value = loss.data().to_vec_async().await?[0];

@@ -15,8 +15,8 @@ impl Tensor {
     /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor, ops::Conv2d};
     /// let dev = Device::new()?;
-    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[1, 3, 8, 8])?);
-    /// let w = Tensor::parameter(RawTensor::zeros(&dev, &[4, 3, 3, 3])?);
+    /// let x = Tensor::zeros(&dev, &[1, 3, 8, 8])?;
+    /// let w = Tensor::zeros(&dev, &[4, 3, 3, 3])?.into_parameter();
     /// let conv = Conv2d { padding: [1, 1], ..Conv2d::default() };
     /// assert_eq!(x.conv2d(&w, None, &conv)?.shape(), &[1, 4, 8, 8]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -40,10 +40,10 @@ impl Tensor {
     /// gradient goes to the first maximum of each window.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::tang_runtime::ops::Pool2d;
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 4.0, 2.0, 3.0], &[1, 1, 2, 2])?);
+    /// let x = Tensor::from_slice(&dev, &[1.0, 4.0, 2.0, 3.0], &[1, 1, 2, 2])?;
     /// assert_eq!(x.max_pool2d(&Pool2d::new([2, 2]))?.to_vec()?, [4.0]); // F.max_pool2d(x, 2)
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -63,10 +63,10 @@ impl Tensor {
     /// default `count_include_pad` is `true`).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::tang_runtime::ops::Pool2d;
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 4.0, 2.0, 3.0], &[1, 1, 2, 2])?);
+    /// let x = Tensor::from_slice(&dev, &[1.0, 4.0, 2.0, 3.0], &[1, 1, 2, 2])?;
     /// assert_eq!(x.avg_pool2d(&Pool2d::new([2, 2]), true)?.to_vec()?, [2.5]); // F.avg_pool2d(x, 2)
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

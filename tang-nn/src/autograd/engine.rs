@@ -13,10 +13,10 @@ use super::tensor::{GradFn, RawTensor, Tensor, TensorId};
 /// keyed by the parameter's [`TensorId`].
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
-/// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[2.0], &[1])?);
-/// let frozen = Tensor::parameter(RawTensor::from_slice(&dev, &[5.0], &[1])?);
+/// let w = Tensor::from_slice(&dev, &[2.0], &[1])?.into_parameter();
+/// let frozen = Tensor::from_slice(&dev, &[5.0], &[1])?.into_parameter();
 /// let grads = w.mul(&w)?.sum_all()?.backward()?; // d(w²)/dw = 2w
 /// assert_eq!(grads.get(&w).map(|g| g.to_vec()).transpose()?, Some(vec![4.0]));
 /// assert!(grads.get(&frozen).is_none()); // the loss does not reach it
@@ -28,27 +28,28 @@ pub struct Gradients {
 }
 
 impl Gradients {
-    /// The gradient of `t` (`None` when the loss does not depend on it).
+    /// The gradient of `t` (`None` when the loss does not depend on it), as a constant
+    /// sharing the gradient's buffer.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[3.0], &[1])?);
+    /// let w = Tensor::from_slice(&dev, &[3.0], &[1])?.into_parameter();
     /// let grads = w.sum_all()?.backward()?;
     /// let dw = grads.get(&w).ok_or("w has no gradient")?; // torch: w.grad
     /// assert_eq!(dw.to_vec()?, [1.0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn get(&self, t: &Tensor) -> Option<&RawTensor> {
-        self.map.get(&t.id())
+    pub fn get(&self, t: &Tensor) -> Option<Tensor> {
+        self.map.get(&t.id()).map(|g| Tensor::constant(g.clone()))
     }
 
     /// The gradient of the tensor with identity `id`.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[3.0], &[1])?);
+    /// let w = Tensor::from_slice(&dev, &[3.0], &[1])?.into_parameter();
     /// let grads = w.sum_all()?.backward()?;
     /// assert!(grads.get_id(w.id()).is_some());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -60,9 +61,9 @@ impl Gradients {
     /// Takes the gradient of `t` out of the set.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[3.0], &[1])?);
+    /// let w = Tensor::from_slice(&dev, &[3.0], &[1])?.into_parameter();
     /// let mut grads = w.sum_all()?.backward()?;
     /// let dw = grads.remove(&w).ok_or("w has no gradient")?; // the buffer is now ours
     /// assert!(grads.is_empty() && dw.to_vec()? == [1.0]);
@@ -75,10 +76,10 @@ impl Gradients {
     /// How many parameters have a gradient.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let a = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
-    /// let b = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
+    /// let a = Tensor::zeros(&dev, &[1])?.into_parameter();
+    /// let b = Tensor::zeros(&dev, &[1])?.into_parameter();
     /// assert_eq!(a.add(&b)?.sum_all()?.backward()?.len(), 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -98,9 +99,9 @@ impl Gradients {
     /// Every `(parameter id, gradient)`, in no particular order.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let w = Tensor::parameter(RawTensor::zeros(&dev, &[2])?);
+    /// let w = Tensor::zeros(&dev, &[2])?.into_parameter();
     /// for (id, grad) in w.sum_all()?.backward()?.iter() {
     ///     assert_eq!((id, grad.shape()), (w.id(), &[2][..]));
     /// }
@@ -108,6 +109,58 @@ impl Gradients {
     /// ```
     pub fn iter(&self) -> impl Iterator<Item = (TensorId, &RawTensor)> {
         self.map.iter().map(|(id, g)| (*id, g))
+    }
+
+    /// Adds the gradients of another backward pass into these, on the GPU: what
+    /// PyTorch's `.grad` does over several `backward()` calls (gradient accumulation
+    /// over micro-batches). A parameter only `other` reaches takes its gradient as is.
+    ///
+    /// ```
+    /// # use tang_nn::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let w = Tensor::from_slice(&dev, &[2.0], &[1])?.into_parameter();
+    /// let mut grads = w.sum_all()?.backward()?;
+    /// grads.accumulate(w.mul(&w)?.sum_all()?.backward()?)?; // 1 + 2w
+    /// grads.scale(0.5)?; // the mean over two micro-batches
+    /// assert_eq!(grads.get(&w).ok_or("no gradient")?.to_vec()?, [2.5]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when two gradients of one parameter differ in shape (they
+    /// came from different models) or the device fails.
+    pub fn accumulate(&mut self, other: Gradients) -> Result<(), Error> {
+        for (id, g) in other.map {
+            match self.map.get(&id) {
+                Some(mine) => ops::add_(mine, &g, 1.0)?,
+                None => {
+                    self.map.insert(id, g);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Multiplies every gradient by `factor` in place (`1 / micro_batches` after
+    /// [`Gradients::accumulate`], to average instead of sum).
+    ///
+    /// ```
+    /// # use tang_nn::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let w = Tensor::from_slice(&dev, &[2.0], &[1])?.into_parameter();
+    /// let mut grads = w.sum_all()?.backward()?;
+    /// grads.scale(0.25)?;
+    /// assert_eq!(grads.get(&w).ok_or("no gradient")?.to_vec()?, [0.25]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when the device fails.
+    pub fn scale(&mut self, factor: f32) -> Result<(), Error> {
+        for g in self.map.values() {
+            ops::mul_(g, factor)?;
+        }
+        Ok(())
     }
 }
 
@@ -118,9 +171,9 @@ impl Tensor {
     /// graph is [`Error::GraphFreed`].
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0, -1.0], &[2])?);
+    /// let w = Tensor::from_slice(&dev, &[1.0, -1.0], &[2])?.into_parameter();
     /// let loss = w.relu()?.sum_all()?;
     /// let grads = loss.backward()?; // torch: loss.backward(); w.grad
     /// assert_eq!(grads.get(&w).ok_or("no gradient")?.to_vec()?, [1.0, 0.0]);
@@ -151,7 +204,7 @@ impl Tensor {
     /// ```
     /// # use tang_nn::autograd::{RawTensor, Tensor};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0, 2.0], &[2])?);
+    /// let w = Tensor::from_slice(&dev, &[1.0, 2.0], &[2])?.into_parameter();
     /// let y = w.mul(&w)?;
     /// let grads = y.backward_with(RawTensor::from_slice(&dev, &[1.0, 0.5], &[2])?)?; // y.backward(g)
     /// assert_eq!(grads.get(&w).ok_or("no gradient")?.to_vec()?, [2.0, 2.0]);

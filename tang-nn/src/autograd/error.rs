@@ -6,15 +6,15 @@ use std::fmt;
 /// Everything that can go wrong when recording or running a backward pass.
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
-/// let w = Tensor::parameter(RawTensor::zeros(&dev, &[2])?);
+/// let w = Tensor::zeros(&dev, &[2])?.into_parameter();
 /// let err = w.backward().err().ok_or("a [2] loss is not a scalar")?;
 /// assert!(matches!(err, tang_nn::autograd::Error::NotScalar { .. }));
 /// println!("{err}"); // says what to do: reduce the loss to one element first
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Error {
     /// A kernel of the forward or backward pass failed (shapes, device, limits).
@@ -44,6 +44,14 @@ pub enum Error {
         /// The shape of the tensor `backward` was called on.
         shape: Vec<usize>,
     },
+}
+
+/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
+/// and `unwrap` show the message with its hint rather than the variant's fields.
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 impl fmt::Display for Error {

@@ -26,8 +26,8 @@ use super::tensor::{RawTensor, Tensor};
 /// }
 ///
 /// let dev = Device::new()?;
-/// let x = Tensor::constant(RawTensor::from_slice(&dev, &[0.5, -1.0, 2.0, 0.0], &[2, 2])?);
-/// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[3.0, 4.0], &[2])?);
+/// let x = Tensor::from_slice(&dev, &[0.5, -1.0, 2.0, 0.0], &[2, 2])?;
+/// let w = Tensor::from_slice(&dev, &[3.0, 4.0], &[2])?.into_parameter();
 /// let loss = apply(&scaled_tanh::FUSED, &[&x, &w], &[0.5])?.sum_all()?;
 /// let grads = loss.backward()?;
 /// assert_eq!(grads.get(&w).unwrap().shape(), &[2]); // summed over the broadcast rows

@@ -17,10 +17,10 @@ impl Tensor {
     ///
     /// ```
     /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # use tang_nn::tang_runtime::Device;
     /// let dev = Device::new()?;
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 2.0], &[1, 2])?);
-    /// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0, 0.0, 0.0, 1.0, 1.0, 1.0], &[3, 2])?);
+    /// let x = Tensor::from_slice(&dev, &[1.0, 2.0], &[1, 2])?;
+    /// let w = Tensor::from_slice(&dev, &[1.0, 0.0, 0.0, 1.0, 1.0, 1.0], &[3, 2])?.into_parameter();
     /// assert_eq!(x.linear(&w, None)?.to_vec()?, vec![1.0, 2.0, 3.0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -48,7 +48,7 @@ impl Tensor {
     /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor, ops::Generator};
     /// let dev = Device::new()?;
-    /// let x = Tensor::parameter(RawTensor::full(&dev, &[8], 1.0)?);
+    /// let x = Tensor::full(&dev, &[8], 1.0)?.into_parameter();
     /// let y = x.dropout(0.5, &mut Generator::new(0))?;   // each element 0 or 2
     /// assert!(y.to_vec()?.iter().all(|&v| v == 0.0 || v == 2.0));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -73,21 +73,21 @@ impl Tensor {
     ///
     /// ```
     /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # use tang_nn::tang_runtime::Device;
     /// let dev = Device::new()?;
-    /// let x = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0, 2.0, 3.0, 4.0], &[2, 2])?);
-    /// let index = RawTensor::from_u32(&dev, &[1, 0], &[2, 1])?;
+    /// let x = Tensor::from_slice(&dev, &[1.0, 2.0, 3.0, 4.0], &[2, 2])?.into_parameter();
+    /// let index = Tensor::from_u32(&dev, &[1, 0], &[2, 1])?;
     /// assert_eq!(x.gather(1, &index)?.to_vec()?, vec![2.0, 3.0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] unless `index` is u32 of `self`'s rank and fits it.
-    pub fn gather(&self, dim: usize, index: &RawTensor) -> Result<Tensor, Error> {
-        let out = ops::gather(self.data(), dim, index)?;
+    pub fn gather(&self, dim: usize, index: &Tensor) -> Result<Tensor, Error> {
+        let out = ops::gather(self.data(), dim, index.data())?;
         let op = Op::Gather {
             dim,
-            index: index.clone(),
+            index: index.data().clone(),
         };
         Ok(Tensor::record(out, op, &[self], false, false))
     }
@@ -99,7 +99,7 @@ impl Tensor {
     /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
     /// let dev = Device::new()?;
-    /// let x = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0, 2.0], &[2])?);
+    /// let x = Tensor::from_slice(&dev, &[1.0, 2.0], &[2])?.into_parameter();
     /// let mask = RawTensor::from_slice(&dev, &[0.0, 1.0], &[2])?;
     /// assert_eq!(x.mul_constant(&mask)?.to_vec()?, vec![0.0, 2.0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -121,9 +121,9 @@ impl Tensor {
     /// `x²`, elementwise (PyTorch's `torch.square`).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[-2.0, 3.0], &[2])?);
+    /// let x = Tensor::from_slice(&dev, &[-2.0, 3.0], &[2])?;
     /// assert_eq!(x.square()?.to_vec()?, [4.0, 9.0]); // torch.square(x)
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -139,10 +139,10 @@ impl Tensor {
     /// unreduced: `softplus(x) - x y`. Both inputs get gradients, as in PyTorch.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let logits = Tensor::parameter(RawTensor::zeros(&dev, &[2])?);
-    /// let target = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 0.0], &[2])?);
+    /// let logits = Tensor::zeros(&dev, &[2])?.into_parameter();
+    /// let target = Tensor::from_slice(&dev, &[1.0, 0.0], &[2])?;
     /// let loss = logits.bce_with_logits(&target)?.to_vec()?; // softplus(0) = ln 2 per element
     /// assert!((loss[0] - std::f32::consts::LN_2).abs() < 1e-6);
     /// # Ok::<(), Box<dyn std::error::Error>>(())

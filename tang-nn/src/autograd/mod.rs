@@ -2,10 +2,10 @@
 //!
 //! ```
 //! use tang_nn::autograd::Tensor;
-//! use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+//! use tang_nn::tang_runtime::Device;
 //! let dev = Device::new()?;
-//! let w = Tensor::parameter(RawTensor::from_slice(&dev, &[0.5, -1.0, 2.0, 0.0], &[2, 2])?);
-//! let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 2.0], &[1, 2])?);
+//! let w = Tensor::from_slice(&dev, &[0.5, -1.0, 2.0, 0.0], &[2, 2])?.into_parameter();
+//! let x = Tensor::from_slice(&dev, &[1.0, 2.0], &[1, 2])?;
 //! let loss = x.matmul(&w)?.relu()?.sum_all()?;
 //! let grads = loss.backward()?;          // every parameter's gradient, on the GPU
 //! let dw = grads.get(&w).unwrap();
@@ -47,6 +47,7 @@
 //!   graph.
 
 mod conv_ops;
+mod create;
 mod elementwise;
 mod engine;
 mod error;
@@ -54,9 +55,11 @@ mod fused;
 mod layer_kernels;
 mod layer_ops;
 mod op;
+mod operators;
 mod ops;
 mod tensor;
 
+pub use create::Dims;
 pub use engine::Gradients;
 pub use error::Error;
 pub use fused::apply;

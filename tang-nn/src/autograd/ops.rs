@@ -14,10 +14,10 @@ impl Tensor {
     /// `self · other` for `[.., m, k] · [.., k, n]` (PyTorch's `matmul` for rank >= 2).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 2.0], &[1, 2])?);
-    /// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0, 0.0, 0.0, 1.0], &[2, 2])?);
+    /// let x = Tensor::from_slice(&dev, &[1.0, 2.0], &[1, 2])?;
+    /// let w = Tensor::from_slice(&dev, &[1.0, 0.0, 0.0, 1.0], &[2, 2])?.into_parameter();
     /// assert_eq!(x.matmul(&w)?.to_vec()?, [1.0, 2.0]); // torch: x @ w
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -29,20 +29,23 @@ impl Tensor {
         Ok(Tensor::record(out, Op::Matmul, &[self, other], true, false))
     }
 
-    /// The same values in another shape of as many elements (shares the buffer).
+    /// The same values in another shape of as many elements (shares the buffer); one
+    /// dimension may be `-1`, inferred from the others (see [`Dims`](super::Dims)).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
-    /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[2, 3])?);
+    /// # use tang_nn::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let x = Tensor::zeros(&dev, &[2, 3])?;
     /// assert_eq!(x.reshape(&[3, 2])?.shape(), &[3, 2]); // torch: x.reshape(3, 2)
+    /// assert_eq!(x.reshape(&[-1])?.shape(), &[6]); // torch: x.reshape(-1)
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
     /// # Errors
-    /// [`Error::Runtime`] when the element counts differ.
-    pub fn reshape(&self, shape: &[usize]) -> Result<Tensor, Error> {
-        let out = ops::reshape(self.data(), shape)?;
+    /// [`Error::Runtime`] when the element counts differ, or with more than one `-1`.
+    pub fn reshape<D: super::create::Dims + ?Sized>(&self, shape: &D) -> Result<Tensor, Error> {
+        let shape = super::create::infer_shape(self.shape(), &shape.dims())?;
+        let out = ops::reshape(self.data(), &shape)?;
         let version = Arc::clone(&self.node.version);
         Ok(Tensor::record_sharing(
             out,
@@ -57,9 +60,9 @@ impl Tensor {
     /// The dimensions reordered: result dimension `i` is input dimension `dims[i]`.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[2, 3, 4])?);
+    /// let x = Tensor::zeros(&dev, &[2, 3, 4])?;
     /// assert_eq!(x.permute(&[2, 0, 1])?.shape(), &[4, 2, 3]); // torch: x.permute(2, 0, 1)
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -75,9 +78,9 @@ impl Tensor {
     /// `length` entries of dimension `dim` from `start`.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 2.0, 3.0, 4.0], &[4])?);
+    /// let x = Tensor::from_slice(&dev, &[1.0, 2.0, 3.0, 4.0], &[4])?;
     /// assert_eq!(x.narrow(0, 1, 2)?.to_vec()?, [2.0, 3.0]); // torch: x.narrow(0, 1, 2)
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -98,10 +101,10 @@ impl Tensor {
     /// The tensors joined along `dim` (PyTorch's `torch.cat`).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let a = Tensor::constant(RawTensor::from_slice(&dev, &[1.0], &[1])?);
-    /// let b = Tensor::constant(RawTensor::from_slice(&dev, &[2.0, 3.0], &[2])?);
+    /// let a = Tensor::from_slice(&dev, &[1.0], &[1])?;
+    /// let b = Tensor::from_slice(&dev, &[2.0, 3.0], &[2])?;
     /// assert_eq!(Tensor::cat(&[&a, &b], 0)?.to_vec()?, [1.0, 2.0, 3.0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -117,21 +120,21 @@ impl Tensor {
     /// The entries of `dim` listed by `index` (a 1-D u32 tensor).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[10.0, 20.0, 30.0], &[3])?);
-    /// let idx = RawTensor::from_u32(&dev, &[2, 0], &[2])?;
+    /// let x = Tensor::from_slice(&dev, &[10.0, 20.0, 30.0], &[3])?;
+    /// let idx = Tensor::from_u32(&dev, &[2, 0], &[2])?;
     /// assert_eq!(x.index_select(0, &idx)?.to_vec()?, [30.0, 10.0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] when `index` is not 1-D u32 or `dim` is out of range.
-    pub fn index_select(&self, dim: usize, index: &RawTensor) -> Result<Tensor, Error> {
-        let out = ops::index_select(self.data(), dim, index)?;
+    pub fn index_select(&self, dim: usize, index: &Tensor) -> Result<Tensor, Error> {
+        let out = ops::index_select(self.data(), dim, index.data())?;
         let op = Op::IndexSelect {
             dim,
-            index: index.clone(),
+            index: index.data().clone(),
         };
         Ok(Tensor::record(out, op, &[self], false, false))
     }
@@ -139,9 +142,9 @@ impl Tensor {
     /// Sum along `dim`, which is removed (a 1-D input gives `[1]`).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 2.0, 3.0, 4.0], &[2, 2])?);
+    /// let x = Tensor::from_slice(&dev, &[1.0, 2.0, 3.0, 4.0], &[2, 2])?;
     /// assert_eq!(x.sum(1)?.to_vec()?, [3.0, 7.0]); // torch: x.sum(dim=1)
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -156,9 +159,9 @@ impl Tensor {
     /// Mean along `dim`, which is removed (a 1-D input gives `[1]`).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 2.0, 3.0, 4.0], &[2, 2])?);
+    /// let x = Tensor::from_slice(&dev, &[1.0, 2.0, 3.0, 4.0], &[2, 2])?;
     /// assert_eq!(x.mean(0)?.to_vec()?, [2.0, 3.0]); // torch: x.mean(dim=0)
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -173,9 +176,9 @@ impl Tensor {
     /// Sum of every element, shape `[1]`.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 2.0, 3.0], &[3])?);
+    /// let x = Tensor::from_slice(&dev, &[1.0, 2.0, 3.0], &[3])?;
     /// assert_eq!(x.sum_all()?.to_vec()?, [6.0]); // torch: x.sum()
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -190,9 +193,9 @@ impl Tensor {
     /// Mean of every element, shape `[1]`.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 2.0, 3.0], &[3])?);
+    /// let x = Tensor::from_slice(&dev, &[1.0, 2.0, 3.0], &[3])?;
     /// assert_eq!(x.mean_all()?.to_vec()?, [2.0]); // torch: x.mean()
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -207,9 +210,9 @@ impl Tensor {
     /// Softmax over the last dimension.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[0.0, 0.0], &[1, 2])?);
+    /// let x = Tensor::from_slice(&dev, &[0.0, 0.0], &[1, 2])?;
     /// assert_eq!(x.softmax()?.to_vec()?, [0.5, 0.5]); // torch: x.softmax(-1)
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -225,9 +228,9 @@ impl Tensor {
     /// Log-softmax over the last dimension.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 1.0], &[1, 2])?);
+    /// let x = Tensor::from_slice(&dev, &[1.0, 1.0], &[1, 2])?;
     /// let y = x.log_softmax()?.to_vec()?; // torch: x.log_softmax(-1)
     /// assert!((y[0] + std::f32::consts::LN_2).abs() < 1e-6);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -245,11 +248,11 @@ impl Tensor {
     /// `F.layer_norm(x, (n,), weight, bias, eps)`; PyTorch's default `eps` is 1e-5).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 3.0], &[1, 2])?);
-    /// let w = Tensor::parameter(RawTensor::full(&dev, &[2], 1.0)?);
-    /// let b = Tensor::parameter(RawTensor::zeros(&dev, &[2])?);
+    /// let x = Tensor::from_slice(&dev, &[1.0, 3.0], &[1, 2])?;
+    /// let w = Tensor::full(&dev, &[2], 1.0)?.into_parameter();
+    /// let b = Tensor::zeros(&dev, &[2])?.into_parameter();
     /// let y = x.layer_norm(&w, &b, 1e-5)?.to_vec()?;
     /// assert!((y[0] + 1.0).abs() < 1e-4 && (y[1] - 1.0).abs() < 1e-4);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -273,10 +276,10 @@ impl Tensor {
     /// `x / sqrt(mean(x^2) + eps) * weight` (PyTorch's `F.rms_norm(x, (n,), weight, eps)`).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[3.0, 4.0], &[1, 2])?);
-    /// let w = Tensor::parameter(RawTensor::full(&dev, &[2], 1.0)?);
+    /// let x = Tensor::from_slice(&dev, &[3.0, 4.0], &[1, 2])?;
+    /// let w = Tensor::full(&dev, &[2], 1.0)?.into_parameter();
     /// assert_eq!(x.rms_norm(&w, 1e-6)?.shape(), &[1, 2]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -293,19 +296,19 @@ impl Tensor {
     /// (PyTorch's `F.embedding(ids, weight)`).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let table = Tensor::parameter(RawTensor::from_slice(&dev, &[0.0, 1.0, 2.0, 3.0], &[2, 2])?);
-    /// let ids = RawTensor::from_u32(&dev, &[1, 1, 0], &[3])?;
+    /// let table = Tensor::from_slice(&dev, &[0.0, 1.0, 2.0, 3.0], &[2, 2])?.into_parameter();
+    /// let ids = Tensor::from_u32(&dev, &[1, 1, 0], &[3])?;
     /// assert_eq!(Tensor::embedding(&ids, &table)?.to_vec()?, [2.0, 3.0, 2.0, 3.0, 0.0, 1.0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] unless `ids` is u32 and `weight` 2-D f32.
-    pub fn embedding(ids: &RawTensor, weight: &Tensor) -> Result<Tensor, Error> {
-        let out = embedding::embedding(ids, weight.data())?;
-        let op = Op::Embedding(ids.clone());
+    pub fn embedding(ids: &Tensor, weight: &Tensor) -> Result<Tensor, Error> {
+        let out = embedding::embedding(ids.data(), weight.data())?;
+        let op = Op::Embedding(ids.data().clone());
         Ok(Tensor::record(out, op, &[weight], false, false))
     }
 
@@ -314,10 +317,10 @@ impl Tensor {
     /// `F.cross_entropy(logits, targets, ignore_index=..)`, `reduction="mean"`). Shape `[1]`.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let logits = Tensor::parameter(RawTensor::zeros(&dev, &[2, 4])?);
-    /// let targets = RawTensor::from_u32(&dev, &[3, 0], &[2])?;
+    /// let logits = Tensor::zeros(&dev, &[2, 4])?.into_parameter();
+    /// let targets = Tensor::from_u32(&dev, &[3, 0], &[2])?;
     /// let loss = logits.cross_entropy(&targets, None)?; // torch: F.cross_entropy(logits, targets)
     /// assert!((loss.to_vec()?[0] - 4f32.ln()).abs() < 1e-5);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -327,10 +330,10 @@ impl Tensor {
     /// [`Error::Runtime`] when `targets` is not `logits`' shape without its last dimension.
     pub fn cross_entropy(
         &self,
-        targets: &RawTensor,
+        targets: &Tensor,
         ignore_index: Option<u32>,
     ) -> Result<Tensor, Error> {
-        let ce = cross_entropy::cross_entropy(self.data(), targets, ignore_index)?;
+        let ce = cross_entropy::cross_entropy(self.data(), targets.data(), ignore_index)?;
         let op = Op::CrossEntropy(ce.grad);
         Ok(Tensor::record(ce.loss, op, &[self], false, false))
     }
@@ -341,10 +344,10 @@ impl Tensor {
     /// (grouped-query heads), `D <= 128`; `scale` defaults to `1 / sqrt(D)`.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let q = Tensor::constant(RawTensor::zeros(&dev, &[1, 2, 3, 4])?); // [B, H, T, D]
-    /// let kv = Tensor::constant(RawTensor::zeros(&dev, &[1, 1, 3, 4])?); // one shared KV head
+    /// let q = Tensor::zeros(&dev, &[1, 2, 3, 4])?; // [B, H, T, D]
+    /// let kv = Tensor::zeros(&dev, &[1, 1, 3, 4])?; // one shared KV head
     /// assert_eq!(q.attention(&kv, &kv, None)?.shape(), &[1, 2, 3, 4]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

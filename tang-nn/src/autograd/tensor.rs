@@ -26,9 +26,9 @@ pub type RawTensor = tang_runtime::Tensor;
 /// the key of [`Gradients`](super::Gradients).
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
-/// let w = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
+/// let w = Tensor::zeros(&dev, &[1])?.into_parameter();
 /// assert_eq!(w.clone().id(), w.id()); // clones share the identity
 /// assert_ne!(w.detach().id(), w.id());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -49,9 +49,9 @@ impl TensorId {
 ///
 /// ```
 /// use tang_nn::autograd::Tensor;
-/// use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+/// use tang_nn::tang_runtime::Device;
 /// let dev = Device::new()?;
-/// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0, 2.0], &[2])?);
+/// let w = Tensor::from_slice(&dev, &[1.0, 2.0], &[2])?.into_parameter();
 /// let loss = w.add(&w)?.sum_all()?;
 /// let grads = loss.backward()?;
 /// assert_eq!(grads.get(&w).unwrap().to_vec()?, vec![2.0, 2.0]);
@@ -194,9 +194,9 @@ impl Tensor {
     /// tensors); a write through another handle of the same buffer is not seen.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let w = Tensor::parameter(RawTensor::zeros(&dev, &[3])?); // torch: nn.Parameter(torch.zeros(3))
+    /// let w = Tensor::zeros(&dev, &[3])?.into_parameter(); // torch: nn.Parameter(torch.zeros(3))
     /// assert!(w.requires_grad() && w.is_leaf());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -208,9 +208,9 @@ impl Tensor {
     /// another input requires grad.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[3])?); // an input: torch.zeros(3)
+    /// let x = Tensor::zeros(&dev, &[3])?; // an input: torch.zeros(3)
     /// assert!(!x.requires_grad() && !x.relu()?.requires_grad());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -222,9 +222,9 @@ impl Tensor {
     /// (PyTorch's `detach`).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let w = Tensor::parameter(RawTensor::zeros(&dev, &[2])?);
+    /// let w = Tensor::zeros(&dev, &[2])?.into_parameter();
     /// let y = w.relu()?.detach(); // torch: w.relu().detach()
     /// assert!(!y.requires_grad() && y.is_leaf());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -242,9 +242,9 @@ impl Tensor {
     /// The tensor's stable identity (the key of its gradient).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let w = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
+    /// let w = Tensor::zeros(&dev, &[1])?.into_parameter();
     /// let grads = w.sum_all()?.backward()?;
     /// assert!(grads.get_id(w.id()).is_some());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -258,7 +258,7 @@ impl Tensor {
     /// ```
     /// # use tang_nn::autograd::{RawTensor, Tensor};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 2.0], &[2])?);
+    /// let x = Tensor::from_slice(&dev, &[1.0, 2.0], &[2])?;
     /// let raw: &RawTensor = x.data(); // the device buffer, for the runtime's own ops
     /// assert_eq!(raw.to_vec()?, [1.0, 2.0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -270,9 +270,9 @@ impl Tensor {
     /// The shape.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[2, 3])?);
+    /// let x = Tensor::zeros(&dev, &[2, 3])?;
     /// assert_eq!(x.shape(), &[2, 3]); // torch: x.shape
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -284,10 +284,10 @@ impl Tensor {
     /// parameter among its inputs, recorded outside [`no_grad`]).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let w = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
-    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[1])?);
+    /// let w = Tensor::zeros(&dev, &[1])?.into_parameter();
+    /// let x = Tensor::zeros(&dev, &[1])?;
     /// assert!(w.requires_grad() && x.mul(&w)?.requires_grad() && !x.requires_grad());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -301,9 +301,9 @@ impl Tensor {
     ///
     /// ```
     /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # use tang_nn::tang_runtime::Device;
     /// let dev = Device::new()?;
-    /// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0], &[1])?);
+    /// let w = Tensor::from_slice(&dev, &[1.0], &[1])?.into_parameter();
     /// w.requires_grad_(false)?;
     /// assert!(!w.requires_grad());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -325,9 +325,9 @@ impl Tensor {
     /// Whether this tensor was created directly rather than by an op.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let w = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
+    /// let w = Tensor::zeros(&dev, &[1])?.into_parameter();
     /// assert!(w.is_leaf() && !w.exp()?.is_leaf()); // torch: w.is_leaf
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -339,9 +339,9 @@ impl Tensor {
     /// recorded under [`no_grad`], and after backward has freed the graph).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let w = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
+    /// let w = Tensor::zeros(&dev, &[1])?.into_parameter();
     /// let loss = w.exp()?.sum_all()?;
     /// assert!(loss.has_grad_fn()); // torch: loss.grad_fn is not None
     /// loss.backward()?;
@@ -355,9 +355,9 @@ impl Tensor {
     /// How many in-place writes this tensor's buffer has seen through autograd handles.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[2])?);
+    /// let x = Tensor::zeros(&dev, &[2])?;
     /// x.fill_(1.0)?;
     /// assert_eq!(x.version(), 1); // torch: x._version
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -369,9 +369,9 @@ impl Tensor {
     /// The values, read back to the host (a sync point).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.5, 2.5], &[2])?);
+    /// let x = Tensor::from_slice(&dev, &[1.5, 2.5], &[2])?;
     /// assert_eq!(x.to_vec()?, [1.5, 2.5]); // torch: x.tolist()
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -442,11 +442,11 @@ impl Tensor {
     /// In place: `self += alpha * other` (`other` broadcasts to `self`), not recorded.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::autograd::no_grad;
-    /// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0, 2.0], &[2])?);
-    /// let g = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 1.0], &[2])?);
+    /// let w = Tensor::from_slice(&dev, &[1.0, 2.0], &[2])?.into_parameter();
+    /// let g = Tensor::from_slice(&dev, &[1.0, 1.0], &[2])?;
     /// no_grad(|| w.add_(&g, -0.1))?; // a hand-written SGD step: w.add_(g, alpha=-0.1)
     /// assert_eq!(w.to_vec()?, [0.9, 1.9]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -465,9 +465,9 @@ impl Tensor {
     /// In place: `self *= s`, not recorded.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 2.0], &[2])?);
+    /// let x = Tensor::from_slice(&dev, &[1.0, 2.0], &[2])?;
     /// x.mul_(2.0)?; // torch: x.mul_(2)
     /// assert_eq!(x.to_vec()?, [2.0, 4.0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -485,10 +485,10 @@ impl Tensor {
     /// In place: copies `src` (same shape) into `self`, not recorded.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[2])?);
-    /// x.copy_(&Tensor::constant(RawTensor::from_slice(&dev, &[3.0, 4.0], &[2])?))?;
+    /// let x = Tensor::zeros(&dev, &[2])?;
+    /// x.copy_(&Tensor::from_slice(&dev, &[3.0, 4.0], &[2])?)?;
     /// assert_eq!(x.to_vec()?, [3.0, 4.0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -505,9 +505,9 @@ impl Tensor {
     /// In place: every element set to `value`, not recorded.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[2])?);
+    /// let x = Tensor::zeros(&dev, &[2])?;
     /// x.fill_(7.0)?; // torch: x.fill_(7)
     /// assert_eq!(x.to_vec()?, [7.0, 7.0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -16,7 +16,6 @@ use std::path::PathBuf;
 /// println!("{err}");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug)]
 #[non_exhaustive]
 pub enum CheckpointError {
     /// A file system operation failed.
@@ -67,6 +66,14 @@ pub enum CheckpointError {
         /// Why (a safetensors, state-dict or optimizer-state error).
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+}
+
+/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
+/// and `unwrap` show the message with its hint rather than the variant's fields.
+impl std::fmt::Debug for CheckpointError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 impl fmt::Display for CheckpointError {

@@ -15,13 +15,14 @@ use crate::safetensors::{FloatDtype, read_file, save_file};
 /// The model's weights in a checkpoint (F32, exact).
 ///
 /// ```
+/// # use tang_nn::Module;
 /// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
 /// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-model_file-{}", std::process::id()));
 /// # use tang_nn::nn::Linear;
-/// # use tang_nn::optim::{AdamW, AdamWOptions, named_parameters_of};
+/// # use tang_nn::optim::{AdamW, AdamWOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-/// # let mut opt = AdamW::new(named_parameters_of(&model), AdamWOptions::default())?;
+/// # let mut opt = AdamW::new(model.named_parameters(), AdamWOptions::default())?;
 /// use tang_nn::checkpoint::{MODEL_FILE, save_training};
 /// use tang_nn::safetensors::read_file;
 /// let dir = CheckpointDir::open(&root, Retention::default())?;
@@ -35,13 +36,14 @@ pub const MODEL_FILE: &str = "model.safetensors";
 /// The optimizer's state in a checkpoint.
 ///
 /// ```
+/// # use tang_nn::Module;
 /// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
 /// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-optimizer_file-{}", std::process::id()));
 /// # use tang_nn::nn::Linear;
-/// # use tang_nn::optim::{AdamW, AdamWOptions, named_parameters_of};
+/// # use tang_nn::optim::{AdamW, AdamWOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-/// # let mut opt = AdamW::new(named_parameters_of(&model), AdamWOptions::default())?;
+/// # let mut opt = AdamW::new(model.named_parameters(), AdamWOptions::default())?;
 /// use tang_nn::checkpoint::{OPTIMIZER_FILE, save_training};
 /// let dir = CheckpointDir::open(&root, Retention::default())?;
 /// let checkpoint = save_training(&dir, &model, &opt, &TrainerState::default())?;
@@ -56,13 +58,14 @@ pub const OPTIMIZER_FILE: &str = "optimizer.safetensors";
 /// buffers back from the device.
 ///
 /// ```
+/// # use tang_nn::Module;
 /// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
 /// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-save_training-{}", std::process::id()));
 /// # use tang_nn::nn::Linear;
-/// # use tang_nn::optim::{AdamW, AdamWOptions, named_parameters_of};
+/// # use tang_nn::optim::{AdamW, AdamWOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-/// # let mut opt = AdamW::new(named_parameters_of(&model), AdamWOptions::default())?;
+/// # let mut opt = AdamW::new(model.named_parameters(), AdamWOptions::default())?;
 /// use tang_nn::checkpoint::save_training;
 /// let dir = CheckpointDir::open(&root, Retention::default())?;
 /// // torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": 100}, ...)
@@ -108,13 +111,14 @@ pub fn save_training<M: Module + ?Sized, A: Algorithm>(
 /// part of the weights written; the device is lost then anyway.)
 ///
 /// ```
+/// # use tang_nn::Module;
 /// # use tang_nn::checkpoint::{CheckpointDir, Retention, TrainerState};
 /// # let root = std::env::temp_dir().join(format!("tang-doc-ckpt-load_training-{}", std::process::id()));
 /// # use tang_nn::nn::Linear;
-/// # use tang_nn::optim::{AdamW, AdamWOptions, named_parameters_of};
+/// # use tang_nn::optim::{AdamW, AdamWOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-/// # let mut opt = AdamW::new(named_parameters_of(&model), AdamWOptions::default())?;
+/// # let mut opt = AdamW::new(model.named_parameters(), AdamWOptions::default())?;
 /// use tang_nn::checkpoint::{load_training, save_training};
 /// let dir = CheckpointDir::open(&root, Retention::default())?;
 /// save_training(&dir, &model, &opt, &TrainerState { step: 100, ..TrainerState::default() })?;

@@ -133,7 +133,10 @@ impl DeviceTokenBatcher {
     ///
     /// # Errors
     /// As [`WindowSampler::offsets`]; [`DataError::Device`] when the device fails.
-    pub fn batch(&self, step: u64) -> Result<(Tensor, Tensor), DataError> {
+    pub fn batch(
+        &self,
+        step: u64,
+    ) -> Result<(crate::autograd::Tensor, crate::autograd::Tensor), DataError> {
         let dev = self.corpus.device();
         // new() checked that the corpus length fits u32, and every start is below it.
         let starts: Vec<u32> = self
@@ -170,6 +173,13 @@ impl DeviceTokenBatcher {
             // dispatch_raw rejects a grid past the device's limit with a typed error.
             [gx as u32, u32::try_from(gy).unwrap_or(u32::MAX), 1],
         )?;
-        Ok((x, y))
+        // Tokens of the corpus: its largest id bounds theirs, so an embedding or a loss
+        // checks them on the host, with no launch or read per step.
+        x.mark_values_from(&self.corpus);
+        y.mark_values_from(&self.corpus);
+        Ok((
+            crate::autograd::Tensor::constant(x),
+            crate::autograd::Tensor::constant(y),
+        ))
     }
 }

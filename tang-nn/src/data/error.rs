@@ -11,7 +11,6 @@ use std::fmt;
 /// println!("{err}"); // says how long the corpus must be
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug)]
 #[non_exhaustive]
 pub enum DataError {
     /// An option or argument is out of its range.
@@ -55,6 +54,14 @@ pub enum DataError {
     Source(Box<dyn std::error::Error + Send + Sync>),
     /// Uploading a batch to the GPU failed.
     Device(tang_runtime::Error),
+}
+
+/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
+/// and `unwrap` show the message with its hint rather than the variant's fields.
+impl std::fmt::Debug for DataError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 impl fmt::Display for DataError {
@@ -103,5 +110,16 @@ impl std::error::Error for DataError {
 impl From<tang_runtime::Error> for DataError {
     fn from(e: tang_runtime::Error) -> Self {
         DataError::Device(e)
+    }
+}
+
+/// A collate function that builds [`crate::Tensor`]s uses `?` on their errors: an upload
+/// failure is [`DataError::Device`], anything else [`DataError::Source`].
+impl From<crate::autograd::Error> for DataError {
+    fn from(e: crate::autograd::Error) -> Self {
+        match e {
+            crate::autograd::Error::Runtime(e) => DataError::Device(e),
+            other => DataError::Source(Box::new(other)),
+        }
     }
 }

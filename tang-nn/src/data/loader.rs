@@ -83,7 +83,7 @@ pub struct LoaderState {
 /// let collate = |rows: Vec<([f32; 2], u32)>| {
 ///     let x: Vec<f32> = rows.iter().flat_map(|(f, _)| *f).collect();
 ///     let y: Vec<u32> = rows.iter().map(|(_, l)| *l).collect();
-///     Ok::<_, DataError>((x, y)) // upload with RawTensor::from_slice / from_u32 here
+///     Ok::<_, DataError>((x, y)) // upload with Tensor::from_slice / from_u32 here
 /// };
 /// let opts = LoaderOptions { batch_size: 2, shuffle: true, seed: 0, ..LoaderOptions::default() };
 /// let mut loader = DataLoader::new(samples, collate, opts)?;

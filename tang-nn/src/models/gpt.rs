@@ -4,7 +4,6 @@
 //! (`transformer.wte.weight`, `transformer.h.0.attn.c_attn.weight`, `lm_head.weight`, ...),
 //! so its checkpoints load as they are.
 
-use tang_runtime::ops::arange;
 use tang_runtime::{Device, Tensor as RawTensor};
 
 use crate::Module;
@@ -136,7 +135,7 @@ impl GptConfig {
 ///
 /// ```
 /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-/// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+/// # use tang_nn::tang_runtime::Device;
 /// # let dev = Device::new()?;
 /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
 /// use tang_nn::Module;
@@ -160,7 +159,7 @@ pub struct Mlp {
 ///
 /// ```
 /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-/// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+/// # use tang_nn::tang_runtime::Device;
 /// # let dev = Device::new()?;
 /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
 /// use tang_nn::Module;
@@ -185,7 +184,7 @@ pub struct Block {
 ///
 /// ```
 /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-/// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+/// # use tang_nn::tang_runtime::Device;
 /// # let dev = Device::new()?;
 /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
 /// let gpt = Gpt::new(&dev, &config, 0)?;
@@ -217,7 +216,7 @@ pub struct GptTransformer {
 ///                          n_embd: 64, dropout: 0.0, bias: false };
 /// let gpt = Gpt::new(&dev, &config, 1337)?;
 /// assert_eq!(gpt.num_params(), 107_904);
-/// let idx = tang_nn::tang_runtime::Tensor::from_u32(&dev, &[1, 2, 3], &[1, 3])?;
+/// let idx = tang_nn::Tensor::from_u32(&dev, &[1, 2, 3], &[1, 3])?;
 /// assert_eq!(gpt.forward(&idx)?.shape(), &[1, 3, 81]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -235,12 +234,13 @@ pub struct Gpt {
 ///
 /// ```
 /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-/// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+/// # use tang_nn::tang_runtime::Device;
+/// # use tang_nn::Tensor;
 /// # let dev = Device::new()?;
 /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
 /// let gpt = Gpt::new(&dev, &config, 0)?;
 /// let mut cache = gpt.new_cache(&dev, 1)?;
-/// let prompt = RawTensor::from_u32(&dev, &[1, 2], &[1, 2])?;
+/// let prompt = Tensor::from_u32(&dev, &[1, 2], &[1, 2])?;
 /// let logits = gpt.forward_with_cache(&prompt, &mut cache)?; // then one token at a time
 /// assert_eq!((logits.shape(), cache.len()), (&[1, 2, 8][..], 2));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -255,12 +255,13 @@ impl GptCache {
     ///
     /// ```
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # use tang_nn::tang_runtime::Device;
+    /// # use tang_nn::Tensor;
     /// # let dev = Device::new()?;
     /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
     /// let gpt = Gpt::new(&dev, &config, 0)?;
     /// let mut cache = gpt.new_cache(&dev, 1)?;
-    /// gpt.forward_with_cache(&RawTensor::from_u32(&dev, &[1, 2, 3], &[1, 3])?, &mut cache)?;
+    /// gpt.forward_with_cache(&Tensor::from_u32(&dev, &[1, 2, 3], &[1, 3])?, &mut cache)?;
     /// assert_eq!(cache.len(), 3);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -272,7 +273,7 @@ impl GptCache {
     ///
     /// ```
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # use tang_nn::tang_runtime::Device;
     /// # let dev = Device::new()?;
     /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
     /// let gpt = Gpt::new(&dev, &config, 0)?;
@@ -287,12 +288,13 @@ impl GptCache {
     ///
     /// ```
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # use tang_nn::tang_runtime::Device;
+    /// # use tang_nn::Tensor;
     /// # let dev = Device::new()?;
     /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
     /// let gpt = Gpt::new(&dev, &config, 0)?;
     /// let mut cache = gpt.new_cache(&dev, 1)?;
-    /// gpt.forward_with_cache(&RawTensor::from_u32(&dev, &[1, 2, 3], &[1, 3])?, &mut cache)?;
+    /// gpt.forward_with_cache(&Tensor::from_u32(&dev, &[1, 2, 3], &[1, 3])?, &mut cache)?;
     /// cache.clear(); // a new prompt
     /// assert!(cache.is_empty());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -319,7 +321,7 @@ impl Gpt {
     ///
     /// ```
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # use tang_nn::tang_runtime::Device;
     /// # let dev = Device::new()?;
     /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
     /// use tang_nn::Module;
@@ -401,7 +403,7 @@ impl Gpt {
     ///
     /// ```
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # use tang_nn::tang_runtime::Device;
     /// # let dev = Device::new()?;
     /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
     /// let gpt = Gpt::new(&dev, &config, 0)?;
@@ -416,7 +418,7 @@ impl Gpt {
     /// position is `start`; `block` runs one block.
     fn trunk(
         &self,
-        idx: &RawTensor,
+        idx: &Tensor,
         start: usize,
         mut block: impl FnMut(usize, &Block, &Tensor) -> Result<Tensor, Error>,
     ) -> Result<Tensor, Error> {
@@ -437,7 +439,10 @@ impl Gpt {
             ));
         }
         // `start + t <= block_size`, which fits in u32 because the position table has it.
-        let pos = arange(idx.device(), start as u32, (start + t) as u32, 1)?;
+        // Uploaded rather than made by `arange` on the GPU: the host then knows they are
+        // in range, so the position embedding needs no id check launch.
+        let positions: Vec<u32> = (start as u32..(start + t) as u32).collect();
+        let pos = Tensor::from_u32(idx.data().device(), &positions, &[t])?;
         let tr = &self.transformer;
         let x = tr.wte.forward(idx)?.add(&tr.wpe.forward(&pos)?)?;
         let mut x = tr.drop.forward(&x)?;
@@ -453,14 +458,15 @@ impl Gpt {
     ///
     /// ```
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # use tang_nn::tang_runtime::Device;
+    /// # use tang_nn::Tensor;
     /// # let dev = Device::new()?;
     /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
     /// use tang_nn::nn::functional::cross_entropy;
     /// let gpt = Gpt::new(&dev, &config, 0)?;
-    /// let idx = RawTensor::from_u32(&dev, &[1, 2, 3, 4, 5, 6], &[2, 3])?; // [B, T]
+    /// let idx = Tensor::from_u32(&dev, &[1, 2, 3, 4, 5, 6], &[2, 3])?; // [B, T]
     /// let logits = gpt.forward(&idx)?; // [B, T, vocab_size]
-    /// let targets = RawTensor::from_u32(&dev, &[2, 3, 4, 5, 6, 7], &[6])?;
+    /// let targets = Tensor::from_u32(&dev, &[2, 3, 4, 5, 6, 7], &[6])?;
     /// let loss = cross_entropy(&logits.reshape(&[6, 8])?, &targets)?;
     /// assert!(loss.backward()?.get(&gpt.lm_head.weight).is_some());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -469,7 +475,7 @@ impl Gpt {
     /// # Errors
     /// [`Error::Runtime`] when `idx` is not `[B, T]` u32 with `1 <= T <= block_size` or an
     /// id is not below `vocab_size`.
-    pub fn forward(&self, idx: &RawTensor) -> Result<Tensor, Error> {
+    pub fn forward(&self, idx: &Tensor) -> Result<Tensor, Error> {
         let x = self.trunk(idx, 0, |_, b, x| {
             let x = x.add(&b.attn.forward(&b.ln_1.forward(x)?)?)?;
             x.add(&b.mlp_forward(&b.ln_2.forward(&x)?)?)
@@ -481,7 +487,7 @@ impl Gpt {
     ///
     /// ```
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # use tang_nn::tang_runtime::Device;
     /// # let dev = Device::new()?;
     /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
     /// let gpt = Gpt::new(&dev, &config, 0)?;
@@ -510,13 +516,14 @@ impl Gpt {
     ///
     /// ```
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
-    /// # use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+    /// # use tang_nn::tang_runtime::Device;
+    /// # use tang_nn::Tensor;
     /// # let dev = Device::new()?;
     /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
     /// let gpt = Gpt::new(&dev, &config, 0)?;
     /// let mut cache = gpt.new_cache(&dev, 1)?;
-    /// gpt.forward_with_cache(&RawTensor::from_u32(&dev, &[1, 2], &[1, 2])?, &mut cache)?;
-    /// let next = gpt.forward_with_cache(&RawTensor::from_u32(&dev, &[3], &[1, 1])?, &mut cache)?;
+    /// gpt.forward_with_cache(&Tensor::from_u32(&dev, &[1, 2], &[1, 2])?, &mut cache)?;
+    /// let next = gpt.forward_with_cache(&Tensor::from_u32(&dev, &[3], &[1, 1])?, &mut cache)?;
     /// assert_eq!(next.shape(), &[1, 1, 8]); // logits of the new position only
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -524,11 +531,7 @@ impl Gpt {
     /// # Errors
     /// As [`forward`](Self::forward), and [`Error::Runtime`] when the tokens do not fit in
     /// the block (clear the cache and start again from the last positions).
-    pub fn forward_with_cache(
-        &self,
-        idx: &RawTensor,
-        cache: &mut GptCache,
-    ) -> Result<Tensor, Error> {
+    pub fn forward_with_cache(&self, idx: &Tensor, cache: &mut GptCache) -> Result<Tensor, Error> {
         if cache.layers.len() != self.transformer.h.len() {
             return Err(invalid(
                 "Gpt::forward_with_cache",

@@ -3,8 +3,8 @@
 //! compute, not a pass over the whole context.
 
 use crate::autograd::Error;
+use crate::autograd::Tensor;
 use crate::rng::SplitMix64;
-use tang_runtime::Tensor as RawTensor;
 
 use super::gpt::{Gpt, GptCache};
 
@@ -43,6 +43,59 @@ impl Default for SampleOptions {
             top_k: None,
             seed: 1337,
         }
+    }
+}
+
+/// Chained setters, as the optimizers' options have: nanoGPT's
+/// `generate(idx, 100, temperature=0.8, top_k=40)` takes
+/// `SampleOptions::default().temperature(0.8).top_k(Some(40))`.
+impl SampleOptions {
+    /// These options with `max_new_tokens` tokens to append.
+    ///
+    /// ```
+    /// # use tang_nn::models::gpt::SampleOptions;
+    /// assert_eq!(SampleOptions::default().max_new_tokens(5).max_new_tokens, 5);
+    /// ```
+    #[must_use]
+    pub fn max_new_tokens(mut self, max_new_tokens: usize) -> Self {
+        self.max_new_tokens = max_new_tokens;
+        self
+    }
+
+    /// These options with `temperature`.
+    ///
+    /// ```
+    /// # use tang_nn::models::gpt::SampleOptions;
+    /// assert_eq!(SampleOptions::default().temperature(0.8).temperature, 0.8);
+    /// ```
+    #[must_use]
+    pub fn temperature(mut self, temperature: f32) -> Self {
+        self.temperature = temperature;
+        self
+    }
+
+    /// These options with `top_k`.
+    ///
+    /// ```
+    /// # use tang_nn::models::gpt::SampleOptions;
+    /// assert_eq!(SampleOptions::default().top_k(Some(40)).top_k, Some(40));
+    /// ```
+    #[must_use]
+    pub fn top_k(mut self, top_k: Option<usize>) -> Self {
+        self.top_k = top_k;
+        self
+    }
+
+    /// These options with the sampler's `seed`.
+    ///
+    /// ```
+    /// # use tang_nn::models::gpt::SampleOptions;
+    /// assert_eq!(SampleOptions::default().seed(7).seed, 7);
+    /// ```
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
     }
 }
 
@@ -95,7 +148,7 @@ impl Gpt {
             .flat_map(|r| r[from..].iter().copied())
             .collect();
         let dev = self.lm_head.weight.data().device();
-        let idx = RawTensor::from_u32(dev, &ids, &[b, t])?;
+        let idx = Tensor::from_u32(dev, &ids, &[b, t])?;
         let logits = self.forward_with_cache(&idx, cache)?;
         logits.narrow(1, t - 1, 1)?.to_vec()
     }

@@ -19,7 +19,6 @@ use crate::safetensors::{SafetensorsError, StateDictError};
 /// println!("{err}"); // Error(s) in loading state_dict for Linear: Missing key(s) ...
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
     /// Missing, unexpected or shape-mismatched keys, every one listed (PyTorch's
@@ -31,6 +30,14 @@ pub enum Error {
     Safetensors(SafetensorsError),
     /// A device copy failed, or a listed tensor is not a leaf.
     Autograd(crate::autograd::Error),
+}
+
+/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
+/// and `unwrap` show the message with its hint rather than the variant's fields.
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 impl fmt::Display for Error {

@@ -11,7 +11,7 @@
 //! ```
 //! use tang_nn::Module;
 //! use tang_nn::autograd::Tensor;
-//! use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+//! use tang_nn::tang_runtime::Device;
 //!
 //! #[derive(Module)]
 //! struct Affine {
@@ -29,10 +29,10 @@
 //! }
 //!
 //! let dev = Device::new()?;
-//! let affine = |n: usize| -> Result<Affine, tang_nn::tang_runtime::Error> {
+//! let affine = |n: usize| -> Result<Affine, tang_nn::autograd::Error> {
 //!     Ok(Affine {
-//!         weight: Tensor::parameter(RawTensor::zeros(&dev, &[n, n])?),
-//!         bias: Some(Tensor::parameter(RawTensor::zeros(&dev, &[n])?)),
+//!         weight: Tensor::zeros(&dev, &[n, n])?.into_parameter(),
+//!         bias: Some(Tensor::zeros(&dev, &[n])?.into_parameter()),
 //!         features: n,
 //!     })
 //! };
@@ -74,9 +74,9 @@ use crate::safetensors::{IncompatibleKeys, StateDict};
 /// ```
 /// use tang_nn::Module;
 /// use tang_nn::autograd::Tensor;
-/// use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
+/// use tang_nn::tang_runtime::Device;
 /// let dev = Device::new()?;
-/// let layers = vec![Tensor::parameter(RawTensor::zeros(&dev, &[2, 3])?)];
+/// let layers = vec![Tensor::zeros(&dev, &[2, 3])?.into_parameter()];
 /// assert_eq!(layers.named_parameters()[0].0, "0");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -242,9 +242,9 @@ pub trait Module {
     /// # use tang_nn::nn::Linear;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let fc = Linear::new(&dev, 3, 2, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// use tang_nn::autograd::{RawTensor, Tensor, no_grad};
+    /// use tang_nn::autograd::{Tensor, no_grad};
     /// fc.eval(); // model.eval()
-    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[1, 3])?);
+    /// let x = Tensor::zeros(&dev, &[1, 3])?;
     /// let y = no_grad(|| fc.forward(&x))?; // with torch.no_grad(): fc(x)
     /// assert!(!y.requires_grad());
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -98,13 +98,13 @@ impl CausalSelfAttentionConfig {
 ///
 /// ```
 /// use tang_nn::nn::{CausalSelfAttention, CausalSelfAttentionConfig};
-/// use tang_nn::autograd::{RawTensor, Tensor};
+/// use tang_nn::autograd::Tensor;
 /// use tang_nn::{Module, rng::SplitMix64};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
 /// let attn = CausalSelfAttention::new(&dev, &CausalSelfAttentionConfig::new(64, 4), &mut SplitMix64::new(0))?;
 /// assert_eq!(attn.state_dict().names().collect::<Vec<_>>(),
 ///            ["c_attn.weight", "c_attn.bias", "c_proj.weight", "c_proj.bias"]);
-/// let x = Tensor::constant(RawTensor::zeros(&dev, &[2, 10, 64])?);
+/// let x = Tensor::zeros(&dev, &[2, 10, 64])?;
 /// assert_eq!(attn.forward(&x)?.shape(), &[2, 10, 64]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -132,7 +132,7 @@ impl CausalSelfAttention {
     /// A layer with PyTorch's `Linear` initialisation, drawn from `rng`.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::Module;
     /// use tang_nn::nn::{CausalSelfAttention, CausalSelfAttentionConfig};
@@ -180,7 +180,7 @@ impl CausalSelfAttention {
     /// The layer's sizes and options.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::nn::{CausalSelfAttention, CausalSelfAttentionConfig};
     /// let cfg = CausalSelfAttentionConfig::new(16, 2);
@@ -231,12 +231,12 @@ impl CausalSelfAttention {
     /// evaluation, or `dropout = 0`) this is one fused flash-attention kernel per pass.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::nn::{CausalSelfAttention, CausalSelfAttentionConfig};
     /// let cfg = CausalSelfAttentionConfig::new(16, 2);
     /// let attn = CausalSelfAttention::new(&dev, &cfg, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[1, 5, 16])?); // [B, T, C]
+    /// let x = Tensor::zeros(&dev, &[1, 5, 16])?; // [B, T, C]
     /// assert_eq!(attn.forward(&x)?.shape(), &[1, 5, 16]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -271,15 +271,15 @@ impl CausalSelfAttention {
     /// generation: records nothing.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::nn::{CausalSelfAttention, CausalSelfAttentionConfig};
     /// let cfg = CausalSelfAttentionConfig::new(16, 2);
     /// let attn = CausalSelfAttention::new(&dev, &cfg, &mut tang_nn::rng::SplitMix64::new(0))?;
     /// let mut cache = attn.new_cache(&dev, 1, 8)?;
-    /// let prompt = Tensor::constant(RawTensor::zeros(&dev, &[1, 3, 16])?);
+    /// let prompt = Tensor::zeros(&dev, &[1, 3, 16])?;
     /// attn.forward_with_cache(&prompt, &mut cache)?; // the prompt's keys and values
-    /// let next = Tensor::constant(RawTensor::zeros(&dev, &[1, 1, 16])?);
+    /// let next = Tensor::zeros(&dev, &[1, 1, 16])?;
     /// assert_eq!(attn.forward_with_cache(&next, &mut cache)?.shape(), &[1, 1, 16]);
     /// assert_eq!(cache.len(), 4);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -304,7 +304,7 @@ impl CausalSelfAttention {
     /// An empty cache for `batch` sequences of up to `capacity` positions.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::nn::{CausalSelfAttention, CausalSelfAttentionConfig};
     /// let cfg = CausalSelfAttentionConfig { n_kv_head: 1, ..CausalSelfAttentionConfig::new(16, 2) };

@@ -35,7 +35,7 @@ impl KvCache {
     /// `capacity` positions (a model's block size).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::nn::KvCache;
     /// let cache = KvCache::new(&dev, 1, 2, 16, 8)?; // batch, kv heads, capacity, head dim
@@ -69,11 +69,11 @@ impl KvCache {
     /// Positions cached so far.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # use tang_nn::nn::KvCache;
     /// let mut cache = KvCache::new(&dev, 1, 1, 8, 4)?;
-    /// let q = Tensor::constant(RawTensor::zeros(&dev, &[1, 1, 3, 4])?);
+    /// let q = Tensor::zeros(&dev, &[1, 1, 3, 4])?;
     /// cache.append_and_attend(&q, &q, &q)?;
     /// assert_eq!(cache.len(), 3);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -85,7 +85,7 @@ impl KvCache {
     /// Whether no position is cached.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # use tang_nn::nn::KvCache;
     /// assert!(KvCache::new(&dev, 1, 1, 8, 4)?.is_empty());
@@ -98,7 +98,7 @@ impl KvCache {
     /// The most positions the cache holds.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # use tang_nn::nn::KvCache;
     /// assert_eq!(KvCache::new(&dev, 1, 1, 8, 4)?.capacity(), 8);
@@ -111,7 +111,7 @@ impl KvCache {
     /// The `[B, Hkv, capacity, D]` shape of the key (and value) buffer.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # use tang_nn::nn::KvCache;
     /// assert_eq!(KvCache::new(&dev, 2, 1, 8, 4)?.shape(), &[2, 1, 8, 4]);
@@ -124,11 +124,11 @@ impl KvCache {
     /// Forgets every position; the buffers are kept for reuse.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # use tang_nn::nn::KvCache;
     /// let mut cache = KvCache::new(&dev, 1, 1, 8, 4)?;
-    /// let q = Tensor::constant(RawTensor::zeros(&dev, &[1, 1, 2, 4])?);
+    /// let q = Tensor::zeros(&dev, &[1, 1, 2, 4])?;
     /// cache.append_and_attend(&q, &q, &q)?;
     /// cache.clear(); // start a new sequence
     /// assert!(cache.is_empty());
@@ -144,13 +144,13 @@ impl KvCache {
     /// rows of causal attention over the whole sequence. Records nothing (generation).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # use tang_nn::nn::KvCache;
     /// let mut cache = KvCache::new(&dev, 1, 1, 8, 4)?;
-    /// let prompt = Tensor::constant(RawTensor::zeros(&dev, &[1, 1, 3, 4])?); // [B, H, T, D]
+    /// let prompt = Tensor::zeros(&dev, &[1, 1, 3, 4])?; // [B, H, T, D]
     /// cache.append_and_attend(&prompt, &prompt, &prompt)?;
-    /// let step = Tensor::constant(RawTensor::zeros(&dev, &[1, 1, 1, 4])?);
+    /// let step = Tensor::zeros(&dev, &[1, 1, 1, 4])?;
     /// assert_eq!(cache.append_and_attend(&step, &step, &step)?.shape(), &[1, 1, 1, 4]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

@@ -15,13 +15,13 @@ use crate::rng::SplitMix64;
 ///
 /// ```
 /// use tang_nn::Module;
-/// use tang_nn::autograd::{RawTensor, Tensor};
+/// use tang_nn::autograd::Tensor;
 /// use tang_nn::nn::{AttnMask, MultiheadAttention};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
 /// let mha = MultiheadAttention::new(&dev, 64, 4, 0.0, true, true, &mut tang_nn::rng::SplitMix64::new(0))?;
 /// assert_eq!(mha.state_dict().names().collect::<Vec<_>>(),
 ///            ["in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"]);
-/// let x = Tensor::constant(RawTensor::zeros(&dev, &[2, 5, 64])?); // batch_first
+/// let x = Tensor::zeros(&dev, &[2, 5, 64])?; // batch_first
 /// assert_eq!(mha.forward(&x, &x, &x, AttnMask::None)?.shape(), &[2, 5, 64]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -49,7 +49,7 @@ impl MultiheadAttention {
     /// as a `Linear`.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::Module;
     /// use tang_nn::nn::MultiheadAttention;
@@ -140,11 +140,11 @@ impl MultiheadAttention {
     /// only (PyTorch's first result; call with `need_weights=False` there to compare).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::nn::{AttnMask, MultiheadAttention};
     /// let mha = MultiheadAttention::new(&dev, 8, 2, 0.0, true, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[1, 3, 8])?); // [N, L, E]
+    /// let x = Tensor::zeros(&dev, &[1, 3, 8])?; // [N, L, E]
     /// assert_eq!(mha.forward(&x, &x, &x, AttnMask::Causal)?.shape(), &[1, 3, 8]); // mha(x, x, x, is_causal=True)
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

@@ -13,11 +13,11 @@ use crate::autograd::{Error, Tensor};
 /// Which scores may be attended.
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// use tang_nn::nn::{AttnMask, scaled_dot_product_attention};
-/// let q = Tensor::constant(RawTensor::zeros(&dev, &[1, 1, 2, 4])?);
-/// let no_peek = Tensor::constant(RawTensor::from_slice(&dev, &[0.0, f32::NEG_INFINITY, 0.0, 0.0], &[2, 2])?);
+/// let q = Tensor::zeros(&dev, &[1, 1, 2, 4])?;
+/// let no_peek = Tensor::from_slice(&dev, &[0.0, f32::NEG_INFINITY, 0.0, 0.0], &[2, 2])?;
 /// let a = scaled_dot_product_attention(&q, &q, &q, AttnMask::Additive(&no_peek), None)?;
 /// let b = scaled_dot_product_attention(&q, &q, &q, AttnMask::Causal, None)?; // the same mask
 /// assert_eq!(a.to_vec()?, b.to_vec()?);
@@ -40,13 +40,13 @@ pub enum AttnMask<'a> {
 /// A dropout applied to the attention weights (a layer's `Dropout` in training mode).
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// use tang_nn::nn::{AttnMask, Dropout, WeightDropout, scaled_dot_product_attention};
 /// let drop = Dropout::new(0.1)?;
 /// let hook = |w: &Tensor| drop.forward(w);
 /// let weight_dropout: WeightDropout<'_> = &hook; // dropout_p=0.1, in training
-/// let q = Tensor::constant(RawTensor::zeros(&dev, &[1, 1, 2, 4])?);
+/// let q = Tensor::zeros(&dev, &[1, 1, 2, 4])?;
 /// let y = scaled_dot_product_attention(&q, &q, &q, AttnMask::Causal, Some(weight_dropout))?;
 /// assert_eq!(y.shape(), &[1, 1, 2, 4]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -92,11 +92,11 @@ fn sizes(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<Sizes, Error> {
 /// Returns `[B, H, L, D]`.
 ///
 /// ```
-/// use tang_nn::autograd::{RawTensor, Tensor};
+/// use tang_nn::autograd::Tensor;
 /// use tang_nn::nn::{AttnMask, scaled_dot_product_attention};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
-/// let q = Tensor::parameter(RawTensor::from_slice(&dev, &[0.1; 2 * 4 * 3], &[1, 2, 4, 3])?);
-/// let kv = Tensor::constant(RawTensor::from_slice(&dev, &[0.2; 4 * 3], &[1, 1, 4, 3])?);
+/// let q = Tensor::from_slice(&dev, &[0.1; 2 * 4 * 3], &[1, 2, 4, 3])?.into_parameter();
+/// let kv = Tensor::from_slice(&dev, &[0.2; 4 * 3], &[1, 1, 4, 3])?;
 /// let y = scaled_dot_product_attention(&q, &kv, &kv, AttnMask::Causal, None)?;
 /// assert_eq!(y.shape(), &[1, 2, 4, 3]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -123,7 +123,7 @@ pub fn scaled_dot_product_attention(
     } else {
         let group = (n.h / n.hkv) as u32;
         let heads: Vec<u32> = (0..n.h as u32).map(|h| h / group).collect();
-        let index = RawTensor::from_u32(q.data().device(), &heads, &[n.h])?;
+        let index = Tensor::from_u32(q.data().device(), &heads, &[n.h])?;
         (k.index_select(1, &index)?, v.index_select(1, &index)?)
     };
     let scale = 1.0 / (n.d as f32).sqrt();

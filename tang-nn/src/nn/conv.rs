@@ -1,7 +1,7 @@
 //! `Conv2d`, `MaxPool2d` and `AvgPool2d` over NCHW tensors.
 
 use tang_runtime::Device;
-use tang_runtime::ops::{Conv2d as Conv2dOptions, Pool2d};
+use tang_runtime::ops::{Conv2d as Window, Pool2d};
 
 use super::{Layer, init};
 use crate::Module;
@@ -12,18 +12,16 @@ use crate::rng::SplitMix64;
 /// groups, kh, kw]` and `bias [out_channels]` (optional), both uniform on
 /// `±1/sqrt(fan_in)` with `fan_in = in_channels / groups · kh · kw`, as PyTorch
 /// initialises them (`kaiming_uniform_(a=sqrt(5))`); draws from `rng` (PyTorch's
-/// distribution, not its bits). Stride, padding, dilation and groups are the runtime's
-/// [`Conv2dOptions`] (PyTorch's defaults: 1, 0, 1, 1).
+/// distribution, not its bits). Stride, padding, dilation, groups and bias are the
+/// [`Conv2dOptions`] (PyTorch's keyword arguments and defaults: 1, 0, 1, 1, true).
 ///
 /// ```
-/// use tang_nn::Module;
-/// use tang_nn::autograd::{RawTensor, Tensor};
-/// use tang_nn::nn::Conv2d;
-/// use tang_nn::tang_runtime::ops::Conv2d as Conv2dOptions;
-/// let dev = tang_nn::tang_runtime::Device::new()?;
-/// let opts = Conv2dOptions { padding: [1, 1], ..Conv2dOptions::default() };
-/// let conv = Conv2d::new(&dev, 3, 8, [3, 3], opts, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-/// let x = Tensor::constant(RawTensor::zeros(&dev, &[2, 3, 16, 16])?);
+/// use tang_nn::{Device, Module, Tensor};
+/// use tang_nn::nn::{Conv2d, Conv2dOptions};
+/// let dev = Device::new()?;
+/// let opts = Conv2dOptions { padding: [1, 1], ..Conv2dOptions::default() }; // padding=1
+/// let conv = Conv2d::new(&dev, 3, 8, [3, 3], opts, &mut tang_nn::rng::SplitMix64::new(0))?;
+/// let x = Tensor::zeros(&dev, &[2, 3, 16, 16])?;
 /// assert_eq!(conv.forward(&x)?.shape(), &[2, 8, 16, 16]);
 /// assert_eq!(conv.state_dict().get("weight").unwrap().shape(), &[8, 3, 3, 3]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -34,22 +32,125 @@ pub struct Conv2d {
     pub weight: Tensor,
     /// `[out_channels]`, absent for `bias = false`.
     pub bias: Option<Tensor>,
-    /// Stride, padding, dilation, groups.
+    /// Stride, padding, dilation, groups (and whether it was built with a bias).
     #[module(skip)]
     pub options: Conv2dOptions,
+}
+
+/// `nn.Conv2d`'s keyword arguments with PyTorch's defaults: stride 1, no padding, no
+/// dilation, one group, a bias.
+///
+/// ```
+/// use tang_nn::nn::Conv2dOptions;
+/// // nn.Conv2d(.., stride=2, bias=False)
+/// let opts = Conv2dOptions { stride: [2, 2], bias: false, ..Conv2dOptions::default() };
+/// assert_eq!((opts.padding, opts.groups), ([0, 0], 1));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Conv2dOptions {
+    /// Step between windows (default `[1, 1]`).
+    pub stride: [usize; 2],
+    /// Implicit zero padding on each side (default `[0, 0]`).
+    pub padding: [usize; 2],
+    /// Spacing between kernel elements (default `[1, 1]`).
+    pub dilation: [usize; 2],
+    /// Channels split into this many independent groups (default 1; `in_channels` is a
+    /// depthwise convolution).
+    pub groups: usize,
+    /// Whether the layer has a bias (default true).
+    pub bias: bool,
+}
+
+impl Default for Conv2dOptions {
+    fn default() -> Conv2dOptions {
+        Conv2dOptions {
+            stride: [1, 1],
+            padding: [0, 0],
+            dilation: [1, 1],
+            groups: 1,
+            bias: true,
+        }
+    }
+}
+
+impl Conv2dOptions {
+    /// These options with `padding` on each side (`nn.Conv2d(.., padding=1)` is
+    /// `Conv2dOptions::default().padding([1, 1])`).
+    ///
+    /// ```
+    /// assert_eq!(tang_nn::nn::Conv2dOptions::default().padding([1, 1]).padding, [1, 1]);
+    /// ```
+    #[must_use]
+    pub fn padding(mut self, padding: [usize; 2]) -> Self {
+        self.padding = padding;
+        self
+    }
+
+    /// These options with `stride` (`stride=2` is `.stride([2, 2])`).
+    ///
+    /// ```
+    /// assert_eq!(tang_nn::nn::Conv2dOptions::default().stride([2, 2]).stride, [2, 2]);
+    /// ```
+    #[must_use]
+    pub fn stride(mut self, stride: [usize; 2]) -> Self {
+        self.stride = stride;
+        self
+    }
+
+    /// These options with `dilation`.
+    ///
+    /// ```
+    /// assert_eq!(tang_nn::nn::Conv2dOptions::default().dilation([2, 2]).dilation, [2, 2]);
+    /// ```
+    #[must_use]
+    pub fn dilation(mut self, dilation: [usize; 2]) -> Self {
+        self.dilation = dilation;
+        self
+    }
+
+    /// These options with `groups`.
+    ///
+    /// ```
+    /// assert_eq!(tang_nn::nn::Conv2dOptions::default().groups(2).groups, 2);
+    /// ```
+    #[must_use]
+    pub fn groups(mut self, groups: usize) -> Self {
+        self.groups = groups;
+        self
+    }
+
+    /// These options with or without a bias (`bias=False` is `.bias(false)`).
+    ///
+    /// ```
+    /// assert!(!tang_nn::nn::Conv2dOptions::default().bias(false).bias);
+    /// ```
+    #[must_use]
+    pub fn bias(mut self, bias: bool) -> Self {
+        self.bias = bias;
+        self
+    }
+
+    /// The window the runtime's `conv2d` takes.
+    fn window(&self) -> Window {
+        Window {
+            stride: self.stride,
+            padding: self.padding,
+            dilation: self.dilation,
+            groups: self.groups,
+        }
+    }
 }
 
 impl Conv2d {
     /// A convolution of `in_channels` to `out_channels` with a `kernel_size` window.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// use tang_nn::nn::Conv2d;
-    /// use tang_nn::tang_runtime::ops::Conv2d as Conv2dOptions;
+    /// use tang_nn::nn::{Conv2d, Conv2dOptions};
     /// // nn.Conv2d(1, 2, 3, stride=2)
     /// let opts = Conv2dOptions { stride: [2, 2], ..Conv2dOptions::default() };
-    /// let conv = Conv2d::new(&dev, 1, 2, [3, 3], opts, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// let conv = Conv2d::new(&dev, 1, 2, [3, 3], opts, &mut tang_nn::rng::SplitMix64::new(0))?;
     /// assert_eq!(conv.weight.shape(), &[2, 1, 3, 3]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -63,7 +164,6 @@ impl Conv2d {
         out_channels: usize,
         kernel_size: [usize; 2],
         options: Conv2dOptions,
-        bias: bool,
         rng: &mut SplitMix64,
     ) -> Result<Conv2d, Error> {
         let groups = options.groups;
@@ -88,7 +188,7 @@ impl Conv2d {
         let fan_in = shape[1].saturating_mul(shape[2]).saturating_mul(shape[3]);
         let bound = init::linear_bound(fan_in);
         let weight = init::uniform(dev, "Conv2d", &shape, bound, rng)?;
-        let bias = if bias {
+        let bias = if options.bias {
             let b = init::uniform(dev, "Conv2d", &[out_channels], bound, rng)?;
             Some(Tensor::parameter(b))
         } else {
@@ -104,11 +204,12 @@ impl Conv2d {
     /// `x [N, in_channels, H, W]` to `[N, out_channels, H', W']`.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::nn::Conv2d;
-    /// let conv = Conv2d::new(&dev, 1, 2, [3, 3], Default::default(), false, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[1, 1, 5, 5])?);
+    /// let opts = tang_nn::nn::Conv2dOptions { bias: false, ..Default::default() };
+    /// let conv = Conv2d::new(&dev, 1, 2, [3, 3], opts, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// let x = Tensor::zeros(&dev, &[1, 1, 5, 5])?;
     /// assert_eq!(conv.forward(&x)?.shape(), &[1, 2, 3, 3]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -117,7 +218,7 @@ impl Conv2d {
     /// [`Error::Runtime`] when `x` is not NCHW with `in_channels` channels or the window
     /// does not fit.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
-        x.conv2d(&self.weight, self.bias.as_ref(), &self.options)
+        x.conv2d(&self.weight, self.bias.as_ref(), &self.options.window())
     }
 }
 
@@ -131,11 +232,11 @@ impl Layer for Conv2d {
 /// the kernel size: [`Pool2d::new`]). No parameters.
 ///
 /// ```
-/// use tang_nn::autograd::{RawTensor, Tensor};
+/// use tang_nn::autograd::Tensor;
 /// use tang_nn::nn::MaxPool2d;
 /// use tang_nn::tang_runtime::ops::Pool2d;
 /// let dev = tang_nn::tang_runtime::Device::new()?;
-/// let x = Tensor::constant(RawTensor::zeros(&dev, &[1, 2, 8, 8])?);
+/// let x = Tensor::zeros(&dev, &[1, 2, 8, 8])?;
 /// assert_eq!(MaxPool2d(Pool2d::new([2, 2])).forward(&x)?.shape(), &[1, 2, 4, 4]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -143,14 +244,25 @@ impl Layer for Conv2d {
 pub struct MaxPool2d(pub Pool2d);
 
 impl MaxPool2d {
+    /// Max pooling over `kernel_size` windows with PyTorch's defaults (stride the kernel
+    /// size, no padding): `nn.MaxPool2d(2)` is `MaxPool2d::new([2, 2])`.
+    ///
+    /// ```
+    /// use tang_nn::nn::MaxPool2d;
+    /// assert_eq!(MaxPool2d::new([2, 2]).0.stride, [2, 2]);
+    /// ```
+    pub fn new(kernel_size: [usize; 2]) -> MaxPool2d {
+        MaxPool2d(Pool2d::new(kernel_size))
+    }
+
     /// The maximum of each window.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::nn::MaxPool2d;
     /// use tang_nn::tang_runtime::ops::Pool2d;
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 5.0, 2.0, 3.0], &[1, 1, 2, 2])?);
+    /// let x = Tensor::from_slice(&dev, &[1.0, 5.0, 2.0, 3.0], &[1, 1, 2, 2])?;
     /// assert_eq!(MaxPool2d(Pool2d::new([2, 2])).forward(&x)?.to_vec()?, [5.0]); // nn.MaxPool2d(2)
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -166,11 +278,11 @@ impl MaxPool2d {
 /// defaults to the kernel size, `count_include_pad` to `true`). No parameters.
 ///
 /// ```
-/// use tang_nn::autograd::{RawTensor, Tensor};
+/// use tang_nn::autograd::Tensor;
 /// use tang_nn::nn::AvgPool2d;
 /// use tang_nn::tang_runtime::ops::Pool2d;
 /// let dev = tang_nn::tang_runtime::Device::new()?;
-/// let x = Tensor::constant(RawTensor::full(&dev, &[1, 1, 4, 4], 2.0)?);
+/// let x = Tensor::full(&dev, &[1, 1, 4, 4], 2.0)?;
 /// let pool = AvgPool2d { pool: Pool2d::new([2, 2]), count_include_pad: true };
 /// assert_eq!(pool.forward(&x)?.to_vec()?, vec![2.0; 4]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -187,11 +299,11 @@ impl AvgPool2d {
     /// The mean of each window.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::nn::AvgPool2d;
     /// use tang_nn::tang_runtime::ops::Pool2d;
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 5.0, 2.0, 4.0], &[1, 1, 2, 2])?);
+    /// let x = Tensor::from_slice(&dev, &[1.0, 5.0, 2.0, 4.0], &[1, 1, 2, 2])?;
     /// let pool = AvgPool2d { pool: Pool2d::new([2, 2]), count_include_pad: true }; // nn.AvgPool2d(2)
     /// assert_eq!(pool.forward(&x)?.to_vec()?, [3.0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())

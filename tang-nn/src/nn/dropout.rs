@@ -38,11 +38,11 @@ pub fn manual_seed(seed: u64) {
 ///
 /// ```
 /// use tang_nn::Module;
-/// use tang_nn::autograd::{RawTensor, Tensor};
+/// use tang_nn::autograd::Tensor;
 /// use tang_nn::nn::Dropout;
 /// let dev = tang_nn::tang_runtime::Device::new()?;
 /// let drop = Dropout::new(0.1)?;
-/// let x = Tensor::constant(RawTensor::full(&dev, &[4, 8], 1.0)?);
+/// let x = Tensor::full(&dev, &[4, 8], 1.0)?;
 /// drop.eval();
 /// assert_eq!(drop.forward(&x)?.to_vec()?, vec![1.0; 32]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -94,10 +94,10 @@ impl Dropout {
     /// `x` with dropout applied in training mode (and `p > 0`); `x` itself otherwise.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// let drop = tang_nn::nn::Dropout::new(0.5)?;
-    /// let x = Tensor::constant(RawTensor::full(&dev, &[64], 1.0)?);
+    /// let x = Tensor::full(&dev, &[64], 1.0)?;
     /// // Each element is 0 or 1 / (1 - p) = 2.
     /// assert!(drop.forward(&x)?.to_vec()?.iter().all(|&v| v == 0.0 || v == 2.0));
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -2,7 +2,7 @@
 
 use super::init;
 use crate::Module;
-use crate::autograd::{Error, RawTensor, Tensor};
+use crate::autograd::{Error, Tensor};
 use crate::rng::SplitMix64;
 use tang_runtime::Device;
 
@@ -12,10 +12,10 @@ use tang_runtime::Device;
 ///
 /// ```
 /// use tang_nn::nn::Embedding;
-/// use tang_nn::tang_runtime::Tensor as RawTensor;
+/// use tang_nn::Tensor;
 /// let dev = tang_nn::tang_runtime::Device::new()?;
 /// let wte = Embedding::new(&dev, 81, 64, &mut tang_nn::rng::SplitMix64::new(0))?;
-/// let ids = RawTensor::from_u32(&dev, &[3, 1, 4], &[1, 3])?;
+/// let ids = Tensor::from_u32(&dev, &[3, 1, 4], &[1, 3])?;
 /// assert_eq!(wte.forward(&ids)?.shape(), &[1, 3, 64]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -29,7 +29,7 @@ impl Embedding {
     /// A table of `num_embeddings` rows of `embedding_dim` values.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::nn::Embedding;
     /// let wte = Embedding::new(&dev, 10, 4, &mut tang_nn::rng::SplitMix64::new(0))?; // nn.Embedding(10, 4)
@@ -55,18 +55,18 @@ impl Embedding {
     /// The rows for `ids` (u32, any shape): `[..ids.shape, embedding_dim]`.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::nn::Embedding;
     /// let wte = Embedding::new(&dev, 10, 4, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// let ids = RawTensor::from_u32(&dev, &[1, 2, 3, 4, 5, 6], &[2, 3])?; // [B, T]
+    /// let ids = Tensor::from_u32(&dev, &[1, 2, 3, 4, 5, 6], &[2, 3])?; // [B, T]
     /// assert_eq!(wte.forward(&ids)?.shape(), &[2, 3, 4]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
     /// # Errors
     /// [`Error::Runtime`] unless `ids` is a u32 tensor on the table's device.
-    pub fn forward(&self, ids: &RawTensor) -> Result<Tensor, Error> {
+    pub fn forward(&self, ids: &Tensor) -> Result<Tensor, Error> {
         Tensor::embedding(ids, &self.weight)
     }
 }

@@ -14,10 +14,10 @@
 //! is NaN (and the mean with it, visibly) and its gradient 0.
 //!
 //! ```
-//! use tang_nn::autograd::{RawTensor, Tensor};
+//! use tang_nn::autograd::Tensor;
 //! use tang_nn::nn::functional::{CrossEntropyOptions, Reduction, class_indices_from_i64, cross_entropy_with};
 //! let dev = tang_nn::tang_runtime::Device::new()?;
-//! let logits = Tensor::parameter(RawTensor::zeros(&dev, &[3, 4])?);
+//! let logits = Tensor::zeros(&dev, &[3, 4])?.into_parameter();
 //! let targets = class_indices_from_i64(&dev, &[1, -100, 3], &[3])?;
 //! let opts = CrossEntropyOptions { label_smoothing: 0.1, ..CrossEntropyOptions::default() };
 //! let loss = cross_entropy_with(&logits, &targets, &opts)?;   // mean over the 2 kept rows
@@ -49,11 +49,11 @@ pub const IGNORE_INDEX: i64 = -100;
 /// How a loss reduces its per-element values (PyTorch's `reduction`).
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// use tang_nn::nn::functional::{Reduction, mse_loss};
-/// let x = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0, 3.0], &[2])?);
-/// let y = Tensor::constant(RawTensor::zeros(&dev, &[2])?);
+/// let x = Tensor::from_slice(&dev, &[1.0, 3.0], &[2])?.into_parameter();
+/// let y = Tensor::zeros(&dev, &[2])?;
 /// assert_eq!(mse_loss(&x, &y, Reduction::None)?.to_vec()?, [1.0, 9.0]); // reduction="none"
 /// assert_eq!(mse_loss(&x, &y, Reduction::Sum)?.to_vec()?, [10.0]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -73,11 +73,11 @@ pub enum Reduction {
 /// per-class `weight` is not supported).
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// use tang_nn::nn::functional::{CrossEntropyOptions, cross_entropy_with};
-/// let logits = Tensor::parameter(RawTensor::zeros(&dev, &[2, 3])?);
-/// let targets = RawTensor::from_u32(&dev, &[0, 2], &[2])?;
+/// let logits = Tensor::zeros(&dev, &[2, 3])?.into_parameter();
+/// let targets = Tensor::from_u32(&dev, &[0, 2], &[2])?;
 /// // F.cross_entropy(logits, targets, label_smoothing=0.1)
 /// let opts = CrossEntropyOptions { label_smoothing: 0.1, ..CrossEntropyOptions::default() };
 /// let loss = cross_entropy_with(&logits, &targets, &opts)?;
@@ -108,10 +108,10 @@ impl Default for CrossEntropyOptions {
 /// The options of [`nll_loss_with`] (PyTorch's defaults; no per-class `weight`).
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// use tang_nn::nn::functional::{NllLossOptions, class_indices_from_i64, nll_loss_with};
-/// let logp = Tensor::parameter(RawTensor::from_slice(&dev, &[-1.0, -2.0, -3.0, -4.0], &[2, 2])?);
+/// let logp = Tensor::from_slice(&dev, &[-1.0, -2.0, -3.0, -4.0], &[2, 2])?.into_parameter();
 /// let targets = class_indices_from_i64(&dev, &[1, -100], &[2])?; // the second row is ignored
 /// let loss = nll_loss_with(&logp, &targets, &NllLossOptions::default())?;
 /// assert_eq!(loss.to_vec()?, [2.0]);
@@ -163,7 +163,7 @@ pub fn ignore_index_as_u32(index: i64) -> Result<u32, Error> {
 /// values (the ignore index) wrapped as [`ignore_index_as_u32`] does.
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// use tang_nn::nn::functional::class_indices_from_i64;
 /// // Targets as PyTorch saves them (int64), -100 for padding.
@@ -179,30 +179,19 @@ pub fn class_indices_from_i64(
     dev: &Device,
     values: &[i64],
     shape: &[usize],
-) -> Result<RawTensor, Error> {
+) -> Result<Tensor, Error> {
     let wrapped = values
         .iter()
         .map(|&v| ignore_index_as_u32(v))
         .collect::<Result<Vec<u32>, Error>>()?;
-    Ok(RawTensor::from_u32(dev, &wrapped, shape)?)
+    Tensor::from_u32(dev, &wrapped, shape)
 }
 
-/// `t` where `keep`, else `past_end`: an ignored row's index moved past the classes, where
-/// `gather` reads 0 and passes no gradient.
+/// `t` where `keep`, else 0: an ignored row's index moved to a class that exists (its
+/// picked value is masked out after the gather).
 #[kernel]
-fn index_or_past_end(t: f32, keep: f32, #[uniform] past_end: f32) -> f32 {
-    if keep > 0.5 { t } else { past_end }
-}
-
-/// NaN for a kept row whose target is `>= classes` (out of range), else 0: added to the
-/// rows' losses so a bad target shows as NaN, as the fused cross-entropy shows it.
-#[kernel]
-fn nan_if_out_of_range(t: f32, keep: f32, #[uniform] classes: f32) -> f32 {
-    if keep > 0.5 && t >= classes {
-        f32::NAN
-    } else {
-        0.0
-    }
+fn index_or_zero(t: f32, keep: f32) -> f32 {
+    if keep > 0.5 { t } else { 0.0 }
 }
 
 fn reduce_all(x: Tensor, reduction: Reduction) -> Result<Tensor, Error> {
@@ -232,11 +221,11 @@ fn same_shape(op: &str, input: &Tensor, target: &Tensor) -> Result<(), Error> {
 /// target)²` reduced. Both get gradients.
 ///
 /// ```
-/// use tang_nn::autograd::{RawTensor, Tensor};
+/// use tang_nn::autograd::Tensor;
 /// use tang_nn::nn::functional::{Reduction, mse_loss};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
-/// let x = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0, 2.0], &[2])?);
-/// let y = Tensor::constant(RawTensor::from_slice(&dev, &[0.0, 0.0], &[2])?);
+/// let x = Tensor::from_slice(&dev, &[1.0, 2.0], &[2])?.into_parameter();
+/// let y = Tensor::from_slice(&dev, &[0.0, 0.0], &[2])?;
 /// assert_eq!(mse_loss(&x, &y, Reduction::Mean)?.to_vec()?, vec![2.5]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -254,11 +243,11 @@ pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result
 /// `pos_weight`): `softplus(x) - x y` per element, stable for any `x`, reduced.
 ///
 /// ```
-/// use tang_nn::autograd::{RawTensor, Tensor};
+/// use tang_nn::autograd::Tensor;
 /// use tang_nn::nn::functional::{Reduction, binary_cross_entropy_with_logits};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
-/// let x = Tensor::parameter(RawTensor::zeros(&dev, &[4])?);
-/// let y = Tensor::constant(RawTensor::full(&dev, &[4], 1.0)?);
+/// let x = Tensor::zeros(&dev, &[4])?.into_parameter();
+/// let y = Tensor::full(&dev, &[4], 1.0)?;
 /// let loss = binary_cross_entropy_with_logits(&x, &y, Reduction::Mean)?;
 /// assert!((loss.to_vec()?[0] - 2f32.ln()).abs() < 1e-6);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -278,7 +267,7 @@ pub fn binary_cross_entropy_with_logits(
 pub(crate) fn class_shapes(
     op: &str,
     input: &Tensor,
-    target: &RawTensor,
+    target: &Tensor,
 ) -> Result<(usize, usize), Error> {
     let &[rows, classes] = input.shape() else {
         return Err(invalid(
@@ -303,24 +292,29 @@ pub(crate) fn class_shapes(
     Ok((rows, classes))
 }
 
-/// Per-row `-input[i, target[i]]` (0 for ignored rows, NaN for an out-of-range target)
-/// and the f32 mask of kept rows.
+/// Per-row `-input[i, target[i]]` (0 for ignored rows) and the f32 mask of kept rows;
+/// an out-of-range target is [`tang_runtime::Error::IndexOutOfRange`].
 fn picked_rows(
+    op: &str,
     input: &Tensor,
-    target: &RawTensor,
+    target: &Tensor,
     ignore_index: i64,
     rows: usize,
     classes: usize,
 ) -> Result<(Tensor, RawTensor), Error> {
+    let ignore_index = ignore_index_as_u32(ignore_index)?;
+    // A target past the classes is an error (PyTorch's IndexError), not a NaN row.
+    ops::check_index(op, target.data(), classes, Some(ignore_index))?;
+    let target = target.data();
     let dev = target.device();
-    let ignore = ops::full_u32(dev, &[1], ignore_index_as_u32(ignore_index)?)?;
+    let ignore = ops::full_u32(dev, &[1], ignore_index)?;
     let keep = ops::to_dtype(&ops::ne(target, &ignore)?, DType::F32)?;
     let as_f32 = ops::to_dtype(target, DType::F32)?;
-    let safe = index_or_past_end::launch(dev, &as_f32, &keep, classes as f32)?;
+    let safe = index_or_zero::launch(dev, &as_f32, &keep)?;
     let index = ops::to_dtype(&safe, DType::U32)?.reshape(&[rows, 1])?;
+    let index = Tensor::constant(index);
     let picked = input.gather(1, &index)?.reshape(&[rows])?;
-    let bad = nan_if_out_of_range::launch(dev, &as_f32, &keep, classes as f32)?;
-    let rows = picked.mul_scalar(-1.0)?.add(&Tensor::constant(bad))?;
+    let rows = picked.mul_constant(&keep)?.mul_scalar(-1.0)?;
     Ok((rows, keep))
 }
 
@@ -351,11 +345,11 @@ fn recip_count(count: &RawTensor) -> Result<RawTensor, Error> {
 /// index -100).
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// use tang_nn::nn::functional::nll_loss;
-/// let logp = Tensor::parameter(RawTensor::from_slice(&dev, &[-1.0, -2.0, -3.0, -4.0], &[2, 2])?);
-/// let targets = RawTensor::from_u32(&dev, &[1, 0], &[2])?;
+/// let logp = Tensor::from_slice(&dev, &[-1.0, -2.0, -3.0, -4.0], &[2, 2])?.into_parameter();
+/// let targets = Tensor::from_u32(&dev, &[1, 0], &[2])?;
 /// assert_eq!(nll_loss(&logp.log_softmax()?, &targets)?.shape(), &[1]); // F.nll_loss(F.log_softmax(x), y)
 /// assert_eq!(nll_loss(&logp, &targets)?.to_vec()?, [2.5]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -363,18 +357,18 @@ fn recip_count(count: &RawTensor) -> Result<RawTensor, Error> {
 ///
 /// # Errors
 /// As [`nll_loss_with`].
-pub fn nll_loss(input: &Tensor, target: &RawTensor) -> Result<Tensor, Error> {
+pub fn nll_loss(input: &Tensor, target: &Tensor) -> Result<Tensor, Error> {
     nll_loss_with(input, target, &NllLossOptions::default())
 }
 
 /// [`nll_loss`] with PyTorch's `ignore_index` and `reduction`.
 ///
 /// ```
-/// use tang_nn::autograd::{RawTensor, Tensor};
+/// use tang_nn::autograd::Tensor;
 /// use tang_nn::nn::functional::{NllLossOptions, Reduction, nll_loss_with};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
-/// let logp = Tensor::parameter(RawTensor::from_slice(&dev, &[-1.0, -2.0, -3.0, -4.0], &[2, 2])?);
-/// let y = RawTensor::from_u32(&dev, &[1, 0], &[2])?;
+/// let logp = Tensor::from_slice(&dev, &[-1.0, -2.0, -3.0, -4.0], &[2, 2])?.into_parameter();
+/// let y = Tensor::from_u32(&dev, &[1, 0], &[2])?;
 /// let opts = NllLossOptions { reduction: Reduction::None, ..NllLossOptions::default() };
 /// assert_eq!(nll_loss_with(&logp, &y, &opts)?.to_vec()?, vec![2.0, 3.0]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -385,11 +379,18 @@ pub fn nll_loss(input: &Tensor, target: &RawTensor) -> Result<Tensor, Error> {
 /// when `ignore_index` does not fit 32 bits.
 pub fn nll_loss_with(
     input: &Tensor,
-    target: &RawTensor,
+    target: &Tensor,
     options: &NllLossOptions,
 ) -> Result<Tensor, Error> {
     let (rows, classes) = class_shapes("nll_loss", input, target)?;
-    let (per_row, keep) = picked_rows(input, target, options.ignore_index, rows, classes)?;
+    let (per_row, keep) = picked_rows(
+        "nll_loss",
+        input,
+        target,
+        options.ignore_index,
+        rows,
+        classes,
+    )?;
     reduce_rows(per_row, &keep, options.reduction)
 }
 
@@ -397,11 +398,11 @@ pub fn nll_loss_with(
 /// `F.cross_entropy(input, target)`: mean over non-ignored rows, ignore index -100).
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// use tang_nn::nn::functional::cross_entropy;
-/// let logits = Tensor::parameter(RawTensor::zeros(&dev, &[2, 4])?);
-/// let targets = RawTensor::from_u32(&dev, &[3, 1], &[2])?;
+/// let logits = Tensor::zeros(&dev, &[2, 4])?.into_parameter();
+/// let targets = Tensor::from_u32(&dev, &[3, 1], &[2])?;
 /// let loss = cross_entropy(&logits, &targets)?; // F.cross_entropy(logits, targets)
 /// assert!((loss.to_vec()?[0] - 4f32.ln()).abs() < 1e-5);
 /// let grads = loss.backward()?;
@@ -411,7 +412,7 @@ pub fn nll_loss_with(
 ///
 /// # Errors
 /// As [`cross_entropy_with`].
-pub fn cross_entropy(input: &Tensor, target: &RawTensor) -> Result<Tensor, Error> {
+pub fn cross_entropy(input: &Tensor, target: &Tensor) -> Result<Tensor, Error> {
     cross_entropy_with(input, target, &CrossEntropyOptions::default())
 }
 
@@ -421,11 +422,11 @@ pub fn cross_entropy(input: &Tensor, target: &RawTensor) -> Result<Tensor, Error
 /// `-ε/C Σ_c log p_c` on kept rows.
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// use tang_nn::nn::functional::{CrossEntropyOptions, Reduction, cross_entropy_with};
-/// let logits = Tensor::parameter(RawTensor::zeros(&dev, &[2, 4])?);
-/// let targets = RawTensor::from_u32(&dev, &[3, 1], &[2])?;
+/// let logits = Tensor::zeros(&dev, &[2, 4])?.into_parameter();
+/// let targets = Tensor::from_u32(&dev, &[3, 1], &[2])?;
 /// let opts = CrossEntropyOptions { reduction: Reduction::None, ..CrossEntropyOptions::default() };
 /// assert_eq!(cross_entropy_with(&logits, &targets, &opts)?.shape(), &[2]); // one loss per row
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -436,7 +437,7 @@ pub fn cross_entropy(input: &Tensor, target: &RawTensor) -> Result<Tensor, Error
 /// `label_smoothing` is in `[0, 1]` and `ignore_index` fits 32 bits.
 pub fn cross_entropy_with(
     input: &Tensor,
-    target: &RawTensor,
+    target: &Tensor,
     options: &CrossEntropyOptions,
 ) -> Result<Tensor, Error> {
     let (rows, classes) = class_shapes("cross_entropy", input, target)?;
@@ -452,7 +453,14 @@ pub fn cross_entropy_with(
         return input.cross_entropy(target, Some(ignore));
     }
     let logp = input.log_softmax()?;
-    let (nll, keep) = picked_rows(&logp, target, options.ignore_index, rows, classes)?;
+    let (nll, keep) = picked_rows(
+        "cross_entropy",
+        &logp,
+        target,
+        options.ignore_index,
+        rows,
+        classes,
+    )?;
     let per_row = if eps == 0.0 {
         nll
     } else {

@@ -13,11 +13,11 @@ use tang_runtime::Device;
 ///
 /// ```
 /// use tang_nn::Module;
-/// use tang_nn::autograd::{RawTensor, Tensor};
+/// use tang_nn::autograd::Tensor;
 /// use tang_nn::nn::Linear;
 /// let dev = tang_nn::tang_runtime::Device::new()?;
 /// let fc = Linear::new(&dev, 64, 10, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-/// let x = Tensor::constant(RawTensor::zeros(&dev, &[32, 64])?);
+/// let x = Tensor::zeros(&dev, &[32, 64])?;
 /// assert_eq!(fc.forward(&x)?.shape(), &[32, 10]);
 /// assert_eq!(fc.state_dict().names().collect::<Vec<_>>(), ["weight", "bias"]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -35,7 +35,7 @@ impl Linear {
     /// `bias` (PyTorch's default is `true`).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::nn::Linear;
     /// let fc = Linear::new(&dev, 4, 3, false, &mut tang_nn::rng::SplitMix64::new(0))?; // nn.Linear(4, 3, bias=False)
@@ -69,7 +69,7 @@ impl Linear {
     /// `in_features`.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// let fc = tang_nn::nn::Linear::new(&dev, 4, 3, true, &mut tang_nn::rng::SplitMix64::new(0))?;
     /// assert_eq!(fc.in_features(), 4);
@@ -82,7 +82,7 @@ impl Linear {
     /// `out_features`.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// let fc = tang_nn::nn::Linear::new(&dev, 4, 3, true, &mut tang_nn::rng::SplitMix64::new(0))?;
     /// assert_eq!(fc.out_features(), 3);
@@ -95,17 +95,31 @@ impl Linear {
     /// `x [.., in_features]` to `[.., out_features]`.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// let fc = tang_nn::nn::Linear::new(&dev, 4, 3, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// let x = Tensor::constant(RawTensor::zeros(&dev, &[2, 5, 4])?);
+    /// let x = Tensor::zeros(&dev, &[2, 5, 4])?;
     /// assert_eq!(fc.forward(&x)?.shape(), &[2, 5, 3]); // any leading dimensions
+    /// let e = fc.forward(&Tensor::zeros(&dev, &[2, 5])?).unwrap_err();
+    /// assert!(e.to_string().contains("Linear(4 -> 3)")); // the layer names itself
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
     /// # Errors
-    /// [`Error::Runtime`] when `x`'s last dimension is not `in_features`.
+    /// [`Error::Runtime`] when `x`'s last dimension is not `in_features`, naming the layer
+    /// (`Linear(4 -> 3)`) rather than the matmul inside it.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        let (inputs, outputs) = (self.in_features(), self.out_features());
+        if x.shape().last() != Some(&inputs) {
+            return Err(Error::Runtime(tang_runtime::Error::ShapeMismatch {
+                op: format!("Linear({inputs} -> {outputs})"),
+                detail: format!(
+                    "the input has shape {:?}; its last dimension must be {inputs} \
+                     (in_features)",
+                    x.shape()
+                ),
+            }));
+        }
         x.linear(&self.weight, self.bias.as_ref())
     }
 }

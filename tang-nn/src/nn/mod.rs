@@ -13,7 +13,7 @@
 //!
 //! ```
 //! use tang_nn::Module;
-//! use tang_nn::autograd::{RawTensor, Tensor};
+//! use tang_nn::Tensor;
 //! use tang_nn::nn::{Linear, functional::cross_entropy};
 //!
 //! #[derive(Module)]
@@ -31,8 +31,8 @@
 //!     fc1: Linear::new(&dev, 64, 128, true, &mut rng)?,
 //!     fc2: Linear::new(&dev, 128, 10, true, &mut rng)?,
 //! };
-//! let x = Tensor::constant(RawTensor::zeros(&dev, &[32, 64])?);
-//! let y = RawTensor::from_u32(&dev, &[3; 32], &[32])?;
+//! let x = Tensor::zeros(&dev, &[32, 64])?;
+//! let y = Tensor::from_u32(&dev, &[3; 32], &[32])?;
 //! let loss = cross_entropy(&model.forward(&x)?, &y)?;
 //! let grads = loss.backward()?;
 //! assert!(grads.get(&model.fc1.weight).is_some());
@@ -72,6 +72,7 @@ mod attention_sdpa;
 mod conv;
 mod dropout;
 mod embedding;
+mod flatten;
 pub mod functional;
 mod init;
 mod linear;
@@ -79,14 +80,15 @@ mod norm;
 mod sequential;
 mod transformer_encoder;
 
-pub use activation::{Approximate, GELU, ReLU, SiLU, Sigmoid, Tanh};
+pub use activation::{Approximate, Fused, GELU, ReLU, SiLU, Sigmoid, Tanh};
 pub use attention::{CausalSelfAttention, CausalSelfAttentionConfig};
 pub use attention_cache::KvCache;
 pub use attention_multihead::MultiheadAttention;
 pub use attention_sdpa::{AttnMask, WeightDropout, scaled_dot_product_attention};
-pub use conv::{AvgPool2d, Conv2d, MaxPool2d};
+pub use conv::{AvgPool2d, Conv2d, Conv2dOptions, MaxPool2d};
 pub use dropout::{DEFAULT_SEED, Dropout, manual_seed};
 pub use embedding::Embedding;
+pub use flatten::Flatten;
 pub use linear::Linear;
 pub use norm::{LayerNorm, RMSNorm};
 pub use sequential::Sequential;
@@ -106,11 +108,11 @@ pub trait Layer: Module {
     /// The layer applied to `x`.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::nn::{Layer, ReLU, Tanh};
     /// let layers: Vec<Box<dyn Layer>> = vec![Box::new(ReLU), Box::new(Tanh)];
-    /// let mut h = Tensor::constant(RawTensor::from_slice(&dev, &[-1.0, 0.0], &[2])?);
+    /// let mut h = Tensor::from_slice(&dev, &[-1.0, 0.0], &[2])?;
     /// for layer in &layers {
     ///     h = layer.forward(&h)?;
     /// }

@@ -35,7 +35,7 @@ impl LayerNorm {
     /// A layer norm over a last dimension of `normalized_shape` values.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::nn::LayerNorm;
     /// let ln = LayerNorm::new(&dev, 8, 1e-5, false)?; // nn.LayerNorm(8, bias=False)
@@ -71,10 +71,10 @@ impl LayerNorm {
     /// `x [.., n]` normalised over its last dimension, scaled and shifted.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// let ln = tang_nn::nn::LayerNorm::new(&dev, 2, 1e-5, true)?;
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[1.0, 3.0], &[1, 2])?);
+    /// let x = Tensor::from_slice(&dev, &[1.0, 3.0], &[1, 2])?;
     /// let y = ln.forward(&x)?.to_vec()?;
     /// assert!((y[0] + 1.0).abs() < 1e-4 && (y[1] - 1.0).abs() < 1e-4);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -121,7 +121,7 @@ impl RMSNorm {
     /// An RMS norm over a last dimension of `normalized_shape` values.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// let norm = tang_nn::nn::RMSNorm::new(&dev, 8, Some(1e-6))?; // nn.RMSNorm(8, eps=1e-6)
     /// assert_eq!(norm.eps, 1e-6);
@@ -144,10 +144,10 @@ impl RMSNorm {
     /// `x [.., n]` normalised over its last dimension and scaled.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// let norm = tang_nn::nn::RMSNorm::new(&dev, 2, Some(0.0))?;
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[3.0, 3.0], &[1, 2])?);
+    /// let x = Tensor::from_slice(&dev, &[3.0, 3.0], &[1, 2])?;
     /// let y = norm.forward(&x)?.to_vec()?; // x / sqrt(mean(x²))
     /// assert!((y[0] - 1.0).abs() < 1e-6);
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -53,7 +53,7 @@ impl Sequential {
     /// Appends `layer` (PyTorch's `append`), builder style; a `Box<dyn Layer>` works too.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::Module;
     /// use tang_nn::nn::{Linear, ReLU, Sequential};
@@ -105,11 +105,11 @@ impl Sequential {
     /// Each layer applied to the previous one's output.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::nn::{ReLU, Sequential, Tanh};
     /// let seq = Sequential::new().append(ReLU).append(Tanh);
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[-1.0, 0.0], &[2])?);
+    /// let x = Tensor::from_slice(&dev, &[-1.0, 0.0], &[2])?;
     /// assert_eq!(seq.forward(&x)?.to_vec()?, [0.0, 0.0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

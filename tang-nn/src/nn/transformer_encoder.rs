@@ -92,14 +92,14 @@ impl TransformerEncoderLayerConfig {
 ///
 /// ```
 /// use tang_nn::Module;
-/// use tang_nn::autograd::{RawTensor, Tensor};
+/// use tang_nn::autograd::Tensor;
 /// use tang_nn::nn::{AttnMask, TransformerEncoderLayer, TransformerEncoderLayerConfig};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
 /// let cfg = TransformerEncoderLayerConfig { dim_feedforward: 256, norm_first: true, batch_first: true,
 ///                                           ..TransformerEncoderLayerConfig::new(64, 4) };
 /// let layer = TransformerEncoderLayer::new(&dev, &cfg, &mut tang_nn::rng::SplitMix64::new(0))?;
 /// assert_eq!(layer.num_params(), 4 * 64 * 64 + 4 * 64 + 2 * 64 * 256 + 256 + 64 + 4 * 64);
-/// let x = Tensor::constant(RawTensor::zeros(&dev, &[2, 7, 64])?);
+/// let x = Tensor::zeros(&dev, &[2, 7, 64])?;
 /// assert_eq!(layer.forward(&x, AttnMask::None)?.shape(), &[2, 7, 64]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -129,7 +129,7 @@ impl TransformerEncoderLayer {
     /// A layer initialised as PyTorch initialises one.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::Module;
     /// use tang_nn::nn::{TransformerEncoderLayer, TransformerEncoderLayerConfig};
@@ -173,7 +173,7 @@ impl TransformerEncoderLayer {
     /// The layer's options.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::nn::{TransformerEncoderLayer, TransformerEncoderLayerConfig};
     /// let cfg = TransformerEncoderLayerConfig { dim_feedforward: 16, ..TransformerEncoderLayerConfig::new(8, 2) };
@@ -206,14 +206,14 @@ impl TransformerEncoderLayer {
     /// `mask` as PyTorch's `src_mask` / `is_causal`.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// use tang_nn::Module;
     /// use tang_nn::nn::{AttnMask, TransformerEncoderLayer, TransformerEncoderLayerConfig};
     /// let cfg = TransformerEncoderLayerConfig { dim_feedforward: 16, ..TransformerEncoderLayerConfig::new(8, 2) };
     /// let layer = TransformerEncoderLayer::new(&dev, &cfg, &mut tang_nn::rng::SplitMix64::new(0))?;
     /// layer.eval(); // no dropout
-    /// let src = Tensor::constant(RawTensor::zeros(&dev, &[3, 1, 8])?); // [S, N, E]
+    /// let src = Tensor::zeros(&dev, &[3, 1, 8])?; // [S, N, E]
     /// assert_eq!(layer.forward(&src, AttnMask::None)?.shape(), &[3, 1, 8]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

@@ -18,7 +18,6 @@ use crate::safetensors::SafetensorsError;
 /// println!("{err}"); // names the option and what it must be
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug)]
 #[non_exhaustive]
 pub enum OptimError {
     /// A hyperparameter is outside its valid range (PyTorch raises `ValueError` for the
@@ -99,6 +98,14 @@ pub enum OptimError {
     Runtime(tang_runtime::Error),
     /// Reading or writing the state file failed.
     Safetensors(SafetensorsError),
+}
+
+/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
+/// and `unwrap` show the message with its hint rather than the variant's fields.
+impl std::fmt::Debug for OptimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 impl fmt::Display for OptimError {

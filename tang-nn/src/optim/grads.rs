@@ -1,10 +1,11 @@
-//! Gradients keyed by parameter name: what [`super::Optimizer::step`] reads.
+//! What [`super::Optimizer::step`] reads the gradients from.
 //!
 //! An optimizer owns its parameters (registered by name at construction, as PyTorch's
-//! `named_parameters()`), and a step is given the gradients by the same names. Anything
-//! that can answer "the gradient of `name`" implements [`Gradients`]: a map, a slice of
-//! pairs, or (later) the gradients that `loss.backward()` returns, which then plug into
-//! `step` unchanged. A parameter without a gradient is skipped, as PyTorch skips a
+//! `named_parameters()`). Built from a model (`AdamW::new(model.named_parameters(), ..)`)
+//! it also knows each parameter's autograd identity, so `opt.step(&grads)` takes what
+//! `loss.backward()` returned as it is. Anything that can answer "the gradient of
+//! `name`" implements [`Gradients`] too (a map, a slice of pairs), for parameters given
+//! as bare device tensors. A parameter without a gradient is skipped, as PyTorch skips a
 //! parameter whose `.grad` is `None`.
 
 use std::collections::{BTreeMap, HashMap};
@@ -40,6 +41,48 @@ pub trait Gradients {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     fn grad(&self, name: &str) -> Option<&Tensor>;
+
+    /// The gradient of the parameter `name` whose autograd identity is `id` (when the
+    /// optimizer was built from a model's parameters): what a step looks up. By name
+    /// unless the source is keyed by identity, as `backward()`'s result is.
+    ///
+    /// ```
+    /// use tang_nn::optim::Gradients;
+    /// # use tang_nn::tang_runtime::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let g = Tensor::zeros(&dev, &[2])?;
+    /// assert!([("w", &g)].grad_of("w", None).is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn grad_of(&self, name: &str, id: Option<crate::autograd::TensorId>) -> Option<&Tensor> {
+        let _ = id;
+        self.grad(name)
+    }
+}
+
+/// `backward()`'s result, as `opt.step(&grads)` reads it: looked up by the identity of
+/// each parameter the optimizer was built from (`AdamW::new(model.named_parameters(),
+/// ..)`); it has no names, so a parameter given as a bare device tensor finds nothing.
+///
+/// ```
+/// # use tang_nn::{Device, Module, Tensor, rng::SplitMix64};
+/// use tang_nn::nn::Linear;
+/// use tang_nn::optim::{Sgd, SgdOptions};
+/// # let dev = Device::new()?;
+/// let fc = Linear::new(&dev, 2, 1, true, &mut SplitMix64::new(0))?;
+/// let mut opt = Sgd::new(fc.named_parameters(), SgdOptions::default())?; // SGD(fc.parameters())
+/// let grads = fc.forward(&Tensor::zeros(&dev, &[1, 2])?)?.sum_all()?.backward()?;
+/// opt.step(&grads)?; // optimizer.step()
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl Gradients for crate::autograd::Gradients {
+    fn grad(&self, _name: &str) -> Option<&Tensor> {
+        None
+    }
+
+    fn grad_of(&self, _name: &str, id: Option<crate::autograd::TensorId>) -> Option<&Tensor> {
+        self.get_id(id?)
+    }
 }
 
 impl<S: std::hash::BuildHasher> Gradients for HashMap<String, Tensor, S> {
@@ -78,27 +121,11 @@ impl Gradients for Vec<(String, Tensor)> {
     }
 }
 
-/// The gradients that `loss.backward()` returned (keyed by tensor), looked up by the
-/// names of the parameters they belong to: what a training loop passes to
-/// [`super::Optimizer::step`]. Parameters without a gradient (frozen, or unused by this
-/// loss) have none here either.
-///
-/// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
-/// # let dev = tang_nn::tang_runtime::Device::new()?;
-/// use tang_nn::Module;
-/// use tang_nn::nn::Linear;
-/// use tang_nn::optim::{NamedGradients, Sgd, SgdOptions, named_parameters_of};
-/// let fc = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-/// let mut opt = Sgd::new(named_parameters_of(&fc), SgdOptions::default())?;
-/// let x = Tensor::constant(RawTensor::zeros(&dev, &[1, 2])?);
-/// let grads = fc.forward(&x)?.sum_all()?.backward()?;
-/// let params = fc.named_parameters();
-/// opt.step(&NamedGradients::new(&params, &grads))?; // optimizer.step()
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
+/// The gradients that `loss.backward()` returned, in the order of the parameters they
+/// belong to and looked up by name: what the trainer hands to clipping (a norm summed in
+/// a fixed order) and to the step. Users step with `backward()`'s result directly.
 #[derive(Debug)]
-pub struct NamedGradients<'a> {
+pub(crate) struct NamedGradients<'a> {
     /// In the parameters' order, so that a norm over them sums in a fixed order.
     ordered: Vec<(&'a str, &'a Tensor)>,
     index: HashMap<&'a str, usize>,
@@ -107,25 +134,13 @@ pub struct NamedGradients<'a> {
 impl<'a> NamedGradients<'a> {
     /// The gradient of each of `params` (name and parameter, as a module's
     /// `named_parameters()` lists them) found in `grads`.
-    ///
-    /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
-    /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// use tang_nn::optim::NamedGradients;
-    /// let w = Tensor::parameter(RawTensor::from_slice(&dev, &[3.0], &[1])?);
-    /// let grads = w.sum_all()?.backward()?;
-    /// let params = vec![("w".to_string(), w.clone())];
-    /// let named = NamedGradients::new(&params, &grads);
-    /// assert_eq!(named.len(), 1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn new(
+    pub(crate) fn new(
         params: &'a [(String, crate::autograd::Tensor)],
         grads: &'a crate::autograd::Gradients,
     ) -> Self {
         let ordered: Vec<(&str, &Tensor)> = params
             .iter()
-            .filter_map(|(name, p)| Some((name.as_str(), grads.get(p)?)))
+            .filter_map(|(name, p)| Some((name.as_str(), grads.get_id(p.id())?)))
             .collect();
         let index = ordered
             .iter()
@@ -136,54 +151,12 @@ impl<'a> NamedGradients<'a> {
     }
 
     /// The gradients in the parameters' order (for [`super::grad_norm`]).
-    ///
-    /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
-    /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// use tang_nn::optim::{NamedGradients, grad_norm};
-    /// let w = Tensor::parameter(RawTensor::zeros(&dev, &[2])?);
-    /// let x = Tensor::constant(RawTensor::from_slice(&dev, &[3.0, 4.0], &[2])?);
-    /// let grads = w.mul(&x)?.sum_all()?.backward()?; // the gradient is x
-    /// let params = vec![("w".to_string(), w.clone())];
-    /// let named = NamedGradients::new(&params, &grads);
-    /// assert_eq!(grad_norm(named.tensors(), 1.0)?.total_norm.to_vec()?, [5.0]);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn tensors(&self) -> impl Iterator<Item = &'a Tensor> + '_ {
+    pub(crate) fn tensors(&self) -> impl Iterator<Item = &'a Tensor> + '_ {
         self.ordered.iter().map(|(_, t)| *t)
     }
 
-    /// How many parameters have a gradient.
-    ///
-    /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
-    /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// use tang_nn::optim::NamedGradients;
-    /// let used = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
-    /// let unused = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
-    /// let grads = used.sum_all()?.backward()?;
-    /// let params = vec![("used".to_string(), used.clone()), ("unused".to_string(), unused.clone())];
-    /// assert_eq!(NamedGradients::new(&params, &grads).len(), 1); // no gradient, no entry
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn len(&self) -> usize {
-        self.ordered.len()
-    }
-
     /// Whether no parameter has a gradient.
-    ///
-    /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
-    /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// use tang_nn::autograd::Gradients;
-    /// use tang_nn::optim::NamedGradients;
-    /// let w = Tensor::parameter(RawTensor::zeros(&dev, &[1])?);
-    /// let params = vec![("w".to_string(), w)];
-    /// let none = Gradients::default();
-    /// assert!(NamedGradients::new(&params, &none).is_empty());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.ordered.is_empty()
     }
 }

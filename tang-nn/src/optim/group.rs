@@ -7,6 +7,38 @@
 
 use tang_runtime::Tensor;
 
+use crate::autograd::TensorId;
+
+/// What an optimizer can take as a parameter: a model's parameter (the autograd
+/// [`crate::Tensor`], whose gradient `opt.step(&grads)` then finds in the
+/// [`crate::autograd::Gradients`] that `backward()` returned), or a bare device tensor
+/// updated from gradients given by name.
+pub trait IntoParam {
+    /// The device tensor to update (a clone sharing the parameter's buffer), the
+    /// autograd identity its gradient is keyed by, if any, and whether it trains (a
+    /// frozen parameter is left out, as PyTorch users write
+    /// `[p for p in model.parameters() if p.requires_grad]`).
+    fn into_param(self) -> (Tensor, Option<TensorId>, bool);
+}
+
+impl IntoParam for Tensor {
+    fn into_param(self) -> (Tensor, Option<TensorId>, bool) {
+        (self, None, true)
+    }
+}
+
+impl IntoParam for crate::autograd::Tensor {
+    fn into_param(self) -> (Tensor, Option<TensorId>, bool) {
+        (self.data().clone(), Some(self.id()), self.requires_grad())
+    }
+}
+
+impl IntoParam for &crate::autograd::Tensor {
+    fn into_param(self) -> (Tensor, Option<TensorId>, bool) {
+        self.clone().into_param()
+    }
+}
+
 /// Named parameters with optional per-group overrides of the defaults.
 ///
 /// ```
@@ -28,6 +60,9 @@ pub struct ParamGroup {
     pub lr: Option<f64>,
     /// This group's weight decay, or `None` for the optimizer's default.
     pub weight_decay: Option<f64>,
+    /// The autograd identity of each of `params` (by position) that came from a model,
+    /// so that a step finds its gradient in `backward()`'s result.
+    pub(crate) ids: Vec<Option<TensorId>>,
 }
 
 impl ParamGroup {
@@ -41,12 +76,16 @@ impl ParamGroup {
     /// assert_eq!((group.params.len(), group.lr), (1, None));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn new<N: Into<String>>(params: impl IntoIterator<Item = (N, Tensor)>) -> Self {
-        ParamGroup {
-            params: params.into_iter().map(|(n, t)| (n.into(), t)).collect(),
-            lr: None,
-            weight_decay: None,
+    pub fn new<N: Into<String>, P: IntoParam>(params: impl IntoIterator<Item = (N, P)>) -> Self {
+        let mut group = ParamGroup::default();
+        for (name, p) in params {
+            let (tensor, id, trains) = p.into_param();
+            if trains {
+                group.params.push((name.into(), tensor));
+                group.ids.push(id);
+            }
         }
+        group
     }
 
     /// The same group with its own learning rate.
@@ -80,32 +119,6 @@ impl ParamGroup {
     }
 }
 
-/// A model's trainable parameters by name, as an optimizer takes them: its
-/// `named_parameters()` (tied parameters once, frozen ones left out, as PyTorch users
-/// write `[p for p in model.parameters() if p.requires_grad]`), each the device tensor
-/// the parameter holds (a clone sharing its buffer, so updates reach the model).
-///
-/// ```
-/// # let dev = tang_nn::tang_runtime::Device::new()?;
-/// use tang_nn::nn::Linear;
-/// use tang_nn::optim::{AdamW, AdamWOptions, named_parameters_of};
-/// let fc = Linear::new(&dev, 4, 2, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-/// fc.weight.requires_grad_(false)?; // frozen: left out
-/// let params = named_parameters_of(&fc);
-/// assert_eq!(params.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["bias"]);
-/// let opt = AdamW::new(params, AdamWOptions::default())?; // AdamW(p for p in m.parameters() if p.requires_grad)
-/// # let _ = opt;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn named_parameters_of<M: crate::module::Module + ?Sized>(model: &M) -> Vec<(String, Tensor)> {
-    model
-        .named_parameters()
-        .into_iter()
-        .filter(|(_, p)| p.requires_grad())
-        .map(|(name, p)| (name, p.data().clone()))
-        .collect()
-}
-
 /// nanoGPT's two groups (`configure_optimizers`): parameters of two or more dimensions
 /// (matmul weights, embeddings) decay by `weight_decay`; the rest (biases, norm weights)
 /// do not decay. Order within each group is kept.
@@ -121,26 +134,23 @@ pub fn named_parameters_of<M: crate::module::Module + ?Sized>(model: &M) -> Vec<
 /// assert_eq!(opt.groups()[1].options.weight_decay, 0.0);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn decay_groups<N: Into<String>>(
-    params: impl IntoIterator<Item = (N, Tensor)>,
+pub fn decay_groups<N: Into<String>, P: IntoParam>(
+    params: impl IntoIterator<Item = (N, P)>,
     weight_decay: f64,
 ) -> [ParamGroup; 2] {
-    let (decay, no_decay): (Vec<_>, Vec<_>) = params
-        .into_iter()
-        .map(|(n, t)| (n.into(), t))
-        .partition(|(_, t)| t.shape().len() >= 2);
-    [
-        ParamGroup {
-            params: decay,
-            lr: None,
-            weight_decay: Some(weight_decay),
-        },
-        ParamGroup {
-            params: no_decay,
-            lr: None,
-            weight_decay: Some(0.0),
-        },
-    ]
+    let all = ParamGroup::new(params);
+    let mut decay = ParamGroup::default().with_weight_decay(weight_decay);
+    let mut no_decay = ParamGroup::default().with_weight_decay(0.0);
+    for ((name, t), id) in all.params.into_iter().zip(all.ids) {
+        let to = if t.shape().len() >= 2 {
+            &mut decay
+        } else {
+            &mut no_decay
+        };
+        to.params.push((name, t));
+        to.ids.push(id);
+    }
+    [decay, no_decay]
 }
 
 /// One resolved group of an optimizer: its full options and its parameters' names.

@@ -18,8 +18,9 @@ use tang_runtime::{DType, Device, Tensor};
 use super::error::OptimError;
 use super::flat::{self, FlatGroup};
 use super::grads::Gradients;
-use super::group::{Group, ParamGroup};
+use super::group::{Group, IntoParam, ParamGroup};
 use super::state::{Hyper, ParamState};
+use crate::autograd::TensorId;
 
 /// One optimization algorithm: its options (one value per group) and its update.
 /// Implemented by [`super::SgdOptions`], [`super::AdamOptions`] and
@@ -158,6 +159,8 @@ pub trait Algorithm: Clone + std::fmt::Debug + PartialEq {
 pub(crate) struct Param {
     pub name: String,
     pub tensor: Tensor,
+    /// The autograd identity of the model's parameter, when it was built from one.
+    pub id: Option<TensorId>,
     pub state: ParamState,
 }
 
@@ -206,8 +209,8 @@ impl<A: Algorithm> Optimizer<A> {
     ///
     /// # Errors
     /// As [`Optimizer::with_groups`].
-    pub fn new<N: Into<String>>(
-        params: impl IntoIterator<Item = (N, Tensor)>,
+    pub fn new<N: Into<String>, P: IntoParam>(
+        params: impl IntoIterator<Item = (N, P)>,
         defaults: A,
     ) -> Result<Self, OptimError> {
         Self::with_groups(vec![ParamGroup::new(params)], defaults)
@@ -264,11 +267,13 @@ impl<A: Algorithm> Optimizer<A> {
             options.validate()?;
             let g = opt.groups.len();
             let mut names = Vec::with_capacity(group.params.len());
-            for (name, tensor) in group.params {
+            let ids = group.ids.into_iter().chain(std::iter::repeat(None));
+            for ((name, tensor), id) in group.params.into_iter().zip(ids) {
                 opt.register(&name, &tensor)?;
                 opt.params.push(Param {
                     name: name.clone(),
                     tensor,
+                    id,
                     state: ParamState::default(),
                 });
                 opt.group_of.push(g);
@@ -485,7 +490,7 @@ impl<A: Algorithm> Optimizer<A> {
         }
         let mut work = Vec::new();
         for (i, p) in self.params.iter().enumerate() {
-            let Some(grad) = grads.grad(&p.name) else {
+            let Some(grad) = grads.grad_of(&p.name, p.id) else {
                 continue;
             };
             check_grad(p, grad)?;

@@ -18,7 +18,6 @@ use super::dtype::Dtype;
 /// println!("{err}"); // what is wrong with the file, in words
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug)]
 #[non_exhaustive]
 pub enum SafetensorsError {
     /// The file could not be opened, read or written.
@@ -210,6 +209,14 @@ impl SafetensorsError {
             SafetensorsError::HostTensorSize { .. } => "host_tensor_size",
             SafetensorsError::Runtime(_) => "runtime",
         }
+    }
+}
+
+/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
+/// and `unwrap` show the message with its hint rather than the variant's fields.
+impl std::fmt::Debug for SafetensorsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
     }
 }
 

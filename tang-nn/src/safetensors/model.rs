@@ -1,4 +1,5 @@
-//! A module's parameters to and from a safetensors file: [`save_model`] and
+//! A module's parameters to and from a safetensors file: [`save_model`] (and
+//! [`save_model_with`]) and
 //! [`load_model`], PyTorch's `safetensors.torch.save_model` / `load_model`.
 
 use std::collections::BTreeMap;
@@ -12,8 +13,32 @@ use super::write::save_file;
 use crate::module::load::{Ties, stage};
 use crate::module::{Error, Module};
 
-/// Writes `model`'s `state_dict` to `path` as `safetensors.torch.save_model` does: floats
-/// in `float` (F32, or F16/BF16 rounded to nearest even), each group of tied parameters
+/// Writes `model`'s `state_dict` to `path` in f32, as `safetensors.torch.save_model(model,
+/// path)` does (see [`save_model_with`] for another float type or metadata).
+///
+/// ```
+/// use tang_nn::nn::Linear;
+/// use tang_nn::safetensors::{load_model, save_model};
+/// let dev = tang_nn::Device::new()?;
+/// # let path = std::env::temp_dir().join(format!("tang-doc-save-model-{}.safetensors", std::process::id()));
+/// let fc = Linear::new(&dev, 2, 2, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+/// save_model(&fc, &path)?; // safetensors.torch.save_model(fc, path)
+/// load_model(&fc, &path, true)?;
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// As [`save_model_with`].
+pub fn save_model<M: Module + ?Sized>(
+    model: &M,
+    path: impl AsRef<Path>,
+) -> Result<(), SafetensorsError> {
+    save_model_with(model, path, FloatDtype::F32, &BTreeMap::new())
+}
+
+/// [`save_model`] with the floats in `float` (F32, or F16/BF16 rounded to nearest even)
+/// and `metadata` (a config, say) in the header's `__metadata__`: each group of tied parameters
 /// once under its first name in string order with the other names recorded in
 /// `__metadata__` as `{dropped: kept}`, and `metadata` (a config, say) kept. For a model
 /// without ties the file is byte-identical to `safetensors.torch.save_file` of its
@@ -22,12 +47,13 @@ use crate::module::{Error, Module};
 /// ```no_run
 /// use std::collections::BTreeMap;
 /// use tang_nn::models::gpt::{Gpt, GptConfig};
-/// use tang_nn::safetensors::{FloatDtype, load_model, save_model};
+/// use tang_nn::safetensors::{FloatDtype, load_model, save_model_with};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
 /// let config = GptConfig { vocab_size: 81, block_size: 64, n_layer: 2, n_head: 4, n_kv_head: 4,
 ///                          n_embd: 64, dropout: 0.0, bias: false };
 /// let gpt = Gpt::new(&dev, &config, 0)?;
-/// save_model(&gpt, "gpt.safetensors", FloatDtype::F32, &BTreeMap::new())?;
+/// let meta = BTreeMap::from([("config".to_string(), "{}".to_string())]);
+/// save_model_with(&gpt, "gpt.safetensors", FloatDtype::BF16, &meta)?;
 /// let again = Gpt::new(&dev, &config, 1)?;
 /// load_model(&again, "gpt.safetensors", true)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -36,7 +62,7 @@ use crate::module::{Error, Module};
 /// # Errors
 /// [`SafetensorsError::Io`] when the file cannot be written, [`SafetensorsError::Runtime`]
 /// when a download fails.
-pub fn save_model<M: Module + ?Sized>(
+pub fn save_model_with<M: Module + ?Sized>(
     model: &M,
     path: impl AsRef<Path>,
     float: FloatDtype,
@@ -55,13 +81,12 @@ pub fn save_model<M: Module + ?Sized>(
 /// PyTorch's words (nothing is copied then). Returns the keys a non-strict load left out.
 ///
 /// ```
-/// use std::collections::BTreeMap;
 /// use tang_nn::nn::Linear;
-/// use tang_nn::safetensors::{FloatDtype, load_model, save_model};
+/// use tang_nn::safetensors::{load_model, save_model};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
 /// # let path = std::env::temp_dir().join(format!("tang-doc-load-model-{}.safetensors", std::process::id()));
 /// let a = Linear::new(&dev, 2, 2, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-/// save_model(&a, &path, FloatDtype::F32, &BTreeMap::new())?;
+/// save_model(&a, &path)?;
 /// let b = Linear::new(&dev, 2, 2, true, &mut tang_nn::rng::SplitMix64::new(1))?;
 /// let missing = load_model(&b, &path, true)?; // safetensors.torch.load_model(b, path)
 /// assert!(missing.is_empty() && b.weight.to_vec()? == a.weight.to_vec()?);

@@ -74,7 +74,7 @@ impl IncompatibleKeys {
 /// println!("{err}"); // Error(s) in loading state_dict for Mlp: Missing key(s) ...
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct StateDictError {
     /// The model's type name, as PyTorch's message shows it.
     pub model: String,
@@ -96,6 +96,14 @@ fn quoted(keys: &[String]) -> String {
 fn shape(s: &[usize]) -> String {
     let dims: Vec<String> = s.iter().map(usize::to_string).collect();
     format!("[{}]", dims.join(", "))
+}
+
+/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
+/// and `unwrap` show the message with its hint rather than the variant's fields.
+impl std::fmt::Debug for StateDictError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 impl fmt::Display for StateDictError {

@@ -10,17 +10,18 @@ use crate::data::{DataError, DataLoader, Dataset, LoaderState};
 /// What the forward and evaluation closures are given.
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::Module;
+/// # use tang_nn::autograd::Tensor;
 /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-/// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+/// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-/// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+/// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
 /// # let out = std::env::temp_dir().join(format!("tang-doc-stepcontext-{}", std::process::id()));
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let x = Tensor::zeros(&dev, &[4, 2])?;
+/// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
 /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
 /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
 /// trainer.step(&mut |ctx: &mut StepContext<'_>| {
@@ -50,14 +51,15 @@ impl StepContext<'_> {
     /// restores a stateful loader from its checkpoint). One loader feeds a trainer.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::Module;
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// use tang_nn::data::{DataError, DataLoader, LoaderOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-stepcontext-next_batch-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(3) };
     /// // Samples (x, y) with y = x0 + x1; a batch is uploaded as ([n, 2], [n, 1]).
@@ -65,8 +67,8 @@ impl StepContext<'_> {
     /// let collate = |rows: Vec<([f32; 2], f32)>| -> Result<_, DataError> {
     ///     let x: Vec<f32> = rows.iter().flat_map(|(x, _)| *x).collect();
     ///     let y: Vec<f32> = rows.iter().map(|(_, y)| *y).collect();
-    ///     let x = Tensor::constant(RawTensor::from_slice(&dev, &x, &[rows.len(), 2])?);
-    ///     Ok((x, Tensor::constant(RawTensor::from_slice(&dev, &y, &[rows.len(), 1])?)))
+    ///     let x = Tensor::from_slice(&dev, &x, &[rows.len(), 2])?;
+    ///     Ok((x, Tensor::from_slice(&dev, &y, &[rows.len(), 1])?))
     /// };
     /// let opts = LoaderOptions { batch_size: 4, shuffle: true, ..LoaderOptions::default() };
     /// let mut loader = DataLoader::new(samples, collate, opts)?;
@@ -105,17 +107,18 @@ impl StepContext<'_> {
 /// What one [`Trainer::step`](super::Trainer::step) did.
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::Module;
+/// # use tang_nn::autograd::Tensor;
 /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-/// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+/// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-/// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+/// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
 /// # let out = std::env::temp_dir().join(format!("tang-doc-stepreport-{}", std::process::id()));
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let x = Tensor::zeros(&dev, &[4, 2])?;
+/// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
 /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
 /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
 /// let report = trainer.step(&mut forward)?;
@@ -137,17 +140,18 @@ pub struct StepReport {
 /// How a [`Trainer::fit`](super::Trainer::fit) run ended.
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::Module;
+/// # use tang_nn::autograd::Tensor;
 /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-/// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+/// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-/// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+/// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
 /// # let out = std::env::temp_dir().join(format!("tang-doc-fitsummary-{}", std::process::id()));
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let x = Tensor::zeros(&dev, &[4, 2])?;
+/// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
 /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
 /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
 /// let summary = trainer.fit(&mut forward)?;

@@ -13,7 +13,6 @@ use std::path::PathBuf;
 /// println!("{err}"); // "log_every is 0; pass at least 1"
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug)]
 #[non_exhaustive]
 pub enum TrainError {
     /// A file could not be read or written.
@@ -65,6 +64,14 @@ pub enum TrainError {
     },
 }
 
+/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
+/// and `unwrap` show the message with its hint rather than the variant's fields.
+impl std::fmt::Debug for TrainError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
 impl fmt::Display for TrainError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -99,7 +106,7 @@ impl fmt::Display for TrainError {
             TrainError::ParameterMismatch { detail } => write!(
                 f,
                 "the optimizer does not hold the model's parameters ({detail}); build it from \
-                 `optim::named_parameters_of(&model)`"
+                 `model.named_parameters()` (`AdamW::new(model.named_parameters(), ..)`)"
             ),
             TrainError::Interrupt(detail) => write!(
                 f,

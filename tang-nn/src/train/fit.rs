@@ -18,17 +18,18 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// draws the loss curve at the end or when interrupted.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::Module;
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-fit-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// let summary = trainer.fit(&mut forward)?; // for step in range(max_steps): ...
@@ -52,17 +53,18 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// checkpoints for keep-best.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::Module;
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-fit_with_eval-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let options = TrainerOptions { eval_every: 1, ..options };
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;

@@ -16,17 +16,18 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// The trainer state: steps taken, seed, loader position, metrics.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::Module;
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-state-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// trainer.step(&mut forward)?;
@@ -41,17 +42,18 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// The metrics records of this run (and, after a resume, of the run before it).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::Module;
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-history-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// trainer.fit(&mut forward)?;
@@ -67,17 +69,18 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// The optimizer.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::Module;
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-optimizer-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let trainer = Trainer::new(&model, opt, &out, options)?;
     /// assert_eq!(trainer.optimizer().lr(), 1e-3);
@@ -91,17 +94,18 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// The output directory.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::Module;
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-out_dir-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let trainer = Trainer::new(&model, opt, &out, options)?;
     /// assert_eq!(trainer.out_dir(), out.as_path());
@@ -115,17 +119,18 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// The checkpoint store (`out_dir/checkpoints`).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::Module;
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-checkpoints-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// trainer.step(&mut forward)?;
@@ -142,19 +147,20 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// one; returns its step.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::Module;
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-resume_latest-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
-    /// let mut trainer = Trainer::new(&model, Sgd::new(named_parameters_of(&model), SgdOptions::default())?, &out, options.clone())?;
+    /// let mut trainer = Trainer::new(&model, Sgd::new(model.named_parameters(), SgdOptions::default())?, &out, options.clone())?;
     /// trainer.step(&mut forward)?;
     /// trainer.save_checkpoint()?;
     /// // A new process: the same model, optimizer and directory continue from step 1.
@@ -192,19 +198,20 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// unchanged).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::Module;
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-resume-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
-    /// let mut trainer = Trainer::new(&model, Sgd::new(named_parameters_of(&model), SgdOptions::default())?, &out, options.clone())?;
+    /// let mut trainer = Trainer::new(&model, Sgd::new(model.named_parameters(), SgdOptions::default())?, &out, options.clone())?;
     /// trainer.step(&mut forward)?;
     /// let saved = trainer.save_checkpoint()?;
     /// let mut again = Trainer::new(&model, opt, &out, options)?;
@@ -236,17 +243,18 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// into `out_dir/checkpoints`, applying the retention policy.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::Module;
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-save_checkpoint-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// trainer.step(&mut forward)?;

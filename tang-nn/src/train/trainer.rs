@@ -19,9 +19,10 @@
 //! draws the same dropout masks without saving any generator position.
 //!
 //! ```no_run
+//! # use tang_nn::Module;
 //! use tang_nn::data::DeviceTokenBatcher;
 //! use tang_nn::nn::{Embedding, functional::cross_entropy};
-//! use tang_nn::optim::{AdamW, AdamWOptions, named_parameters_of};
+//! use tang_nn::optim::{AdamW, AdamWOptions};
 //! use tang_nn::rng::SplitMix64;
 //! use tang_nn::schedule::Schedule;
 //! use tang_nn::train::{StepContext, Throughput, Trainer, TrainerOptions};
@@ -29,7 +30,7 @@
 //! let corpus: Vec<u32> = (0..10_000).map(|i| (i * 7 % 64) as u32).collect();
 //! let batches = DeviceTokenBatcher::new(&dev, &corpus, 8, 32, 1337)?;
 //! let model = Embedding::new(&dev, 64, 64, &mut SplitMix64::new(0))?;
-//! let opt = AdamW::new(named_parameters_of(&model), AdamWOptions::default())?;
+//! let opt = AdamW::new(model.named_parameters(), AdamWOptions::default())?;
 //! let options = TrainerOptions {
 //!     clip_grad_norm: Some(1.0),
 //!     throughput: Some(Throughput::Tokens(8 * 32)),
@@ -71,17 +72,18 @@ use crate::schedule::Schedule;
 /// The metrics file in the output directory.
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::Module;
+/// # use tang_nn::autograd::Tensor;
 /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-/// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+/// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-/// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+/// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
 /// # let out = std::env::temp_dir().join(format!("tang-doc-metrics_file-{}", std::process::id()));
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let x = Tensor::zeros(&dev, &[4, 2])?;
+/// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
 /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
 /// use tang_nn::train::{METRICS_FILE, read_metrics};
 /// Trainer::new(&model, opt, &out, options)?.fit(&mut forward)?;
@@ -93,17 +95,18 @@ pub const METRICS_FILE: &str = "metrics.jsonl";
 /// The loss-curve PNG in the output directory.
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::Module;
+/// # use tang_nn::autograd::Tensor;
 /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-/// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+/// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-/// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+/// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
 /// # let out = std::env::temp_dir().join(format!("tang-doc-plot_file-{}", std::process::id()));
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let x = Tensor::zeros(&dev, &[4, 2])?;
+/// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
 /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
 /// use tang_nn::train::PLOT_FILE;
 /// Trainer::new(&model, opt, &out, options)?.fit(&mut forward)?;
@@ -115,17 +118,18 @@ pub const PLOT_FILE: &str = "loss.png";
 /// The checkpoint root under the output directory.
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::Module;
+/// # use tang_nn::autograd::Tensor;
 /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-/// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+/// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-/// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+/// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
 /// # let out = std::env::temp_dir().join(format!("tang-doc-checkpoints_dir-{}", std::process::id()));
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let x = Tensor::zeros(&dev, &[4, 2])?;
+/// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
 /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
 /// use tang_nn::train::CHECKPOINTS_DIR;
 /// let trainer = Trainer::new(&model, opt, &out, options)?;
@@ -138,17 +142,18 @@ pub const CHECKPOINTS_DIR: &str = "checkpoints";
 /// generators derive from it).
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::Module;
+/// # use tang_nn::autograd::Tensor;
 /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-/// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+/// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-/// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+/// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
 /// # let out = std::env::temp_dir().join(format!("tang-doc-step_seed-{}", std::process::id()));
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let x = Tensor::zeros(&dev, &[4, 2])?;
+/// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
 /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
 /// use tang_nn::train::STEP_SEED;
 /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
@@ -165,17 +170,18 @@ pub(super) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// The training loop over a model and an optimizer (see the module documentation).
 ///
 /// ```
-/// # use tang_nn::autograd::{RawTensor, Tensor};
+/// # use tang_nn::Module;
+/// # use tang_nn::autograd::Tensor;
 /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-/// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+/// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
 /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-/// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+/// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
 /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-{}", std::process::id()));
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-/// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-/// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+/// # let x = Tensor::zeros(&dev, &[4, 2])?;
+/// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
 /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
 /// // The loop of a PyTorch script: zero_grad, forward, loss.backward(), clip, step, log.
 /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
@@ -206,21 +212,22 @@ pub struct Trainer<'m, M: Module + ?Sized, A: Algorithm> {
 
 impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// A trainer of `model` by `optimizer` (built over
-    /// [`crate::optim::named_parameters_of`]`(model)`), writing `metrics.jsonl`,
+    /// `model.named_parameters()`), writing `metrics.jsonl`,
     /// `loss.png` and `checkpoints/` into `out_dir`.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::Module;
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-new-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let trainer = Trainer::new(&model, opt, &out, options)?; // creates out/checkpoints
     /// assert_eq!(trainer.state().step, 0);
@@ -274,17 +281,18 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// Sets the learning rate of every group from `schedule` before each step.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::Module;
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-with_schedule-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// use tang_nn::schedule::Schedule;
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?
@@ -303,17 +311,18 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// plain lines when standard error is piped).
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::Module;
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-with_progress-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// use tang_nn::train::Progress;
     /// let progress = Progress::lines(Box::new(std::io::sink()), 2, 1)?; // quiet
@@ -331,17 +340,18 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// installs the Ctrl-C handler itself: see [`TrainerOptions::handle_ctrl_c`]).
     ///
     /// ```no_run
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::Module;
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-with_interrupt-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// use tang_nn::train::Interrupt;
     /// let stop = Interrupt::install()?; // Ctrl-C, or stop.request() from the program
@@ -359,17 +369,18 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// One training step (see the module documentation); `forward` returns the loss.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::Module;
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-step-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// let report = trainer.step(&mut forward)?; // one optimizer step
@@ -495,17 +506,18 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// Training mode is restored afterwards.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::Module;
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-evaluate-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// // with torch.no_grad(): model.eval(); val_loss = ...
@@ -545,17 +557,18 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// Draws the loss curve of [`Trainer::history`] into `out_dir/loss.png` now.
     ///
     /// ```
-    /// # use tang_nn::autograd::{RawTensor, Tensor};
+    /// # use tang_nn::Module;
+    /// # use tang_nn::autograd::Tensor;
     /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions, named_parameters_of};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
     /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(named_parameters_of(&model), SgdOptions::default())?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
     /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-plot-{}", std::process::id()));
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::constant(RawTensor::zeros(&dev, &[4, 2])?);
-    /// # let y = Tensor::constant(RawTensor::full(&dev, &[4, 1], 1.0)?);
+    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
+    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
     /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// trainer.fit(&mut forward)?;

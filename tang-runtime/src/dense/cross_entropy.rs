@@ -145,11 +145,12 @@ pub struct CrossEntropy {
 /// Cross-entropy of `logits [..., classes]` against class indices `targets [...]` (u32),
 /// mean over the rows whose target is not `ignore_index` (PyTorch's `reduction="mean"`;
 /// pass `None` to use every row), with the gradient w.r.t. the logits from the same pass.
-/// A target `>= classes` (other than the ignore index) makes its row's loss NaN.
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] unless `targets.shape()` is `logits.shape()` without its last
-/// axis, [`Error::DType`] unless logits are f32 and targets u32, [`Error::TooLarge`].
+/// axis, [`Error::DType`] unless logits are f32 and targets u32, [`Error::TooLarge`];
+/// [`Error::IndexOutOfRange`] for a target `>= classes` other than the ignore index (at
+/// once for uploaded targets, else at the next read or sync).
 pub fn cross_entropy(
     logits: &Tensor,
     targets: &Tensor,
@@ -178,6 +179,7 @@ pub fn cross_entropy(
     for (what, n) in [("elements of logits", logits.len()), ("classes", classes)] {
         Size::of(n).at_most(limit, || format!("{op}: {what} (logits {ls:?})"))?;
     }
+    crate::ops::bounds::check_ids_except(op, targets, classes, ignore_index)?;
     let rows = targets.len();
     let dev = logits.device();
     let ignore = ignore_index.unwrap_or(u32::MAX);

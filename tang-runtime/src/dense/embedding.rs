@@ -189,12 +189,14 @@ pub(crate) fn kernels() -> Vec<Source> {
 }
 
 /// Embedding lookup: `ids` (u32, any shape `[...]`) and `weight [vocab, dim]` ->
-/// `[..., dim]`, row `ids[i]` of the weight. An id `>= vocab` gives a row of zeros (it is
-/// never read out of bounds).
+/// `[..., dim]`, row `ids[i]` of the weight.
 ///
 /// # Errors
 /// [`Error::DType`] unless `ids` is u32 and `weight` f32, [`Error::ShapeMismatch`] unless
-/// `weight` is 2-D, [`Error::TooLarge`] past 2^32 output elements.
+/// `weight` is 2-D, [`Error::TooLarge`] past 2^32 output elements;
+/// [`Error::IndexOutOfRange`] for an id `>= vocab`: at once for ids uploaded from the
+/// host, at the next read or sync for ids computed on the GPU (whose row is zeros
+/// meanwhile: never read out of bounds).
 pub fn embedding(ids: &Tensor, weight: &Tensor) -> Result<Tensor, Error> {
     let op = "embedding";
     want_u32(op, ids)?;
@@ -208,6 +210,7 @@ pub fn embedding(ids: &Tensor, weight: &Tensor) -> Result<Tensor, Error> {
             ),
         ));
     };
+    crate::ops::bounds::check_ids(op, ids, vocab)?;
     let n = ids.len();
     let mut shape = ids.shape().to_vec();
     shape.push(dim);

@@ -244,16 +244,18 @@ fn launch_index(
 }
 
 /// The entries of `x` at positions `index` along `dim` (PyTorch's `index_select`): the
-/// result has `x`'s shape with `dim` of length `index.len()`. f32 and u32 `x`; an index
-/// `>= x.shape()[dim]` gives zeros.
+/// result has `x`'s shape with `dim` of length `index.len()`. f32 and u32 `x`.
 ///
 /// # Errors
 /// [`Error::DType`] unless `index` is u32, [`Error::ShapeMismatch`] for a `dim` out of
-/// range or an index that is not 1-D, [`Error::DeviceMismatch`], [`Error::TooLarge`].
+/// range or an index that is not 1-D, [`Error::DeviceMismatch`], [`Error::TooLarge`];
+/// [`Error::IndexOutOfRange`] for an index `>= x.shape()[dim]` (at once for uploaded
+/// indices, else at the next read or sync; the result holds 0 there).
 pub fn index_select(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor, Error> {
     let op = "index_select";
     check_index_1d(op, x, dim, index)?;
     check::fits_u32(op, "input elements", x.len())?;
+    super::bounds::check_ids(op, index, x.shape()[dim])?;
     let out = x
         .device()
         .empty(&with_len(x.shape(), dim, index.len()), x.dtype())?;
@@ -265,6 +267,8 @@ pub fn index_select(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor, Er
         &[x, index, &out],
         index.len(),
     )?;
+    // Ids selected from ids keep their bound (a batch of token ids from a corpus).
+    out.mark_values_from(x);
     Ok(out)
 }
 
@@ -395,16 +399,18 @@ fn to_words(v: &[usize], op: &str) -> Result<[u32; MAX_RANK], Error> {
 }
 
 /// `out[c] = x[c with c[dim] replaced by index[c]]` over the index's shape (PyTorch's
-/// `gather`). `index` has `x`'s rank and no dimension but `dim` longer than `x`'s; an index
-/// `>= x.shape()[dim]` reads 0. f32 and u32 `x`.
+/// `gather`). `index` has `x`'s rank and no dimension but `dim` longer than `x`'s. f32
+/// and u32 `x`.
 ///
 /// # Errors
 /// [`Error::DType`] unless `index` is u32, [`Error::ShapeMismatch`],
-/// [`Error::DeviceMismatch`], [`Error::TooLarge`] (past 2^32 - 1 elements or 8 dims).
+/// [`Error::DeviceMismatch`], [`Error::TooLarge`] (past 2^32 - 1 elements or 8 dims);
+/// [`Error::IndexOutOfRange`] for an index `>= x.shape()[dim]`, as [`index_select`].
 pub fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor, Error> {
     let op = "gather";
     check_gather(op, x.device(), x.shape(), dim, index)?;
     check::fits_u32(op, "input elements", x.len())?;
+    super::bounds::check_ids(op, index, x.shape()[dim])?;
     let out = x.device().empty(index.shape(), x.dtype())?;
     let mut params = GatherParams {
         rank: index.shape().len() as u32,
@@ -427,6 +433,7 @@ pub fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor, Error> {
         params.total,
         &[x, index, &out],
     )?;
+    out.mark_values_from(x);
     Ok(out)
 }
 

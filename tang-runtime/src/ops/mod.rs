@@ -26,10 +26,14 @@
 //!   `Tensor`, or a `Vec` for a list of inputs);
 //! - masks (the result of comparisons) are u32 tensors of 0s and 1s (PyTorch's `bool`):
 //!   cast with [`to_dtype`] to use one in f32 arithmetic;
-//! - index tensors are u32; an index past the end of its dimension cannot be checked
-//!   without reading the indices back, so the kernels never read or write out of bounds:
-//!   a gather-like op reads 0 there and a scatter-like op skips it.
+//! - index tensors are u32; an index past the end of its dimension is
+//!   [`IndexOutOfRange`](crate::Error::IndexOutOfRange): at once for ids uploaded from
+//!   the host (their largest value is remembered), at the next read or sync for ids
+//!   computed on the GPU (a flag set by a check kernel; see `bounds.rs`). The kernels
+//!   never read or write out of bounds meanwhile: a gather-like op reads 0 there and a
+//!   scatter-like op skips it.
 
+pub(crate) mod bounds;
 mod broadcast;
 pub(crate) mod check;
 mod compare;
@@ -49,6 +53,7 @@ mod segments;
 mod strided;
 mod view;
 
+pub use bounds::check_index;
 pub use broadcast::{broadcast_shapes, expand, expand_backward, sum_to_shape};
 pub use compare::{eq, ge, gt, le, lt, ne};
 pub use conv::{Conv2d, Conv2dGrads, conv2d, conv2d_backward};
@@ -89,4 +94,4 @@ pub use crate::dense::shape::{split, transpose};
 pub use crate::dense::softmax::{log_softmax, softmax};
 
 // The submodules that hold kernels.
-crate::spec::kernel_modules! { "ops": strided, inplace, index, int, compare, random, pool, heads, segments }
+crate::spec::kernel_modules! { "ops": bounds, strided, inplace, index, int, compare, random, pool, heads, segments }

@@ -89,7 +89,7 @@ impl Tensor {
     /// A blocking read cannot complete on WebAssembly: the map finishes only when control
     /// returns to the browser's event loop.
     #[cfg(target_arch = "wasm32")]
-    fn read_bytes(&self, call: &'static str) -> Result<Vec<u8>, Error> {
+    pub(crate) fn read_bytes(&self, call: &'static str) -> Result<Vec<u8>, Error> {
         Err(Error::Blocking {
             call,
             instead: "Tensor::to_vec_async or Tensor::to_vec_u32_async",
@@ -97,7 +97,7 @@ impl Tensor {
     }
 
     #[cfg(not(target_arch = "wasm32"))]
-    fn read_bytes(&self, _call: &'static str) -> Result<Vec<u8>, Error> {
+    pub(crate) fn read_bytes(&self, _call: &'static str) -> Result<Vec<u8>, Error> {
         let Some(staging) = self.start_read()? else {
             return Ok(Vec::new());
         };
@@ -124,7 +124,7 @@ impl Tensor {
         }
     }
 
-    async fn read_bytes_async(&self) -> Result<Vec<u8>, Error> {
+    pub(crate) async fn read_bytes_async(&self) -> Result<Vec<u8>, Error> {
         let Some(staging) = self.start_read()? else {
             return Ok(Vec::new());
         };
@@ -203,6 +203,9 @@ impl Tensor {
         dtype: DType,
     ) -> Result<Vec<T>, Error> {
         self.expect_dtype(op, dtype)?;
+        // Ids checked on the GPU since the last read report here (the checks' flags are
+        // read only when such checks ran).
+        self.device().report_index_faults()?;
         Ok(bytemuck::pod_collect_to_vec(&self.read_bytes(call)?))
     }
 
@@ -213,6 +216,7 @@ impl Tensor {
         dtype: DType,
     ) -> Result<Vec<T>, Error> {
         self.expect_dtype(op, dtype)?;
+        self.device().report_index_faults_async().await?;
         Ok(bytemuck::pod_collect_to_vec(
             &self.read_bytes_async().await?,
         ))
