@@ -1,3 +1,5 @@
+// Code lines (after rustfmt and black; comments, docstrings and blank lines excluded,
+// `use`/`import` lines included): 40 here against 32 in the PyTorch twin (1.25x).
 //! A character-level GPT (nanoGPT's model) on the Rust book: 50 AdamW steps on batches
 //! gathered on the GPU, then a sample. PyTorch twin: `examples/scripts/char_gpt_50_torch.py`.
 

@@ -1,3 +1,5 @@
+// Code lines (after rustfmt and black; comments, docstrings and blank lines excluded,
+// `use`/`import` lines included): 46 here against 40 in the PyTorch twin (1.15x).
 //! A CNN on the bundled digits: SGD with momentum and a cosine schedule, evaluated under
 //! `no_grad`, saved and reloaded with identical logits. PyTorch twin:
 //! `examples/scripts/cnn_digits_torch.py`.

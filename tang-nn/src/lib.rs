@@ -56,6 +56,7 @@ pub mod prelude {
     pub use crate::nn::functional as F;
     pub use crate::nn::{self, Layer};
     pub use crate::optim;
+    pub use crate::sequential;
     pub use tang_runtime::ops::Generator;
     pub use tang_runtime::{Device, StableExt, fused_grad, kernel, kernels, uniform};
 }

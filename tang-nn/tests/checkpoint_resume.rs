@@ -12,7 +12,7 @@ use tang_nn::checkpoint::{
     load_training,
 };
 use tang_nn::nn::Linear;
-use tang_nn::nn::functional::{Reduction, mse_loss};
+use tang_nn::nn::functional::{Reduction, mse_loss_with};
 use tang_nn::optim::{AdamW, AdamWOptions, Sgd, SgdOptions};
 use tang_nn::rng::SplitMix64;
 use tang_nn::tang_runtime::Device;
@@ -60,7 +60,7 @@ fn trained_checkpoint(dev: &Device, out: &Path) -> Checkpoint {
     let m = model(dev, 0);
     let x = Tensor::full(dev, &[4, 3], 0.5).unwrap();
     let y = Tensor::full(dev, &[4, 2], 1.0).unwrap();
-    let mut forward = |_: &mut StepContext<'_>| mse_loss(&m.forward(&x)?, &y, Reduction::Mean);
+    let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&m.forward(&x)?, &y, Reduction::Mean);
     let mut trainer = Trainer::new(&m, adamw(&m), out, options())
         .unwrap()
         .with_progress(quiet());

@@ -9,7 +9,7 @@ use nn_common::{Case, log_softmax_row};
 use tang_nn::autograd::{RawTensor, Tensor};
 use tang_nn::nn::functional::{
     CrossEntropyOptions, IGNORE_INDEX, NllLossOptions, Reduction, binary_cross_entropy_with_logits,
-    class_indices_from_i64, cross_entropy, cross_entropy_with, ignore_index_as_u32, mse_loss,
+    class_indices_from_i64, cross_entropy, cross_entropy_with, ignore_index_as_u32, mse_loss_with,
     nll_loss, nll_loss_with,
 };
 
@@ -39,13 +39,13 @@ fn mse_loss_every_reduction_and_shape() {
                     .collect();
                 reduce(sq, reduction, n)
             };
-            let gpu = |t: &[Tensor]| mse_loss(&t[0], &t[1], reduction);
+            let gpu = |t: &[Tensor]| mse_loss_with(&t[0], &t[1], reduction);
             case.check(&dev, &gpu, &cpu, &[0, 1]);
         }
     }
     let a = Tensor::constant(RawTensor::zeros(&dev, &[3]).unwrap());
     let b = Tensor::constant(RawTensor::zeros(&dev, &[1, 3]).unwrap());
-    assert!(mse_loss(&a, &b, Reduction::Mean).is_err());
+    assert!(mse_loss_with(&a, &b, Reduction::Mean).is_err());
 }
 
 #[test]

@@ -8,7 +8,7 @@ mod safetensors_common;
 use safetensors_common::fixture;
 use tang_nn::Module;
 use tang_nn::autograd::{RawTensor, Tensor};
-use tang_nn::nn::functional::{Reduction, class_indices_from_i64, cross_entropy, mse_loss};
+use tang_nn::nn::functional::{Reduction, class_indices_from_i64, cross_entropy, mse_loss_with};
 use tang_nn::nn::{Linear, ReLU, Sequential};
 use tang_nn::rng::SplitMix64;
 use tang_nn::safetensors::{StateDict, load_file};
@@ -92,7 +92,7 @@ fn mlp_logits_losses_and_gradients_match_pytorch() {
     let target = Tensor::constant(
         RawTensor::from_slice(&dev, &io.f32_values("mse_target").unwrap(), &[32, 10]).unwrap(),
     );
-    let mse = mse_loss(&model.forward(&x).unwrap(), &target, Reduction::Mean).unwrap();
+    let mse = mse_loss_with(&model.forward(&x).unwrap(), &target, Reduction::Mean).unwrap();
     let want = io.f32_values("mse_loss").unwrap()[0];
     check_loss_and_grads(&model, &mse, want, &io, "mse_grad.");
 }

@@ -9,7 +9,7 @@ use tang_nn::Module;
 use tang_nn::autograd::Tensor;
 use tang_nn::data::{DataError, DataLoader, LoaderOptions};
 use tang_nn::nn::Linear;
-use tang_nn::nn::functional::{Reduction, mse_loss};
+use tang_nn::nn::functional::{Reduction, mse_loss_with};
 use tang_nn::optim::{Sgd, SgdOptions};
 use tang_nn::rng::SplitMix64;
 use tang_nn::tang_runtime::{Device, Tensor as RawTensor};
@@ -76,7 +76,7 @@ fn train(
     trainer.resume_latest()?;
     trainer.fit(|ctx: &mut StepContext<'_>| -> Result<Tensor, BoxError> {
         let (x, y) = ctx.next_batch(&mut loader)?;
-        Ok(mse_loss(&model.forward(&x)?, &y, Reduction::Mean)?)
+        Ok(mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean)?)
     })?;
     drop(loader);
     Ok(taken.into_inner())

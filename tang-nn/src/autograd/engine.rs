@@ -141,6 +141,33 @@ impl Gradients {
         Ok(())
     }
 
+    /// The largest absolute difference between this set's gradient of `t` and `other`'s
+    /// (PyTorch: `(g1 - g2).abs().max().item()`), read back to the host: how to check that
+    /// two ways of computing one gradient agree.
+    ///
+    /// ```
+    /// # use tang_nn::{Device, Tensor};
+    /// # let dev = Device::new()?;
+    /// let w = Tensor::from_slice(&dev, &[2.0, 3.0], &[2])?.into_parameter();
+    /// let a = w.sum_all()?.backward()?; // [1, 1]
+    /// let b = w.mul(&w)?.sum_all()?.backward()?; // [4, 6]
+    /// assert_eq!(a.max_abs_diff(&b, &w)?, 5.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::MissingGradient`] when either set has no gradient of `t`;
+    /// [`Error::Runtime`] when the shapes differ or the device fails.
+    pub fn max_abs_diff(&self, other: &Gradients, t: &Tensor) -> Result<f32, Error> {
+        let missing = || Error::MissingGradient {
+            shape: t.shape().to_vec(),
+        };
+        let a = self.get(t).ok_or_else(missing)?;
+        let b = other.get(t).ok_or_else(missing)?;
+        let diff = a.sub(&b)?.abs()?.to_vec()?;
+        Ok(diff.into_iter().fold(0.0, f32::max))
+    }
+
     /// Multiplies every gradient by `factor` in place (`1 / micro_batches` after
     /// [`Gradients::accumulate`], to average instead of sum).
     ///

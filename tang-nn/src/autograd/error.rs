@@ -44,6 +44,12 @@ pub enum Error {
         /// The shape of the tensor `backward` was called on.
         shape: Vec<usize>,
     },
+    /// A gradient set has no gradient for the tensor asked about (the loss does not reach
+    /// it).
+    MissingGradient {
+        /// The shape of the tensor asked about.
+        shape: Vec<usize>,
+    },
 }
 
 /// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
@@ -87,6 +93,11 @@ impl fmt::Display for Error {
             Error::NotScalar { shape } => write!(
                 f,
                 "backward needs a one-element loss, got shape {shape:?}; reduce it first (sum_all or mean_all)"
+            ),
+            Error::MissingGradient { shape } => write!(
+                f,
+                "no gradient for the tensor of shape {shape:?}: the loss does not depend on it (or it \
+                 is not a parameter); pass a parameter the loss reaches"
             ),
         }
     }

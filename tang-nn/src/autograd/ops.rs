@@ -98,6 +98,47 @@ impl Tensor {
         ))
     }
 
+    /// Splits the tensor into `chunks` views along `dim` (PyTorch's `torch.chunk`): each
+    /// `ceil(size / chunks)` long, the last one shorter when the size does not divide
+    /// (so fewer than `chunks` pieces can come back, as in PyTorch). Gradients flow back
+    /// through every piece.
+    ///
+    /// ```
+    /// # use tang_nn::autograd::Tensor;
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let x = Tensor::from_slice(&dev, &[1.0, 2.0, 3.0, 4.0, 5.0], &[5])?;
+    /// let parts = x.chunk(2, 0)?; // torch: x.chunk(2, 0)
+    /// assert_eq!(parts[0].to_vec()?, [1.0, 2.0, 3.0]);
+    /// assert_eq!(parts[1].to_vec()?, [4.0, 5.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when `chunks` is 0 or `dim` is not a dimension of the tensor.
+    pub fn chunk(&self, chunks: usize, dim: usize) -> Result<Vec<Tensor>, Error> {
+        let Some(&size) = self.shape().get(dim) else {
+            return Err(Error::Runtime(tang_runtime::Error::ShapeMismatch {
+                op: "chunk".into(),
+                detail: format!(
+                    "dim {dim} is not a dimension of shape {:?}; pass a dim below {}",
+                    self.shape(),
+                    self.shape().len()
+                ),
+            }));
+        };
+        if chunks == 0 {
+            return Err(Error::Runtime(tang_runtime::Error::ShapeMismatch {
+                op: "chunk".into(),
+                detail: "chunks must be at least 1".into(),
+            }));
+        }
+        let step = size.div_ceil(chunks).max(1);
+        (0..size)
+            .step_by(step)
+            .map(|start| self.narrow(dim, start, step.min(size - start)))
+            .collect()
+    }
+
     /// The tensors joined along `dim` (PyTorch's `torch.cat`).
     ///
     /// ```

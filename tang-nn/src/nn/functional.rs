@@ -51,11 +51,11 @@ pub const IGNORE_INDEX: i64 = -100;
 /// ```
 /// # use tang_nn::autograd::Tensor;
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
-/// use tang_nn::nn::functional::{Reduction, mse_loss};
+/// use tang_nn::nn::functional::{Reduction, mse_loss_with};
 /// let x = Tensor::from_slice(&dev, &[1.0, 3.0], &[2])?.into_parameter();
 /// let y = Tensor::zeros(&dev, &[2])?;
-/// assert_eq!(mse_loss(&x, &y, Reduction::None)?.to_vec()?, [1.0, 9.0]); // reduction="none"
-/// assert_eq!(mse_loss(&x, &y, Reduction::Sum)?.to_vec()?, [10.0]);
+/// assert_eq!(mse_loss_with(&x, &y, Reduction::None)?.to_vec()?, [1.0, 9.0]); // reduction="none"
+/// assert_eq!(mse_loss_with(&x, &y, Reduction::Sum)?.to_vec()?, [10.0]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -217,23 +217,48 @@ fn same_shape(op: &str, input: &Tensor, target: &Tensor) -> Result<(), Error> {
     .into())
 }
 
-/// Mean squared error (PyTorch's `F.mse_loss(input, target, reduction)`): `(input -
-/// target)²` reduced. Both get gradients.
+/// Mean squared error averaged over every element (PyTorch's `F.mse_loss(input, target)`,
+/// whose default reduction is `'mean'`): `mean((input - target)²)`. Both get gradients.
+/// [`mse_loss_with`] takes the reduction.
 ///
 /// ```
 /// use tang_nn::autograd::Tensor;
-/// use tang_nn::nn::functional::{Reduction, mse_loss};
+/// use tang_nn::nn::functional::mse_loss;
 /// let dev = tang_nn::tang_runtime::Device::new()?;
 /// let x = Tensor::from_slice(&dev, &[1.0, 2.0], &[2])?.into_parameter();
 /// let y = Tensor::from_slice(&dev, &[0.0, 0.0], &[2])?;
-/// assert_eq!(mse_loss(&x, &y, Reduction::Mean)?.to_vec()?, vec![2.5]);
+/// assert_eq!(mse_loss(&x, &y)?.to_vec()?, vec![2.5]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
 /// # Errors
 /// [`Error::Runtime`] when the shapes differ (PyTorch broadcasts with a warning that it
 /// is likely a mistake; tang refuses).
-pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor, Error> {
+pub fn mse_loss(input: &Tensor, target: &Tensor) -> Result<Tensor, Error> {
+    mse_loss_with(input, target, Reduction::Mean)
+}
+
+/// Mean squared error with a chosen reduction (PyTorch's
+/// `F.mse_loss(input, target, reduction=...)`): `(input - target)²` reduced. Both get
+/// gradients.
+///
+/// ```
+/// use tang_nn::autograd::Tensor;
+/// use tang_nn::nn::functional::{Reduction, mse_loss_with};
+/// let dev = tang_nn::tang_runtime::Device::new()?;
+/// let x = Tensor::from_slice(&dev, &[1.0, 2.0], &[2])?.into_parameter();
+/// let y = Tensor::from_slice(&dev, &[0.0, 0.0], &[2])?;
+/// assert_eq!(mse_loss_with(&x, &y, Reduction::Sum)?.to_vec()?, vec![5.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// [`Error::Runtime`] when the shapes differ.
+pub fn mse_loss_with(
+    input: &Tensor,
+    target: &Tensor,
+    reduction: Reduction,
+) -> Result<Tensor, Error> {
     same_shape("mse_loss", input, target)?;
     reduce_all(input.sub(target)?.square()?, reduction)
 }

@@ -77,6 +77,7 @@ pub mod functional;
 mod init;
 mod linear;
 mod norm;
+mod seeded;
 mod sequential;
 mod transformer_encoder;
 
@@ -91,6 +92,7 @@ pub use embedding::Embedding;
 pub use flatten::Flatten;
 pub use linear::Linear;
 pub use norm::{LayerNorm, RMSNorm};
+pub use seeded::Seeded;
 pub use sequential::Sequential;
 pub use transformer_encoder::{Activation, TransformerEncoderLayer, TransformerEncoderLayerConfig};
 

@@ -141,3 +141,23 @@ impl Layer for Sequential {
         Sequential::forward(self, x)
     }
 }
+
+/// A [`Sequential`] of the given layers, in order (PyTorch's `nn.Sequential(a, b, c)`):
+/// shorthand for `Sequential::new().append(a).append(b).append(c)`.
+///
+/// ```
+/// use tang_nn::nn::{Linear, ReLU};
+/// use tang_nn::{Module, sequential};
+/// let dev = tang_nn::Device::new()?;
+/// let mut rng = tang_nn::rng::SplitMix64::new(0);
+/// let mlp = sequential![Linear::new(&dev, 4, 8, true, &mut rng)?, ReLU];
+/// assert_eq!(mlp.len(), 2);
+/// assert_eq!(mlp.named_parameters().len(), 2); // 0.weight, 0.bias
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[macro_export]
+macro_rules! sequential {
+    ($($layer:expr),* $(,)?) => {
+        $crate::nn::Sequential::new()$(.append($layer))*
+    };
+}

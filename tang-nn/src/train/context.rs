@@ -12,7 +12,7 @@ use crate::data::{DataError, DataLoader, Dataset, LoaderState};
 /// ```
 /// # use tang_nn::Module;
 /// # use tang_nn::autograd::Tensor;
-/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
 /// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -22,11 +22,11 @@ use crate::data::{DataError, DataLoader, Dataset, LoaderState};
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
 /// # let x = Tensor::zeros(&dev, &[4, 2])?;
 /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-/// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+/// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
 /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
 /// trainer.step(&mut |ctx: &mut StepContext<'_>| {
 ///     let noisy = x.dropout(0.1, ctx.generator)?; // the step's own random numbers
-///     mse_loss(&model.forward(&noisy)?, &y, Reduction::Mean)
+///     mse_loss_with(&model.forward(&noisy)?, &y, Reduction::Mean)
 /// })?;
 /// # std::fs::remove_dir_all(&out)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -53,7 +53,7 @@ impl StepContext<'_> {
     /// ```
     /// # use tang_nn::Module;
     /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// use tang_nn::data::{DataError, DataLoader, LoaderOptions};
@@ -75,7 +75,7 @@ impl StepContext<'_> {
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// trainer.fit(|ctx: &mut StepContext<'_>| -> Result<_, Box<dyn std::error::Error + Send + Sync>> {
     ///     let (x, y) = ctx.next_batch(&mut loader)?; // batches 4, 2, then epoch 1
-    ///     Ok(mse_loss(&model.forward(&x)?, &y, Reduction::Mean)?)
+    ///     Ok(mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean)?)
     /// })?;
     /// let saved = trainer.state().loader.ok_or("set by next_batch")?; // in the checkpoint
     /// assert_eq!((saved.epoch, saved.position), (1, 4));
@@ -109,7 +109,7 @@ impl StepContext<'_> {
 /// ```
 /// # use tang_nn::Module;
 /// # use tang_nn::autograd::Tensor;
-/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
 /// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -119,7 +119,7 @@ impl StepContext<'_> {
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
 /// # let x = Tensor::zeros(&dev, &[4, 2])?;
 /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-/// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+/// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
 /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
 /// let report = trainer.step(&mut forward)?;
 /// assert!(report.record.is_some()); // log_every 1: every step is a log step
@@ -142,7 +142,7 @@ pub struct StepReport {
 /// ```
 /// # use tang_nn::Module;
 /// # use tang_nn::autograd::Tensor;
-/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
 /// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -152,7 +152,7 @@ pub struct StepReport {
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
 /// # let x = Tensor::zeros(&dev, &[4, 2])?;
 /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-/// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+/// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
 /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
 /// let summary = trainer.fit(&mut forward)?;
 /// println!("{} steps; weights in {}", summary.steps, summary.checkpoint.path().display());

@@ -20,7 +20,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// ```
     /// # use tang_nn::Module;
     /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -30,7 +30,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::zeros(&dev, &[4, 2])?;
     /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// let summary = trainer.fit(&mut forward)?; // for step in range(max_steps): ...
     /// assert_eq!((summary.steps, summary.interrupted), (2, false));
@@ -55,7 +55,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// ```
     /// # use tang_nn::Module;
     /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -65,11 +65,11 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::zeros(&dev, &[4, 2])?;
     /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
     /// let options = TrainerOptions { eval_every: 1, ..options };
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// let mut eval = |_: &mut StepContext<'_>| {
-    ///     Ok::<_, tang_nn::autograd::Error>(f64::from(mse_loss(&model.forward(&x)?, &y, Reduction::Mean)?.to_vec()?[0]))
+    ///     Ok::<_, tang_nn::autograd::Error>(f64::from(mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean)?.to_vec()?[0]))
     /// };
     /// trainer.fit_with_eval(&mut forward, &mut eval)?;
     /// assert!(trainer.history().iter().any(|r| r.val_loss.is_some()));

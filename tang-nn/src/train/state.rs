@@ -18,7 +18,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// ```
     /// # use tang_nn::Module;
     /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -28,7 +28,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::zeros(&dev, &[4, 2])?;
     /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// trainer.step(&mut forward)?;
     /// assert_eq!(trainer.state().step, 1);
@@ -44,7 +44,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// ```
     /// # use tang_nn::Module;
     /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -54,7 +54,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::zeros(&dev, &[4, 2])?;
     /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// trainer.fit(&mut forward)?;
     /// let last = trainer.history().last().ok_or("log_every is 1")?;
@@ -71,7 +71,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// ```
     /// # use tang_nn::Module;
     /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -81,7 +81,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::zeros(&dev, &[4, 2])?;
     /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
     /// let trainer = Trainer::new(&model, opt, &out, options)?;
     /// assert_eq!(trainer.optimizer().lr(), 1e-3);
     /// # std::fs::remove_dir_all(&out)?;
@@ -96,7 +96,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// ```
     /// # use tang_nn::Module;
     /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -106,7 +106,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::zeros(&dev, &[4, 2])?;
     /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
     /// let trainer = Trainer::new(&model, opt, &out, options)?;
     /// assert_eq!(trainer.out_dir(), out.as_path());
     /// # std::fs::remove_dir_all(&out)?;
@@ -121,7 +121,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// ```
     /// # use tang_nn::Module;
     /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -131,7 +131,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::zeros(&dev, &[4, 2])?;
     /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// trainer.step(&mut forward)?;
     /// trainer.save_checkpoint()?;
@@ -149,7 +149,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// ```
     /// # use tang_nn::Module;
     /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -159,7 +159,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::zeros(&dev, &[4, 2])?;
     /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, Sgd::new(model.named_parameters(), SgdOptions::default())?, &out, options.clone())?;
     /// trainer.step(&mut forward)?;
     /// trainer.save_checkpoint()?;
@@ -200,7 +200,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// ```
     /// # use tang_nn::Module;
     /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -210,7 +210,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::zeros(&dev, &[4, 2])?;
     /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, Sgd::new(model.named_parameters(), SgdOptions::default())?, &out, options.clone())?;
     /// trainer.step(&mut forward)?;
     /// let saved = trainer.save_checkpoint()?;
@@ -245,7 +245,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// ```
     /// # use tang_nn::Module;
     /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -255,7 +255,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::zeros(&dev, &[4, 2])?;
     /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// trainer.step(&mut forward)?;
     /// let checkpoint = trainer.save_checkpoint()?; // weights, optimizer and trainer state

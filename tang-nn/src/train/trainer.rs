@@ -74,7 +74,7 @@ use crate::schedule::Schedule;
 /// ```
 /// # use tang_nn::Module;
 /// # use tang_nn::autograd::Tensor;
-/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
 /// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -84,7 +84,7 @@ use crate::schedule::Schedule;
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
 /// # let x = Tensor::zeros(&dev, &[4, 2])?;
 /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-/// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+/// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
 /// use tang_nn::train::{METRICS_FILE, read_metrics};
 /// Trainer::new(&model, opt, &out, options)?.fit(&mut forward)?;
 /// assert_eq!(read_metrics(out.join(METRICS_FILE))?.len(), 2);
@@ -97,7 +97,7 @@ pub const METRICS_FILE: &str = "metrics.jsonl";
 /// ```
 /// # use tang_nn::Module;
 /// # use tang_nn::autograd::Tensor;
-/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
 /// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -107,7 +107,7 @@ pub const METRICS_FILE: &str = "metrics.jsonl";
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
 /// # let x = Tensor::zeros(&dev, &[4, 2])?;
 /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-/// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+/// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
 /// use tang_nn::train::PLOT_FILE;
 /// Trainer::new(&model, opt, &out, options)?.fit(&mut forward)?;
 /// assert!(out.join(PLOT_FILE).exists());
@@ -120,7 +120,7 @@ pub const PLOT_FILE: &str = "loss.png";
 /// ```
 /// # use tang_nn::Module;
 /// # use tang_nn::autograd::Tensor;
-/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
 /// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -130,7 +130,7 @@ pub const PLOT_FILE: &str = "loss.png";
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
 /// # let x = Tensor::zeros(&dev, &[4, 2])?;
 /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-/// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+/// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
 /// use tang_nn::train::CHECKPOINTS_DIR;
 /// let trainer = Trainer::new(&model, opt, &out, options)?;
 /// assert_eq!(trainer.checkpoints().root(), out.join(CHECKPOINTS_DIR));
@@ -144,7 +144,7 @@ pub const CHECKPOINTS_DIR: &str = "checkpoints";
 /// ```
 /// # use tang_nn::Module;
 /// # use tang_nn::autograd::Tensor;
-/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
 /// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -154,7 +154,7 @@ pub const CHECKPOINTS_DIR: &str = "checkpoints";
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
 /// # let x = Tensor::zeros(&dev, &[4, 2])?;
 /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-/// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+/// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
 /// use tang_nn::train::STEP_SEED;
 /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
 /// let checkpoint = trainer.save_checkpoint()?;
@@ -172,7 +172,7 @@ pub(super) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// ```
 /// # use tang_nn::Module;
 /// # use tang_nn::autograd::Tensor;
-/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+/// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
 /// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -182,7 +182,7 @@ pub(super) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
 /// # let x = Tensor::zeros(&dev, &[4, 2])?;
 /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-/// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+/// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
 /// // The loop of a PyTorch script: zero_grad, forward, loss.backward(), clip, step, log.
 /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
 /// let summary = trainer.fit(&mut forward)?;
@@ -218,7 +218,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// ```
     /// # use tang_nn::Module;
     /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -228,7 +228,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::zeros(&dev, &[4, 2])?;
     /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
     /// let trainer = Trainer::new(&model, opt, &out, options)?; // creates out/checkpoints
     /// assert_eq!(trainer.state().step, 0);
     /// # std::fs::remove_dir_all(&out)?;
@@ -283,7 +283,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// ```
     /// # use tang_nn::Module;
     /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -293,7 +293,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::zeros(&dev, &[4, 2])?;
     /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
     /// use tang_nn::schedule::Schedule;
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?
     ///     .with_schedule(Schedule::warmup_cosine(0.1, 0.01, 1, 2)?); // lr set before each step
@@ -313,7 +313,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// ```
     /// # use tang_nn::Module;
     /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -323,7 +323,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::zeros(&dev, &[4, 2])?;
     /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
     /// use tang_nn::train::Progress;
     /// let progress = Progress::lines(Box::new(std::io::sink()), 2, 1)?; // quiet
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?.with_progress(progress);
@@ -342,7 +342,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// ```no_run
     /// # use tang_nn::Module;
     /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -352,7 +352,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::zeros(&dev, &[4, 2])?;
     /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
     /// use tang_nn::train::Interrupt;
     /// let stop = Interrupt::install()?; // Ctrl-C, or stop.request() from the program
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?.with_interrupt(stop.clone());
@@ -371,7 +371,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// ```
     /// # use tang_nn::Module;
     /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -381,7 +381,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::zeros(&dev, &[4, 2])?;
     /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// let report = trainer.step(&mut forward)?; // one optimizer step
     /// assert_eq!((report.step, report.host_reads_backward_to_step), (1, 0));
@@ -508,7 +508,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// ```
     /// # use tang_nn::Module;
     /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -518,11 +518,11 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::zeros(&dev, &[4, 2])?;
     /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// // with torch.no_grad(): model.eval(); val_loss = ...
     /// let val_loss = trainer.evaluate(&mut |_: &mut StepContext<'_>| {
-    ///     Ok::<_, tang_nn::autograd::Error>(f64::from(mse_loss(&model.forward(&x)?, &y, Reduction::Mean)?.to_vec()?[0]))
+    ///     Ok::<_, tang_nn::autograd::Error>(f64::from(mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean)?.to_vec()?[0]))
     /// })?;
     /// assert!(val_loss > 0.0);
     /// # std::fs::remove_dir_all(&out)?;
@@ -559,7 +559,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// ```
     /// # use tang_nn::Module;
     /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss}};
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
     /// # use tang_nn::optim::{Sgd, SgdOptions};
     /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
@@ -569,7 +569,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
     /// # let x = Tensor::zeros(&dev, &[4, 2])?;
     /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss(&model.forward(&x)?, &y, Reduction::Mean);
+    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
     /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
     /// trainer.fit(&mut forward)?;
     /// let png = trainer.plot()?; // out/loss.png, redrawn now
