@@ -337,7 +337,7 @@ fn check_input(x: &Tensor, c: usize) -> Result<[usize; 2], Error> {
 
 fn shape_error(shape: &[usize], c: usize) -> Error {
     Error::Runtime(tang_runtime::Error::ShapeMismatch {
-        op: "CausalSelfAttention".into(),
+        op: format!("CausalSelfAttention(n_embd {c})"),
         detail: format!("the input must be [B, T, n_embd = {c}], got {shape:?}"),
     })
 }

@@ -184,7 +184,7 @@ impl MultiheadAttention {
 
 fn input_error(shape: &[usize], e: usize) -> Error {
     Error::Runtime(tang_runtime::Error::ShapeMismatch {
-        op: "MultiheadAttention".into(),
+        op: format!("MultiheadAttention(embed_dim {e})"),
         detail: format!("inputs must be 3-D with embed_dim = {e} features, got {shape:?}"),
     })
 }

@@ -214,10 +214,38 @@ impl Conv2d {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
+    /// A wrong input is an error naming the layer:
+    ///
+    /// ```
+    /// # use tang_nn::autograd::Tensor;
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::nn::{Conv2d, Conv2dOptions};
+    /// let conv = Conv2d::new(&dev, 3, 8, [3, 3], Conv2dOptions::default(), &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// let e = conv.forward(&Tensor::zeros(&dev, &[1, 1, 5, 5])?).unwrap_err();
+    /// assert!(e.to_string().contains("Conv2d(3 -> 8, kernel [3, 3])"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
-    /// [`Error::Runtime`] when `x` is not NCHW with `in_channels` channels or the window
-    /// does not fit.
+    /// [`Error::Runtime`] naming the layer (`Conv2d(3 -> 8, kernel [3, 3])`) when `x` is
+    /// not NCHW with `in_channels` channels; [`Error::Runtime`] when the window does not
+    /// fit.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        let w = self.weight.shape();
+        let in_channels = w[1].saturating_mul(self.options.groups);
+        if x.shape().len() != 4 || x.shape()[1] != in_channels {
+            return Err(super::layer_shape_error(
+                format!(
+                    "Conv2d({in_channels} -> {}, kernel [{}, {}])",
+                    w[0], w[2], w[3]
+                ),
+                format!(
+                    "the input has shape {:?}; it must be [N, {in_channels}, H, W] (NCHW with \
+                     in_channels channels; unsqueeze a single image to [1, C, H, W])",
+                    x.shape()
+                ),
+            ));
+        }
         x.conv2d(&self.weight, self.bias.as_ref(), &self.options.window())
     }
 }

@@ -64,9 +64,33 @@ impl Embedding {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
+    /// Float ids are an error naming the layer:
+    ///
+    /// ```
+    /// # use tang_nn::autograd::Tensor;
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let wte = tang_nn::nn::Embedding::new(&dev, 10, 4, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// let e = wte.forward(&Tensor::zeros(&dev, &[3])?).unwrap_err();
+    /// assert!(e.to_string().contains("Embedding(10, 4)"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
-    /// [`Error::Runtime`] unless `ids` is a u32 tensor on the table's device.
+    /// [`Error::Runtime`] naming the layer (`Embedding(10, 4)`) unless `ids` is a u32
+    /// tensor; [`Error::Runtime`] when it is on another device, and the runtime's
+    /// `IndexOutOfRange` for an id `>= num_embeddings`.
     pub fn forward(&self, ids: &Tensor) -> Result<Tensor, Error> {
+        if ids.dtype() != tang_runtime::DType::U32 {
+            let w = self.weight.shape();
+            return Err(super::layer_shape_error(
+                format!("Embedding({}, {})", w[0], w[1]),
+                format!(
+                    "the ids are {:?}; they must be u32 (build them with Tensor::from_u32, or \
+                     convert class indices with functional::class_indices_from_i64)",
+                    ids.dtype()
+                ),
+            ));
+        }
         Tensor::embedding(ids, &self.weight)
     }
 }

@@ -135,6 +135,12 @@ impl<L: Layer + ?Sized> Layer for Box<L> {
 }
 
 /// A layer's invalid configuration, as the runtime's `InvalidArgument` names it.
+/// A shape error that names the layer (`Conv2d(1 -> 16, kernel [3, 3])`), as PyTorch's
+/// module repr does, rather than the kernel inside it.
+pub(crate) fn layer_shape_error(layer: String, detail: String) -> Error {
+    Error::Runtime(tang_runtime::Error::ShapeMismatch { op: layer, detail })
+}
+
 pub(crate) fn invalid(layer: &str, detail: String) -> Error {
     Error::Runtime(tang_runtime::Error::InvalidArgument {
         op: layer.to_string(),

@@ -81,8 +81,10 @@ impl LayerNorm {
     /// ```
     ///
     /// # Errors
-    /// [`Error::Runtime`] when `x`'s last dimension is not `n`.
+    /// [`Error::Runtime`] naming the layer (`LayerNorm(8)`) when `x`'s last dimension is
+    /// not `n`.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        check_last("LayerNorm", x, self.weight.shape()[0])?;
         let bias = self.bias.as_ref().unwrap_or(&self.zero_bias);
         x.layer_norm(&self.weight, bias, self.eps)
     }
@@ -154,8 +156,10 @@ impl RMSNorm {
     /// ```
     ///
     /// # Errors
-    /// [`Error::Runtime`] when `x`'s last dimension is not `n`.
+    /// [`Error::Runtime`] naming the layer (`RMSNorm(8)`) when `x`'s last dimension is not
+    /// `n`.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
+        check_last("RMSNorm", x, self.weight.shape()[0])?;
         x.rms_norm(&self.weight, self.eps)
     }
 }
@@ -164,6 +168,20 @@ impl super::Layer for RMSNorm {
     fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
         RMSNorm::forward(self, x)
     }
+}
+
+/// The shape error of a norm over a last dimension of `n`, naming the layer.
+fn check_last(layer: &str, x: &Tensor, n: usize) -> Result<(), Error> {
+    if x.shape().last() == Some(&n) {
+        return Ok(());
+    }
+    Err(super::layer_shape_error(
+        format!("{layer}({n})"),
+        format!(
+            "the input has shape {:?}; its last dimension must be {n} (normalized_shape)",
+            x.shape()
+        ),
+    ))
 }
 
 fn check_eps(layer: &str, eps: f32) -> Result<(), Error> {
