@@ -91,7 +91,7 @@ pub use dropout::{DEFAULT_SEED, Dropout, manual_seed};
 pub use embedding::Embedding;
 pub use flatten::Flatten;
 pub use linear::Linear;
-pub use norm::{LayerNorm, RMSNorm};
+pub use norm::{LayerNorm, LayerNormOptions, RMSNorm};
 pub use seeded::Seeded;
 pub use sequential::Sequential;
 pub use transformer_encoder::{Activation, TransformerEncoderLayer, TransformerEncoderLayerConfig};

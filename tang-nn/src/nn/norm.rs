@@ -31,7 +31,80 @@ pub struct LayerNorm {
     pub eps: f32,
 }
 
+/// `nn.LayerNorm`'s keyword arguments with PyTorch's defaults: `eps` 1e-5 and a bias
+/// (`elementwise_affine=True` is the only mode: the weight is always there).
+///
+/// ```
+/// use tang_nn::nn::{LayerNorm, LayerNormOptions};
+/// let dev = tang_nn::Device::new()?;
+/// // nn.LayerNorm(64, bias=False)
+/// let ln = LayerNorm::with_options(&dev, 64, LayerNormOptions::default().bias(false))?;
+/// assert!(ln.bias.is_none() && ln.eps == 1e-5);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LayerNormOptions {
+    /// Added to the variance (default `1e-5`).
+    pub eps: f32,
+    /// Whether the layer has a bias (default true).
+    pub bias: bool,
+}
+
+impl Default for LayerNormOptions {
+    fn default() -> LayerNormOptions {
+        LayerNormOptions {
+            eps: 1e-5,
+            bias: true,
+        }
+    }
+}
+
+impl LayerNormOptions {
+    /// These options with `eps` (`nn.LayerNorm(.., eps=1e-6)`).
+    ///
+    /// ```
+    /// assert_eq!(tang_nn::nn::LayerNormOptions::default().eps(1e-6).eps, 1e-6);
+    /// ```
+    #[must_use]
+    pub fn eps(mut self, eps: f32) -> Self {
+        self.eps = eps;
+        self
+    }
+
+    /// These options with or without a bias (`bias=False` is `.bias(false)`).
+    ///
+    /// ```
+    /// assert!(!tang_nn::nn::LayerNormOptions::default().bias(false).bias);
+    /// ```
+    #[must_use]
+    pub fn bias(mut self, bias: bool) -> Self {
+        self.bias = bias;
+        self
+    }
+}
+
 impl LayerNorm {
+    /// A layer norm over a last dimension of `normalized_shape` values with the given
+    /// options (`nn.LayerNorm(normalized_shape, eps=.., bias=..)`).
+    ///
+    /// ```
+    /// use tang_nn::nn::{LayerNorm, LayerNormOptions};
+    /// let dev = tang_nn::Device::new()?;
+    /// let ln = LayerNorm::with_options(&dev, 8, LayerNormOptions::default())?; // nn.LayerNorm(8)
+    /// assert!(ln.bias.is_some() && ln.eps == 1e-5);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`LayerNorm::new`].
+    pub fn with_options(
+        dev: &Device,
+        normalized_shape: usize,
+        options: LayerNormOptions,
+    ) -> Result<LayerNorm, Error> {
+        LayerNorm::new(dev, normalized_shape, options.eps, options.bias)
+    }
+
     /// A layer norm over a last dimension of `normalized_shape` values.
     ///
     /// ```
