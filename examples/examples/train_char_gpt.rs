@@ -115,11 +115,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         train_ids.len(),
         val_ids.len()
     );
-    let adamw = AdamWOptions {
-        lr: LR,
-        betas: BETAS,
-        ..AdamWOptions::default()
-    };
+    let adamw = AdamWOptions::default().lr(LR).betas(BETAS);
     let opt = AdamW::with_groups(decay_groups(params, WEIGHT_DECAY).to_vec(), adamw)?;
 
     // Training and validation windows come from separate streams; evaluation `e` reads

@@ -28,17 +28,11 @@ fn groups_with_their_own_decay_and_a_schedule_equal_separate_optimizers() {
     let mut grouped = AdamW::with_groups(groups.into(), AdamWOptions::default()).unwrap();
     // The same parameters under two separate optimizers, one per group.
     let (w2, b2) = (t(&dev, &w0, &[4, 3]), t(&dev, &b0, &[3]));
-    let decayed = AdamWOptions {
-        weight_decay: 0.1,
-        ..AdamWOptions::default()
-    };
+    let decayed = AdamWOptions::default().weight_decay(0.1);
     let mut only_w = AdamW::new([("fc.weight", w2.clone())], decayed).unwrap();
     let mut only_b = AdamW::new(
         [("fc.bias", b2.clone())],
-        AdamWOptions {
-            weight_decay: 0.0,
-            ..AdamWOptions::default()
-        },
+        AdamWOptions::default().weight_decay(0.0),
     )
     .unwrap();
     for (s, g) in fx.grads[..20].iter().enumerate() {
@@ -64,10 +58,7 @@ fn groups_with_their_own_decay_and_a_schedule_equal_separate_optimizers() {
     let w3 = t(&dev, &w0, &[4, 3]);
     let mut no_decay = AdamW::new(
         [("fc.weight", w3.clone())],
-        AdamWOptions {
-            weight_decay: 0.0,
-            ..AdamWOptions::default()
-        },
+        AdamWOptions::default().weight_decay(0.0),
     )
     .unwrap();
     for (s, g) in fx.grads[..20].iter().enumerate() {
@@ -196,11 +187,7 @@ fn amsgrad_reference(
 fn amsgrad_follows_pytorchs_formula() {
     let dev = Device::new().unwrap();
     let fx = OptimFixture::load();
-    let o = AdamWOptions {
-        amsgrad: true,
-        betas: (0.8, 0.99),
-        ..AdamWOptions::default()
-    };
+    let o = AdamWOptions::default().amsgrad(true).betas((0.8, 0.99));
     // Gradients that shrink, so that the running maximum differs from v.
     let grads: Vec<Vec<f32>> = fx.grads[..40]
         .iter()
@@ -209,15 +196,7 @@ fn amsgrad_follows_pytorchs_formula() {
         .collect();
     let ours = run(&dev, o, &fx.p0, &grads);
     let reference = amsgrad_reference(&fx.p0, &grads, o.lr, o.betas, o.eps, o.weight_decay);
-    let plain = run(
-        &dev,
-        AdamWOptions {
-            amsgrad: false,
-            ..o
-        },
-        &fx.p0,
-        &grads,
-    );
+    let plain = run(&dev, o.amsgrad(false), &fx.p0, &grads);
     let rel = max_rel(&ours, &reference);
     println!(
         "amsgrad: {} values differ from the reference (max relative {rel:e}); {} differ from plain AdamW",
@@ -334,14 +313,7 @@ fn bad_options_and_parameters_are_typed_errors() {
         "{e}"
     );
     assert!(e.to_string().contains("in [0, 1)"), "{e}");
-    let e = AdamW::new(
-        [("p", p.clone())],
-        AdamWOptions {
-            eps: -1.0,
-            ..Default::default()
-        },
-    )
-    .unwrap_err();
+    let e = AdamW::new([("p", p.clone())], AdamWOptions::default().eps(-1.0)).unwrap_err();
     assert!(
         matches!(
             e,
@@ -415,10 +387,7 @@ fn the_multi_tensor_step_matches_one_parameter_at_a_time() {
     let mut rng = tang_testing::Rng::new(3);
     let shapes: [&[usize]; 4] = [&[8, 5], &[3], &[1], &[7, 9]];
     for amsgrad in [false, true] {
-        let opts = AdamWOptions {
-            amsgrad,
-            ..AdamWOptions::default()
-        };
+        let opts = AdamWOptions::default().amsgrad(amsgrad);
         let init: Vec<Vec<f32>> = shapes
             .iter()
             .map(|s| rng.vec(s.iter().product(), 1.0))

@@ -80,14 +80,7 @@ fn save_load_continue_is_bit_identical() {
         "sgd",
     );
     resume_matches(&dev, AdamOptions::default(), "adam");
-    resume_matches(
-        &dev,
-        AdamWOptions {
-            amsgrad: true,
-            ..AdamWOptions::default()
-        },
-        "adamw-amsgrad",
-    );
+    resume_matches(&dev, AdamWOptions::default().amsgrad(true), "adamw-amsgrad");
 }
 
 #[test]

@@ -76,14 +76,7 @@ impl Data {
 
 fn adamw(model: &Mlp) -> AdamW {
     let groups = decay_groups(model.named_parameters(), 0.1);
-    AdamW::with_groups(
-        groups.into(),
-        AdamWOptions {
-            lr: 1e-2,
-            ..AdamWOptions::default()
-        },
-    )
-    .unwrap()
+    AdamW::with_groups(groups.into(), AdamWOptions::default().lr(1e-2)).unwrap()
 }
 
 /// Dropout draws from one process-wide generator that every trainer reseeds at each
@@ -462,14 +455,7 @@ fn a_bigram_model_trains_on_windows_gathered_on_the_device() {
     let (batch, block) = (4, 16);
     let batches = DeviceTokenBatcher::new(&dev, &corpus, batch, block, 3).unwrap();
     let model = Embedding::new(&dev, 8, 8, &mut SplitMix64::new(1)).unwrap();
-    let opt = AdamW::new(
-        model.named_parameters(),
-        AdamWOptions {
-            lr: 5e-2,
-            ..AdamWOptions::default()
-        },
-    )
-    .unwrap();
+    let opt = AdamW::new(model.named_parameters(), AdamWOptions::default().lr(5e-2)).unwrap();
     let opts = TrainerOptions {
         log_every: 10,
         throughput: Some(Throughput::Tokens((batch * block) as u64)),

@@ -74,11 +74,7 @@ fn recipe_case(dev: &Device, s: RecipeShape, reps: usize) -> Result<(f64, f64), 
         bias: false,
     };
     let model = Gpt::new(dev, &config, 1337)?;
-    let adamw = AdamWOptions {
-        lr: 1e-3,
-        betas: (0.9, 0.99),
-        ..AdamWOptions::default()
-    };
+    let adamw = AdamWOptions::default().lr(1e-3).betas((0.9, 0.99));
     let groups = decay_groups(model.named_parameters(), 0.1).to_vec();
     let opt = AdamW::with_groups(groups, adamw)?;
     let batches = DeviceTokenBatcher::new(dev, &ids, s.batch, s.block, 1337)?;

@@ -17,7 +17,7 @@ use super::state::{Hyper, ParamState};
 /// # use tang_nn::tang_runtime::{Device, Tensor};
 /// # let dev = Device::new()?;
 /// let w = Tensor::from_slice(&dev, &[1.0], &[1])?;
-/// let opts = AdamWOptions { lr: 0.1, weight_decay: 0.1, ..AdamWOptions::default() };
+/// let opts = AdamWOptions::default().lr(0.1).weight_decay(0.1);
 /// let mut opt = AdamW::new([("w", w.clone())], opts)?; // AdamW([w], lr=0.1, weight_decay=0.1)
 /// opt.step(&[("w", &Tensor::from_slice(&dev, &[0.5], &[1])?)])?;
 /// assert!((w.to_vec()?[0] - (0.99 - 0.1)).abs() < 1e-6); // decay, then the Adam step
@@ -25,42 +25,64 @@ use super::state::{Hyper, ParamState};
 /// ```
 pub type AdamW = Optimizer<AdamWOptions>;
 
-/// AdamW's hyperparameters, with PyTorch's defaults.
+/// AdamW's hyperparameters: Adam's options ([`AdamOptions`]) with decoupled weight
+/// decay always on and PyTorch's AdamW default weight decay, 1e-2 (PyTorch's `AdamW` is
+/// `Adam(decoupled_weight_decay=True)` with that default). Read Adam's fields through it
+/// (`opts.lr`), set them with the setters as PyTorch's keyword arguments, or make one
+/// from Adam's options with `AdamWOptions::from`.
 ///
 /// ```
-/// use tang_nn::optim::AdamWOptions;
+/// use tang_nn::optim::{AdamOptions, AdamWOptions};
 /// // nanoGPT: AdamW(lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1)
-/// let opts = AdamWOptions { lr: 6e-4, betas: (0.9, 0.95), weight_decay: 0.1, ..AdamWOptions::default() };
+/// let opts = AdamWOptions::default().lr(6e-4).betas((0.9, 0.95)).weight_decay(0.1);
 /// assert_eq!(AdamWOptions::default().weight_decay, 1e-2); // PyTorch's default
-/// # let _ = opts;
+/// assert!(opts.decoupled_weight_decay); // what makes it AdamW
+/// let same = AdamWOptions::from(AdamOptions { lr: 6e-4, betas: (0.9, 0.95), weight_decay: 0.1, ..AdamOptions::default() });
+/// assert_eq!(opts, same);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AdamWOptions {
-    /// Learning rate (default 1e-3).
-    pub lr: f64,
-    /// Decay rates of the first and second moment estimates (default (0.9, 0.999)).
-    pub betas: (f64, f64),
-    /// Added to the denominator for stability (default 1e-8).
-    pub eps: f64,
-    /// Decoupled weight decay: each step multiplies the parameter by `1 - lr *
-    /// weight_decay` (default 1e-2).
-    pub weight_decay: f64,
-    /// Use the maximum of past second moments (AMSGrad; default false).
-    pub amsgrad: bool,
-    /// Maximize the objective instead of minimizing it (default false).
-    pub maximize: bool,
+    adam: AdamOptions,
 }
 
 impl Default for AdamWOptions {
     fn default() -> Self {
-        AdamWOptions {
-            lr: 1e-3,
-            betas: (0.9, 0.999),
-            eps: 1e-8,
+        AdamWOptions::from(AdamOptions {
             weight_decay: 1e-2,
-            amsgrad: false,
-            maximize: false,
+            ..AdamOptions::default()
+        })
+    }
+}
+
+/// Adam's options as AdamW's: `decoupled_weight_decay` is set (AdamW always decouples),
+/// every other field kept, the weight decay included.
+impl From<AdamOptions> for AdamWOptions {
+    fn from(adam: AdamOptions) -> Self {
+        AdamWOptions {
+            adam: AdamOptions {
+                decoupled_weight_decay: true,
+                ..adam
+            },
         }
+    }
+}
+
+/// Adam's fields (`opts.lr`, `opts.weight_decay`), readable and, through
+/// [`DerefMut`](std::ops::DerefMut), writable as PyTorch's `param_groups[0]["lr"] = ..`
+/// is (`opt.groups_mut()[0].options.lr = 3e-4`).
+impl std::ops::Deref for AdamWOptions {
+    type Target = AdamOptions;
+
+    fn deref(&self) -> &AdamOptions {
+        &self.adam
+    }
+}
+
+/// Writes to Adam's fields; AdamW decouples its weight decay whatever
+/// `decoupled_weight_decay` is set to (use [`super::Adam`] for the L2 penalty).
+impl std::ops::DerefMut for AdamWOptions {
+    fn deref_mut(&mut self) -> &mut AdamOptions {
+        &mut self.adam
     }
 }
 
@@ -68,13 +90,8 @@ impl AdamWOptions {
     /// The same options as Adam's with decoupled weight decay.
     fn as_adam(&self) -> AdamOptions {
         AdamOptions {
-            lr: self.lr,
-            betas: self.betas,
-            eps: self.eps,
-            weight_decay: self.weight_decay,
-            amsgrad: self.amsgrad,
-            maximize: self.maximize,
             decoupled_weight_decay: true,
+            ..self.adam
         }
     }
 }
@@ -98,14 +115,7 @@ impl Algorithm for AdamWOptions {
         if name == "decoupled_weight_decay" || !set_adam_hyperparameter(&mut o, name, value) {
             return false;
         }
-        *self = AdamWOptions {
-            lr: o.lr,
-            betas: o.betas,
-            eps: o.eps,
-            weight_decay: o.weight_decay,
-            amsgrad: o.amsgrad,
-            maximize: o.maximize,
-        };
+        self.adam = o;
         true
     }
 

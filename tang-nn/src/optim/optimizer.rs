@@ -30,7 +30,7 @@ use crate::autograd::TensorId;
 /// use tang_nn::optim::{Algorithm, AdamWOptions};
 /// assert_eq!(AdamWOptions::NAME, "AdamW"); // what saved state records
 /// AdamWOptions::default().validate()?;
-/// assert!(AdamWOptions { lr: -1.0, ..AdamWOptions::default() }.validate().is_err());
+/// assert!(AdamWOptions::default().lr(-1.0).validate().is_err());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub trait Algorithm: Clone + std::fmt::Debug + PartialEq {

@@ -93,11 +93,9 @@ pub fn case_options(case: &str) -> CaseOptions {
             weight_decay: 1e-2,
             ..AdamOptions::default()
         }),
-        "adamw_b2_099_wd01" => CaseOptions::AdamW(AdamWOptions {
-            betas: (0.9, 0.99),
-            weight_decay: 0.1,
-            ..AdamWOptions::default()
-        }),
+        "adamw_b2_099_wd01" => {
+            CaseOptions::AdamW(AdamWOptions::default().betas((0.9, 0.99)).weight_decay(0.1))
+        }
         "adamw_default" => CaseOptions::AdamW(AdamWOptions::default()),
         other => panic!("unknown optimizer case {other}: add its options here"),
     }
