@@ -106,7 +106,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let model = Gpt::new(&dev, &config, seed)?;
     let params = model.named_parameters();
-    let count: usize = params.iter().map(|(_, t)| t.numel()).sum();
+    let count = model.num_params();
     println!(
         "adapter {}, {:.2}M parameters, vocab {}, train {} val {} chars",
         dev.info().name,

@@ -27,7 +27,7 @@ use tang_nn::train::{StepContext, Trainer, TrainerOptions};
 use tang_runtime::Device;
 
 use super::Report;
-use super::elementwise::time;
+use super::training::time_step;
 
 /// The errors of a recipe step.
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -99,18 +99,7 @@ fn recipe_case(dev: &Device, s: RecipeShape, reps: usize) -> Result<(f64, f64), 
         trainer.step(&mut forward)?;
         Ok(())
     };
-    let mut failure: Option<BoxError> = None;
-    let ms = time(dev, 3, reps, || {
-        if let Err(e) = step()
-            && failure.is_none()
-        {
-            failure = Some(e);
-        }
-        Ok(())
-    })?;
-    if let Some(e) = failure {
-        return Err(e);
-    }
+    let ms = time_step(dev, reps, &mut step)?;
 
     // What a step costs the host and the driver, over steps run back to back as a
     // training loop runs them (the GPU finished once at the end).

@@ -123,7 +123,7 @@ fn labels(dev: &Device, n: usize, classes: usize, seed: u64) -> Result<Tensor, B
 
 /// Times `step` (a whole training step) as the other cases, with the GPU finished; the
 /// first error of a step fails the case.
-fn time_step(
+pub(super) fn time_step(
     dev: &Device,
     reps: usize,
     mut step: impl FnMut() -> Result<(), BoxError>,

@@ -6,7 +6,7 @@ use crate::Module;
 
 impl Gpt {
     /// FLOPs of one token's forward and backward pass: nanoGPT's `6 N + 12 L H Q T`, with
-    /// `N` the trainable parameters less the position embedding (nanoGPT's
+    /// `N` the parameters (tied ones once) less the position embedding (nanoGPT's
     /// `get_num_params()`), `L` layers, `H` heads of `Q` dimensions and `T` the block size
     /// (the attention's share at full context). A training step of `B` windows of `T`
     /// tokens is `B * T` times this.
@@ -23,13 +23,7 @@ impl Gpt {
     /// ```
     pub fn flops_per_token(&self) -> f64 {
         let c = self.config();
-        let params: usize = self
-            .named_parameters()
-            .iter()
-            .filter(|(_, p)| p.requires_grad())
-            .map(|(_, p)| p.data().len())
-            .sum();
-        let non_embedding = params.saturating_sub(c.block_size * c.n_embd);
+        let non_embedding = self.num_params().saturating_sub(c.block_size * c.n_embd);
         let head_dim = c.n_embd / c.n_head.max(1);
         6.0 * non_embedding as f64 + 12.0 * (c.n_layer * c.n_head * head_dim * c.block_size) as f64
     }

@@ -168,54 +168,49 @@ fn launch_check(op: &str, ids: &Tensor, bound: usize, ignore: Option<u32>) -> Re
     )
 }
 
+impl PendingCheck {
+    /// The error this check's flags (`[found, value]`, read back) report, if any.
+    fn into_error(self, bytes: &[u8]) -> Option<Error> {
+        let flags: Vec<u32> = bytemuck::pod_collect_to_vec(bytes);
+        (flags.first() == Some(&1)).then(|| Error::IndexOutOfRange {
+            op: self.op,
+            value: u64::from(flags.get(1).copied().unwrap_or(0)),
+            bound: self.bound,
+        })
+    }
+}
+
 impl Device {
+    /// The id checks launched since the last read or sync, taken off the device.
+    fn take_pending_checks(&self) -> Result<Vec<PendingCheck>, Error> {
+        let mut pending = self
+            .inner
+            .pending_checks
+            .lock()
+            .map_err(|_| Error::Poisoned)?;
+        Ok(std::mem::take(&mut *pending))
+    }
+
     /// Reads the flags of the GPU id checks launched since the last read or sync (a read
     /// of 8 bytes each, only when such checks ran).
     ///
     /// # Errors
     /// [`Error::IndexOutOfRange`] for the first check that found an id out of range.
     pub(crate) fn report_index_faults(&self) -> Result<(), Error> {
-        let checks = std::mem::take(
-            &mut *self
-                .inner
-                .pending_checks
-                .lock()
-                .map_err(|_| Error::Poisoned)?,
-        );
         let mut first = None;
-        for c in checks {
-            let flags: Vec<u32> =
-                bytemuck::pod_collect_to_vec(&c.fault.read_bytes("Device::sync")?);
-            if first.is_none() && flags.first() == Some(&1) {
-                first = Some(Error::IndexOutOfRange {
-                    op: c.op,
-                    value: u64::from(flags.get(1).copied().unwrap_or(0)),
-                    bound: c.bound,
-                });
-            }
+        for c in self.take_pending_checks()? {
+            let bytes = c.fault.read_bytes("Device::sync")?;
+            first = first.or(c.into_error(&bytes));
         }
         first.map_or(Ok(()), Err)
     }
 
     /// [`Device::report_index_faults`] without blocking.
     pub(crate) async fn report_index_faults_async(&self) -> Result<(), Error> {
-        let checks = std::mem::take(
-            &mut *self
-                .inner
-                .pending_checks
-                .lock()
-                .map_err(|_| Error::Poisoned)?,
-        );
         let mut first = None;
-        for c in checks {
-            let flags: Vec<u32> = bytemuck::pod_collect_to_vec(&c.fault.read_bytes_async().await?);
-            if first.is_none() && flags.first() == Some(&1) {
-                first = Some(Error::IndexOutOfRange {
-                    op: c.op,
-                    value: u64::from(flags.get(1).copied().unwrap_or(0)),
-                    bound: c.bound,
-                });
-            }
+        for c in self.take_pending_checks()? {
+            let bytes = c.fault.read_bytes_async().await?;
+            first = first.or(c.into_error(&bytes));
         }
         first.map_or(Ok(()), Err)
     }
