@@ -22,10 +22,11 @@
 
 use tang_runtime::Tensor;
 
+use super::algorithm::{Algorithm, flag, require};
 use super::error::OptimError;
 use super::gpu::kernels::{adam_amsgrad_update, adam_update};
-use super::optimizer::{Algorithm, Optimizer, flag, require};
-use super::state::{Hyper, ParamState};
+use super::optimizer::Optimizer;
+use super::param::{Hyper, ParamState};
 
 /// Adam over named parameters (PyTorch's `torch.optim.Adam`).
 ///

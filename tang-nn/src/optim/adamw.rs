@@ -6,9 +6,10 @@
 use tang_runtime::Tensor;
 
 use super::adam::{AdamOptions, adam_hyperparameters, adam_step, set_adam_hyperparameter};
+use super::algorithm::Algorithm;
 use super::error::OptimError;
-use super::optimizer::{Algorithm, Optimizer};
-use super::state::{Hyper, ParamState};
+use super::optimizer::Optimizer;
+use super::param::{Hyper, ParamState};
 
 /// AdamW over named parameters (PyTorch's `torch.optim.AdamW`).
 ///

@@ -23,9 +23,10 @@ use tang_runtime::dense::reduce::sum_all;
 use tang_runtime::dense::shape::concat;
 use tang_runtime::{DType, Device};
 
+use super::algorithm::require;
 use super::error::OptimError;
 use super::gpu::kernels::{clip_coefficient, norm_from_sum_of_squares, scale_in_place, square};
-use super::optimizer::{check_scalar, require};
+use super::optimizer::check_scalar;
 
 /// The global norm of a set of gradients and the coefficient that clips it, both
 /// one-element tensors on the device.

@@ -16,8 +16,9 @@
 
 use tang_runtime::{DType, Device, Tensor, ops};
 
+use super::algorithm::Algorithm;
 use super::error::OptimError;
-use super::optimizer::{Algorithm, Param};
+use super::param::Param;
 
 /// A group's flat state: which parameters, where each one's segment starts, and one flat
 /// tensor per state buffer of [`Algorithm::flat_buffers`].

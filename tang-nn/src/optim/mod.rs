@@ -28,6 +28,7 @@
 
 mod adam;
 mod adamw;
+mod algorithm;
 mod clip;
 mod error;
 mod flat;
@@ -35,18 +36,21 @@ mod gpu;
 mod grads;
 mod group;
 mod optimizer;
+mod param;
 mod setters;
 mod sgd;
 mod state;
 
 pub use adam::{Adam, AdamOptions};
 pub use adamw::{AdamW, AdamWOptions};
+pub use algorithm::Algorithm;
 pub use clip::{GradNorm, clip_grad_norm_, grad_norm, scale_grads_};
 pub use error::OptimError;
 pub use gpu::kernels;
 pub use grads::Gradients;
 pub(crate) use grads::NamedGradients;
 pub use group::{Group, IntoParam, ParamGroup, decay_groups};
-pub use optimizer::{Algorithm, Optimizer};
+pub use optimizer::Optimizer;
+pub use param::{Hyper, ParamState};
 pub use sgd::{Sgd, SgdOptions};
-pub use state::{Hyper, OptimizerState, ParamState};
+pub use state::OptimizerState;

@@ -17,10 +17,11 @@
 
 use tang_runtime::Tensor;
 
+use super::algorithm::{Algorithm, flag, require};
 use super::error::OptimError;
 use super::gpu::kernels::{sgd_momentum_update, sgd_update};
-use super::optimizer::{Algorithm, Optimizer, flag, require};
-use super::state::{Hyper, ParamState};
+use super::optimizer::Optimizer;
+use super::param::{Hyper, ParamState};
 
 /// SGD over named parameters (PyTorch's `torch.optim.SGD`).
 ///
