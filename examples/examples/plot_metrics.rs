@@ -6,15 +6,22 @@
 //! cargo run --release -p tang-examples --example plot_metrics -- runs/char-gpt/metrics.jsonl loss.png
 //! ```
 
+use clap::Parser;
 use tang_examples::report::Report;
 use tang_nn::train::{PlotOptions, plot_loss_curve, read_metrics};
 
+/// Draws the training and validation loss of a metrics.jsonl into a PNG.
+#[derive(Parser)]
+struct Cli {
+    /// The metrics.jsonl to read (one JSON object per logged step).
+    metrics: String,
+    /// The PNG to write.
+    png: String,
+}
+
 fn main() -> Result<(), Report> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let [metrics, png] = args.as_slice() else {
-        return Err("usage: plot_metrics METRICS.jsonl OUT.png".into());
-    };
-    plot_loss_curve(png, &read_metrics(metrics)?, PlotOptions::default())?;
+    let Cli { metrics, png } = Cli::parse();
+    plot_loss_curve(&png, &read_metrics(&metrics)?, PlotOptions::default())?;
     println!("wrote {png}");
     Ok(())
 }

@@ -15,16 +15,13 @@
 //! cargo run --release -p tang-examples --example train_char_gpt -- --out runs/char-gpt --resume
 //! ```
 //!
-//! Options (defaults in brackets): `--steps` [5000], `--batch` [64], `--block` [256],
-//! `--layers` [6], `--heads` [6], `--width` [384], `--eval-interval` [250],
-//! `--eval-iters` [200], `--seed` [1337], `--out` [runs/char-gpt], `--data` [the bundled
-//! corpus], `--sample-tokens` [block - 1], `--resume` (continue from the latest checkpoint in
-//! `--out`). A quick check on a software adapter: `--steps 20 --batch 4 --block 32
-//! --layers 2 --heads 2 --width 64 --eval-interval 10 --eval-iters 2`.
+//! `--help` lists the options and their defaults. A quick check on a software adapter:
+//! `--steps 20 --batch 4 --block 32 --layers 2 --heads 2 --width 64 --eval-interval 10
+//! --eval-iters 2`.
 
 use std::collections::BTreeSet;
 
-use tang_examples::args::Args;
+use clap::Parser;
 use tang_nn::data::DeviceTokenBatcher;
 use tang_nn::models::gpt::{Gpt, GptConfig, SampleOptions};
 use tang_nn::nn::functional::cross_entropy;
@@ -47,35 +44,69 @@ const BETAS: (f64, f64) = (0.9, 0.99);
 const CLIP: f64 = 1.0;
 /// The training split's share of the corpus (the rest, at the end, is validation).
 const TRAIN_FRACTION: f64 = 0.9;
-/// The options a user may give; `--resume` is the one switch.
-const OPTIONS: &[&str] = &[
-    "steps",
-    "batch",
-    "block",
-    "layers",
-    "heads",
-    "width",
-    "eval-interval",
-    "eval-iters",
-    "seed",
-    "out",
-    "data",
-    "sample-tokens",
-    "resume",
-];
+/// The bundled corpus, the default of `--data`.
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/rust-book.txt");
+
+/// Trains nanoGPT's character-level recipe on a text file.
+#[derive(Parser)]
+struct Cli {
+    /// Optimizer steps.
+    #[arg(long, default_value_t = 5000)]
+    steps: u64,
+    /// Sequences per batch.
+    #[arg(long, default_value_t = 64)]
+    batch: usize,
+    /// Context length in characters (the model's block size).
+    #[arg(long, default_value_t = 256)]
+    block: usize,
+    /// Transformer blocks.
+    #[arg(long, default_value_t = 6)]
+    layers: usize,
+    /// Attention heads per block.
+    #[arg(long, default_value_t = 6)]
+    heads: usize,
+    /// Embedding width.
+    #[arg(long, default_value_t = 384)]
+    width: usize,
+    /// Steps between validation-loss evaluations.
+    #[arg(long, default_value_t = 250)]
+    eval_interval: u64,
+    /// Batches per validation-loss evaluation.
+    #[arg(long, default_value_t = 200)]
+    eval_iters: u64,
+    /// Random seed (initialization, dropout, batches and sampling).
+    #[arg(long, default_value_t = 1337)]
+    seed: u64,
+    /// Directory for metrics.jsonl, loss.png and the checkpoints.
+    #[arg(long, default_value = "runs/char-gpt")]
+    out: String,
+    /// The training text.
+    #[arg(long, default_value = DATA)]
+    data: String,
+    /// Characters to sample after training [default: block - 1].
+    #[arg(long)]
+    sample_tokens: Option<usize>,
+    /// Continue from the latest checkpoint in --out.
+    #[arg(long)]
+    resume: bool,
+}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = Args::from_env(&["resume"])?;
-    args.only(OPTIONS)?;
-    let steps: u64 = args.get("steps", 5000)?;
-    let batch: usize = args.get("batch", 64)?;
-    let block: usize = args.get("block", 256)?;
-    let eval_interval: u64 = args.get("eval-interval", 250)?;
-    let eval_iters: u64 = args.get("eval-iters", 200)?;
-    let seed: u64 = args.get("seed", 1337)?;
-    let out: String = args.get("out", "runs/char-gpt".to_string())?;
-    let data_path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/rust-book.txt");
-    let data: String = args.get("data", data_path.to_string())?;
+    let Cli {
+        steps,
+        batch,
+        block,
+        layers,
+        heads,
+        width,
+        eval_interval,
+        eval_iters,
+        seed,
+        out,
+        data,
+        sample_tokens,
+        resume,
+    } = Cli::parse();
     let tokens = batch
         .checked_mul(block)
         .ok_or("--batch x --block overflows")?;
@@ -97,10 +128,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let config = GptConfig {
         vocab_size: chars.len(),
         block_size: block,
-        n_layer: args.get("layers", 6)?,
-        n_head: args.get("heads", 6)?,
-        n_kv_head: args.get("heads", 6)?,
-        n_embd: args.get("width", 384)?,
+        n_layer: layers,
+        n_head: heads,
+        n_kv_head: heads,
+        n_embd: width,
         dropout: DROPOUT,
         bias: false,
     };
@@ -160,7 +191,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let mut trainer = Trainer::new(&model, opt, &out, options)?
         .with_schedule(Schedule::warmup_cosine(LR, MIN_LR, WARMUP, LR_DECAY_ITERS)?);
-    if args.flag("resume") {
+    if resume {
         match trainer.resume_latest()? {
             Some(step) => println!("resumed from the checkpoint of step {step} in {out}"),
             None => println!("no checkpoint in {out}: starting from step 0"),
@@ -185,7 +216,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // recompute the window for each further token.
     model.eval();
     let sample = SampleOptions {
-        max_new_tokens: args.get("sample-tokens", block.saturating_sub(1))?,
+        max_new_tokens: sample_tokens.unwrap_or(block.saturating_sub(1)),
         temperature: 0.8,
         top_k: Some(40),
         seed,

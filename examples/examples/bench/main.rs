@@ -2,6 +2,7 @@
 //! (median of repeats, random data), printed as a table and written as JSON.
 //!
 //! `cargo run --release -p tang-examples --example bench -- [--quick] [--json PATH] [--only SUBSTRING]`
+//! (`--help` lists the options)
 //!
 //! `--tiny` runs only the training-step cases, at small shapes (names suffixed `_tiny`),
 //! to check them on a software adapter.
@@ -21,6 +22,7 @@ mod training;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use clap::Parser;
 use report::Report;
 use tang_runtime::{Device, Tensor};
 
@@ -70,21 +72,37 @@ fn cold_start(report: &mut Report, quick: bool) {
     report.add(name, ms[ms.len() / 2]);
 }
 
+/// Times tang's GPU cases and prints them as a table (and JSON with --json).
+#[derive(Parser)]
+struct Cli {
+    /// Fewer repeats and smaller warm-ups, for a quick look.
+    #[arg(long)]
+    quick: bool,
+    /// Only the training-step cases, at small shapes (names suffixed `_tiny`).
+    #[arg(long)]
+    tiny: bool,
+    /// Also write the results as JSON to this file.
+    #[arg(long, value_name = "PATH")]
+    json: Option<String>,
+    /// Run only the cases whose names contain this text.
+    #[arg(long, value_name = "SUBSTRING")]
+    only: Option<String>,
+    /// Internal: time process start to the first downloaded result.
+    #[arg(long = "cold-start", hide = true)]
+    cold_start_child: bool,
+}
+
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "--cold-start") {
+    let Cli {
+        quick,
+        tiny,
+        json,
+        only,
+        cold_start_child: child,
+    } = Cli::parse();
+    if child {
         return cold_start_child();
     }
-    let quick = args.iter().any(|a| a == "--quick");
-    let tiny = args.iter().any(|a| a == "--tiny");
-    let value = |flag: &str| {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
-    let json = value("--json");
-    let only = value("--only");
     let dev = match Device::new() {
         Ok(d) => d,
         Err(e) => {
