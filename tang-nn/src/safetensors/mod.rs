@@ -11,15 +11,16 @@
 //!   `safetensors.torch.save_model` / `load_model`.
 //! - [`check_state_dict`]: strict and non-strict loading checks in PyTorch's words.
 //!
-//! tang parses headers itself (not through the `safetensors` crate) so that duplicate
-//! keys, nesting depth and each kind of bad offset get their own error; the crate's reader
-//! collapses duplicate keys and reports several defects under one variant.
+//! Headers are parsed and validated, and files written, by the `safetensors` crate; tang
+//! adds what the crate does not do: it refuses a key named twice (the crate keeps one),
+//! names the defect of a refused header with its own error, widens and narrows floats,
+//! and handles tied entries as `save_model` does.
 
 mod convert;
+mod diagnose;
 mod dtype;
 mod error;
 mod header;
-mod json;
 mod model;
 mod read;
 mod state_dict;

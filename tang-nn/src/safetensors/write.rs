@@ -1,26 +1,24 @@
-//! Writing state dicts as safetensors files, byte for byte as `safetensors.torch` writes
-//! them: tensors laid out by dtype (the format's order, largest first) then by name, the
-//! header compact JSON padded with spaces to 8 bytes, and tied entries written once with
-//! the dropped names recorded in `__metadata__` as `save_model` records them.
+//! Writing state dicts as safetensors files through the `safetensors` crate, the writer
+//! behind `safetensors.torch`: tensors laid out by dtype (the format's order, largest
+//! first) then by name, the header compact JSON padded with spaces to 8 bytes. tang
+//! converts the floats and writes tied entries once, with the dropped names recorded in
+//! `__metadata__` as `save_model` records them.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::Path;
 
+use safetensors::{SafeTensorError, View};
+use serde::Deserialize;
+use serde::de::IntoDeserializer;
 use tang_runtime::DType;
 
 use super::convert::{FloatDtype, narrow_from_f32, widen_to_f32};
-use super::dtype::{Dtype, byte_size};
+use super::dtype::Dtype;
 use super::error::SafetensorsError;
-use super::header::{METADATA_KEY, TensorInfo, serialize};
+use super::header::METADATA_KEY;
 use super::state_dict::{StateDict, StateTensor};
-
-/// What will be written: the header and, in data order, the tensors to encode.
-struct Plan<'a> {
-    header: Vec<u8>,
-    tensors: Vec<(&'a str, &'a StateTensor, Dtype)>,
-}
 
 /// The dtype `tensor` is written in: floating tensors (F32, F16, BF16) in `float`, every
 /// other dtype as it is.
@@ -62,67 +60,82 @@ fn untie<'a>(
     (kept, metadata)
 }
 
-/// Lays out the tensors (dtype order, largest first, then name) and builds the header.
+/// One tensor as the crate writes it: its file dtype, shape and little-endian bytes
+/// (borrowed from a host tensor already in that dtype, else encoded).
+struct Encoded<'a> {
+    dtype: safetensors::Dtype,
+    shape: &'a [usize],
+    bytes: Cow<'a, [u8]>,
+}
+
+impl View for &Encoded<'_> {
+    fn dtype(&self) -> safetensors::Dtype {
+        self.dtype
+    }
+    fn shape(&self) -> &[usize] {
+        self.shape
+    }
+    fn data(&self) -> Cow<'_, [u8]> {
+        Cow::Borrowed(&self.bytes)
+    }
+    fn data_len(&self) -> usize {
+        self.bytes.len()
+    }
+}
+
+/// The tensors to write (tied entries once) with their bytes, and the metadata: the
+/// crate lays them out (dtype order, largest first, then name) and writes the header.
+type Plan<'a> = (Vec<(&'a str, Encoded<'a>)>, Option<HashMap<String, String>>);
+
+/// Unties `state`, refuses the reserved name and encodes each tensor in its file dtype.
 fn plan<'a>(
     state: &'a StateDict,
     float: FloatDtype,
     metadata: &BTreeMap<String, String>,
 ) -> Result<Plan<'a>, SafetensorsError> {
     let (kept, metadata) = untie(state, metadata);
-    let mut tensors: Vec<(&str, &StateTensor, Dtype)> = kept
-        .into_iter()
-        .map(|(n, t)| (n, t, stored_dtype(t, float)))
-        .collect();
-    if let Some((name, _, _)) = tensors.iter().find(|(n, _, _)| *n == METADATA_KEY) {
-        return Err(SafetensorsError::ReservedName {
-            name: name.to_string(),
-        });
-    }
-    tensors.sort_by(|(ln, _, ld), (rn, _, rd)| rd.cmp(ld).then(ln.cmp(rn)));
-    let mut infos = Vec::with_capacity(tensors.len());
-    let mut offset = 0u64;
-    for &(name, tensor, dtype) in &tensors {
-        let dims: Vec<u64> = tensor.shape().iter().map(|&d| d as u64).collect();
-        let size = byte_size(dtype, &dims)
-            .ok()
-            .and_then(|n| offset.checked_add(n).map(|end| (n, end)));
-        let Some((_, end)) = size else {
-            return Err(SafetensorsError::ShapeOverflow {
-                name: name.to_string(),
-                shape: format!("{:?}", tensor.shape()),
-            });
-        };
-        infos.push(TensorInfo {
-            name: name.to_string(),
+    let mut tensors = Vec::with_capacity(kept.len());
+    for (name, tensor) in kept {
+        if name == METADATA_KEY {
+            return Err(SafetensorsError::ReservedName { name: name.into() });
+        }
+        let dtype = stored_dtype(tensor, float);
+        let unsupported = |_| SafetensorsError::UnsupportedDtype {
+            name: name.into(),
             dtype,
-            shape: tensor.shape().to_vec(),
-            data_offsets: [offset, end],
-        });
-        offset = end;
+            accepted: "a dtype of the safetensors crate",
+        };
+        let encoded = Encoded {
+            dtype: safetensors::Dtype::deserialize(dtype.name().into_deserializer())
+                .map_err(|e: serde::de::value::Error| unsupported(e))?,
+            shape: tensor.shape(),
+            bytes: encode(name, tensor, dtype, float)?,
+        };
+        tensors.push((name, encoded));
     }
-    Ok(Plan {
-        header: serialize(&metadata, &infos),
+    Ok((
         tensors,
-    })
+        (!metadata.is_empty()).then(|| metadata.into_iter().collect()),
+    ))
 }
 
 /// The bytes of `tensor` in `dtype` (downloaded from the device when it lives there).
-fn encode(
+fn encode<'a>(
     name: &str,
-    tensor: &StateTensor,
+    tensor: &'a StateTensor,
     dtype: Dtype,
     float: FloatDtype,
-) -> Result<Vec<u8>, SafetensorsError> {
+) -> Result<Cow<'a, [u8]>, SafetensorsError> {
     match tensor {
-        StateTensor::Device(t) => Ok(match t.dtype() {
+        StateTensor::Device(t) => Ok(Cow::Owned(match t.dtype() {
             DType::F32 => narrow_from_f32(&t.to_vec()?, float),
             DType::U32 => t
                 .to_vec_u32()?
                 .iter()
                 .flat_map(|v| v.to_le_bytes())
                 .collect(),
-        }),
-        StateTensor::Host(h) if h.dtype() == dtype => Ok(h.data().to_vec()),
+        })),
+        StateTensor::Host(h) if h.dtype() == dtype => Ok(Cow::Borrowed(h.data())),
         StateTensor::Host(h) => {
             let values = widen_to_f32(h.dtype(), h.data()).ok_or_else(|| {
                 SafetensorsError::UnsupportedDtype {
@@ -131,36 +144,22 @@ fn encode(
                     accepted: "F32, F16 or BF16 for conversion",
                 }
             })?;
-            Ok(narrow_from_f32(&values, float))
+            Ok(Cow::Owned(narrow_from_f32(&values, float)))
         }
     }
 }
 
-/// Writes the file's bytes to `out`: length, header, then each tensor in data order.
-fn write_to(out: &mut impl Write, plan: &Plan<'_>, float: FloatDtype) -> Result<(), WriteFailure> {
-    out.write_all(&(plan.header.len() as u64).to_le_bytes())?;
-    out.write_all(&plan.header)?;
-    for &(name, tensor, dtype) in &plan.tensors {
-        out.write_all(&encode(name, tensor, dtype, float)?)?;
-    }
-    Ok(())
-}
-
-/// Why writing stopped: the sink failed, or a tensor could not be encoded.
-enum WriteFailure {
-    Io(std::io::Error),
-    Tensor(SafetensorsError),
-}
-
-impl From<std::io::Error> for WriteFailure {
-    fn from(e: std::io::Error) -> Self {
-        WriteFailure::Io(e)
-    }
-}
-
-impl From<SafetensorsError> for WriteFailure {
-    fn from(e: SafetensorsError) -> Self {
-        WriteFailure::Tensor(e)
+/// The crate's error in writing `path` as tang's.
+fn write_error(path: &Path, e: SafeTensorError) -> SafetensorsError {
+    match e {
+        SafeTensorError::IoError(source) => SafetensorsError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+        other => SafetensorsError::InvalidHeader {
+            entry: "header".into(),
+            detail: other.to_string(),
+        },
     }
 }
 
@@ -185,17 +184,9 @@ pub fn save_bytes(
     float: FloatDtype,
     metadata: &BTreeMap<String, String>,
 ) -> Result<Vec<u8>, SafetensorsError> {
-    let plan = plan(state, float, metadata)?;
-    let mut out = Vec::new();
-    match write_to(&mut out, &plan, float) {
-        Ok(()) => Ok(out),
-        Err(WriteFailure::Tensor(e)) => Err(e),
-        // Writing to a Vec does not fail; keep the error typed all the same.
-        Err(WriteFailure::Io(source)) => Err(SafetensorsError::Io {
-            path: "<memory>".into(),
-            source,
-        }),
-    }
+    let (tensors, metadata) = plan(state, float, metadata)?;
+    let tensors = tensors.iter().map(|(name, t)| (*name, t));
+    safetensors::serialize(tensors, metadata).map_err(|e| write_error(Path::new("<memory>"), e))
 }
 
 /// Writes `state` to `path` as `safetensors.torch.save_model` would: floating tensors in
@@ -203,8 +194,8 @@ pub fn save_bytes(
 /// each group of tied entries once under its first name in string order with the others
 /// recorded in `__metadata__` as `{dropped: kept}`, and the caller's `metadata` kept
 /// (never overwritten by an alias record). For an untied state dict the file is
-/// byte-identical to `safetensors.torch.save_file`'s. The file is written in place; write
-/// to a temporary name and rename for atomicity.
+/// byte-identical to `safetensors.torch.save_file`'s. The file is written under a
+/// temporary name beside `path` and renamed into place, so a reader never sees half of it.
 ///
 /// ```
 /// use tang_nn::safetensors::{FloatDtype, StateDict, save_file};
@@ -231,15 +222,16 @@ pub fn save_file(
         path: path.to_path_buf(),
         source,
     };
-    let plan = plan(state, float, metadata)?;
-    let mut out = BufWriter::new(File::create(path).map_err(io)?);
-    match write_to(&mut out, &plan, float) {
-        Ok(()) => {}
-        Err(WriteFailure::Tensor(e)) => return Err(e),
-        Err(WriteFailure::Io(e)) => return Err(io(e)),
-    }
-    out.into_inner()
-        .map_err(|e| io(e.into_error()))?
-        .sync_all()
-        .map_err(io)
+    let (tensors, metadata) = plan(state, float, metadata)?;
+    // The crate writes a temporary file beside `path` and renames it into place; the file
+    // created first keeps the permissions a new file gets here (the temporary file's are
+    // owner-only), and the sync makes the data durable as before.
+    let permissions = File::create(path)
+        .and_then(|f| f.metadata())
+        .map_err(io)?
+        .permissions();
+    let tensors = tensors.iter().map(|(name, t)| (*name, t));
+    safetensors::serialize_to_file(tensors, metadata, path).map_err(|e| write_error(path, e))?;
+    std::fs::set_permissions(path, permissions).map_err(io)?;
+    File::open(path).and_then(|f| f.sync_all()).map_err(io)
 }
