@@ -103,6 +103,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         n_embd: args.get("width", 384)?,
         dropout: DROPOUT,
         bias: false,
+        ..GptConfig::gpt2()
     };
     let model = Gpt::new(&dev, &config, seed)?;
     let params = model.named_parameters();
@@ -189,6 +190,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         temperature: 0.8,
         top_k: Some(40),
         seed,
+        ..SampleOptions::default()
     };
     let rows = model.generate(&[vec![0]], &sample)?;
     let text: String = rows[0].iter().map(|&i| chars[i as usize]).collect();
