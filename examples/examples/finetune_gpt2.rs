@@ -131,6 +131,7 @@ struct Options {
 /// The model: the checkpoint in `--init`, or a random GPT-2 small of the given sizes.
 fn model(dev: &Device, o: &Options) -> Result<Gpt, Box<dyn std::error::Error>> {
     let Some(dir) = &o.init else {
+        // GPT-2 (nanoGPT's defaults with the Hub's vocabulary and GELU) at these sizes.
         let config = GptConfig {
             vocab_size: GPT2_VOCAB_SIZE,
             block_size: o.block_size,
@@ -139,9 +140,8 @@ fn model(dev: &Device, o: &Options) -> Result<Gpt, Box<dyn std::error::Error>> {
             n_kv_head: o.n_head,
             n_embd: o.n_embd,
             dropout: o.dropout,
-            bias: true,
             gelu: Approximate::Tanh,
-            layer_norm_epsilon: 1e-5,
+            ..GptConfig::gpt2()
         };
         println!(
             "no --init: starting from a randomly initialised GPT-2 ({} layers, {} heads, width {}); \
@@ -216,34 +216,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let logits = model.forward(x)?.reshape(&[tokens as i64, -1])?;
         Ok(cross_entropy(&logits, &y.flatten(0)?)?)
     };
+    // The mean loss of `n` batches of `batches` from batch `first` on, in one graph.
+    let mean_loss =
+        |batches: &DeviceTokenBatcher, first: u64, n: u64| -> Result<Tensor, BoxError> {
+            let mut sum: Option<Tensor> = None;
+            for k in 0..n {
+                let (x, y) = batches.batch(first.saturating_add(k))?;
+                let loss = loss_of(&x, &y)?;
+                sum = Some(match sum {
+                    None => loss,
+                    Some(s) => s.add(&loss)?,
+                });
+            }
+            Ok((sum.ok_or("no batches")? / n as f32)?)
+        };
     // Step `s` reads micro-batches `s * accum ..`: a resumed run reads the same ones.
     let forward = |ctx: &mut StepContext<'_>| -> Result<Tensor, BoxError> {
-        let mut sum: Option<Tensor> = None;
-        for k in 0..accum {
-            let (x, y) = train_batches.batch(ctx.step * accum + k)?;
-            let loss = loss_of(&x, &y)?;
-            sum = Some(match sum {
-                None => loss,
-                Some(s) => s.add(&loss)?,
-            });
-        }
-        Ok((sum.ok_or("no micro-batches")? / accum as f32)?)
+        mean_loss(&train_batches, ctx.step.saturating_mul(accum), accum)
     };
+    // Evaluation `e` reads the validation batches `e * eval_iters ..`.
     let eval_iters = o.eval_iters;
     let eval_interval = o.eval_interval.max(1);
     let mut evaluate = |ctx: &mut StepContext<'_>| -> Result<f64, BoxError> {
         let first = (ctx.step / eval_interval).saturating_mul(eval_iters);
-        let mut sum: Option<Tensor> = None;
-        for k in 0..eval_iters {
-            let (x, y) = val_batches.batch(first.saturating_add(k))?;
-            let loss = loss_of(&x, &y)?;
-            sum = Some(match sum {
-                None => loss,
-                Some(s) => s.add(&loss)?,
-            });
-        }
-        let sum = sum.ok_or("no evaluation batches")?.item()?;
-        Ok(f64::from(sum) / eval_iters as f64)
+        Ok(f64::from(
+            mean_loss(&val_batches, first, eval_iters)?.item()?,
+        ))
     };
 
     let step_tokens = tokens as u64 * accum;

@@ -9,11 +9,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use tang_nn::models::gpt::{Gpt, SampleOptions};
-use tang_nn::models::gpt2_hub::{HubError, pretrained_config};
+use tang_nn::models::gpt2_hub::{HubError, is_conv1d, pretrained_config};
 use tang_nn::nn::functional::{class_indices_from_i64, cross_entropy};
 use tang_nn::safetensors::{FloatDtype, HostTensor, StateDict, read_file, save_file};
 use tang_nn::tang_runtime::Device;
 use tang_nn::{Module, Tensor};
+use tang_testing::assert_close;
 
 /// A Hugging Face fixture (`../shared/fixtures/hf/` beside the checkout).
 fn hf(name: &str) -> PathBuf {
@@ -45,28 +46,9 @@ fn input_ids(dev: &Device, io: &StateDict) -> Tensor {
     Tensor::constant(io.u32_tensor("input_ids", dev).unwrap())
 }
 
-fn max_diff(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f32::max)
-}
-
-fn max_abs(a: &[f32]) -> f32 {
-    a.iter().map(|x| x.abs()).fold(0.0, f32::max)
-}
-
-/// Whether the Hugging Face parameter `name` is a `Conv1D` weight (`[in, out]`).
-fn is_conv1d(name: &str) -> bool {
-    [
-        ".attn.c_attn.weight",
-        ".attn.c_proj.weight",
-        ".mlp.c_fc.weight",
-        ".mlp.c_proj.weight",
-    ]
-    .iter()
-    .any(|end| name.ends_with(end))
+/// `values` widened to f64, as `assert_close` takes its reference.
+fn f64s(values: &[f32]) -> Vec<f64> {
+    values.iter().copied().map(f64::from).collect()
 }
 
 /// `values` of a row-major `[rows, cols]` matrix, transposed.
@@ -85,16 +67,17 @@ fn logits_of(gpt: &Gpt, dev: &Device) -> Vec<f32> {
 #[test]
 fn both_layouts_load_strictly_and_give_transformers_logits() {
     let dev = tang_testing::device();
-    let want = io().f32_values("logits").unwrap();
+    let want = f64s(&io().f32_values("logits").unwrap());
     for dir in ["gpt2-lmhead", "gpt2-base"] {
         let gpt = Gpt::from_pretrained(&dev, hf(dir)).unwrap();
         gpt.eval();
-        let diff = max_diff(&logits_of(&gpt, &dev), &want);
-        println!(
-            "{dir}: logits max |tang - transformers| = {diff:.3e} over {} values",
-            want.len()
+        assert_close(
+            &format!("{dir} logits"),
+            &logits_of(&gpt, &dev),
+            &want,
+            1e-4,
+            0.0,
         );
-        assert!(diff <= 1e-4, "{dir}: logits differ by {diff}");
     }
 }
 
@@ -127,14 +110,13 @@ fn loss_and_every_gradient_equal_transformers_under_their_names() {
             .get(name)
             .unwrap_or_else(|| panic!("transformers' {name} is not a tang parameter"));
         let mut got = grads.get(p).unwrap().to_vec().unwrap();
-        let want = io.f32_values(&format!("grad.{name}")).unwrap();
+        let want = f64s(&io.f32_values(&format!("grad.{name}")).unwrap());
         if is_conv1d(name) {
             let s = p.shape();
             got = transposed(&got, s[0], s[1]);
         }
-        let (diff, scale) = (max_diff(&got, &want), max_abs(&want));
-        println!("grad.{name}: max diff {diff:.3e}, max |g| {scale:.3e}");
-        assert!(diff <= 1e-4 * scale, "grad.{name}: {diff} > 1e-4 * {scale}");
+        let scale = want.iter().fold(0.0, |m: f64, g| m.max(g.abs()));
+        assert_close(&format!("grad.{name}"), &got, &want, 1e-4 * scale, 0.0);
         seen.push(name.to_string());
     }
     seen.sort();

@@ -89,17 +89,11 @@ pub fn run(dev: &Device, quick: bool, tiny: bool, report: &mut Report) {
     if !report.wants(name) {
         return;
     }
+    // nanoGPT's GPT-2 small with the Hub's vocabulary and GELU.
     let gpt2 = GptConfig {
         vocab_size: VOCAB,
-        block_size: 1024,
-        n_layer: 12,
-        n_head: 12,
-        n_kv_head: 12,
-        n_embd: 768,
-        dropout: 0.0,
-        bias: true,
         gelu: Approximate::Tanh,
-        layer_norm_epsilon: 1e-5,
+        ..GptConfig::gpt2()
     };
     let (config, batch) = if tiny {
         let small = GptConfig {

@@ -47,8 +47,16 @@ impl Layout {
     }
 }
 
-/// Whether tang's parameter `name` is a `Conv1D` weight in GPT-2 (stored transposed).
-pub(super) fn is_conv1d(name: &str) -> bool {
+/// Whether tang's parameter `name` is a `Conv1D` weight in GPT-2, stored `[in, out]`:
+/// the transpose of tang's `Linear` weight (for comparing tensors under Hugging Face's
+/// names, gradients say).
+///
+/// ```
+/// use tang_nn::models::gpt2_hub::is_conv1d;
+/// assert!(is_conv1d("transformer.h.0.attn.c_attn.weight"));
+/// assert!(!is_conv1d("transformer.wte.weight") && !is_conv1d("transformer.h.0.attn.c_attn.bias"));
+/// ```
+pub fn is_conv1d(name: &str) -> bool {
     name.starts_with("transformer.h.")
         && [
             ".attn.c_attn.weight",

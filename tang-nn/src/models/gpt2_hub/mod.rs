@@ -30,8 +30,9 @@ use tang_runtime::Tensor as RawTensor;
 use tang_runtime::ops::transpose;
 
 use self::error::io;
-use self::keys::{LM_HEAD, Layout, is_conv1d, is_mask_buffer};
+use self::keys::{LM_HEAD, Layout, is_mask_buffer};
 pub use error::HubError;
+pub use keys::is_conv1d;
 
 use super::gpt::{Gpt, GptConfig};
 use crate::Module;
