@@ -25,6 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         n_embd: 64,
         dropout: 0.0,
         bias: false,
+        ..GptConfig::gpt2()
     };
     let model = Gpt::new(&dev, &config, 0)?;
     let mut opt = AdamW::new(model.named_parameters(), AdamWOptions::default().lr(1e-3))?;

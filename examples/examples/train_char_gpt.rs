@@ -134,6 +134,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         n_embd: width,
         dropout: DROPOUT,
         bias: false,
+        ..GptConfig::gpt2()
     };
     let model = Gpt::new(&dev, &config, seed)?;
     let params = model.named_parameters();
@@ -220,6 +221,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         temperature: 0.8,
         top_k: Some(40),
         seed,
+        ..SampleOptions::default()
     };
     let rows = model.generate(&[vec![0]], &sample)?;
     let text: String = rows[0].iter().map(|&i| chars[i as usize]).collect();

@@ -71,6 +71,7 @@ fn small_gpt(dev: &Device) -> Gpt {
         n_embd: 16,
         dropout: 0.1,
         bias: true,
+        ..GptConfig::gpt2()
     };
     let gpt = Gpt::new(dev, &config, 5).unwrap();
     gpt.eval();
@@ -113,6 +114,7 @@ fn sampling_is_seeded_and_stays_in_the_top_k() {
         temperature: 2.0,
         top_k: Some(3),
         seed: 11,
+        ..SampleOptions::default()
     };
     let a = gpt.generate(&prompts, &options).unwrap();
     assert_eq!(
@@ -148,4 +150,54 @@ fn sampling_is_seeded_and_stays_in_the_top_k() {
             .contains("vocab_size 11")
     );
     assert!(gpt.generate(&[vec![1], vec![1, 2]], &options).is_err());
+}
+
+#[test]
+fn top_p_samples_only_inside_the_nucleus() {
+    let dev = tang_testing::device();
+    let gpt = small_gpt(&dev);
+    let (temperature, p) = (4.0, 0.5);
+    // A flat distribution (high temperature) leaves about half the tokens outside the
+    // nucleus, so 18 draws without the cut would land outside it almost surely.
+    let prompts = vec![vec![4u32, 4], vec![1, 7], vec![10, 0]];
+    let options = SampleOptions::default()
+        .max_new_tokens(6)
+        .temperature(temperature)
+        .top_p(Some(p))
+        .seed(3);
+    let out = gpt.generate(&prompts, &options).unwrap();
+    for row in &out {
+        for i in 2..row.len() {
+            let logits = full_last_logits(&gpt, &dev, &[row[..i].to_vec()]);
+            let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let w: Vec<f64> = logits
+                .iter()
+                .map(|&l| f64::from((l - max) / temperature).exp())
+                .collect();
+            let total: f64 = w.iter().sum();
+            let mut order: Vec<usize> = (0..w.len()).collect();
+            order.sort_by(|&a, &b| w[b].total_cmp(&w[a]));
+            // The nucleus: the most likely tokens until their share reaches p.
+            let mut before = 0.0f64;
+            let nucleus: Vec<usize> = order
+                .into_iter()
+                .take_while(|&k| {
+                    let inside = before < f64::from(p) * total;
+                    before += w[k];
+                    inside
+                })
+                .collect();
+            assert!(
+                nucleus.len() < w.len() && nucleus.contains(&(row[i] as usize)),
+                "token {i} ({}) outside the nucleus {nucleus:?}",
+                row[i]
+            );
+        }
+    }
+    for bad in [0.0, 1.5, f32::NAN] {
+        let err = gpt
+            .generate(&prompts, &options.top_p(Some(bad)))
+            .unwrap_err();
+        assert!(err.to_string().contains("top_p"), "{err}");
+    }
 }

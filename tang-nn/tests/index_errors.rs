@@ -30,6 +30,7 @@ fn small_gpt(dev: &tang_runtime::Device) -> Gpt {
         n_embd: 16,
         dropout: 0.0,
         bias: false,
+        ..GptConfig::gpt2()
     };
     Gpt::new(dev, &config, 0).unwrap()
 }

@@ -44,6 +44,7 @@ fn tiny_gpt(dev: &Device, seed: u64) -> Gpt {
         n_embd: 8,
         dropout: 0.0,
         bias: false,
+        ..GptConfig::gpt2()
     };
     Gpt::new(dev, &config, seed).unwrap()
 }

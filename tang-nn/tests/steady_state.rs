@@ -26,6 +26,7 @@ fn steady_state_steps_create_no_buffer_and_read_nothing() -> Result<(), BoxError
         n_embd: 32,
         dropout: 0.2,
         bias: false,
+        ..GptConfig::gpt2()
     };
     let (batch, tokens) = (4, 4 * 16);
     let model = Gpt::new(&dev, &config, 7)?;

@@ -13,6 +13,7 @@
 
 mod attention;
 mod elementwise;
+mod gpt2;
 mod matmul;
 mod recipe;
 mod report;
@@ -116,6 +117,7 @@ fn main() -> ExitCode {
         only,
     );
 
+    gpt2::run(&dev, quick, tiny, &mut report);
     if tiny {
         training::run(&dev, quick, true, &mut report);
         recipe::run(&dev, quick, true, &mut report);

@@ -72,6 +72,7 @@ fn recipe_case(dev: &Device, s: RecipeShape, reps: usize) -> Result<(f64, f64), 
         n_embd: s.width,
         dropout: 0.2,
         bias: false,
+        ..GptConfig::gpt2()
     };
     let model = Gpt::new(dev, &config, 1337)?;
     let adamw = AdamWOptions::default().lr(1e-3).betas((0.9, 0.99));

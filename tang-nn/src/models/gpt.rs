@@ -1,16 +1,18 @@
 //! nanoGPT's GPT: token and position embeddings, `n_layer` pre-norm blocks (causal
-//! self-attention and an exact-GELU MLP), a final layer norm and a language-model head
-//! tied to the token embedding. The parameters carry nanoGPT's `state_dict` names
+//! self-attention and a GELU MLP), a final layer norm and a language-model head tied to
+//! the token embedding. The parameters carry nanoGPT's `state_dict` names
 //! (`transformer.wte.weight`, `transformer.h.0.attn.c_attn.weight`, `lm_head.weight`, ...),
-//! so its checkpoints load as they are.
+//! so its checkpoints load as they are; Hugging Face's GPT-2 checkpoints load through
+//! [`Gpt::from_pretrained`] (the tanh GELU and the config's layer-norm epsilon are
+//! [`GptConfig`] fields).
 
 use tang_runtime::{Device, Tensor as RawTensor};
 
 use crate::Module;
 use crate::autograd::{Error, Tensor, no_grad};
 use crate::nn::{
-    CausalSelfAttention, CausalSelfAttentionConfig, Dropout, Embedding, KvCache, LayerNorm, Linear,
-    invalid,
+    Approximate, CausalSelfAttention, CausalSelfAttentionConfig, Dropout, Embedding, GELU, KvCache,
+    LayerNorm, Linear, invalid,
 };
 use crate::rng::SplitMix64;
 
@@ -45,11 +47,17 @@ pub struct GptConfig {
     pub dropout: f32,
     /// Biases in the linear layers and layer norms.
     pub bias: bool,
+    /// The MLP's GELU: exact (nanoGPT's `nn.GELU()`, the default) or tanh (GPT-2's
+    /// `gelu_new`, Hugging Face's `activation_function`).
+    pub gelu: Approximate,
+    /// The layer norms' epsilon (PyTorch's `eps`, Hugging Face's `layer_norm_epsilon`;
+    /// 1e-5 in both nanoGPT and GPT-2).
+    pub layer_norm_epsilon: f32,
 }
 
 impl GptConfig {
     /// nanoGPT's defaults (GPT-2 small): vocab 50304, block 1024, 12 layers, 12 heads,
-    /// width 768, no dropout, biases.
+    /// width 768, no dropout, biases, exact GELU, layer-norm epsilon 1e-5.
     ///
     /// ```
     /// let config = tang_nn::models::gpt::GptConfig::gpt2(); // GPTConfig()
@@ -65,6 +73,8 @@ impl GptConfig {
             n_embd: 768,
             dropout: 0.0,
             bias: true,
+            gelu: Approximate::None,
+            layer_norm_epsilon: 1e-5,
         }
     }
 
@@ -131,13 +141,14 @@ impl GptConfig {
     }
 }
 
-/// nanoGPT's `MLP`: `c_fc [4C, C]`, exact GELU, `c_proj [C, 4C]`, dropout.
+/// nanoGPT's `MLP`: `c_fc [4C, C]`, GELU (exact unless the config says tanh), `c_proj
+/// [C, 4C]`, dropout.
 ///
 /// ```
 /// # use tang_nn::models::gpt::{Gpt, GptConfig};
 /// # use tang_nn::tang_runtime::Device;
 /// # let dev = Device::new()?;
-/// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+/// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true, ..GptConfig::gpt2() };
 /// use tang_nn::Module;
 /// let gpt = Gpt::new(&dev, &config, 0)?;
 /// let mlp = &gpt.transformer.h[0].mlp; // transformer.h.0.mlp
@@ -151,6 +162,9 @@ pub struct Mlp {
     pub c_fc: Linear,
     /// The narrowing projection.
     pub c_proj: Linear,
+    /// The activation between them (no parameters).
+    #[module(skip)]
+    pub gelu: GELU,
     /// Dropout on the output.
     pub dropout: Dropout,
 }
@@ -161,7 +175,7 @@ pub struct Mlp {
 /// # use tang_nn::models::gpt::{Gpt, GptConfig};
 /// # use tang_nn::tang_runtime::Device;
 /// # let dev = Device::new()?;
-/// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+/// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true, ..GptConfig::gpt2() };
 /// use tang_nn::Module;
 /// let gpt = Gpt::new(&dev, &config, 0)?;
 /// let names: Vec<String> = gpt.transformer.h[0].state_dict().names().map(str::to_string).collect();
@@ -186,7 +200,7 @@ pub struct Block {
 /// # use tang_nn::models::gpt::{Gpt, GptConfig};
 /// # use tang_nn::tang_runtime::Device;
 /// # let dev = Device::new()?;
-/// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+/// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true, ..GptConfig::gpt2() };
 /// let gpt = Gpt::new(&dev, &config, 0)?;
 /// assert_eq!(gpt.transformer.wpe.weight.shape(), &[4, 8]); // [block_size, n_embd]
 /// assert_eq!(gpt.transformer.h.len(), 1);
@@ -213,7 +227,7 @@ pub struct GptTransformer {
 /// use tang_nn::models::gpt::{Gpt, GptConfig};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
 /// let config = GptConfig { vocab_size: 81, block_size: 64, n_layer: 2, n_head: 4, n_kv_head: 4,
-///                          n_embd: 64, dropout: 0.0, bias: false };
+///                          n_embd: 64, dropout: 0.0, bias: false, ..GptConfig::gpt2() };
 /// let gpt = Gpt::new(&dev, &config, 1337)?;
 /// assert_eq!(gpt.num_params(), 107_904);
 /// let idx = tang_nn::Tensor::from_u32(&dev, &[1, 2, 3], &[1, 3])?;
@@ -237,7 +251,7 @@ pub struct Gpt {
 /// # use tang_nn::tang_runtime::Device;
 /// # use tang_nn::Tensor;
 /// # let dev = Device::new()?;
-/// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+/// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true, ..GptConfig::gpt2() };
 /// let gpt = Gpt::new(&dev, &config, 0)?;
 /// let mut cache = gpt.new_cache(&dev, 1)?;
 /// let prompt = Tensor::from_u32(&dev, &[1, 2], &[1, 2])?;
@@ -258,7 +272,7 @@ impl GptCache {
     /// # use tang_nn::tang_runtime::Device;
     /// # use tang_nn::Tensor;
     /// # let dev = Device::new()?;
-    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true, ..GptConfig::gpt2() };
     /// let gpt = Gpt::new(&dev, &config, 0)?;
     /// let mut cache = gpt.new_cache(&dev, 1)?;
     /// gpt.forward_with_cache(&Tensor::from_u32(&dev, &[1, 2, 3], &[1, 3])?, &mut cache)?;
@@ -275,7 +289,7 @@ impl GptCache {
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
     /// # use tang_nn::tang_runtime::Device;
     /// # let dev = Device::new()?;
-    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true, ..GptConfig::gpt2() };
     /// let gpt = Gpt::new(&dev, &config, 0)?;
     /// assert!(gpt.new_cache(&dev, 1)?.is_empty());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -291,7 +305,7 @@ impl GptCache {
     /// # use tang_nn::tang_runtime::Device;
     /// # use tang_nn::Tensor;
     /// # let dev = Device::new()?;
-    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true, ..GptConfig::gpt2() };
     /// let gpt = Gpt::new(&dev, &config, 0)?;
     /// let mut cache = gpt.new_cache(&dev, 1)?;
     /// gpt.forward_with_cache(&Tensor::from_u32(&dev, &[1, 2, 3], &[1, 3])?, &mut cache)?;
@@ -323,7 +337,7 @@ impl Gpt {
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
     /// # use tang_nn::tang_runtime::Device;
     /// # let dev = Device::new()?;
-    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true, ..GptConfig::gpt2() };
     /// use tang_nn::Module;
     /// let gpt = Gpt::new(&dev, &config, 1337)?; // GPT(config) after torch.manual_seed(1337)
     /// assert!(gpt.state_dict().contains("transformer.h.0.attn.c_attn.weight"));
@@ -348,12 +362,13 @@ impl Gpt {
         let mut h = Vec::with_capacity(c.n_layer);
         for _ in 0..c.n_layer {
             h.push(Block {
-                ln_1: LayerNorm::new(dev, e, 1e-5, c.bias)?,
+                ln_1: LayerNorm::new(dev, e, c.layer_norm_epsilon, c.bias)?,
                 attn: CausalSelfAttention::new(dev, &c.attention(), &mut rng)?,
-                ln_2: LayerNorm::new(dev, e, 1e-5, c.bias)?,
+                ln_2: LayerNorm::new(dev, e, c.layer_norm_epsilon, c.bias)?,
                 mlp: Mlp {
                     c_fc: Linear::new(dev, e, 4 * e, c.bias, &mut rng)?,
                     c_proj: Linear::new(dev, 4 * e, e, c.bias, &mut rng)?,
+                    gelu: GELU::new(c.gelu),
                     dropout: Dropout::new(c.dropout)?,
                 },
             });
@@ -369,7 +384,7 @@ impl Gpt {
                 wpe,
                 drop: Dropout::new(c.dropout)?,
                 h,
-                ln_f: LayerNorm::new(dev, e, 1e-5, c.bias)?,
+                ln_f: LayerNorm::new(dev, e, c.layer_norm_epsilon, c.bias)?,
             },
             lm_head,
             config: *config,
@@ -405,7 +420,7 @@ impl Gpt {
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
     /// # use tang_nn::tang_runtime::Device;
     /// # let dev = Device::new()?;
-    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true, ..GptConfig::gpt2() };
     /// let gpt = Gpt::new(&dev, &config, 0)?;
     /// assert_eq!(gpt.config(), &config);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -461,7 +476,7 @@ impl Gpt {
     /// # use tang_nn::tang_runtime::Device;
     /// # use tang_nn::Tensor;
     /// # let dev = Device::new()?;
-    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true, ..GptConfig::gpt2() };
     /// use tang_nn::nn::functional::cross_entropy;
     /// let gpt = Gpt::new(&dev, &config, 0)?;
     /// let idx = Tensor::from_u32(&dev, &[1, 2, 3, 4, 5, 6], &[2, 3])?; // [B, T]
@@ -489,7 +504,7 @@ impl Gpt {
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
     /// # use tang_nn::tang_runtime::Device;
     /// # let dev = Device::new()?;
-    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true, ..GptConfig::gpt2() };
     /// let gpt = Gpt::new(&dev, &config, 0)?;
     /// let cache = gpt.new_cache(&dev, 2)?; // two sequences, up to block_size positions
     /// assert!(cache.is_empty());
@@ -519,7 +534,7 @@ impl Gpt {
     /// # use tang_nn::tang_runtime::Device;
     /// # use tang_nn::Tensor;
     /// # let dev = Device::new()?;
-    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+    /// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true, ..GptConfig::gpt2() };
     /// let gpt = Gpt::new(&dev, &config, 0)?;
     /// let mut cache = gpt.new_cache(&dev, 1)?;
     /// gpt.forward_with_cache(&Tensor::from_u32(&dev, &[1, 2], &[1, 2])?, &mut cache)?;
@@ -561,6 +576,6 @@ impl Block {
     fn mlp_forward(&self, x: &Tensor) -> Result<Tensor, Error> {
         let m = &self.mlp;
         m.dropout
-            .forward(&m.c_proj.forward(&m.c_fc.forward(x)?.gelu_erf()?)?)
+            .forward(&m.c_proj.forward(&m.gelu.forward(&m.c_fc.forward(x)?)?)?)
     }
 }

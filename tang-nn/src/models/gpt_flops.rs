@@ -14,7 +14,7 @@ impl Gpt {
     /// ```
     /// # use tang_nn::models::gpt::{Gpt, GptConfig};
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: false };
+    /// let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: false, ..GptConfig::gpt2() };
     /// let gpt = Gpt::new(&dev, &config, 0)?;
     /// // 6 N + 12 L H Q T, N = 8 x 8 embedding + 2 norms + 8 x 24 + 8 x 8 + 8 x 32 + 32 x 8 + final norm
     /// let n = 64 + 8 + 192 + 64 + 8 + 256 + 256 + 8;

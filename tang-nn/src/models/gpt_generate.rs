@@ -1,5 +1,5 @@
 //! Sampling from a [`Gpt`] as nanoGPT's `generate` does (temperature, top-k, the context
-//! cropped to the block size), with a KV cache: each new token costs one position of
+//! cropped to the block size; and Hugging Face's top-p), with a KV cache: each new token costs one position of
 //! compute, not a pass over the whole context.
 
 use crate::autograd::Error;
@@ -13,7 +13,7 @@ use super::gpt::{Gpt, GptCache};
 /// ```
 /// # use tang_nn::models::gpt::{Gpt, GptConfig};
 /// # let dev = tang_nn::tang_runtime::Device::new()?;
-/// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true };
+/// # let config = GptConfig { vocab_size: 8, block_size: 4, n_layer: 1, n_head: 2, n_kv_head: 2, n_embd: 8, dropout: 0.0, bias: true, ..GptConfig::gpt2() };
 /// use tang_nn::models::gpt::SampleOptions;
 /// let gpt = Gpt::new(&dev, &config, 0)?;
 /// // model.generate(idx, max_new_tokens=3, temperature=0.8, top_k=2)
@@ -30,17 +30,23 @@ pub struct SampleOptions {
     pub temperature: f32,
     /// Sample only among the `k` most likely tokens (`None`: all of them).
     pub top_k: Option<usize>,
+    /// Nucleus sampling (Hugging Face's `top_p`): sample only among the most likely
+    /// tokens whose probabilities, after temperature and top-k, first sum to at least
+    /// `p` (in `(0, 1]`; `None`: no cut).
+    pub top_p: Option<f32>,
     /// Seed of the sampler's random stream.
     pub seed: u64,
 }
 
 impl Default for SampleOptions {
-    /// nanoGPT's `generate` defaults: temperature 1, no top-k; 100 new tokens, seed 1337.
+    /// nanoGPT's `generate` defaults: temperature 1, no top-k, no top-p; 100 new tokens,
+    /// seed 1337.
     fn default() -> Self {
         SampleOptions {
             max_new_tokens: 100,
             temperature: 1.0,
             top_k: None,
+            top_p: None,
             seed: 1337,
         }
     }
@@ -86,6 +92,18 @@ impl SampleOptions {
         self
     }
 
+    /// These options with `top_p`.
+    ///
+    /// ```
+    /// # use tang_nn::models::gpt::SampleOptions;
+    /// assert_eq!(SampleOptions::default().top_p(Some(0.9)).top_p, Some(0.9));
+    /// ```
+    #[must_use]
+    pub fn top_p(mut self, top_p: Option<f32>) -> Self {
+        self.top_p = top_p;
+        self
+    }
+
     /// These options with the sampler's `seed`.
     ///
     /// ```
@@ -104,8 +122,8 @@ fn invalid(detail: String) -> Error {
 }
 
 /// One token drawn from `logits` (one row): scaled by `1 / temperature`, cut to the top
-/// `k` (ties with the k-th value kept, as nanoGPT's `logits < v[:, [-1]]` mask does),
-/// softmax, then a draw from `rng`.
+/// `k` (ties with the k-th value kept, as nanoGPT's `logits < v[:, [-1]]` mask does), cut
+/// to the top-p nucleus, softmax, then a draw from `rng`.
 fn sample(logits: &[f32], options: &SampleOptions, rng: &mut SplitMix64) -> u32 {
     let t = f64::from(options.temperature);
     let mut scaled: Vec<f64> = logits.iter().map(|&l| f64::from(l) / t).collect();
@@ -120,7 +138,10 @@ fn sample(logits: &[f32], options: &SampleOptions, rng: &mut SplitMix64) -> u32 
         }
     }
     let max = scaled.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let weights: Vec<f64> = scaled.iter().map(|l| (l - max).exp()).collect();
+    let mut weights: Vec<f64> = scaled.iter().map(|l| (l - max).exp()).collect();
+    if let Some(p) = options.top_p {
+        nucleus(&mut weights, f64::from(p));
+    }
     let mut u = rng.next_f64() * weights.iter().sum::<f64>();
     for (i, w) in weights.iter().enumerate() {
         if u < *w {
@@ -130,6 +151,24 @@ fn sample(logits: &[f32], options: &SampleOptions, rng: &mut SplitMix64) -> u32 
     }
     // Rounding left `u` past the last weight: the last token with any weight.
     weights.iter().rposition(|w| *w > 0.0).unwrap_or(0) as u32
+}
+
+/// Zeroes the weights outside the nucleus: the most likely tokens are kept until their
+/// share of the total reaches `p`; the most likely token always stays, as in Hugging
+/// Face's `TopPLogitsWarper` (`min_tokens_to_keep = 1`).
+fn nucleus(weights: &mut [f64], p: f64) {
+    let total: f64 = weights.iter().sum();
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    order.sort_by(|&a, &b| weights[b].total_cmp(&weights[a]));
+    let mut before = 0.0;
+    for i in order {
+        // A token stays when the more likely ones before it have not reached `p` yet.
+        if before >= p * total {
+            weights[i] = 0.0;
+        } else {
+            before += weights[i];
+        }
+    }
 }
 
 impl Gpt {
@@ -155,8 +194,8 @@ impl Gpt {
 
     /// Continues each prompt (equal lengths, ids below `vocab_size`) by
     /// `options.max_new_tokens` sampled tokens, as nanoGPT's `generate`: the model sees at
-    /// most the last `block_size` tokens; logits are scaled by `1 / temperature` and cut
-    /// to the `top_k` most likely. A KV cache holds the context, so each token runs one
+    /// most the last `block_size` tokens; logits are scaled by `1 / temperature`, cut to
+    /// the `top_k` most likely, then to the `top_p` nucleus. A KV cache holds the context, so each token runs one
     /// position through the model until the context passes the block size (then, as
     /// nanoGPT, the cropped window is recomputed each step). Run it in evaluation mode
     /// ([`crate::Module::eval`]) unless dropout is wanted. Returns the prompts with their
@@ -167,7 +206,7 @@ impl Gpt {
     /// use tang_nn::Module;
     /// let dev = tang_nn::tang_runtime::Device::new()?;
     /// let gpt = Gpt::new(&dev, &GptConfig { vocab_size: 81, block_size: 64, n_layer: 2, n_head: 4,
-    ///                                       n_kv_head: 4, n_embd: 64, dropout: 0.0, bias: false }, 0)?;
+    ///                                       n_kv_head: 4, n_embd: 64, dropout: 0.0, bias: false, ..GptConfig::gpt2() }, 0)?;
     /// gpt.eval();
     /// let out = gpt.generate(&[vec![1, 2, 3]], &SampleOptions { max_new_tokens: 10, top_k: Some(5),
     ///                                                            ..SampleOptions::default() })?;
@@ -178,7 +217,7 @@ impl Gpt {
     /// # Errors
     /// [`Error::Runtime`] for no prompts, prompts of different or zero lengths, an id not
     /// below `vocab_size`, a temperature that is not a positive number, `top_k = Some(0)`,
-    /// or a device failure.
+    /// a `top_p` outside `(0, 1]`, or a device failure.
     pub fn generate(
         &self,
         prompts: &[Vec<u32>],
@@ -204,6 +243,13 @@ impl Gpt {
         }
         if options.top_k == Some(0) {
             return Err(invalid("top_k must be at least 1 (or None)".into()));
+        }
+        if let Some(p) = options.top_p
+            && !(p > 0.0 && p <= 1.0)
+        {
+            return Err(invalid(format!(
+                "top_p must be in (0, 1] (or None), got {p}"
+            )));
         }
         let block = self.config().block_size;
         let dev = self.lm_head.weight.data().device().clone();

@@ -50,7 +50,7 @@ pub fn save_model<M: Module + ?Sized>(
 /// use tang_nn::safetensors::{FloatDtype, load_model, save_model_with};
 /// let dev = tang_nn::tang_runtime::Device::new()?;
 /// let config = GptConfig { vocab_size: 81, block_size: 64, n_layer: 2, n_head: 4, n_kv_head: 4,
-///                          n_embd: 64, dropout: 0.0, bias: false };
+///                          n_embd: 64, dropout: 0.0, bias: false, ..GptConfig::gpt2() };
 /// let gpt = Gpt::new(&dev, &config, 0)?;
 /// let meta = BTreeMap::from([("config".to_string(), "{}".to_string())]);
 /// save_model_with(&gpt, "gpt.safetensors", FloatDtype::BF16, &meta)?;
