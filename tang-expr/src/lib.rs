@@ -5,6 +5,13 @@
 //! and forward mode, to any order), simplifies, and emits WGSL for an elementwise kernel
 //! whose shader naga validates before anyone runs it.
 //!
+//! The source is laid out by subsystem: `op/` holds the op table and everything keyed by
+//! op (its macro, types, local partials, special functions, float helpers, WGSL helpers);
+//! `codegen/` turns a graph into WGSL (the printer, the splitting of long bodies, WGSL
+//! literals); `lower/` compiles the kernel language. The graph and the op table import
+//! each other (a graph stores ops, an op's partials build graph nodes); no other modules
+//! do, which `tests/tests/import_graph.rs` in the workspace checks.
+//!
 //! ```
 //! use tang_expr::{ElementwiseSpec, Graph, Op, emit_elementwise};
 //!
