@@ -22,8 +22,9 @@
 //!   `y` depends on `x`, the result for `x` includes the path through `y`.
 
 use crate::error::ExprError;
-use crate::graph::{Graph, Node, NodeId, Ty};
+use crate::graph::{Graph, Node, NodeId};
 use crate::op::{Op, Partial};
+use crate::ty::Ty;
 
 /// Whether the op's derivative is zero with respect to every argument (so nothing above
 /// it is active through it).

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::graph::Ty;
+use crate::ty::Ty;
 
 /// What went wrong while building, differentiating or emitting an expression.
 #[derive(Clone, PartialEq)]

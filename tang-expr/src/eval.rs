@@ -5,8 +5,8 @@
 //! boolean root can be read back like any other value.
 
 use crate::error::ExprError;
-use crate::float::Float;
 use crate::graph::{Graph, Node, NodeId};
+use crate::op::float::Float;
 
 /// Evaluates `roots` at one point in f64.
 ///

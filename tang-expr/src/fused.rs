@@ -21,10 +21,11 @@ use crate::codegen::{ElementwiseSpec, emit_elementwise};
 use crate::diff::{grad, vjp};
 use crate::error::ExprError;
 use crate::eval::Evaluator;
-use crate::float::Float;
-use crate::graph::{Graph, Node, NodeId, Ty};
+use crate::graph::{Graph, Node, NodeId};
 use crate::kernel::Kernel;
+use crate::op::float::Float;
 use crate::simplify::{simplify, try_simplify};
+use crate::ty::Ty;
 
 /// What to build fused kernels from.
 #[derive(Clone, Debug)]

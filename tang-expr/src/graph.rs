@@ -12,6 +12,7 @@ use std::fmt;
 
 use crate::error::ExprError;
 use crate::op::Op;
+use crate::ty::Ty;
 
 /// Index of a node in a [`Graph`]. Only meaningful for the graph that created it.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
@@ -31,16 +32,6 @@ impl fmt::Display for NodeId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "v{}", self.0)
     }
-}
-
-/// The type of a node's value.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub enum Ty {
-    /// A 32-bit float (evaluated in f32 or f64 on the CPU).
-    F32,
-    /// A boolean: the result of a comparison or of `&& || !`. Only `select` turns it back
-    /// into a float.
-    Bool,
 }
 
 /// One node of the graph.

@@ -5,6 +5,13 @@
 //! and forward mode, to any order), simplifies, and emits WGSL for an elementwise kernel
 //! whose shader naga validates before anyone runs it.
 //!
+//! The source is laid out by subsystem: `op/` holds the op table and everything keyed by
+//! op (its macro, types, local partials, special functions, float helpers, WGSL helpers);
+//! `codegen/` turns a graph into WGSL (the printer, the splitting of long bodies, WGSL
+//! literals); `lower/` compiles the kernel language. The graph and the op table import
+//! each other (a graph stores ops, an op's partials build graph nodes); no other modules
+//! do, which `tests/tests/import_graph.rs` in the workspace checks.
+//!
 //! ```
 //! use tang_expr::{ElementwiseSpec, Graph, Op, emit_elementwise};
 //!
@@ -23,46 +30,38 @@
 //! # Ok::<(), tang_expr::ExprError>(())
 //! ```
 
-// The op table's macro, first: the modules below use it.
-#[macro_use]
-mod op_macro;
-
 mod codegen;
 mod diff;
 mod error;
 mod eval;
 pub mod ext;
-mod float;
 pub mod fused;
 mod graph;
 pub mod kernel;
 #[cfg(feature = "lower")]
 pub mod lower;
 mod op;
-mod op_wgsl;
-mod partials;
-mod print;
 pub mod scalar_fn;
 mod simplify;
-mod special;
 mod trace;
+mod ty;
 mod validate;
-mod wgsl_helpers;
-mod wgsl_parts;
 
-pub use codegen::{ElementwiseSpec, emit_elementwise, wgsl_literal};
+pub use codegen::literal::wgsl_literal;
+pub use codegen::{ElementwiseSpec, emit_elementwise};
 pub use diff::{grad, jvp, vjp};
 pub use error::{ExprError, ValidationError};
 pub use eval::{Evaluator, eval_batch, eval_f32, eval_f64};
-pub use float::Float;
 pub use fused::{FusedKernels, FusedSpec, fused_grad_kernels};
-pub use graph::{Graph, Node, NodeId, Ty, stable_hash};
+pub use graph::{Graph, Node, NodeId, stable_hash};
 pub use kernel::{Kernel, KernelDesc};
+pub use op::float::Float;
+pub use op::lanes::Lanes;
+pub use op::special::{GELU_C, GELU_K, TANH_CLAMP};
 pub use op::{ALL_OPS, Accuracy, Method, Op, Partial, Provider, Sig};
-pub use op_wgsl::Lanes;
 pub use simplify::{simplify, try_simplify};
-pub use special::{GELU_C, GELU_K, TANH_CLAMP};
 pub use trace::{
     BoolExpr, Expr, Traced, fused_forward_backward, select, trace, trace_many, trace_with,
 };
+pub use ty::Ty;
 pub use validate::validate;

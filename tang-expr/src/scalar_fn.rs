@@ -6,10 +6,11 @@
 
 use std::fmt::Write as _;
 
+use crate::codegen::print::{Leaf, Printed, print_graph};
 use crate::error::ExprError;
-use crate::graph::{Graph, NodeId, Ty};
-use crate::op_wgsl::Lanes;
-use crate::print::{Leaf, Printed, print_graph};
+use crate::graph::{Graph, NodeId};
+use crate::op::lanes::Lanes;
+use crate::ty::Ty;
 
 /// Prints the sub-graph under `root` as `fn <name>(x: f32, zero: u32) -> f32`, where
 /// `Node::Input(0)` is `x`, preceded by the helper functions its ops call.
@@ -17,7 +18,7 @@ use crate::print::{Leaf, Printed, print_graph};
 /// The caller passes as `zero` a word of its uniform that the host sets to 0: zero and
 /// non-finite constants are built from it, because shader compilers fold arithmetic on
 /// constants they can see (even `n & 0u`) as if NaN, infinities and signed zeros never
-/// occurred (`x * 0.0` to 0 at an infinite `x`); see `print.rs`.
+/// occurred (`x * 0.0` to 0 at an infinite `x`); see `codegen/print.rs`.
 ///
 /// The host shader must not define functions named `tang_*` itself (the helpers' names).
 ///

@@ -30,8 +30,9 @@
 //! with [`Graph::extract`], so equal inputs give equal graphs.
 
 use crate::error::ExprError;
-use crate::graph::{Graph, Node, NodeId, Ty};
+use crate::graph::{Graph, Node, NodeId};
 use crate::op::Op;
+use crate::ty::Ty;
 
 /// Simplifies the expressions at `roots` into a fresh graph holding only what they need.
 /// Returns the new graph and the roots' ids in it. Input and uniform indices are kept.

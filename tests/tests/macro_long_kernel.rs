@@ -1,5 +1,5 @@
 //! A kernel long enough that its WGSL is split into several functions (more than 256
-//! statements, see `tang-expr/src/wgsl_parts.rs`) computes on the GPU what its CPU
+//! statements, see `tang-expr/src/codegen/parts.rs`) computes on the GPU what its CPU
 //! function computes: values and conditions carried from part to part, and a value of the
 //! first part read by the last.
 

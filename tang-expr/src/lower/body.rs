@@ -10,8 +10,9 @@ use super::env::{Binding, Env, Kind, Val};
 use super::errors::Errors;
 use super::sig::{Param, ParamKind, Ret, is_f32, is_uniform_attr, type_problem};
 use super::site::{Site, SpanRange};
-use crate::graph::{Graph, NodeId, Ty};
+use crate::graph::{Graph, NodeId};
 use crate::op::Op;
+use crate::ty::Ty;
 
 /// The functions a kernel may call (inlined): those of its `#[kernels] mod`.
 pub(crate) type FnTable<'a> = BTreeMap<String, &'a ItemFn>;

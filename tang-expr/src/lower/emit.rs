@@ -140,6 +140,81 @@ fn local_ident(sig: &Sig, p: &Param) -> Ident {
     Ident::new(&name, p.ident.span())
 }
 
+/// What the generated items name: the signature, the tensor type, the launchers' device
+/// parameter and the parameters under their local names.
+struct Names<'a> {
+    sig: &'a Sig,
+    fname: String,
+    tensor: TokenStream,
+    dev: Ident,
+    inputs: Vec<Ident>,
+    uniforms: Vec<Ident>,
+    inouts: Vec<Ident>,
+}
+
+impl<'a> Names<'a> {
+    fn new(sig: &'a Sig) -> Self {
+        // The launchers' device parameter: `dev`, or `dev_`, `dev__`, ... if a kernel
+        // parameter has that name. Generated items are named by path (`self::KERNEL`), so a
+        // parameter named `KERNEL` or `WGSL` shadows nothing they use.
+        let mut dev_name = String::from("dev");
+        while sig.params.iter().any(|p| p.name == dev_name) {
+            dev_name.push('_');
+        }
+        Names {
+            sig,
+            fname: sig.ident.to_string(),
+            tensor: quote!(::tang_runtime::__private::Tensor),
+            dev: ident(&dev_name),
+            inputs: sig.inputs().map(|p| local_ident(sig, p)).collect(),
+            uniforms: sig.uniforms().map(|p| local_ident(sig, p)).collect(),
+            inouts: sig.inouts().map(|p| local_ident(sig, p)).collect(),
+        }
+    }
+
+    /// `name: type` for each parameter (in-outs too where `with_inouts`), typed by `ty`.
+    fn params(&self, with_inouts: bool, ty: impl Fn(ParamKind) -> TokenStream) -> Vec<TokenStream> {
+        let sig = self.sig;
+        let params = sig
+            .params
+            .iter()
+            .filter(|p| with_inouts || p.kind != ParamKind::InOut);
+        params
+            .map(|p| {
+                let (id, ty) = (local_ident(sig, p), ty(p.kind));
+                quote!(#id: #ty)
+            })
+            .collect()
+    }
+
+    /// A launcher's parameter type: `f32` for a uniform, a tensor reference otherwise.
+    fn gpu_type(&self, kind: ParamKind) -> TokenStream {
+        let tensor = &self.tensor;
+        match kind {
+            ParamKind::Uniform => quote!(f32),
+            ParamKind::Input | ParamKind::InOut => quote!(&#tensor),
+        }
+    }
+
+    /// The differentiated inputs as a list for docs: "`x`, `y`".
+    fn wrt_list(&self) -> String {
+        let sig = self.sig;
+        let names = sig.wrt.iter().filter_map(|&i| sig.inputs().nth(i as usize));
+        names
+            .map(|p| format!("`{}`", p.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The doc of `mod f`, naming the attribute that generated it.
+    fn module_doc(&self, attr: &str) -> String {
+        let fname = &self.fname;
+        format!(
+            "GPU kernel of [`{fname}`](fn@super::{fname}), generated at compile time by `{attr}`."
+        )
+    }
+}
+
 /// Everything `#[kernel]` / `#[fused_grad]` emits for `sig`, as the body of `mod f`.
 pub(crate) fn module(
     vis: &syn::Visibility,
@@ -147,42 +222,44 @@ pub(crate) fn module(
     value: &Kernel,
     fused: Option<&FusedKernels>,
 ) -> Result<TokenStream, String> {
-    let fname = sig.ident.to_string();
-    let tensor = quote!(::tang_runtime::__private::Tensor);
-    // The launchers' device parameter: `dev`, or `dev_`, `dev__`, ... if a kernel parameter
-    // has that name. Generated items are named by path (`self::KERNEL`), so a parameter
-    // named `KERNEL` or `WGSL` shadows nothing they use.
-    let mut dev_name = String::from("dev");
-    while sig.params.iter().any(|p| p.name == dev_name) {
-        dev_name.push('_');
-    }
-    let dev = ident(&dev_name);
-    let launch_params: Vec<TokenStream> = sig
-        .params
+    let names = Names::new(sig);
+    let mut items = value_items(&names, value);
+    let Some(fk) = fused else {
+        return Ok(wrap(vis, sig, names.module_doc("#[kernel]"), items));
+    };
+    // The upstream gradients of the backward pass, one per output.
+    let g_names: Vec<Ident> = value
+        .outputs
         .iter()
-        .map(|p| {
-            let id = &local_ident(sig, p);
-            match p.kind {
-                ParamKind::Uniform => quote!(#id: f32),
-                ParamKind::Input | ParamKind::InOut => quote!(#id: &#tensor),
-            }
-        })
+        .map(|o| format_ident!("g_{}", o))
         .collect();
-    let inputs: Vec<Ident> = sig.inputs().map(|p| local_ident(sig, p)).collect();
-    let uniforms: Vec<Ident> = sig.uniforms().map(|p| local_ident(sig, p)).collect();
-    let inouts: Vec<Ident> = sig.inouts().map(|p| local_ident(sig, p)).collect();
+    items.extend(gradient_launchers(&names, value, fk, &g_names));
+    items.extend(cpu_twins(&names, value, fk, &g_names)?);
+    items.extend(fused_op(sig, fk));
+    Ok(wrap(vis, sig, names.module_doc("#[fused_grad]"), items))
+}
+
+/// `WGSL`, `KERNEL` and `launch`: what every kernel emits.
+fn value_items(names: &Names<'_>, value: &Kernel) -> TokenStream {
+    let Names {
+        sig,
+        tensor,
+        dev,
+        inputs,
+        uniforms,
+        inouts,
+        ..
+    } = names;
+    let launch_params = names.params(true, |k| names.gpu_type(k));
     let n_out = value.outputs.len();
     let out_names: Vec<Ident> = (0..n_out).map(|i| format_ident!("__tang_o{i}")).collect();
     let kernel_desc = desc(value, &ident("WGSL"));
     let wgsl = wgsl_literal(&value.wgsl);
-    let ret_ty = value_type(sig.ret, &tensor);
+    let ret_ty = value_type(sig.ret, tensor);
     let unpack_value = unpack(
         &quote!(self::KERNEL),
         n_out,
         value_shape(sig.ret, &out_names),
-    );
-    let kind_doc = format!(
-        "GPU kernel of [`{fname}`](fn@super::{fname}), generated at compile time by `#[kernel]`."
     );
     let launch_doc = format!(
         "Runs [`KERNEL`] on `{dev}`: one element per position of the broadcast of the \
@@ -190,7 +267,7 @@ pub(crate) fn module(
          and must have that shape. Recorded now, run at the next sync point.\n\n\
          # Errors\nShape, arity or device errors from `Device::launch`."
     );
-    let mut items = quote! {
+    quote! {
         /// The kernel's WGSL source, validated by naga when it was generated.
         pub const WGSL: &str = #wgsl;
         /// The kernel's descriptor: what `Device::launch` runs.
@@ -203,30 +280,27 @@ pub(crate) fn module(
             let __tang_outs = #dev.launch(&self::KERNEL, &[#(#inputs),*], &[#(#inouts),*], &[#(#uniforms),*])?;
             #unpack_value
         }
-    };
-    let Some(fk) = fused else {
-        return Ok(wrap(vis, sig, kind_doc, items));
-    };
+    }
+}
 
-    // ---- #[fused_grad]: GRAD, VJP, their launchers, the CPU twins.
+/// For `#[fused_grad]`: `GRAD`, `VJP`, their WGSL and their launchers.
+fn gradient_launchers(
+    names: &Names<'_>,
+    value: &Kernel,
+    fk: &FusedKernels,
+    g_names: &[Ident],
+) -> TokenStream {
+    let Names {
+        sig,
+        tensor,
+        dev,
+        inputs,
+        uniforms,
+        ..
+    } = names;
     let n_wrt = sig.wrt.len();
-    let value_params: Vec<TokenStream> = sig
-        .params
-        .iter()
-        .filter(|p| p.kind != ParamKind::InOut)
-        .map(|p| {
-            let id = &local_ident(sig, p);
-            match p.kind {
-                ParamKind::Uniform => quote!(#id: f32),
-                _ => quote!(#id: &#tensor),
-            }
-        })
-        .collect();
-    let g_names: Vec<Ident> = value
-        .outputs
-        .iter()
-        .map(|o| format_ident!("g_{}", o))
-        .collect();
+    let n_out = value.outputs.len();
+    let value_params = names.params(false, |k| names.gpu_type(k));
     let grad_desc = desc(&fk.grad, &ident("GRAD_WGSL"));
     let vjp_desc = desc(&fk.vjp, &ident("VJP_WGSL"));
     let (grad_wgsl, vjp_wgsl) = (wgsl_literal(&fk.grad.wgsl), wgsl_literal(&fk.vjp.wgsl));
@@ -241,95 +315,15 @@ pub(crate) fn module(
         quote!((#grad_shape_v, #grad_shape_p)),
     );
     let grad_ty_t = {
-        let v = value_type(sig.ret, &tensor);
-        let p = partials_type(sig.ret, n_wrt, &tensor);
+        let v = value_type(sig.ret, tensor);
+        let p = partials_type(sig.ret, n_wrt, tensor);
         quote!((#v, #p))
     };
-    let vjp_out: Vec<TokenStream> = (0..n_wrt)
-        .map(|i| {
-            let n = format_ident!("__tang_o{i}");
-            quote!(#n)
-        })
-        .collect();
+    let vjp_out = (0..n_wrt)
+        .map(|i| format_ident!("__tang_o{i}"))
+        .map(|n| quote!(#n));
     let unpack_vjp = unpack(&quote!(self::VJP), n_wrt, quote!([#(#vjp_out),*]));
-
-    // CPU twins from the simplified graph: leaves are the parameters.
-    let input_ids: Vec<Ident> = sig.inputs().map(|p| local_ident(sig, p)).collect();
-    let uniform_ids: Vec<Ident> = sig.uniforms().map(|p| local_ident(sig, p)).collect();
-    let n_in = input_ids.len();
-    let leaf = |node: Node| -> Option<String> {
-        let id = match node {
-            Node::Input(i) if (i as usize) < n_in => input_ids.get(i as usize)?,
-            Node::Input(i) => g_names.get(i as usize - n_in)?,
-            Node::Uniform(j) => uniform_ids.get(j as usize)?,
-            _ => return None,
-        };
-        Some(id.to_string())
-    };
-    let twin =
-        |roots: &[crate::NodeId], f64: bool| -> Result<(TokenStream, Vec<TokenStream>), String> {
-            let (body, roots) = twin_body(&fk.graph, roots, &leaf, f64)
-                .ok_or("internal error: a CPU twin reads a value that is not a parameter")?;
-            let roots = roots
-                .iter()
-                .map(|r| parse(r))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok((parse(&body)?, roots))
-        };
-    let (grad_body, grad_roots) = twin(&fk.grad_roots, false)?;
-    let (vjp_body, vjp_roots) = twin(&fk.vjp_roots, false)?;
-    let (f64_body, f64_roots) = twin(&fk.value_roots, true)?;
-    let f64_t = quote!(f64);
-    let f64_ty = value_type(sig.ret, &f64_t);
-    let f64_v = value_shape_tokens(sig.ret, &f64_roots);
-    let f64_params: Vec<TokenStream> = sig
-        .params
-        .iter()
-        .filter(|p| p.kind != ParamKind::InOut)
-        .map(|p| {
-            let id = &local_ident(sig, p);
-            quote!(#id: f64)
-        })
-        .collect();
-    let cpu_v = value_shape_tokens(sig.ret, grad_roots.get(..n_out).unwrap_or(&[]));
-    let cpu_p = partials_shape(sig.ret, n_wrt, grad_roots.get(n_out..).unwrap_or(&[]));
-    let f32_t = quote!(f32);
-    let cpu_grad_ty = {
-        let v = value_type(sig.ret, &f32_t);
-        let p = partials_type(sig.ret, n_wrt, &f32_t);
-        quote!((#v, #p))
-    };
-    let cpu_params: Vec<TokenStream> = sig
-        .params
-        .iter()
-        .filter(|p| p.kind != ParamKind::InOut)
-        .map(|p| {
-            let id = &local_ident(sig, p);
-            quote!(#id: f32)
-        })
-        .collect();
-    let wrt_names: Vec<String> = sig
-        .wrt
-        .iter()
-        .filter_map(|&i| {
-            sig.inputs()
-                .nth(i as usize)
-                .map(|p| format!("`{}`", p.name))
-        })
-        .collect();
-    let wrt_list = wrt_names.join(", ");
-    let grad_doc = format!(
-        "CPU twin of [`GRAD`]: the value of [`{fname}`](fn@super::{fname}) and its partial \
-         derivatives with respect to {wrt_list}, in that order. For a function returning a \
-         tuple, the values come as that tuple and the partials as one row per output \
-         (`[[f32; N]; M]`, row `k` holds the partials of output `k`). Emitted from the same \
-         simplified graph as the GPU kernel."
-    );
-    let vjp_doc = format!(
-        "CPU twin of [`VJP`]: given the inputs and one upstream gradient per output (`g_out` \
-         for a single output, `g_out0, g_out1, ...` for a tuple), the gradient with respect \
-         to {wrt_list}: `sum over outputs of g * d(output)/d(input)`."
-    );
+    let wrt_list = names.wrt_list();
     let launch_grad_doc = format!(
         "Runs [`GRAD`]: the values and, per output, the partials with respect to {wrt_list}, \
          in one dispatch (same shapes as [`grad`]).\n\n# Errors\nAs [`launch`]."
@@ -338,7 +332,7 @@ pub(crate) fn module(
         "Runs [`VJP`]: input gradients for {wrt_list} from the inputs and the upstream \
          gradients (the backward pass), in one dispatch.\n\n# Errors\nAs [`launch`]."
     );
-    items.extend(quote! {
+    quote! {
         /// WGSL of [`GRAD`] (values and partials in one dispatch), validated by naga.
         pub const GRAD_WGSL: &str = #grad_wgsl;
         /// Values and every partial derivative, in one dispatch: outputs are the values,
@@ -365,6 +359,75 @@ pub(crate) fn module(
             let __tang_outs = #dev.launch(&self::VJP, &[#(#inputs,)* #(#g_names),*], &[], &[#(#uniforms),*])?;
             #unpack_vjp
         }
+    }
+}
+
+/// For `#[fused_grad]`: the CPU twins `grad`, `value_f64` and `vjp`, printed from the
+/// simplified graph whose leaves are the parameters.
+fn cpu_twins(
+    names: &Names<'_>,
+    value: &Kernel,
+    fk: &FusedKernels,
+    g_names: &[Ident],
+) -> Result<TokenStream, String> {
+    let Names {
+        sig,
+        fname,
+        inputs,
+        uniforms,
+        ..
+    } = names;
+    let n_wrt = sig.wrt.len();
+    let n_out = value.outputs.len();
+    let n_in = inputs.len();
+    let leaf = |node: Node| -> Option<String> {
+        let id = match node {
+            Node::Input(i) if (i as usize) < n_in => inputs.get(i as usize)?,
+            Node::Input(i) => g_names.get(i as usize - n_in)?,
+            Node::Uniform(j) => uniforms.get(j as usize)?,
+            _ => return None,
+        };
+        Some(id.to_string())
+    };
+    let twin =
+        |roots: &[crate::NodeId], f64: bool| -> Result<(TokenStream, Vec<TokenStream>), String> {
+            let (body, roots) = twin_body(&fk.graph, roots, &leaf, f64)
+                .ok_or("internal error: a CPU twin reads a value that is not a parameter")?;
+            let roots = roots
+                .iter()
+                .map(|r| parse(r))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((parse(&body)?, roots))
+        };
+    let (grad_body, grad_roots) = twin(&fk.grad_roots, false)?;
+    let (vjp_body, vjp_roots) = twin(&fk.vjp_roots, false)?;
+    let (f64_body, f64_roots) = twin(&fk.value_roots, true)?;
+    let f64_ty = value_type(sig.ret, &quote!(f64));
+    let f64_v = value_shape_tokens(sig.ret, &f64_roots);
+    let f64_params = names.params(false, |_| quote!(f64));
+    let cpu_v = value_shape_tokens(sig.ret, grad_roots.get(..n_out).unwrap_or(&[]));
+    let cpu_p = partials_shape(sig.ret, n_wrt, grad_roots.get(n_out..).unwrap_or(&[]));
+    let f32_t = quote!(f32);
+    let cpu_grad_ty = {
+        let v = value_type(sig.ret, &f32_t);
+        let p = partials_type(sig.ret, n_wrt, &f32_t);
+        quote!((#v, #p))
+    };
+    let cpu_params = names.params(false, |_| quote!(f32));
+    let wrt_list = names.wrt_list();
+    let grad_doc = format!(
+        "CPU twin of [`GRAD`]: the value of [`{fname}`](fn@super::{fname}) and its partial \
+         derivatives with respect to {wrt_list}, in that order. For a function returning a \
+         tuple, the values come as that tuple and the partials as one row per output \
+         (`[[f32; N]; M]`, row `k` holds the partials of output `k`). Emitted from the same \
+         simplified graph as the GPU kernel."
+    );
+    let vjp_doc = format!(
+        "CPU twin of [`VJP`]: given the inputs and one upstream gradient per output (`g_out` \
+         for a single output, `g_out0, g_out1, ...` for a tuple), the gradient with respect \
+         to {wrt_list}: `sum over outputs of g * d(output)/d(input)`."
+    );
+    Ok(quote! {
         #[doc = #grad_doc]
         #[inline]
         pub fn grad(#(#cpu_params),*) -> #cpu_grad_ty {
@@ -384,29 +447,28 @@ pub(crate) fn module(
             #vjp_body
             [#(#vjp_roots),*]
         }
-    });
-    // A function of one output and no in-outs is a tensor op (the runtime's `FusedFn`):
-    // forward and backward with broadcasting, which tang-nn records as an autograd op.
-    if matches!(sig.ret, Ret::Scalar) && sig.inouts().next().is_none() {
-        let wrt = sig
-            .wrt
-            .iter()
-            .map(|&i| Literal::usize_unsuffixed(i as usize));
-        let passthrough = fk.vjp_passthrough();
-        items.extend(quote! {
-            /// The function as a differentiable tensor op: `FUSED.forward(&[..], &[..])`
-            /// over broadcast inputs, `FUSED.backward(grad_out, ..)` through [`VJP`]; in
-            /// tang-nn, `tang_nn::autograd::apply(&FUSED, ..)` records it for autograd.
-            pub const FUSED: ::tang_runtime::__private::FusedFn =
-                ::tang_runtime::__private::FusedFn::new(self::KERNEL, self::VJP, &[#(#wrt),*], &[#(#passthrough),*]);
-        });
+    })
+}
+
+/// For `#[fused_grad]` of one output and no in-outs, `FUSED`: the function as a tensor op
+/// (the runtime's `FusedFn`), forward and backward with broadcasting, which tang-nn records
+/// as an autograd op. `None` for other functions.
+fn fused_op(sig: &Sig, fk: &FusedKernels) -> Option<TokenStream> {
+    if !matches!(sig.ret, Ret::Scalar) || sig.inouts().next().is_some() {
+        return None;
     }
-    Ok(wrap(
-        vis,
-        sig,
-        kind_doc.replace("`#[kernel]`", "`#[fused_grad]`"),
-        items,
-    ))
+    let wrt = sig
+        .wrt
+        .iter()
+        .map(|&i| Literal::usize_unsuffixed(i as usize));
+    let passthrough = fk.vjp_passthrough();
+    Some(quote! {
+        /// The function as a differentiable tensor op: `FUSED.forward(&[..], &[..])`
+        /// over broadcast inputs, `FUSED.backward(grad_out, ..)` through [`VJP`]; in
+        /// tang-nn, `tang_nn::autograd::apply(&FUSED, ..)` records it for autograd.
+        pub const FUSED: ::tang_runtime::__private::FusedFn =
+            ::tang_runtime::__private::FusedFn::new(self::KERNEL, self::VJP, &[#(#wrt),*], &[#(#passthrough),*]);
+    })
 }
 
 fn value_shape_tokens(ret: Ret, exprs: &[TokenStream]) -> TokenStream {

@@ -424,7 +424,7 @@ impl Lowerer<'_> {
         // The receiver must be a float: a method on a condition or a counter is an error.
         let recv = match receiver {
             Val::Poison => return Val::Poison,
-            Val::Node(id) if self.g.ty(id) == Ok(crate::graph::Ty::F32) => id,
+            Val::Node(id) if self.g.ty(id) == Ok(crate::ty::Ty::F32) => id,
             other => {
                 let what = match other {
                     Val::Int(_) => format!(

@@ -174,6 +174,42 @@ pub(crate) fn check_signature(
     wrt: &[Ident],
     errors: &mut Errors,
 ) -> Sig {
+    check_header(sig, errors);
+    let mut params: Vec<Param> = Vec::new();
+    let mut rejected = Vec::new();
+    for arg in &sig.inputs {
+        match check_param(arg, &params, errors) {
+            Checked::Param(p) => params.push(p),
+            Checked::Rejected(name) => rejected.push(name),
+            Checked::Dropped => {}
+        }
+    }
+
+    let before = errors.count();
+    let ret = match &sig.output {
+        ReturnType::Default => Ret::Unit,
+        ReturnType::Type(_, ty) => check_return(ty, errors),
+    };
+    // A rejected return type is reported once, not again as "writes nothing".
+    let ret_ok = errors.count() == before;
+
+    let wrt_idx = match mode {
+        Mode::FusedGrad => check_fused_grad(sig, &params, ret, ret_ok, wrt, errors),
+        Mode::Kernel => Vec::new(),
+    };
+    check_has_effect(sig, mode, &params, ret, ret_ok, errors);
+    Sig {
+        ident: sig.ident.clone(),
+        params,
+        ret,
+        rejected,
+        wrt: wrt_idx,
+    }
+}
+
+/// The qualifiers a kernel cannot have: `async`, `unsafe`, an ABI, generics, `where`,
+/// variadics.
+fn check_header(sig: &syn::Signature, errors: &mut Errors) {
     if let Some(a) = &sig.asyncness {
         errors.at(
             a,
@@ -208,164 +244,193 @@ pub(crate) fn check_signature(
     if let Some(v) = &sig.variadic {
         errors.at(v, "variadic parameters are not supported in a kernel");
     }
+}
 
-    let mut params: Vec<Param> = Vec::new();
-    let mut rejected = Vec::new();
-    for arg in &sig.inputs {
-        let pt = match arg {
-            FnArg::Receiver(r) => {
-                errors.at(
-                    r,
-                    "a method cannot be a kernel: write a free function over `f32` parameters",
-                );
-                continue;
+/// What became of one parameter.
+enum Checked {
+    /// A usable parameter.
+    Param(Param),
+    /// A named parameter whose type or name is rejected: the body may still use the name,
+    /// and those uses are not reported again.
+    Rejected(String),
+    /// Reported and left out (a receiver, a pattern, a duplicate).
+    Dropped,
+}
+
+/// Checks one parameter against those before it (`params`).
+fn check_param(arg: &FnArg, params: &[Param], errors: &mut Errors) -> Checked {
+    let pt = match arg {
+        FnArg::Receiver(r) => {
+            errors.at(
+                r,
+                "a method cannot be a kernel: write a free function over `f32` parameters",
+            );
+            return Checked::Dropped;
+        }
+        FnArg::Typed(pt) => pt,
+    };
+    let uniform = check_param_attrs(pt, errors);
+    let (ident, mutable) = match &*pt.pat {
+        Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+            (pi.ident.clone(), pi.mutability.is_some())
+        }
+        Pat::Wild(w) => {
+            errors.at(
+                w,
+                "a kernel parameter needs a name (it names the kernel's input): write `x: f32`",
+            );
+            return Checked::Dropped;
+        }
+        other => {
+            errors.at(
+                other,
+                "patterns are not supported in kernel parameters: write `x: f32`",
+            );
+            return Checked::Dropped;
+        }
+    };
+    let kind = match &*pt.ty {
+        t if is_f32(t) => {
+            if uniform {
+                ParamKind::Uniform
+            } else {
+                ParamKind::Input
             }
-            FnArg::Typed(pt) => pt,
-        };
-        let mut uniform = false;
-        for attr in &pt.attrs {
-            if is_uniform_attr(attr) {
-                if !matches!(attr.meta, syn::Meta::Path(_)) {
-                    errors.at(
-                        attr,
-                        "`#[uniform]` takes no arguments: write `#[uniform] x: f32`",
-                    );
-                }
-                uniform = true;
-            } else if !is_lint_attr(attr) {
-                let name = attr.path().to_token_stream().to_string().replace(' ', "");
+        }
+        Type::Reference(r) if r.mutability.is_some() && is_f32(&r.elem) => {
+            if uniform {
+                errors.at(
+                    &pt.ty,
+                    "`#[uniform]` marks an `f32` parameter (one value for the whole launch); \
+                     an in-place `&mut f32` parameter cannot be uniform: write \
+                     `#[uniform] x: f32`",
+                );
+            }
+            ParamKind::InOut
+        }
+        other => {
+            errors.at(other, type_problem(other));
+            return Checked::Rejected(ident.to_string());
+        }
+    };
+    let name = ident.to_string();
+    if let Some(why) = unusable_name(&ident.unraw().to_string()) {
+        errors.at(&ident, why);
+        return Checked::Rejected(name);
+    }
+    if params.iter().any(|p| p.name == name) {
+        errors.at(&ident, format!("parameter `{name}` is declared twice"));
+        return Checked::Dropped;
+    }
+    Checked::Param(Param {
+        ident,
+        name,
+        kind,
+        mutable,
+    })
+}
+
+/// A parameter's attributes: whether it is `#[uniform]`; anything but that and lint
+/// attributes is reported.
+fn check_param_attrs(pt: &syn::PatType, errors: &mut Errors) -> bool {
+    let mut uniform = false;
+    for attr in &pt.attrs {
+        if is_uniform_attr(attr) {
+            if !matches!(attr.meta, syn::Meta::Path(_)) {
                 errors.at(
                     attr,
-                    format!(
-                        "unknown parameter attribute `#[{name}]`: the only kernel parameter \
-                         attribute is `#[uniform]` (one value for the whole launch)"
-                    ),
+                    "`#[uniform]` takes no arguments: write `#[uniform] x: f32`",
                 );
             }
-        }
-        let (ident, mutable) = match &*pt.pat {
-            Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
-                (pi.ident.clone(), pi.mutability.is_some())
-            }
-            Pat::Wild(w) => {
-                errors.at(
-                    w,
-                    "a kernel parameter needs a name (it names the kernel's input): write `x: f32`",
-                );
-                continue;
-            }
-            other => {
-                errors.at(
-                    other,
-                    "patterns are not supported in kernel parameters: write `x: f32`",
-                );
-                continue;
-            }
-        };
-        let kind = match &*pt.ty {
-            t if is_f32(t) => {
-                if uniform {
-                    ParamKind::Uniform
-                } else {
-                    ParamKind::Input
-                }
-            }
-            Type::Reference(r) if r.mutability.is_some() && is_f32(&r.elem) => {
-                if uniform {
-                    errors.at(
-                        &pt.ty,
-                        "`#[uniform]` marks an `f32` parameter (one value for the whole launch); \
-                         an in-place `&mut f32` parameter cannot be uniform: write \
-                         `#[uniform] x: f32`",
-                    );
-                }
-                ParamKind::InOut
-            }
-            other => {
-                errors.at(other, type_problem(other));
-                rejected.push(ident.to_string());
-                continue;
-            }
-        };
-        let name = ident.to_string();
-        if let Some(why) = unusable_name(&ident.unraw().to_string()) {
-            errors.at(&ident, why);
-            rejected.push(name);
-            continue;
-        }
-        if params.iter().any(|p| p.name == name) {
-            errors.at(&ident, format!("parameter `{name}` is declared twice"));
-            continue;
-        }
-        params.push(Param {
-            ident,
-            name,
-            kind,
-            mutable,
-        });
-    }
-
-    let before = errors.count();
-    let ret = match &sig.output {
-        ReturnType::Default => Ret::Unit,
-        ReturnType::Type(_, ty) => check_return(ty, errors),
-    };
-    // A rejected return type is reported once, not again as "writes nothing".
-    let ret_ok = errors.count() == before;
-
-    let mut wrt_idx = Vec::new();
-    if let Mode::FusedGrad = mode {
-        for p in &params {
-            if p.kind == ParamKind::InOut {
-                errors.at(
-                    &p.ident,
-                    format!(
-                        "`#[fused_grad]` differentiates returned values; in-place parameter `{}` \
-                         is not supported there: return the new value instead, or use `#[kernel]`",
-                        p.name
-                    ),
-                );
-            }
-        }
-        if ret == Ret::Unit && ret_ok {
+            uniform = true;
+        } else if !is_lint_attr(attr) {
+            let name = attr.path().to_token_stream().to_string().replace(' ', "");
             errors.at(
-                &sig.ident,
-                "`#[fused_grad]` differentiates the returned value: return an `f32` or a tuple of \
-                 `f32`",
+                attr,
+                format!(
+                    "unknown parameter attribute `#[{name}]`: the only kernel parameter \
+                     attribute is `#[uniform]` (one value for the whole launch)"
+                ),
             );
         }
-        let inputs: Vec<&Param> = params
-            .iter()
-            .filter(|p| p.kind == ParamKind::Input)
-            .collect();
-        if wrt.is_empty() {
-            wrt_idx = (0..inputs.len() as u32).collect();
+    }
+    uniform
+}
+
+/// What `#[fused_grad]` asks beyond `#[kernel]`: no in-place parameters, a returned value,
+/// and a `wrt(...)` list of by-value inputs. Returns the differentiated inputs' indices
+/// among the inputs, in parameter order.
+fn check_fused_grad(
+    sig: &syn::Signature,
+    params: &[Param],
+    ret: Ret,
+    ret_ok: bool,
+    wrt: &[Ident],
+    errors: &mut Errors,
+) -> Vec<u32> {
+    for p in params {
+        if p.kind == ParamKind::InOut {
+            errors.at(
+                &p.ident,
+                format!(
+                    "`#[fused_grad]` differentiates returned values; in-place parameter `{}` \
+                     is not supported there: return the new value instead, or use `#[kernel]`",
+                    p.name
+                ),
+            );
         }
-        for w in wrt {
-            match inputs.iter().position(|p| p.ident == *w) {
-                Some(i) if !wrt_idx.contains(&(i as u32)) => wrt_idx.push(i as u32),
-                Some(_) => errors.at(w, format!("`{w}` is listed twice in `wrt(...)`")),
-                None => {
-                    let why = if params.iter().any(|p| p.ident == *w) {
-                        "is not a by-value `f32` input (uniforms and in-place parameters are \
-                         not differentiated)"
-                    } else {
-                        "is not a parameter of this function"
-                    };
-                    let names: Vec<&str> = inputs.iter().map(|p| p.name.as_str()).collect();
-                    errors.at(
-                        w,
-                        format!(
-                            "`wrt({w})`: `{w}` {why}; the inputs are: {}",
-                            names.join(", ")
-                        ),
-                    );
-                }
+    }
+    if ret == Ret::Unit && ret_ok {
+        errors.at(
+            &sig.ident,
+            "`#[fused_grad]` differentiates the returned value: return an `f32` or a tuple of \
+             `f32`",
+        );
+    }
+    let inputs: Vec<&Param> = params
+        .iter()
+        .filter(|p| p.kind == ParamKind::Input)
+        .collect();
+    let mut wrt_idx = Vec::new();
+    if wrt.is_empty() {
+        wrt_idx = (0..inputs.len() as u32).collect();
+    }
+    for w in wrt {
+        match inputs.iter().position(|p| p.ident == *w) {
+            Some(i) if !wrt_idx.contains(&(i as u32)) => wrt_idx.push(i as u32),
+            Some(_) => errors.at(w, format!("`{w}` is listed twice in `wrt(...)`")),
+            None => {
+                let why = if params.iter().any(|p| p.ident == *w) {
+                    "is not a by-value `f32` input (uniforms and in-place parameters are \
+                     not differentiated)"
+                } else {
+                    "is not a parameter of this function"
+                };
+                let names: Vec<&str> = inputs.iter().map(|p| p.name.as_str()).collect();
+                errors.at(
+                    w,
+                    format!(
+                        "`wrt({w})`: `{w}` {why}; the inputs are: {}",
+                        names.join(", ")
+                    ),
+                );
             }
         }
-        // Partials come out in parameter order whatever order `wrt` lists them in.
-        wrt_idx.sort_unstable();
     }
+    // Partials come out in parameter order whatever order `wrt` lists them in.
+    wrt_idx.sort_unstable();
+    wrt_idx
+}
+
+/// That the kernel has something to size its launch by and something to write.
+fn check_has_effect(
+    sig: &syn::Signature,
+    mode: &Mode,
+    params: &[Param],
+    ret: Ret,
+    ret_ok: bool,
+    errors: &mut Errors,
+) {
     // The launch's length is that of its per-element tensors: with none there is nothing
     // to size it by (and `#[fused_grad]` nothing to differentiate).
     if sig.inputs.len() == params.len()
@@ -391,13 +456,6 @@ pub(crate) fn check_signature(
             "this kernel writes nothing: return an `f32` (or a tuple of `f32`), or take a \
              `&mut f32` parameter to update in place",
         );
-    }
-    Sig {
-        ident: sig.ident.clone(),
-        params,
-        ret,
-        rejected,
-        wrt: wrt_idx,
     }
 }
 

@@ -1,4 +1,4 @@
-//! The macro that turns the op table (`op.rs`) into everything keyed by op: the
+//! The macro that turns the op table (`op/mod.rs`) into everything keyed by op: the
 //! [`Op`](crate::Op) enum and [`ALL_OPS`](crate::ALL_OPS), names, types, flags, CPU
 //! evaluation, local partials, WGSL, the kernel language's methods, the tracing methods
 //! on [`Expr`](crate::Expr) and the [`StableExt`](crate::ext::StableExt) trait. One entry
@@ -16,7 +16,7 @@
 //!     eval: |x, y| expr,              // F: Float in scope; returns F
 //!     d: |g, [a, b], out| [Partial; arity],
 //!     wgsl: "template",               // {0} {1} {2}: arguments, {t}: float type
-//!     helper: none | HELPER,          // from wgsl_helpers.rs
+//!     helper: none | HELPER,          // from op/wgsl_helpers/
 //!     accuracy: (abs, rel, (up_to lim)?, (arg_ulps u)?), // against the f64 reference
 //! }
 //! ```
@@ -41,7 +41,7 @@ macro_rules! op_table {
             accuracy: ($abs:expr, $rel:expr $(, up_to $lim:expr)? $(, arg_ulps $ulps:expr)?),
         }
     )+) => {
-        /// An operation of the IR (one entry of the op table in `op.rs`).
+        /// An operation of the IR (one entry of the op table in `op/mod.rs`).
         #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
         pub enum Op {
             $( $(#[doc = $doc])+ $variant $(($fty))?, )+
@@ -235,7 +235,7 @@ macro_rules! helper {
         None
     };
     ($h:ident) => {
-        Some(&crate::wgsl_helpers::$h)
+        Some(&crate::op::wgsl_helpers::$h)
     };
 }
 

@@ -13,16 +13,13 @@
 
 use std::collections::BTreeMap;
 
-use crate::codegen::wgsl_literal;
-use crate::op_wgsl::Lanes;
+use crate::codegen::literal::wgsl_literal;
+use crate::op::lanes::Lanes;
 
 // The helpers by family; this file holds the shared machinery and the helpers decided on
 // the bits (comparisons, min/max/clamp, signum, round, powers, rsqrt, copysign).
-#[path = "wgsl_helpers_activation.rs"]
 mod activation;
-#[path = "wgsl_helpers_exp_log.rs"]
 mod exp_log;
-#[path = "wgsl_helpers_trig.rs"]
 mod trig;
 
 pub(crate) use activation::{

@@ -3,11 +3,11 @@
 //! with 128-bit loads: on an H200 through Vulkan a scalar copy moved 2.2 TB/s and a vec4
 //! copy 4.0 TB/s, bench cases `copy_256MiB_scalar` / `copy_256MiB`).
 //!
-//! Every op's WGSL is written once for both (the op table, `op.rs`): expressions take the
+//! Every op's WGSL is written once for both (the op table, `mod.rs`): expressions take the
 //! float type `t` so that constants passed to builtins can be splat (`t(1.0f)`: WGSL
 //! builtins like `clamp` and `select` need matching types), booleans use `&`/`|`, which
 //! WGSL defines for `bool` and `vec4<bool>` alike (`&&`/`||` exist only for scalars), and
-//! helper functions are templates instantiated per shape (`wgsl_helpers.rs`).
+//! helper functions are templates instantiated per shape (`wgsl_helpers/`).
 
 /// The shape of the values an emitted expression computes on.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

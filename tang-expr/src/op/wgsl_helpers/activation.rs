@@ -1,10 +1,12 @@
 //! WGSL helpers of the activations and special functions: tanh, sigmoid and its
 //! relatives, GELU in both forms, logaddexp, erf and erfc (the algorithm of the last two
-//! is in `special.rs`, printed here from the same coefficients).
+//! is in `op/special.rs`, printed here from the same coefficients).
 
 use super::{Helper, NAN, horner, with_sign_of};
-use crate::codegen::wgsl_literal;
-use crate::special::{ERF_SMALL, ERFC_CUTOFF, ERFC_TAIL, GELU_C, GELU_K, SPLIT_MASK, TANH_CLAMP};
+use crate::codegen::literal::wgsl_literal;
+use crate::op::special::{
+    ERF_SMALL, ERFC_CUTOFF, ERFC_TAIL, GELU_C, GELU_K, SPLIT_MASK, TANH_CLAMP,
+};
 
 pub(crate) static TANH: Helper = Helper {
     name: "tang_tanh",
@@ -92,7 +94,7 @@ pub(crate) static LOGADDEXP: Helper = Helper {
     },
 };
 
-/// `erfc(a)` for `a >= 1`; see `special.rs` for the algorithm.
+/// `erfc(a)` for `a >= 1`; see `op/special.rs` for the algorithm.
 pub(crate) static ERFC_TAIL_FN: Helper = Helper {
     name: "tang_erfc_tail",
     uses: &[],

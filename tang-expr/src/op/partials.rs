@@ -3,8 +3,8 @@
 //! partials of an op whose adjoint is routed by a condition.
 
 use crate::graph::{Graph, NodeId};
+use crate::op::special::{GELU_C, GELU_K};
 use crate::op::{Op, Partial};
-use crate::special::{GELU_C, GELU_K};
 
 /// `d|a|/da`: +1 above zero, -1 below, 0 at zero (`abs'(0) = 0`), all through select.
 pub(crate) fn abs_slope(g: &mut Graph, a: NodeId) -> NodeId {

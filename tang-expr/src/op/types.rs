@@ -1,13 +1,14 @@
-//! The types the op table (`op.rs`) is written in (signatures, methods, accuracy,
+//! The types the op table (`mod.rs`) is written in (signatures, methods, accuracy,
 //! partials), the small functions its entries call, and the methods of [`Op`] that follow
 //! from the table's columns.
 
 use std::collections::BTreeMap;
 
 use super::Op;
-use crate::float::Float;
-use crate::graph::{NodeId, Ty};
-use crate::op_wgsl::Lanes;
+use crate::graph::NodeId;
+use crate::op::float::Float;
+use crate::op::lanes::Lanes;
+use crate::ty::Ty;
 use Partial::Zero;
 
 /// The result is exactly rounded in IEEE arithmetic, so folding it on the host gives the

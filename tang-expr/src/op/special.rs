@@ -2,7 +2,7 @@
 //! stable forms share with their WGSL.
 //!
 //! `erf`/`erfc` in f32 follow one algorithm, written here in Rust and printed as WGSL in
-//! `wgsl_helpers.rs` from the same coefficient arrays, so the CPU twin and the GPU differ
+//! `wgsl_helpers/` from the same coefficient arrays, so the CPU twin and the GPU differ
 //! only by the rounding of `exp`:
 //!
 //! - `|x| < 1`: `erf(x) = x + x Q(x^2)`, `Q` of degree 6 (the `x` term is exact, so the
@@ -249,7 +249,7 @@ mod tests {
     }
 
     /// The GPU's `sin` and `cos` of `|x|` below [`TRIG_REDUCED_UP_TO`]
-    /// (`wgsl_helpers_trig.rs`) in f32, with every product fused into the addition that
+    /// (`wgsl_helpers/trig.rs`) in f32, with every product fused into the addition that
     /// follows it (as a driver may contract `a * b + c`) or not.
     fn sin_cos_as_the_gpu(x: f32, fused: bool) -> (f32, f32) {
         let step = |acc: f32, t: f32, c: f32| {

@@ -1,23 +1,30 @@
 //! The op table: every operation of the IR, each defined by one entry (name, types,
 //! flags, kernel-language method, CPU evaluation in f32 and f64 through [`Float`], local
-//! derivatives written in the same op set, WGSL, accuracy). `op_macro.rs` turns the table
+//! derivatives written in the same op set, WGSL, accuracy). `macros.rs` turns the table
 //! into the [`Op`] enum, [`ALL_OPS`], the lowering's method lookup, the tracing methods and
 //! [`StableExt`]; simplification rules live in `simplify.rs`, keyed by the same enum.
-use crate::float::{Float, b2f, sigmoid, truthy};
-use crate::graph::{Graph, NodeId};
-use crate::partials;
-use crate::special::{GELU_C, GELU_K};
-use crate::wgsl_helpers::Helper;
-use Partial::{MinusOne, One, Route, Scale, Zero};
 
-#[path = "op_types.rs"]
+// The macro that expands the table below, first: textual scope.
+#[macro_use]
+mod macros;
+
+pub(crate) mod float;
+pub(crate) mod lanes;
+mod partials;
+pub(crate) mod special;
+#[cfg(test)]
+mod tests;
 mod types;
+mod wgsl_helpers;
+
+use Partial::{MinusOne, One, Route, Scale, Zero};
+use float::{Float, b2f, sigmoid, truthy};
+use special::{GELU_C, GELU_K};
 pub use types::{Accuracy, Method, Partial, Provider, Sig};
 use types::{COMMUTATIVE, CONSTANT, EXACT, NONE, fill_wgsl, i32_literal, k, pad};
+use wgsl_helpers::Helper;
 
-#[cfg(test)]
-#[path = "op_tests.rs"]
-mod tests;
+use crate::graph::{Graph, NodeId};
 
 op_table! {
     /// `-a`

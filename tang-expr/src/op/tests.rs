@@ -90,13 +90,13 @@ fn every_op_emits_a_valid_scalar_function() {
                 let scale = g.constant(k as f32 + 1.0);
                 let x = g.apply(Op::Mul, &[x, scale]).unwrap();
                 match t {
-                    crate::graph::Ty::F32 => x,
-                    crate::graph::Ty::Bool => g.apply(Op::Gt, &[x, zero]).unwrap(),
+                    crate::ty::Ty::F32 => x,
+                    crate::ty::Ty::Bool => g.apply(Op::Gt, &[x, zero]).unwrap(),
                 }
             })
             .collect();
         let mut y = g.apply(op, &args).unwrap();
-        if op.result_type() == crate::graph::Ty::Bool {
+        if op.result_type() == crate::ty::Ty::Bool {
             let one = g.constant(1.0);
             y = g.apply(Op::Select, &[y, one, zero]).unwrap();
         }

@@ -11,8 +11,10 @@
 
 use std::fmt::Write as _;
 
-use crate::graph::{Graph, Node, NodeId, Ty};
-use crate::op_wgsl::Lanes;
+use crate::graph::{Graph, Node, NodeId};
+
+use crate::op::lanes::Lanes;
+use crate::ty::Ty;
 
 /// Most statements of one part (and the length from which a body is split).
 pub(crate) const PART_LEN: usize = 256;

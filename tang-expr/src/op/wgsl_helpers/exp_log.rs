@@ -2,8 +2,8 @@
 //! hyperbolic functions and their inverses, hypot and cbrt.
 
 use super::{F32_INF, F32_NAN, F32_NEG_INF, Helper, NAN, bits, horner, with_sign_of};
-use crate::codegen::wgsl_literal;
-use crate::special::LN2_PARTS;
+use crate::codegen::literal::wgsl_literal;
+use crate::op::special::LN2_PARTS;
 
 /// `log` or `log2` (`f`) that reads a subnormal argument right: drivers' builtins take
 /// its exponent field at face value (the software adapter gave `log(1e-40) = -88.0`, not

@@ -9,11 +9,13 @@
 //! a driver that fuses them into `fma` gets the same `r`; then minimax polynomials for
 //! `sin r` and `cos r` on `[-pi/4, pi/4]` and the quadrant `k mod 4` pick the result.
 //! Up to `|x| = 1e5` the error is below 9e-8 absolute for `sin`/`cos` (both with and
-//! without contraction, checked in `special.rs`); beyond, the builtins take over.
+//! without contraction, checked in `op/special.rs`); beyond, the builtins take over.
 
 use super::{F32_NAN, Helper, NAN, bits, horner, with_sign_of};
-use crate::codegen::wgsl_literal;
-use crate::special::{ATAN_POLY, COS_POLY, PIO2_PARTS, SIN_POLY, TRIG_REDUCED_UP_TO, TWO_OVER_PI};
+use crate::codegen::literal::wgsl_literal;
+use crate::op::special::{
+    ATAN_POLY, COS_POLY, PIO2_PARTS, SIN_POLY, TRIG_REDUCED_UP_TO, TWO_OVER_PI,
+};
 
 /// `atan(n / d)` for `n, d >= 0`, in `[0, pi/2]`: the ratio that is at most 1 goes
 /// through the polynomial (`special::ATAN_POLY`), the other one is reflected.

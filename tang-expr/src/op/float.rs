@@ -6,7 +6,7 @@
 
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
-use crate::special;
+use crate::op::special;
 
 macro_rules! float_methods {
     ($($(#[$doc:meta])* $name:ident),* $(,)?) => {

@@ -1,15 +1,15 @@
 //! The one graph-to-WGSL printer: one SSA `let` per live node, in node order, and the
-//! helper functions the printed ops call. The elementwise kernels (`codegen.rs`, vec4
+//! helper functions the printed ops call. The elementwise kernels (`mod.rs`, vec4
 //! values) and the scalar functions (`scalar_fn.rs`, f32 values) differ only in how they
 //! read leaves, which they pass in.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::codegen::wgsl_literal;
+use crate::codegen::literal::wgsl_literal;
 use crate::error::ExprError;
 use crate::graph::{Graph, Node, NodeId};
-use crate::op_wgsl::Lanes;
+use crate::op::lanes::Lanes;
 
 /// A leaf the caller reads: element input `i` or uniform `j`.
 #[derive(Clone, Copy, Debug)]

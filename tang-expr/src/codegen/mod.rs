@@ -5,11 +5,18 @@
 
 use std::fmt::Write as _;
 
+pub(crate) mod literal;
+pub(crate) mod parts;
+pub(crate) mod print;
+
+use literal::ZERO_WORD;
+use print::{Leaf, Printed, print_graph};
+
 use crate::error::ExprError;
-use crate::graph::{Graph, NodeId, Ty, stable_hash};
+use crate::graph::{Graph, NodeId, stable_hash};
 use crate::kernel::{ENTRY_POINT, Kernel, READ_MODE_CONSTANTS, WORKGROUP_SIZE};
-use crate::op_wgsl::Lanes;
-use crate::print::{Leaf, Printed, print_graph};
+use crate::op::lanes::Lanes;
+use crate::ty::Ty;
 use crate::validate::validate;
 
 /// What an elementwise kernel reads and writes.
@@ -31,39 +38,6 @@ pub struct ElementwiseSpec<'g> {
     /// Names of the outputs and the node each one stores.
     pub outputs: Vec<(String, NodeId)>,
 }
-
-/// Prints an f32 as a WGSL literal that round-trips: `1.0f`, `(-0.5f)`, `1e-7f`.
-/// Non-finite values have no WGSL literal; they are built at run time from bits (naga's
-/// constant evaluator rejects an infinite or NaN constant) OR'ed with the `zero` word of
-/// an elementwise kernel's `Params` (see [`crate::kernel`]), which the compiler cannot
-/// see, so the text is meant for those kernels.
-pub fn wgsl_literal(v: f32) -> String {
-    if !v.is_finite() {
-        return format!("bitcast<f32>(0x{:08x}u | {ZERO_WORD})", v.to_bits());
-    }
-    // The shortest decimal of ±f32::MAX, 3.4028235e38, lies just outside the f32 range:
-    // naga rounds it, Chrome's WGSL compiler rejects it. The hex form is exact.
-    let mut s = if v.abs() == f32::MAX {
-        "0x1.fffffep+127".to_string()
-    } else {
-        format!("{:?}", v.abs())
-    };
-    if v.is_sign_negative() {
-        s.insert(0, '-');
-    }
-    if !s.contains(['.', 'e', 'p']) {
-        s.push_str(".0");
-    }
-    if let Some(stripped) = s.strip_prefix('-') {
-        format!("(-{stripped}f)")
-    } else {
-        format!("{s}f")
-    }
-}
-
-/// The `Params` word that is 0 at run time, as generated code reads it (module docs of
-/// [`crate::kernel`]).
-const ZERO_WORD: &str = "params.zero";
 
 /// The offset in a broadcast input of launch element `e`: the element's coordinates in the
 /// launch shape `[_, d1, d2, d3]` (coalesced to at most four dimensions by the runtime)
@@ -180,8 +154,8 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
         mut body,
         names,
     } = print_graph(g, &live, lanes, ZERO_WORD, &mut leaf)?;
-    // A long body validates in linear time only as several functions (see wgsl_parts).
-    let parts = crate::wgsl_parts::split(g, &body, &names, &roots, lanes);
+    // A long body validates in linear time only as several functions (see parts.rs).
+    let parts = parts::split(g, &body, &names, &roots, lanes);
     if let Some(p) = &parts {
         body.clone_from(&p.body);
     }
@@ -282,17 +256,23 @@ mod tests {
     use super::*;
     use crate::op::{ALL_OPS, Op};
 
-    #[test]
-    fn literals_are_valid_wgsl() {
-        assert_eq!(wgsl_literal(1.0), "1.0f");
-        assert_eq!(wgsl_literal(-0.5), "(-0.5f)");
-        assert_eq!(wgsl_literal(-0.0), "(-0.0f)");
-        assert_eq!(wgsl_literal(1e-7), "1e-7f");
-        assert_eq!(wgsl_literal(3e38), "3e38f");
-        assert_eq!(wgsl_literal(f32::MAX), "0x1.fffffep+127f");
-        assert_eq!(wgsl_literal(f32::MIN), "(-0x1.fffffep+127f)");
-        assert!(wgsl_literal(f32::INFINITY).contains("0x7f800000"));
-        assert!(wgsl_literal(f32::NAN).contains(ZERO_WORD));
+    /// A kernel `k` of `graph` with these element inputs, uniforms and outputs.
+    fn spec<'g>(
+        graph: &'g Graph,
+        inputs: &[&str],
+        uniforms: &[&str],
+        outputs: Vec<(String, NodeId)>,
+    ) -> ElementwiseSpec<'g> {
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect();
+        let (inputs, uniforms) = (names(inputs), names(uniforms));
+        ElementwiseSpec {
+            name: "k".into(),
+            graph,
+            inputs,
+            uniforms,
+            inouts: vec![],
+            outputs,
+        }
     }
 
     #[test]
@@ -318,14 +298,7 @@ mod tests {
             outs.push((format!("o{}", outs.len()), r));
         }
         outs.push(("inf".into(), g.constant(f32::NEG_INFINITY)));
-        let spec = ElementwiseSpec {
-            name: "all_ops".into(),
-            graph: &g,
-            inputs: vec!["a".into(), "b".into()],
-            uniforms: vec!["c".into()],
-            inouts: vec![],
-            outputs: outs,
-        };
+        let spec = spec(&g, &["a", "b"], &["c"], outs);
         let k1 = emit_elementwise(&spec).unwrap();
         let k2 = emit_elementwise(&spec).unwrap();
         assert_eq!(k1, k2);
@@ -335,24 +308,16 @@ mod tests {
     fn bad_specs_are_errors() {
         let mut g = Graph::new();
         let a = g.input(0);
-        let spec = |outputs: Vec<(String, NodeId)>, inputs: Vec<String>| ElementwiseSpec {
-            name: "k".into(),
-            graph: &g,
-            inputs,
-            uniforms: vec![],
-            inouts: vec![],
-            outputs,
-        };
         assert_eq!(
-            emit_elementwise(&spec(vec![], vec!["a".into()])),
+            emit_elementwise(&spec(&g, &["a"], &[], vec![])),
             Err(ExprError::NoOutputs)
         );
         assert!(matches!(
-            emit_elementwise(&spec(vec![("y".into(), a)], vec![])),
+            emit_elementwise(&spec(&g, &[], &[], vec![("y".into(), a)])),
             Err(ExprError::Index { .. })
         ));
         assert!(matches!(
-            emit_elementwise(&spec(vec![("a".into(), a)], vec!["a".into()])),
+            emit_elementwise(&spec(&g, &["a"], &[], vec![("a".into(), a)])),
             Err(ExprError::BadName(_))
         ));
     }
