@@ -85,13 +85,24 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<GptConfig, HubError> {
     };
     let n_embd = size("n_embd", N_EMBD)?;
     let n_head = size("n_head", N_HEAD)?;
+    let (vocab_size, block_size) = (
+        size("vocab_size", VOCAB_SIZE)?,
+        size("n_positions", N_POSITIONS)?,
+    );
+    // The largest matrices' element counts must be countable before anything is built.
+    let inner = n_embd.checked_mul(4);
+    let counts = [Some(vocab_size), Some(block_size), inner].map(|rows| rows?.checked_mul(n_embd));
+    let Some(inner) = inner.filter(|_| counts.iter().all(Option::is_some)) else {
+        return Err(bad(format!(
+            "n_embd {n_embd} with vocab_size {vocab_size} and n_positions {block_size} is too large to build"
+        )));
+    };
     match obj.get("n_inner") {
         None | Some(Value::Null) => {}
-        Some(v) if v.as_u64() == Some(4 * n_embd as u64) => {}
+        Some(v) if v.as_u64() == Some(inner as u64) => {}
         Some(v) => {
             return Err(bad(format!(
-                "n_inner is {v}; tang's GPT has an MLP of 4 n_embd = {} (null)",
-                4 * n_embd
+                "n_inner is {v}; tang's GPT has an MLP of 4 n_embd = {inner} (null)"
             )));
         }
     }
@@ -141,8 +152,8 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<GptConfig, HubError> {
         )));
     }
     Ok(GptConfig {
-        vocab_size: size("vocab_size", VOCAB_SIZE)?,
-        block_size: size("n_positions", N_POSITIONS)?,
+        vocab_size,
+        block_size,
         n_layer: size("n_layer", N_LAYER)?,
         n_head,
         n_kv_head: n_head,
@@ -247,6 +258,11 @@ mod tests {
             ),
             (r#"{"n_layer": -1}"#, "n_layer"),
             (r#"{"n_embd": "wide"}"#, "n_embd"),
+            (r#"{"n_embd": 4611686018427387904}"#, "too large"),
+            (
+                r#"{"vocab_size": 4294967296, "n_embd": 4294967296}"#,
+                "too large",
+            ),
             ("[1]", "JSON object"),
             ("{", "not JSON"),
         ] {

@@ -65,7 +65,13 @@ const CONFIG: &str = "config.json";
 /// not a GPT-2 config tang's GPT builds (the message says which field and why).
 pub fn pretrained_config(dir: impl AsRef<Path>) -> Result<GptConfig, HubError> {
     let path = dir.as_ref().join(CONFIG);
-    let text = std::fs::read_to_string(&path).map_err(io(&path))?;
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        let hint = format!(
+            "{e}; give the directory of a Hugging Face GPT-2 checkpoint (config.json and \
+             model.safetensors, as save_pretrained writes them)"
+        );
+        io(&path)(std::io::Error::new(e.kind(), hint))
+    })?;
     config::parse(&text, &path)
 }
 
