@@ -217,35 +217,20 @@ fn use_tree(t: &[Token], mut i: usize, prefix: &mut Vec<String>, out: &mut Vec<U
                 if next != Some(&Kind::PathSep)
                     && !matches!(next, Some(Kind::Ident(a)) if a == "as")
                 {
+                    // `a::{self}` binds `a`.
                     let binds = if s == "self" {
-                        prefix.get(prefix.len() - 2).cloned()
+                        prefix.iter().rev().nth(1).cloned()
                     } else {
                         Some(s.clone())
                     };
-                    let mut path = prefix.clone();
-                    if s == "self" {
-                        path.pop();
-                    }
-                    out.push(UseLeaf {
-                        path,
-                        binds,
-                        public: false,
-                        top_level: false,
-                        line: t[i].line,
-                    });
+                    push_leaf(prefix, binds, t[i].line, out);
                     prefix.truncate(depth);
                 }
                 i += 1;
             }
             Some(Kind::PathSep) => i += 1,
             Some(Kind::Punct('*')) => {
-                out.push(UseLeaf {
-                    path: prefix.clone(),
-                    binds: None,
-                    public: false,
-                    top_level: false,
-                    line: t[i].line,
-                });
+                push_leaf(prefix, None, t[i].line, out);
                 prefix.truncate(depth);
                 i += 1;
             }
@@ -265,7 +250,8 @@ fn use_tree(t: &[Token], mut i: usize, prefix: &mut Vec<String>, out: &mut Vec<U
     }
 }
 
-/// Adds the leaf that `prefix` names, binding `binds`.
+/// Adds the leaf that `prefix` names (`a::self` names `a`), binding `binds` (`None`: a
+/// glob).
 fn push_leaf(prefix: &[String], binds: Option<String>, line: usize, out: &mut Vec<UseLeaf>) {
     let mut path = prefix.to_vec();
     if path.last().map(String::as_str) == Some("self") {
