@@ -17,6 +17,7 @@ mod peak;
 mod plot;
 mod progress;
 mod state;
+mod step;
 mod trainer;
 
 pub use context::{FitSummary, StepContext, StepReport};
