@@ -16,6 +16,7 @@ mod options;
 mod peak;
 mod plot;
 mod progress;
+mod replicas;
 mod state;
 mod step;
 mod trainer;

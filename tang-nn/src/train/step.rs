@@ -42,7 +42,8 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// # Errors
     /// [`TrainError::Step`] when `forward` fails; [`TrainError::Autograd`] when backward
     /// or the read of the loss fails; [`TrainError::Optim`]; [`TrainError::Io`] when
-    /// the metrics cannot be appended.
+    /// the metrics cannot be appended; under `mpirun`, [`TrainError::Distributed`] when
+    /// the gradients cannot be averaged over the ranks.
     pub fn step<F, E>(&mut self, forward: &mut F) -> Result<StepReport, TrainError>
     where
         F: FnMut(&mut StepContext<'_>) -> Result<Tensor, E>,
@@ -71,11 +72,16 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
         let dev = loss.data().device().clone();
         // The last step of a run, and a step that an interrupt will end the run after,
         // are logged too.
+        // Under mpirun a stop requested on any rank is taken by all after this step.
+        self.stopping = self
+            .replicas
+            .any(self.interrupt.as_ref().is_some_and(Interrupt::requested))?;
         let log_now = (step + 1).is_multiple_of(self.options.log_every)
             || step + 1 == self.options.max_steps
-            || self.interrupt.as_ref().is_some_and(Interrupt::requested);
+            || self.stopping;
         let reads_before = dev.stats().host_reads;
-        let grads = loss.backward()?;
+        // Under mpirun: averaged over the ranks, bucket by bucket while backward runs.
+        let grads = self.replicas.backward(&loss)?;
         let named = NamedGradients::new(&self.params, &grads);
         // The norm is computed on the device every step when clipping (the update takes
         // its coefficient), and only on log steps otherwise.
@@ -123,9 +129,15 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
             Some(n) => concat(&[&loss, &n.reshape(&[1])?], 0)?.to_vec()?,
             None => loss.to_vec()?,
         };
+        // Under mpirun the mean over the ranks (each rank's loss is over its shard);
+        // the gradient norm is the same on every rank.
+        let loss = match values.first() {
+            Some(&v) => Some(self.replicas.mean(f64::from(v))?),
+            None => None,
+        };
         let mut record = MetricsRecord {
             step: self.state.step,
-            loss: values.first().map(|&v| f64::from(v)),
+            loss,
             grad_norm: values.get(1).map(|&v| f64::from(v)),
             lr: Some(lr),
             ..MetricsRecord::default()
@@ -180,7 +192,8 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// ```
     ///
     /// # Errors
-    /// [`TrainError::Step`] when `eval` fails.
+    /// [`TrainError::Step`] when `eval` fails; under `mpirun`,
+    /// [`TrainError::Distributed`] when its mean over the ranks fails.
     pub fn evaluate<G, E>(&mut self, eval: &mut G) -> Result<f64, TrainError>
     where
         G: FnMut(&mut StepContext<'_>) -> Result<f64, E>,
@@ -198,10 +211,12 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
             })
         });
         self.model.train();
-        value.map_err(|e| TrainError::Step {
+        let value = value.map_err(|e| TrainError::Step {
             step,
             source: e.into(),
-        })
+        })?;
+        // Under mpirun each rank evaluated its own shard: the mean over the ranks.
+        self.replicas.mean(value)
     }
 }
 

@@ -57,6 +57,7 @@ use std::path::PathBuf;
 use super::metrics::{MetricsLog, MetricsRecord, StepTimer};
 use super::options::TrainerOptions;
 use super::plot::plot_loss_curve;
+use super::replicas::Replicas;
 use super::{Interrupt, Progress, TrainError};
 use crate::autograd::Tensor;
 use crate::checkpoint::{CheckpointDir, TrainerState};
@@ -203,6 +204,10 @@ pub struct Trainer<'m, M: Module + ?Sized, A: Algorithm> {
     pub(super) steps_since_lap: u64,
     /// The adapter's peak FLOP/s from tang's table, for `mfu` (see [`super::peak_flops`]).
     pub(super) peak_flops: Option<f64>,
+    /// This process's part in a data-parallel job (nothing special in one process).
+    pub(super) replicas: Replicas,
+    /// Whether a stop was requested (on any rank) by the last step.
+    pub(super) stopping: bool,
 }
 
 impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
@@ -233,7 +238,9 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// # Errors
     /// [`TrainError::InvalidOption`]; [`TrainError::ParameterMismatch`] when the
     /// optimizer's parameters are not the model's trainable ones (same names, same
-    /// buffers); [`TrainError::Checkpoint`] when `out_dir/checkpoints` cannot be created.
+    /// buffers); [`TrainError::Checkpoint`] when `out_dir/checkpoints` cannot be created;
+    /// [`TrainError::Distributed`] when, under `mpirun`, rank 0's parameters cannot be
+    /// broadcast.
     pub fn new(
         model: &'m M,
         optimizer: Optimizer<A>,
@@ -247,6 +254,8 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
             .filter(|(_, p)| p.requires_grad())
             .collect();
         check_parameters(&params, &optimizer)?;
+        // Under mpirun: every rank starts from rank 0's weights.
+        let replicas = Replicas::new(&params)?;
         let out_dir = out_dir.into();
         let checkpoints = CheckpointDir::open(out_dir.join(CHECKPOINTS_DIR), options.retention)?;
         let mut state = TrainerState::default();
@@ -270,6 +279,8 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
             timer: StepTimer::new(),
             steps_since_lap: 0,
             peak_flops,
+            replicas,
+            stopping: false,
         })
     }
 
@@ -361,7 +372,8 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
         self
     }
 
-    /// Draws the loss curve of [`Trainer::history`] into `out_dir/loss.png` now.
+    /// Draws the loss curve of [`Trainer::history`] into `out_dir/loss.png` now (under
+    /// `mpirun`, rank 0 draws it).
     ///
     /// ```
     /// # use tang_nn::Module;
@@ -389,14 +401,18 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// As [`plot_loss_curve`].
     pub fn plot(&self) -> Result<PathBuf, TrainError> {
         let path = self.out_dir.join(PLOT_FILE);
-        plot_loss_curve(&path, &self.history, self.options.plot)?;
+        // Under mpirun rank 0 draws it; the others' histories are the same.
+        if self.replicas.is_main() {
+            plot_loss_curve(&path, &self.history, self.options.plot)?;
+        }
         Ok(path)
     }
 
     /// Opens `metrics.jsonl` for this run, dropping records past the current step (an
     /// interrupted run's tail, logged again by the resumed one).
     pub(super) fn open_metrics(&mut self) -> Result<(), TrainError> {
-        if self.metrics.is_none() {
+        // Under mpirun rank 0 writes the file; the others keep their history in memory.
+        if self.metrics.is_none() && self.replicas.is_main() {
             let (log, kept) =
                 MetricsLog::open_through(self.out_dir.join(METRICS_FILE), self.state.step)?;
             self.metrics = Some(log);
