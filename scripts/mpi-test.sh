@@ -57,7 +57,7 @@ mpiexec -n 2 "$bin" --steps 20 --out "$work/check"
 # Runs mpiexec in the background; fails unless it ends with a non-zero status within 30 s
 # of `$1` being done (the failure being injected).
 expect_job_error() {
-  local what=$1 pid=$2 log=$3 waited=0
+  local what=$1 pid=$2 waited=0
   while kill -0 "$pid" 2>/dev/null; do
     if [ "$waited" -ge 30 ]; then
       echo "mpi-test: $what: the job still runs after 30 s" >&2
@@ -76,7 +76,7 @@ expect_job_error() {
 
 echo "mpi-test: rank 1 fails at step 3"
 mpiexec -n 2 "$bin" --steps 1000 --out "$work/fail" --fail-rank 1 --fail-at 3 >"$work/fail.log" 2>&1 &
-expect_job_error "a failing rank" $! "$work/fail.log"
+expect_job_error "a failing rank" $!
 grep -q "the injected failure of rank 1 at step 3" "$work/fail.log" || {
   echo "mpi-test: the failing rank's error is not in the job's output:" >&2
   cat "$work/fail.log" >&2
@@ -94,6 +94,6 @@ done
 [ -s "$work/pids/rank-1.pid" ] || { echo "mpi-test: rank 1 never started training" >&2; cat "$work/kill.log" >&2; exit 1; }
 sleep 1
 kill -9 "$(cat "$work/pids/rank-1.pid")"
-expect_job_error "a killed rank" "$job" "$work/kill.log"
+expect_job_error "a killed rank" "$job"
 
 echo "mpi-test: passed in $(( $(date +%s) - start )) s"
