@@ -76,7 +76,7 @@ pub struct SyncTimes {
 /// ```no_run
 /// # use tang_nn::Module;
 /// # use tang_nn::nn::{Linear, functional::mse_loss};
-/// # use tang_nn::optim::{NamedGradients, Sgd, SgdOptions};
+/// # use tang_nn::optim::{Sgd, SgdOptions};
 /// # use tang_nn::autograd::Tensor;
 /// use tang_nn::distributed::{DistributedDataParallel, process_group};
 /// // mpirun -np 2 ./train
@@ -85,10 +85,9 @@ pub struct SyncTimes {
 /// let group = process_group()?.ok_or("run this under mpirun -np 2")?;
 /// let ddp = DistributedDataParallel::new(group, &model)?; // rank 0's weights everywhere
 /// let mut opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
-/// let params = model.named_parameters();
 /// let (x, y) = (Tensor::zeros(&dev, &[8, 4])?, Tensor::zeros(&dev, &[8, 1])?); // this rank's shard
 /// let grads = ddp.backward(&mse_loss(&model.forward(&x)?, &y)?)?; // averaged over the ranks
-/// opt.step(&NamedGradients::new(&params, &grads))?;
+/// opt.step(&grads)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
