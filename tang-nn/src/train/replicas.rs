@@ -53,6 +53,15 @@ impl Replicas {
         true
     }
 
+    /// How many ranks train together (1 in one process).
+    pub(super) fn world_size(&self) -> u64 {
+        #[cfg(feature = "mpi")]
+        if let Some(group) = self.group() {
+            return group.world_size() as u64;
+        }
+        1
+    }
+
     /// The gradients of `loss`, averaged over the ranks.
     pub(super) fn backward(&self, loss: &Tensor) -> Result<Gradients, TrainError> {
         #[cfg(feature = "mpi")]

@@ -143,8 +143,11 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
             ..MetricsRecord::default()
         };
         let steps = std::mem::take(&mut self.steps_since_lap);
+        // Under mpirun every rank takes its own batch: the job's throughput is theirs.
         let per_step = match self.options.throughput {
-            Some(Throughput::Samples(n) | Throughput::Tokens(n)) => n,
+            Some(Throughput::Samples(n) | Throughput::Tokens(n)) => {
+                n.saturating_mul(self.replicas.world_size())
+            }
             None => 0,
         };
         if let Some((ms, items_per_sec)) = self.timer.lap(steps, steps.saturating_mul(per_step)) {
