@@ -22,6 +22,11 @@
 //!
 //! Without the feature, [`rank_and_world_size`] is `(0, 1)` and everything trains in one
 //! process.
+//!
+//! The host round trip is confined to one place, a bucket's reduction (a flat copy of its
+//! gradients, read back, all-reduced, written back): on NVIDIA hosts the faster path, a
+//! bucket buffer exported from Vulkan (external memory) and all-reduced by NCCL on the
+//! GPU, replaces that step and nothing else.
 
 #[cfg(feature = "mpi")]
 mod ddp;

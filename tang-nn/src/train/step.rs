@@ -168,7 +168,8 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// Runs `eval` in eval mode without recording gradients (dropout off), with the next
     /// step's generator (evaluation cannot shift training's random numbers: each step
     /// makes its own), and returns its value (a validation loss, read back by `eval`).
-    /// Training mode is restored afterwards.
+    /// Training mode is restored afterwards. Under `mpirun` every rank must call it (the
+    /// value returned is the mean over the ranks' shards).
     ///
     /// ```
     /// # use tang_nn::Module;
