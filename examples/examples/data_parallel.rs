@@ -230,12 +230,50 @@ impl Check<'_> {
         if resumed != Some(saved.state().step) {
             return Err(format!("resumed {resumed:?}, saved step {}", saved.state().step).into());
         }
+        self.check_accumulation_and_exposed(&model, &|step| {
+            let (x, y) = batches.batch(step)?;
+            loss_of(&model, &x, &y)
+        })?;
         if rank == 0 {
             println!(
-                "{world} ranks: {} steps identical and within {TOLERANCE:.0e} of one process; checkpoint {}",
+                "{world} ranks: {} steps identical and within {TOLERANCE:.0e} of one process; \
+                 checkpoint {}; no_sync accumulation and the reduction after backward agree",
                 self.steps,
                 saved.path().display()
             );
+        }
+        Ok(())
+    }
+
+    /// Averaging is linear: a `no_sync` micro-batch accumulated into the next one's
+    /// synchronised backward equals the two averaged separately and summed; reducing the
+    /// buckets after backward gives what reducing them during it gives.
+    fn check_accumulation_and_exposed(
+        &self,
+        model: &Gpt,
+        loss_at: &dyn Fn(u64) -> Result<Tensor, BoxError>,
+    ) -> Result<(), BoxError> {
+        let mut ddp = DistributedDataParallel::new(self.group, model)?;
+        let local = ddp.no_sync(|ddp| ddp.backward(&loss_at(100)?).map_err(BoxError::from))?;
+        let accumulated = ddp.backward_accumulating(&loss_at(101)?, local)?;
+        let mut separate = ddp.backward(&loss_at(100)?)?;
+        separate.accumulate(ddp.backward(&loss_at(101)?)?)?;
+        let after = DdpOptions {
+            overlap: false,
+            ..DdpOptions::default()
+        };
+        let exposed = DistributedDataParallel::with_options(self.group, model, after)?
+            .backward(&loss_at(100)?)?;
+        let overlapped = ddp.backward(&loss_at(100)?)?;
+        for (name, p) in model.named_parameters() {
+            let acc = accumulated.max_abs_diff(&separate, &p)?;
+            let exp = exposed.max_abs_diff(&overlapped, &p)?;
+            if acc > TOLERANCE || exp > TOLERANCE {
+                return Err(format!(
+                    "{name}: accumulated {acc:.2e} from the separate sum, after backward {exp:.2e} from during it"
+                )
+                .into());
+            }
         }
         Ok(())
     }
