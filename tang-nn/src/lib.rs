@@ -28,6 +28,7 @@ extern crate self as tang_nn;
 pub mod autograd;
 pub mod checkpoint;
 pub mod data;
+pub mod distributed;
 pub mod metrics;
 pub mod models;
 pub mod module;

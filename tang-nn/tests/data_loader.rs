@@ -15,6 +15,7 @@ fn options(batch_size: usize, shuffle: bool, drop_last: bool, seed: u64) -> Load
         shuffle,
         drop_last,
         seed,
+        sampler: None,
     }
 }
 

@@ -92,6 +92,7 @@ fn loader(dev: &Device) -> DataLoader<Samples, impl FnMut(Samples) -> Result<Bat
         shuffle: true,
         drop_last: true,
         seed: 9,
+        sampler: None,
     };
     DataLoader::new(samples, collate, options).unwrap()
 }

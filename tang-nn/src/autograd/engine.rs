@@ -168,6 +168,13 @@ impl Gradients {
         Ok(diff.into_iter().fold(0.0, f32::max))
     }
 
+    /// Sets the gradient of the parameter with identity `id` (data-parallel training
+    /// gives a parameter this rank's pass did not reach the other ranks' mean).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn insert(&mut self, id: TensorId, grad: RawTensor) {
+        self.map.insert(id, grad);
+    }
+
     /// Multiplies every gradient by `factor` in place (`1 / micro_batches` after
     /// [`Gradients::accumulate`], to average instead of sum).
     ///
@@ -213,6 +220,17 @@ impl Tensor {
     /// written in place afterwards (checked before any kernel runs);
     /// [`Error::GraphFreed`]; [`Error::Runtime`] from a backward kernel.
     pub fn backward(&self) -> Result<Gradients, Error> {
+        self.backward_hooked(&mut |_, _| {})
+    }
+
+    /// [`Tensor::backward`] calling `on_final(id, grad)` as soon as a parameter's
+    /// gradient is final, before the rest of the pass runs: where data-parallel training
+    /// starts the reduction of a bucket of gradients while backward goes on, as
+    /// PyTorch's DDP does from its autograd hooks.
+    pub(crate) fn backward_hooked(
+        &self,
+        on_final: &mut dyn FnMut(TensorId, &RawTensor),
+    ) -> Result<Gradients, Error> {
         if self.data().len() != 1 {
             return Err(Error::NotScalar {
                 shape: self.shape().to_vec(),
@@ -222,7 +240,7 @@ impl Tensor {
             return Err(Error::NoGradient);
         }
         let seed = ops::full(self.data().device(), self.shape(), 1.0)?;
-        self.backward_from(seed)
+        self.backward_from(seed, on_final)
     }
 
     /// As [`Tensor::backward`] with the gradient of the output given (any shape, the
@@ -257,11 +275,16 @@ impl Tensor {
         }
         // `grad_out` is the caller's: copy it, so no gradient handed back is the
         // caller's own tensor.
-        self.backward_from(ops::clone(&grad_out)?)
+        self.backward_from(ops::clone(&grad_out)?, &mut |_, _| {})
     }
 
-    /// The backward pass from `grad_out`, a tensor of this one's shape owned by the pass.
-    fn backward_from(&self, grad_out: RawTensor) -> Result<Gradients, Error> {
+    /// The backward pass from `grad_out`, a tensor of this one's shape owned by the
+    /// pass, calling `on_final` with each parameter's gradient once it is final.
+    fn backward_from(
+        &self,
+        grad_out: RawTensor,
+        on_final: &mut dyn FnMut(TensorId, &RawTensor),
+    ) -> Result<Gradients, Error> {
         let order = topological_order(self)?;
         let mut pending: HashMap<TensorId, RawTensor> = HashMap::new();
         pending.insert(self.id(), grad_out);
@@ -279,6 +302,7 @@ impl Tensor {
                     if !g.is_sole_owner() && others.any(|o| o.overlaps(&g)) {
                         g = ops::clone(&g)?;
                     }
+                    on_final(t.id(), &g);
                     grads.map.insert(t.id(), g);
                 }
                 continue;

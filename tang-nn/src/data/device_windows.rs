@@ -54,7 +54,8 @@ pub struct DeviceTokenBatcher {
 
 impl DeviceTokenBatcher {
     /// Uploads `corpus` (token ids) to `device` once; each step then draws `batch_size`
-    /// windows of `block_size` tokens from the stream of `seed`. Use another seed for a
+    /// windows of `block_size` tokens from the stream of `seed` (under `mpirun`, this
+    /// rank's stream of it: [`DeviceTokenBatcher::for_rank`]). Use another seed for a
     /// validation split.
     ///
     /// ```
@@ -67,7 +68,8 @@ impl DeviceTokenBatcher {
     /// # Errors
     /// As [`WindowSampler::new`]; [`DataError::InvalidOption`] when the corpus or a batch
     /// has more than `u32::MAX` tokens (a kernel indexes them with 32 bits);
-    /// [`DataError::Device`] when the upload fails.
+    /// [`DataError::Device`] when the upload fails; [`DataError::Distributed`] when MPI
+    /// fails to start under a launcher.
     pub fn new(
         device: &Device,
         corpus: &[u32],
@@ -75,7 +77,8 @@ impl DeviceTokenBatcher {
         block_size: usize,
         seed: u64,
     ) -> Result<Self, DataError> {
-        let sampler = WindowSampler::new(seed, batch_size, block_size, corpus.len())?;
+        let sampler =
+            WindowSampler::new(seed, batch_size, block_size, corpus.len())?.for_this_rank()?;
         for (what, count) in [
             ("corpus", corpus.len()),
             ("batch_size", batch_size * block_size),
@@ -92,6 +95,25 @@ impl DeviceTokenBatcher {
         }
         let corpus = Tensor::from_u32(device, corpus, &[corpus.len()])?;
         Ok(DeviceTokenBatcher { corpus, sampler })
+    }
+
+    /// The batches rank `rank` of `world_size` trains on ([`WindowSampler::for_rank`]):
+    /// what a data-parallel rank draws, to reproduce it in one process.
+    ///
+    /// ```
+    /// let dev = tang_nn::tang_runtime::Device::new()?;
+    /// let corpus: Vec<u32> = (0..100).collect();
+    /// let batcher = tang_nn::data::DeviceTokenBatcher::new(&dev, &corpus, 2, 4, 0)?;
+    /// let rank1 = batcher.clone().for_rank(1, 2)?; // rank 1 of `mpirun -np 2`
+    /// assert_ne!(rank1.batch(0)?.0.to_vec_u32()?, batcher.batch(0)?.0.to_vec_u32()?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`DataError::InvalidOption`] unless `rank < world_size`.
+    pub fn for_rank(mut self, rank: usize, world_size: usize) -> Result<Self, DataError> {
+        self.sampler = self.sampler.for_rank(rank, world_size)?;
+        Ok(self)
     }
 
     /// The window sampler.

@@ -54,6 +54,8 @@ pub enum DataError {
     Source(Box<dyn std::error::Error + Send + Sync>),
     /// Uploading a batch to the GPU failed.
     Device(tang_runtime::Error),
+    /// This process's rank could not be learnt from MPI.
+    Distributed(crate::distributed::DistError),
 }
 
 /// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
@@ -92,6 +94,7 @@ impl fmt::Display for DataError {
             ),
             DataError::Source(e) => write!(f, "reading or collating a batch failed: {e}"),
             DataError::Device(e) => write!(f, "uploading a batch failed: {e}"),
+            DataError::Distributed(e) => write!(f, "choosing this rank's shard failed: {e}"),
         }
     }
 }
@@ -101,8 +104,15 @@ impl std::error::Error for DataError {
         match self {
             DataError::Source(e) => Some(e.as_ref()),
             DataError::Device(e) => Some(e),
+            DataError::Distributed(e) => Some(e),
             _ => None,
         }
+    }
+}
+
+impl From<crate::distributed::DistError> for DataError {
+    fn from(e: crate::distributed::DistError) -> Self {
+        DataError::Distributed(e)
     }
 }
 

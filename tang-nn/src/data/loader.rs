@@ -3,16 +3,17 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{DataError, Dataset};
+use super::{DataError, Dataset, DistributedSampler};
 use crate::rng::SplitMix64;
 
 /// How a [`DataLoader`] batches, with PyTorch's names and defaults (`batch_size` 1, no
-/// shuffling, keep the last short batch). `seed` replaces PyTorch's `generator`.
+/// shuffling, keep the last short batch). `seed` replaces PyTorch's `generator`; under
+/// `mpirun` each rank visits its own shard (`sampler`).
 ///
 /// ```
 /// use tang_nn::data::{DataError, DataLoader, LoaderOptions};
 /// // DataLoader(range(10), batch_size=4, shuffle=True, drop_last=True, generator=seeded)
-/// let opts = LoaderOptions { batch_size: 4, shuffle: true, drop_last: true, seed: 42 };
+/// let opts = LoaderOptions { batch_size: 4, shuffle: true, drop_last: true, seed: 42, sampler: None };
 /// let loader = DataLoader::new((0..10u32).collect::<Vec<_>>(), |b| Ok::<_, DataError>(b), opts)?;
 /// assert_eq!(loader.len(), 2); // the short last batch is dropped
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -27,6 +28,11 @@ pub struct LoaderOptions {
     pub drop_last: bool,
     /// Fixes every epoch's order: epoch `e` is shuffled by `SplitMix64::derive(seed, e)`.
     pub seed: u64,
+    /// Which shard of each epoch this loader visits (PyTorch's
+    /// `sampler=DistributedSampler(...)`). `None`, the default: this process's rank of
+    /// the MPI job it runs in ([`DistributedSampler::from_env`]), so every rank of a
+    /// data-parallel run sees its own samples, and the whole data set in one process.
+    pub sampler: Option<DistributedSampler>,
 }
 
 impl Default for LoaderOptions {
@@ -36,6 +42,7 @@ impl Default for LoaderOptions {
             shuffle: false,
             drop_last: false,
             seed: 0,
+            sampler: None,
         }
     }
 }
@@ -123,13 +130,17 @@ where
     ///
     /// # Errors
     /// [`DataError::InvalidOption`] when `batch_size` is 0, or when the data set is too
-    /// large for its visiting order (one index per sample) to fit in memory.
-    pub fn new(dataset: D, collate: C, options: LoaderOptions) -> Result<Self, DataError> {
+    /// large for its visiting order (one index per sample) to fit in memory;
+    /// [`DataError::Distributed`] when `sampler` is `None` and MPI fails to start.
+    pub fn new(dataset: D, collate: C, mut options: LoaderOptions) -> Result<Self, DataError> {
         if options.batch_size == 0 {
             return Err(DataError::InvalidOption {
                 what: "batch_size",
                 detail: "batch_size is 0; pass at least 1".into(),
             });
+        }
+        if options.sampler.is_none() {
+            options.sampler = Some(DistributedSampler::from_env()?);
         }
         let len = dataset.len();
         let mut order = Vec::new();
@@ -179,7 +190,7 @@ where
         &self.dataset
     }
 
-    /// Batches per epoch (PyTorch's `len(loader)`).
+    /// Batches per epoch (PyTorch's `len(loader)`): of this rank's shard under `mpirun`.
     ///
     /// ```
     /// # use tang_nn::data::{DataError, DataLoader, LoaderOptions};
@@ -189,7 +200,7 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn len(&self) -> usize {
-        let (n, b) = (self.dataset.len(), self.options.batch_size);
+        let (n, b) = (self.shard_len(), self.options.batch_size);
         if self.options.drop_last {
             n / b
         } else {
@@ -240,13 +251,13 @@ where
     /// # Errors
     /// [`DataError::Resume`] when the position lies beyond this data set's length.
     pub fn resume(&mut self, state: LoaderState) -> Result<(), DataError> {
-        let len = self.dataset.len();
+        let len = self.shard_len();
         let position = usize::try_from(state.position)
             .ok()
             .filter(|&p| p <= len)
             .ok_or_else(|| DataError::Resume {
                 detail: format!(
-                    "position {} is beyond the data set's {len} samples",
+                    "position {} is beyond the {len} samples of an epoch",
                     state.position
                 ),
             })?;
@@ -329,7 +340,7 @@ where
     /// samples than `batch_size` with `drop_last`); as [`DataLoader::next_batch`].
     pub fn next_batch_cycled(&mut self) -> Result<B, DataError> {
         let no_batches = DataError::NoBatches {
-            samples: self.dataset.len(),
+            samples: self.shard_len(),
             batch_size: self.options.batch_size,
             drop_last: self.options.drop_last,
         };
@@ -356,5 +367,15 @@ where
         if self.options.shuffle {
             SplitMix64::derive(self.options.seed, epoch).shuffle(&mut self.order);
         }
+        // Every rank shuffled the same way; each keeps its own shard of the order.
+        if let Some(sampler) = self.options.sampler {
+            sampler.shard(&mut self.order);
+        }
+    }
+
+    /// Samples per epoch on this rank: the data set's, or its shard's.
+    fn shard_len(&self) -> usize {
+        let len = self.dataset.len();
+        self.options.sampler.map_or(len, |s| s.num_samples(len))
     }
 }

@@ -10,11 +10,13 @@
 mod device_windows;
 mod error;
 mod loader;
+mod sampler;
 mod windows;
 
 pub use device_windows::DeviceTokenBatcher;
 pub use error::DataError;
 pub use loader::{DataLoader, LoaderOptions, LoaderState};
+pub use sampler::DistributedSampler;
 pub use windows::{TokenBatcher, WindowSampler};
 
 /// A data set addressed by index, as PyTorch's map-style `Dataset`: `len` items, each

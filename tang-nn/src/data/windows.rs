@@ -30,6 +30,9 @@ pub struct WindowSampler {
     batch_size: usize,
     block_size: usize,
     corpus_len: usize,
+    /// The rank whose own stream this draws from in a data-parallel job; `None` in one
+    /// process.
+    rank: Option<usize>,
 }
 
 impl WindowSampler {
@@ -79,6 +82,38 @@ impl WindowSampler {
             batch_size,
             block_size,
             corpus_len,
+            rank: None,
+        })
+    }
+
+    /// The windows rank `rank` of `world_size` draws: a stream of its own, derived from
+    /// the seed and the rank, so the ranks of a data-parallel job train on different
+    /// windows (and together on `world_size` times the batch); the sampler's own stream
+    /// when `world_size` is 1.
+    ///
+    /// ```
+    /// use tang_nn::data::WindowSampler;
+    /// let sampler = WindowSampler::new(1337, 4, 8, 1000)?;
+    /// let (r0, r1) = (sampler.for_rank(0, 2)?, sampler.for_rank(1, 2)?);
+    /// assert_ne!(r0.offsets(0)?, r1.offsets(0)?);
+    /// assert_eq!(sampler.for_rank(0, 1)?.offsets(0)?, sampler.offsets(0)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`DataError::InvalidOption`] unless `rank < world_size`.
+    pub fn for_rank(self, rank: usize, world_size: usize) -> Result<Self, DataError> {
+        if rank >= world_size {
+            return Err(DataError::InvalidOption {
+                what: "rank",
+                detail: format!(
+                    "rank {rank} of {world_size}; pass a rank below the world size (at least 1)"
+                ),
+            });
+        }
+        Ok(WindowSampler {
+            rank: (world_size > 1).then_some(rank),
+            ..self
         })
     }
 
@@ -127,7 +162,11 @@ impl WindowSampler {
     pub fn offsets(&self, step: u64) -> Result<Vec<usize>, DataError> {
         let mut offsets = Vec::new();
         reserve(&mut offsets, self.batch_size, "window offsets")?;
-        let mut rng = SplitMix64::derive(self.seed, step);
+        let seed = match self.rank {
+            Some(rank) => SplitMix64::derive(self.seed, rank as u64).next_u64(),
+            None => self.seed,
+        };
+        let mut rng = SplitMix64::derive(seed, step);
         offsets.extend((0..self.batch_size).map(|_| rng.below(self.offset_count())));
         Ok(offsets)
     }
@@ -151,7 +190,8 @@ pub struct TokenBatcher {
 
 impl TokenBatcher {
     /// A batcher over `corpus` (token ids) drawing `batch_size` windows of `block_size`
-    /// tokens per step from the stream of `seed`. Use another seed for a validation split.
+    /// tokens per step from the stream of `seed` (under `mpirun`, this rank's stream of
+    /// it: [`WindowSampler::for_rank`]). Use another seed for a validation split.
     ///
     /// ```
     /// use tang_nn::data::TokenBatcher;
@@ -161,14 +201,16 @@ impl TokenBatcher {
     /// ```
     ///
     /// # Errors
-    /// As [`WindowSampler::new`].
+    /// As [`WindowSampler::new`]; [`DataError::Distributed`] when MPI fails to start
+    /// under a launcher.
     pub fn new(
         corpus: Vec<u32>,
         batch_size: usize,
         block_size: usize,
         seed: u64,
     ) -> Result<Self, DataError> {
-        let sampler = WindowSampler::new(seed, batch_size, block_size, corpus.len())?;
+        let sampler =
+            WindowSampler::new(seed, batch_size, block_size, corpus.len())?.for_this_rank()?;
         Ok(TokenBatcher { corpus, sampler })
     }
 
@@ -244,6 +286,15 @@ impl TokenBatcher {
             self.sampler.block_size,
             self.sampler.seed,
         )
+    }
+}
+
+impl WindowSampler {
+    /// This process's stream in the MPI job it runs in (see
+    /// [`crate::distributed::rank_and_world_size`]).
+    pub(super) fn for_this_rank(self) -> Result<Self, DataError> {
+        let (rank, world) = crate::distributed::rank_and_world_size()?;
+        self.for_rank(rank, world)
     }
 }
 

@@ -131,7 +131,8 @@ pub struct StepReport {
     /// Steps taken, this one included.
     pub step: u64,
     /// The device's count of host reads from the start of `backward` to the end of the
-    /// optimizer step: 0, because nothing there reads back.
+    /// optimizer step: 0 in one process, because nothing there reads back (under
+    /// `mpirun`, one per bucket of gradients averaged over the ranks).
     pub host_reads_backward_to_step: u64,
     /// The metrics of this step when it was a log step.
     pub record: Option<MetricsRecord>,

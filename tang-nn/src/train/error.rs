@@ -62,6 +62,8 @@ pub enum TrainError {
         /// Which parameter and what differs.
         detail: String,
     },
+    /// Averaging over the ranks of a data-parallel job failed.
+    Distributed(crate::distributed::DistError),
 }
 
 /// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
@@ -103,6 +105,7 @@ impl fmt::Display for TrainError {
             TrainError::Optim(e) => write!(f, "the optimizer step failed: {e}"),
             TrainError::Autograd(e) => write!(f, "backward or a read of the loss failed: {e}"),
             TrainError::Checkpoint(e) => write!(f, "{e}"),
+            TrainError::Distributed(e) => write!(f, "{e}"),
             TrainError::ParameterMismatch { detail } => write!(
                 f,
                 "the optimizer does not hold the model's parameters ({detail}); build it from \
@@ -124,6 +127,7 @@ impl std::error::Error for TrainError {
             TrainError::Optim(e) => Some(e),
             TrainError::Autograd(e) => Some(e),
             TrainError::Checkpoint(e) => Some(e),
+            TrainError::Distributed(e) => Some(e),
             _ => None,
         }
     }
@@ -157,6 +161,12 @@ impl From<crate::autograd::Error> for TrainError {
 impl From<tang_runtime::Error> for TrainError {
     fn from(e: tang_runtime::Error) -> Self {
         TrainError::Autograd(e.into())
+    }
+}
+
+impl From<crate::distributed::DistError> for TrainError {
+    fn from(e: crate::distributed::DistError) -> Self {
+        TrainError::Distributed(e)
     }
 }
 

@@ -105,15 +105,37 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
         F: FnMut(&mut StepContext<'_>) -> Result<Tensor, E>,
         E: Into<BoxError>,
     {
+        let result = self.run_with_progress(forward, &mut eval);
+        // Under mpirun a failing rank ends the job with its error instead of leaving the
+        // others waiting for it in a collective.
+        self.replicas.end_job_on_error(result)
+    }
+
+    /// [`Trainer::run`] up to the error handling: the metrics file, Ctrl-C, and the
+    /// progress display around [`Trainer::run_steps`].
+    #[allow(clippy::type_complexity)]
+    fn run_with_progress<F, E>(
+        &mut self,
+        forward: &mut F,
+        eval: &mut Option<&mut dyn FnMut(&mut StepContext<'_>) -> Result<f64, BoxError>>,
+    ) -> Result<FitSummary, TrainError>
+    where
+        F: FnMut(&mut StepContext<'_>) -> Result<Tensor, E>,
+        E: Into<BoxError>,
+    {
         self.open_metrics()?;
         if self.interrupt.is_none() && self.options.handle_ctrl_c {
             self.interrupt = Some(Interrupt::install()?);
         }
         let mut progress = match self.progress.take() {
-            Some(p) => p,
-            None => Progress::new(self.options.max_steps),
+            Some(p) if self.replicas.is_main() => p,
+            // Under mpirun rank 0 shows the progress; the other ranks' would repeat it.
+            _ if !self.replicas.is_main() => {
+                Progress::lines(Box::new(std::io::sink()), self.options.max_steps, 1)?
+            }
+            _ => Progress::new(self.options.max_steps),
         };
-        let result = self.run_steps(forward, &mut eval, &mut progress);
+        let result = self.run_steps(forward, eval, &mut progress);
         progress.finish();
         self.progress = Some(progress);
         result
@@ -158,7 +180,8 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
                 r.val_loss = Some(val);
                 r.eval_ms = Some(took.as_secs_f64() * 1e3);
             }
-            interrupted = self.interrupt.as_ref().is_some_and(Interrupt::requested);
+            // Decided in the step, on every rank alike under mpirun.
+            interrupted = self.stopping;
             let periodic = opts.checkpoint_every > 0 && done.is_multiple_of(opts.checkpoint_every);
             if periodic || interrupted || done == opts.max_steps {
                 self.sync_device()?;

@@ -16,7 +16,9 @@ mod options;
 mod peak;
 mod plot;
 mod progress;
+mod replicas;
 mod state;
+mod step;
 mod trainer;
 
 pub use context::{FitSummary, StepContext, StepReport};

@@ -55,7 +55,8 @@ pub struct TrainerOptions {
     /// no clipping (default `None`).
     pub clip_grad_norm: Option<f64>,
     /// What a step processes, for samples or tokens per second (default `None`: not
-    /// logged).
+    /// logged). Under `mpirun`, what one rank's step processes; the rate logged is the
+    /// job's (times the number of ranks).
     pub throughput: Option<Throughput>,
     /// The model's FLOPs per training step (forward and backward), for the logged model
     /// FLOPs utilisation (`mfu`); e.g. `Gpt::flops_per_token(block) * tokens per step`,

@@ -170,14 +170,42 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
+    /// Under `mpirun` every rank resumes the checkpoint rank 0 finds latest.
+    ///
     /// # Errors
-    /// As [`Trainer::resume`].
+    /// As [`Trainer::resume`]; under `mpirun`, [`TrainError::InvalidOption`] when this
+    /// rank does not see rank 0's checkpoint (the output directory is not shared), and
+    /// [`TrainError::Distributed`].
     pub fn resume_latest(&mut self) -> Result<Option<u64>, TrainError> {
-        let Some(checkpoint) = self.checkpoints.latest()? else {
+        // Under mpirun every rank resumes rank 0's latest checkpoint, even when one was
+        // written while another rank listed the directory.
+        let latest = self.checkpoints.list()?.pop().map(|(step, _)| step);
+        let step = self.replicas.main_value(latest.unwrap_or(u64::MAX))?;
+        if step == u64::MAX {
             return Ok(None);
-        };
+        }
+        let checkpoint = self.checkpoint_of_step(step)?;
         self.resume(&checkpoint)?;
-        Ok(Some(checkpoint.state().step))
+        Ok(Some(step))
+    }
+
+    /// The checkpoint of `step` in `out_dir/checkpoints`, which rank 0 wrote.
+    fn checkpoint_of_step(&self, step: u64) -> Result<Checkpoint, TrainError> {
+        let found = self
+            .checkpoints
+            .list()?
+            .into_iter()
+            .find(|(s, _)| *s == step);
+        let Some((_, path)) = found else {
+            return Err(TrainError::InvalidOption {
+                detail: format!(
+                    "rank 0 has a checkpoint of step {step} in {}, this rank does not; \
+                     put the output directory on a file system every rank shares",
+                    self.checkpoints.root().display()
+                ),
+            });
+        };
+        Ok(Checkpoint::load(path)?)
     }
 
     /// Continues from `checkpoint`: the weights (strictly) and the optimizer state are
@@ -264,14 +292,20 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
+    /// Under `mpirun` rank 0 writes it and the other ranks open it once written.
+    ///
     /// # Errors
-    /// [`TrainError::Checkpoint`] (also when this step was already saved).
+    /// [`TrainError::Checkpoint`] (also when this step was already saved); under
+    /// `mpirun`, as [`Trainer::resume_latest`].
     pub fn save_checkpoint(&mut self) -> Result<Checkpoint, TrainError> {
-        Ok(save_training(
-            &self.checkpoints,
-            self.model,
-            &self.optimizer,
-            &self.state,
-        )?)
+        // Under mpirun rank 0 writes it (every rank holds the same weights and state);
+        // the others wait for it and open it.
+        if self.replicas.is_main() {
+            let saved = save_training(&self.checkpoints, self.model, &self.optimizer, &self.state);
+            self.replicas.barrier()?;
+            return Ok(saved?);
+        }
+        self.replicas.barrier()?;
+        self.checkpoint_of_step(self.state.step)
     }
 }

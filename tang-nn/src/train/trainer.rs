@@ -54,19 +54,15 @@
 
 use std::path::PathBuf;
 
-use tang_runtime::dense::shape::concat;
-use tang_runtime::ops::Generator;
-
-use super::context::{StepContext, StepReport};
 use super::metrics::{MetricsLog, MetricsRecord, StepTimer};
-use super::options::{Throughput, TrainerOptions};
+use super::options::TrainerOptions;
 use super::plot::plot_loss_curve;
+use super::replicas::Replicas;
 use super::{Interrupt, Progress, TrainError};
-use crate::autograd::{Tensor, no_grad};
+use crate::autograd::Tensor;
 use crate::checkpoint::{CheckpointDir, TrainerState};
 use crate::module::Module;
-use crate::optim::{Algorithm, NamedGradients, Optimizer, grad_norm};
-use crate::rng::SplitMix64;
+use crate::optim::{Algorithm, Optimizer};
 use crate::schedule::Schedule;
 
 /// The metrics file in the output directory.
@@ -208,6 +204,10 @@ pub struct Trainer<'m, M: Module + ?Sized, A: Algorithm> {
     pub(super) steps_since_lap: u64,
     /// The adapter's peak FLOP/s from tang's table, for `mfu` (see [`super::peak_flops`]).
     pub(super) peak_flops: Option<f64>,
+    /// This process's part in a data-parallel job (nothing special in one process).
+    pub(super) replicas: Replicas,
+    /// Whether a stop was requested (on any rank) by the last step.
+    pub(super) stopping: bool,
 }
 
 impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
@@ -238,7 +238,9 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// # Errors
     /// [`TrainError::InvalidOption`]; [`TrainError::ParameterMismatch`] when the
     /// optimizer's parameters are not the model's trainable ones (same names, same
-    /// buffers); [`TrainError::Checkpoint`] when `out_dir/checkpoints` cannot be created.
+    /// buffers); [`TrainError::Checkpoint`] when `out_dir/checkpoints` cannot be created;
+    /// [`TrainError::Distributed`] when, under `mpirun`, rank 0's parameters cannot be
+    /// broadcast.
     pub fn new(
         model: &'m M,
         optimizer: Optimizer<A>,
@@ -252,6 +254,8 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
             .filter(|(_, p)| p.requires_grad())
             .collect();
         check_parameters(&params, &optimizer)?;
+        // Under mpirun: every rank starts from rank 0's weights.
+        let replicas = Replicas::new(&params)?;
         let out_dir = out_dir.into();
         let checkpoints = CheckpointDir::open(out_dir.join(CHECKPOINTS_DIR), options.retention)?;
         let mut state = TrainerState::default();
@@ -275,6 +279,8 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
             timer: StepTimer::new(),
             steps_since_lap: 0,
             peak_flops,
+            replicas,
+            stopping: false,
         })
     }
 
@@ -366,195 +372,8 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
         self
     }
 
-    /// One training step (see the module documentation); `forward` returns the loss.
-    ///
-    /// ```
-    /// # use tang_nn::Module;
-    /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions};
-    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
-    /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
-    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-step-{}", std::process::id()));
-    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
-    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
-    /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
-    /// let report = trainer.step(&mut forward)?; // one optimizer step
-    /// assert_eq!((report.step, report.host_reads_backward_to_step), (1, 0));
-    /// # std::fs::remove_dir_all(&out)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    /// [`TrainError::Step`] when `forward` fails; [`TrainError::Autograd`] when backward
-    /// or the read of the loss fails; [`TrainError::Optim`]; [`TrainError::Io`] when
-    /// the metrics cannot be appended.
-    pub fn step<F, E>(&mut self, forward: &mut F) -> Result<StepReport, TrainError>
-    where
-        F: FnMut(&mut StepContext<'_>) -> Result<Tensor, E>,
-        E: Into<BoxError>,
-    {
-        let step = self.state.step;
-        // The monitored metric belongs to the step it was evaluated at: a checkpoint of
-        // a later step without an evaluation has none (and never ranks as best).
-        self.state.metric = None;
-        if let Some(schedule) = &self.schedule {
-            self.optimizer.set_lr(schedule.lr(step));
-        }
-        let lr = self.optimizer.lr();
-        self.model.train();
-        let (dropout_seed, mut generator) = step_randomness(self.options.seed, step);
-        crate::nn::manual_seed(dropout_seed);
-        let loss = forward(&mut StepContext {
-            step,
-            generator: &mut generator,
-            loader: &mut self.state.loader,
-        })
-        .map_err(|e| TrainError::Step {
-            step,
-            source: e.into(),
-        })?;
-        let dev = loss.data().device().clone();
-        // The last step of a run, and a step that an interrupt will end the run after,
-        // are logged too.
-        let log_now = (step + 1).is_multiple_of(self.options.log_every)
-            || step + 1 == self.options.max_steps
-            || self.interrupt.as_ref().is_some_and(Interrupt::requested);
-        let reads_before = dev.stats().host_reads;
-        let grads = loss.backward()?;
-        let named = NamedGradients::new(&self.params, &grads);
-        // The norm is computed on the device every step when clipping (the update takes
-        // its coefficient), and only on log steps otherwise.
-        let norm = if named.is_empty() {
-            None
-        } else if let Some(max_norm) = self.options.clip_grad_norm {
-            let norm = grad_norm(named.tensors(), max_norm)?;
-            self.optimizer
-                .step_with_clip_coef(&named, &norm.clip_coef)?;
-            Some(norm.total_norm)
-        } else {
-            let norm = if log_now {
-                Some(grad_norm(named.tensors(), f64::INFINITY)?.total_norm)
-            } else {
-                None
-            };
-            self.optimizer.step(&named)?;
-            norm
-        };
-        let host_reads_backward_to_step = dev.stats().host_reads - reads_before;
-        self.state.step = step + 1;
-        self.steps_since_lap += 1;
-        let record = if log_now {
-            Some(self.log_record(&loss, norm.as_ref(), lr)?)
-        } else {
-            None
-        };
-        Ok(StepReport {
-            step: step + 1,
-            host_reads_backward_to_step,
-            record,
-        })
-    }
-
-    /// The metrics of the step just taken: the loss and the gradient norm read back in
-    /// one read, the time per step since the previous log.
-    fn log_record(
-        &mut self,
-        loss: &Tensor,
-        norm: Option<&tang_runtime::Tensor>,
-        lr: f64,
-    ) -> Result<MetricsRecord, TrainError> {
-        let loss = loss.data().reshape(&[1])?;
-        let values = match norm {
-            Some(n) => concat(&[&loss, &n.reshape(&[1])?], 0)?.to_vec()?,
-            None => loss.to_vec()?,
-        };
-        let mut record = MetricsRecord {
-            step: self.state.step,
-            loss: values.first().map(|&v| f64::from(v)),
-            grad_norm: values.get(1).map(|&v| f64::from(v)),
-            lr: Some(lr),
-            ..MetricsRecord::default()
-        };
-        let steps = std::mem::take(&mut self.steps_since_lap);
-        let per_step = match self.options.throughput {
-            Some(Throughput::Samples(n) | Throughput::Tokens(n)) => n,
-            None => 0,
-        };
-        if let Some((ms, items_per_sec)) = self.timer.lap(steps, steps.saturating_mul(per_step)) {
-            record.ms_per_step = Some(ms);
-            let peak = self.options.peak_flops.or(self.peak_flops);
-            if let (Some(flops), Some(peak)) = (self.options.flops_per_step, peak) {
-                record.mfu = Some(flops / (ms * 1e-3) / peak);
-            }
-            match self.options.throughput {
-                Some(Throughput::Samples(_)) => record.samples_per_sec = Some(items_per_sec),
-                Some(Throughput::Tokens(_)) => record.tokens_per_sec = Some(items_per_sec),
-                None => {}
-            }
-        }
-        Ok(record)
-    }
-
-    /// Runs `eval` in eval mode without recording gradients (dropout off), with the next
-    /// step's generator (evaluation cannot shift training's random numbers: each step
-    /// makes its own), and returns its value (a validation loss, read back by `eval`).
-    /// Training mode is restored afterwards.
-    ///
-    /// ```
-    /// # use tang_nn::Module;
-    /// # use tang_nn::autograd::Tensor;
-    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
-    /// # use tang_nn::optim::{Sgd, SgdOptions};
-    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
-    /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
-    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
-    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-evaluate-{}", std::process::id()));
-    /// # let options = TrainerOptions { log_every: 1, handle_ctrl_c: false, ..TrainerOptions::new(2) };
-    /// # let x = Tensor::zeros(&dev, &[4, 2])?;
-    /// # let y = Tensor::full(&dev, &[4, 1], 1.0)?;
-    /// # let mut forward = |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
-    /// let mut trainer = Trainer::new(&model, opt, &out, options)?;
-    /// // with torch.no_grad(): model.eval(); val_loss = ...
-    /// let val_loss = trainer.evaluate(&mut |_: &mut StepContext<'_>| {
-    ///     Ok::<_, tang_nn::autograd::Error>(f64::from(mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean)?.to_vec()?[0]))
-    /// })?;
-    /// assert!(val_loss > 0.0);
-    /// # std::fs::remove_dir_all(&out)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    /// [`TrainError::Step`] when `eval` fails.
-    pub fn evaluate<G, E>(&mut self, eval: &mut G) -> Result<f64, TrainError>
-    where
-        G: FnMut(&mut StepContext<'_>) -> Result<f64, E>,
-        E: Into<BoxError>,
-    {
-        let step = self.state.step;
-        let (_, mut generator) = step_randomness(self.options.seed, step);
-        let mut loader = self.state.loader;
-        self.model.eval();
-        let value = no_grad(|| {
-            eval(&mut StepContext {
-                step,
-                generator: &mut generator,
-                loader: &mut loader,
-            })
-        });
-        self.model.train();
-        value.map_err(|e| TrainError::Step {
-            step,
-            source: e.into(),
-        })
-    }
-
-    /// Draws the loss curve of [`Trainer::history`] into `out_dir/loss.png` now.
+    /// Draws the loss curve of [`Trainer::history`] into `out_dir/loss.png` now (under
+    /// `mpirun`, rank 0 draws it).
     ///
     /// ```
     /// # use tang_nn::Module;
@@ -582,14 +401,18 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     /// As [`plot_loss_curve`].
     pub fn plot(&self) -> Result<PathBuf, TrainError> {
         let path = self.out_dir.join(PLOT_FILE);
-        plot_loss_curve(&path, &self.history, self.options.plot)?;
+        // Under mpirun rank 0 draws it; the others' histories are the same.
+        if self.replicas.is_main() {
+            plot_loss_curve(&path, &self.history, self.options.plot)?;
+        }
         Ok(path)
     }
 
     /// Opens `metrics.jsonl` for this run, dropping records past the current step (an
     /// interrupted run's tail, logged again by the resumed one).
     pub(super) fn open_metrics(&mut self) -> Result<(), TrainError> {
-        if self.metrics.is_none() {
+        // Under mpirun rank 0 writes the file; the others keep their history in memory.
+        if self.metrics.is_none() && self.replicas.is_main() {
             let (log, kept) =
                 MetricsLog::open_through(self.out_dir.join(METRICS_FILE), self.state.step)?;
             self.metrics = Some(log);
@@ -607,14 +430,6 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
         self.history.push(record.clone());
         Ok(())
     }
-}
-
-/// The seed of the dropout generator and the step generator of step `step`: two draws
-/// of the stream that `(seed, step)` derives, so neighbouring steps are independent.
-fn step_randomness(seed: u64, step: u64) -> (u64, Generator) {
-    let mut rng = SplitMix64::derive(seed, step);
-    let dropout_seed = rng.next_u64();
-    (dropout_seed, Generator::new(rng.next_u64()))
 }
 
 /// Checks that `optimizer` holds exactly the trainable `params`, by name and buffer.

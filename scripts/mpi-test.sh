@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The data-parallel test: two MPI ranks training on the software Vulkan driver.
+#
+# Installs MPICH and libclang when missing (as scripts/test.sh installs lavapipe), builds
+# the `data_parallel` example with the `mpi` feature, then:
+#   1. `mpirun -np 2` trains a small GPT for 20 steps: identical parameters on both ranks
+#      after every step, within 1e-5 of one process training on the two ranks' batches
+#      concatenated, the logged loss their mean, one checkpoint written by rank 0 and
+#      resumed by both;
+#   2. a rank whose step fails ends the job with its error within 30 s;
+#   3. a rank killed with SIGKILL ends the job with an error within 30 s.
+# Extra arguments go to `cargo build` (CI passes --locked).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+
+missing=()
+command -v mpiexec >/dev/null 2>&1 || missing+=(mpich)
+command -v mpicc >/dev/null 2>&1 || missing+=(libmpich-dev)
+# bindgen (in the mpi crate's build) loads libclang.
+ls /usr/lib/llvm-*/lib/libclang*.so* /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 \
+  || missing+=(libclang-dev)
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "mpi-test: installing ${missing[*]}"
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "mpi-test: apt-get is not available: install MPICH (or OpenMPI) with its development" >&2
+    echo "          files and libclang, then run this again" >&2
+    exit 1
+  fi
+  sudo_cmd=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then sudo_cmd="sudo"; else
+      echo "mpi-test: installing MPI needs root: run as root or install mpich libmpich-dev libclang-dev" >&2
+      exit 1
+    fi
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo_cmd apt-get update -qq
+  $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+export LP_NUM_THREADS="${LP_NUM_THREADS:-1}"
+if [ "$(uname -s)" = Linux ]; then export TANG_BACKEND="${TANG_BACKEND:-vulkan}"; fi
+# OpenMPI refuses to run as root without these (CI runs as root); MPICH ignores them.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+cargo build -p tang-examples --features mpi --example data_parallel "$@"
+target_dir="${CARGO_TARGET_DIR:-target}"
+bin="$target_dir/debug/examples/data_parallel"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+echo "mpi-test: built in $(( $(date +%s) - start )) s"
+
+echo "mpi-test: mpirun -np 2, 20 steps against one process"
+mpiexec -n 2 "$bin" --steps 20 --out "$work/check"
+
+# Runs mpiexec in the background; fails unless it ends with a non-zero status within 30 s
+# of `$1` being done (the failure being injected).
+expect_job_error() {
+  local what=$1 pid=$2 waited=0
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ "$waited" -ge 30 ]; then
+      echo "mpi-test: $what: the job still runs after 30 s" >&2
+      kill -- "$pid" 2>/dev/null || true
+      exit 1
+    fi
+    sleep 1
+    waited=$((waited + 1))
+  done
+  if wait "$pid"; then
+    echo "mpi-test: $what: the job ended with status 0" >&2
+    exit 1
+  fi
+  echo "mpi-test: $what: the job ended with an error after ${waited} s"
+}
+
+echo "mpi-test: rank 1 fails at step 3"
+mpiexec -n 2 "$bin" --steps 1000 --out "$work/fail" --fail-rank 1 --fail-at 3 >"$work/fail.log" 2>&1 &
+expect_job_error "a failing rank" $!
+grep -q "the injected failure of rank 1 at step 3" "$work/fail.log" || {
+  echo "mpi-test: the failing rank's error is not in the job's output:" >&2
+  cat "$work/fail.log" >&2
+  exit 1
+}
+
+echo "mpi-test: rank 1 is killed"
+mkdir -p "$work/pids"
+mpiexec -n 2 "$bin" --steps 1000000 --out "$work/kill" --pid-dir "$work/pids" >"$work/kill.log" 2>&1 &
+job=$!
+for _ in $(seq 1 120); do
+  [ -s "$work/pids/rank-1.pid" ] && break
+  sleep 0.5
+done
+[ -s "$work/pids/rank-1.pid" ] || { echo "mpi-test: rank 1 never started training" >&2; cat "$work/kill.log" >&2; exit 1; }
+sleep 1
+kill -9 "$(cat "$work/pids/rank-1.pid")"
+expect_job_error "a killed rank" "$job"
+
+echo "mpi-test: passed in $(( $(date +%s) - start )) s"
