@@ -157,6 +157,14 @@ impl ProcessGroup {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn abort(&self, code: i32) -> ! {
+        // The launcher forwards a rank's output through a pipe and tears the job down at
+        // MPI_Abort: what the rank printed just before can be lost (seen with MPICH's
+        // hydra: one run in three lost the error line, or kept only its first word).
+        // Flush, then give the launcher a moment to forward it.
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        std::thread::sleep(std::time::Duration::from_millis(300));
         SimpleCommunicator::world().abort(code)
     }
 

@@ -122,7 +122,9 @@ impl Replicas {
     ) -> Result<T, TrainError> {
         #[cfg(feature = "mpi")]
         if let (Err(e), Some(group)) = (&result, self.group()) {
-            eprintln!("rank {} of {}: {e}", group.rank(), group.world_size());
+            // One write, so the line reaches the launcher whole.
+            let line = format!("rank {} of {}: {e}\n", group.rank(), group.world_size());
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
             group.abort(1);
         }
         result
