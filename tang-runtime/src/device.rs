@@ -119,7 +119,7 @@ pub(crate) struct Inner {
     pub(crate) error: Arc<Mutex<Option<String>>>,
     pub(crate) state: Mutex<State>,
     /// GPU checks of ids the host knew nothing about, reported at the next read or sync.
-    pub(crate) pending_checks: crate::ops::bounds::PendingChecks,
+    pub(crate) pending_checks: crate::ops::index::bounds::PendingChecks,
     /// Filled when the device is dropped. Declared last, so it is released after the other
     /// fields (the pipelines, buffers and the wgpu device itself) are gone: see
     /// `lifecycle.rs` for why teardown is serialised.
@@ -370,7 +370,7 @@ impl Device {
         &self.inner.info
     }
 
-    /// The underlying wgpu device (for advanced users and the dense kernels).
+    /// The underlying wgpu device (for advanced users and the hand-written kernels).
     pub fn wgpu_device(&self) -> &wgpu::Device {
         &self.inner.device
     }

@@ -24,7 +24,6 @@
 extern crate self as tang_runtime;
 
 mod bind_groups;
-pub mod dense;
 mod device;
 mod dispatch;
 mod error;
@@ -59,12 +58,10 @@ pub use wgpu;
 /// Hooks for tang's own tests; not part of the API.
 #[doc(hidden)]
 pub mod __testing {
-    /// Every hand-written kernel the crate can produce (dense modules and ops), as
+    /// Every hand-written kernel the crate can produce (every family of `ops`), as
     /// `(name, WGSL)`.
     pub fn dense_kernels() -> Vec<(String, String)> {
-        let mut all = crate::dense::registry();
-        all.extend(crate::ops::registry());
-        all
+        crate::ops::registry()
     }
 }
 

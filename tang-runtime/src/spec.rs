@@ -3,7 +3,7 @@
 //! A kernel is a [`Spec`]: a name, a params struct declared with [`params!`] (a
 //! `#[repr(C)]` [`bytemuck::Pod`] Rust struct whose WGSL `struct P` is emitted from the
 //! Rust type), its ordered storage bindings ([`Slot`]), the WGSL pieces it builds on
-//! (preludes, see `dense/wgsl.rs`) and its body. The layer writes the declarations, so the
+//! (preludes, see `ops/wgsl.rs`) and its body. The layer writes the declarations, so the
 //! field order, the padding and the `@binding(i)` numbers of the WGSL cannot disagree with
 //! the Rust side:
 //!
@@ -53,7 +53,7 @@
 //!     Ok(y)
 //! }
 //!
-//! /// Every kernel this file can produce (the registry of `dense/mod.rs` collects it).
+//! /// Every kernel this file can produce (the registry of its folder's `mod.rs` collects it).
 //! pub(crate) fn kernels() -> Vec<Source> {
 //!     vec![SCALE.source()]
 //! }
@@ -214,19 +214,23 @@ pub(crate) type Source = (String, String);
 pub(crate) type KernelModule = (&'static str, fn() -> Vec<Source>);
 
 /// The registry of a folder of kernel modules, written in its `mod.rs`:
-/// `kernel_modules! { "dense": attention, matmul, ... }` lists the modules that hold
-/// kernels (each with its `kernels()`, every kernel it can produce) and declares
-/// `registry()`, every kernel of the listed modules in order (the list the naga test
-/// validates), and a test that fails when a module of `src/<folder>` defines `kernels()`
+/// `kernel_modules! { "ops/rows": softmax, norm, ... }` lists the modules that hold
+/// kernels (each with its `kernels()`, every kernel it can produce) and declares the
+/// folder's own `kernels()`, every kernel of the listed modules in order (so a folder is a
+/// module with kernels to the registry one level up; `kernel_modules! { fn registry,
+/// "ops": ... }` names it otherwise, and `ops`'s is the list the naga test validates), and a test that fails when a module of `src/<folder>` defines `kernels()`
 /// but is not listed, so the naga test cannot miss its kernels.
 macro_rules! kernel_modules {
     ($dir:literal: $($module:ident),+ $(,)?) => {
+        $crate::spec::kernel_modules! { fn kernels, $dir: $($module),+ }
+    };
+    (fn $registry:ident, $dir:literal: $($module:ident),+ $(,)?) => {
         const KERNEL_MODULES: &[$crate::spec::KernelModule] =
             &[$((stringify!($module), $module::kernels)),+];
 
         /// Every kernel the modules of this folder can produce, as `(name, WGSL)`
         /// (generated families by a representative set).
-        pub(crate) fn registry() -> Vec<$crate::spec::Source> {
+        pub(crate) fn $registry() -> Vec<$crate::spec::Source> {
             KERNEL_MODULES.iter().flat_map(|(_, kernels)| kernels()).collect()
         }
 
@@ -259,7 +263,9 @@ pub(crate) fn assert_every_kernel_module_listed(dir: &str, modules: &[KernelModu
         let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
             continue;
         };
-        let module = path.extension().is_some_and(|e| e == "rs") && stem != "mod";
+        // A module is a file (not `mod.rs`) or a folder with a `mod.rs`.
+        let module = (path.extension().is_some_and(|e| e == "rs") && stem != "mod")
+            || path.join("mod.rs").is_file();
         if module && (defines(&path) || defines(&root.join(stem))) {
             assert!(
                 modules.iter().any(|(name, _)| *name == stem),
@@ -352,7 +358,7 @@ static TEXTS: Mutex<BTreeMap<&'static str, &'static RawKernel>> = Mutex::new(BTr
 /// The kernel for `text` (entry point `main`): validated by naga the first time this
 /// process sees the text (outside the lock), then leaked once and shared. This is the one
 /// place a kernel text becomes `'static`; the leak is bounded by the number of distinct
-/// texts the crate can produce (the registry of `dense/mod.rs` lists them).
+/// texts the crate can produce (the registry of `ops/mod.rs` lists them).
 ///
 /// # Errors
 /// [`Error::Shader`] when naga rejects the text (a bug of this crate).

@@ -54,8 +54,8 @@
 
 use std::path::PathBuf;
 
-use tang_runtime::dense::shape::concat;
 use tang_runtime::ops::Generator;
+use tang_runtime::ops::cat;
 
 use super::context::{StepContext, StepReport};
 use super::metrics::{MetricsLog, MetricsRecord, StepTimer};
@@ -470,7 +470,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
     ) -> Result<MetricsRecord, TrainError> {
         let loss = loss.data().reshape(&[1])?;
         let values = match norm {
-            Some(n) => concat(&[&loss, &n.reshape(&[1])?], 0)?.to_vec()?,
+            Some(n) => cat(&[&loss, &n.reshape(&[1])?], 0)?.to_vec()?,
             None => loss.to_vec()?,
         };
         let mut record = MetricsRecord {
