@@ -3,7 +3,7 @@
 //! A kernel is a [`Spec`]: a name, a params struct declared with [`params!`] (a
 //! `#[repr(C)]` [`bytemuck::Pod`] Rust struct whose WGSL `struct P` is emitted from the
 //! Rust type), its ordered storage bindings ([`Slot`]), the WGSL pieces it builds on
-//! (preludes, see `ops/wgsl.rs`) and its body. The layer writes the declarations, so the
+//! (preludes, see `wgsl.rs`) and its body. The layer writes the declarations, so the
 //! field order, the padding and the `@binding(i)` numbers of the WGSL cannot disagree with
 //! the Rust side:
 //!
@@ -27,7 +27,7 @@
 //!
 //! ```ignore
 //! use crate::spec::{Slot, Spec, params};
-//! use super::wgsl::{group_index, unit_f1};
+//! use crate::wgsl::{group_index, unit_f1};
 //!
 //! params! {
 //!     /// Shape of a scale: `n` elements, multiplied by `k`.
@@ -63,8 +63,9 @@ use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::sync::{Mutex, OnceLock};
 
-use crate::pipeline::{Binding, RawKernel};
-use crate::{Error, Tensor};
+use crate::dispatch::Binding;
+use crate::pipeline::RawKernel;
+use crate::{Device, Error, Tensor};
 
 /// A Rust scalar type that is also a WGSL scalar of the same size and name.
 pub(crate) trait WgslScalar {
@@ -273,6 +274,44 @@ pub(crate) fn assert_every_kernel_module_listed(dir: &str, modules: &[KernelModu
             );
         }
     }
+}
+
+/// A 2-D grid of `groups` workgroups (x at most the device's per-dimension limit), for
+/// kernels that index with `group_index`.
+pub(crate) fn grid(dev: &Device, op: &str, groups: u64) -> Result<[u32; 3], Error> {
+    let maxd = u64::from(dev.info().limits.max_compute_workgroups_per_dimension).max(1);
+    let x = groups.clamp(1, maxd);
+    let y = groups.div_ceil(x).max(1);
+    if y > maxd {
+        return Err(Error::TooLarge {
+            what: format!("{op}: workgroups"),
+            requested: groups,
+            limit: maxd * maxd,
+        });
+    }
+    Ok([x as u32, y as u32, 1])
+}
+
+/// Launches `kernel` (with override `constants`) with one 256-thread workgroup per 256 of
+/// `total` threads (none for 0).
+pub(crate) fn launch_threads<P: Params>(
+    op: &str,
+    dev: &Device,
+    kernel: &Spec<P>,
+    constants: &[(&str, f64)],
+    params: &P,
+    total: u32,
+    tensors: &[&Tensor],
+) -> Result<(), Error> {
+    if total == 0 {
+        return Ok(());
+    }
+    let groups = grid(
+        dev,
+        op,
+        u64::from(total).div_ceil(u64::from(crate::wgsl::WG)),
+    )?;
+    kernel.dispatch(constants, params, tensors, groups)
 }
 
 /// A hand-written kernel: name, preludes, layout and body (see the module docs). Lives in

@@ -3,7 +3,7 @@
 //! dim views of a shape; the 2-D workgroup grid of the hand-written kernels.
 
 use crate::size::Size;
-use crate::spec::{Params, Spec};
+use crate::spec::Spec;
 use crate::{DType, Device, Error, Tensor};
 
 /// Fails with [`Error::DType`] unless `t` has element type `want`.
@@ -65,15 +65,6 @@ pub(crate) fn dim(op: &str, dim: usize, shape: &[usize]) -> Result<(), Error> {
     Ok(())
 }
 
-/// `n` as a u32 kernel quantity, or [`Error::TooLarge`] naming `what`.
-pub(crate) fn fits_u32(op: &str, what: &str, n: usize) -> Result<u32, Error> {
-    u32::try_from(n).map_err(|_| Error::TooLarge {
-        what: format!("{op}: {what}"),
-        requested: n as u64,
-        limit: u32::MAX.into(),
-    })
-}
-
 /// A sliding window's output length along one axis of an NCHW input (conv and pooling):
 /// `(size + 2·padding − span) / stride + 1`, `span = dilation·(kernel − 1) + 1`, for
 /// `kernel >= 1` and `stride >= 1`. [`Error::ShapeMismatch`] when the padded input is
@@ -101,15 +92,6 @@ pub(crate) fn window_len(
     Ok((padded - span) / stride + 1)
 }
 
-/// Row-major strides of a contiguous tensor of `shape` (in elements).
-pub(crate) fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
-    let mut strides = vec![1; shape.len()];
-    for d in (0..shape.len().saturating_sub(1)).rev() {
-        strides[d] = strides[d + 1] * shape[d + 1];
-    }
-    strides
-}
-
 /// An [`Error::ShapeMismatch`] for `op`.
 pub(crate) fn mismatch(op: &str, detail: String) -> Error {
     Error::ShapeMismatch {
@@ -126,27 +108,11 @@ pub(crate) fn invalid(op: &str, detail: String) -> Error {
     }
 }
 
-/// A 2-D grid of `groups` workgroups (x at most the device's per-dimension limit), for
-/// kernels that index with `group_index`.
-pub(crate) fn grid(dev: &Device, op: &str, groups: u64) -> Result<[u32; 3], Error> {
-    let maxd = u64::from(dev.info().limits.max_compute_workgroups_per_dimension).max(1);
-    let x = groups.clamp(1, maxd);
-    let y = groups.div_ceil(x).max(1);
-    if y > maxd {
-        return Err(Error::TooLarge {
-            what: format!("{op}: workgroups"),
-            requested: groups,
-            limit: maxd * maxd,
-        });
-    }
-    Ok([x as u32, y as u32, 1])
-}
-
 /// The unit of a row kernel for rows of `len` floats, and the row's length in units:
 /// `vec4` (the first of `specs`, `[vec4 form, f32 form]` as [`unit_specs`] declares them)
 /// when `len` is a multiple of 4, else `f32`.
 ///
-/// [`unit_specs`]: crate::ops::wgsl::unit_specs
+/// [`unit_specs`]: crate::wgsl::unit_specs
 pub(crate) fn by_unit<P>(len: usize, specs: [&Spec<P>; 2]) -> (&Spec<P>, usize) {
     if len.is_multiple_of(4) {
         (specs[0], len / 4)
@@ -229,26 +195,4 @@ pub(crate) fn axis_view(op: &str, s: &[usize], axis: usize) -> Result<AxisView, 
         inner: part(&s[axis + 1..], "elements after the axis")?,
         out_shape,
     })
-}
-
-/// Launches `kernel` (with override `constants`) with one 256-thread workgroup per 256 of
-/// `total` threads (none for 0).
-pub(crate) fn launch_threads<P: Params>(
-    op: &str,
-    dev: &Device,
-    kernel: &Spec<P>,
-    constants: &[(&str, f64)],
-    params: &P,
-    total: u32,
-    tensors: &[&Tensor],
-) -> Result<(), Error> {
-    if total == 0 {
-        return Ok(());
-    }
-    let groups = grid(
-        dev,
-        op,
-        u64::from(total).div_ceil(u64::from(crate::ops::wgsl::WG)),
-    )?;
-    kernel.dispatch(constants, params, tensors, groups)
 }

@@ -45,17 +45,16 @@
 //! `Spec` whose module has a `kernels()` listed in its family's `kernel_modules!` (the
 //! family is listed below), so the naga test validates it. Its public functions are
 //! re-exported here by name, never as a path through the family; argument checks shared
-//! by several families live in `check.rs`, WGSL pieces in `wgsl.rs`. Nothing outside
+//! by several families live in `check.rs`, WGSL pieces in the core's `wgsl.rs`. Nothing outside
 //! `ops` imports it except `lib.rs` (the core below never does).
 
 pub(crate) mod check;
 mod methods;
-pub(crate) mod wgsl;
 
 mod attention;
 mod conv;
 mod elementwise;
-pub(crate) mod index;
+mod index;
 mod matmul;
 mod random;
 mod reduce;
@@ -110,9 +109,10 @@ pub use rows::norm::{
 pub use rows::softmax::{log_softmax, log_softmax_backward, softmax, softmax_backward};
 // The choice between the subgroup team path and the workgroup fallback of the row
 // kernels: hooks for tests and benchmarks, not part of the API.
+pub use crate::size::broadcast_shapes;
 #[doc(hidden)]
 pub use rows::team as rows_team;
-pub use shape::broadcast::{broadcast_shapes, expand, expand_backward, sum_to_shape};
+pub use shape::broadcast::{expand, expand_backward, sum_to_shape};
 pub use shape::copy::{cat, split, split_backward};
 pub use shape::heads::{merge_heads, split_heads, split_qkv_heads};
 pub use shape::segments::{pack, unpack};

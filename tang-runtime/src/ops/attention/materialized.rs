@@ -121,7 +121,7 @@ pub(super) fn backward(
         scale: p.scale,
     };
     let groups = u64::from(rows.div_ceil(ROWS));
-    let grid = crate::ops::check::grid(q.device(), "attention_backward", groups)?;
+    let grid = crate::spec::grid(q.device(), "attention_backward", groups)?;
     K_PROBS_GRAD.dispatch(&[], &params, &[o, grad_out, lse, &s, &dp], grid)?;
     // `s` now holds P and `dp` holds dS.
     let dv = matmul_with(&s, grad_out, &tn)?;

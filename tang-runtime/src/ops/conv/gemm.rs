@@ -32,10 +32,10 @@
 use std::cell::Cell;
 use std::fmt::Write as _;
 
-use crate::ops::check::grid;
 use crate::ops::matmul::TileConfig;
 use crate::ops::matmul::codegen::{self, Variant};
 use crate::size::Size;
+use crate::spec::grid;
 use crate::spec::{Layout, Slot, Source, Variants, params};
 use crate::{Device, Error, Tensor};
 

@@ -204,7 +204,7 @@ fn dims(
         .into_iter()
         .max()
         .unwrap_or(0);
-    check::fits_u32(op, "elements of the input, weight or output", largest)?;
+    crate::size::fits_u32(op, "elements of the input, weight or output", largest)?;
     Ok(Dims {
         n,
         c_in,
@@ -336,7 +336,7 @@ impl Dims {
         let part_len = Size::product(&[batch, self.c_out, self.taps()])
             .get()
             .unwrap_or(usize::MAX);
-        check::fits_u32(
+        crate::size::fits_u32(
             op,
             "elements of the per-image weight gradients (N · C_out · C_in/g · kh · kw)",
             part_len,

@@ -4,11 +4,11 @@
 //! element, the windows that cover it in a fixed order: deterministic, no atomics.
 
 use crate::ops::check;
-use crate::ops::check::launch_threads;
 use crate::ops::check::want_shape;
 use crate::ops::elementwise::int::IS_NAN_WGSL;
-use crate::ops::wgsl::thread_main;
+use crate::spec::launch_threads;
 use crate::spec::{Slot, Source, Spec, params};
+use crate::wgsl::thread_main;
 use crate::{DType, Device, Error, Tensor};
 
 /// The window of a 2-D pooling: `[height, width]` pairs, PyTorch's arguments.
@@ -293,7 +293,7 @@ fn pool_params(
     include_pad: bool,
     total: usize,
 ) -> Result<PoolParams, Error> {
-    let u = |what: &str, v: usize| check::fits_u32(op, what, v);
+    let u = |what: &str, v: usize| crate::size::fits_u32(op, what, v);
     let elements = input_shape
         .iter()
         .product::<usize>()

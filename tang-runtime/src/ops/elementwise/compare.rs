@@ -4,11 +4,12 @@
 //! As in IEEE 754 and PyTorch, a comparison with NaN is false, except `ne`, which is true.
 
 use crate::ops::check;
-use crate::ops::check::launch_threads;
 use crate::ops::elementwise::int::IS_NAN_WGSL;
-use crate::ops::shape::broadcast::{broadcast_shapes, expand};
-use crate::ops::wgsl::per_element;
+use crate::ops::shape::broadcast::expand;
+use crate::size::broadcast_shapes;
+use crate::spec::launch_threads;
 use crate::spec::{Slot, Source, Spec, params};
+use crate::wgsl::per_element;
 use crate::{DType, Error, Tensor};
 
 params! {
@@ -102,7 +103,7 @@ fn compare(a: &Tensor, b: &Tensor, cmp: Cmp) -> Result<Tensor, Error> {
     let (a, b) = (expanded(a, &shape)?, expanded(b, &shape)?);
     let dev = a.device();
     let out = dev.empty(&shape, DType::U32)?;
-    let n = check::fits_u32(op, "elements", out.len())?;
+    let n = crate::size::fits_u32(op, "elements", out.len())?;
     let params = CompareParams { n };
     let float = if a.dtype() == DType::F32 { 1.0 } else { 0.0 };
     let constants = [("OP", f64::from(cmp as u32)), ("FLOAT", float)];

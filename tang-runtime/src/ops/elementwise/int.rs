@@ -2,10 +2,10 @@
 //! u32 (`to_dtype`). [`crate::Tensor::to_vec_u32`] reads a u32 tensor back.
 
 use crate::ops::check;
-use crate::ops::check::launch_threads;
 use crate::ops::check::{AxisView, axis_view};
-use crate::ops::wgsl::{per_element, thread_main};
+use crate::spec::launch_threads;
 use crate::spec::{Slot, Source, Spec, params};
+use crate::wgsl::{per_element, thread_main};
 use crate::{DType, Device, Error, Tensor};
 
 params! {
@@ -142,7 +142,7 @@ pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor, Error> {
     if x.dtype() == dtype {
         return Ok(x.clone());
     }
-    let n = check::fits_u32(op, "elements", x.len())?;
+    let n = crate::size::fits_u32(op, "elements", x.len())?;
     let dev = x.device();
     let out = dev.empty(x.shape(), dtype)?;
     let params = LinearParams {
@@ -178,7 +178,7 @@ fn arg_extreme(op: &str, x: &Tensor, dim: usize, min: bool) -> Result<Tensor, Er
             ),
         ));
     }
-    check::fits_u32(op, "elements", x.len())?;
+    crate::size::fits_u32(op, "elements", x.len())?;
     let params = ArgParams {
         outer: outer as u32,
         len: len as u32,

@@ -11,12 +11,10 @@
 //! then fails with the same error. The op itself never reads or writes out of bounds
 //! (gathers read 0, scatters skip), so nothing is corrupted meanwhile.
 
-use std::sync::Mutex;
-
-use crate::ops::check::launch_threads;
-use crate::ops::wgsl::thread_main;
+use crate::spec::launch_threads;
 use crate::spec::{Slot, Source, Spec, params};
-use crate::{DType, Device, Error, Tensor};
+use crate::wgsl::thread_main;
+use crate::{DType, Error, Tensor};
 
 params! {
     /// `total` ids to check against `bound`; `ignore` (when `has_ignore` is 1) is
@@ -49,19 +47,6 @@ static CHECK_IDS: Spec<CheckIdsParams> = Spec::new(
 pub(crate) fn kernels() -> Vec<Source> {
     vec![CHECK_IDS.source()]
 }
-
-/// A check launched on the GPU whose flag the next read or sync looks at.
-pub(crate) struct PendingCheck {
-    op: String,
-    bound: u64,
-    /// `[flag, largest offending id]`.
-    fault: Tensor,
-}
-
-/// The checks launched since the last read or sync, per device. Their tensors hold the
-/// device (a cycle until the next read or sync drains them, which every training loop
-/// reaches).
-pub(crate) type PendingChecks = Mutex<Vec<PendingCheck>>;
 
 /// Fails unless every id of the u32 tensor `ids` is below `bound`, as far as the host
 /// knows; when it cannot know, launches the GPU check reported at the next read or sync.
@@ -128,35 +113,12 @@ fn launch_check(op: &str, ids: &Tensor, bound: usize, ignore: Option<u32>) -> Re
     };
     let dev = ids.device();
     let params = CheckIdsParams {
-        total: crate::ops::check::fits_u32(op, "ids", ids.len())?,
+        total: crate::size::fits_u32(op, "ids", ids.len())?,
         bound: bound32,
         ignore: ignore.unwrap_or(0),
         has_ignore: u32::from(ignore.is_some()),
     };
-    let mut pending = dev
-        .inner
-        .pending_checks
-        .lock()
-        .map_err(|_| Error::Poisoned)?;
-    // Checks of one op against one bound share their flag (the kernel only raises it),
-    // so a loop of GPU-made ids keeps one pending check, and one read at the next sync.
-    let fault = match pending
-        .iter()
-        .find(|c| c.op == op && c.bound == bound as u64)
-    {
-        Some(c) => c.fault.clone(),
-        None => {
-            let fault = dev.empty(&[2], DType::U32)?;
-            fault.clear()?;
-            pending.push(PendingCheck {
-                op: op.into(),
-                bound: bound as u64,
-                fault: fault.clone(),
-            });
-            fault
-        }
-    };
-    drop(pending);
+    let fault = crate::checks::fault_flag(dev, op, bound as u64)?;
     launch_threads(
         "check_ids",
         dev,
@@ -166,52 +128,4 @@ fn launch_check(op: &str, ids: &Tensor, bound: usize, ignore: Option<u32>) -> Re
         params.total,
         &[ids, &fault],
     )
-}
-
-impl PendingCheck {
-    /// The error this check's flags (`[found, value]`, read back) report, if any.
-    fn into_error(self, bytes: &[u8]) -> Option<Error> {
-        let flags: Vec<u32> = bytemuck::pod_collect_to_vec(bytes);
-        (flags.first() == Some(&1)).then(|| Error::IndexOutOfRange {
-            op: self.op,
-            value: u64::from(flags.get(1).copied().unwrap_or(0)),
-            bound: self.bound,
-        })
-    }
-}
-
-impl Device {
-    /// The id checks launched since the last read or sync, taken off the device.
-    fn take_pending_checks(&self) -> Result<Vec<PendingCheck>, Error> {
-        let mut pending = self
-            .inner
-            .pending_checks
-            .lock()
-            .map_err(|_| Error::Poisoned)?;
-        Ok(std::mem::take(&mut *pending))
-    }
-
-    /// Reads the flags of the GPU id checks launched since the last read or sync (a read
-    /// of 8 bytes each, only when such checks ran).
-    ///
-    /// # Errors
-    /// [`Error::IndexOutOfRange`] for the first check that found an id out of range.
-    pub(crate) fn report_index_faults(&self) -> Result<(), Error> {
-        let mut first = None;
-        for c in self.take_pending_checks()? {
-            let bytes = c.fault.read_bytes("Device::sync")?;
-            first = first.or(c.into_error(&bytes));
-        }
-        first.map_or(Ok(()), Err)
-    }
-
-    /// [`Device::report_index_faults`] without blocking.
-    pub(crate) async fn report_index_faults_async(&self) -> Result<(), Error> {
-        let mut first = None;
-        for c in self.take_pending_checks()? {
-            let bytes = c.fault.read_bytes_async().await?;
-            first = first.or(c.into_error(&bytes));
-        }
-        first.map_or(Ok(()), Err)
-    }
 }

@@ -14,10 +14,11 @@
 //!    with more positions scans the ids in order instead (at most `n / 1024` such rows).
 
 use crate::ops::check::mismatch;
-use crate::ops::check::{by_unit, grid, want_f32, want_shape, want_u32};
-use crate::ops::wgsl::{WG, thread_main, unit_specs, wg_common, wg_main};
+use crate::ops::check::{by_unit, want_f32, want_shape, want_u32};
 use crate::size::Size;
+use crate::spec::grid;
 use crate::spec::{Slot, Source, Spec, params};
+use crate::wgsl::{WG, thread_main, unit_specs, wg_common, wg_main};
 use crate::{DType, Error, Tensor};
 
 params! {

@@ -5,11 +5,11 @@
 //! it (checking it on the CPU would need the indices read back).
 
 use crate::ops::check;
-use crate::ops::check::launch_threads;
 use crate::ops::check::want_shape;
-use crate::ops::shape::strided::MAX_RANK;
-use crate::ops::wgsl::thread_main;
+use crate::spec::launch_threads;
 use crate::spec::{Slot, Source, Spec, params};
+use crate::strided::MAX_RANK;
+use crate::wgsl::thread_main;
 use crate::{DType, Device, Error, Tensor};
 
 params! {
@@ -226,11 +226,11 @@ fn launch_index(
         return Ok(());
     };
     let params = IndexParams {
-        outer: check::fits_u32(op, "rows", outer)?,
-        len: check::fits_u32(op, "dim length", data_shape[dim])?,
-        inner: check::fits_u32(op, "columns", inner)?,
-        k: check::fits_u32(op, "indices", k)?,
-        total: check::fits_u32(op, "elements", total)?,
+        outer: crate::size::fits_u32(op, "rows", outer)?,
+        len: crate::size::fits_u32(op, "dim length", data_shape[dim])?,
+        inner: crate::size::fits_u32(op, "columns", inner)?,
+        k: crate::size::fits_u32(op, "indices", k)?,
+        total: crate::size::fits_u32(op, "elements", total)?,
     };
     launch_threads(
         op,
@@ -254,7 +254,7 @@ fn launch_index(
 pub fn index_select(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor, Error> {
     let op = "index_select";
     check_index_1d(op, x, dim, index)?;
-    check::fits_u32(op, "input elements", x.len())?;
+    crate::size::fits_u32(op, "input elements", x.len())?;
     crate::ops::index::bounds::check_ids(op, index, x.shape()[dim])?;
     let out = x
         .device()
@@ -333,7 +333,7 @@ pub fn index_copy_(x: &Tensor, dim: usize, index: &Tensor, src: &Tensor) -> Resu
     check_index_1d(op, x, dim, index)?;
     check::same_dtype(op, x, src)?;
     check::same_device(op, x.device(), &[("src", src)])?;
-    check::fits_u32(op, "elements", x.len())?;
+    crate::size::fits_u32(op, "elements", x.len())?;
     let expected = with_len(x.shape(), dim, index.len());
     want_shape(
         op,
@@ -393,7 +393,7 @@ fn check_gather(
 fn to_words(v: &[usize], op: &str) -> Result<[u32; MAX_RANK], Error> {
     let mut out = [0u32; MAX_RANK];
     for (o, &x) in out.iter_mut().zip(v) {
-        *o = check::fits_u32(op, "dimension", x)?;
+        *o = crate::size::fits_u32(op, "dimension", x)?;
     }
     Ok(out)
 }
@@ -409,19 +409,19 @@ fn to_words(v: &[usize], op: &str) -> Result<[u32; MAX_RANK], Error> {
 pub fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor, Error> {
     let op = "gather";
     check_gather(op, x.device(), x.shape(), dim, index)?;
-    check::fits_u32(op, "input elements", x.len())?;
+    crate::size::fits_u32(op, "input elements", x.len())?;
     crate::ops::index::bounds::check_ids(op, index, x.shape()[dim])?;
     let out = x.device().empty(index.shape(), x.dtype())?;
     let mut params = GatherParams {
         rank: index.shape().len() as u32,
         dim: dim as u32,
-        len: check::fits_u32(op, "dim length", x.shape()[dim])?,
-        total: check::fits_u32(op, "elements", index.len())?,
+        len: crate::size::fits_u32(op, "dim length", x.shape()[dim])?,
+        total: crate::size::fits_u32(op, "elements", index.len())?,
         ..GatherParams::default()
     };
     params.set_dims(
         to_words(index.shape(), op)?,
-        to_words(&check::contiguous_strides(x.shape()), op)?,
+        to_words(&crate::size::contiguous_strides(x.shape()), op)?,
         [0; MAX_RANK],
     );
     launch_threads(
@@ -455,19 +455,19 @@ pub fn gather_backward(
     check::dtype(op, grad_out, DType::F32)?;
     check_gather(op, grad_out.device(), input_shape, dim, index)?;
     check::same_shape(op, grad_out, index)?;
-    check::fits_u32(op, "gradient elements", grad_out.len())?;
+    crate::size::fits_u32(op, "gradient elements", grad_out.len())?;
     let grad_x = grad_out.device().empty(input_shape, DType::F32)?;
     let mut params = GatherParams {
         rank: input_shape.len() as u32,
         dim: dim as u32,
-        len: check::fits_u32(op, "index dim length", index.shape()[dim])?,
-        total: check::fits_u32(op, "elements", grad_x.len())?,
+        len: crate::size::fits_u32(op, "index dim length", index.shape()[dim])?,
+        total: crate::size::fits_u32(op, "elements", grad_x.len())?,
         ..GatherParams::default()
     };
     params.set_dims(
         to_words(input_shape, op)?,
         to_words(index.shape(), op)?,
-        to_words(&check::contiguous_strides(index.shape()), op)?,
+        to_words(&crate::size::contiguous_strides(index.shape()), op)?,
     );
     launch_threads(
         op,

@@ -1,6 +1,6 @@
 //! Index ops: gathers and scatters along a dim, embeddings, and the id checks they share.
 
-pub(crate) mod bounds;
+pub(super) mod bounds;
 pub(super) mod embedding;
 pub(super) mod gather;
 

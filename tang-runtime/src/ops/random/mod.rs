@@ -14,10 +14,10 @@
 pub(super) mod philox;
 
 use crate::ops::check;
-use crate::ops::check::grid;
 use crate::ops::random::philox::{PhiloxStream, dropout_threshold};
-use crate::ops::wgsl::thread_main;
+use crate::spec::grid;
 use crate::spec::{Slot, Source, Spec, params};
+use crate::wgsl::thread_main;
 use crate::{DType, Device, Error, Tensor};
 
 /// Threads per workgroup; each thread makes one block of four numbers.
@@ -193,7 +193,7 @@ fn params(
     n: usize,
     stream: &PhiloxStream,
 ) -> Result<(RandomParams, [u32; 3]), Error> {
-    let n32 = check::fits_u32(op, "elements", n)?;
+    let n32 = crate::size::fits_u32(op, "elements", n)?;
     let groups = grid(dev, op, n.div_ceil(4 * WG) as u64)?;
     let p = RandomParams {
         n: n32,

@@ -19,11 +19,12 @@
 //! gets all of `grad_out`, as the indices of PyTorch's `max(dim)`; a NaN `y` matches the first
 //! NaN of its slice.
 
-use crate::ops::check::{AxisView, axis_view, by_unit, grid, want_f32, want_shape};
+use crate::ops::check::{AxisView, axis_view, by_unit, want_f32, want_shape};
 use crate::ops::reduce::{col_chunks, row_chunks};
-use crate::ops::wgsl::{WG, chunk_main, thread_main, unit_specs, wg_main};
 use crate::size::numel;
+use crate::spec::grid;
 use crate::spec::{Slot, Source, Spec, params};
+use crate::wgsl::{WG, chunk_main, thread_main, unit_specs, wg_main};
 use crate::{DType, Error, Tensor};
 
 /// Declarations every kernel of this file shares.

@@ -12,11 +12,12 @@
 //! mean is NaN, visibly) and a zero gradient row; it is never read out of bounds.
 
 use crate::ops::check::mismatch;
-use crate::ops::check::{by_unit, grid, want_f32, want_shape, want_u32};
+use crate::ops::check::{by_unit, want_f32, want_shape, want_u32};
 use crate::ops::rows::team::{Kind, team_kernel};
-use crate::ops::wgsl::{lowest, row_math, row_max_sumexp, unit_specs, wg_common, wg_main};
 use crate::size::Size;
+use crate::spec::grid;
 use crate::spec::{Slot, Source, Spec, params};
+use crate::wgsl::{lowest, row_math, row_max_sumexp, unit_specs, wg_common, wg_main};
 use crate::{DType, Error, Tensor};
 
 params! {

@@ -17,11 +17,12 @@
 //! (the deterministic tree of [`crate::ops::reduce`]) sums the partials: no float atomics, the
 //! same bits on every run, and `x` and `grad_out` are read once.
 
-use crate::ops::check::{by_unit, grid, rows_cols, want_f32, want_shape};
+use crate::ops::check::{by_unit, rows_cols, want_f32, want_shape};
 use crate::ops::reduce::sum;
 use crate::ops::rows::team::{Kind, row_kernel, team_kernel};
-use crate::ops::wgsl::{row_math, unit_specs, wg_common, wg_main};
+use crate::spec::grid;
 use crate::spec::{Slot, Source, params};
+use crate::wgsl::{row_math, unit_specs, wg_common, wg_main};
 use crate::{DType, Error, Tensor};
 
 params! {

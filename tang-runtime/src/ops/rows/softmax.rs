@@ -12,8 +12,8 @@
 
 use crate::ops::check::{by_unit, rows_cols, want_f32, want_shape};
 use crate::ops::rows::team::{Kind, row_kernel};
-use crate::ops::wgsl::{lowest, row_math, row_max_sumexp, unit_specs, wg_common, wg_main};
 use crate::spec::{Slot, Source, Spec, params};
+use crate::wgsl::{lowest, row_math, row_max_sumexp, unit_specs, wg_common, wg_main};
 use crate::{DType, Device, Error, Tensor};
 
 params! {

@@ -25,8 +25,8 @@
 
 use std::cell::Cell;
 
-use crate::ops::check::grid;
 use crate::spec::Variants;
+use crate::spec::grid;
 use crate::{Device, Error, RawKernel};
 
 mod codegen;

@@ -1,5 +1,5 @@
-//! NumPy/PyTorch broadcasting as shape logic: [`broadcast_shapes`], [`expand`] (a
-//! materialised broadcast) and [`sum_to_shape`], which reduces a broadcast gradient back to
+//! NumPy/PyTorch broadcasting on tensors: [`expand`] (a materialised broadcast; the shape
+//! logic, `broadcast_shapes`, is the core's, in `size.rs`) and [`sum_to_shape`], which reduces a broadcast gradient back to
 //! an input's shape on the GPU.
 //!
 //! The rules: shapes are aligned from the right; two dimensions fit when they are equal or
@@ -8,41 +8,9 @@
 //! and `[2, 3]` with `[3, 2]` is an error.
 
 use crate::ops::check;
-use crate::ops::shape::strided::{Layout, gather_view};
+use crate::size::broadcasts_to;
+use crate::strided::{broadcast_layout, gather_view};
 use crate::{Error, Tensor};
-
-/// The shape all of `shapes` broadcast to (PyTorch's `torch.broadcast_shapes`).
-///
-/// # Errors
-/// [`Error::ShapeMismatch`] naming the first dimension where two sizes differ and neither
-/// is 1.
-pub fn broadcast_shapes(shapes: &[&[usize]]) -> Result<Vec<usize>, Error> {
-    let rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
-    let mut out = vec![1usize; rank];
-    for s in shapes {
-        let lead = rank - s.len();
-        for (d, &n) in s.iter().enumerate() {
-            let o = &mut out[lead + d];
-            if *o == n || n == 1 {
-                continue;
-            }
-            if *o == 1 {
-                *o = n;
-                continue;
-            }
-            return Err(check::mismatch(
-                "broadcast_shapes",
-                format!(
-                    "shapes {shapes:?} do not broadcast: dimension {} (from the right) is {} in one and {n} in another; \
-                     sizes must be equal or 1",
-                    s.len() - d,
-                    *o
-                ),
-            ));
-        }
-    }
-    Ok(out)
-}
 
 /// `x` repeated along its size-1 (or missing leading) dimensions to `shape`, as a new
 /// contiguous tensor (PyTorch's `expand` followed by `contiguous`). f32 and u32 tensors.
@@ -63,30 +31,6 @@ pub fn expand(x: &Tensor, shape: &[usize]) -> Result<Tensor, Error> {
         ));
     }
     gather_view(op, x, &broadcast_layout(xs, shape), shape)
-}
-
-/// The layout that reads a contiguous tensor of `shape` as if broadcast to `target` (the
-/// caller checks that it broadcasts): a broadcast dimension reads the same element again,
-/// stride 0.
-pub(crate) fn broadcast_layout(shape: &[usize], target: &[usize]) -> Layout {
-    let lead = target.len() - shape.len();
-    let own = check::contiguous_strides(shape);
-    let strides = (0..target.len())
-        .map(|d| {
-            if d < lead || shape[d - lead] == 1 {
-                0
-            } else {
-                own[d - lead]
-            }
-        })
-        .collect();
-    Layout { strides, offset: 0 }
-}
-
-/// Whether `shape` broadcasts to exactly `target`.
-pub(crate) fn broadcasts_to(shape: &[usize], target: &[usize]) -> bool {
-    shape.len() <= target.len()
-        && broadcast_shapes(&[shape, target]).ok().as_deref() == Some(target)
 }
 
 /// The gradient of [`expand`]: `grad_out` summed back to the input's shape.

@@ -3,9 +3,10 @@
 //! words, so f32 and u32 tensors are copied bit for bit.
 
 use crate::ops::check::{self, mismatch};
-use crate::ops::wgsl::{thread_main, unit_specs};
 use crate::size::Size;
 use crate::spec::{Slot, Source, Spec, params};
+use crate::strided::COPY_SLOTS;
+use crate::wgsl::{thread_main, unit_specs};
 use crate::{Device, Error, Tensor};
 
 // 32 x 32 tile, 32 x 8 threads, 4 elements each. The tile row is padded to 33 words so
@@ -61,12 +62,6 @@ params! {
     /// `total` units (`T`) in rows of `inner`, from `src` (row stride `src_ld`, offset `src_off`) to `dst` (likewise).
     struct CopyParams { inner: u32, src_ld: u32, src_off: u32, dst_ld: u32, dst_off: u32, total: u32 }
 }
-
-/// Every copy kernel's bindings: `src` read, `dst` written, in units `T`.
-pub(crate) const COPY_SLOTS: &[Slot] = &[
-    Slot::Read("src", "array<T>"),
-    Slot::ReadWrite("dst", "array<T>"),
-];
 
 const COPY_BODY: &str = concat!(
     thread_main!(i < "p.total"),
@@ -166,7 +161,7 @@ fn block_copy(
     let w = if v4 { 4 } else { 1 };
     let total_u = fits_u32("cat/split", total / w)?;
     let groups = (total / w).div_ceil(256);
-    let grid = crate::ops::check::grid(dev, "cat/split", groups as u64)?;
+    let grid = crate::spec::grid(dev, "cat/split", groups as u64)?;
     let params = CopyParams {
         inner: (inner / w) as u32,
         src_ld: (src_ld / w) as u32,

@@ -8,10 +8,10 @@
 //! tensor, which reads or writes the part its head belongs to.
 
 use crate::ops::check;
-use crate::ops::check::launch_threads;
-use crate::ops::shape::strided::{Layout, gather_view, strided_copy};
-use crate::ops::wgsl::thread_main;
+use crate::spec::launch_threads;
 use crate::spec::{Slot, Source, Spec, params};
+use crate::strided::{Layout, gather_view, strided_copy};
+use crate::wgsl::thread_main;
 use crate::{DType, Error, Tensor};
 
 params! {
@@ -210,7 +210,7 @@ fn qkv_params(
     heads: usize,
     kv_heads: usize,
 ) -> Result<QkvParams, Error> {
-    check::fits_u32(op, "elements", len)?;
+    crate::size::fits_u32(op, "elements", len)?;
     Ok(QkvParams {
         total: (len / 4) as u32,
         row: (n / 4) as u32,

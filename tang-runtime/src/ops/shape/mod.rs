@@ -4,7 +4,6 @@ pub(super) mod broadcast;
 pub(super) mod copy;
 pub(super) mod heads;
 pub(super) mod segments;
-pub(super) mod strided;
 pub(super) mod view;
 
-crate::spec::kernel_modules! { "ops/shape": copy, heads, segments, strided }
+crate::spec::kernel_modules! { "ops/shape": copy, heads, segments }

@@ -11,8 +11,8 @@
 
 use std::fmt::Write as _;
 
+use crate::dispatch::Binding;
 use crate::ops::check;
-use crate::pipeline::Binding;
 use crate::spec::Variants;
 use crate::{Error, Tensor};
 
@@ -136,7 +136,7 @@ fn run(
     if pack {
         check_disjoint(op, parts, offsets)?;
     }
-    check::fits_u32(op, "flat elements", flat.len())?;
+    crate::size::fits_u32(op, "flat elements", flat.len())?;
     let limit = dev.info().limits.max_storage_buffers_per_shader_stage as usize;
     let per_launch = MAX_PARTS.min(limit.saturating_sub(1)).max(1);
     // Empty parts take no workgroups; leave them out of the table.
@@ -173,7 +173,7 @@ fn run(
         } else {
             Binding::Read(flat)
         });
-        let grid = crate::ops::check::grid(dev, op, groups as u64)?;
+        let grid = crate::spec::grid(dev, op, groups as u64)?;
         dev.dispatch_raw(kernel, &[], &bindings, grid)?;
     }
     Ok(())

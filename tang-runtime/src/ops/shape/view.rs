@@ -4,7 +4,7 @@
 
 use crate::ops::check;
 use crate::ops::shape::copy::{cat, split, transpose};
-use crate::ops::shape::strided::{Layout, gather_view, merge_dims, strided_copy};
+use crate::strided::{Layout, gather_view, merge_dims, strided_copy};
 use crate::{Error, Tensor};
 
 /// The same data with another shape of the same element count; no copy (PyTorch's
@@ -55,7 +55,7 @@ pub fn permute(x: &Tensor, dims: &[usize]) -> Result<Tensor, Error> {
     let s = x.shape();
     check_permutation(op, dims, s)?;
     let out_shape: Vec<usize> = dims.iter().map(|&d| s[d]).collect();
-    let own = check::contiguous_strides(s);
+    let own = crate::size::contiguous_strides(s);
     let src = Layout {
         strides: dims.iter().map(|&d| own[d]).collect(),
         offset: 0,
@@ -74,7 +74,7 @@ fn batched_transpose(out_shape: &[usize], src_strides: &[usize]) -> Option<[usiz
     let merged = merge_dims(
         out_shape,
         src_strides,
-        &check::contiguous_strides(out_shape),
+        &crate::size::contiguous_strides(out_shape),
     );
     let (batch, pair) = match merged.as_slice() {
         [a, b] => ((1, 0, 0), [*a, *b]),
@@ -127,7 +127,7 @@ fn slice_shape(
 
 /// The layout of elements `start..` of `dim` inside a contiguous tensor of `shape`.
 fn slice_layout(shape: &[usize], dim: usize, start: usize) -> Layout {
-    let strides = check::contiguous_strides(shape);
+    let strides = crate::size::contiguous_strides(shape);
     let offset = start * strides[dim];
     Layout { strides, offset }
 }

@@ -7,8 +7,8 @@ use super::Kind;
 use crate::ops::rows::cross_entropy::{self, CrossEntropyParams};
 use crate::ops::rows::norm::{self, NormBackwardParams, NormParams};
 use crate::ops::rows::softmax::{self, SoftmaxParams};
-use crate::ops::wgsl::{lowest, row_math, unit_f1, unit_v4};
 use crate::spec::Layout;
+use crate::wgsl::{lowest, row_math, unit_f1, unit_v4};
 
 /// `a op b op c ...` as a balanced tree (independent operations for the scheduler).
 fn tree(terms: &[String], op: &dyn Fn(&str, &str) -> String) -> String {

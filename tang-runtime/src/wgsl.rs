@@ -194,7 +194,7 @@ macro_rules! wg_main {
     };
     ($var:ident) => {
         concat!(
-            $crate::ops::wgsl::wg_main!(@signature),
+            $crate::wgsl::wg_main!(@signature),
             "    let ", stringify!($var), " = wid.x + wid.y * nwg.x;\n",
         )
     };
@@ -206,13 +206,13 @@ pub(crate) use wg_main;
 macro_rules! thread_main {
     ($var:ident) => {
         concat!(
-            $crate::ops::wgsl::wg_main!(@signature),
+            $crate::wgsl::wg_main!(@signature),
             "    let ", stringify!($var), " = (wid.x + wid.y * nwg.x) * 256u + lid;\n",
         )
     };
     ($var:ident < $bound:literal) => {
         concat!(
-            $crate::ops::wgsl::thread_main!($var),
+            $crate::wgsl::thread_main!($var),
             "    if (", stringify!($var), " >= ", $bound, ") { return; }\n",
         )
     };
@@ -224,7 +224,7 @@ pub(crate) use thread_main;
 macro_rules! per_element {
     ($stmt:literal) => {
         concat!(
-            $crate::ops::wgsl::thread_main!(i),
+            $crate::wgsl::thread_main!(i),
             "    if (i < p.n) { ",
             $stmt,
             " }\n}\n",
@@ -239,7 +239,7 @@ pub(crate) use per_element;
 macro_rules! chunk_main {
     () => {
         concat!(
-            $crate::ops::wgsl::thread_main!(idx < "p.outer * p.chunks * p.inner"),
+            $crate::wgsl::thread_main!(idx < "p.outer * p.chunks * p.inner"),
             "    let i = idx % p.inner;\n",
             "    let t = idx / p.inner;\n",
             "    let c = t % p.chunks;\n",
@@ -277,15 +277,15 @@ macro_rules! unit_specs {
             $crate::spec::Spec::new($name, &[$($m1),*], $slots, $body);
     };
     ($v4:ident, $f1:ident: $p:ty = $name:literal, [$($more:expr),* $(,)?], v4: $m4:expr, f1: $m1:expr, $slots:expr, $body:expr $(,)?) => {
-        $crate::ops::wgsl::unit_specs!($v4, $f1: $p = $name,
-            v4: [$crate::ops::wgsl::unit_v4!(), $($more,)* $m4],
-            f1: [$crate::ops::wgsl::unit_f1!(), $($more,)* $m1],
+        $crate::wgsl::unit_specs!($v4, $f1: $p = $name,
+            v4: [$crate::wgsl::unit_v4!(), $($more,)* $m4],
+            f1: [$crate::wgsl::unit_f1!(), $($more,)* $m1],
             $slots, $body);
     };
     ($v4:ident, $f1:ident: $p:ty = $name:literal, [$($more:expr),* $(,)?], $slots:expr, $body:expr $(,)?) => {
-        $crate::ops::wgsl::unit_specs!($v4, $f1: $p = $name,
-            v4: [$crate::ops::wgsl::unit_v4!(), $($more),*],
-            f1: [$crate::ops::wgsl::unit_f1!(), $($more),*],
+        $crate::wgsl::unit_specs!($v4, $f1: $p = $name,
+            v4: [$crate::wgsl::unit_v4!(), $($more),*],
+            f1: [$crate::wgsl::unit_f1!(), $($more),*],
             $slots, $body);
     };
 }

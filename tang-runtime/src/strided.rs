@@ -7,12 +7,35 @@
 //! moves a `vec4` (16-byte loads and stores, coalesced along that dimension). The kernel
 //! moves 32-bit words, so f32 and u32 tensors are copied bit for bit.
 
-use crate::ops::check::fits_u32;
-use crate::ops::check::launch_threads;
-use crate::ops::shape::copy::COPY_SLOTS;
-use crate::ops::wgsl::thread_main;
-use crate::spec::{Source, Spec, params};
+use crate::size::fits_u32;
+use crate::spec::launch_threads;
+use crate::spec::{Slot, Source, Spec, params};
+use crate::wgsl::thread_main;
 use crate::{Error, Tensor};
+
+/// Every copy kernel's bindings: `src` read, `dst` written, in units `T`.
+pub(crate) const COPY_SLOTS: &[Slot] = &[
+    Slot::Read("src", "array<T>"),
+    Slot::ReadWrite("dst", "array<T>"),
+];
+
+/// The layout that reads a contiguous tensor of `shape` as if broadcast to `target` (the
+/// caller checks that it broadcasts): a broadcast dimension reads the same element again,
+/// stride 0.
+pub(crate) fn broadcast_layout(shape: &[usize], target: &[usize]) -> Layout {
+    let lead = target.len() - shape.len();
+    let own = crate::size::contiguous_strides(shape);
+    let strides = (0..target.len())
+        .map(|d| {
+            if d < lead || shape[d - lead] == 1 {
+                0
+            } else {
+                own[d - lead]
+            }
+        })
+        .collect();
+    Layout { strides, offset: 0 }
+}
 
 /// The most dimensions a copy may keep after merging (the kernel's uniform fields).
 pub(crate) const MAX_RANK: usize = 8;
@@ -90,7 +113,7 @@ impl Layout {
     /// The layout of a contiguous tensor of `shape`.
     pub fn contiguous(shape: &[usize]) -> Layout {
         Layout {
-            strides: crate::ops::check::contiguous_strides(shape),
+            strides: crate::size::contiguous_strides(shape),
             offset: 0,
         }
     }
