@@ -6,18 +6,7 @@ use std::fmt::Write as _;
 
 use super::emit::{Block, Rows, Tile, step_slot, store_rows, unrolled_dims};
 use super::layout;
-
-/// Keys per workgroup of the dk/dv pass.
-pub const DKV_KEYS: u32 = 32;
-
-/// Bytes of workgroup memory of the dk/dv pass for padded head dim `dp` and `threads`
-/// threads (query tile `threads / 4`).
-pub const fn dkv_shared_bytes(dp: u32, threads: u32) -> u32 {
-    let qt = threads / 4;
-    let ql = qt / 4 + 1;
-    // K^T and V^T [dp][32 keys], Q^T and dO^T [dp][ql vec4s], P and dS [qt queries][32 keys]
-    4 * (2 * dp * DKV_KEYS + 2 * dp * ql * 4 + 2 * qt * DKV_KEYS)
-}
+use super::layout::DKV_KEYS;
 
 /// The dk/dv pass of the backward for padded head dim `dp` (32 or 64) and `threads` (64
 /// or 128) threads per workgroup, register-blocked like [`backward_dq`]. A workgroup owns

@@ -8,22 +8,7 @@ use super::emit::{
     Block, Rows, Tile, key_tile_loop, query_block_main, slot, step_slot, store_rows, unrolled_dims,
 };
 use super::layout;
-use super::tiled::KT;
-
-/// Line of the K^T and V^T tiles in vec4s (the 32 keys), swizzled rather than padded: one
-/// more vec4 per line would take the small shape of the dq pass past 32 KiB at DP = 64.
-const KT_LINE: u32 = KT / 4;
-
-/// Bytes of workgroup memory of the dq pass for padded head dim `dp` and `rows` rows.
-pub const fn dq_shared_bytes(dp: u32, rows: u32) -> u32 {
-    // Q^T and dO^T [dp][rows], K^T [dp][32 keys], V^T then dS (dS needs 32 keys x rows)
-    let vt = if dp * KT > KT * rows {
-        dp * KT
-    } else {
-        KT * rows
-    };
-    4 * (2 * dp * rows + dp * KT_LINE * 4 + vt)
-}
+use super::layout::{KT_LINE, dq_shared_bytes};
 
 // The small shape must fit the 32 KiB of lavapipe (and most GPUs) at DP = 64, or
 // `attention.rs` falls back to the row-per-thread kernels there and CI would stop testing

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use super::tiled::KT;
+use super::layout::KT;
 
 /// One tile that [`Block::load_transposed`] fills: the workgroup array, its first vec4, the
 /// global buffer and what to multiply each value by (`1.0` for nothing).

@@ -29,38 +29,8 @@ use std::fmt::Write as _;
 
 use super::emit::{step_slot, unrolled_dims};
 use super::layout;
-use super::tiled::{
-    ROWS, THREADS, accumulate_pv, forward_epilogue, forward_prologue, online_softmax,
-};
-
-/// Keys per tile.
-pub const KT: u32 = 64;
-
-/// Vec4s per line of the K^T, Q^T and P tiles: 64 keys or 64 rows.
-const LINE: u32 = 16;
-
-/// Vec4 lengths of the workgroup arrays `(qs, kp, vs)` at padded head dim `dp`.
-const fn lens(dp: u32) -> (u32, u32, u32) {
-    let k = dp * LINE;
-    let p = KT * LINE;
-    let v = KT * dp / 4;
-    // The row-max partials: 8 column groups x 16 vec4s of rows.
-    let mx = 8 * LINE;
-    (
-        dp * LINE,
-        if k > p { k } else { p },
-        if v > mx { v } else { mx },
-    )
-}
-
-/// Bytes of workgroup memory of the large forward at padded head dim `dp`.
-pub const fn shared_bytes(dp: u32) -> u32 {
-    let (q, kp, v) = lens(dp);
-    16 * (q + kp + v)
-}
-
-// 48 KiB (NVIDIA) at DP = 64; 32 KiB (lavapipe, so CI runs this kernel) at DP = 32.
-const _: () = assert!(shared_bytes(64) <= 48 * 1024 && shared_bytes(32) <= 32 * 1024);
+use super::layout::{LARGE_KT as KT, LARGE_LINE as LINE, ROWS, THREADS, large_lens as lens};
+use super::tiled::{accumulate_pv, forward_epilogue, forward_prologue, online_softmax};
 
 /// Emits one block per register `i` of the `KT * dp / THREADS` a thread moves per tile:
 /// element `e = tid + i * THREADS` is dim `c` of tile row `row`, in the coalesced order of

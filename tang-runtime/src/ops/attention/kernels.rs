@@ -3,7 +3,7 @@
 //! register-blocked ones of `tiled.rs`, `fwd_large.rs`, `bwd_dq.rs` and `bwd_dkv.rs`
 //! (head dims 17 to 64), each in the tile shape the device has room for.
 
-use super::layout::{AttentionParams, DKV_SLOTS, DQ_SLOTS, FWD_SLOTS};
+use super::layout::{self, AttentionParams, DKV_SLOTS, DQ_SLOTS, FWD_SLOTS};
 use super::rows::{load4, staged, store4};
 use super::{bwd_dkv, bwd_dq, fwd_large, tiled};
 use crate::spec::Source;
@@ -126,7 +126,7 @@ impl Pass {
 
     /// The kernel's name and WGSL for padded head dim `dp`.
     fn generate(self, dp: u32) -> (String, String) {
-        let (small, large) = (tiled::BWD_SMALL, tiled::BWD_LARGE);
+        let (small, large) = (layout::BWD_SMALL, layout::BWD_LARGE);
         let (kind, text) = match self {
             Pass::Fwd => ("fwd", tiled::forward(dp)),
             Pass::FwdLarge => ("fwd_large", fwd_large::forward(dp)),
@@ -158,7 +158,7 @@ pub(super) struct TiledPick {
     pub(super) fwd_keys: u32,
     pub(super) bwd_dq: &'static RawKernel,
     pub(super) bwd_dkv: &'static RawKernel,
-    pub(super) shape: tiled::BwdShape,
+    pub(super) shape: layout::BwdShape,
 }
 
 /// The register-blocked kernels for head dim `d`, when there are ones for it and the
@@ -182,23 +182,23 @@ pub(super) fn tiled_for(dev: &Device, d: usize) -> Result<Option<TiledPick>, Err
         shared <= limits.max_compute_workgroup_storage_size
             && threads <= limits.max_compute_invocations_per_workgroup
     };
-    let bwd_fits = |shape: tiled::BwdShape| {
+    let bwd_fits = |shape: layout::BwdShape| {
         fits(
             shape.shared_bytes(dp),
             shape.dq_threads().max(shape.dkv_threads),
         )
     };
-    let (fwd, fwd_keys) = if fits(fwd_large::shared_bytes(dp), tiled::THREADS) {
-        (Pass::FwdLarge, fwd_large::KT)
-    } else if fits(tiled::fwd_shared_bytes(dp), tiled::THREADS) {
-        (Pass::Fwd, tiled::FWD_KEYS)
+    let (fwd, fwd_keys) = if fits(layout::large_shared_bytes(dp), layout::THREADS) {
+        (Pass::FwdLarge, layout::LARGE_KT)
+    } else if fits(layout::fwd_shared_bytes(dp), layout::THREADS) {
+        (Pass::Fwd, layout::FWD_KEYS)
     } else {
         return Ok(None);
     };
-    let (bwd_dq, bwd_dkv, shape) = if bwd_fits(tiled::BWD_LARGE) {
-        (Pass::BwdDqLarge, Pass::BwdDkvLarge, tiled::BWD_LARGE)
-    } else if bwd_fits(tiled::BWD_SMALL) {
-        (Pass::BwdDq, Pass::BwdDkv, tiled::BWD_SMALL)
+    let (bwd_dq, bwd_dkv, shape) = if bwd_fits(layout::BWD_LARGE) {
+        (Pass::BwdDqLarge, Pass::BwdDkvLarge, layout::BWD_LARGE)
+    } else if bwd_fits(layout::BWD_SMALL) {
+        (Pass::BwdDq, Pass::BwdDkv, layout::BWD_SMALL)
     } else {
         return Ok(None);
     };

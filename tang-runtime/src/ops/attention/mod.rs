@@ -216,7 +216,7 @@ fn launch(
     let (kernel, block) = match (pass, tiled_for(dev, params.d as usize)?) {
         (Pass::Forward, Some(t)) => (t.fwd, ROWS),
         (Pass::Dq, Some(t)) => (t.bwd_dq, t.shape.dq_rows),
-        (Pass::Dkv, Some(t)) => (t.bwd_dkv, bwd_dkv::DKV_KEYS),
+        (Pass::Dkv, Some(t)) => (t.bwd_dkv, layout::DKV_KEYS),
         (Pass::Forward, None) => (row_kernels.fwd.kernel()?, ROWS),
         (Pass::Dq, None) => (row_kernels.bwd_dq.kernel()?, ROWS),
         (Pass::Dkv, None) => (row_kernels.bwd_dkv.kernel()?, ROWS),

@@ -32,33 +32,11 @@
 
 use std::fmt::Write as _;
 
-use super::bwd_dkv::dkv_shared_bytes;
-use super::bwd_dq::dq_shared_bytes;
 use super::emit::{
     Block, Rows, Tile, key_tile_loop, query_block_main, step_slot, store_rows, unrolled_dims,
 };
 use super::layout;
-
-/// Query rows per workgroup.
-pub const ROWS: u32 = 64;
-/// Threads per workgroup.
-pub const THREADS: u32 = 128;
-// `query_block_main` writes the entry point of `2 rows` threads.
-const _: () = assert!(THREADS == 2 * ROWS);
-/// Keys per tile.
-pub(super) const KT: u32 = 32;
-/// Keys per tile of the forward in this (small) shape.
-pub const FWD_KEYS: u32 = KT;
-
-/// Bytes of workgroup memory of the forward kernel for padded head dim `dp`.
-pub const fn fwd_shared_bytes(dp: u32) -> u32 {
-    let kp = if dp * KT > KT * ROWS {
-        dp * KT
-    } else {
-        KT * ROWS
-    };
-    4 * (dp * ROWS + kp + KT * dp)
-}
+use super::layout::{KT, ROWS, THREADS, fwd_shared_bytes};
 
 /// The forward kernel's WGSL for padded head dim `dp` (32 or 64).
 pub fn forward(dp: u32) -> String {
@@ -298,49 +276,3 @@ pub(super) fn forward_epilogue(w: &mut String, nv: u32, scratch: &str) {
     });
     w.push_str("}\n");
 }
-
-/// Tile shape of the two backward passes. [`BWD_SMALL`] fits the 32 KiB of workgroup memory
-/// of lavapipe and most GPUs at DP = 64; [`BWD_LARGE`] needs 48 KiB there (NVIDIA; 28 KiB
-/// at DP = 32) and doubles the dq block's rows (K and V tiles shared by twice the queries)
-/// and the dk/dv pass's query tile and threads (twice the work per barrier, 128-thread
-/// workgroups: more warps per SM for the same workgroup memory).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BwdShape {
-    /// Query rows per workgroup of the dq pass (its threads: twice that).
-    pub dq_rows: u32,
-    /// Threads per workgroup of the dk/dv pass (its query tile: a quarter of that).
-    pub dkv_threads: u32,
-}
-
-/// The backward tile shape that fits 32 KiB of workgroup memory at DP = 64.
-pub const BWD_SMALL: BwdShape = BwdShape {
-    dq_rows: 32,
-    dkv_threads: 64,
-};
-
-/// The backward tile shape for devices with room for it (48 KiB at DP = 64).
-pub const BWD_LARGE: BwdShape = BwdShape {
-    dq_rows: 64,
-    dkv_threads: 128,
-};
-
-impl BwdShape {
-    /// Threads per workgroup of the dq pass.
-    pub const fn dq_threads(self) -> u32 {
-        2 * self.dq_rows
-    }
-
-    /// Bytes of workgroup memory of the larger of the two passes at padded head dim `dp`.
-    pub const fn shared_bytes(self, dp: u32) -> u32 {
-        let a = dq_shared_bytes(dp, self.dq_rows);
-        let b = dkv_shared_bytes(dp, self.dkv_threads);
-        if a > b { a } else { b }
-    }
-}
-
-const _: () = assert!(
-    fwd_shared_bytes(64) <= 32 * 1024
-        && BWD_SMALL.shared_bytes(64) <= 32 * 1024
-        && BWD_LARGE.shared_bytes(64) <= 48 * 1024
-        && BWD_LARGE.shared_bytes(32) <= 32 * 1024
-);

@@ -13,17 +13,13 @@
 
 use crate::ops::check::mismatch;
 use crate::ops::check::{by_unit, want_f32, want_shape, want_u32};
+use crate::ops::rows::layout::{CROSS_ENTROPY_LOSS, CROSS_ENTROPY_SLOTS, CrossEntropyParams};
 use crate::ops::rows::team::{Kind, team_kernel};
 use crate::size::Size;
 use crate::spec::grid;
-use crate::spec::{Slot, Source, Spec, params};
+use crate::spec::{Slot, Source, Spec};
 use crate::wgsl::{lowest, row_math, row_max_sumexp, unit_specs, wg_common, wg_main};
 use crate::{DType, Error, Tensor};
-
-params! {
-    /// `rows` rows of `n` units (`T`) holding `classes` logits; targets equal to `ignore` are skipped.
-    struct CrossEntropyParams { rows: u32, n: u32, classes: u32, ignore: u32 }
-}
 
 const COUNT_SLOTS: &[Slot] = &[
     Slot::Read("targets", "array<u32>"),
@@ -45,30 +41,6 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     if (lid == 0u) { cnt[0] = f32(red[0]); }
 }
 ";
-
-/// The loss of one row, for the fallback and the subgroup team kernel of `rows_team`
-/// (the gradient is `cross_entropy_dx` of `wgsl::row_math`).
-pub(super) const LOSS: &str =
-    "// A row's loss: log-sum-exp minus the target's logit (the row starts at unit `rbase` of
-// `x`); NaN for a target out of range, 0 for an ignored row. `x` is read only for a
-// valid target.
-fn cross_entropy_loss(lse: f32, rbase: u32, t: u32, valid: bool, ignored: bool) -> f32 {
-    if (valid) { return lse - elem(x[rbase + t / W], t % W); }
-    if (ignored) { return 0.0; }
-    // Or-ed with a run-time zero: Chrome's WGSL compiler rejects a non-finite constant.
-    return bitcast<f32>(0x7fc00000u | (t & 0u));
-}
-
-";
-
-/// The main pass's bindings; the subgroup team kernel of `rows_team` declares the same.
-pub(super) const MAIN_SLOTS: &[Slot] = &[
-    Slot::Read("x", "array<T>"),
-    Slot::Read("targets", "array<u32>"),
-    Slot::Read("cnt", "array<f32>"),
-    Slot::ReadWrite("loss", "array<f32>"),
-    Slot::ReadWrite("dx", "array<T>"),
-];
 
 const MAIN_BODY: &str = concat!(
     wg_main!(row),
@@ -116,7 +88,7 @@ fn main(@builtin(local_invocation_index) lid: u32) {
 
 static K_COUNT: Spec<CrossEntropyParams> =
     Spec::new("cross_entropy_count", &[], COUNT_SLOTS, COUNT_BODY);
-unit_specs!(K_MAIN_V4, K_MAIN_F1: CrossEntropyParams = "cross_entropy", [wg_common!(), lowest!(), row_math!(), row_max_sumexp!(), LOSS], MAIN_SLOTS, MAIN_BODY);
+unit_specs!(K_MAIN_V4, K_MAIN_F1: CrossEntropyParams = "cross_entropy", [wg_common!(), lowest!(), row_math!(), row_max_sumexp!(), CROSS_ENTROPY_LOSS], CROSS_ENTROPY_SLOTS, MAIN_BODY);
 static K_MEAN: Spec<CrossEntropyParams> =
     Spec::new("cross_entropy_mean", &[wg_common!()], MEAN_SLOTS, MEAN_BODY);
 

@@ -19,43 +19,12 @@
 
 use crate::ops::check::{by_unit, rows_cols, want_f32, want_shape};
 use crate::ops::reduce::sum;
+use crate::ops::rows::layout::{NORM_BWD_SLOTS, NORM_FWD_SLOTS, NormBackwardParams, NormParams};
 use crate::ops::rows::team::{Kind, row_kernel, team_kernel};
 use crate::spec::grid;
-use crate::spec::{Slot, Source, params};
+use crate::spec::Source;
 use crate::wgsl::{row_math, unit_specs, wg_common, wg_main};
 use crate::{DType, Error, Tensor};
-
-params! {
-    /// The forward: `rows` rows of `n` units (`T`), `eps` added to the variance.
-    struct NormParams { rows: u32, n: u32, eps: f32 }
-}
-
-params! {
-    /// The backward: `rows` rows of `n` units, `rpt` rows per team (or per fallback workgroup).
-    struct NormBackwardParams { rows: u32, n: u32, rpt: u32 }
-}
-
-/// The forward's bindings; the subgroup team kernels of `rows_team` declare the same.
-pub(super) const FWD_SLOTS: &[Slot] = &[
-    Slot::Read("x", "array<T>"),
-    Slot::ReadWrite("y", "array<T>"),
-    Slot::Read("w", "array<T>"),
-    Slot::Read("b", "array<T>"),
-    // Per row: mean (0 for RMS norm), reciprocal standard deviation (or RMS).
-    Slot::ReadWrite("stats", "array<f32>"),
-];
-
-/// The backward's bindings; the subgroup team kernels of `rows_team` declare the same.
-pub(super) const BWD_SLOTS: &[Slot] = &[
-    Slot::Read("x", "array<T>"),
-    Slot::Read("w", "array<T>"),
-    Slot::Read("stats", "array<f32>"),
-    Slot::Read("dy", "array<T>"),
-    Slot::ReadWrite("dx", "array<T>"),
-    // Per workgroup partial sums [groups, n] of grad_out * xhat (weight) and grad_out (bias).
-    Slot::ReadWrite("pw", "array<T>"),
-    Slot::ReadWrite("pb", "array<T>"),
-];
 
 const FWD_BODY: &str = concat!("// true: RMS norm (no mean, no bias; `b` is not read).
 override RMS: bool = false;
@@ -174,8 +143,8 @@ const BWD_BODY: &str = concat!("override RMS: bool = false;
 }
 ");
 
-unit_specs!(K_FWD_V4, K_FWD_F1: NormParams = "norm", [wg_common!(), row_math!()], FWD_SLOTS, FWD_BODY);
-unit_specs!(K_BWD_V4, K_BWD_F1: NormBackwardParams = "norm_backward", [wg_common!(), row_math!()], BWD_SLOTS, BWD_BODY);
+unit_specs!(K_FWD_V4, K_FWD_F1: NormParams = "norm", [wg_common!(), row_math!()], NORM_FWD_SLOTS, FWD_BODY);
+unit_specs!(K_BWD_V4, K_BWD_F1: NormBackwardParams = "norm_backward", [wg_common!(), row_math!()], NORM_BWD_SLOTS, BWD_BODY);
 
 /// Every kernel of this file, for the registry of `rows/mod.rs` (the team variants are
 /// listed by `rows_team`).

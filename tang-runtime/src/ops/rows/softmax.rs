@@ -11,28 +11,11 @@
 //! second time for the output.
 
 use crate::ops::check::{by_unit, rows_cols, want_f32, want_shape};
+use crate::ops::rows::layout::{SOFTMAX_BWD_SLOTS, SOFTMAX_FWD_SLOTS, SoftmaxParams};
 use crate::ops::rows::team::{Kind, row_kernel};
-use crate::spec::{Slot, Source, Spec, params};
+use crate::spec::{Source, Spec};
 use crate::wgsl::{lowest, row_math, row_max_sumexp, unit_specs, wg_common, wg_main};
 use crate::{DType, Device, Error, Tensor};
-
-params! {
-    /// `rows` rows of `n` units (`T`: `vec4` or `f32`), forward and backward.
-    struct SoftmaxParams { rows: u32, n: u32 }
-}
-
-/// The forward's bindings; the subgroup team kernels of `rows_team` declare the same.
-pub(super) const FWD_SLOTS: &[Slot] = &[
-    Slot::Read("x", "array<T>"),
-    Slot::ReadWrite("y", "array<T>"),
-];
-
-/// The backward's bindings; the subgroup team kernels of `rows_team` declare the same.
-pub(super) const BWD_SLOTS: &[Slot] = &[
-    Slot::Read("y", "array<T>"),
-    Slot::ReadWrite("dx", "array<T>"),
-    Slot::Read("dy", "array<T>"),
-];
 
 const FWD_BODY: &str = concat!(
     "// true: log_softmax.
@@ -95,8 +78,8 @@ override LOG: bool = false;
 "
 );
 
-unit_specs!(K_FWD_V4, K_FWD_F1: SoftmaxParams = "softmax", [wg_common!(), lowest!(), row_math!(), row_max_sumexp!()], FWD_SLOTS, FWD_BODY);
-unit_specs!(K_BWD_V4, K_BWD_F1: SoftmaxParams = "softmax_backward", [wg_common!(), row_math!()], BWD_SLOTS, BWD_BODY);
+unit_specs!(K_FWD_V4, K_FWD_F1: SoftmaxParams = "softmax", [wg_common!(), lowest!(), row_math!(), row_max_sumexp!()], SOFTMAX_FWD_SLOTS, FWD_BODY);
+unit_specs!(K_BWD_V4, K_BWD_F1: SoftmaxParams = "softmax_backward", [wg_common!(), row_math!()], SOFTMAX_BWD_SLOTS, BWD_BODY);
 
 /// Every kernel of this file, for the registry of `rows/mod.rs` (the team variants are
 /// listed by `rows_team`).

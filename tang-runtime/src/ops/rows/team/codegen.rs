@@ -4,9 +4,10 @@
 use std::fmt::Write as _;
 
 use super::Kind;
-use crate::ops::rows::cross_entropy::{self, CrossEntropyParams};
-use crate::ops::rows::norm::{self, NormBackwardParams, NormParams};
-use crate::ops::rows::softmax::{self, SoftmaxParams};
+use crate::ops::rows::layout::{
+    CROSS_ENTROPY_LOSS, CROSS_ENTROPY_SLOTS, CrossEntropyParams, NORM_BWD_SLOTS, NORM_FWD_SLOTS,
+    NormBackwardParams, NormParams, SOFTMAX_BWD_SLOTS, SOFTMAX_FWD_SLOTS, SoftmaxParams,
+};
 use crate::spec::Layout;
 use crate::wgsl::{lowest, row_math, unit_f1, unit_v4};
 
@@ -216,7 +217,7 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
     let slots = Slots { v, team };
     match kind {
         Kind::SoftmaxFwd { log } => {
-            let declarations = Layout::<SoftmaxParams>::new(softmax::FWD_SLOTS).declarations();
+            let declarations = Layout::<SoftmaxParams>::new(SOFTMAX_FWD_SLOTS).declarations();
             begin_row(&mut s, &declarations, kind);
             slots.exp_sum(&mut s);
             s.push_str("    let lse = m + log(sum);\n    let inv = 1.0 / sum;\n");
@@ -225,7 +226,7 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
             });
         }
         Kind::SoftmaxBwd { log } => {
-            let declarations = Layout::<SoftmaxParams>::new(softmax::BWD_SLOTS).declarations();
+            let declarations = Layout::<SoftmaxParams>::new(SOFTMAX_BWD_SLOTS).declarations();
             begin_row(&mut s, &declarations, kind);
             for k in 0..v {
                 let _ = writeln!(s, "{}", pad(&load("y", k, team, "0.0"), 4));
@@ -238,7 +239,7 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
             });
         }
         Kind::NormFwd { rms } => {
-            let declarations = Layout::<NormParams>::new(norm::FWD_SLOTS).declarations();
+            let declarations = Layout::<NormParams>::new(NORM_FWD_SLOTS).declarations();
             begin_row(&mut s, &declarations, kind);
             s.push_str("    let cnt = f32(p.n * W);\n");
             slots.load_all(&mut s, "x", "0.0", 4);
@@ -285,7 +286,7 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
             );
         }
         Kind::NormBwd { rms } => {
-            s.push_str(&Layout::<NormBackwardParams>::new(norm::BWD_SLOTS).declarations());
+            s.push_str(&Layout::<NormBackwardParams>::new(NORM_BWD_SLOTS).declarations());
             let _ = writeln!(s, "var<workgroup> acc: array<T, {}>;", team * v);
             s.push_str(&entry(kind));
             s.push_str("    let cnt = f32(p.n * W);\n");
@@ -376,10 +377,8 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
             }
         }
         Kind::CrossEntropy => {
-            s.push_str(
-                &Layout::<CrossEntropyParams>::new(cross_entropy::MAIN_SLOTS).declarations(),
-            );
-            s.push_str(cross_entropy::LOSS);
+            s.push_str(&Layout::<CrossEntropyParams>::new(CROSS_ENTROPY_SLOTS).declarations());
+            s.push_str(CROSS_ENTROPY_LOSS);
             s.push_str(&entry(kind));
             s.push_str(
                 "    let row = g * ROWS + slot;
