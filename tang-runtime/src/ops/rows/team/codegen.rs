@@ -216,91 +216,114 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
     let mut s = header(kind, vec4, team);
     let slots = Slots { v, team };
     match kind {
-        Kind::SoftmaxFwd { log } => {
-            let declarations = Layout::<SoftmaxParams>::new(SOFTMAX_FWD_SLOTS).declarations();
-            begin_row(&mut s, &declarations, kind);
-            slots.exp_sum(&mut s);
-            s.push_str("    let lse = m + log(sum);\n    let inv = 1.0 / sum;\n");
-            slots.store_all(&mut s, 4, "y", |k, _| {
-                format!("softmax_y(x{k}, e{k}, inv, lse, {log})")
-            });
+        Kind::SoftmaxFwd { log } => softmax_fwd(&mut s, &slots, kind, log),
+        Kind::SoftmaxBwd { log } => softmax_bwd(&mut s, &slots, kind, log),
+        Kind::NormFwd { rms } => norm_fwd(&mut s, &slots, kind, rms),
+        Kind::NormBwd { rms } => norm_bwd(&mut s, &slots, kind, rms),
+        Kind::CrossEntropy => cross_entropy(&mut s, &slots, kind),
+    }
+    // Every kind's entry point ends here.
+    s.push_str("}\n");
+    (name, s)
+}
+
+/// Writes the entry point's body for the softmax (or log-softmax) forward, one row per team.
+fn softmax_fwd(s: &mut String, slots: &Slots, kind: Kind, log: bool) {
+    let declarations = Layout::<SoftmaxParams>::new(SOFTMAX_FWD_SLOTS).declarations();
+    begin_row(s, &declarations, kind);
+    slots.exp_sum(s);
+    s.push_str("    let lse = m + log(sum);\n    let inv = 1.0 / sum;\n");
+    slots.store_all(s, 4, "y", |k, _| {
+        format!("softmax_y(x{k}, e{k}, inv, lse, {log})")
+    });
+}
+
+/// Writes the entry point's body for the softmax (or log-softmax) backward, one row per team.
+fn softmax_bwd(s: &mut String, slots: &Slots, kind: Kind, log: bool) {
+    let (v, team) = (slots.v, slots.team);
+    let declarations = Layout::<SoftmaxParams>::new(SOFTMAX_BWD_SLOTS).declarations();
+    begin_row(s, &declarations, kind);
+    for k in 0..v {
+        let _ = writeln!(s, "{}", pad(&load("y", k, team, "0.0"), 4));
+        let _ = writeln!(s, "{}", pad(&load_as("dy", "g", k, team, "0.0", false), 4));
+    }
+    let d = slots.sum(|k| format!("softmax_bwd_term(y{k}, g{k}, {log})"));
+    let _ = writeln!(s, "    let d = team_sum(hsum({d}));");
+    slots.store_all(s, 4, "dx", |k, _| {
+        format!("softmax_bwd_dx(y{k}, g{k}, d, {log})")
+    });
+}
+
+/// Writes the entry point's body for the layer (or RMS) norm forward, one row per team,
+/// with its stats.
+fn norm_fwd(s: &mut String, slots: &Slots, kind: Kind, rms: bool) {
+    let v = slots.v;
+    let declarations = Layout::<NormParams>::new(NORM_FWD_SLOTS).declarations();
+    begin_row(s, &declarations, kind);
+    s.push_str("    let cnt = f32(p.n * W);\n");
+    slots.load_all(s, "x", "0.0", 4);
+    if rms {
+        s.push_str("    let mean = 0.0;\n");
+    } else {
+        let sum = slots.sum(|k| format!("x{k}"));
+        let _ = writeln!(s, "    let mean = team_sum(hsum({sum})) / cnt;");
+    }
+    // The variance around the mean from the registers: no E[x^2] - mean^2.
+    for k in 0..v {
+        let _ = writeln!(s, "    let d{k} = select(T(0.0), x{k} - T(mean), ok{k});");
+    }
+    let _ = writeln!(
+        s,
+        "    let rstd = inverseSqrt(team_sum(hsum({})) / cnt + p.eps);",
+        slots.sum(|k| format!("d{k} * d{k}"))
+    );
+    // Weight and bias loads outside the store branches (clamped to the row), so
+    // they are all in flight before the first store.
+    for k in 0..v {
+        let o = slots.off(k);
+        let _ = writeln!(s, "    let w{k} = w[min(lane + {o}, p.n - 1u)];");
+        if !rms {
+            let _ = writeln!(s, "    let b{k} = b[min(lane + {o}, p.n - 1u)];");
         }
-        Kind::SoftmaxBwd { log } => {
-            let declarations = Layout::<SoftmaxParams>::new(SOFTMAX_BWD_SLOTS).declarations();
-            begin_row(&mut s, &declarations, kind);
-            for k in 0..v {
-                let _ = writeln!(s, "{}", pad(&load("y", k, team, "0.0"), 4));
-                let _ = writeln!(s, "{}", pad(&load_as("dy", "g", k, team, "0.0", false), 4));
-            }
-            let d = slots.sum(|k| format!("softmax_bwd_term(y{k}, g{k}, {log})"));
-            let _ = writeln!(s, "    let d = team_sum(hsum({d}));");
-            slots.store_all(&mut s, 4, "dx", |k, _| {
-                format!("softmax_bwd_dx(y{k}, g{k}, d, {log})")
-            });
+    }
+    let bias = |k: u32| {
+        if rms {
+            String::new()
+        } else {
+            format!(" + b{k}")
         }
-        Kind::NormFwd { rms } => {
-            let declarations = Layout::<NormParams>::new(NORM_FWD_SLOTS).declarations();
-            begin_row(&mut s, &declarations, kind);
-            s.push_str("    let cnt = f32(p.n * W);\n");
-            slots.load_all(&mut s, "x", "0.0", 4);
-            if rms {
-                s.push_str("    let mean = 0.0;\n");
-            } else {
-                let sum = slots.sum(|k| format!("x{k}"));
-                let _ = writeln!(s, "    let mean = team_sum(hsum({sum})) / cnt;");
-            }
-            // The variance around the mean from the registers: no E[x^2] - mean^2.
-            for k in 0..v {
-                let _ = writeln!(s, "    let d{k} = select(T(0.0), x{k} - T(mean), ok{k});");
-            }
-            let _ = writeln!(
-                s,
-                "    let rstd = inverseSqrt(team_sum(hsum({})) / cnt + p.eps);",
-                slots.sum(|k| format!("d{k} * d{k}"))
-            );
-            // Weight and bias loads outside the store branches (clamped to the row), so
-            // they are all in flight before the first store.
-            for k in 0..v {
-                let o = slots.off(k);
-                let _ = writeln!(s, "    let w{k} = w[min(lane + {o}, p.n - 1u)];");
-                if !rms {
-                    let _ = writeln!(s, "    let b{k} = b[min(lane + {o}, p.n - 1u)];");
-                }
-            }
-            let bias = |k: u32| {
-                if rms {
-                    String::new()
-                } else {
-                    format!(" + b{k}")
-                }
-            };
-            slots.store_all(&mut s, 4, "y", |k, _| {
-                format!("norm_xhat(x{k}, mean, rstd) * w{k}{}", bias(k))
-            });
-            s.push_str(
-                "    if (lane == 0u && live) {
+    };
+    slots.store_all(s, 4, "y", |k, _| {
+        format!("norm_xhat(x{k}, mean, rstd) * w{k}{}", bias(k))
+    });
+    s.push_str(
+        "    if (lane == 0u && live) {
         stats[2u * row] = mean;
         stats[2u * row + 1u] = rstd;
     }
 ",
-            );
-        }
-        Kind::NormBwd { rms } => {
-            s.push_str(&Layout::<NormBackwardParams>::new(NORM_BWD_SLOTS).declarations());
-            let _ = writeln!(s, "var<workgroup> acc: array<T, {}>;", team * v);
-            s.push_str(&entry(kind));
-            s.push_str("    let cnt = f32(p.n * W);\n");
-            for k in 0..v {
-                let o = slots.off(k);
-                let _ = writeln!(
-                    s,
-                    "    let col{k} = lane + {o} < p.n;\n    var aw{k} = T(0.0);\n    var ab{k} = T(0.0);"
-                );
-            }
-            // Teams walk rows interleaved, so in each step the workgroup's teams read
-            // ROWS consecutive rows (one contiguous block). The trip count is uniform.
-            s.push_str(
-                "    for (var i = 0u; i < p.rpt; i = i + 1u) {
+    );
+}
+
+/// Writes the entry point's body for the norm backward: `dx` per row, the weight and bias
+/// partial sums per workgroup.
+fn norm_bwd(s: &mut String, slots: &Slots, kind: Kind, rms: bool) {
+    let (v, team) = (slots.v, slots.team);
+    s.push_str(&Layout::<NormBackwardParams>::new(NORM_BWD_SLOTS).declarations());
+    let _ = writeln!(s, "var<workgroup> acc: array<T, {}>;", team * v);
+    s.push_str(&entry(kind));
+    s.push_str("    let cnt = f32(p.n * W);\n");
+    for k in 0..v {
+        let o = slots.off(k);
+        let _ = writeln!(
+            s,
+            "    let col{k} = lane + {o} < p.n;\n    var aw{k} = T(0.0);\n    var ab{k} = T(0.0);"
+        );
+    }
+    // Teams walk rows interleaved, so in each step the workgroup's teams read
+    // ROWS consecutive rows (one contiguous block). The trip count is uniform.
+    s.push_str(
+        "    for (var i = 0u; i < p.rpt; i = i + 1u) {
         let row = (g * p.rpt + i) * ROWS + slot;
         let live = row < p.rows;
         let n = select(0u, p.n, live);
@@ -310,78 +333,81 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
         let mean = select(0.0, stats[2u * srow], live);
         let rstd = select(0.0, stats[2u * srow + 1u], live);
 ",
-            );
-            for k in 0..v {
-                let o = slots.off(k);
-                let _ = writeln!(
-                    s,
-                    "{}\n{}\n        let w{k} = w[min(lane + {o}, p.n - 1u)];\n        \
+    );
+    for k in 0..v {
+        let o = slots.off(k);
+        let _ = writeln!(
+            s,
+            "{}\n{}\n        let w{k} = w[min(lane + {o}, p.n - 1u)];\n        \
                      let xh{k} = norm_xhat(x{k}, mean, rstd);\n        let gw{k} = d{k} * w{k};",
-                    pad(&load("x", k, team, "0.0"), 8),
-                    pad(&load_as("dy", "d", k, team, "0.0", false), 8)
-                );
-            }
-            // The column sums first: `d` is then dead before the reduction, which keeps
-            // fewer registers live across it.
-            for k in 0..v {
-                let _ = writeln!(s, "        aw{k} = aw{k} + d{k} * xh{k};");
-                if !rms {
-                    let _ = writeln!(s, "        ab{k} = ab{k} + d{k};");
-                }
-            }
-            let _ = writeln!(
-                s,
-                "        let r = team_sum2(vec2<f32>(hsum({}), hsum({})));",
-                slots.sum(|k| format!("gw{k}")),
-                slots.sum(|k| format!("gw{k} * xh{k}"))
-            );
-            if rms {
-                s.push_str("        let mg = 0.0;\n");
-            } else {
-                s.push_str("        let mg = r.x / cnt;\n");
-            }
-            s.push_str("        let mgx = r.y / cnt;\n");
-            slots.store_all(&mut s, 8, "dx", |k, _| {
-                format!("norm_dx(gw{k}, xh{k}, rstd, mg, mgx)")
-            });
-            s.push_str("    }\n");
-            // The teams' partial sums in a fixed order (deterministic, no atomics), then
-            // one row of partials per workgroup; a column reduction sums those.
-            let mut combine = |acc: &str, out: &str| {
-                let _ = writeln!(
-                    s,
-                    "    for (var u = lid; u < TEAM * {v}u; u = u + WGS) {{ acc[u] = T(0.0); }}
+            pad(&load("x", k, team, "0.0"), 8),
+            pad(&load_as("dy", "d", k, team, "0.0", false), 8)
+        );
+    }
+    // The column sums first: `d` is then dead before the reduction, which keeps
+    // fewer registers live across it.
+    for k in 0..v {
+        let _ = writeln!(s, "        aw{k} = aw{k} + d{k} * xh{k};");
+        if !rms {
+            let _ = writeln!(s, "        ab{k} = ab{k} + d{k};");
+        }
+    }
+    let _ = writeln!(
+        s,
+        "        let r = team_sum2(vec2<f32>(hsum({}), hsum({})));",
+        slots.sum(|k| format!("gw{k}")),
+        slots.sum(|k| format!("gw{k} * xh{k}"))
+    );
+    if rms {
+        s.push_str("        let mg = 0.0;\n");
+    } else {
+        s.push_str("        let mg = r.x / cnt;\n");
+    }
+    s.push_str("        let mgx = r.y / cnt;\n");
+    slots.store_all(s, 8, "dx", |k, _| {
+        format!("norm_dx(gw{k}, xh{k}, rstd, mg, mgx)")
+    });
+    s.push_str("    }\n");
+    // The teams' partial sums in a fixed order (deterministic, no atomics), then
+    // one row of partials per workgroup; a column reduction sums those.
+    let mut combine = |acc: &str, out: &str| {
+        let _ = writeln!(
+            s,
+            "    for (var u = lid; u < TEAM * {v}u; u = u + WGS) {{ acc[u] = T(0.0); }}
     workgroupBarrier();
     for (var r = 0u; r < ROWS; r = r + 1u) {{
         if (slot == r) {{"
-                );
-                for k in 0..v {
-                    let o = slots.off(k);
-                    let _ = writeln!(
-                        s,
-                        "            if (col{k}) {{ acc[lane + {o}] = acc[lane + {o}] + {acc}{k}; }}"
-                    );
-                }
-                let _ = writeln!(
-                    s,
-                    "        }}
+        );
+        for k in 0..v {
+            let o = slots.off(k);
+            let _ = writeln!(
+                s,
+                "            if (col{k}) {{ acc[lane + {o}] = acc[lane + {o}] + {acc}{k}; }}"
+            );
+        }
+        let _ = writeln!(
+            s,
+            "        }}
         workgroupBarrier();
     }}
     for (var u = lid; u < p.n; u = u + WGS) {{ {out}[g * p.n + u] = acc[u]; }}
     workgroupBarrier();"
-                );
-            };
-            combine("aw", "pw");
-            if !rms {
-                combine("ab", "pb");
-            }
-        }
-        Kind::CrossEntropy => {
-            s.push_str(&Layout::<CrossEntropyParams>::new(CROSS_ENTROPY_SLOTS).declarations());
-            s.push_str(CROSS_ENTROPY_LOSS);
-            s.push_str(&entry(kind));
-            s.push_str(
-                "    let row = g * ROWS + slot;
+        );
+    };
+    combine("aw", "pw");
+    if !rms {
+        combine("ab", "pb");
+    }
+}
+
+/// Writes the entry point's body for the cross-entropy loss and logits gradient, one row
+/// per team.
+fn cross_entropy(s: &mut String, slots: &Slots, kind: Kind) {
+    s.push_str(&Layout::<CrossEntropyParams>::new(CROSS_ENTROPY_SLOTS).declarations());
+    s.push_str(CROSS_ENTROPY_LOSS);
+    s.push_str(&entry(kind));
+    s.push_str(
+        "    let row = g * ROWS + slot;
     let live = row < p.rows;
     let n = select(0u, p.n, live);
     let rbase = row * p.n;
@@ -393,19 +419,14 @@ pub(super) fn generate(kind: Kind, vec4: bool, team: u32, v: u32) -> (String, St
     // Ignored and invalid rows get a zero gradient.
     let scale = select(0.0, 1.0 / max(cnt[0], 1.0), valid);
 ",
-            );
-            slots.exp_sum(&mut s);
-            s.push_str("    let inv = 1.0 / sum;\n");
-            slots.store_all(&mut s, 4, "dx", |k, o| {
-                format!("cross_entropy_dx(e{k}, inv, lane + {o}, t, scale)")
-            });
-            s.push_str(
+    );
+    slots.exp_sum(s);
+    s.push_str("    let inv = 1.0 / sum;\n");
+    slots.store_all(s, 4, "dx", |k, o| {
+        format!("cross_entropy_dx(e{k}, inv, lane + {o}, t, scale)")
+    });
+    s.push_str(
                 "    if (lane == 0u && live) { loss[row] = cross_entropy_loss(m + log(sum), rbase, t, valid, ignored); }
 ",
             );
-        }
-    }
-    // Every kind's entry point ends here.
-    s.push_str("}\n");
-    (name, s)
 }
