@@ -8,8 +8,7 @@
 //! moves 32-bit words, so f32 and u32 tensors are copied bit for bit.
 
 use crate::size::fits_u32;
-use crate::spec::launch_threads;
-use crate::spec::{Slot, Source, Spec, params};
+use crate::spec::{Slot, Source, Spec, launch_threads, params};
 use crate::wgsl::thread_main;
 use crate::{Error, Tensor};
 

@@ -6,8 +6,7 @@
 use super::layout::{self, AttentionParams, DKV_SLOTS, DQ_SLOTS, FWD_SLOTS};
 use super::rows::{load4, staged, store4};
 use super::{bwd_dkv, bwd_dq, fwd_large, tiled};
-use crate::spec::Source;
-use crate::spec::{Spec, Variants};
+use crate::spec::{Source, Spec, Variants};
 use crate::{Device, Error, RawKernel};
 
 /// One compiled shape of the kernels: padded head dim and tile sizes.

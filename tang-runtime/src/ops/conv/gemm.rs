@@ -35,8 +35,7 @@ use std::fmt::Write as _;
 use crate::ops::matmul::TileConfig;
 use crate::ops::matmul::codegen::{self, Variant};
 use crate::size::Size;
-use crate::spec::grid;
-use crate::spec::{Layout, Slot, Source, Variants, params};
+use crate::spec::{Layout, Slot, Source, Variants, grid, params};
 use crate::{Device, Error, Tensor};
 
 params! {

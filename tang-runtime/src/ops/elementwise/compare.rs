@@ -7,8 +7,7 @@ use crate::ops::check;
 use crate::ops::elementwise::int::IS_NAN_WGSL;
 use crate::ops::shape::broadcast::expand;
 use crate::size::broadcast_shapes;
-use crate::spec::launch_threads;
-use crate::spec::{Slot, Source, Spec, params};
+use crate::spec::{Slot, Source, Spec, launch_threads, params};
 use crate::wgsl::per_element;
 use crate::{DType, Error, Tensor};
 

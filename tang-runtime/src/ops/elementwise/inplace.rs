@@ -5,10 +5,8 @@
 
 use crate::ops::check;
 use crate::size::broadcasts_to;
-use crate::spec::launch_threads;
-use crate::spec::{Params, Slot, Source, Spec, params};
-use crate::strided::broadcast_layout;
-use crate::strided::{Layout, gather_view, strided_copy};
+use crate::spec::{Params, Slot, Source, Spec, launch_threads, params};
+use crate::strided::{Layout, broadcast_layout, gather_view, strided_copy};
 use crate::wgsl::per_element;
 use crate::{DType, Device, Error, Tensor};
 

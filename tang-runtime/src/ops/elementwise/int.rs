@@ -3,8 +3,7 @@
 
 use crate::ops::check;
 use crate::ops::check::{AxisView, axis_view};
-use crate::spec::launch_threads;
-use crate::spec::{Slot, Source, Spec, params};
+use crate::spec::{Slot, Source, Spec, launch_threads, params};
 use crate::wgsl::{per_element, thread_main};
 use crate::{DType, Device, Error, Tensor};
 

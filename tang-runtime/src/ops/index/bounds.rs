@@ -11,8 +11,7 @@
 //! then fails with the same error. The op itself never reads or writes out of bounds
 //! (gathers read 0, scatters skip), so nothing is corrupted meanwhile.
 
-use crate::spec::launch_threads;
-use crate::spec::{Slot, Source, Spec, params};
+use crate::spec::{Slot, Source, Spec, launch_threads, params};
 use crate::wgsl::thread_main;
 use crate::{DType, Error, Tensor};
 

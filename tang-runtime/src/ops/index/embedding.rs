@@ -13,11 +13,9 @@
 //!    1024 positions) and sums `grad[pos, :]` in position order, coalesced over `dim`. A row
 //!    with more positions scans the ids in order instead (at most `n / 1024` such rows).
 
-use crate::ops::check::mismatch;
-use crate::ops::check::{by_unit, want_f32, want_shape, want_u32};
+use crate::ops::check::{by_unit, mismatch, want_f32, want_shape, want_u32};
 use crate::size::Size;
-use crate::spec::grid;
-use crate::spec::{Slot, Source, Spec, params};
+use crate::spec::{Slot, Source, Spec, grid, params};
 use crate::wgsl::{WG, thread_main, unit_specs, wg_common, wg_main};
 use crate::{DType, Error, Tensor};
 

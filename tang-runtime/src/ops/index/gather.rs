@@ -6,8 +6,7 @@
 
 use crate::ops::check;
 use crate::ops::check::want_shape;
-use crate::spec::launch_threads;
-use crate::spec::{Slot, Source, Spec, params};
+use crate::spec::{Slot, Source, Spec, launch_threads, params};
 use crate::strided::MAX_RANK;
 use crate::wgsl::thread_main;
 use crate::{DType, Device, Error, Tensor};

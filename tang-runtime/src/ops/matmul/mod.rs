@@ -20,8 +20,7 @@ pub use epilogue::Epilogue;
 pub use split::matmul_tn_split;
 pub use tile::TileConfig;
 
-use crate::ops::check::mismatch;
-use crate::ops::check::want_shape;
+use crate::ops::check::{mismatch, want_shape};
 use codegen::{Shape, Variant};
 use split::{matmul_split_k, split_k};
 

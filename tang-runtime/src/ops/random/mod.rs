@@ -15,8 +15,7 @@ pub(super) mod philox;
 
 use crate::ops::check;
 use crate::ops::random::philox::{PhiloxStream, dropout_threshold};
-use crate::spec::grid;
-use crate::spec::{Slot, Source, Spec, params};
+use crate::spec::{Slot, Source, Spec, grid, params};
 use crate::wgsl::thread_main;
 use crate::{DType, Device, Error, Tensor};
 

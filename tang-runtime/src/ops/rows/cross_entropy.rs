@@ -11,13 +11,11 @@
 //! A target `>= classes` that is not the ignore index gives that row a NaN loss (so the
 //! mean is NaN, visibly) and a zero gradient row; it is never read out of bounds.
 
-use crate::ops::check::mismatch;
-use crate::ops::check::{by_unit, want_f32, want_shape, want_u32};
+use crate::ops::check::{by_unit, mismatch, want_f32, want_shape, want_u32};
 use crate::ops::rows::layout::{CROSS_ENTROPY_LOSS, CROSS_ENTROPY_SLOTS, CrossEntropyParams};
 use crate::ops::rows::team::{Kind, team_kernel};
 use crate::size::Size;
-use crate::spec::grid;
-use crate::spec::{Slot, Source, Spec};
+use crate::spec::{Slot, Source, Spec, grid};
 use crate::wgsl::{lowest, row_math, row_max_sumexp, unit_specs, wg_common, wg_main};
 use crate::{DType, Error, Tensor};
 

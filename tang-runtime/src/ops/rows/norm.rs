@@ -21,8 +21,7 @@ use crate::ops::check::{by_unit, rows_cols, want_f32, want_shape};
 use crate::ops::reduce::sum;
 use crate::ops::rows::layout::{NORM_BWD_SLOTS, NORM_FWD_SLOTS, NormBackwardParams, NormParams};
 use crate::ops::rows::team::{Kind, row_kernel, team_kernel};
-use crate::spec::Source;
-use crate::spec::grid;
+use crate::spec::{Source, grid};
 use crate::wgsl::{row_math, unit_specs, wg_common, wg_main};
 use crate::{DType, Error, Tensor};
 

@@ -25,8 +25,7 @@
 
 use std::cell::Cell;
 
-use crate::spec::Variants;
-use crate::spec::grid;
+use crate::spec::{Variants, grid};
 use crate::{Device, Error, RawKernel};
 
 mod codegen;

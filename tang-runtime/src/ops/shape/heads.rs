@@ -8,8 +8,7 @@
 //! tensor, which reads or writes the part its head belongs to.
 
 use crate::ops::check;
-use crate::spec::launch_threads;
-use crate::spec::{Slot, Source, Spec, params};
+use crate::spec::{Slot, Source, Spec, launch_threads, params};
 use crate::strided::{Layout, gather_view, strided_copy};
 use crate::wgsl::thread_main;
 use crate::{DType, Error, Tensor};
