@@ -42,7 +42,58 @@ pub fn backward_dkv(dp: u32, threads: u32) -> String {
     let cxn = threads / 8;
     let na = dp / cxn;
     let kt_line = DKV_KEYS / 4;
+    let s = Dkv {
+        dp,
+        threads,
+        qt,
+        ql,
+        half_n,
+        cxn,
+        na,
+        kt_line,
+    };
     let mut w = String::new();
+    prologue(&mut w, s);
+    query_tile(&mut w, s);
+    scores(&mut w, s);
+    accumulate(&mut w, s);
+    store(&mut w, s);
+    w
+}
+
+/// The dk/dv pass's sizes (see [`backward_dkv`]), shared by its steps.
+#[derive(Clone, Copy)]
+struct Dkv {
+    dp: u32,
+    threads: u32,
+    /// Queries per tile.
+    qt: u32,
+    /// Line of the Q^T and dO^T tiles in vec4s.
+    ql: u32,
+    /// Threads per half (S^T or dP^T).
+    half_n: u32,
+    /// Threads along the dims in the accumulation.
+    cxn: u32,
+    /// Accumulator vec4s per thread.
+    na: u32,
+    /// Line of the K^T and V^T tiles in vec4s.
+    kt_line: u32,
+}
+
+/// Writes the declarations, the workgroup arrays and the entry point up to the loop over
+/// the query heads: the block's K^T and V^T loaded, the thread's roles, dK and dV zeroed.
+fn prologue(w: &mut String, s: Dkv) {
+    let Dkv {
+        dp,
+        threads,
+        qt,
+        ql,
+        half_n,
+        cxn,
+        kt_line,
+        na,
+        ..
+    } = s;
     w.push_str("// Causal flash-attention backward, dk/dv pass, register-blocked (generated; see attention/bwd_dkv.rs).\n");
     w.push_str(&layout::DKV.declarations());
     let block = Block { threads, dp };
@@ -100,6 +151,19 @@ fn main(
             "    var dk{a} = vec4<f32>(0.0);\n    var dv{a} = vec4<f32>(0.0);"
         );
     }
+}
+
+/// Opens the loops over the query heads of the kv head and their query tiles, loads the
+/// tile of Q and dO transposed, and each query's logsumexp or delta.
+fn query_tile(w: &mut String, s: Dkv) {
+    let Dkv {
+        dp,
+        qt,
+        ql,
+        threads,
+        ..
+    } = s;
+    let block = Block { threads, dp };
     let _ = writeln!(
         w,
         "    for (var hh = gh * group; hh < (gh + 1u) * group; hh++) {{
@@ -110,7 +174,7 @@ fn main(
     );
     let q_tiles = [Tile::new("qg", "q"), Tile::new("qg", "go").at(dp * ql)];
     let q_rows = Rows::padded(qt, "head_row", "t0", "p.tq");
-    block.load_transposed(&mut w, "            ", q_rows, &q_tiles);
+    block.load_transposed(w, "            ", q_rows, &q_tiles);
     let _ = write!(
         w,
         "            // Per query of the block: logsumexp (log2 units) for half 0, delta for half 1.
@@ -144,7 +208,19 @@ fn main(
             ))
             .collect::<String>(),
     );
-    unrolled_dims(&mut w, "            ", dp, |w, u| {
+}
+
+/// Computes the tile's scores (half 0: S^T, made P in place; half 1: dP^T) and writes P
+/// and dS = P (dP - delta) to workgroup memory.
+fn scores(w: &mut String, s: Dkv) {
+    let Dkv {
+        dp,
+        qt,
+        ql,
+        kt_line,
+        ..
+    } = s;
+    unrolled_dims(w, "            ", dp, |w, u| {
         let _ = writeln!(
             w,
             "                    let a = kv[kvo + {ka}];
@@ -192,6 +268,19 @@ fn main(
         );
     }
     w.push_str("            }\n            workgroupBarrier();\n");
+}
+
+/// Accumulates dV += P^T dO and dK += dS^T Q over the tile's queries.
+fn accumulate(w: &mut String, s: Dkv) {
+    let Dkv {
+        dp,
+        qt,
+        ql,
+        cxn,
+        kt_line,
+        na,
+        ..
+    } = s;
     for i0 in (0..qt).step_by(4) {
         w.push_str("            {\n");
         for u in 0..4 {
@@ -224,8 +313,13 @@ fn main(
         }
         w.push_str("            }\n");
     }
+}
+
+/// Closes the loops and stores the block's dK (times the scale) and dV.
+fn store(w: &mut String, s: Dkv) {
+    let Dkv { cxn, na, .. } = s;
     w.push_str("        }\n    }\n");
-    store_rows(&mut w, "j", "k0", "kvrow", |w, comp| {
+    store_rows(w, "j", "k0", "kvrow", |w, comp| {
         for a in 0..na {
             let _ = writeln!(
                 w,
@@ -238,5 +332,4 @@ fn main(
         }
     });
     w.push_str("}\n");
-    w
 }
