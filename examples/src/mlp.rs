@@ -1,15 +1,15 @@
 //! A two-layer perceptron trained entirely on the GPU through tang: the forward pass is
-//! `dense::matmul` with the bias fused, ReLU is a `#[fused_grad]` kernel whose VJP is its
-//! backward, the loss is `dense::cross_entropy` (value and logits gradient in one pass),
-//! weight gradients are transposed matmuls, bias gradients `dense::reduce` sums over
+//! `ops::matmul_with` with the bias fused, ReLU is a `#[fused_grad]` kernel whose VJP is its
+//! backward, the loss is `ops::cross_entropy` (value and logits gradient in one pass),
+//! weight gradients are transposed matmuls, bias gradients `ops::sum`s over
 //! rows, and Adam is an in-place `#[kernel]`.
 //!
 //! Layouts follow PyTorch's `nn.Linear`: a weight is `[out, in]` and the layer computes
 //! `x · Wᵀ + b`, so a checkpoint would load without transposes.
 
-use tang_runtime::dense::cross_entropy::cross_entropy;
-use tang_runtime::dense::matmul::{MatmulOptions, matmul, matmul_with};
-use tang_runtime::dense::reduce::sum;
+use tang_runtime::ops::cross_entropy;
+use tang_runtime::ops::sum;
+use tang_runtime::ops::{MatmulOptions, matmul, matmul_with};
 use tang_runtime::prelude::*;
 use tang_runtime::{Error, ops};
 

@@ -2,7 +2,6 @@
 //! A metric is a one-element tensor on the device, so metrics of several batches can be
 //! combined there and read back once (`.item()`).
 
-use tang_runtime::dense::reduce;
 use tang_runtime::{DType, ops};
 
 use crate::autograd::{Error, Tensor};
@@ -46,5 +45,5 @@ pub fn accuracy(input: &Tensor, target: &Tensor) -> Result<Tensor, Error> {
     }
     let predicted = ops::argmax(input.data(), 1)?;
     let right = ops::to_dtype(&ops::eq(&predicted, target.data())?, DType::F32)?;
-    Ok(Tensor::constant(reduce::mean_all(&right)?))
+    Ok(Tensor::constant(ops::mean_all(&right)?))
 }

@@ -20,7 +20,7 @@
 
 use std::hash::{Hash, Hasher};
 
-use crate::pipeline::{MixHasher, MixMap};
+use crate::hash::{MixHasher, MixMap};
 
 /// Entries kept before the cache is cleared: several training steps' worth of launches.
 const CAPACITY: usize = 8192;

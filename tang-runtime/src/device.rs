@@ -4,126 +4,47 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::Error;
+use crate::info::{DeviceInfo, DeviceOptions, Gpu, Stats};
 use crate::lifecycle::LifecycleToken;
+use crate::profile::{Profile, Profiler};
 use crate::state::State;
-
-/// How to open a [`Device`]. `DeviceOptions::default()` reads the environment:
-/// `TANG_ADAPTER` (a substring of the adapter's name), `TANG_BACKEND`
-/// (`vulkan`, `metal`, `dx12` or `gl`) and `TANG_CHECKED=1`.
-#[derive(Clone, Debug)]
-pub struct DeviceOptions {
-    /// Keep wgpu's shader runtime checks (bounds checks) on for every kernel. Off by
-    /// default: tang's kernels guard their own indices (see DESIGN.md). On with the cargo
-    /// feature `checked` or `TANG_CHECKED=1`.
-    pub checked: bool,
-    /// Submit the recorded work after this many launches even with no sync point. The
-    /// first batch after a sync point is smaller (16 launches, then 32, 64, ... up to
-    /// this), so the GPU does not wait for a whole batch to be recorded.
-    pub batch_size: u32,
-    /// Only use an adapter whose name contains this (case-insensitive).
-    pub adapter: Option<String>,
-    /// Only use these backends.
-    pub backends: Option<wgpu::Backends>,
-    /// The most bytes of free buffers the pool keeps for reuse. `None` (the default): no
-    /// limit on a GPU, as PyTorch's caching allocator keeps every freed block, so a
-    /// training step that repeats the same shapes allocates nothing after the first steps
-    /// at any model size the GPU holds; 4 GiB on a software adapter, whose "device"
-    /// memory is the host's. Either way, an allocation the device refuses for lack of
-    /// memory first empties the pool and tries again (PyTorch frees its cache the same
-    /// way before it reports an out-of-memory error).
-    pub pool_limit: Option<u64>,
-}
 
 /// The pool's default limit on a software adapter: its buffers are host memory, shared
 /// with everything else the machine runs (test suites run several devices at once).
 const SOFTWARE_POOL_LIMIT: u64 = 4 << 30;
 
-impl Default for DeviceOptions {
-    fn default() -> Self {
-        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        DeviceOptions {
-            checked: cfg!(feature = "checked")
-                || env("TANG_CHECKED").is_some_and(|v| v != "0" && v != "false"),
-            batch_size: 256,
-            adapter: env("TANG_ADAPTER"),
-            backends: env("TANG_BACKEND").map(|b| wgpu::Backends::from_comma_list(&b)),
-            pool_limit: None,
-        }
-    }
-}
+/// A pending check as the device holds it: type-erased, so the device names no tensor
+/// (`checks.rs` puts its checks here and takes them back). Send where the device is shared
+/// between threads; a page (WebAssembly) has one thread and non-Send GPU handles.
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) type PendingCheck = Box<dyn std::any::Any + Send>;
+/// A pending check as the device holds it (see the native definition).
+#[cfg(target_arch = "wasm32")]
+pub(crate) type PendingCheck = Box<dyn std::any::Any>;
 
-/// What the device is: adapter, backend, limits and the features tang enabled.
-#[derive(Clone, Debug)]
-pub struct DeviceInfo {
-    /// The adapter's name, e.g. "NVIDIA H100 80GB HBM3" or "llvmpipe (LLVM 15.0.7, 256 bits)".
-    pub name: String,
-    /// The backend (Vulkan, Metal, DX12, GL).
-    pub backend: wgpu::Backend,
-    /// Discrete, integrated, virtual or CPU.
-    pub device_type: wgpu::DeviceType,
-    /// The driver's name and version.
-    pub driver: String,
-    /// True for a software rasteriser (no GPU): expect it to be slow.
-    pub is_software: bool,
-    /// The limits the device was created with (the adapter's own).
-    pub limits: wgpu::Limits,
-    /// The features the device was created with.
-    pub features: wgpu::Features,
-    /// Whether shader runtime checks are on.
-    pub checked: bool,
-    /// The smallest subgroup (warp, wave) size the adapter may use: 32 on NVIDIA, 8 on
-    /// lavapipe (meaningful when `features` contains `SUBGROUP`).
-    pub subgroup_min_size: u32,
-    /// The largest subgroup size the adapter may use.
-    pub subgroup_max_size: u32,
-}
-
-/// Counters of the device's resources and work, for tests and tuning.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Stats {
-    /// Bytes of buffers held by live tensors.
-    pub bytes_in_use: u64,
-    /// Bytes of free buffers kept for reuse.
-    pub bytes_pooled: u64,
-    /// Buffers allocated from the driver (pool misses).
-    pub allocations: u64,
-    /// Compute pipelines created (cache misses).
-    pub pipelines_created: u64,
-    /// Shader modules created.
-    pub shader_modules_created: u64,
-    /// Bind groups created: launches that did not find one binding the same buffers among
-    /// the groups of earlier launches (see `bind_groups.rs`).
-    pub bind_groups_created: u64,
-    /// Kernel dispatches recorded.
-    pub launches: u64,
-    /// Command buffers submitted.
-    pub submits: u64,
-    /// Host time spent finishing and submitting command buffers: wgpu encodes a batch's
-    /// dispatches for the driver when it is finished, so this is the driver's and wgpu's
-    /// share of the launches, the rest of a launch's host time being tang's own recording.
-    pub submit_time: std::time::Duration,
-    /// Reads back to the host (each [`crate::Tensor::to_vec`], `to_vec_u32`, `item` or
-    /// async read of a non-empty tensor): what "nothing is read back" is checked against.
-    pub host_reads: u64,
-}
-
+/// A device's shared state: the wgpu handles and settings ([`Gpu`], reached through
+/// `Deref`), error tracking, the recording state, and the pending GPU checks.
 pub(crate) struct Inner {
-    pub(crate) device: wgpu::Device,
-    pub(crate) queue: wgpu::Queue,
-    pub(crate) info: DeviceInfo,
-    pub(crate) opts: DeviceOptions,
-    /// `opts.pool_limit` resolved for the adapter (see [`DeviceOptions::pool_limit`]).
-    pub(crate) pool_limit: u64,
+    pub(crate) gpu: Gpu,
     pub(crate) lost: Arc<Mutex<Option<String>>>,
     pub(crate) is_lost: Arc<AtomicBool>,
     pub(crate) error: Arc<Mutex<Option<String>>>,
     pub(crate) state: Mutex<State>,
-    /// GPU checks of ids the host knew nothing about, reported at the next read or sync.
-    pub(crate) pending_checks: crate::ops::bounds::PendingChecks,
+    /// GPU checks of ids the host knew nothing about, reported at the next read or sync
+    /// (`checks.rs`). Their tensors hold the device (a cycle until the next read or sync
+    /// drains them, which every training loop reaches).
+    pub(crate) pending_checks: Mutex<Vec<PendingCheck>>,
     /// Filled when the device is dropped. Declared last, so it is released after the other
     /// fields (the pipelines, buffers and the wgpu device itself) are gone: see
     /// `lifecycle.rs` for why teardown is serialised.
     teardown: Option<LifecycleToken>,
+}
+
+impl std::ops::Deref for Inner {
+    type Target = Gpu;
+    fn deref(&self) -> &Gpu {
+        &self.gpu
+    }
 }
 
 impl Drop for Inner {
@@ -350,11 +271,13 @@ impl Device {
         });
         Ok(Device {
             inner: Arc::new(Inner {
-                device,
-                queue,
-                info,
-                opts,
-                pool_limit,
+                gpu: Gpu {
+                    device,
+                    queue,
+                    info,
+                    opts,
+                    pool_limit,
+                },
                 lost,
                 is_lost,
                 error,
@@ -370,7 +293,7 @@ impl Device {
         &self.inner.info
     }
 
-    /// The underlying wgpu device (for advanced users and the dense kernels).
+    /// The underlying wgpu device (for advanced users and the hand-written kernels).
     pub fn wgpu_device(&self) -> &wgpu::Device {
         &self.inner.device
     }
@@ -458,6 +381,70 @@ impl Device {
                 other => Error::Wgpu(other.to_string()),
             })?;
         self.check()
+    }
+}
+
+impl Device {
+    /// Starts measuring the GPU time of every kernel launched from now on (like
+    /// `torch.profiler.profile` with CUDA activity): each dispatch is bracketed by
+    /// timestamps, and each submit waits for the GPU to read them. Whatever was recorded
+    /// before is submitted first, so it is not counted. End with
+    /// [`Device::finish_profiling`].
+    ///
+    /// ```no_run
+    /// use tang_runtime::{Device, Tensor};
+    /// let dev = Device::new()?;
+    /// let x = Tensor::from_slice(&dev, &[1.0f32; 1024], &[32, 32])?;
+    /// dev.start_profiling()?;
+    /// let y = x.matmul(&x)?;
+    /// let profile = dev.finish_profiling()?;
+    /// print!("{}", profile.table(10, 1));
+    /// # Ok::<(), tang_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] when the adapter cannot write timestamps inside compute
+    /// passes (wgpu's `TIMESTAMP_QUERY_INSIDE_PASSES`) or on WebAssembly (reading the
+    /// timestamps back would block); [`Error::DeviceLost`].
+    pub fn start_profiling(&self) -> Result<(), Error> {
+        let needed =
+            wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
+        if !self.inner.info.features.contains(needed) || cfg!(target_arch = "wasm32") {
+            return Err(Error::Unsupported {
+                what: "Device::start_profiling".into(),
+                detail: format!(
+                    "adapter `{}` cannot write timestamps inside compute passes (wgpu features \
+                     TIMESTAMP_QUERY and TIMESTAMP_QUERY_INSIDE_PASSES), or this is WebAssembly; \
+                     time whole steps with Device::sync instead",
+                    self.inner.info.name
+                ),
+            });
+        }
+        let mut st = self.lock()?;
+        st.submit(&self.inner);
+        st.profiler = Some(Profiler::new(&self.inner.device, &self.inner.queue));
+        drop(st);
+        self.check()
+    }
+
+    /// Submits what is recorded, stops profiling and returns the GPU time per kernel
+    /// since [`Device::start_profiling`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when profiling was not started; [`Error::Map`] when the
+    /// timestamps could not be read back; [`Error::DeviceLost`].
+    pub fn finish_profiling(&self) -> Result<Profile, Error> {
+        let mut st = self.lock()?;
+        st.submit(&self.inner);
+        let profiler = st.profiler.take();
+        drop(st);
+        self.check()?;
+        profiler
+            .ok_or_else(|| Error::InvalidArgument {
+                op: "Device::finish_profiling".into(),
+                detail: "profiling was not started: call Device::start_profiling first".into(),
+            })?
+            .into_profile()
     }
 }
 

@@ -1,11 +1,33 @@
-//! Recording one dispatch: binding checks, uniforms into the arena, pipeline from the
+//! Recording one dispatch: its bindings ([`Binding`]), binding checks, uniforms into the arena, pipeline from the
 //! cache, bind group, and the dispatch in the shared compute pass.
 
 use std::sync::atomic::Ordering;
 
 use crate::device::Device;
 use crate::error::Error;
-use crate::pipeline::{Binding, PipelineKey, RawKernel};
+use crate::pipeline::{Kind, PipelineKey, RawKernel};
+use crate::tensor::Tensor;
+
+/// One binding of a dispatch: binding `i` of group 0 is `bindings[i]`.
+#[derive(Clone, Copy, Debug)]
+pub enum Binding<'a> {
+    /// `var<uniform>`: the bytes are copied into the uniform arena (padded to 16 bytes).
+    Uniform(&'a [u8]),
+    /// `var<storage, read>`.
+    Read(&'a Tensor),
+    /// `var<storage, read_write>`.
+    ReadWrite(&'a Tensor),
+}
+
+impl Binding<'_> {
+    pub(crate) fn kind(&self) -> Kind {
+        match self {
+            Binding::Uniform(_) => Kind::Uniform,
+            Binding::Read(_) => Kind::Read,
+            Binding::ReadWrite(_) => Kind::ReadWrite,
+        }
+    }
+}
 
 /// Bytes a tensor binding covers: its data rounded up to whole 16-byte `vec4`s, at least
 /// one (wgpu rejects empty bindings, and kernels that read `array<vec4<f32>>` need the

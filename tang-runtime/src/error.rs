@@ -3,8 +3,6 @@
 
 use std::fmt;
 
-use crate::size::{show_limit, show_requested};
-
 /// Everything that can go wrong when running tang kernels.
 #[derive(Clone, PartialEq)]
 #[non_exhaustive]
@@ -245,6 +243,25 @@ impl std::error::Error for Error {
 impl From<tang_expr::ExprError> for Error {
     fn from(e: tang_expr::ExprError) -> Self {
         Error::Shader(e)
+    }
+}
+
+/// How the requested amount of [`Error::TooLarge`] is shown: `u64::MAX` stands for an
+/// amount that overflowed 64 bits (see `Size::at_most`), never for itself.
+fn show_requested(n: u64) -> String {
+    if n == u64::MAX {
+        "more than 2^64 - 1 (the size overflows)".into()
+    } else {
+        n.to_string()
+    }
+}
+
+/// How the limit of [`Error::TooLarge`] is shown (`u64::MAX` as `2^64 - 1`).
+fn show_limit(n: u64) -> String {
+    if n == u64::MAX {
+        "2^64 - 1".into()
+    } else {
+        n.to_string()
     }
 }
 

@@ -11,17 +11,19 @@
 //! single element costs no index arithmetic; any other is read through strides over the
 //! launch shape coalesced to at most [`MAX_LAUNCH_DIMS`] dimensions. A broadcast that
 //! still needs more (say `[A, 1, B, 1, C]` against `[A, X, B, Y, C]` with a third input
-//! broadcast differently) is materialised first with [`crate::ops::expand`]: one extra
+//! broadcast differently) is materialised first (a strided copy, as `ops::expand` makes one): one extra
 //! copy of that input, then a full-length read.
 
 use tang_expr::KernelDesc;
 use tang_expr::kernel::{InputRead, MAX_LAUNCH_DIMS, elementwise_dispatch};
 
 use crate::device::Device;
+use crate::dispatch::Binding;
+use crate::dtype::DType;
 use crate::error::Error;
-use crate::pipeline::{Binding, PipelineKey};
+use crate::pipeline::PipelineKey;
 use crate::size::numel;
-use crate::tensor::{DType, Tensor};
+use crate::tensor::Tensor;
 
 /// How one launch reads its inputs: the coalesced launch shape and one read per input,
 /// `None` for an input to materialise at the launch shape first (more than
@@ -123,7 +125,7 @@ fn launch_shape(
     }
     let shapes: Vec<&[usize]> = inputs.iter().chain(inouts).map(|t| t.shape()).collect();
     let names = kernel.inputs().iter().chain(kernel.inouts());
-    let full = crate::ops::broadcast_shapes(&shapes).map_err(|_| Error::ShapeMismatch {
+    let full = crate::size::broadcast_shapes(&shapes).map_err(|_| Error::ShapeMismatch {
         op: op.into(),
         detail: format!(
             "the shapes of {} ({}) do not broadcast: aligned from the right, each dimension \
@@ -211,7 +213,12 @@ impl Device {
         let mut expanded: Vec<Option<Tensor>> = Vec::new();
         for (t, read) in inputs.iter().zip(&plan.reads) {
             expanded.push(match read {
-                None => Some(crate::ops::expand(t, &full)?),
+                None => Some(crate::strided::gather_view(
+                    "expand",
+                    t,
+                    &crate::strided::broadcast_layout(t.shape(), &full),
+                    &full,
+                )?),
                 Some(_) => None,
             });
         }

@@ -24,10 +24,13 @@
 extern crate self as tang_runtime;
 
 mod bind_groups;
-pub mod dense;
+mod checks;
 mod device;
 mod dispatch;
+mod dtype;
 mod error;
+mod hash;
+mod info;
 mod launch;
 mod lifecycle;
 pub mod ops;
@@ -37,13 +40,17 @@ mod profile;
 mod size;
 mod spec;
 mod state;
+mod strided;
 mod tensor;
 mod traced;
+mod wgsl;
 
-pub use device::{Device, DeviceInfo, DeviceOptions, Stats};
+pub use device::Device;
+pub use dispatch::Binding;
 pub use error::Error;
+pub use info::{DeviceInfo, DeviceOptions, Stats};
 pub use ops::FusedFn;
-pub use pipeline::{Binding, RawKernel};
+pub use pipeline::RawKernel;
 pub use profile::{KernelTime, Profile};
 pub use tang_expr;
 /// Stable `f32` extras of the kernel language (`x.sigmoid()`, `x.softplus()`, ...), so a
@@ -52,17 +59,19 @@ pub use tang_expr::ext::StableExt;
 pub use tang_expr::{KernelDesc, kernel::WORKGROUP_SIZE};
 // The kernel macros (`#[kernel]`, `#[fused_grad]`, `#[kernels]`): users need only this crate.
 // Named, not globbed: the crate's `derive(Module)` belongs to tang-nn.
+pub use dtype::DType;
 pub use tang_macros::{fused_grad, kernel, kernels, uniform};
-pub use tensor::{DType, Tensor};
+pub use tensor::Tensor;
 pub use wgpu;
 
 /// Hooks for tang's own tests; not part of the API.
 #[doc(hidden)]
 pub mod __testing {
-    /// Every hand-written kernel the crate can produce (dense modules and ops), as
+    /// Every hand-written kernel the crate can produce (the core's strided copy and every
+    /// family of `ops`), as
     /// `(name, WGSL)`.
     pub fn dense_kernels() -> Vec<(String, String)> {
-        let mut all = crate::dense::registry();
+        let mut all = crate::strided::kernels();
         all.extend(crate::ops::registry());
         all
     }

@@ -8,7 +8,10 @@
 use std::collections::HashMap;
 
 use crate::error::Error;
-use crate::tensor::Tensor;
+use crate::hash::{MixMap, mix};
+
+/// The kind of a binding: the one enum of the elementwise ABI, shared with tang-expr.
+pub(crate) use tang_expr::kernel::BindingKind as Kind;
 
 /// A hand-written compute shader for [`Device::dispatch_raw`](crate::Device::dispatch_raw).
 ///
@@ -126,30 +129,6 @@ impl RawKernel {
     }
 }
 
-/// One binding of a dispatch: binding `i` of group 0 is `bindings[i]`.
-#[derive(Clone, Copy, Debug)]
-pub enum Binding<'a> {
-    /// `var<uniform>`: the bytes are copied into the uniform arena (padded to 16 bytes).
-    Uniform(&'a [u8]),
-    /// `var<storage, read>`.
-    Read(&'a Tensor),
-    /// `var<storage, read_write>`.
-    ReadWrite(&'a Tensor),
-}
-
-/// The kind of a binding: the one enum of the elementwise ABI, shared with tang-expr.
-pub(crate) use tang_expr::kernel::BindingKind as Kind;
-
-impl Binding<'_> {
-    pub(crate) fn kind(&self) -> Kind {
-        match self {
-            Binding::Uniform(_) => Kind::Uniform,
-            Binding::Read(_) => Kind::Read,
-            Binding::ReadWrite(_) => Kind::ReadWrite,
-        }
-    }
-}
-
 /// The binding kinds of a pipeline, packed two bits each into one word for up to 64
 /// bindings (every kernel tang makes), so a launch builds its cache key without
 /// allocating; longer lists are kept as a vector.
@@ -226,12 +205,6 @@ impl FromIterator<Kind> for KindList {
     }
 }
 
-/// One step of the cache's hash: cheap, and well mixed enough for a hash-map index (the
-/// map compares full keys, so a collision costs a comparison, never a wrong pipeline).
-fn mix(h: u64, v: u64) -> u64 {
-    (h ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(31)
-}
-
 /// What identifies a pipeline: the kernel (its id covers the text, the entry point and
 /// the trust), its override constants and the kinds of its bindings. Borrowed, so a
 /// launch whose pipeline is cached allocates nothing for it.
@@ -282,32 +255,6 @@ impl Pipeline {
                 .all(|((n, v), (kn, kv))| n == kn && v == kv)
     }
 }
-
-/// A cheap hasher for keys made of integers: hashes, ids, sizes (the [`PipelineKey`]
-/// hash, the buffers of a bind group). Each integer written is one [`mix`] step; the
-/// maps compare full keys, so a collision costs a comparison, never a wrong entry.
-#[derive(Default)]
-pub(crate) struct MixHasher(u64);
-
-impl std::hash::Hasher for MixHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = mix(self.0, u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = mix(self.0, v);
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.0 = mix(self.0, v as u64);
-    }
-}
-
-/// A map keyed by integers, hashed with [`MixHasher`].
-pub(crate) type MixMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<MixHasher>>;
 
 /// Shader modules (by kernel id and trust) and pipelines (by [`PipelineKey`]).
 ///

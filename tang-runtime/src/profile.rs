@@ -11,7 +11,6 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use crate::device::Device;
 use crate::error::Error;
 
 /// Timestamps one query set holds (wgpu's maximum); two per dispatch.
@@ -28,7 +27,7 @@ pub struct KernelTime {
     pub gpu_ns: f64,
 }
 
-/// What [`Device::finish_profiling`] returns: GPU time per kernel, largest first.
+/// What [`Device::finish_profiling`](crate::Device::finish_profiling) returns: GPU time per kernel, largest first.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Profile {
     /// One row per kernel name and grid, sorted by `gpu_ns`, largest first.
@@ -102,7 +101,7 @@ pub(crate) struct Profiler {
 }
 
 impl Profiler {
-    fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Profiler {
+    pub(crate) fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Profiler {
         let bytes = u64::from(QUERIES) * 8;
         Profiler {
             queries: device.create_query_set(&wgpu::QuerySetDescriptor {
@@ -212,7 +211,7 @@ impl Profiler {
         self.pending.clear();
     }
 
-    fn into_profile(self) -> Result<Profile, Error> {
+    pub(crate) fn into_profile(self) -> Result<Profile, Error> {
         if let Some(f) = self.failure {
             return Err(Error::Map(format!("reading the profile's timestamps: {f}")));
         }
@@ -230,69 +229,5 @@ impl Profiler {
             kernels,
             gaps_ns: self.gaps_ns,
         })
-    }
-}
-
-impl Device {
-    /// Starts measuring the GPU time of every kernel launched from now on (like
-    /// `torch.profiler.profile` with CUDA activity): each dispatch is bracketed by
-    /// timestamps, and each submit waits for the GPU to read them. Whatever was recorded
-    /// before is submitted first, so it is not counted. End with
-    /// [`Device::finish_profiling`].
-    ///
-    /// ```no_run
-    /// use tang_runtime::{Device, Tensor};
-    /// let dev = Device::new()?;
-    /// let x = Tensor::from_slice(&dev, &[1.0f32; 1024], &[32, 32])?;
-    /// dev.start_profiling()?;
-    /// let y = x.matmul(&x)?;
-    /// let profile = dev.finish_profiling()?;
-    /// print!("{}", profile.table(10, 1));
-    /// # Ok::<(), tang_runtime::Error>(())
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] when the adapter cannot write timestamps inside compute
-    /// passes (wgpu's `TIMESTAMP_QUERY_INSIDE_PASSES`) or on WebAssembly (reading the
-    /// timestamps back would block); [`Error::DeviceLost`].
-    pub fn start_profiling(&self) -> Result<(), Error> {
-        let needed =
-            wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
-        if !self.inner.info.features.contains(needed) || cfg!(target_arch = "wasm32") {
-            return Err(Error::Unsupported {
-                what: "Device::start_profiling".into(),
-                detail: format!(
-                    "adapter `{}` cannot write timestamps inside compute passes (wgpu features \
-                     TIMESTAMP_QUERY and TIMESTAMP_QUERY_INSIDE_PASSES), or this is WebAssembly; \
-                     time whole steps with Device::sync instead",
-                    self.inner.info.name
-                ),
-            });
-        }
-        let mut st = self.lock()?;
-        st.submit(&self.inner);
-        st.profiler = Some(Profiler::new(&self.inner.device, &self.inner.queue));
-        drop(st);
-        self.check()
-    }
-
-    /// Submits what is recorded, stops profiling and returns the GPU time per kernel
-    /// since [`Device::start_profiling`].
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when profiling was not started; [`Error::Map`] when the
-    /// timestamps could not be read back; [`Error::DeviceLost`].
-    pub fn finish_profiling(&self) -> Result<Profile, Error> {
-        let mut st = self.lock()?;
-        st.submit(&self.inner);
-        let profiler = st.profiler.take();
-        drop(st);
-        self.check()?;
-        profiler
-            .ok_or_else(|| Error::InvalidArgument {
-                op: "Device::finish_profiling".into(),
-                detail: "profiling was not started: call Device::start_profiling first".into(),
-            })?
-            .into_profile()
     }
 }

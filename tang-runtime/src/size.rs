@@ -1,5 +1,6 @@
 //! Checked size arithmetic: every element count, byte size, axis length and offset that
-//! tang computes from user-given shapes goes through [`Size`].
+//! tang computes from user-given shapes goes through [`Size`]. Broadcasting's shape logic
+//! ([`broadcast_shapes`]) lives here too: the launches and the ops both need it.
 //!
 //! Why one type: shapes come from users and may hold any `usize`, so `a * b` or `a + b`
 //! on them can wrap. In a debug build that panics; in a release build it silently gives a
@@ -115,23 +116,61 @@ pub(crate) fn numel(shape: &[usize]) -> Result<usize, Error> {
     Size::product(shape).counted(|| format!("elements of shape {shape:?}"))
 }
 
-/// How the requested amount of [`Error::TooLarge`] is shown: `u64::MAX` stands for an
-/// amount that overflowed 64 bits (see [`Size::at_most`]), never for itself.
-pub(crate) fn show_requested(n: u64) -> String {
-    if n == u64::MAX {
-        "more than 2^64 - 1 (the size overflows)".into()
-    } else {
-        n.to_string()
-    }
+/// `n` as a u32 kernel quantity, or [`Error::TooLarge`] naming `what`.
+pub(crate) fn fits_u32(op: &str, what: &str, n: usize) -> Result<u32, Error> {
+    u32::try_from(n).map_err(|_| Error::TooLarge {
+        what: format!("{op}: {what}"),
+        requested: n as u64,
+        limit: u32::MAX.into(),
+    })
 }
 
-/// How the limit of [`Error::TooLarge`] is shown (`u64::MAX` as `2^64 - 1`).
-pub(crate) fn show_limit(n: u64) -> String {
-    if n == u64::MAX {
-        "2^64 - 1".into()
-    } else {
-        n.to_string()
+/// Row-major strides of a contiguous tensor of `shape` (in elements).
+pub(crate) fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
+    let mut strides = vec![1; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1];
     }
+    strides
+}
+
+/// The shape all of `shapes` broadcast to (PyTorch's `torch.broadcast_shapes`).
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] naming the first dimension where two sizes differ and neither
+/// is 1.
+pub fn broadcast_shapes(shapes: &[&[usize]]) -> Result<Vec<usize>, Error> {
+    let rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
+    let mut out = vec![1usize; rank];
+    for s in shapes {
+        let lead = rank - s.len();
+        for (d, &n) in s.iter().enumerate() {
+            let o = &mut out[lead + d];
+            if *o == n || n == 1 {
+                continue;
+            }
+            if *o == 1 {
+                *o = n;
+                continue;
+            }
+            return Err(Error::ShapeMismatch {
+                op: "broadcast_shapes".into(),
+                detail: format!(
+                    "shapes {shapes:?} do not broadcast: dimension {} (from the right) is {} in one and {n} in another; \
+                     sizes must be equal or 1",
+                    s.len() - d,
+                    *o
+                ),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `shape` broadcasts to exactly `target`.
+pub(crate) fn broadcasts_to(shape: &[usize], target: &[usize]) -> bool {
+    shape.len() <= target.len()
+        && broadcast_shapes(&[shape, target]).ok().as_deref() == Some(target)
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! A kernel is a [`Spec`]: a name, a params struct declared with [`params!`] (a
 //! `#[repr(C)]` [`bytemuck::Pod`] Rust struct whose WGSL `struct P` is emitted from the
 //! Rust type), its ordered storage bindings ([`Slot`]), the WGSL pieces it builds on
-//! (preludes, see `dense/wgsl.rs`) and its body. The layer writes the declarations, so the
+//! (preludes, see `wgsl.rs`) and its body. The layer writes the declarations, so the
 //! field order, the padding and the `@binding(i)` numbers of the WGSL cannot disagree with
 //! the Rust side:
 //!
@@ -27,7 +27,7 @@
 //!
 //! ```ignore
 //! use crate::spec::{Slot, Spec, params};
-//! use super::wgsl::{group_index, unit_f1};
+//! use crate::wgsl::{group_index, unit_f1};
 //!
 //! params! {
 //!     /// Shape of a scale: `n` elements, multiplied by `k`.
@@ -53,7 +53,7 @@
 //!     Ok(y)
 //! }
 //!
-//! /// Every kernel this file can produce (the registry of `dense/mod.rs` collects it).
+//! /// Every kernel this file can produce (the registry of its folder's `mod.rs` collects it).
 //! pub(crate) fn kernels() -> Vec<Source> {
 //!     vec![SCALE.source()]
 //! }
@@ -63,8 +63,9 @@ use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::sync::{Mutex, OnceLock};
 
-use crate::pipeline::{Binding, RawKernel};
-use crate::{Error, Tensor};
+use crate::dispatch::Binding;
+use crate::pipeline::RawKernel;
+use crate::{Device, Error, Tensor};
 
 /// A Rust scalar type that is also a WGSL scalar of the same size and name.
 pub(crate) trait WgslScalar {
@@ -214,19 +215,23 @@ pub(crate) type Source = (String, String);
 pub(crate) type KernelModule = (&'static str, fn() -> Vec<Source>);
 
 /// The registry of a folder of kernel modules, written in its `mod.rs`:
-/// `kernel_modules! { "dense": attention, matmul, ... }` lists the modules that hold
-/// kernels (each with its `kernels()`, every kernel it can produce) and declares
-/// `registry()`, every kernel of the listed modules in order (the list the naga test
-/// validates), and a test that fails when a module of `src/<folder>` defines `kernels()`
+/// `kernel_modules! { "ops/rows": softmax, norm, ... }` lists the modules that hold
+/// kernels (each with its `kernels()`, every kernel it can produce) and declares the
+/// folder's own `kernels()`, every kernel of the listed modules in order (so a folder is a
+/// module with kernels to the registry one level up; `kernel_modules! { fn registry,
+/// "ops": ... }` names it otherwise, and `ops`'s is the list the naga test validates), and a test that fails when a module of `src/<folder>` defines `kernels()`
 /// but is not listed, so the naga test cannot miss its kernels.
 macro_rules! kernel_modules {
     ($dir:literal: $($module:ident),+ $(,)?) => {
+        $crate::spec::kernel_modules! { fn kernels, $dir: $($module),+ }
+    };
+    (fn $registry:ident, $dir:literal: $($module:ident),+ $(,)?) => {
         const KERNEL_MODULES: &[$crate::spec::KernelModule] =
             &[$((stringify!($module), $module::kernels)),+];
 
         /// Every kernel the modules of this folder can produce, as `(name, WGSL)`
         /// (generated families by a representative set).
-        pub(crate) fn registry() -> Vec<$crate::spec::Source> {
+        pub(crate) fn $registry() -> Vec<$crate::spec::Source> {
             KERNEL_MODULES.iter().flat_map(|(_, kernels)| kernels()).collect()
         }
 
@@ -259,7 +264,9 @@ pub(crate) fn assert_every_kernel_module_listed(dir: &str, modules: &[KernelModu
         let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
             continue;
         };
-        let module = path.extension().is_some_and(|e| e == "rs") && stem != "mod";
+        // A module is a file (not `mod.rs`) or a folder with a `mod.rs`.
+        let module = (path.extension().is_some_and(|e| e == "rs") && stem != "mod")
+            || path.join("mod.rs").is_file();
         if module && (defines(&path) || defines(&root.join(stem))) {
             assert!(
                 modules.iter().any(|(name, _)| *name == stem),
@@ -267,6 +274,44 @@ pub(crate) fn assert_every_kernel_module_listed(dir: &str, modules: &[KernelModu
             );
         }
     }
+}
+
+/// A 2-D grid of `groups` workgroups (x at most the device's per-dimension limit), for
+/// kernels that index with `group_index`.
+pub(crate) fn grid(dev: &Device, op: &str, groups: u64) -> Result<[u32; 3], Error> {
+    let maxd = u64::from(dev.info().limits.max_compute_workgroups_per_dimension).max(1);
+    let x = groups.clamp(1, maxd);
+    let y = groups.div_ceil(x).max(1);
+    if y > maxd {
+        return Err(Error::TooLarge {
+            what: format!("{op}: workgroups"),
+            requested: groups,
+            limit: maxd * maxd,
+        });
+    }
+    Ok([x as u32, y as u32, 1])
+}
+
+/// Launches `kernel` (with override `constants`) with one 256-thread workgroup per 256 of
+/// `total` threads (none for 0).
+pub(crate) fn launch_threads<P: Params>(
+    op: &str,
+    dev: &Device,
+    kernel: &Spec<P>,
+    constants: &[(&str, f64)],
+    params: &P,
+    total: u32,
+    tensors: &[&Tensor],
+) -> Result<(), Error> {
+    if total == 0 {
+        return Ok(());
+    }
+    let groups = grid(
+        dev,
+        op,
+        u64::from(total).div_ceil(u64::from(crate::wgsl::WG)),
+    )?;
+    kernel.dispatch(constants, params, tensors, groups)
 }
 
 /// A hand-written kernel: name, preludes, layout and body (see the module docs). Lives in
@@ -352,7 +397,7 @@ static TEXTS: Mutex<BTreeMap<&'static str, &'static RawKernel>> = Mutex::new(BTr
 /// The kernel for `text` (entry point `main`): validated by naga the first time this
 /// process sees the text (outside the lock), then leaked once and shared. This is the one
 /// place a kernel text becomes `'static`; the leak is bounded by the number of distinct
-/// texts the crate can produce (the registry of `dense/mod.rs` lists them).
+/// texts the crate can produce (the registry of `ops/mod.rs` lists them).
 ///
 /// # Errors
 /// [`Error::Shader`] when naga rejects the text (a bug of this crate).

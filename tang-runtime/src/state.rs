@@ -12,8 +12,8 @@
 //! - a write into a live tensor that the open batch uses submits the batch first.
 
 use crate::bind_groups::BindGroups;
-use crate::device::{Inner, Stats};
 use crate::error::Error;
+use crate::info::{Gpu, Stats};
 use crate::pipeline::Cache;
 use crate::pool::{Pool, size_class};
 use crate::profile::Profiler;
@@ -123,7 +123,7 @@ impl State {
     }
 
     /// The open encoder, with any open compute pass ended (for copies and clears).
-    pub fn encoder(&mut self, inner: &Inner) -> &mut wgpu::CommandEncoder {
+    pub fn encoder(&mut self, inner: &Gpu) -> &mut wgpu::CommandEncoder {
         self.pass.take();
         self.encoder.get_or_insert_with(|| {
             inner
@@ -135,7 +135,7 @@ impl State {
     }
 
     /// The open compute pass, begun if needed. Consecutive dispatches share one pass.
-    pub fn pass(&mut self, inner: &Inner) -> &mut wgpu::ComputePass<'static> {
+    pub fn pass(&mut self, inner: &Gpu) -> &mut wgpu::ComputePass<'static> {
         let encoder = &mut self.encoder;
         self.pass.get_or_insert_with(|| {
             encoder
@@ -158,7 +158,7 @@ impl State {
     /// profiling). The caller made room for it first (see `has_room_for_launch`).
     pub fn dispatch(
         &mut self,
-        inner: &Inner,
+        inner: &Gpu,
         name: &str,
         pipeline: &wgpu::ComputePipeline,
         group: &wgpu::BindGroup,
@@ -210,7 +210,7 @@ impl State {
     }
 
     /// Counts a recorded dispatch; submits when the batch is full.
-    pub fn recorded_dispatch(&mut self, inner: &Inner) {
+    pub fn recorded_dispatch(&mut self, inner: &Gpu) {
         self.recorded += 1;
         self.launches += 1;
         let limit = self.batch_limit.min(inner.opts.batch_size.max(1));
@@ -221,7 +221,7 @@ impl State {
     }
 
     /// Submits the open batch (uniforms first), then releases buffers it kept alive.
-    pub fn submit(&mut self, inner: &Inner) {
+    pub fn submit(&mut self, inner: &Gpu) {
         self.pass.take();
         if let Some(mut enc) = self.encoder.take() {
             if !self.arena.is_empty() {
@@ -250,7 +250,7 @@ impl State {
     /// the open batch will do; otherwise (an upload) only an idle one.
     pub fn alloc(
         &mut self,
-        inner: &Inner,
+        inner: &Gpu,
         bytes: u64,
         gpu_written: bool,
     ) -> Result<(wgpu::Buffer, u64, u64), Error> {
@@ -284,7 +284,7 @@ impl State {
     /// (a destroyed buffer's memory returns once the work that used it has finished) and
     /// the allocation is tried once more, as PyTorch's caching allocator frees its cache
     /// before it reports an out-of-memory error.
-    fn create_buffer(&mut self, inner: &Inner, class: u64) -> Result<wgpu::Buffer, Error> {
+    fn create_buffer(&mut self, inner: &Gpu, class: u64) -> Result<wgpu::Buffer, Error> {
         self.allocations += 1;
         let create = || {
             inner.device.create_buffer(&wgpu::BufferDescriptor {
@@ -325,7 +325,7 @@ impl State {
     }
 
     /// Takes back the buffer of a dropped tensor last used by batch `last_batch`.
-    pub fn release(&mut self, inner: &Inner, buf: wgpu::Buffer, class: u64, last_batch: u64) {
+    pub fn release(&mut self, inner: &Gpu, buf: wgpu::Buffer, class: u64, last_batch: u64) {
         self.bytes_in_use = self.bytes_in_use.saturating_sub(class);
         if last_batch == self.batch && self.encoder.is_some() {
             self.deferred.give(class, buf, u64::MAX);

@@ -12,24 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 mod read;
 
 use crate::device::Device;
+use crate::dtype::DType;
 use crate::error::Error;
 use crate::size::Size;
-
-/// Element type of a tensor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum DType {
-    /// 32-bit float.
-    F32,
-    /// 32-bit unsigned integer (token ids, class labels, indices).
-    U32,
-}
-
-impl DType {
-    /// Bytes per element.
-    pub fn size(self) -> usize {
-        4
-    }
-}
 
 /// A device buffer from the pool; gives it back when the last tensor using it drops.
 pub(crate) struct Storage {
@@ -257,14 +242,6 @@ impl Tensor {
         Ok(())
     }
 
-    /// An f32 tensor filled with `value`.
-    ///
-    /// # Errors
-    /// [`Error::TooLarge`], [`Error::DeviceLost`].
-    pub fn full(dev: &Device, shape: &[usize], value: f32) -> Result<Tensor, Error> {
-        crate::ops::full(dev, shape, value)
-    }
-
     /// Overwrites the tensor's contents with `data` (same length, f32). Work recorded
     /// before the write sees the old contents.
     ///
@@ -466,47 +443,5 @@ impl Tensor {
             });
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::{Device, Tensor, ops};
-
-    /// A view is bound, read, written and cleared at its offset, leaves the rest of its
-    /// buffer alone, exists only on the binding alignment, and two views of one buffer
-    /// are one launch's bindings only when both are written and disjoint.
-    #[test]
-    fn views_work_at_their_offset() {
-        let dev = Device::new().unwrap();
-        let align = dev.info().limits.min_storage_buffer_offset_alignment as usize;
-        let n = (align / 4).max(4);
-        let data: Vec<f32> = (0..2 * n).map(|i| i as f32).collect();
-        let t = Tensor::from_slice(&dev, &data, &[2 * n]).unwrap();
-        let (lo, hi) = (t.view_at(0, &[n]).unwrap(), t.view_at(n, &[n]).unwrap());
-        assert_eq!(hi.to_vec().unwrap(), data[n..]);
-        assert!(t.view_at(n + 1, &[n]).is_none(), "past the end");
-        if align > 4 {
-            assert!(t.view_at(1, &[n]).is_none(), "off the alignment");
-        }
-        ops::mul_(&hi, 2.0).unwrap();
-        let doubled: Vec<f32> = data[n..].iter().map(|v| v * 2.0).collect();
-        assert_eq!(t.to_vec().unwrap()[..n], data[..n]);
-        assert_eq!(hi.to_vec().unwrap(), doubled);
-        assert_eq!(
-            ops::add(&hi, &hi).unwrap().to_vec().unwrap()[0],
-            4.0 * n as f32
-        );
-        lo.write(&vec![-1.0; n]).unwrap();
-        hi.clear().unwrap();
-        let mut want = vec![-1.0; n];
-        want.extend(vec![0.0; n]);
-        assert_eq!(t.to_vec().unwrap(), want);
-        // A view written while another view of its buffer is read: wgpu refuses the
-        // pair in one launch, so `add_` reads a copy.
-        hi.write(&vec![3.0; n]).unwrap();
-        ops::add_(&lo, &hi, 1.0).unwrap();
-        assert_eq!(lo.to_vec().unwrap(), vec![2.0; n]);
-        assert_eq!(hi.to_vec().unwrap(), vec![3.0; n]);
     }
 }

@@ -1,7 +1,7 @@
 //! Causal attention (forward, backward, grouped-query heads, KV-cache decode) on the
 //! software adapter against a naive CPU f64 implementation.
 
-use tang_runtime::dense::attention::{
+use tang_runtime::ops::{
     attention, attention_backward, attention_backward_dkv, attention_backward_dq, attention_decode,
     backward_tiles, forward_tiles,
 };
@@ -155,7 +155,7 @@ fn check(dev: &Device, c: Cfg, seed: u64, amp: f32, backward: bool) {
     if !backward {
         return;
     }
-    let (dq, dk, dv) = attention_backward(&q, &k, &v, &o, &lse, &go, None).unwrap();
+    let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, None).unwrap();
     let (dq_ref, dk_ref, dv_ref) = ref_backward(c, &x.q, &x.k, &x.v, &x.go, scale);
     // Gradients sum up to T terms (and H/Hkv heads); f32 accumulation error grows with both.
     let atol = 1e-4 * (1.0 + (c.t * c.h / c.hkv) as f64).sqrt();
@@ -246,7 +246,7 @@ fn backward_matches_finite_differences() {
         let (q, k, v, go) = upload(&dev, c, &x);
         let (o, lse) = attention(&q, &k, &v, Some(scale as f32)).unwrap();
         let (dq, dk, dv) =
-            attention_backward(&q, &k, &v, &o, &lse, &go, Some(scale as f32)).unwrap();
+            attention_backward(&go, &q, &k, &v, &o, &lse, Some(scale as f32)).unwrap();
         let loss = |q: &[f32], k: &[f32], v: &[f32]| -> f64 {
             let (o, _, _) = ref_forward(c, q, k, v, scale);
             o.iter().zip(&x.go).map(|(a, &b)| a * b as f64).sum()
@@ -309,8 +309,8 @@ fn deterministic_case(dev: &Device, c: Cfg) {
     let x = inputs(c, 13, 1.0);
     let (q, k, v, go) = upload(dev, c, &x);
     let (o, lse) = attention(&q, &k, &v, None).unwrap();
-    let first = attention_backward(&q, &k, &v, &o, &lse, &go, None).unwrap();
-    let second = attention_backward(&q, &k, &v, &o, &lse, &go, None).unwrap();
+    let first = attention_backward(&go, &q, &k, &v, &o, &lse, None).unwrap();
+    let second = attention_backward(&go, &q, &k, &v, &o, &lse, None).unwrap();
     for (a, b) in [
         (&first.0, &second.0),
         (&first.1, &second.1),
@@ -398,7 +398,7 @@ fn bad_shapes_are_errors() {
         let e = attention(&z(&[4, 8, 16]), &k, &k, None).unwrap_err();
         assert!(e.to_string().contains("[B, H, T, D]"), "{e}");
         let (o, lse) = attention(&q, &q, &q, None).unwrap();
-        let e = attention_backward(&q, &q, &q, &o, &z(&[1, 4, 9]), &o, None).unwrap_err();
+        let e = attention_backward(&o, &q, &q, &q, &o, &z(&[1, 4, 9]), None).unwrap_err();
         assert!(e.to_string().contains("lse"), "{e}");
         drop(lse);
     }
@@ -457,9 +457,9 @@ fn materialized_backward_matches_the_fused_passes() {
             let x = inputs(c, 23, 1.0);
             let (q, k, v, go) = upload(&dev, c, &x);
             let (o, lse) = attention(&q, &k, &v, scale).unwrap();
-            let (dq, dk, dv) = attention_backward(&q, &k, &v, &o, &lse, &go, scale).unwrap();
-            let (dq2, delta) = attention_backward_dq(&q, &k, &v, &o, &lse, &go, scale).unwrap();
-            let (dk2, dv2) = attention_backward_dkv(&q, &k, &v, &lse, &go, &delta, scale).unwrap();
+            let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, scale).unwrap();
+            let (dq2, delta) = attention_backward_dq(&go, &q, &k, &v, &o, &lse, scale).unwrap();
+            let (dk2, dv2) = attention_backward_dkv(&go, &q, &k, &v, &lse, &delta, scale).unwrap();
             let atol = 1e-4 * (1.0 + c.t as f64).sqrt();
             for (name, a, b) in [("dq", &dq, &dq2), ("dk", &dk, &dk2), ("dv", &dv, &dv2)] {
                 let fused: Vec<f64> = b.to_vec().unwrap().iter().map(|&v| f64::from(v)).collect();
@@ -484,14 +484,14 @@ fn backward_passes_apart_match_the_backward() {
             let x = inputs(c, 21, 1.0);
             let (q, k, v, go) = upload(&dev, c, &x);
             let (o, lse) = attention(&q, &k, &v, None).unwrap();
-            let (dq, dk, dv) = attention_backward(&q, &k, &v, &o, &lse, &go, None).unwrap();
-            let (dq2, delta) = attention_backward_dq(&q, &k, &v, &o, &lse, &go, None).unwrap();
-            let (dk2, dv2) = attention_backward_dkv(&q, &k, &v, &lse, &go, &delta, None).unwrap();
+            let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, None).unwrap();
+            let (dq2, delta) = attention_backward_dq(&go, &q, &k, &v, &o, &lse, None).unwrap();
+            let (dk2, dv2) = attention_backward_dkv(&go, &q, &k, &v, &lse, &delta, None).unwrap();
             for (a, b) in [(&dq, &dq2), (&dk, &dk2), (&dv, &dv2)] {
                 let (a, b) = (a.to_vec().unwrap(), b.to_vec().unwrap());
                 assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()));
             }
-            let e = attention_backward_dkv(&q, &k, &v, &lse, &go, &o, None).unwrap_err();
+            let e = attention_backward_dkv(&go, &q, &k, &v, &lse, &o, None).unwrap_err();
             assert!(e.to_string().contains("delta"), "{e}");
         }
     }

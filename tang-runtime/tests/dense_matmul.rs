@@ -2,7 +2,7 @@
 //! transpose combination, every tile preset, batches and broadcasts, bias + epilogue,
 //! shape errors, and the backward against central finite differences.
 
-use tang_runtime::dense::matmul::{
+use tang_runtime::ops::{
     Epilogue, MatmulOptions, TileConfig, bias_backward, matmul, matmul_backward, matmul_tn_split,
     matmul_with,
 };
@@ -360,7 +360,7 @@ fn backward_matches_finite_differences() {
             let c = matmul_with(&at, &bt, &o).unwrap();
             let wv = rng.vec(c.len(), 1.0);
             let wt = Tensor::from_slice(&dev, &wv, c.shape()).unwrap();
-            let (ga, gb) = matmul_backward(&at, &bt, &wt, ta, tb).unwrap();
+            let (ga, gb) = matmul_backward(&wt, &at, &bt, ta, tb).unwrap();
             assert_eq!(ga.shape(), sa.as_slice());
             assert_eq!(gb.shape(), sb.as_slice());
             let loss = |a: &[f32], b: &[f32]| -> f64 {

@@ -3,7 +3,7 @@
 //! an f64 reference of the backward at every element, the tie and NaN rules of the max
 //! with exact expected values, grids past 65,535 workgroups, and the typed errors.
 
-use tang_runtime::dense::reduce;
+use tang_runtime::ops;
 use tang_runtime::{Device, Error, Tensor};
 use tang_testing::{Rng, assert_close, devices, vjp_at};
 
@@ -80,18 +80,18 @@ fn bwd64(x: &[f32], dy: &[f32], shape: &[usize], axis: usize, op: Op) -> Vec<f64
 
 fn forward(x: &Tensor, axis: usize, op: Op) -> Tensor {
     match op {
-        Op::Sum => reduce::sum(x, axis),
-        Op::Mean => reduce::mean(x, axis),
-        Op::Max => reduce::max(x, axis),
+        Op::Sum => ops::sum(x, axis),
+        Op::Mean => ops::mean(x, axis),
+        Op::Max => ops::max(x, axis),
     }
     .unwrap()
 }
 
 fn backward(x: &Tensor, y: &Tensor, dy: &Tensor, axis: usize, op: Op) -> Tensor {
     let dx = match op {
-        Op::Sum => reduce::sum_backward(dy, x.shape(), axis),
-        Op::Mean => reduce::mean_backward(dy, x.shape(), axis),
-        Op::Max => reduce::max_backward(x, y, dy, axis),
+        Op::Sum => ops::sum_backward(dy, x.shape(), axis),
+        Op::Mean => ops::mean_backward(dy, x.shape(), axis),
+        Op::Max => ops::max_backward(dy, x, y, axis),
     }
     .unwrap();
     assert_eq!(dx.shape(), x.shape());
@@ -234,7 +234,7 @@ fn max_bwd(dev: &Device, x: &[f32], shape: &[usize], axis: usize, y: &[f32]) -> 
     let xt = Tensor::from_slice(dev, x, shape).unwrap();
     let yt = Tensor::from_slice(dev, y, &os).unwrap();
     let dyt = Tensor::from_slice(dev, &dy, &os).unwrap();
-    reduce::max_backward(&xt, &yt, &dyt, axis)
+    ops::max_backward(&dyt, &xt, &yt, axis)
         .unwrap()
         .to_vec()
         .unwrap()
@@ -378,10 +378,10 @@ fn whole_tensor_backwards() {
             let xt = Tensor::from_slice(&dev, &x, shape).unwrap();
             let dyt = Tensor::from_slice(&dev, &[1.5], &[1]).unwrap();
             let flat = [n];
-            let s = reduce::sum_all_backward(&dyt, shape).unwrap();
-            let m = reduce::mean_all_backward(&dyt, shape).unwrap();
-            let y = reduce::max_all(&xt).unwrap();
-            let mx = reduce::max_all_backward(&xt, &y, &dyt).unwrap();
+            let s = ops::sum_all_backward(&dyt, shape).unwrap();
+            let m = ops::mean_all_backward(&dyt, shape).unwrap();
+            let y = ops::max_all(&xt).unwrap();
+            let mx = ops::max_all_backward(&dyt, &xt, &y).unwrap();
             for (op, dx) in [(Op::Sum, s), (Op::Mean, m), (Op::Max, mx)] {
                 assert_eq!(dx.shape(), shape);
                 let got = dx.to_vec().unwrap();
@@ -397,20 +397,17 @@ fn whole_tensor_backwards() {
         }
         // Ties over the whole tensor: the first in row-major order.
         let xt = Tensor::from_slice(&dev, &[1.0, 4.0, 2.0, 4.0, 4.0, 0.0], &[2, 3]).unwrap();
-        let y = reduce::max_all(&xt).unwrap();
+        let y = ops::max_all(&xt).unwrap();
         let dyt = Tensor::from_slice(&dev, &[3.0], &[1]).unwrap();
-        let dx = reduce::max_all_backward(&xt, &y, &dyt).unwrap();
+        let dx = ops::max_all_backward(&dyt, &xt, &y).unwrap();
         assert_eq!(dx.to_vec().unwrap(), [0.0, 3.0, 0.0, 0.0, 0.0, 0.0]);
         // Empty inputs give empty gradients.
         for shape in [&[0usize][..], &[3, 0], &[0, 4]] {
             let dyt = Tensor::from_slice(&dev, &[1.0], &[1]).unwrap();
-            assert_eq!(
-                reduce::sum_all_backward(&dyt, shape).unwrap().shape(),
-                shape
-            );
+            assert_eq!(ops::sum_all_backward(&dyt, shape).unwrap().shape(), shape);
         }
         let dyt = Tensor::from_slice(&dev, &[1.0; 3], &[3]).unwrap();
-        let dx = reduce::sum_backward(&dyt, &[3, 0], 1).unwrap();
+        let dx = ops::sum_backward(&dyt, &[3, 0], 1).unwrap();
         assert_eq!(dx.shape(), &[3, 0]);
     }
 }
@@ -422,12 +419,9 @@ fn large_backwards_use_a_2d_grid_and_repeat_bit_for_bit() {
         // 65,536 workgroups of 256 scalar units: more than one grid dimension holds.
         let n = 65_535 * 256 + 3;
         let dyt = Tensor::from_slice(&dev, &[-2.75], &[1]).unwrap();
-        let dx = reduce::sum_backward(&dyt, &[n], 0)
-            .unwrap()
-            .to_vec()
-            .unwrap();
+        let dx = ops::sum_backward(&dyt, &[n], 0).unwrap().to_vec().unwrap();
         assert!(dx.iter().all(|&v| v == -2.75), "sum_backward {n}");
-        let dx = reduce::mean_all_backward(&dyt, &[n])
+        let dx = ops::mean_all_backward(&dyt, &[n])
             .unwrap()
             .to_vec()
             .unwrap();
@@ -440,9 +434,9 @@ fn large_backwards_use_a_2d_grid_and_repeat_bit_for_bit() {
         x[n - 5] = 2.0;
         x[n / 3] = 2.0;
         let xt = Tensor::from_slice(&dev, &x, &[n]).unwrap();
-        let y = reduce::max(&xt, 0).unwrap();
-        let a = reduce::max_backward(&xt, &y, &dyt, 0).unwrap();
-        let b = reduce::max_backward(&xt, &y, &dyt, 0).unwrap();
+        let y = ops::max(&xt, 0).unwrap();
+        let a = ops::max_backward(&dyt, &xt, &y, 0).unwrap();
+        let b = ops::max_backward(&dyt, &xt, &y, 0).unwrap();
         let (a, b) = (a.to_vec().unwrap(), b.to_vec().unwrap());
         assert_eq!(a[n / 3], -2.75);
         assert_eq!(a.iter().filter(|&&v| v != 0.0).count(), 1);
@@ -454,7 +448,7 @@ fn large_backwards_use_a_2d_grid_and_repeat_bit_for_bit() {
         // n rows of one element: one search thread and one scatter thread per row, on a 2-D
         // grid. The forward output of an axis of length 1 is x itself; x serves as dy too.
         let x1 = xt.reshape(&[n, 1]).unwrap();
-        let dx = reduce::max_backward(&x1, &xt, &xt, 1).unwrap();
+        let dx = ops::max_backward(&xt, &x1, &xt, 1).unwrap();
         assert!(dx.to_vec().unwrap() == x, "max_backward {n}x1");
     }
 }
@@ -478,30 +472,30 @@ fn errors_are_typed() {
         let u6 = Tensor::from_u32(&dev, &[1; 6], &[2, 3]).unwrap();
 
         // Axis out of range.
-        assert!(is_shape(reduce::sum_backward(&y2, &[2, 3], 2)));
-        assert!(is_shape(reduce::mean_backward(&y2, &[2, 3], 5)));
-        assert!(is_shape(reduce::max_backward(&x, &y2, &y2, 2)));
-        assert!(is_shape(reduce::sum_backward(&one, &[], 0)));
+        assert!(is_shape(ops::sum_backward(&y2, &[2, 3], 2)));
+        assert!(is_shape(ops::mean_backward(&y2, &[2, 3], 5)));
+        assert!(is_shape(ops::max_backward(&y2, &x, &y2, 2)));
+        assert!(is_shape(ops::sum_backward(&one, &[], 0)));
         // dy does not have the forward output's shape.
-        assert!(is_shape(reduce::sum_backward(&y3, &[2, 3], 1)));
-        assert!(is_shape(reduce::mean_backward(&y2, &[2, 3], 0)));
-        assert!(is_shape(reduce::max_backward(&x, &y2, &y3, 1)));
-        assert!(is_shape(reduce::sum_all_backward(&y2, &[2, 3])));
-        assert!(is_shape(reduce::mean_all_backward(&y2, &[2, 3])));
-        assert!(is_shape(reduce::max_all_backward(&x, &one, &y2)));
+        assert!(is_shape(ops::sum_backward(&y3, &[2, 3], 1)));
+        assert!(is_shape(ops::mean_backward(&y2, &[2, 3], 0)));
+        assert!(is_shape(ops::max_backward(&y3, &x, &y2, 1)));
+        assert!(is_shape(ops::sum_all_backward(&y2, &[2, 3])));
+        assert!(is_shape(ops::mean_all_backward(&y2, &[2, 3])));
+        assert!(is_shape(ops::max_all_backward(&y2, &x, &one)));
         // y does not have the forward output's shape of x.
-        assert!(is_shape(reduce::max_backward(&x, &y3, &y2, 1)));
-        assert!(is_shape(reduce::max_all_backward(&x, &y2, &one)));
+        assert!(is_shape(ops::max_backward(&y2, &x, &y3, 1)));
+        assert!(is_shape(ops::max_all_backward(&one, &x, &y2)));
         // u32 tensors.
-        assert!(is_dtype(reduce::sum_backward(&u2, &[2, 3], 1)));
-        assert!(is_dtype(reduce::mean_all_backward(&u2, &[2])));
-        assert!(is_dtype(reduce::max_backward(&u6, &y2, &y2, 1)));
-        assert!(is_dtype(reduce::max_backward(&x, &u2, &y2, 1)));
-        assert!(is_dtype(reduce::max_backward(&x, &y2, &u2, 1)));
-        assert!(is_dtype(reduce::max_all_backward(&u6, &one, &one)));
+        assert!(is_dtype(ops::sum_backward(&u2, &[2, 3], 1)));
+        assert!(is_dtype(ops::mean_all_backward(&u2, &[2])));
+        assert!(is_dtype(ops::max_backward(&y2, &u6, &y2, 1)));
+        assert!(is_dtype(ops::max_backward(&y2, &x, &u2, 1)));
+        assert!(is_dtype(ops::max_backward(&u2, &x, &y2, 1)));
+        assert!(is_dtype(ops::max_all_backward(&one, &u6, &one)));
         // A shape whose element count overflows.
         assert!(matches!(
-            reduce::sum_backward(&one, &[usize::MAX, 2], 1),
+            ops::sum_backward(&one, &[usize::MAX, 2], 1),
             Err(Error::TooLarge { .. })
         ));
     }

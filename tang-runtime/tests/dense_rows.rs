@@ -2,7 +2,8 @@
 //! adapter against CPU f64 references; backwards against central finite differences.
 
 use tang_runtime::Tensor;
-use tang_runtime::dense::{cross_entropy, embedding, norm, reduce, rows_team, softmax};
+use tang_runtime::ops;
+use tang_runtime::ops::rows_team;
 use tang_testing::{Rng, assert_close, devices, vjp_at};
 
 const SIZES: [usize; 8] = [1, 3, 4, 17, 33, 65, 127, 1000];
@@ -45,9 +46,9 @@ fn reductions_match_cpu() {
             let t = Tensor::from_slice(&dev, &x, &[o, a, i]).unwrap();
             for op in ["sum", "mean", "max"] {
                 let got = match op {
-                    "sum" => reduce::sum(&t, 1),
-                    "mean" => reduce::mean(&t, 1),
-                    _ => reduce::max(&t, 1),
+                    "sum" => ops::sum(&t, 1),
+                    "mean" => ops::mean(&t, 1),
+                    _ => ops::max(&t, 1),
                 }
                 .unwrap();
                 assert_eq!(got.shape(), &[o, i]);
@@ -64,7 +65,7 @@ fn reductions_match_cpu() {
         // Whole-tensor reductions, including a last axis of more than 65,535 rows.
         let x = rng.vec(70_000 * 3, 1.0);
         let t = Tensor::from_slice(&dev, &x, &[70_000, 3]).unwrap();
-        let s = reduce::sum(&t, 1).unwrap().to_vec().unwrap();
+        let s = ops::sum(&t, 1).unwrap().to_vec().unwrap();
         assert_close(
             "sum 70000x3",
             &s,
@@ -72,7 +73,7 @@ fn reductions_match_cpu() {
             1e-5,
             1e-5,
         );
-        let all = reduce::sum_all(&t).unwrap().to_vec().unwrap();
+        let all = ops::sum_all(&t).unwrap().to_vec().unwrap();
         assert_close(
             "sum_all",
             &all,
@@ -80,7 +81,7 @@ fn reductions_match_cpu() {
             2e-2,
             1e-5,
         );
-        let m = reduce::max_all(&t).unwrap().to_vec().unwrap();
+        let m = ops::max_all(&t).unwrap().to_vec().unwrap();
         assert_close(
             "max_all",
             &m,
@@ -89,7 +90,7 @@ fn reductions_match_cpu() {
             0.0,
             0.0,
         );
-        let mean = reduce::mean_all(&t).unwrap().to_vec().unwrap();
+        let mean = ops::mean_all(&t).unwrap().to_vec().unwrap();
         assert_close(
             "mean_all",
             &mean,
@@ -97,7 +98,7 @@ fn reductions_match_cpu() {
             1e-6,
             1e-4,
         );
-        assert!(reduce::sum(&t, 2).is_err());
+        assert!(ops::sum(&t, 2).is_err());
     }
 }
 
@@ -133,9 +134,9 @@ fn softmax_forward_matches_cpu() {
             let t = Tensor::from_slice(&dev, &x, &[rows, cols]).unwrap();
             for log in [false, true] {
                 let y = if log {
-                    softmax::log_softmax(&t)
+                    ops::log_softmax(&t)
                 } else {
-                    softmax::softmax(&t)
+                    ops::softmax(&t)
                 }
                 .unwrap();
                 assert_close(
@@ -153,7 +154,7 @@ fn softmax_forward_matches_cpu() {
         let (rows, cols) = (66_000, 3);
         let x = rng.vec(rows * cols, 4.0);
         let t = Tensor::from_slice(&dev, &x, &[rows, cols]).unwrap();
-        let y = rows_team::with_workgroup_path(|| softmax::softmax(&t).unwrap().to_vec().unwrap());
+        let y = rows_team::with_workgroup_path(|| ops::softmax(&t).unwrap().to_vec().unwrap());
         assert_close(
             "softmax 66000x3",
             &y,
@@ -226,12 +227,12 @@ fn softmax_backward_matches_finite_differences() {
             let gt = Tensor::from_slice(&dev, &g, &[rows, cols]).unwrap();
             for log in [false, true] {
                 let (y, dx) = if log {
-                    let y = softmax::log_softmax(&t).unwrap();
-                    let dx = softmax::log_softmax_backward(&y, &gt).unwrap();
+                    let y = ops::log_softmax(&t).unwrap();
+                    let dx = ops::log_softmax_backward(&gt, &y).unwrap();
                     (y, dx)
                 } else {
-                    let y = softmax::softmax(&t).unwrap();
-                    let dx = softmax::softmax_backward(&y, &gt).unwrap();
+                    let y = ops::softmax(&t).unwrap();
+                    let dx = ops::softmax_backward(&gt, &y).unwrap();
                     (y, dx)
                 };
                 drop(y);
@@ -255,7 +256,7 @@ fn softmax_backward_matches_finite_differences() {
         }
         let a = Tensor::from_slice(&dev, &[1.0; 6], &[2, 3]).unwrap();
         let b = Tensor::from_slice(&dev, &[1.0; 6], &[3, 2]).unwrap();
-        assert!(softmax::softmax_backward(&a, &b).is_err());
+        assert!(ops::softmax_backward(&b, &a).is_err());
     }
 }
 
@@ -297,9 +298,9 @@ fn norms_forward_match_cpu() {
             );
             for rms in [false, true] {
                 let out = if rms {
-                    norm::rms_norm(&xt, &wt, 1e-5)
+                    ops::rms_norm(&xt, &wt, 1e-5)
                 } else {
-                    norm::layer_norm(&xt, &wt, &bt, 1e-5)
+                    ops::layer_norm(&xt, &wt, &bt, 1e-5)
                 }
                 .unwrap();
                 let want = norm_f64(&to64(&x), &to64(&w), &to64(&b), cols, 1e-5, rms);
@@ -317,7 +318,7 @@ fn norms_forward_match_cpu() {
         }
         let x = Tensor::from_slice(&dev, &[0.0; 6], &[2, 3]).unwrap();
         let w = Tensor::from_slice(&dev, &[1.0; 4], &[4]).unwrap();
-        assert!(norm::layer_norm(&x, &w, &w, 1e-5).is_err());
+        assert!(ops::layer_norm(&x, &w, &w, 1e-5).is_err());
     }
 }
 
@@ -347,12 +348,12 @@ fn norms_backward_match_finite_differences() {
             let eps = 1e-5;
             for rms in [false, true] {
                 let (gx, gw, gb) = if rms {
-                    let o = norm::rms_norm(&xt, &wt, eps as f32).unwrap();
-                    let r = norm::rms_norm_backward(&xt, &wt, &o.stats, &gt).unwrap();
+                    let o = ops::rms_norm(&xt, &wt, eps as f32).unwrap();
+                    let r = ops::rms_norm_backward(&gt, &xt, &wt, &o.stats).unwrap();
                     (r.grad_x, r.grad_weight, None)
                 } else {
-                    let o = norm::layer_norm(&xt, &wt, &bt, eps as f32).unwrap();
-                    let r = norm::layer_norm_backward(&xt, &wt, &o.stats, &gt).unwrap();
+                    let o = ops::layer_norm(&xt, &wt, &bt, eps as f32).unwrap();
+                    let r = ops::layer_norm_backward(&gt, &xt, &wt, &o.stats).unwrap();
                     (r.grad_x, r.grad_weight, Some(r.grad_bias))
                 };
                 let what = format!("norm backward rms={rms} {rows}x{cols}");
@@ -423,7 +424,7 @@ fn embedding_forward_and_deterministic_backward() {
             let w = rng.vec(vocab * dim, 1.0);
             let it = Tensor::from_u32(&dev, &ids, &[n]).unwrap();
             let wt = Tensor::from_slice(&dev, &w, &[vocab, dim]).unwrap();
-            let out = embedding::embedding(&it, &wt).unwrap();
+            let out = ops::embedding(&it, &wt).unwrap();
             assert_eq!(out.shape(), &[n, dim]);
             let want: Vec<f64> = ids
                 .iter()
@@ -454,11 +455,11 @@ fn embedding_forward_and_deterministic_backward() {
 
             let g = rng.vec(n * dim, 1.0);
             let gt = Tensor::from_slice(&dev, &g, &[n, dim]).unwrap();
-            let a = embedding::embedding_backward(&it, &gt, vocab)
+            let a = ops::embedding_backward(&gt, &it, vocab)
                 .unwrap()
                 .to_vec()
                 .unwrap();
-            let b = embedding::embedding_backward(&it, &gt, vocab)
+            let b = ops::embedding_backward(&gt, &it, vocab)
                 .unwrap()
                 .to_vec()
                 .unwrap();
@@ -486,7 +487,7 @@ fn embedding_forward_and_deterministic_backward() {
         }
         let it = Tensor::from_u32(&dev, &[0, 1], &[2]).unwrap();
         let gt = Tensor::from_slice(&dev, &[0.0; 6], &[3, 2]).unwrap();
-        assert!(embedding::embedding_backward(&it, &gt, 4).is_err());
+        assert!(ops::embedding_backward(&gt, &it, 4).is_err());
     }
 }
 
@@ -530,7 +531,7 @@ fn cross_entropy_matches_cpu_and_finite_differences() {
             }
             let xt = Tensor::from_slice(&dev, &x, &[rows, classes]).unwrap();
             let tt = Tensor::from_u32(&dev, &t, &[rows]).unwrap();
-            let out = cross_entropy::cross_entropy(&xt, &tt, Some(ignore)).unwrap();
+            let out = ops::cross_entropy(&xt, &tt, Some(ignore)).unwrap();
             let x64 = to64(&x);
             let (mean, per_row) = ce_f64(&x64, &t, classes, ignore);
             let what = format!("cross_entropy {rows}x{classes}");
@@ -579,7 +580,7 @@ fn cross_entropy_matches_cpu_and_finite_differences() {
         // An out-of-range target is an error naming it (uploaded targets: at once).
         let xt = Tensor::from_slice(&dev, &[0.0; 6], &[2, 3]).unwrap();
         let tt = Tensor::from_u32(&dev, &[0, 9], &[2]).unwrap();
-        let e = cross_entropy::cross_entropy(&xt, &tt, None).unwrap_err();
+        let e = ops::cross_entropy(&xt, &tt, None).unwrap_err();
         assert!(
             matches!(
                 e,
@@ -594,13 +595,13 @@ fn cross_entropy_matches_cpu_and_finite_differences() {
         // Targets made on the GPU: the kernel reads nothing out of bounds (a NaN loss),
         // and the next read reports the error; the read after it sees the values.
         let gpu_made = tang_runtime::ops::clone(&tt).unwrap();
-        let out = cross_entropy::cross_entropy(&xt, &gpu_made, None).unwrap();
+        let out = ops::cross_entropy(&xt, &gpu_made, None).unwrap();
         assert!(matches!(
             out.loss.to_vec(),
             Err(tang_runtime::Error::IndexOutOfRange { .. })
         ));
         assert!(out.loss.to_vec().unwrap()[0].is_nan());
         let bad = Tensor::from_u32(&dev, &[0, 1, 2], &[3]).unwrap();
-        assert!(cross_entropy::cross_entropy(&xt, &bad, None).is_err());
+        assert!(ops::cross_entropy(&xt, &bad, None).is_err());
     }
 }

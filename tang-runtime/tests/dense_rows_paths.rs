@@ -1,11 +1,11 @@
 //! The two paths of the row kernels (subgroup teams and the workgroup fallback, see
-//! `dense::rows_team`) on the software adapter: the
+//! `ops::rows_team`) on the software adapter: the
 //! path choice follows the adapter, and both paths match f64 references on row lengths
 //! that exercise every team size, partial teams, scalar and `vec4` units.
 
 use tang_runtime::Tensor;
-use tang_runtime::dense::rows_team::{self, RowOp, RowPath};
-use tang_runtime::dense::{cross_entropy, norm, softmax};
+use tang_runtime::ops;
+use tang_runtime::ops::rows_team::{self, RowOp, RowPath};
 use tang_testing::{Rng, assert_close, devices};
 
 fn to64(v: &[f32]) -> Vec<f64> {
@@ -146,12 +146,12 @@ fn softmax_paths_match_reference() {
                 let want = softmax_ref(&x, cols, log);
                 for (path, (y, dx)) in both(|| {
                     let (y, dx) = if log {
-                        let y = softmax::log_softmax(&xt).unwrap();
-                        let dx = softmax::log_softmax_backward(&y, &gt).unwrap();
+                        let y = ops::log_softmax(&xt).unwrap();
+                        let dx = ops::log_softmax_backward(&gt, &y).unwrap();
                         (y, dx)
                     } else {
-                        let y = softmax::softmax(&xt).unwrap();
-                        let dx = softmax::softmax_backward(&y, &gt).unwrap();
+                        let y = ops::softmax(&xt).unwrap();
+                        let dx = ops::softmax_backward(&gt, &y).unwrap();
                         (y, dx)
                     };
                     (y.to_vec().unwrap(), dx.to_vec().unwrap())
@@ -168,7 +168,7 @@ fn softmax_paths_match_reference() {
         x[32 + 5] = 1.0;
         x[32 + 7] = f32::NEG_INFINITY;
         let xt = Tensor::from_slice(&dev, &x, &[2, 32]).unwrap();
-        for (path, y) in both(|| softmax::softmax(&xt).unwrap().to_vec().unwrap()) {
+        for (path, y) in both(|| ops::softmax(&xt).unwrap().to_vec().unwrap()) {
             assert!(y[..32].iter().all(|v| v.is_nan()), "{path}: {y:?}");
             assert_eq!(y[32 + 5], 1.0, "{path}");
             assert_eq!(y[32 + 7], 0.0, "{path}");
@@ -238,12 +238,12 @@ fn norm_paths_match_reference_and_are_deterministic() {
                 let (wy, wdx, wgw, wgb) = norm_ref(&x, &w, &b, &g, cols, 1e-5, rms);
                 let run = || {
                     let (y, dx, gw, gb) = if rms {
-                        let o = norm::rms_norm(&xt, &wt, 1e-5).unwrap();
-                        let r = norm::rms_norm_backward(&xt, &wt, &o.stats, &gt).unwrap();
+                        let o = ops::rms_norm(&xt, &wt, 1e-5).unwrap();
+                        let r = ops::rms_norm_backward(&gt, &xt, &wt, &o.stats).unwrap();
                         (o.y, r.grad_x, r.grad_weight, None)
                     } else {
-                        let o = norm::layer_norm(&xt, &wt, &bt, 1e-5).unwrap();
-                        let r = norm::layer_norm_backward(&xt, &wt, &o.stats, &gt).unwrap();
+                        let o = ops::layer_norm(&xt, &wt, &bt, 1e-5).unwrap();
+                        let r = ops::layer_norm_backward(&gt, &xt, &wt, &o.stats).unwrap();
                         (o.y, r.grad_x, r.grad_weight, Some(r.grad_bias))
                     };
                     (
@@ -313,7 +313,7 @@ fn cross_entropy_paths_match_reference() {
                 }
             }
             for (path, (rl, gr, mean)) in both(|| {
-                let o = cross_entropy::cross_entropy(&xt, &tt, Some(ignore)).unwrap();
+                let o = ops::cross_entropy(&xt, &tt, Some(ignore)).unwrap();
                 (
                     o.row_loss.to_vec().unwrap(),
                     o.grad.to_vec().unwrap(),
@@ -347,7 +347,7 @@ fn subgroup_path_spans_a_2d_grid() {
         let mut rng = Rng::new(14);
         let x = rng.vec(rows * cols, 4.0);
         let xt = Tensor::from_slice(&dev, &x, &[rows, cols]).unwrap();
-        let y = softmax::softmax(&xt).unwrap().to_vec().unwrap();
+        let y = ops::softmax(&xt).unwrap().to_vec().unwrap();
         assert_close(
             &format!("softmax {rows}x{cols}"),
             &y,

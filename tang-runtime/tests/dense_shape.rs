@@ -1,9 +1,8 @@
-//! Transpose, concat and split on the software adapter against CPU index arithmetic
-//! (exact: they move bits), their backwards, and shape errors.
+//! Transpose (a `permute` of the last two dimensions, which runs the tiled transpose
+//! kernel), cat and split on the software adapter against CPU index arithmetic (exact:
+//! they move bits), their backwards, and shape errors.
 
-use tang_runtime::dense::shape::{
-    concat, concat_backward, split, split_backward, transpose, transpose_backward,
-};
+use tang_runtime::ops::{cat, cat_backward, permute, permute_backward, split, split_backward};
 use tang_runtime::{Device, Error, Tensor};
 use tang_testing::devices;
 
@@ -11,6 +10,18 @@ fn data(n: usize, seed: u32) -> Vec<f32> {
     (0..n)
         .map(|i| (i as u32).wrapping_mul(2654435761).wrapping_add(seed) as f32 / 1e6)
         .collect()
+}
+
+/// The permutation that swaps the last two of `rank` dimensions.
+fn swap_last(rank: usize) -> Vec<usize> {
+    let mut dims: Vec<usize> = (0..rank).collect();
+    dims.swap(rank - 2, rank - 1);
+    dims
+}
+
+/// `t` with its last two dimensions swapped.
+fn transpose(t: &Tensor) -> Result<Tensor, Error> {
+    permute(t, &swap_last(t.shape().len()))
 }
 
 #[test]
@@ -51,7 +62,8 @@ fn transpose_awkward_shapes_and_batches() {
                 }
             }
             // backward is the inverse: transposing back restores the input exactly
-            assert_eq!(transpose_backward(&y).unwrap().to_vec().unwrap(), x);
+            let back = permute_backward(&y, &swap_last(rank)).unwrap();
+            assert_eq!(back.to_vec().unwrap(), x);
         }
     }
 }
@@ -68,7 +80,7 @@ fn transpose_moves_u32_bits() {
     }
 }
 
-/// CPU concat along `axis`.
+/// CPU cat along `axis`.
 fn concat_ref(parts: &[(Vec<f32>, Vec<usize>)], axis: usize) -> Vec<f32> {
     let outer: usize = parts[0].1[..axis].iter().product();
     let mut out = Vec::new();
@@ -82,7 +94,7 @@ fn concat_ref(parts: &[(Vec<f32>, Vec<usize>)], axis: usize) -> Vec<f32> {
 }
 
 #[test]
-fn concat_and_split_any_axis() {
+fn cat_and_split_any_axis() {
     for dev in devices() {
         // (base shape, axis, sizes along the axis)
         let cases: [(Vec<usize>, usize, Vec<usize>); 6] = [
@@ -108,14 +120,14 @@ fn concat_and_split_any_axis() {
                 .map(|(d, s)| Tensor::from_slice(&dev, d, s).unwrap())
                 .collect();
             let refs: Vec<&Tensor> = tensors.iter().collect();
-            let c = concat(&refs, axis).unwrap();
+            let c = cat(&refs, axis).unwrap();
             let mut want_shape = base.clone();
             want_shape[axis] = sizes.iter().sum();
             assert_eq!(c.shape(), want_shape.as_slice());
             assert_eq!(
                 c.to_vec().unwrap(),
                 concat_ref(&parts, axis),
-                "concat {base:?} axis {axis}"
+                "cat {base:?} axis {axis}"
             );
             let pieces = split(&c, axis, &sizes).unwrap();
             for ((p, (d, s)), k) in pieces.iter().zip(&parts).zip(0..) {
@@ -127,7 +139,7 @@ fn concat_and_split_any_axis() {
                 );
             }
             // backwards: each is the other's inverse
-            let back = concat_backward(&c, &sizes, axis).unwrap();
+            let back = cat_backward(&c, &sizes, axis).unwrap();
             assert_eq!(back.len(), sizes.len());
             let piece_refs: Vec<&Tensor> = pieces.iter().collect();
             assert_eq!(
@@ -152,7 +164,7 @@ fn checked_mode_matches() {
     assert_eq!(y[64 * 33 + 32], x[32 * 65 + 64]);
     let parts = split(&t, 1, &[1, 64]).unwrap();
     let refs: Vec<&Tensor> = parts.iter().collect();
-    assert_eq!(concat(&refs, 1).unwrap().to_vec().unwrap(), x);
+    assert_eq!(cat(&refs, 1).unwrap().to_vec().unwrap(), x);
 }
 
 #[test]
@@ -161,21 +173,24 @@ fn shape_errors_say_what_was_expected() {
         let a = Tensor::zeros(&dev, &[2, 3]).unwrap();
         let b = Tensor::zeros(&dev, &[3, 3]).unwrap();
         let v = Tensor::zeros(&dev, &[4]).unwrap();
-        assert!(matches!(transpose(&v), Err(Error::ShapeMismatch { .. })));
-        let e = concat(&[&a, &b], 1).unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("expected [2, 3] in every dimension except axis 1"),
-            "{e}"
-        );
-        assert_eq!(concat(&[&a, &b], 0).unwrap().shape(), &[5, 3]);
         assert!(matches!(
-            concat(&[&a, &b], 2),
+            permute(&v, &[1, 0]),
             Err(Error::ShapeMismatch { .. })
         ));
-        assert!(matches!(concat(&[], 0), Err(Error::Arity { .. })));
+        let e = cat(&[&a, &b], 1).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("expected [2, 3] in every dimension except dim 1"),
+            "{e}"
+        );
+        assert_eq!(cat(&[&a, &b], 0).unwrap().shape(), &[5, 3]);
+        assert!(matches!(
+            cat(&[&a, &b], 2),
+            Err(Error::ShapeMismatch { .. })
+        ));
+        assert!(matches!(cat(&[], 0), Err(Error::Arity { .. })));
         let ids = Tensor::from_u32(&dev, &[0; 6], &[2, 3]).unwrap();
-        assert!(matches!(concat(&[&a, &ids], 0), Err(Error::DType { .. })));
+        assert!(matches!(cat(&[&a, &ids], 0), Err(Error::DType { .. })));
         let e = split(&b, 0, &[1, 1]).unwrap_err();
         assert!(e.to_string().contains("do not sum to 3"), "{e}");
         assert!(e.to_string().contains("they sum to 2"), "{e}");

@@ -2,7 +2,7 @@
 //! `InvalidArgument` that says what to pass instead: a range whose end lies before its
 //! start, segments of a packed tensor that overlap, a tile with a zero dimension.
 
-use tang_runtime::dense::matmul::{MatmulOptions, TileConfig, matmul_with};
+use tang_runtime::ops::{MatmulOptions, TileConfig, matmul_with};
 use tang_runtime::{Error, Tensor, ops};
 use tang_testing::devices;
 

@@ -13,8 +13,8 @@
 
 use std::time::Instant;
 
-use tang_runtime::dense::conv_gemm;
-use tang_runtime::dense::matmul::TileConfig;
+use tang_runtime::ops::TileConfig;
+use tang_runtime::ops::conv_gemm;
 use tang_runtime::{Device, Error, Tensor, ops};
 
 /// Median milliseconds per call of `op` over 11 timed batches of `reps` calls each.

@@ -5,8 +5,8 @@
 mod ops_support;
 
 use ops_support::{f64s, finite_diff};
-use tang_runtime::dense::conv_gemm;
-use tang_runtime::dense::matmul::TileConfig;
+use tang_runtime::ops::TileConfig;
+use tang_runtime::ops::conv_gemm;
 use tang_runtime::ops::{self, Conv2d};
 use tang_runtime::{Error, Tensor};
 use tang_testing::{assert_close, devices, random};

@@ -2,7 +2,7 @@
 //! each case here panicked, aborted, returned a wrong `Ok` or read uninitialised memory
 //! before sizes went through one checked type.
 
-use tang_runtime::dense::{attention, cross_entropy, matmul, norm, reduce, shape};
+use tang_runtime::ops;
 use tang_runtime::{DType, Device, Error, Tensor};
 use tang_testing::device;
 
@@ -26,7 +26,7 @@ fn assert_too_large(r: Result<impl std::fmt::Debug, Error>, asked: &str) {
 #[test]
 fn matmul_tile_of_zeros_is_an_error_not_a_panic() {
     let dev = device();
-    let zero = matmul::TileConfig {
+    let zero = ops::TileConfig {
         bm: 0,
         bn: 0,
         bk: 0,
@@ -35,7 +35,7 @@ fn matmul_tile_of_zeros_is_an_error_not_a_panic() {
     };
     assert!(!zero.is_valid());
     assert_eq!(zero.threads(), 0);
-    let huge = matmul::TileConfig {
+    let huge = ops::TileConfig {
         bm: u32::MAX,
         bn: u32::MAX,
         bk: u32::MAX,
@@ -46,13 +46,13 @@ fn matmul_tile_of_zeros_is_an_error_not_a_panic() {
     assert_eq!(huge.workgroup_bytes(), u32::MAX);
     let a = Tensor::from_slice(&dev, &[1.0; 4], &[2, 2]).unwrap();
     for tile in [zero, huge] {
-        let opts = matmul::MatmulOptions {
+        let opts = ops::MatmulOptions {
             tile: Some(tile),
             ..Default::default()
         };
         // A tile the generator cannot build is a bad argument (a valid tile over the
         // device's limits is TooLarge).
-        let e = matmul::matmul_with(&a, &a, &opts).unwrap_err();
+        let e = ops::matmul_with(&a, &a, &opts).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument { .. }), "{e:?}");
     }
 }
@@ -108,30 +108,30 @@ fn sum_of_an_empty_axis_with_huge_neighbours_is_too_large() {
     let big = 1usize << 40;
     let x = dev.empty(&[big, 0, big], DType::F32).unwrap();
     // The result would be [2^40, 2^40]: an error, not a panic or a wrapped shape.
-    assert_too_large(reduce::sum(&x, 1), "[1099511627776, 1099511627776]");
+    assert_too_large(ops::sum(&x, 1), "[1099511627776, 1099511627776]");
     // Reducing an axis next to the zero keeps the result empty.
-    assert_eq!(reduce::sum(&x, 0).unwrap().shape(), [0, big]);
+    assert_eq!(ops::sum(&x, 0).unwrap().shape(), [0, big]);
 }
 
 #[test]
-fn concat_and_split_with_wrapping_sizes() {
+fn cat_and_split_with_wrapping_sizes() {
     let dev = device();
     let a = dev.empty(&[usize::MAX, 0], DType::F32).unwrap();
     let b = dev.empty(&[1, 0], DType::F32).unwrap();
-    assert_too_large(shape::concat(&[&a, &b], 0), "length of axis 0");
+    assert_too_large(ops::cat(&[&a, &b], 0), "length of dim 0");
     // Empty pieces with a huge axis concatenate along the other axis.
-    let c = shape::concat(&[&a, &a], 1).unwrap();
+    let c = ops::cat(&[&a, &a], 1).unwrap();
     assert_eq!(c.shape(), [usize::MAX, 0]);
     let x = Tensor::from_slice(&dev, &[1.0, 2.0, 3.0, 4.0], &[4]).unwrap();
-    let e = shape::split(&x, 0, &[usize::MAX, 5]).unwrap_err();
+    let e = ops::split(&x, 0, &[usize::MAX, 5]).unwrap_err();
     assert!(matches!(e, Error::ShapeMismatch { .. }), "{e:?}");
     let msg = e.to_string();
     assert!(msg.contains("do not sum to 4"), "{msg}");
     assert!(msg.contains("more than 2^64 - 1"), "{msg}");
-    let parts = shape::split(&x, 0, &[1, 3]).unwrap();
+    let parts = ops::split(&x, 0, &[1, 3]).unwrap();
     assert_eq!(parts[1].to_vec().unwrap(), [2.0, 3.0, 4.0]);
     let empty = dev.empty(&[usize::MAX, 0], DType::F32).unwrap();
-    let pieces = shape::split(&empty, 0, &[usize::MAX - 1, 1]).unwrap();
+    let pieces = ops::split(&empty, 0, &[usize::MAX - 1, 1]).unwrap();
     assert_eq!(pieces[0].shape(), [usize::MAX - 1, 0]);
 }
 
@@ -141,11 +141,11 @@ fn attention_decode_past_that_overflows_is_rejected() {
     let q = Tensor::from_slice(&dev, &[0.5; 8], &[1, 1, 1, 8]).unwrap();
     let kv = Tensor::from_slice(&dev, &[0.25; 32], &[1, 1, 4, 8]).unwrap();
     for past in [usize::MAX, usize::MAX - 1, 4] {
-        let e = attention::attention_decode(&q, &kv, &kv, past, None).unwrap_err();
+        let e = ops::attention_decode(&q, &kv, &kv, past, None).unwrap_err();
         assert!(matches!(e, Error::ShapeMismatch { .. }), "{e:?}");
         assert!(e.to_string().contains("exceed the cache capacity"), "{e}");
     }
-    let o = attention::attention_decode(&q, &kv, &kv, 3, None).unwrap();
+    let o = ops::attention_decode(&q, &kv, &kv, 3, None).unwrap();
     assert_eq!(o.to_vec().unwrap(), [0.25; 8]);
 }
 
@@ -166,9 +166,9 @@ fn norms_over_zero_columns_give_nan_stats() {
     for rms in [false, true] {
         dirty_pool(&dev);
         let out = if rms {
-            norm::rms_norm(&x, &w, 1e-5).unwrap()
+            ops::rms_norm(&x, &w, 1e-5).unwrap()
         } else {
-            norm::layer_norm(&x, &w, &w, 1e-5).unwrap()
+            ops::layer_norm(&x, &w, &w, 1e-5).unwrap()
         };
         assert_eq!(out.y.shape(), [3, 0]);
         let stats = out.stats.to_vec().unwrap();
@@ -183,7 +183,7 @@ fn cross_entropy_with_no_classes_gives_nan_loss() {
     dirty_pool(&dev);
     let logits = dev.empty(&[3, 0], DType::F32).unwrap();
     let targets = Tensor::from_u32(&dev, &[0, 1, 7], &[3]).unwrap();
-    let ce = cross_entropy::cross_entropy(&logits, &targets, Some(7)).unwrap();
+    let ce = ops::cross_entropy(&logits, &targets, Some(7)).unwrap();
     assert!(ce.loss.item().unwrap().is_nan());
     let rows = ce.row_loss.to_vec().unwrap();
     assert!(rows[0].is_nan() && rows[1].is_nan(), "{rows:?}");
@@ -209,7 +209,7 @@ fn too_large_messages_show_request_and_limit() {
 
 #[test]
 fn row_path_of_rows_past_2_pow_31_units_does_not_overflow() {
-    use tang_runtime::dense::rows_team::{RowOp, RowPath, row_path};
+    use tang_runtime::ops::rows_team::{RowOp, RowPath, row_path};
     let dev = device();
     // Such rows fit in the buffers of an 80 GB GPU; they take the workgroup path.
     for cols in [(1 << 31) + 1, u32::MAX as usize, (1 << 33) + 4] {

@@ -10,7 +10,7 @@
 //! (lavapipe) folded before the constants came from the uniform.
 
 use tang_runtime::KernelDesc;
-use tang_runtime::dense::matmul::{Epilogue, MatmulOptions, matmul_with};
+use tang_runtime::ops::{Epilogue, MatmulOptions, matmul_with};
 use tang_runtime::prelude::*;
 
 /// `x + 0.0`: `+0.0` at `-0.0` (IEEE), `-0.0` when folded to `x`.

@@ -1,5 +1,5 @@
 //! Every dense kernel the runtime can produce passes naga: the registry of
-//! `tang-runtime/src/dense/mod.rs` lists them (every module that holds kernels must list
+//! `tang-runtime/src/ops/mod.rs` lists them (every module that holds kernels must list
 //! its own). The elementwise kernels are validated when the macros expand them, and again
 //! by their own tests.
 

@@ -9,7 +9,7 @@
 //! Before timing, sampled output rows are checked against a CPU f64 computation, so a
 //! fast wrong kernel is reported as a failure, not a speed.
 
-use tang_runtime::dense::attention::{
+use tang_runtime::ops::{
     attention, attention_backward, attention_backward_dkv, attention_backward_dq, backward_tiles,
 };
 use tang_runtime::{Device, Error, Tensor};
@@ -139,7 +139,7 @@ fn run_cases(dev: &Device, quick: bool, report: &mut Report) -> Result<(), Error
         }
         return Ok(());
     }
-    let (dq, dk, dv) = attention_backward(&q, &k, &v, &o, &lse, &go, None)?;
+    let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, None)?;
     let grads = [dq.to_vec()?, dk.to_vec()?, dv.to_vec()?];
     if let Err(e) = check_backward([&grads[0], &grads[1], &grads[2]], &hq, &hk, &hv, &hgo) {
         for case in [FWD_BWD, BWD, BWD_DQ, BWD_DKV] {
@@ -151,7 +151,7 @@ fn run_cases(dev: &Device, quick: bool, report: &mut Report) -> Result<(), Error
     if report.wants(FWD_BWD) {
         let ms = time(dev, warm, reps, || {
             let (o, lse) = attention(&q, &k, &v, None)?;
-            attention_backward(&q, &k, &v, &o, &lse, &go, None).map(drop)
+            attention_backward(&go, &q, &k, &v, &o, &lse, None).map(drop)
         })?;
         report.add_rate(FWD_BWD, ms, forward_flops() * 3.5 / ms / 1e9, "TFLOP/s");
     }
@@ -169,20 +169,20 @@ fn run_cases(dev: &Device, quick: bool, report: &mut Report) -> Result<(), Error
     }
     if report.wants(BWD) {
         let ms = time(dev, warm, reps, || {
-            attention_backward(&q, &k, &v, &o, &lse, &go, None).map(drop)
+            attention_backward(&go, &q, &k, &v, &o, &lse, None).map(drop)
         })?;
         report.add_rate(BWD, ms, forward_flops() * 2.5 / ms / 1e9, "TFLOP/s");
     }
     if report.wants(BWD_DQ) {
         let ms = time(dev, warm, reps, || {
-            attention_backward_dq(&q, &k, &v, &o, &lse, &go, None).map(drop)
+            attention_backward_dq(&go, &q, &k, &v, &o, &lse, None).map(drop)
         })?;
         report.add_rate(BWD_DQ, ms, forward_flops() * 1.5 / ms / 1e9, "TFLOP/s");
     }
     if report.wants(BWD_DKV) {
-        let (_, delta) = attention_backward_dq(&q, &k, &v, &o, &lse, &go, None)?;
+        let (_, delta) = attention_backward_dq(&go, &q, &k, &v, &o, &lse, None)?;
         let ms = time(dev, warm, reps, || {
-            attention_backward_dkv(&q, &k, &v, &lse, &go, &delta, None).map(drop)
+            attention_backward_dkv(&go, &q, &k, &v, &lse, &delta, None).map(drop)
         })?;
         report.add_rate(BWD_DKV, ms, forward_flops() * 2.0 / ms / 1e9, "TFLOP/s");
     }

@@ -10,9 +10,7 @@
 //! preset is also timed at 1024 and 4096 (`..._tile<bm>x<bn>x<bk>_<tm>x<tn>`) to tune
 //! the automatic choice, and at the character GPT's Linear shapes (`matmul_gpt_...`).
 
-use tang_runtime::dense::matmul::{
-    Epilogue, MatmulOptions, TileConfig, matmul_tn_split, matmul_with,
-};
+use tang_runtime::ops::{Epilogue, MatmulOptions, TileConfig, matmul_tn_split, matmul_with};
 use tang_runtime::{Device, Error, Tensor};
 
 use super::Report;

@@ -9,8 +9,8 @@
 //! steps for about 20 ms of GPU work and waits once, so the per-step time is GPU time plus
 //! a small share of the submit (PyTorch's CUDA events also exclude the host).
 
-use tang_runtime::dense::rows_team::{self, RowOp};
-use tang_runtime::dense::{cross_entropy, norm, softmax};
+use tang_runtime::ops;
+use tang_runtime::ops::rows_team::{self, RowOp};
 use tang_runtime::{Device, Error, Tensor};
 
 use super::Report;
@@ -63,12 +63,12 @@ fn check(x: &Tensor, g: &Tensor, w: &Tensor, b: &Tensor) -> Result<Result<(), St
         let s: f64 = x.iter().map(|v| (v - m).exp()).sum();
         x.iter().map(|v| (v - m).exp() / s).collect::<Vec<f64>>()
     };
-    let y = softmax::softmax(x)?;
+    let y = ops::softmax(x)?;
     let yv = y.to_vec()?;
-    let dx = softmax::softmax_backward(&y, g)?.to_vec()?;
-    let ln = norm::layer_norm(x, w, b, 1e-5)?;
+    let dx = ops::softmax_backward(g, &y)?.to_vec()?;
+    let ln = ops::layer_norm(x, w, b, 1e-5)?;
     let lv = ln.y.to_vec()?;
-    let lg = norm::layer_norm_backward(x, w, &ln.stats, g)?
+    let lg = ops::layer_norm_backward(g, x, w, &ln.stats)?
         .grad_x
         .to_vec()?;
     let n = C as f64;
@@ -200,7 +200,7 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
             report,
             name,
             fwd,
-            time(dev, quick, || softmax::softmax(&x).map(drop)),
+            time(dev, quick, || ops::softmax(&x).map(drop)),
         );
     }
     let name = "layer_norm_65536x1024_fwd";
@@ -209,41 +209,41 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
             report,
             name,
             fwd,
-            time(dev, quick, || norm::layer_norm(&x, &w, &b, 1e-5).map(drop)),
+            time(dev, quick, || ops::layer_norm(&x, &w, &b, 1e-5).map(drop)),
         );
     }
     let name = "softmax_65536x1024_fwd_workgroup";
     if report.wants(name) {
-        let step = || rows_team::with_workgroup_path(|| softmax::softmax(&x).map(drop));
+        let step = || rows_team::with_workgroup_path(|| ops::softmax(&x).map(drop));
         case(report, name, fwd, time(dev, quick, step));
     }
     let name = "layer_norm_65536x1024_fwd_workgroup";
     if report.wants(name) {
         let step =
-            || rows_team::with_workgroup_path(|| norm::layer_norm(&x, &w, &b, 1e-5).map(drop));
+            || rows_team::with_workgroup_path(|| ops::layer_norm(&x, &w, &b, 1e-5).map(drop));
         case(report, name, fwd, time(dev, quick, step));
     }
     let name = "softmax_65536x1024_fwd_bwd";
     if report.wants(name) {
         let step = || {
-            let y = softmax::softmax(&x)?;
-            softmax::softmax_backward(&y, &g).map(drop)
+            let y = ops::softmax(&x)?;
+            ops::softmax_backward(&g, &y).map(drop)
         };
         case(report, name, fwd_bwd, time(dev, quick, step));
     }
     let name = "layer_norm_65536x1024_fwd_bwd";
     if report.wants(name) {
         let step = || {
-            let o = norm::layer_norm(&x, &w, &b, 1e-5)?;
-            norm::layer_norm_backward(&x, &w, &o.stats, &g).map(drop)
+            let o = ops::layer_norm(&x, &w, &b, 1e-5)?;
+            ops::layer_norm_backward(&g, &x, &w, &o.stats).map(drop)
         };
         case(report, name, fwd_bwd, time(dev, quick, step));
     }
     let name = "rms_norm_65536x1024_fwd_bwd";
     if report.wants(name) {
         let step = || {
-            let o = norm::rms_norm(&x, &w, 1e-5)?;
-            norm::rms_norm_backward(&x, &w, &o.stats, &g).map(drop)
+            let o = ops::rms_norm(&x, &w, 1e-5)?;
+            ops::rms_norm_backward(&g, &x, &w, &o.stats).map(drop)
         };
         case(report, name, fwd_bwd, time(dev, quick, step));
     }
@@ -254,7 +254,7 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
             .collect();
         match Tensor::from_u32(dev, &t, &[R]) {
             Ok(tt) => {
-                let step = || cross_entropy::cross_entropy(&x, &tt, None).map(drop);
+                let step = || ops::cross_entropy(&x, &tt, None).map(drop);
                 // Logits read once, gradient written once.
                 case(report, name, fwd, time(dev, quick, step));
             }

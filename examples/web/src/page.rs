@@ -13,8 +13,8 @@ use tang_nn::nn::functional::cross_entropy;
 use tang_nn::nn::{Linear, ReLU, Sequential};
 use tang_nn::optim::{Adam, AdamOptions};
 use tang_nn::rng::SplitMix64;
-use tang_runtime::dense::matmul::matmul;
-use tang_runtime::dense::softmax::softmax;
+use tang_runtime::ops::matmul;
+use tang_runtime::ops::softmax;
 use tang_runtime::{Device, Error, Tensor};
 use wasm_bindgen::prelude::*;
 use web_sys::Document;
@@ -152,7 +152,7 @@ async fn check_matmul(dev: &Device, report: &mut Report) -> Result<(), Failure> 
     let got = matmul(&ta, &tb)?.to_vec_async().await?;
     let (worst, ok) = reference::compare(&got, &reference::matmul(&a, &b, m, k, n), 1e-5, 1e-5);
     report.push(
-        format!("dense::matmul [{m}, {k}] x [{k}, {n}]"),
+        format!("ops::matmul [{m}, {k}] x [{k}, {n}]"),
         ok,
         format!("max |GPU - CPU| {worst:.2e}"),
     );
@@ -171,7 +171,7 @@ async fn check_softmax(dev: &Device, report: &mut Report) -> Result<(), Failure>
     let got = softmax(&t)?.to_vec_async().await?;
     let (worst, ok) = reference::compare(&got, &reference::softmax_rows(&x, cols), 1e-6, 1e-5);
     report.push(
-        format!("dense::softmax [{rows}, {cols}]"),
+        format!("ops::softmax [{rows}, {cols}]"),
         ok,
         format!("max |GPU - CPU| {worst:.2e}"),
     );

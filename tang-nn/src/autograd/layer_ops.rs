@@ -2,8 +2,7 @@
 //! bias fused), `dropout` (mask regenerated in backward), `gather`, elementwise
 //! activations and the elementwise parts of losses. PyTorch's names.
 
-use tang_runtime::dense::matmul::{self, MatmulOptions};
-use tang_runtime::ops::{self, Generator};
+use tang_runtime::ops::{self, Generator, MatmulOptions};
 
 use super::Error;
 use super::layer_kernels::{bce_with_logits, mul_by, square};
@@ -33,7 +32,7 @@ impl Tensor {
             bias: bias.map(Tensor::data),
             ..MatmulOptions::default()
         };
-        let out = matmul::matmul_with(self.data(), weight.data(), &options)?;
+        let out = ops::matmul_with(self.data(), weight.data(), &options)?;
         let mut inputs = vec![self, weight];
         inputs.extend(bias);
         Ok(Tensor::record(out, Op::Linear, &inputs, true, false))

@@ -22,7 +22,7 @@
 //! - **The op table** ([`op`](self) module, one `enum` entry per op, micrograd/tinygrad
 //!   style) holds what each backward needs beyond the inputs (softmax's output, layer
 //!   norm's statistics, embedding ids, cross-entropy's logits gradient) and its backward,
-//!   which calls the GPU kernels of `tang_runtime::ops` and `tang_runtime::dense`.
+//!   which calls the GPU kernels of `tang_runtime::ops`.
 //!   Elementwise ops are `#[fused_grad]` functions recorded by one entry: forward their
 //!   kernel over the broadcast shape, backward the generated VJP kernel plus a sum over
 //!   broadcast dimensions. [`apply`] records any user `#[fused_grad]` function the same way. No backward reads a value back to the host (a cross-entropy

@@ -1,9 +1,8 @@
 //! The op table: one entry per differentiable op, holding what its backward needs beyond
 //! the inputs (which the node keeps), and its backward as GPU kernels of
-//! `tang_runtime::ops` / `tang_runtime::dense` (micrograd's and tinygrad's shape: the
+//! `tang_runtime::ops` (micrograd's and tinygrad's shape: the
 //! forward records an entry, backward matches on it).
 
-use tang_runtime::dense::{attention, embedding, matmul, norm, reduce, softmax};
 use tang_runtime::ops;
 
 use super::Error;
@@ -145,7 +144,7 @@ impl Op {
                 return Ok(f.backward(g, &raw, uniforms)?);
             }
             Op::Matmul => {
-                let (ga, gb) = matmul::matmul_backward(x(0), x(1), g, false, false)?;
+                let (ga, gb) = ops::matmul_backward(g, x(0), x(1), false, false)?;
                 vec![ga, gb]
             }
             Op::Reshape => vec![g.reshape(inputs[0].shape())?],
@@ -165,23 +164,23 @@ impl Op {
                     index,
                 )?]
             }
-            Op::Sum(dim) => vec![reduce::sum_backward(g, inputs[0].shape(), *dim)?],
-            Op::Mean(dim) => vec![reduce::mean_backward(g, inputs[0].shape(), *dim)?],
-            Op::SumAll => vec![reduce::sum_all_backward(g, inputs[0].shape())?],
-            Op::MeanAll => vec![reduce::mean_all_backward(g, inputs[0].shape())?],
-            Op::Softmax(y) => vec![softmax::softmax_backward(y, g)?],
-            Op::LogSoftmax(y) => vec![softmax::log_softmax_backward(y, g)?],
+            Op::Sum(dim) => vec![ops::sum_backward(g, inputs[0].shape(), *dim)?],
+            Op::Mean(dim) => vec![ops::mean_backward(g, inputs[0].shape(), *dim)?],
+            Op::SumAll => vec![ops::sum_all_backward(g, inputs[0].shape())?],
+            Op::MeanAll => vec![ops::mean_all_backward(g, inputs[0].shape())?],
+            Op::Softmax(y) => vec![ops::softmax_backward(g, y)?],
+            Op::LogSoftmax(y) => vec![ops::log_softmax_backward(g, y)?],
             Op::LayerNorm(stats) => {
-                let gr = norm::layer_norm_backward(x(0), x(1), stats, g)?;
+                let gr = ops::layer_norm_backward(g, x(0), x(1), stats)?;
                 vec![gr.grad_x, gr.grad_weight, gr.grad_bias]
             }
             Op::RmsNorm(stats) => {
-                let gr = norm::rms_norm_backward(x(0), x(1), stats, g)?;
+                let gr = ops::rms_norm_backward(g, x(0), x(1), stats)?;
                 vec![gr.grad_x, gr.grad_weight]
             }
             Op::Embedding(ids) => {
                 let vocab = inputs[0].shape()[0];
-                vec![embedding::embedding_backward(ids, g, vocab)?]
+                vec![ops::embedding_backward(g, ids, vocab)?]
             }
             Op::CrossEntropy(grad) => {
                 // d loss / d logits was computed by the forward for a unit upstream
@@ -189,19 +188,18 @@ impl Op {
                 vec![ops::mul(grad, g)?]
             }
             Op::Attention { o, lse, scale } => {
-                let (dq, dk, dv) =
-                    attention::attention_backward(x(0), x(1), x(2), o, lse, g, *scale)?;
+                let (dq, dk, dv) = ops::attention_backward(g, x(0), x(1), x(2), o, lse, *scale)?;
                 vec![dq, dk, dv]
             }
             Op::PackedAttention { q, k, v, o, lse } => {
-                let (dq, dk, dv) = attention::attention_backward(q, k, v, o, lse, g, None)?;
+                let (dq, dk, dv) = ops::attention_backward(g, q, k, v, o, lse, None)?;
                 vec![ops::merge_heads(&[&dq, &dk, &dv])?]
             }
             Op::Linear => {
-                let (gx, gw) = matmul::matmul_backward(x(0), x(1), g, false, true)?;
+                let (gx, gw) = ops::matmul_backward(g, x(0), x(1), false, true)?;
                 let mut grads = vec![gx, gw];
                 if inputs.len() == 3 {
-                    grads.push(matmul::bias_backward(g)?);
+                    grads.push(ops::bias_backward(g)?);
                 }
                 grads
             }

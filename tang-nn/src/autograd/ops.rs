@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use tang_runtime::dense::{attention, cross_entropy, embedding, matmul, norm, reduce, softmax};
 use tang_runtime::ops;
 
 use super::Error;
@@ -25,7 +24,7 @@ impl Tensor {
     /// # Errors
     /// [`Error::Runtime`] when the inner sizes differ.
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor, Error> {
-        let out = matmul::matmul(self.data(), other.data())?;
+        let out = ops::matmul(self.data(), other.data())?;
         Ok(Tensor::record(out, Op::Matmul, &[self, other], true, false))
     }
 
@@ -193,7 +192,7 @@ impl Tensor {
     /// # Errors
     /// [`Error::Runtime`] when `dim >= rank`.
     pub fn sum(&self, dim: usize) -> Result<Tensor, Error> {
-        let out = reduce::sum(self.data(), dim)?;
+        let out = ops::sum(self.data(), dim)?;
         Ok(Tensor::record(out, Op::Sum(dim), &[self], false, false))
     }
 
@@ -210,7 +209,7 @@ impl Tensor {
     /// # Errors
     /// [`Error::Runtime`] when `dim >= rank` or the dimension is empty.
     pub fn mean(&self, dim: usize) -> Result<Tensor, Error> {
-        let out = reduce::mean(self.data(), dim)?;
+        let out = ops::mean(self.data(), dim)?;
         Ok(Tensor::record(out, Op::Mean(dim), &[self], false, false))
     }
 
@@ -227,7 +226,7 @@ impl Tensor {
     /// # Errors
     /// [`Error::Runtime`] for a u32 tensor.
     pub fn sum_all(&self) -> Result<Tensor, Error> {
-        let out = reduce::sum_all(self.data())?;
+        let out = ops::sum_all(self.data())?;
         Ok(Tensor::record(out, Op::SumAll, &[self], false, false))
     }
 
@@ -244,7 +243,7 @@ impl Tensor {
     /// # Errors
     /// [`Error::Runtime`] for an empty or u32 tensor.
     pub fn mean_all(&self) -> Result<Tensor, Error> {
-        let out = reduce::mean_all(self.data())?;
+        let out = ops::mean_all(self.data())?;
         Ok(Tensor::record(out, Op::MeanAll, &[self], false, false))
     }
 
@@ -261,7 +260,7 @@ impl Tensor {
     /// # Errors
     /// [`Error::Runtime`] for a scalar or u32 tensor.
     pub fn softmax(&self) -> Result<Tensor, Error> {
-        let out = softmax::softmax(self.data())?;
+        let out = ops::softmax(self.data())?;
         let op = Op::Softmax(out.clone());
         Ok(Tensor::record(out, op, &[self], false, true))
     }
@@ -280,7 +279,7 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::softmax`].
     pub fn log_softmax(&self) -> Result<Tensor, Error> {
-        let out = softmax::log_softmax(self.data())?;
+        let out = ops::log_softmax(self.data())?;
         let op = Op::LogSoftmax(out.clone());
         Ok(Tensor::record(out, op, &[self], false, true))
     }
@@ -302,7 +301,7 @@ impl Tensor {
     /// # Errors
     /// [`Error::Runtime`] when `weight`/`bias` are not `[n]`.
     pub fn layer_norm(&self, weight: &Tensor, bias: &Tensor, eps: f32) -> Result<Tensor, Error> {
-        let out = norm::layer_norm(self.data(), weight.data(), bias.data(), eps)?;
+        let out = ops::layer_norm(self.data(), weight.data(), bias.data(), eps)?;
         let op = Op::LayerNorm(out.stats);
         Ok(Tensor::record(
             out.y,
@@ -328,7 +327,7 @@ impl Tensor {
     /// # Errors
     /// [`Error::Runtime`] when `weight` is not `[n]`.
     pub fn rms_norm(&self, weight: &Tensor, eps: f32) -> Result<Tensor, Error> {
-        let out = norm::rms_norm(self.data(), weight.data(), eps)?;
+        let out = ops::rms_norm(self.data(), weight.data(), eps)?;
         let op = Op::RmsNorm(out.stats);
         Ok(Tensor::record(out.y, op, &[self, weight], true, false))
     }
@@ -348,7 +347,7 @@ impl Tensor {
     /// # Errors
     /// [`Error::Runtime`] unless `ids` is u32 and `weight` 2-D f32.
     pub fn embedding(ids: &Tensor, weight: &Tensor) -> Result<Tensor, Error> {
-        let out = embedding::embedding(ids.data(), weight.data())?;
+        let out = ops::embedding(ids.data(), weight.data())?;
         let op = Op::Embedding(ids.data().clone());
         Ok(Tensor::record(out, op, &[weight], false, false))
     }
@@ -374,7 +373,7 @@ impl Tensor {
         targets: &Tensor,
         ignore_index: Option<u32>,
     ) -> Result<Tensor, Error> {
-        let ce = cross_entropy::cross_entropy(self.data(), targets.data(), ignore_index)?;
+        let ce = ops::cross_entropy(self.data(), targets.data(), ignore_index)?;
         let op = Op::CrossEntropy(ce.grad);
         Ok(Tensor::record(ce.loss, op, &[self], false, false))
     }
@@ -396,7 +395,7 @@ impl Tensor {
     /// # Errors
     /// [`Error::Runtime`] when the shapes do not fit or `D > 128`.
     pub fn attention(&self, k: &Tensor, v: &Tensor, scale: Option<f32>) -> Result<Tensor, Error> {
-        let (o, lse) = attention::attention(self.data(), k.data(), v.data(), scale)?;
+        let (o, lse) = ops::attention(self.data(), k.data(), v.data(), scale)?;
         let op = Op::Attention {
             o: o.clone(),
             lse,
@@ -426,7 +425,7 @@ impl Tensor {
             }));
         }
         let (q, k, v) = ops::split_qkv_heads(x, heads, kv_heads, head_dim)?;
-        let (o, lse) = attention::attention(&q, &k, &v, None)?;
+        let (o, lse) = ops::attention(&q, &k, &v, None)?;
         let op = Op::PackedAttention {
             q,
             k,

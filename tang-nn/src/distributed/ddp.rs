@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
-use tang_runtime::dense::shape::concat;
+use tang_runtime::ops::cat;
 use tang_runtime::ops;
 use web_time::Instant;
 
@@ -443,7 +443,7 @@ fn flatten<'t>(
         return Ok(None);
     }
     let refs: Vec<&RawTensor> = flat.iter().collect();
-    Ok(Some(concat(&refs, 0)?))
+    Ok(Some(cat(&refs, 0)?))
 }
 
 /// Writes consecutive pieces of `values` into `targets`, in order.

@@ -10,7 +10,7 @@
 //! and the output projection keeps the name `c_proj`.
 
 use tang_runtime::Device;
-use tang_runtime::dense::attention::MAX_HEAD_DIM;
+use tang_runtime::ops::MAX_HEAD_DIM;
 
 use super::attention_cache::KvCache;
 use super::attention_sdpa::{AttnMask, WeightDropout, scaled_dot_product_attention};

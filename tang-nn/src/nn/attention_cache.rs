@@ -3,7 +3,7 @@
 //! Each step writes only the new positions into place (`slice_scatter_`, no re-upload)
 //! and attends over the cached prefix without recomputing it.
 
-use tang_runtime::dense::attention::attention_decode;
+use tang_runtime::ops::attention_decode;
 use tang_runtime::ops::slice_scatter_;
 use tang_runtime::{Device, Tensor as RawTensor};
 

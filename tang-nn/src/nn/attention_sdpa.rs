@@ -1,12 +1,12 @@
 //! Scaled dot-product attention as PyTorch's `F.scaled_dot_product_attention`: one
 //! function that every attention layer calls. The common training case (causal, equal
 //! query and key lengths, no dropout) runs the fused flash-attention kernel of
-//! `tang_runtime::dense::attention`, whose backward is its own kernels; everything else
+//! `tang_runtime::ops::attention`, whose backward is its own kernels; everything else
 //! (no mask, an additive mask, causal with different lengths, attention dropout) is
 //! composed from recording ops, so every case has a gradient.
 
 use tang_runtime::Tensor as RawTensor;
-use tang_runtime::dense::attention::MAX_HEAD_DIM;
+use tang_runtime::ops::MAX_HEAD_DIM;
 
 use crate::autograd::{Error, Tensor};
 

@@ -28,7 +28,6 @@
 // The CPU twin of the index kernel is its reference; only the kernel is called.
 #![allow(dead_code)]
 
-use tang_runtime::dense::reduce;
 use tang_runtime::ops;
 use tang_runtime::prelude::*;
 use tang_runtime::{DType, Device};
@@ -350,7 +349,7 @@ fn reduce_rows(rows: Tensor, keep: &RawTensor, reduction: Reduction) -> Result<T
         Reduction::None => Ok(rows),
         Reduction::Sum => rows.sum_all(),
         Reduction::Mean => {
-            let count = reduce::sum_all(keep)?;
+            let count = ops::sum_all(keep)?;
             let inv = recip_count(&count)?;
             rows.sum_all()?.mul_constant(&inv)
         }

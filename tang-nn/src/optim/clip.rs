@@ -10,7 +10,7 @@
 //! g_i *= clip_coef                               (in place, even when clip_coef is 1)
 //! ```
 //! tang does the same in the same order: per-tensor squares (a `#[kernel]`) summed by
-//! `dense::reduce::sum_all`, square roots, the norms concatenated and reduced again, the
+//! `ops::sum_all`, square roots, the norms concatenated and reduced again, the
 //! coefficient by a kernel (kernels in `gpu.rs`; roots and the division correctly
 //! rounded, as PyTorch's are). [`clip_grad_norm_`] then scales in place;
 //! [`grad_norm`] stops before, so the optimizer can take the coefficient inside its
@@ -19,8 +19,8 @@
 //! need a host read; read `total_norm` when you want to look.
 
 use tang_runtime::Tensor;
-use tang_runtime::dense::reduce::sum_all;
-use tang_runtime::dense::shape::concat;
+use tang_runtime::ops::cat;
+use tang_runtime::ops::sum_all;
 use tang_runtime::{DType, Device};
 
 use super::algorithm::require;
@@ -94,7 +94,7 @@ pub fn grad_norm<'a>(
         .map(|g| l2_norm(g))
         .collect::<Result<Vec<_>, _>>()?;
     let refs: Vec<&Tensor> = norms.iter().collect();
-    let total_norm = l2_norm(&concat(&refs, 0)?)?;
+    let total_norm = l2_norm(&cat(&refs, 0)?)?;
     let clip_coef = clip_coefficient::launch(&dev, &total_norm, max_norm as f32, 1.0)?;
     Ok(GradNorm {
         total_norm,

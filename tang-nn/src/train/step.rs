@@ -2,7 +2,7 @@
 //! forward, backward, clipping, the update) and its metrics record, and
 //! [`Trainer::evaluate`]; each step's random numbers derive from `(seed, step)`.
 
-use tang_runtime::dense::shape::concat;
+use tang_runtime::ops::cat;
 use tang_runtime::ops::Generator;
 
 use super::context::{StepContext, StepReport};
@@ -126,7 +126,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     ) -> Result<MetricsRecord, TrainError> {
         let loss = loss.data().reshape(&[1])?;
         let values = match norm {
-            Some(n) => concat(&[&loss, &n.reshape(&[1])?], 0)?.to_vec()?,
+            Some(n) => cat(&[&loss, &n.reshape(&[1])?], 0)?.to_vec()?,
             None => loss.to_vec()?,
         };
         // Under mpirun the mean over the ranks (each rank's loss is over its shard);

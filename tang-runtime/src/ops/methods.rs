@@ -1,8 +1,8 @@
 //! `Tensor` methods: each is the [`crate::ops`] function of the same name with the tensor
 //! as its first argument (`x.permute(&[1, 0])?` is `ops::permute(&x, &[1, 0])?`), so the
-//! errors are the function's.
+//! errors are the function's; and `Tensor::full`, the one constructor that runs a kernel.
 
-use crate::{DType, Error, Tensor};
+use crate::{DType, Device, Error, Tensor};
 
 /// Declares thin methods that forward to `super::<name>(self, args...)`.
 macro_rules! forward {
@@ -130,4 +130,16 @@ forward! {
     fn softmax(&self) -> Tensor;
     /// Log-softmax over the last dimension ([`super::log_softmax`]).
     fn log_softmax(&self) -> Tensor;
+}
+
+// A constructor that runs a kernel: here, with the ops, since the tensor core never
+// imports them.
+impl Tensor {
+    /// An f32 tensor filled with `value` ([`super::full`]).
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`], [`Error::DeviceLost`].
+    pub fn full(dev: &Device, shape: &[usize], value: f32) -> Result<Tensor, Error> {
+        super::full(dev, shape, value)
+    }
 }

@@ -1,7 +1,6 @@
 //! Tensor ops with PyTorch's names in one flat module: `ops::permute(&x, &[0, 2, 1, 3])?`,
-//! or the same function as a method, `x.permute(&[0, 2, 1, 3])?`. The dense kernels
-//! (matmul, softmax, norms, attention, reductions, ...) are reachable here too (their
-//! backwards, for now, in [`crate::dense`]).
+//! or the same function as a method, `x.permute(&[0, 2, 1, 3])?`. Every op and its
+//! backward is reachable here, whatever family folder holds it.
 //!
 //! Elementwise math (`add`, `mul`, `exp`, `clamp`, `relu`, `gelu_erf`, ...) broadcasts
 //! as NumPy and PyTorch do; each op is a `#[fused_grad]` function of [`kernels`] run
@@ -33,30 +32,50 @@
 //!   never read or write out of bounds meanwhile: a gather-like op reads 0 there and a
 //!   scatter-like op skips it.
 
-pub(crate) mod bounds;
-mod broadcast;
+//!
+//! Where a new kernel goes: the code is organised by family, one folder each
+//! (`elementwise/`: math, comparisons, fills and casts; `matmul/`; `attention/`; `rows/`:
+//! the kernels that reduce and rewrite one row at a time, softmax, the norms,
+//! cross-entropy, and the subgroup team path they share; `reduce/`: sums, means and
+//! maxima along a dim; `shape/`: views, permutes, copies, broadcasting, heads, packing;
+//! `index/`: gathers, scatters, embeddings and the id checks; `conv/`: convolution and
+//! pooling; `random/`). A new op joins the family whose kernels it resembles, in a file of
+//! its own when it brings its own kernels; an elementwise op is a `#[fused_grad]` function
+//! in `elementwise/kernels.rs`, and any other hand-written kernel is a [`crate::spec`]
+//! `Spec` whose module has a `kernels()` listed in its family's `kernel_modules!` (the
+//! family is listed below), so the naga test validates it. Its public functions are
+//! re-exported here by name, never as a path through the family; argument checks shared
+//! by several families live in `check.rs`, WGSL pieces in the core's `wgsl.rs`. Nothing outside
+//! `ops` imports it except `lib.rs` (the core below never does).
+
 pub(crate) mod check;
-mod compare;
+mod methods;
+
+mod attention;
 mod conv;
 mod elementwise;
-mod fused;
-mod heads;
 mod index;
-mod inplace;
-mod int;
-pub mod kernels;
-mod methods;
-mod philox;
-mod pool;
+mod matmul;
 mod random;
-mod segments;
-mod strided;
-mod view;
+mod reduce;
+mod rows;
+mod shape;
 
-pub use bounds::check_index;
-pub use broadcast::{broadcast_shapes, expand, expand_backward, sum_to_shape};
-pub use compare::{eq, ge, gt, le, lt, ne};
+pub use attention::{
+    MAX_HEAD_DIM, attention, attention_backward, attention_backward_dkv, attention_backward_dq,
+    attention_decode, backward_tiles, forward_tiles,
+};
+pub use conv::pool::{Pool2d, avg_pool2d, avg_pool2d_backward, max_pool2d, max_pool2d_backward};
 pub use conv::{Conv2d, Conv2dGrads, conv2d, conv2d_backward};
+// The tile override of the implicit-GEMM convolution: a hook for benchmarks and tuning,
+// not part of the API.
+#[doc(hidden)]
+pub use conv::gemm as conv_gemm;
+pub use elementwise::compare::{eq, ge, gt, le, lt, ne};
+pub use elementwise::fused::FusedFn;
+pub use elementwise::inplace::{add_, clone, copy_, fill_, fill_u32_, full, full_u32, mul_, zero_};
+pub use elementwise::int::{arange, argmax, argmin, to_dtype};
+pub use elementwise::kernels;
 pub use elementwise::{
     abs, abs_backward, add, add_backward, add_scalar, add_scalar_backward, clamp, clamp_backward,
     div, div_backward, div_scalar, div_scalar_backward, elu, elu_backward, exp, exp_backward, gelu,
@@ -67,31 +86,43 @@ pub use elementwise::{
     softplus, softplus_backward, sqrt, sqrt_backward, sub, sub_backward, sub_scalar,
     sub_scalar_backward, tanh, tanh_backward, where_cond, where_cond_backward,
 };
-pub use fused::FusedFn;
-pub use heads::{merge_heads, split_heads, split_qkv_heads};
-pub use index::{gather, gather_backward, index_copy_, index_select, index_select_backward};
-pub use inplace::{add_, clone, copy_, fill_, fill_u32_, full, full_u32, mul_, zero_};
-pub use int::{arange, argmax, argmin, to_dtype};
-pub use philox::{PhiloxStream, dropout_threshold, philox4x32_10};
-pub use pool::{Pool2d, avg_pool2d, avg_pool2d_backward, max_pool2d, max_pool2d_backward};
+pub use index::bounds::check_index;
+pub use index::embedding::{embedding, embedding_backward};
+pub use index::gather::{
+    gather, gather_backward, index_copy_, index_select, index_select_backward,
+};
+pub use matmul::{
+    Epilogue, MatmulOptions, TileConfig, bias_backward, matmul, matmul_backward, matmul_tn_split,
+    matmul_with,
+};
+pub use random::philox::{PhiloxStream, dropout_threshold, philox4x32_10};
 pub use random::{DropoutState, Generator, dropout, dropout_backward, rand, rand_bits, randn};
-pub use segments::{pack, unpack};
-pub use view::{
-    cat, cat_backward, narrow, narrow_backward, permute, permute_backward, reshape, slice_scatter,
+pub use reduce::{
+    max, max_all, max_all_backward, max_backward, mean, mean_all, mean_all_backward, mean_backward,
+    sum, sum_all, sum_all_backward, sum_backward,
+};
+pub use rows::cross_entropy::{CrossEntropy, cross_entropy};
+pub use rows::norm::{
+    LayerNormGrads, NormOutput, RmsNormGrads, layer_norm, layer_norm_backward, rms_norm,
+    rms_norm_backward,
+};
+pub use rows::softmax::{log_softmax, log_softmax_backward, softmax, softmax_backward};
+// The choice between the subgroup team path and the workgroup fallback of the row
+// kernels: hooks for tests and benchmarks, not part of the API.
+pub use crate::size::broadcast_shapes;
+#[doc(hidden)]
+pub use rows::team as rows_team;
+pub use shape::broadcast::{expand, expand_backward, sum_to_shape};
+pub use shape::copy::{cat, split, split_backward};
+pub use shape::heads::{merge_heads, split_heads, split_qkv_heads};
+pub use shape::segments::{pack, unpack};
+pub use shape::view::{
+    cat_backward, narrow, narrow_backward, permute, permute_backward, reshape, slice_scatter,
     slice_scatter_, stack, stack_backward, view,
 };
 
-// The dense kernels' forward passes. Their backwards stay in `crate::dense` until they
-// take `grad_out` first like the ops above (today they name and place the upstream
-// gradient in several ways).
-pub use crate::dense::attention::attention;
-pub use crate::dense::cross_entropy::cross_entropy;
-pub use crate::dense::embedding::embedding;
-pub use crate::dense::matmul::matmul;
-pub use crate::dense::norm::{layer_norm, rms_norm};
-pub use crate::dense::reduce::{max, max_all, mean, mean_all, sum, sum_all};
-pub use crate::dense::shape::{split, transpose};
-pub use crate::dense::softmax::{log_softmax, softmax};
-
-// The submodules that hold kernels.
-crate::spec::kernel_modules! { "ops": bounds, strided, inplace, index, int, compare, random, pool, heads, segments }
+// The families that hold kernels (declared above, outside any macro, so that `cargo fmt`
+// reaches their files).
+crate::spec::kernel_modules! {
+    fn registry, "ops": attention, conv, elementwise, index, matmul, random, reduce, rows, shape
+}

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use tang_runtime::Tensor as RawTensor;
-use tang_runtime::ops::transpose;
+use tang_runtime::ops::permute;
 
 use self::error::io;
 use self::keys::{LM_HEAD, Layout, is_mask_buffer};
@@ -167,7 +167,7 @@ impl Gpt {
                 })?;
             let stored = RawTensor::from_slice(dev, &values, &key_shape(name, param.shape()))?;
             let value = if is_conv1d(name) {
-                transpose(&stored)?
+                permute(&stored, &[1, 0])?
             } else {
                 stored
             };
@@ -206,7 +206,7 @@ impl Gpt {
             state.insert(
                 name.clone(),
                 if is_conv1d(&name) {
-                    transpose(data)?
+                    permute(data, &[1, 0])?
                 } else {
                     data.clone()
                 },

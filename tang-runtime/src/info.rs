@@ -1,0 +1,110 @@
+//! What a device is and how it was opened ([`DeviceOptions`], [`DeviceInfo`], the
+//! [`Stats`] it counts) and the wgpu handles the recording state works with ([`Gpu`]):
+//! plain data below both `device.rs` and `state.rs`.
+
+/// How to open a [`Device`](crate::Device). `DeviceOptions::default()` reads the environment:
+/// `TANG_ADAPTER` (a substring of the adapter's name), `TANG_BACKEND`
+/// (`vulkan`, `metal`, `dx12` or `gl`) and `TANG_CHECKED=1`.
+#[derive(Clone, Debug)]
+pub struct DeviceOptions {
+    /// Keep wgpu's shader runtime checks (bounds checks) on for every kernel. Off by
+    /// default: tang's kernels guard their own indices (see DESIGN.md). On with the cargo
+    /// feature `checked` or `TANG_CHECKED=1`.
+    pub checked: bool,
+    /// Submit the recorded work after this many launches even with no sync point. The
+    /// first batch after a sync point is smaller (16 launches, then 32, 64, ... up to
+    /// this), so the GPU does not wait for a whole batch to be recorded.
+    pub batch_size: u32,
+    /// Only use an adapter whose name contains this (case-insensitive).
+    pub adapter: Option<String>,
+    /// Only use these backends.
+    pub backends: Option<wgpu::Backends>,
+    /// The most bytes of free buffers the pool keeps for reuse. `None` (the default): no
+    /// limit on a GPU, as PyTorch's caching allocator keeps every freed block, so a
+    /// training step that repeats the same shapes allocates nothing after the first steps
+    /// at any model size the GPU holds; 4 GiB on a software adapter, whose "device"
+    /// memory is the host's. Either way, an allocation the device refuses for lack of
+    /// memory first empties the pool and tries again (PyTorch frees its cache the same
+    /// way before it reports an out-of-memory error).
+    pub pool_limit: Option<u64>,
+}
+
+impl Default for DeviceOptions {
+    fn default() -> Self {
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        DeviceOptions {
+            checked: cfg!(feature = "checked")
+                || env("TANG_CHECKED").is_some_and(|v| v != "0" && v != "false"),
+            batch_size: 256,
+            adapter: env("TANG_ADAPTER"),
+            backends: env("TANG_BACKEND").map(|b| wgpu::Backends::from_comma_list(&b)),
+            pool_limit: None,
+        }
+    }
+}
+
+/// What the device is: adapter, backend, limits and the features tang enabled.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    /// The adapter's name, e.g. "NVIDIA H100 80GB HBM3" or "llvmpipe (LLVM 15.0.7, 256 bits)".
+    pub name: String,
+    /// The backend (Vulkan, Metal, DX12, GL).
+    pub backend: wgpu::Backend,
+    /// Discrete, integrated, virtual or CPU.
+    pub device_type: wgpu::DeviceType,
+    /// The driver's name and version.
+    pub driver: String,
+    /// True for a software rasteriser (no GPU): expect it to be slow.
+    pub is_software: bool,
+    /// The limits the device was created with (the adapter's own).
+    pub limits: wgpu::Limits,
+    /// The features the device was created with.
+    pub features: wgpu::Features,
+    /// Whether shader runtime checks are on.
+    pub checked: bool,
+    /// The smallest subgroup (warp, wave) size the adapter may use: 32 on NVIDIA, 8 on
+    /// lavapipe (meaningful when `features` contains `SUBGROUP`).
+    pub subgroup_min_size: u32,
+    /// The largest subgroup size the adapter may use.
+    pub subgroup_max_size: u32,
+}
+
+/// Counters of the device's resources and work, for tests and tuning.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Bytes of buffers held by live tensors.
+    pub bytes_in_use: u64,
+    /// Bytes of free buffers kept for reuse.
+    pub bytes_pooled: u64,
+    /// Buffers allocated from the driver (pool misses).
+    pub allocations: u64,
+    /// Compute pipelines created (cache misses).
+    pub pipelines_created: u64,
+    /// Shader modules created.
+    pub shader_modules_created: u64,
+    /// Bind groups created: launches that did not find one binding the same buffers among
+    /// the groups of earlier launches (see `bind_groups.rs`).
+    pub bind_groups_created: u64,
+    /// Kernel dispatches recorded.
+    pub launches: u64,
+    /// Command buffers submitted.
+    pub submits: u64,
+    /// Host time spent finishing and submitting command buffers: wgpu encodes a batch's
+    /// dispatches for the driver when it is finished, so this is the driver's and wgpu's
+    /// share of the launches, the rest of a launch's host time being tang's own recording.
+    pub submit_time: std::time::Duration,
+    /// Reads back to the host (each [`crate::Tensor::to_vec`], `to_vec_u32`, `item` or
+    /// async read of a non-empty tensor): what "nothing is read back" is checked against.
+    pub host_reads: u64,
+}
+
+/// The wgpu device and queue with the settings the recording state needs; the device's
+/// `Inner` holds one and derefs to it.
+pub(crate) struct Gpu {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    pub(crate) info: DeviceInfo,
+    pub(crate) opts: DeviceOptions,
+    /// `opts.pool_limit` resolved for the adapter (see [`DeviceOptions::pool_limit`]).
+    pub(crate) pool_limit: u64,
+}

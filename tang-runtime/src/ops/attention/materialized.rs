@@ -1,0 +1,131 @@
+//! The backward of short-sequence attention with the score matrix materialized: at
+//! `T <= 256` the matmul kernels do the backward's five products faster than the fused
+//! dq and dk/dv passes. On an H200 at B = 64, H = 6, T = 256, D = 64 (the bench's
+//! `attention_gpt_B64_H6_T256_d64_fused_fwd_bwd`, BENCHMARKS.md 2026-11-23) one layer's
+//! forward and backward took 1.49 ms with the fused passes and 1.04 ms with this one. It
+//! costs `T x T` scores per head of memory while it runs (the fused passes need none),
+//! which is why it stops at `T = 256`, the one length measured.
+//!
+//! From the forward's `lse` (natural log, scaled scores), per head:
+//! ```text
+//! S  = Q K^T                 (matmul)
+//! dP = dO V^T                (matmul)
+//! P  = exp(scale S - lse)    masked causally, and dS = P (dP - D) scale with D = rowsum(dO * O)
+//!                            (one row kernel, `attention_probs_grad`, P over S and dS over dP)
+//! dV = P^T dO,  dQ = dS K,  dK = dS^T Q   (matmuls)
+//! ```
+//! It takes heads of equal count (no grouped kv heads), `T <= 256` and `T` and `D`
+//! multiples of 4; other shapes take the fused passes.
+
+use super::layout::AttentionParams;
+use crate::ops::matmul::{MatmulOptions, matmul, matmul_with};
+use crate::spec::{Slot, Source, Spec};
+use crate::{Error, Tensor};
+
+/// The longest sequence the materialized backward takes.
+pub const MAX_T: u32 = 256;
+
+/// Whether the backward of these sizes runs materialized.
+pub(super) fn applies(p: &AttentionParams) -> bool {
+    p.heads == p.kv_heads
+        && p.past == 0
+        && p.tq == p.tk_stride
+        && p.tq <= MAX_T
+        && p.tq.is_multiple_of(4)
+        && p.d.is_multiple_of(4)
+}
+
+/// Rows per workgroup of the row kernel: 64 threads per row, a `vec4` of scores each.
+const ROWS: u32 = 4;
+
+const SLOTS: &[Slot] = &[
+    Slot::Read("o", "array<vec4<f32>>"),
+    Slot::Read("go", "array<vec4<f32>>"),
+    Slot::Read("lse", "array<f32>"),
+    Slot::ReadWrite("s", "array<vec4<f32>>"),
+    Slot::ReadWrite("dp", "array<vec4<f32>>"),
+];
+
+const BODY: &str = "const ROWS: u32 = 4u;
+var<workgroup> part: array<f32, 256>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    // Row r (of B * H * T) is query position i of its head; lane t of its 64 threads owns
+    // scores 4t .. 4t + 3 and, below D / 4, a vec4 of the row's O and dO.
+    let r = (wid.x + wid.y * nwg.x) * ROWS + lid / 64u;
+    let t = lid % 64u;
+    let live = r < p.batch * p.heads * p.tq;
+    let i = r % p.tq;
+    let d4 = p.d / 4u;
+    var od = 0.0;
+    if (live && t < d4) {
+        od = dot(o[r * d4 + t], go[r * d4 + t]);
+    }
+    part[lid] = od;
+    workgroupBarrier();
+    for (var w = 32u; w > 0u; w = w >> 1u) {
+        if (t < w) { part[lid] = part[lid] + part[lid + w]; }
+        workgroupBarrier();
+    }
+    let delta = part[lid - t];
+    let n4 = p.tq / 4u;
+    if (!live || t >= n4) { return; }
+    let at = r * n4 + t;
+    let l = lse[r];
+    let j = vec4<u32>(4u * t) + vec4<u32>(0u, 1u, 2u, 3u);
+    let pr = select(vec4<f32>(0.0), exp(p.scale * s[at] - l), j <= vec4<u32>(i));
+    let ds = pr * (dp[at] - delta) * p.scale;
+    s[at] = pr;
+    dp[at] = ds;
+}
+";
+
+crate::spec::params! {
+    /// The attention sizes the row kernel reads (a subset of [`AttentionParams`]).
+    struct ProbsGradParams { batch: u32, heads: u32, tq: u32, d: u32, scale: f32 }
+}
+
+static K_PROBS_GRAD: Spec<ProbsGradParams> = Spec::new("attention_probs_grad", &[], SLOTS, BODY);
+
+/// The row kernel, for the registry.
+pub(super) fn kernels() -> Vec<Source> {
+    vec![K_PROBS_GRAD.source()]
+}
+
+/// The materialized backward (see the module docs): `(dq, dk, dv)`.
+pub(super) fn backward(
+    p: &AttentionParams,
+    [q, k, v]: [&Tensor; 3],
+    o: &Tensor,
+    lse: &Tensor,
+    grad_out: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor), Error> {
+    let nt = MatmulOptions {
+        transpose_b: true,
+        ..MatmulOptions::default()
+    };
+    let tn = MatmulOptions {
+        transpose_a: true,
+        ..MatmulOptions::default()
+    };
+    let s = matmul_with(q, k, &nt)?;
+    let dp = matmul_with(grad_out, v, &nt)?;
+    let rows = p.batch * p.heads * p.tq;
+    let params = ProbsGradParams {
+        batch: p.batch,
+        heads: p.heads,
+        tq: p.tq,
+        d: p.d,
+        scale: p.scale,
+    };
+    let groups = u64::from(rows.div_ceil(ROWS));
+    let grid = crate::spec::grid(q.device(), "attention_backward", groups)?;
+    K_PROBS_GRAD.dispatch(&[], &params, &[o, grad_out, lse, &s, &dp], grid)?;
+    // `s` now holds P and `dp` holds dS.
+    let dv = matmul_with(&s, grad_out, &tn)?;
+    let dq = matmul(&dp, k)?;
+    let dk = matmul_with(&dp, q, &tn)?;
+    Ok((dq, dk, dv))
+}

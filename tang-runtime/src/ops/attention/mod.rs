@@ -1,0 +1,472 @@
+//! Causal multi-head attention with grouped query heads: a flash-attention forward
+//! (online softmax, O(T) memory per head, the per-row logsumexp saved for the backward), a
+//! flash-attention-2 backward (dq in one pass per query block, dk/dv in one pass per key
+//! block, both deterministic without atomics; short sequences instead materialize the
+//! scores, `attention/materialized.rs`) and a KV-cache decode forward.
+//!
+//! Layouts (row-major): queries `[B, H, T, D]`, keys and values `[B, Hkv, T, D]` where
+//! `Hkv` divides `H` and query head `h` reads kv head `h / (H / Hkv)`. Query row `i` attends
+//! keys `0..=i` (with a cache: `0..=past + i`). The scores are `scale * q.k`, `scale`
+//! defaulting to `1 / sqrt(D)`. Head dims up to 128 are supported; each call picks a kernel
+//! compiled for the head dim rounded up to 16, 32, 64 or 128 (the extra dims are zero).
+//!
+//! Head dims 17 to 64: register-blocked kernels generated in `attention/` (`tiled.rs`,
+//! `fwd_large.rs`, `bwd_dq.rs`, `bwd_dkv.rs`, written with the pieces of `emit.rs`;
+//! `kernels.rs` picks them) for all three passes (every product a micro-matmul with 4 x 4
+//! or 4 x 8 tiles per thread; the dk/dv pass keeps 32 keys' K and V resident and streams
+//! query tiles). Their global loads are coalesced (a warp reads whole 32-byte sectors along
+//! D) and transposed on the way into workgroup memory. Every pass has two tile shapes: a small one within 32 KiB of
+//! workgroup memory (forward key tiles of 32, dq blocks of 32 rows, dk/dv query tiles of
+//! 16 on 64 threads) and a large one (64-key tiles with a 4 x 8 score block per thread,
+//! five barriers per tile and the next tile's loads issued before the current tile's
+//! math, see `fwd_large.rs`; 64 rows; 32-query tiles on 128 threads) taken where the
+//! device has room (48 KiB at D = 64, i.e. NVIDIA; at D <= 32 every device). The rest of this
+//! section describes the row-per-thread kernels, which run every pass for other head dims
+//! and on devices with less than 32 KiB of workgroup memory.
+//!
+//! Performance design (NVIDIA first): a workgroup owns 64 rows of one head and each row is
+//! shared by `SPLIT = DP / 32` threads (one for D <= 32), each keeping up to 32 dims of its
+//! row (query or key, and its accumulators) in registers: at most four 32-float arrays per
+//! thread, so even the dk/dv pass stays well under the 255-register limit. The other side
+//! streams through workgroup memory in tiles read as vec4 broadcasts (the threads of a
+//! warp share a slice, so they read one address); the slices' partial dot products meet in
+//! workgroup memory once per chunk of keys. Tiles past the causal diagonal are never
+//! loaded, and the heaviest blocks are dispatched first. The forward gives each thread two
+//! rows (`RPT`), so every vec4 read from workgroup memory feeds eight FMAs instead of four:
+//! on NVIDIA a broadcast vec4 read takes two cycles of the shared-memory pipe while four
+//! FMAs take one, so with one row per thread that pipe, not the FMA units, is the limit.
+//! The backward passes keep one row per thread: their four register arrays per row leave
+//! no room for a second. The tile sizes are WGSL `const`s
+//! prepended per variant (not `override`s: the per-thread arrays need constant sizes so
+//! the driver can unroll the loops and keep them in registers). Every variant fits 32 KiB
+//! of workgroup memory (lavapipe and most GPUs; NVIDIA has 48 KiB).
+//!
+//! Decoding runs the forward kernel with the cache as keys: right for any `Q`, but one new
+//! position per head keeps only one row of a 64-row workgroup busy, so single-token
+//! decoding over long caches is latency-bound (a split-key variant would fix that).
+
+use crate::ops::check::mismatch;
+use crate::size::Size;
+use crate::{DType, Device, Error, Tensor};
+
+mod bwd_dkv;
+mod bwd_dq;
+mod emit;
+mod fwd_large;
+mod kernels;
+mod layout;
+mod materialized;
+mod rows;
+mod tiled;
+
+pub(crate) use kernels::kernels;
+use kernels::{ROWS, VARIANTS, Variant, tiled_for};
+pub use kernels::{backward_tiles, forward_tiles};
+use layout::AttentionParams;
+
+/// The largest head dim `D` the fused kernels take (callers with larger heads use the
+/// explicit matmul-softmax-matmul path).
+pub const MAX_HEAD_DIM: usize = 128;
+
+fn dims4(op: &str, name: &str, t: &Tensor, what: &str) -> Result<[usize; 4], Error> {
+    t.expect_dtype(op, DType::F32)?;
+    match *t.shape() {
+        [a, b, c, d] if a > 0 && b > 0 && c > 0 && d > 0 => Ok([a, b, c, d]),
+        _ => Err(mismatch(
+            op,
+            format!(
+                "{name} must be a non-empty {what}, got shape {:?}",
+                t.shape()
+            ),
+        )),
+    }
+}
+
+/// Checks q `[B, H, Tq, D]` against k and v `[B, Hkv, Tk, D]` and returns the kernels'
+/// params for them (`past` 0, `scale` defaulting to `1 / sqrt(D)`).
+fn check_qkv(
+    op: &str,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    scale: Option<f32>,
+) -> Result<AttentionParams, Error> {
+    let [b, h, tq, d] = dims4(op, "q", q, "[B, H, T, D] tensor")?;
+    let [kb, hkv, tk, kd] = dims4(op, "k", k, "[B, Hkv, T, D] tensor")?;
+    if v.shape() != k.shape() || v.dtype() != DType::F32 {
+        let (ks, vs) = (k.shape(), v.shape());
+        return Err(mismatch(
+            op,
+            format!("v must have k's shape {ks:?}, got {vs:?}"),
+        ));
+    }
+    if kb != b || kd != d || h % hkv != 0 {
+        return Err(mismatch(
+            op,
+            format!(
+                "k and v must be [B={b}, Hkv, T, D={d}] with Hkv dividing H={h}, got {:?}",
+                k.shape()
+            ),
+        ));
+    }
+    if d > MAX_HEAD_DIM {
+        return Err(Error::TooLarge {
+            what: format!("{op}: head dim D"),
+            requested: d as u64,
+            limit: MAX_HEAD_DIM as u64,
+        });
+    }
+    for (name, t) in [("q", q), ("k", k)] {
+        if t.len() > u32::MAX as usize / 2 {
+            return Err(Error::TooLarge {
+                what: format!("{op}: elements of {name} (indices are 32-bit)"),
+                requested: t.len() as u64,
+                limit: u64::from(u32::MAX / 2),
+            });
+        }
+    }
+    // Every size is at most an element count, which fits 32 bits (checked above).
+    let scale = scale.unwrap_or(1.0 / (d as f32).sqrt());
+    Ok(AttentionParams {
+        batch: b as u32,
+        heads: h as u32,
+        kv_heads: hkv as u32,
+        tq: tq as u32,
+        tk_stride: tk as u32,
+        past: 0,
+        d: d as u32,
+        scale_log2: scale * std::f32::consts::LOG2_E,
+        scale,
+    })
+}
+
+/// [`check_qkv`] for attention without a cache: k and v have q's sequence length.
+fn check_same_length(
+    op: &str,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    scale: Option<f32>,
+) -> Result<AttentionParams, Error> {
+    let params = check_qkv(op, q, k, v, scale)?;
+    if params.tk_stride != params.tq {
+        return Err(mismatch(
+            op,
+            format!(
+                "k and v must have q's sequence length {} (dim 2), got {}; \
+                 attention_decode takes a KV cache",
+                params.tq, params.tk_stride
+            ),
+        ));
+    }
+    Ok(params)
+}
+
+/// The kernel variant for head dim `d`, checked against the device's workgroup limits.
+fn variant(dev: &Device, op: &str, d: u32) -> Result<&'static Variant, Error> {
+    let Some(v) = VARIANTS.iter().find(|v| d as usize <= v.dp) else {
+        return Err(Error::TooLarge {
+            what: format!("{op}: head dim D"),
+            requested: d.into(),
+            limit: MAX_HEAD_DIM as u64,
+        });
+    };
+    let limits = &dev.info().limits;
+    if v.shared_bytes > limits.max_compute_workgroup_storage_size {
+        return Err(Error::TooLarge {
+            what: format!("{op}: workgroup memory for head dim {d}"),
+            requested: v.shared_bytes.into(),
+            limit: limits.max_compute_workgroup_storage_size.into(),
+        });
+    }
+    let threads = ROWS * v.split;
+    if threads > limits.max_compute_invocations_per_workgroup {
+        return Err(Error::TooLarge {
+            what: format!("{op}: threads per workgroup for head dim {d}"),
+            requested: threads.into(),
+            limit: limits.max_compute_invocations_per_workgroup.into(),
+        });
+    }
+    Ok(v)
+}
+
+/// The three kernels of an attention call.
+#[derive(Clone, Copy)]
+enum Pass {
+    /// `o` and `lse`.
+    Forward,
+    /// `dq` and `delta`.
+    Dq,
+    /// `dk` and `dv`.
+    Dkv,
+}
+
+/// Records `pass` on `tensors` (in its layout's slot order): the register-blocked kernel
+/// where this device has one for the head dim, else the row-per-thread one. Each
+/// workgroup owns a block of rows (queries; keys in the dk/dv pass) of one head (a kv head
+/// in the dk/dv pass).
+fn launch(
+    pass: Pass,
+    op: &str,
+    params: &AttentionParams,
+    tensors: &[&Tensor],
+) -> Result<(), Error> {
+    let dev = tensors[0].device();
+    let row_kernels = variant(dev, op, params.d)?;
+    let (kernel, block) = match (pass, tiled_for(dev, params.d as usize)?) {
+        (Pass::Forward, Some(t)) => (t.fwd, ROWS),
+        (Pass::Dq, Some(t)) => (t.bwd_dq, t.shape.dq_rows),
+        (Pass::Dkv, Some(t)) => (t.bwd_dkv, layout::DKV_KEYS),
+        (Pass::Forward, None) => (row_kernels.fwd.kernel()?, ROWS),
+        (Pass::Dq, None) => (row_kernels.bwd_dq.kernel()?, ROWS),
+        (Pass::Dkv, None) => (row_kernels.bwd_dkv.kernel()?, ROWS),
+    };
+    let (layout, rows, heads) = match pass {
+        Pass::Forward => (&layout::FWD, params.tq, params.heads),
+        Pass::Dq => (&layout::DQ, params.tq, params.heads),
+        Pass::Dkv => (&layout::DKV, params.tk_stride, params.kv_heads),
+    };
+    let grid = [rows.div_ceil(block), heads, params.batch];
+    layout.dispatch(kernel, &[], params, tensors, grid)
+}
+
+/// Records the forward kernel: writes `o` (q's shape) and `lse` `[B, H, Tq]`.
+fn launch_forward(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    params: &AttentionParams,
+    op: &str,
+) -> Result<(Tensor, Tensor), Error> {
+    let o = q.device().empty(q.shape(), DType::F32)?;
+    let lse = q.device().empty(&q.shape()[..3], DType::F32)?;
+    launch(Pass::Forward, op, params, &[q, k, v, &o, &lse])?;
+    Ok((o, lse))
+}
+
+/// Causal attention forward: `softmax(scale * q k^T + causal mask) v` per head.
+///
+/// Shapes: `q` `[B, H, T, D]`, `k` and `v` `[B, Hkv, T, D]` with `Hkv` dividing `H`
+/// (grouped-query attention; `Hkv == H` is ordinary multi-head attention) and `D <= 128`.
+/// `scale` defaults to `1 / sqrt(D)`. Returns `(o, lse)`: `o` `[B, H, T, D]` and the
+/// natural-log logsumexp of each row's scaled, masked scores `[B, H, T]`, which
+/// [`attention_backward`] needs.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] for shapes that do not fit the contract above,
+/// [`Error::TooLarge`] for `D > 128` or a device with less than 32 KiB of workgroup memory.
+pub fn attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    scale: Option<f32>,
+) -> Result<(Tensor, Tensor), Error> {
+    let params = check_same_length("attention", q, k, v, scale)?;
+    launch_forward(q, k, v, &params, "attention")
+}
+
+/// Causal attention over a KV cache (forward only): `q` `[B, H, Q, D]` holds `Q >= 1` new
+/// positions that come after `past` cached ones; `k_cache` and `v_cache` `[B, Hkv, Tmax, D]`
+/// already hold the keys and values of positions `0..past + Q` (the new ones included).
+/// Query row `i` attends keys `0..=past + i`; rows of the cache past `past + Q` are never
+/// read. Returns `o` `[B, H, Q, D]`, equal to the last `Q` rows of [`attention`] over the
+/// full sequence.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] when the shapes do not fit or `past + Q > Tmax`;
+/// [`Error::TooLarge`] as for [`attention`].
+pub fn attention_decode(
+    q: &Tensor,
+    k_cache: &Tensor,
+    v_cache: &Tensor,
+    past: usize,
+    scale: Option<f32>,
+) -> Result<Tensor, Error> {
+    let op = "attention_decode";
+    let mut params = check_qkv(op, q, k_cache, v_cache, scale)?;
+    let (tq, tk) = (params.tq as usize, params.tk_stride as usize);
+    if (Size::of(past) + tq).get().is_none_or(|end| end > tk) {
+        return Err(mismatch(
+            op,
+            format!(
+                "past ({past}) + new positions ({}) exceed the cache capacity Tmax = {} (dim 2 of k_cache); \
+                 grow the cache or pass fewer positions",
+                tq, tk
+            ),
+        ));
+    }
+    // At most the cache's rows (checked above), so it fits 32 bits as they do.
+    params.past = past as u32;
+    let (o, _lse) = launch_forward(q, k_cache, v_cache, &params, op)?;
+    Ok(o)
+}
+
+/// Checks the backward's inputs against the forward's contract and builds its uniforms:
+/// `like_q` are the tensors that must have q's shape (`o`, `grad_out`), `rows` those that must
+/// be `[B, H, T]` (`lse`, `delta`).
+fn check_backward(
+    op: &str,
+    [q, k, v]: [&Tensor; 3],
+    like_q: &[(&str, &Tensor)],
+    rows: &[(&str, &Tensor)],
+    scale: Option<f32>,
+) -> Result<AttentionParams, Error> {
+    let params = check_same_length(op, q, k, v, scale)?;
+    for &(name, t) in like_q {
+        if t.shape() != q.shape() || t.dtype() != DType::F32 {
+            return Err(mismatch(
+                op,
+                format!(
+                    "{name} must have q's shape {:?}, got {:?}",
+                    q.shape(),
+                    t.shape()
+                ),
+            ));
+        }
+    }
+    let bht = &q.shape()[..3];
+    for &(name, t) in rows {
+        if t.shape() != bht || t.dtype() != DType::F32 {
+            return Err(mismatch(
+                op,
+                format!(
+                    "{name} must be the forward's [B, H, T] = {bht:?}, got {:?}",
+                    t.shape()
+                ),
+            ));
+        }
+    }
+    variant(q.device(), op, params.d)?;
+    Ok(params)
+}
+
+/// Checks and records the dq pass: returns `dq` and `delta = rowsum(grad_out * o)` `[B, H, T]`.
+fn backward_dq(
+    op: &str,
+    qkv @ [q, k, v]: [&Tensor; 3],
+    o: &Tensor,
+    lse: &Tensor,
+    grad_out: &Tensor,
+    scale: Option<f32>,
+) -> Result<(Tensor, Tensor), Error> {
+    let params = check_backward(
+        op,
+        qkv,
+        &[("o", o), ("grad_out", grad_out)],
+        &[("lse", lse)],
+        scale,
+    )?;
+    let dq = q.device().empty(q.shape(), DType::F32)?;
+    let delta = q.device().empty(&q.shape()[..3], DType::F32)?;
+    launch(
+        Pass::Dq,
+        op,
+        &params,
+        &[q, k, v, o, grad_out, lse, &dq, &delta],
+    )?;
+    Ok((dq, delta))
+}
+
+/// Checks and records the dk/dv pass, which reads the `delta` of the dq pass (recorded
+/// before it on the same encoder, so it sees it written).
+fn backward_dkv(
+    op: &str,
+    qkv @ [q, k, v]: [&Tensor; 3],
+    lse: &Tensor,
+    grad_out: &Tensor,
+    delta: &Tensor,
+    scale: Option<f32>,
+) -> Result<(Tensor, Tensor), Error> {
+    let rows = [("lse", lse), ("delta", delta)];
+    let params = check_backward(op, qkv, &[("grad_out", grad_out)], &rows, scale)?;
+    let dk = q.device().empty(k.shape(), DType::F32)?;
+    let dv = q.device().empty(v.shape(), DType::F32)?;
+    launch(
+        Pass::Dkv,
+        op,
+        &params,
+        &[q, k, v, grad_out, lse, delta, &dk, &dv],
+    )?;
+    Ok((dk, dv))
+}
+
+/// Backward of [`attention`]: from the forward's inputs, its outputs `o` and `lse`, and the
+/// upstream gradient `grad_out` (`o`'s shape), returns `(dq, dk, dv)` with the shapes of
+/// `q`, `k`, `v`. For grouped-query attention `dk` and `dv` sum over the query heads that
+/// share each kv head. Deterministic: same inputs, same bits. `scale` must be the one
+/// given to the forward. Short sequences (`T <= 256`, as many kv heads as heads, `T` and
+/// `D` multiples of 4) run the backward with the `T x T` scores materialized (five
+/// matmuls and one row kernel, `attention/materialized.rs`), which is faster there;
+/// the rest run the fused dq and dk/dv passes.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] when a shape differs from the forward's contract (`o` and `grad_out`
+/// like `q`, `lse` `[B, H, T]`); [`Error::TooLarge`] as for [`attention`].
+pub fn attention_backward(
+    grad_out: &Tensor,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    o: &Tensor,
+    lse: &Tensor,
+    scale: Option<f32>,
+) -> Result<(Tensor, Tensor, Tensor), Error> {
+    let op = "attention_backward";
+    let params = check_backward(
+        op,
+        [q, k, v],
+        &[("o", o), ("grad_out", grad_out)],
+        &[("lse", lse)],
+        scale,
+    )?;
+    if materialized::applies(&params) {
+        return materialized::backward(&params, [q, k, v], o, lse, grad_out);
+    }
+    let (dq, delta) = backward_dq(op, [q, k, v], o, lse, grad_out, scale)?;
+    let (dk, dv) = backward_dkv(op, [q, k, v], lse, grad_out, &delta, scale)?;
+    Ok((dq, dk, dv))
+}
+
+/// The first pass of [`attention_backward`] alone: returns `dq` and `delta`, the
+/// `[B, H, T]` row sums of `grad_out * o` that [`attention_backward_dkv`] takes. For
+/// benchmarks that time the passes apart.
+///
+/// # Errors
+/// As [`attention_backward`].
+#[doc(hidden)]
+pub fn attention_backward_dq(
+    grad_out: &Tensor,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    o: &Tensor,
+    lse: &Tensor,
+    scale: Option<f32>,
+) -> Result<(Tensor, Tensor), Error> {
+    backward_dq("attention_backward_dq", [q, k, v], o, lse, grad_out, scale)
+}
+
+/// The second pass of [`attention_backward`] alone: returns `(dk, dv)` from the `delta`
+/// of [`attention_backward_dq`]. For benchmarks that time the passes apart.
+///
+/// # Errors
+/// As [`attention_backward`], and [`Error::ShapeMismatch`] when `delta` is not `[B, H, T]`.
+#[doc(hidden)]
+pub fn attention_backward_dkv(
+    grad_out: &Tensor,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    lse: &Tensor,
+    delta: &Tensor,
+    scale: Option<f32>,
+) -> Result<(Tensor, Tensor), Error> {
+    backward_dkv(
+        "attention_backward_dkv",
+        [q, k, v],
+        lse,
+        grad_out,
+        delta,
+        scale,
+    )
+}

@@ -1,0 +1,264 @@
+//! In-place ops (`add_`, `mul_`, `copy_`, `fill_`, `zero_`) and the constructors built on
+//! them (`full`, `clone`): gradient accumulation and buffer reuse without a user kernel.
+//! In-place ops write the tensor's buffer, so every clone of the tensor (and every
+//! reshape of it, which shares the buffer) sees the new values, as PyTorch views do.
+
+use crate::ops::check;
+use crate::size::broadcasts_to;
+use crate::spec::{Params, Slot, Source, Spec, launch_threads, params};
+use crate::strided::{Layout, broadcast_layout, gather_view, strided_copy};
+use crate::wgsl::per_element;
+use crate::{DType, Device, Error, Tensor};
+
+params! {
+    /// `n` elements set to the 32-bit word `value`.
+    struct FillParams { n: u32, value: u32 }
+}
+
+params! {
+    /// `n` elements scaled by `s` (`mul_`) or added `s` times another tensor (`add_`).
+    struct ScaleParams { n: u32, s: f32 }
+}
+
+/// `x[i] = value` for every 32-bit word.
+static FILL: Spec<FillParams> = Spec::new(
+    "fill",
+    &[],
+    &[Slot::ReadWrite("x", "array<u32>")],
+    per_element!("x[i] = p.value;"),
+);
+
+/// `x[i] = x[i] + s * y[i]` (`add_`).
+static ADD_SCALED: Spec<ScaleParams> = Spec::new(
+    "add_",
+    &[],
+    &[
+        Slot::Read("y", "array<f32>"),
+        Slot::ReadWrite("x", "array<f32>"),
+    ],
+    per_element!("x[i] = x[i] + p.s * y[i];"),
+);
+
+/// `x[i] = x[i] * s` (`mul_`).
+static MUL_SCALAR: Spec<ScaleParams> = Spec::new(
+    "mul_",
+    &[],
+    &[Slot::ReadWrite("x", "array<f32>")],
+    per_element!("x[i] = x[i] * p.s;"),
+);
+
+/// Every kernel of this file, for the registry.
+pub(crate) fn kernels() -> Vec<Source> {
+    vec![FILL.source(), ADD_SCALED.source(), MUL_SCALAR.source()]
+}
+
+/// Launches a one-thread-per-element kernel over the last tensor of `tensors` (the one
+/// written); `params` gets the element count from `with`.
+pub(super) fn launch_elementwise<P: Params>(
+    op: &str,
+    kernel: &Spec<P>,
+    tensors: &[&Tensor],
+    with: impl FnOnce(u32) -> P,
+) -> Result<(), Error> {
+    let Some(x) = tensors.last() else {
+        return Ok(());
+    };
+    let n = crate::size::fits_u32(op, "elements", x.len())?;
+    launch_threads(op, x.device(), kernel, &[], &with(n), n, tensors)
+}
+
+/// Fills every 32-bit word of `x` with `value`.
+fn fill_words(op: &str, x: &Tensor, value: u32) -> Result<(), Error> {
+    launch_elementwise(op, &FILL, &[x], |n| FillParams { n, value })
+}
+
+/// In place: `x += alpha * other` (PyTorch's `x.add_(other, alpha=alpha)`; `alpha = 1.0`
+/// adds). `other` broadcasts to `x`'s shape.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] when `other` does not broadcast to `x`, [`Error::DType`] for
+/// u32 tensors, [`Error::DeviceMismatch`], [`Error::TooLarge`].
+pub fn add_(x: &Tensor, other: &Tensor, alpha: f32) -> Result<(), Error> {
+    let op = "add_";
+    check::dtype(op, x, DType::F32)?;
+    check::dtype(op, other, DType::F32)?;
+    check::same_device(op, x.device(), &[("other", other)])?;
+    let other = if other.shape() == x.shape() {
+        other.clone()
+    } else if broadcasts_to(other.shape(), x.shape()) {
+        crate::ops::shape::broadcast::expand(other, x.shape())?
+    } else {
+        return Err(check::mismatch(
+            op,
+            format!(
+                "other of shape {:?} does not broadcast to x's shape {:?}",
+                other.shape(),
+                x.shape()
+            ),
+        ));
+    };
+    // `x.add_(x)`: the kernel cannot bind one buffer as read and read-write; read a copy.
+    let other = if other.same_buffer(x) {
+        clone(&other)?
+    } else {
+        other
+    };
+    launch_elementwise(op, &ADD_SCALED, &[&other, x], |n| ScaleParams {
+        n,
+        s: alpha,
+    })
+}
+
+/// In place: `x *= s` (PyTorch's `x.mul_(s)` with a number).
+///
+/// # Errors
+/// [`Error::DType`] for a u32 tensor, [`Error::TooLarge`].
+pub fn mul_(x: &Tensor, s: f32) -> Result<(), Error> {
+    check::dtype("mul_", x, DType::F32)?;
+    launch_elementwise("mul_", &MUL_SCALAR, &[x], |n| ScaleParams { n, s })
+}
+
+/// In place: every element of the f32 tensor `x` set to `value` (PyTorch's `fill_`).
+///
+/// # Errors
+/// [`Error::DType`] for a u32 tensor (use [`fill_u32_`]), [`Error::TooLarge`].
+pub fn fill_(x: &Tensor, value: f32) -> Result<(), Error> {
+    check::dtype("fill_", x, DType::F32)?;
+    fill_words("fill_", x, value.to_bits())
+}
+
+/// In place: every element of the u32 tensor `x` set to `value`.
+///
+/// # Errors
+/// [`Error::DType`] for an f32 tensor (use [`fill_`]), [`Error::TooLarge`].
+pub fn fill_u32_(x: &Tensor, value: u32) -> Result<(), Error> {
+    check::dtype("fill_u32_", x, DType::U32)?;
+    fill_words("fill_u32_", x, value)
+}
+
+/// In place: every element set to zero (f32 `0.0` or u32 `0`: the same bits).
+///
+/// # Errors
+/// [`Error::TooLarge`], [`Error::DeviceLost`].
+pub fn zero_(x: &Tensor) -> Result<(), Error> {
+    x.clear()
+}
+
+/// A new f32 tensor of `shape` filled with `value` on the GPU (PyTorch's `full`; also
+/// [`Tensor::full`]).
+///
+/// # Errors
+/// [`Error::TooLarge`], [`Error::DeviceLost`].
+pub fn full(dev: &Device, shape: &[usize], value: f32) -> Result<Tensor, Error> {
+    let t = dev.empty(shape, DType::F32)?;
+    if value.to_bits() == 0 {
+        t.clear()?;
+    } else {
+        fill_(&t, value)?;
+    }
+    Ok(t)
+}
+
+/// A new u32 tensor of `shape` filled with `value` on the GPU.
+///
+/// # Errors
+/// [`Error::TooLarge`], [`Error::DeviceLost`].
+pub fn full_u32(dev: &Device, shape: &[usize], value: u32) -> Result<Tensor, Error> {
+    let t = dev.empty(shape, DType::U32)?;
+    fill_u32_(&t, value)?;
+    Ok(t)
+}
+
+/// In place: `x`'s elements replaced by `src`'s, which broadcasts to `x`'s shape
+/// (PyTorch's `copy_`; the dtypes must agree: cast with [`crate::ops::to_dtype`] first).
+/// Copying a tensor onto its own buffer is a no-op.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] when `src` does not broadcast to `x`, [`Error::DType`],
+/// [`Error::DeviceMismatch`], [`Error::TooLarge`].
+pub fn copy_(x: &Tensor, src: &Tensor) -> Result<(), Error> {
+    let op = "copy_";
+    check::same_device(op, x.device(), &[("src", src)])?;
+    check::same_dtype(op, x, src)?;
+    if !broadcasts_to(src.shape(), x.shape()) {
+        return Err(check::mismatch(
+            op,
+            format!(
+                "src of shape {:?} does not broadcast to x's shape {:?}",
+                src.shape(),
+                x.shape()
+            ),
+        ));
+    }
+    if src.same_buffer(x) && src.len() == x.len() {
+        return Ok(());
+    }
+    let src = if src.same_buffer(x) {
+        clone(src)?
+    } else {
+        src.clone()
+    };
+    let from = broadcast_layout(src.shape(), x.shape());
+    strided_copy(
+        op,
+        &src,
+        &from,
+        x,
+        &Layout::contiguous(x.shape()),
+        x.shape(),
+    )
+}
+
+/// A copy of `x` in a new buffer (PyTorch's `clone`): in-place ops on one leave the other
+/// unchanged.
+///
+/// # Errors
+/// [`Error::TooLarge`], [`Error::DeviceLost`].
+pub fn clone(x: &Tensor) -> Result<Tensor, Error> {
+    gather_view("clone", x, &Layout::contiguous(x.shape()), x.shape())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Device, Tensor, ops};
+
+    // Views of one buffer (`Tensor::view_at`) under the in-place ops: here, with the
+    // ops, since the tensor core never imports them.
+
+    /// A view is bound, read, written and cleared at its offset, leaves the rest of its
+    /// buffer alone, exists only on the binding alignment, and two views of one buffer
+    /// are one launch's bindings only when both are written and disjoint.
+    #[test]
+    fn views_work_at_their_offset() {
+        let dev = Device::new().unwrap();
+        let align = dev.info().limits.min_storage_buffer_offset_alignment as usize;
+        let n = (align / 4).max(4);
+        let data: Vec<f32> = (0..2 * n).map(|i| i as f32).collect();
+        let t = Tensor::from_slice(&dev, &data, &[2 * n]).unwrap();
+        let (lo, hi) = (t.view_at(0, &[n]).unwrap(), t.view_at(n, &[n]).unwrap());
+        assert_eq!(hi.to_vec().unwrap(), data[n..]);
+        assert!(t.view_at(n + 1, &[n]).is_none(), "past the end");
+        if align > 4 {
+            assert!(t.view_at(1, &[n]).is_none(), "off the alignment");
+        }
+        ops::mul_(&hi, 2.0).unwrap();
+        let doubled: Vec<f32> = data[n..].iter().map(|v| v * 2.0).collect();
+        assert_eq!(t.to_vec().unwrap()[..n], data[..n]);
+        assert_eq!(hi.to_vec().unwrap(), doubled);
+        assert_eq!(
+            ops::add(&hi, &hi).unwrap().to_vec().unwrap()[0],
+            4.0 * n as f32
+        );
+        lo.write(&vec![-1.0; n]).unwrap();
+        hi.clear().unwrap();
+        let mut want = vec![-1.0; n];
+        want.extend(vec![0.0; n]);
+        assert_eq!(t.to_vec().unwrap(), want);
+        // A view written while another view of its buffer is read: wgpu refuses the
+        // pair in one launch, so `add_` reads a copy.
+        hi.write(&vec![3.0; n]).unwrap();
+        ops::add_(&lo, &hi, 1.0).unwrap();
+        assert_eq!(lo.to_vec().unwrap(), vec![2.0; n]);
+        assert_eq!(hi.to_vec().unwrap(), vec![3.0; n]);
+    }
+}

@@ -1,0 +1,350 @@
+//! Random numbers on the GPU from Philox4x32-10 ([`crate::ops::random::philox`]): `rand_bits`, `rand`,
+//! `randn` and `dropout`.
+//!
+//! What is bit-identical on every adapter and to the CPU twin ([`PhiloxStream`]): the
+//! words of `rand_bits`, the uniform numbers of `rand` (`(bits >> 8) * 2^-24`: an exact
+//! integer-to-float conversion and an exact scaling) and dropout's keep/drop decisions
+//! (an integer comparison of the same 24 bits), hence its mask: dropout's backward
+//! regenerates the mask from a [`DropoutState`] of 20 bytes instead of storing it.
+//! `randn` (Box-Muller) goes through `log`, `sqrt`, `cos` and `sin`, which GPUs do not
+//! round correctly: its values agree with the CPU twin's f64 formula within the Vulkan
+//! precision bounds (absolute error 2^-11 of `cos`/`sin` on `[-pi, pi]`, times a radius of
+//! at most 5.8), not bit for bit.
+
+pub(super) mod philox;
+
+use crate::ops::check;
+use crate::ops::random::philox::{PhiloxStream, dropout_threshold};
+use crate::spec::{Slot, Source, Spec, grid, params};
+use crate::wgsl::thread_main;
+use crate::{DType, Device, Error, Tensor};
+
+/// Threads per workgroup; each thread makes one block of four numbers.
+const WG: usize = 256;
+
+/// Hands out one [`PhiloxStream`] per draw (PyTorch's `torch.Generator`): the seed is the
+/// key and the offset counts draws, so two draws never share a counter and a run can be
+/// resumed from `(seed, offset)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Generator {
+    seed: u64,
+    offset: u64,
+}
+
+impl Generator {
+    /// A generator at the start of `seed`'s sequence.
+    pub fn new(seed: u64) -> Generator {
+        Generator { seed, offset: 0 }
+    }
+
+    /// Restarts at the beginning of `seed`'s sequence (PyTorch's `manual_seed`).
+    pub fn manual_seed(&mut self, seed: u64) {
+        *self = Generator::new(seed);
+    }
+
+    /// The seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// How many streams were handed out since the seed was set.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Continues from a saved `(seed, offset)`.
+    pub fn set_offset(&mut self, offset: u64) {
+        self.offset = offset;
+    }
+
+    /// The stream of the next draw (and advances past it).
+    pub fn next_stream(&mut self) -> PhiloxStream {
+        let s = PhiloxStream {
+            seed: self.seed,
+            offset: self.offset,
+        };
+        self.offset = self.offset.wrapping_add(1);
+        s
+    }
+}
+
+params! {
+    /// `n` elements from the Philox stream `(key, offset)`;
+    /// dropout drops the elements whose top 24 bits are below `threshold` and scales the
+    /// others by `scale`.
+    struct RandomParams {
+        n: u32, key0: u32, key1: u32, offset0: u32, offset1: u32,
+        threshold: u32, scale: f32,
+    }
+}
+
+/// Philox4x32-10 in WGSL (the CPU twin is `philox4x32_10`).
+const PHILOX_WGSL: &str = "
+// (high, low) words of the 64-bit product, from 16-bit halves.
+fn mulhilo(a: u32, b: u32) -> vec2<u32> {
+    let a0 = a & 0xffffu;
+    let a1 = a >> 16u;
+    let b0 = b & 0xffffu;
+    let b1 = b >> 16u;
+    let p00 = a0 * b0;
+    let p01 = a0 * b1;
+    let p10 = a1 * b0;
+    let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+    return vec2<u32>(a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u), a * b);
+}
+
+fn philox(block: u32, key: vec2<u32>, offset: vec2<u32>) -> vec4<u32> {
+    var c = vec4<u32>(block, 0u, offset.x, offset.y);
+    var k = key;
+    for (var r = 0u; r < 10u; r = r + 1u) {
+        if (r > 0u) { k = k + vec2<u32>(0x9E3779B9u, 0xBB67AE85u); }
+        let h0 = mulhilo(0xD2511F53u, c.x);
+        let h1 = mulhilo(0xCD9E8D57u, c.z);
+        c = vec4<u32>(h1.x ^ c.y ^ k.x, h1.y, h0.x ^ c.w ^ k.y, h0.y);
+    }
+    return c;
+}
+
+// The four words of block `t` of this dispatch's stream.
+fn stream_block(t: u32) -> vec4<u32> {
+    return philox(t, vec2<u32>(p.key0, p.key1), vec2<u32>(p.offset0, p.offset1));
+}
+
+// Exact: a 24-bit integer converts exactly and 2^-24 scales exactly.
+fn uniform01(b: u32) -> f32 { return f32(b >> 8u) * 0x1p-24f; }
+";
+
+/// `MODE` 0: raw words (u32), 1: uniform `[0, 1)`, 2: normal (Box-Muller on word pairs,
+/// angle in `[-pi, pi)` where the Vulkan bounds on `cos`/`sin` hold).
+static RANDOM: Spec<RandomParams> = Spec::new(
+    "random",
+    &[PHILOX_WGSL],
+    &[Slot::ReadWrite("out", "array<u32>")],
+    concat!(
+        "override MODE: u32 = 0u;
+const PI: f32 = 3.14159265358979;
+
+fn normal_pair(b1: u32, b2: u32) -> vec2<f32> {
+    let u1 = f32((b1 >> 8u) + 1u) * 0x1p-24f;
+    let theta = PI * (2.0 * uniform01(b2) - 1.0);
+    let r = sqrt(-2.0 * log(u1));
+    return vec2<f32>(r * cos(theta), r * sin(theta));
+}
+
+",
+        thread_main!(t),
+        "    // Compared before multiplying: `t * 4` wraps for the threads past the last block.
+    if (t > (p.n - 1u) / 4u) { return; }
+    let base = t * 4u;
+    let w = stream_block(t);
+    var v = w;
+    if (MODE == 1u) {
+        v = vec4<u32>(bitcast<u32>(uniform01(w.x)), bitcast<u32>(uniform01(w.y)),
+                      bitcast<u32>(uniform01(w.z)), bitcast<u32>(uniform01(w.w)));
+    } else if (MODE == 2u) {
+        let a = normal_pair(w.x, w.y);
+        let b = normal_pair(w.z, w.w);
+        v = bitcast<vec4<u32>>(vec4<f32>(a, b));
+    }
+    for (var j = 0u; j < 4u; j = j + 1u) {
+        if (base + j < p.n) { out[base + j] = v[j]; }
+    }
+}
+"
+    ),
+);
+
+/// `out[i] = x[i] * (keep(i) ? scale : 0)`: a dropped NaN or infinity stays NaN, as in
+/// PyTorch, which multiplies by the mask.
+static DROPOUT: Spec<RandomParams> = Spec::new(
+    "dropout",
+    &[PHILOX_WGSL],
+    &[
+        Slot::Read("x", "array<f32>"),
+        Slot::ReadWrite("out", "array<f32>"),
+    ],
+    concat!(
+        thread_main!(t),
+        "    // Compared before multiplying: `t * 4` wraps for the threads past the last block.
+    if (t > (p.n - 1u) / 4u) { return; }
+    let base = t * 4u;
+    let w = stream_block(t);
+    for (var j = 0u; j < 4u; j = j + 1u) {
+        if (base + j < p.n) {
+            let keep = (w[j] >> 8u) >= p.threshold;
+            out[base + j] = x[base + j] * select(0.0, p.scale, keep);
+        }
+    }
+}
+"
+    ),
+);
+
+/// Every kernel of this file, for the registry.
+pub(crate) fn kernels() -> Vec<Source> {
+    vec![RANDOM.source(), DROPOUT.source()]
+}
+
+/// The uniform block and grid for `n` elements of `stream`.
+fn params(
+    dev: &Device,
+    op: &str,
+    n: usize,
+    stream: &PhiloxStream,
+) -> Result<(RandomParams, [u32; 3]), Error> {
+    let n32 = crate::size::fits_u32(op, "elements", n)?;
+    let groups = grid(dev, op, n.div_ceil(4 * WG) as u64)?;
+    let p = RandomParams {
+        n: n32,
+        key0: stream.seed as u32,
+        key1: (stream.seed >> 32) as u32,
+        offset0: stream.offset as u32,
+        offset1: (stream.offset >> 32) as u32,
+        threshold: 0,
+        scale: 0.0,
+    };
+    Ok((p, groups))
+}
+
+fn draw(
+    dev: &Device,
+    op: &str,
+    shape: &[usize],
+    dtype: DType,
+    mode: f64,
+    stream: &PhiloxStream,
+) -> Result<Tensor, Error> {
+    let out = dev.empty(shape, dtype)?;
+    if out.is_empty() {
+        return Ok(out);
+    }
+    let (p, groups) = params(dev, op, out.len(), stream)?;
+    RANDOM.dispatch(&[("MODE", mode)], &p, &[&out], groups)?;
+    Ok(out)
+}
+
+/// A u32 tensor of raw Philox words (word `i` is [`PhiloxStream::bits`]`(i)` of the
+/// generator's next stream).
+///
+/// # Errors
+/// [`Error::TooLarge`] past 2^32 - 1 elements, [`Error::DeviceLost`].
+pub fn rand_bits(
+    dev: &Device,
+    shape: &[usize],
+    generator: &mut Generator,
+) -> Result<Tensor, Error> {
+    draw(
+        dev,
+        "rand_bits",
+        shape,
+        DType::U32,
+        0.0,
+        &generator.next_stream(),
+    )
+}
+
+/// Uniform numbers in `[0, 1)` on a grid of 2^-24 (PyTorch's `rand`), bit-identical to
+/// [`PhiloxStream::uniform`] of the generator's next stream.
+///
+/// # Errors
+/// As [`rand_bits`].
+pub fn rand(dev: &Device, shape: &[usize], generator: &mut Generator) -> Result<Tensor, Error> {
+    draw(
+        dev,
+        "rand",
+        shape,
+        DType::F32,
+        1.0,
+        &generator.next_stream(),
+    )
+}
+
+/// Standard normal numbers (PyTorch's `randn`), by Box-Muller: close to
+/// [`PhiloxStream::normal`] of the generator's next stream (see the module doc for how
+/// close).
+///
+/// # Errors
+/// As [`rand_bits`].
+pub fn randn(dev: &Device, shape: &[usize], generator: &mut Generator) -> Result<Tensor, Error> {
+    draw(
+        dev,
+        "randn",
+        shape,
+        DType::F32,
+        2.0,
+        &generator.next_stream(),
+    )
+}
+
+/// What [`dropout_backward`] needs to regenerate the mask: the stream and the probability.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DropoutState {
+    /// The stream whose words decided which elements were kept.
+    pub stream: PhiloxStream,
+    /// The drop probability.
+    pub p: f32,
+}
+
+impl DropoutState {
+    /// Whether element `i` was kept (the CPU twin of the GPU's decision).
+    pub fn keeps(&self, i: u64) -> bool {
+        self.stream.keeps(i, dropout_threshold(self.p))
+    }
+
+    /// The scale of kept elements, `1 / (1 - p)` (0 for `p = 1`).
+    pub fn scale(&self) -> f32 {
+        if self.p >= 1.0 {
+            0.0
+        } else {
+            1.0 / (1.0 - self.p)
+        }
+    }
+}
+
+fn apply_mask(op: &str, x: &Tensor, state: &DropoutState) -> Result<Tensor, Error> {
+    check::dtype(op, x, DType::F32)?;
+    let dev = x.device();
+    let out = dev.empty(x.shape(), DType::F32)?;
+    if out.is_empty() {
+        return Ok(out);
+    }
+    let (mut p, groups) = params(dev, op, x.len(), &state.stream)?;
+    p.threshold = dropout_threshold(state.p);
+    p.scale = state.scale();
+    DROPOUT.dispatch(&[], &p, &[x, &out], groups)?;
+    Ok(out)
+}
+
+/// Zeroes each element with probability `p` and scales the rest by `1 / (1 - p)`
+/// (PyTorch's `dropout` in training mode; in evaluation, do not call it). Returns the
+/// output and the state [`dropout_backward`] regenerates the mask from.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] unless `0 <= p <= 1`, [`Error::DType`] for a u32 tensor,
+/// [`Error::TooLarge`].
+pub fn dropout(
+    x: &Tensor,
+    p: f32,
+    generator: &mut Generator,
+) -> Result<(Tensor, DropoutState), Error> {
+    if !(0.0..=1.0).contains(&p) {
+        return Err(check::invalid(
+            "dropout",
+            format!("the drop probability must be in [0, 1], got {p}"),
+        ));
+    }
+    let state = DropoutState {
+        stream: generator.next_stream(),
+        p,
+    };
+    Ok((apply_mask("dropout", x, &state)?, state))
+}
+
+/// The gradient of [`dropout`]: `grad_out` through the same mask and scale, regenerated
+/// from `state`.
+///
+/// # Errors
+/// [`Error::DType`] for a u32 tensor, [`Error::TooLarge`].
+pub fn dropout_backward(grad_out: &Tensor, state: &DropoutState) -> Result<Tensor, Error> {
+    apply_mask("dropout_backward", grad_out, state)
+}

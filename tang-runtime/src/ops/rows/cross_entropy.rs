@@ -1,0 +1,199 @@
+//! Cross-entropy over logits `[rows, classes]` with u32 targets and an ignore index:
+//! loss and gradient together, in three dispatches, with nothing read back to the CPU.
+//!
+//! 1. one workgroup counts the rows whose target is not ignored;
+//! 2. a subgroup team per row ([`crate::ops::rows::team`]) or, for long rows and adapters
+//!    without subgroups, one workgroup per row (2-D grid) keeps the row in registers
+//!    (`vec4` when `classes` is a multiple of 4), computes log-sum-exp, the row's loss,
+//!    and the gradient of the mean loss `(softmax - onehot) / count`: logits are read once;
+//! 3. one workgroup sums the per-row losses (fixed tree order: deterministic) / count.
+//!
+//! A target `>= classes` that is not the ignore index gives that row a NaN loss (so the
+//! mean is NaN, visibly) and a zero gradient row; it is never read out of bounds.
+
+use crate::ops::check::{by_unit, mismatch, want_f32, want_shape, want_u32};
+use crate::ops::rows::layout::{CROSS_ENTROPY_LOSS, CROSS_ENTROPY_SLOTS, CrossEntropyParams};
+use crate::ops::rows::team::{Kind, team_kernel};
+use crate::size::Size;
+use crate::spec::{Slot, Source, Spec, grid};
+use crate::wgsl::{lowest, row_math, row_max_sumexp, unit_specs, wg_common, wg_main};
+use crate::{DType, Error, Tensor};
+
+const COUNT_SLOTS: &[Slot] = &[
+    Slot::Read("targets", "array<u32>"),
+    Slot::ReadWrite("cnt", "array<f32>"),
+];
+
+const COUNT_BODY: &str = "var<workgroup> red: array<u32, 256>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32) {
+    var c = 0u;
+    for (var i = lid; i < p.rows; i = i + 256u) { c = c + select(1u, 0u, targets[i] == p.ignore); }
+    red[lid] = c;
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s = s >> 1u) {
+        if (lid < s) { red[lid] = red[lid] + red[lid + s]; }
+        workgroupBarrier();
+    }
+    if (lid == 0u) { cnt[0] = f32(red[0]); }
+}
+";
+
+const MAIN_BODY: &str = concat!(
+    wg_main!(row),
+    "    let live = row < p.rows;
+    let n = select(0u, p.n, live);
+    let base = row * p.n;
+    var t = p.ignore;
+    if (live) { t = targets[row]; }
+    let ignored = t == p.ignore;
+    let valid = !ignored && t < p.classes;
+    let total = cnt[0];
+    // Ignored and invalid rows get a zero gradient.
+    let scale = select(0.0, 1.0 / max(total, 1.0), valid);
+    var c: array<T, K>;
+    let r = row_max_sumexp(&c, base, n, lid);
+    let mx = r.x;
+    let inv = 1.0 / r.y;
+    for (var k = 0u; k < K; k = k + 1u) {
+        let u = lid + k * WG;
+        if (u < n) { dx[base + u] = cross_entropy_dx(exp(c[k] - T(mx)), inv, u, t, scale); }
+    }
+    for (var u = lid + K * WG; u < n; u = u + WG) {
+        dx[base + u] = cross_entropy_dx(exp(x[base + u] - T(mx)), inv, u, t, scale);
+    }
+    if (lid == 0u && live) { loss[row] = cross_entropy_loss(mx + log(r.y), base, t, valid, ignored); }
+}
+");
+
+const MEAN_SLOTS: &[Slot] = &[
+    Slot::Read("loss", "array<f32>"),
+    Slot::Read("cnt", "array<f32>"),
+    Slot::ReadWrite("mean", "array<f32>"),
+];
+
+const MEAN_BODY: &str = "
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32) {
+    var s = 0.0;
+    for (var i = lid; i < p.rows; i = i + WG) { s = s + loss[i]; }
+    let total = wg_sum(s, lid);
+    // 0 / 0 = NaN when every row is ignored, as PyTorch.
+    if (lid == 0u) { mean[0] = total / cnt[0]; }
+}
+";
+
+static K_COUNT: Spec<CrossEntropyParams> =
+    Spec::new("cross_entropy_count", &[], COUNT_SLOTS, COUNT_BODY);
+unit_specs!(K_MAIN_V4, K_MAIN_F1: CrossEntropyParams = "cross_entropy", [wg_common!(), lowest!(), row_math!(), row_max_sumexp!(), CROSS_ENTROPY_LOSS], CROSS_ENTROPY_SLOTS, MAIN_BODY);
+static K_MEAN: Spec<CrossEntropyParams> =
+    Spec::new("cross_entropy_mean", &[wg_common!()], MEAN_SLOTS, MEAN_BODY);
+
+/// Every kernel of this file, for the registry of `rows/mod.rs` (the team variant is
+/// listed by `rows_team`).
+pub(crate) fn kernels() -> Vec<Source> {
+    [&K_COUNT, &K_MAIN_V4, &K_MAIN_F1, &K_MEAN]
+        .iter()
+        .map(|k| k.source())
+        .collect()
+}
+
+/// What [`cross_entropy`] computes in one call.
+#[derive(Clone, Debug)]
+pub struct CrossEntropy {
+    /// `[1]`: the mean loss over rows whose target is not ignored (NaN if there are none).
+    pub loss: Tensor,
+    /// `[rows]`: each row's loss (0 for ignored rows).
+    pub row_loss: Tensor,
+    /// `[rows, classes]`: the gradient of `loss` w.r.t. the logits,
+    /// `(softmax(logits) - onehot(target)) / count`, zero for ignored rows.
+    pub grad: Tensor,
+    /// `[1]`: the number of rows not ignored, as f32.
+    pub count: Tensor,
+}
+
+/// Cross-entropy of `logits [..., classes]` against class indices `targets [...]` (u32),
+/// mean over the rows whose target is not `ignore_index` (PyTorch's `reduction="mean"`;
+/// pass `None` to use every row), with the gradient w.r.t. the logits from the same pass.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] unless `targets.shape()` is `logits.shape()` without its last
+/// axis, [`Error::DType`] unless logits are f32 and targets u32, [`Error::TooLarge`];
+/// [`Error::IndexOutOfRange`] for a target `>= classes` other than the ignore index (at
+/// once for uploaded targets, else at the next read or sync).
+pub fn cross_entropy(
+    logits: &Tensor,
+    targets: &Tensor,
+    ignore_index: Option<u32>,
+) -> Result<CrossEntropy, Error> {
+    let op = "cross_entropy";
+    want_f32(op, logits)?;
+    want_u32(op, targets)?;
+    let ls = logits.shape();
+    let Some((&classes, lead)) = ls.split_last() else {
+        return Err(mismatch(
+            op,
+            "logits is a scalar; expected [..., classes]".into(),
+        ));
+    };
+    want_shape(
+        op,
+        "targets",
+        targets.shape(),
+        lead,
+        format_args!("logits {ls:?} without the class axis"),
+    )?;
+    // The kernels index with 32 bits: each count must fit, and the error names the one
+    // that does not (a `[0, 2^40]` batch has no elements but too many classes).
+    let limit = u64::from(u32::MAX);
+    for (what, n) in [("elements of logits", logits.len()), ("classes", classes)] {
+        Size::of(n).at_most(limit, || format!("{op}: {what} (logits {ls:?})"))?;
+    }
+    crate::ops::index::bounds::check_ids_except(op, targets, classes, ignore_index)?;
+    let rows = targets.len();
+    let dev = logits.device();
+    let ignore = ignore_index.unwrap_or(u32::MAX);
+    let count = dev.empty(&[1], DType::F32)?;
+    let row_loss = dev.empty(&[rows.max(1)], DType::F32)?;
+    let grad = dev.empty(ls, DType::F32)?;
+    let loss = dev.empty(&[1], DType::F32)?;
+    let (spec, n) = by_unit(classes, [&K_MAIN_V4, &K_MAIN_F1]);
+    let params = CrossEntropyParams {
+        rows: rows as u32,
+        n: n as u32,
+        classes: classes as u32,
+        ignore,
+    };
+    K_COUNT.dispatch(&[], &params, &[targets, &count], [1, 1, 1])?;
+    if rows > 0 {
+        // With 0 classes every target is out of range: the fallback kernel (with no
+        // columns to read) still writes each row's loss, NaN or 0 for an ignored row, so
+        // no result shows uninitialised memory (PyTorch rejects such targets; tang's rule
+        // for an out-of-range target is a NaN loss).
+        let (k, g) = match team_kernel(dev, Kind::CrossEntropy, classes)? {
+            Some((k, rpg)) => (k, grid(dev, op, rows.div_ceil(rpg as usize) as u64)?),
+            None => (spec.kernel()?, grid(dev, op, rows as u64)?),
+        };
+        spec.layout().dispatch(
+            k,
+            &[],
+            &params,
+            &[logits, targets, &count, &row_loss, &grad],
+            g,
+        )?;
+    }
+    let rl = if rows > 0 {
+        row_loss
+    } else {
+        Tensor::zeros(dev, &[1])?
+    };
+    K_MEAN.dispatch(&[], &params, &[&rl, &count, &loss], [1, 1, 1])?;
+    let row_loss = rl.reshape(&[rows.max(1)])?;
+    Ok(CrossEntropy {
+        loss,
+        row_loss,
+        grad,
+        count,
+    })
+}

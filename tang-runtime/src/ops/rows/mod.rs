@@ -1,0 +1,10 @@
+//! Row kernels: each workgroup (or subgroup team) reduces and rewrites whole rows:
+//! softmax, the norms, cross-entropy, and the team path they share.
+
+pub(super) mod cross_entropy;
+mod layout;
+pub(super) mod norm;
+pub(super) mod softmax;
+pub mod team;
+
+crate::spec::kernel_modules! { "ops/rows": cross_entropy, norm, softmax, team }
