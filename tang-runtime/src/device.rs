@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::Error;
-use crate::info::{DeviceInfo, DeviceOptions, Gpu, Stats};
+use crate::info::{AdapterIndex, DeviceInfo, DeviceOptions, Gpu, Stats};
 use crate::lifecycle::LifecycleToken;
 use crate::profile::{Profile, Profiler};
 use crate::state::State;
@@ -97,15 +97,17 @@ fn backend_rank(b: wgpu::Backend) -> u8 {
     }
 }
 
-/// The best adapter of `backends` whose name contains `filter` and that runs compute shaders.
-async fn pick_adapter(
+/// The adapters of `backends` whose name contains `filter` and that run compute shaders,
+/// best first (discrete > integrated > virtual > software, then native backends), the
+/// driver's order kept among equals.
+async fn ranked_adapters(
     backends: wgpu::Backends,
     filter: Option<&str>,
-) -> Option<(wgpu::Adapter, wgpu::AdapterInfo)> {
+) -> Vec<(wgpu::Adapter, wgpu::AdapterInfo)> {
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
     desc.backends = backends;
     let instance = wgpu::Instance::new(desc);
-    let mut best: Option<(wgpu::Adapter, wgpu::AdapterInfo)> = None;
+    let mut found = Vec::new();
     for adapter in instance.enumerate_adapters(backends).await {
         let info = adapter.get_info();
         if let Some(f) = filter
@@ -117,12 +119,36 @@ async fn pick_adapter(
         if !caps.flags.contains(wgpu::DownlevelFlags::COMPUTE_SHADERS) {
             continue;
         }
-        let key = |i: &wgpu::AdapterInfo| (type_rank(i.device_type), backend_rank(i.backend));
-        if best.as_ref().is_none_or(|(_, b)| key(&info) < key(b)) {
-            best = Some((adapter, info));
-        }
+        found.push((adapter, info));
     }
-    best
+    found.sort_by_key(|(_, i)| adapter_key(i));
+    found
+}
+
+/// How good an adapter is for tang: lower is better.
+fn adapter_key(i: &wgpu::AdapterInfo) -> (u8, u8) {
+    (type_rank(i.device_type), backend_rank(i.backend))
+}
+
+/// The adapter `index` picks among the best-ranked ones (those of the first one's kind and
+/// backend: a multi-GPU host's GPUs), the first without an index; `Err` names how many
+/// there were when an exact index is past them.
+fn choose_adapter(
+    mut ranked: Vec<(wgpu::Adapter, wgpu::AdapterInfo)>,
+    index: Option<AdapterIndex>,
+) -> Result<Option<(wgpu::Adapter, wgpu::AdapterInfo)>, usize> {
+    let Some(best) = ranked.first().map(|(_, i)| adapter_key(i)) else {
+        return Ok(None);
+    };
+    let equals = ranked
+        .iter()
+        .take_while(|(_, i)| adapter_key(i) == best)
+        .count();
+    let at = match index {
+        None => 0,
+        Some(index) => index.resolve(equals).ok_or(equals)?,
+    };
+    Ok(Some(ranked.swap_remove(at)))
 }
 
 static SOFTWARE_NOTICE: AtomicBool = AtomicBool::new(false);
@@ -188,9 +214,32 @@ impl Device {
         };
         let backends = opts.backends.unwrap_or(wgpu::Backends::all());
         let filter = opts.adapter.as_ref().map(|s| s.to_lowercase());
+        if let Ok(v) = std::env::var("TANG_ADAPTER_INDEX")
+            && !v.trim().is_empty()
+            && v.trim().parse::<usize>().is_err()
+        {
+            return Err(Error::InvalidArgument {
+                op: "Device::new".into(),
+                detail: format!(
+                    "TANG_ADAPTER_INDEX={v:?} is not an adapter index: set it to 0, 1, ... or unset it"
+                ),
+            });
+        }
         let mut best: Option<(wgpu::Adapter, wgpu::AdapterInfo)> = None;
         for b in tries {
-            best = pick_adapter(b, filter.as_deref()).await;
+            best = choose_adapter(
+                ranked_adapters(b, filter.as_deref()).await,
+                opts.adapter_index,
+            )
+            .map_err(|count| Error::InvalidArgument {
+                op: "Device::new".into(),
+                detail: format!(
+                    "adapter index {:?} asked for, but only {count} adapter(s) of the best kind \
+                         were found: pick an index below {count} (TANG_ADAPTER_INDEX or \
+                         DeviceOptions::adapter_index)",
+                    opts.adapter_index
+                ),
+            })?;
             if best.is_some() {
                 break;
             }

@@ -3,8 +3,10 @@
 //! plain data below both `device.rs` and `state.rs`.
 
 /// How to open a [`Device`](crate::Device). `DeviceOptions::default()` reads the environment:
-/// `TANG_ADAPTER` (a substring of the adapter's name), `TANG_BACKEND`
-/// (`vulkan`, `metal`, `dx12` or `gl`) and `TANG_CHECKED=1`.
+/// `TANG_ADAPTER` (a substring of the adapter's name), `TANG_ADAPTER_INDEX` (which of
+/// several equally good adapters), `TANG_BACKEND` (`vulkan`, `metal`, `dx12` or `gl`) and
+/// `TANG_CHECKED=1`. Under an MPI or Slurm launcher without `TANG_ADAPTER_INDEX`, the
+/// process's local rank picks the adapter (see [`DeviceOptions::adapter_index`]).
 #[derive(Clone, Debug)]
 pub struct DeviceOptions {
     /// Keep wgpu's shader runtime checks (bounds checks) on for every kernel. Off by
@@ -17,6 +19,15 @@ pub struct DeviceOptions {
     pub batch_size: u32,
     /// Only use an adapter whose name contains this (case-insensitive).
     pub adapter: Option<String>,
+    /// Which of the equally good adapters to open (same kind and backend, in the
+    /// driver's order: the GPUs of a multi-GPU host), as `torch.cuda.set_device(i)`
+    /// picks one. `None` opens the first. The default reads `TANG_ADAPTER_INDEX`, else
+    /// the local rank a launcher sets (`MPI_LOCALRANKID` from MPICH,
+    /// `OMPI_COMM_WORLD_LOCAL_RANK` from OpenMPI, `SLURM_LOCALID` from Slurm) so that the
+    /// ranks of a data-parallel job on one host take one GPU each; a local rank past the
+    /// number of GPUs wraps around (ranks share GPUs), while an index given explicitly
+    /// must exist.
+    pub adapter_index: Option<AdapterIndex>,
     /// Only use these backends.
     pub backends: Option<wgpu::Backends>,
     /// The most bytes of free buffers the pool keeps for reuse. `None` (the default): no
@@ -37,8 +48,48 @@ impl Default for DeviceOptions {
                 || env("TANG_CHECKED").is_some_and(|v| v != "0" && v != "false"),
             batch_size: 256,
             adapter: env("TANG_ADAPTER"),
+            adapter_index: AdapterIndex::from_env(),
             backends: env("TANG_BACKEND").map(|b| wgpu::Backends::from_comma_list(&b)),
             pool_limit: None,
+        }
+    }
+}
+
+/// Which adapter of several equally good ones a device opens
+/// ([`DeviceOptions::adapter_index`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdapterIndex {
+    /// This one; opening fails when there are fewer adapters.
+    Exact(usize),
+    /// A launcher's local rank: the adapter at `rank % count`, so ranks share GPUs when
+    /// there are more ranks than GPUs on the host.
+    LocalRank(usize),
+}
+
+impl AdapterIndex {
+    /// `TANG_ADAPTER_INDEX` (exact), else the local rank an MPI or Slurm launcher set.
+    /// A `TANG_ADAPTER_INDEX` that is not a number is reported when the device opens
+    /// ([`Device::with_options`](crate::Device::with_options) checks it again).
+    fn from_env() -> Option<AdapterIndex> {
+        let number = |k: &str| std::env::var(k).ok().and_then(|v| v.trim().parse().ok());
+        if let Some(i) = number("TANG_ADAPTER_INDEX") {
+            return Some(AdapterIndex::Exact(i));
+        }
+        [
+            "MPI_LOCALRANKID",
+            "OMPI_COMM_WORLD_LOCAL_RANK",
+            "SLURM_LOCALID",
+        ]
+        .into_iter()
+        .find_map(number)
+        .map(AdapterIndex::LocalRank)
+    }
+
+    /// The position among `count` adapters, or `None` when an exact index is past them.
+    pub(crate) fn resolve(self, count: usize) -> Option<usize> {
+        match self {
+            AdapterIndex::Exact(i) => (i < count).then_some(i),
+            AdapterIndex::LocalRank(rank) => (count > 0).then(|| rank % count),
         }
     }
 }
@@ -107,4 +158,17 @@ pub(crate) struct Gpu {
     pub(crate) opts: DeviceOptions,
     /// `opts.pool_limit` resolved for the adapter (see [`DeviceOptions::pool_limit`]).
     pub(crate) pool_limit: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AdapterIndex;
+
+    #[test]
+    fn an_exact_index_must_exist_and_a_local_rank_wraps() {
+        assert_eq!(AdapterIndex::Exact(1).resolve(2), Some(1));
+        assert_eq!(AdapterIndex::Exact(2).resolve(2), None);
+        assert_eq!(AdapterIndex::LocalRank(5).resolve(2), Some(1));
+        assert_eq!(AdapterIndex::LocalRank(0).resolve(0), None);
+    }
 }

@@ -48,7 +48,7 @@ mod wgsl;
 pub use device::Device;
 pub use dispatch::Binding;
 pub use error::Error;
-pub use info::{DeviceInfo, DeviceOptions, Stats};
+pub use info::{AdapterIndex, DeviceInfo, DeviceOptions, Stats};
 pub use ops::FusedFn;
 pub use pipeline::RawKernel;
 pub use profile::{KernelTime, Profile};

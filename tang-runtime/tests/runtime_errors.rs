@@ -3,7 +3,7 @@
 mod runtime_support;
 
 use runtime_support::{add, axpy, devices, sgd};
-use tang_runtime::{Binding, DType, Device, DeviceOptions, Error, RawKernel, Tensor};
+use tang_runtime::{AdapterIndex, Binding, DType, Device, DeviceOptions, Error, RawKernel, Tensor};
 
 #[test]
 fn no_adapter_names_what_to_install() {
@@ -14,6 +14,21 @@ fn no_adapter_names_what_to_install() {
     let err = Device::with_options(opts).unwrap_err();
     assert!(matches!(err, Error::NoAdapter { .. }), "{err:?}");
     assert!(err.to_string().contains("mesa-vulkan-drivers"));
+}
+
+#[test]
+fn adapter_index_past_the_adapters_is_an_error_and_a_local_rank_wraps() {
+    let opts = |index| DeviceOptions {
+        adapter_index: Some(index),
+        ..DeviceOptions::default()
+    };
+    let err = Device::with_options(opts(AdapterIndex::Exact(10_000))).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
+    assert!(err.to_string().contains("pick an index below"), "{err}");
+    // A launcher's local rank past the GPUs shares them: rank 10,000 opens one.
+    let first = Device::with_options(opts(AdapterIndex::Exact(0))).unwrap();
+    let wrapped = Device::with_options(opts(AdapterIndex::LocalRank(10_000))).unwrap();
+    assert_eq!(first.info().backend, wrapped.info().backend);
 }
 
 #[test]

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
-use tang_runtime::ops::cat;
 use tang_runtime::ops;
+use tang_runtime::ops::cat;
 use web_time::Instant;
 
 use super::DistError;

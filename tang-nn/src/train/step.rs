@@ -2,8 +2,8 @@
 //! forward, backward, clipping, the update) and its metrics record, and
 //! [`Trainer::evaluate`]; each step's random numbers derive from `(seed, step)`.
 
-use tang_runtime::ops::cat;
 use tang_runtime::ops::Generator;
+use tang_runtime::ops::cat;
 
 use super::context::{StepContext, StepReport};
 use super::metrics::MetricsRecord;
