@@ -2,6 +2,10 @@
 //! read and check every file of a checkpoint before they write into the model, the
 //! optimizer or the trainer, so a caller that falls back to a fresh start after the error
 //! starts from its own weights, not from a mix of the checkpoint's and its own.
+//!
+//! A checkpoint of AdamW over nanoGPT's two parameter groups resumes: its state, kept in
+//! one flat buffer per group, is saved whole, and the resumed run ends at the
+//! uninterrupted run's weights.
 
 use std::path::{Path, PathBuf};
 
@@ -11,9 +15,9 @@ use tang_nn::checkpoint::{
     Checkpoint, CheckpointDir, CheckpointError, MODEL_FILE, OPTIMIZER_FILE, Retention,
     load_training,
 };
-use tang_nn::nn::Linear;
 use tang_nn::nn::functional::{Reduction, mse_loss_with};
-use tang_nn::optim::{AdamW, AdamWOptions, Sgd, SgdOptions};
+use tang_nn::nn::{Linear, Sequential, Tanh};
+use tang_nn::optim::{AdamW, AdamWOptions, Sgd, SgdOptions, decay_groups};
 use tang_nn::rng::SplitMix64;
 use tang_nn::tang_runtime::Device;
 use tang_nn::train::{Progress, StepContext, Trainer, TrainerOptions};
@@ -34,7 +38,7 @@ fn adamw(model: &Linear) -> AdamW {
     AdamW::new(model.named_parameters(), AdamWOptions::default()).unwrap()
 }
 
-fn weights(model: &Linear) -> Vec<Vec<f32>> {
+fn weights(model: &impl Module) -> Vec<Vec<f32>> {
     model
         .named_parameters()
         .iter()
@@ -153,4 +157,64 @@ fn a_refused_resume_leaves_the_trainer_and_the_model_unchanged() {
         assert_eq!(trainer.state().step, 0, "{what}: the trainer moved");
         assert_eq!(weights(&fresh), before, "{what}: the model changed");
     }
+}
+
+/// Two layers of one shape: each group of [`decay_groups`] holds two parameters of equal
+/// shape (the weights, the biases), as a GPT's blocks do.
+fn two_layers(dev: &Device, seed: u64) -> Sequential {
+    let mut rng = SplitMix64::new(seed);
+    Sequential::new()
+        .append(Linear::new(dev, 3, 3, true, &mut rng).unwrap())
+        .append(Tanh)
+        .append(Linear::new(dev, 3, 3, true, &mut rng).unwrap())
+}
+
+/// AdamW as `train_char_gpt` builds it: weight decay on the 2-D parameters only.
+fn grouped_adamw(model: &Sequential) -> AdamW {
+    let groups = decay_groups(model.named_parameters(), 0.1).to_vec();
+    AdamW::with_groups(groups, AdamWOptions::default()).unwrap()
+}
+
+/// Trains `model` with a trainer in `out` until its step `to`, starting from the latest
+/// checkpoint there when `resume` is set, and returns the trainer's step.
+fn train_until(dev: &Device, model: &Sequential, out: &Path, resume: bool, to: u64) -> u64 {
+    let x = Tensor::from_slice(dev, &[0.5, -1.0, 2.0, 0.25, 1.5, -0.5], &[2, 3]).unwrap();
+    let y = Tensor::full(dev, &[2, 3], 0.75).unwrap();
+    let mut forward =
+        |_: &mut StepContext<'_>| mse_loss_with(&model.forward(&x)?, &y, Reduction::Mean);
+    let mut trainer = Trainer::new(model, grouped_adamw(model), out, options())
+        .unwrap()
+        .with_progress(quiet());
+    if resume {
+        trainer.resume_latest().unwrap();
+    }
+    while trainer.state().step < to {
+        trainer.step(&mut forward).unwrap();
+    }
+    trainer.save_checkpoint().unwrap();
+    trainer.state().step
+}
+
+#[test]
+fn adamw_over_two_groups_resumes_to_the_uninterrupted_weights() {
+    let dev = Device::new().unwrap();
+    let straight = two_layers(&dev, 0);
+    assert_eq!(
+        train_until(&dev, &straight, &scratch("groups-straight"), false, 6),
+        6
+    );
+    let out = scratch("groups-interrupted");
+    let first = two_layers(&dev, 0);
+    train_until(&dev, &first, &out, false, 3);
+    let stopped = weights(&first);
+    // A new process's worth of objects, from other initial weights: the checkpoint
+    // replaces them and the optimizer state (every parameter's moments) comes back.
+    let second = two_layers(&dev, 7);
+    assert_eq!(train_until(&dev, &second, &out, true, 6), 6);
+    assert_eq!(weights(&second), weights(&straight));
+    assert_ne!(
+        stopped,
+        weights(&straight),
+        "the steps after the resume train"
+    );
 }

@@ -8,7 +8,9 @@ use std::collections::HashSet;
 
 use super::{Error, Module, short_type_name};
 use crate::autograd::{Tensor, no_grad};
-use crate::safetensors::{IncompatibleKeys, StateDict, StateTensor, check_state_dict};
+use crate::safetensors::{
+    IncompatibleKeys, StateDict, StateTensor, check_state_dict, same_storage,
+};
 
 /// How the names of tied parameters (one parameter under several names) are matched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,8 +106,8 @@ fn dropped_tied_names(params: &[(String, Tensor)], state: &StateDict) -> HashSet
         let (_, first) = &params[i];
         let mut group: Vec<&str> = Vec::new();
         for (j, (name, t)) in params.iter().enumerate().skip(i) {
-            // Tied: one buffer, one shape (as the safetensors writer ties entries).
-            if t.data().same_buffer(first.data()) && t.shape() == first.shape() {
+            // Tied: one storage, one shape (as the safetensors writer ties entries).
+            if same_storage(t.data(), first.data()) && t.shape() == first.shape() {
                 seen[j] = true;
                 group.push(name);
             }

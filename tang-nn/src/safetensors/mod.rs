@@ -33,6 +33,7 @@ pub use error::SafetensorsError;
 pub use header::{Header, MAX_HEADER_LEN, MAX_RANK, TensorInfo};
 pub use model::{load_model, save_model, save_model_with};
 pub use read::{Checkpoint, load_file, read_bytes, read_file};
+pub(crate) use state_dict::same_storage;
 pub use state_dict::{HostTensor, StateDict, StateTensor};
 pub use strict::{IncompatibleKeys, SizeMismatch, StateDictError, check_state_dict};
 pub use write::{save_bytes, save_file};

@@ -237,7 +237,9 @@ impl StateTensor {
     }
 
     /// Whether two entries are tied: one storage under two names, with the same shape. (A
-    /// reshaped view of a buffer is not a tie: it is saved as its own tensor.)
+    /// reshaped view of a buffer is not a tie, nor is a view at another offset of it, as
+    /// an optimizer's flat state buffers hold each parameter's state: each is saved as
+    /// its own tensor.)
     ///
     /// ```
     /// use tang_nn::safetensors::{HostTensor, StateTensor};
@@ -251,11 +253,18 @@ impl StateTensor {
             return false;
         }
         match (self, other) {
-            (StateTensor::Device(a), StateTensor::Device(b)) => a.same_buffer(b),
+            (StateTensor::Device(a), StateTensor::Device(b)) => same_storage(a, b),
             (StateTensor::Host(a), StateTensor::Host(b)) => a.same_data(b),
             _ => false,
         }
     }
+}
+
+/// Whether two device tensors are one storage: the same bytes of one buffer (clones of
+/// one tensor, or views of one range). Sharing a buffer is not enough: the segments of a
+/// flat buffer at different offsets hold different values, even when their shapes agree.
+pub(crate) fn same_storage(a: &Tensor, b: &Tensor) -> bool {
+    a.same_buffer(b) && a.byte_offset() == b.byte_offset() && a.len() == b.len()
 }
 
 impl From<Tensor> for StateTensor {
