@@ -13,6 +13,10 @@ use std::ops::{Add, Mul};
 
 use crate::error::Error;
 
+/// Threads per workgroup of every row kernel (a multiple of 32, so whole warps): the
+/// `const WG` the WGSL pieces in `wgsl.rs` declare, and the divisor of their grids.
+pub(crate) const WG: u32 = 256;
+
 /// A count computed from user input that remembers when it overflowed 64 bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Size(Option<u64>);

@@ -309,7 +309,7 @@ pub(crate) fn launch_threads<P: Params>(
     let groups = grid(
         dev,
         op,
-        u64::from(total).div_ceil(u64::from(crate::wgsl::WG)),
+        u64::from(total).div_ceil(u64::from(crate::size::WG)),
     )?;
     kernel.dispatch(constants, params, tensors, groups)
 }

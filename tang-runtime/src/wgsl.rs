@@ -3,9 +3,6 @@
 //! the lowest finite float. Each is a macro expanding to a string literal, so kernels
 //! assemble their text with `concat!` at compile time.
 
-/// Threads per workgroup of every row kernel (a multiple of 32, so whole warps).
-pub(crate) const WG: u32 = 256;
-
 /// The unit of a row kernel when the row length is a multiple of 4: `vec4<f32>` (16-byte
 /// loads). `K` vec4s per thread stay in registers: rows up to 4 * 4 * 256 = 4096 floats
 /// are read from memory once.

@@ -15,8 +15,9 @@
 
 use crate::ops::check::{by_unit, mismatch, want_f32, want_shape, want_u32};
 use crate::size::Size;
+use crate::size::WG;
 use crate::spec::{Slot, Source, Spec, grid, params};
-use crate::wgsl::{WG, thread_main, unit_specs, wg_common, wg_main};
+use crate::wgsl::{thread_main, unit_specs, wg_common, wg_main};
 use crate::{DType, Error, Tensor};
 
 params! {

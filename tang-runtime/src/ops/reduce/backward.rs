@@ -21,9 +21,10 @@
 
 use crate::ops::check::{AxisView, axis_view, by_unit, want_f32, want_shape};
 use crate::ops::reduce::{col_chunks, row_chunks};
+use crate::size::WG;
 use crate::size::numel;
 use crate::spec::{Slot, Source, Spec, grid, params};
-use crate::wgsl::{WG, chunk_main, thread_main, unit_specs, wg_main};
+use crate::wgsl::{chunk_main, thread_main, unit_specs, wg_main};
 use crate::{DType, Error, Tensor};
 
 /// Declarations every kernel of this file shares.

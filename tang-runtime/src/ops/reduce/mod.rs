@@ -29,8 +29,9 @@ pub(super) mod nan_max;
 
 use crate::ops::check::{AxisView, axis_view, by_unit, mismatch, want_f32};
 use crate::ops::reduce::nan_max::{nan_max_f1, nan_max_v4};
+use crate::size::WG;
 use crate::spec::{Slot, Source, grid, params};
-use crate::wgsl::{WG, chunk_main, unit_specs, wg_common, wg_main};
+use crate::wgsl::{chunk_main, unit_specs, wg_common, wg_main};
 use crate::{DType, Error, Tensor};
 
 pub use backward::{
