@@ -44,7 +44,7 @@ if [ "$(uname -s)" = Linux ]; then export TANG_BACKEND="${TANG_BACKEND:-vulkan}"
 # OpenMPI refuses to run as root without these (CI runs as root); MPICH ignores them.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-cargo build -p tang-examples --features mpi --example data_parallel "$@"
+cargo build -p tang-examples --features mpi --example data_parallel --example train_digits "$@"
 target_dir="${CARGO_TARGET_DIR:-target}"
 bin="$target_dir/debug/examples/data_parallel"
 work=$(mktemp -d)
@@ -73,6 +73,16 @@ expect_job_error() {
   fi
   echo "mpi-test: $what: the job ended with an error after ${waited} s"
 }
+
+echo "mpi-test: train_digits unchanged under mpirun -np 2"
+# Every rank must run to the end of main: a rank that finishes first may not end the job
+# while rank 0 still draws the loss curve and prints.
+digits=$(cd "$target_dir/debug/examples" && pwd)/train_digits
+(cd "$work" && mpiexec -n 2 "$digits" >digits.log 2>&1) || {
+  echo "mpi-test: train_digits failed under mpirun:" >&2; cat "$work/digits.log" >&2; exit 1; }
+[ "$(grep -c '^test accuracy' "$work/digits.log")" = 2 ] && [ -s "$work/runs/digits/loss.png" ] || {
+  echo "mpi-test: train_digits under mpirun: both ranks must finish and rank 0 must draw loss.png:" >&2
+  grep -v '^step' "$work/digits.log" >&2; ls -R "$work/runs" >&2; exit 1; }
 
 echo "mpi-test: rank 1 fails at step 3"
 mpiexec -n 2 "$bin" --steps 1000 --out "$work/fail" --fail-rank 1 --fail-at 3 >"$work/fail.log" 2>&1 &

@@ -8,8 +8,10 @@
 //! MPI is asked for `MPI_THREAD_MULTIPLE` only so that [`ProcessGroup::abort`] may be
 //! called from the failing thread while the MPI thread waits in a collective.
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
 use mpi::collective::SystemOperation;
 use mpi::datatype::Equivalence;
@@ -64,6 +66,53 @@ pub struct ProcessGroup {
 /// The process group of this process, set up once.
 static GROUP: OnceLock<Result<Option<ProcessGroup>, String>> = OnceLock::new();
 
+/// Set by [`finalize_at_exit`]: the MPI thread finalises MPI after the job it runs.
+static EXITING: AtomicBool = AtomicBool::new(false);
+/// Where the MPI thread reports that MPI is finalised, while the process exits.
+static FINALIZED: Mutex<Option<Sender<()>>> = Mutex::new(None);
+/// How long an exiting process waits for MPI_Finalize, which waits for the other ranks:
+/// long enough for rank 0 to finish writing after the others are done, short enough that
+/// a rank left in a collective by a failed peer does not hang the job.
+const FINALIZE_WAIT: Duration = Duration::from_secs(300);
+
+/// Runs when the process exits (registered with `atexit`): has the MPI thread call
+/// MPI_Finalize and waits for it. Without it a rank that returns from `main` first ends
+/// the job under MPICH's launcher, which kills the ranks still running: rank 0 lost its
+/// loss curve and everything `main` printed after training.
+extern "C" fn finalize_at_exit() {
+    let Some(Ok(Some(group))) = GROUP.get() else {
+        return;
+    };
+    let (done, finalized) = channel();
+    match FINALIZED.lock() {
+        Ok(mut slot) => *slot = Some(done),
+        Err(_) => return,
+    }
+    EXITING.store(true, Ordering::SeqCst);
+    // A job of its own wakes the MPI thread, which finalises after it.
+    if group
+        .jobs
+        .send(Box::new(|_: &SimpleCommunicator| {}))
+        .is_ok()
+    {
+        let _ = finalized.recv_timeout(FINALIZE_WAIT);
+    }
+}
+
+/// Registers [`finalize_at_exit`] once.
+fn finalize_when_the_process_exits() -> Result<(), String> {
+    // SAFETY: `atexit` stores a pointer to a function with the C ABI, no arguments and no
+    // result, which lives as long as the program; `finalize_at_exit` never unwinds (it
+    // has no panicking call), so no unwinding crosses the C boundary.
+    #[allow(unsafe_code)]
+    let status = unsafe { libc::atexit(finalize_at_exit) };
+    if status == 0 {
+        Ok(())
+    } else {
+        Err("could not register MPI's finalisation at exit (atexit failed)".into())
+    }
+}
+
 /// The MPI job this process runs in (PyTorch's `init_process_group("mpi")`, done on first
 /// use): `None` when no MPI launcher started it, or it is the only rank, so one process
 /// trains as before. MPI is initialised the first time this is called under a launcher.
@@ -102,6 +151,7 @@ impl ProcessGroup {
         let (rank, world_size, local_rank) = place
             .recv()
             .map_err(|_| "the MPI thread stopped while starting".to_string())??;
+        finalize_when_the_process_exits()?;
         Ok((world_size > 1).then_some(ProcessGroup {
             rank,
             world_size,
@@ -286,10 +336,9 @@ fn stopped() -> DistError {
 }
 
 /// The MPI thread: initialises MPI, reports this process's place, then runs jobs until
-/// the process ends. MPI is never finalised: the group lives as long as the process, and
-/// `mpirun` accepts a rank that exits with status 0 after its last collective.
+/// the process exits, when it finalises MPI ([`finalize_at_exit`]).
 fn serve(placed: &Sender<Result<(usize, usize, usize), String>>, queue: &Receiver<Job>) {
-    let Some((_universe, _threading)) = mpi::initialize_with_threading(Threading::Multiple) else {
+    let Some((universe, _threading)) = mpi::initialize_with_threading(Threading::Multiple) else {
         let _ = placed.send(Err("MPI was already initialised by other code".into()));
         return;
     };
@@ -303,5 +352,15 @@ fn serve(placed: &Sender<Result<(usize, usize, usize), String>>, queue: &Receive
     }
     while let Ok(job) = queue.recv() {
         job(&world);
+        if EXITING.load(Ordering::SeqCst) {
+            break;
+        }
+    }
+    // Dropping the universe calls MPI_Finalize.
+    drop(universe);
+    if let Ok(mut slot) = FINALIZED.lock()
+        && let Some(done) = slot.take()
+    {
+        let _ = done.send(());
     }
 }
