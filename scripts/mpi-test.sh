@@ -12,6 +12,7 @@
 # Extra arguments go to `cargo build` (CI passes --locked).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/apt-install.sh
 start=$(date +%s)
 
 missing=()
@@ -22,21 +23,8 @@ ls /usr/lib/llvm-*/lib/libclang*.so* /usr/lib/x86_64-linux-gnu/libclang*.so* >/d
   || missing+=(libclang-dev)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "mpi-test: installing ${missing[*]}"
-  if ! command -v apt-get >/dev/null 2>&1; then
-    echo "mpi-test: apt-get is not available: install MPICH (or OpenMPI) with its development" >&2
-    echo "          files and libclang, then run this again" >&2
-    exit 1
-  fi
-  sudo_cmd=""
-  if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null 2>&1; then sudo_cmd="sudo"; else
-      echo "mpi-test: installing MPI needs root: run as root or install mpich libmpich-dev libclang-dev" >&2
-      exit 1
-    fi
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo_cmd apt-get update -qq
-  $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+  apt_install mpi-test "install MPICH (or OpenMPI) with its development files and libclang" \
+    "${missing[@]}"
 fi
 
 export LP_NUM_THREADS="${LP_NUM_THREADS:-1}"

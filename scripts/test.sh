@@ -8,6 +8,7 @@
 # whole suite takes minutes on two cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/apt-install.sh
 
 have_vulkan_driver() {
   local f
@@ -19,21 +20,8 @@ have_vulkan_driver() {
 
 if [ "$(uname -s)" = Linux ] && ! have_vulkan_driver; then
   echo "test: no Vulkan driver found; installing Mesa's software Vulkan driver (mesa-vulkan-drivers)"
-  if ! command -v apt-get >/dev/null 2>&1; then
-    echo "test: apt-get is not available: install a Vulkan driver for your GPU, or Mesa's" >&2
-    echo "      lavapipe (package mesa-vulkan-drivers or vulkan-swrast), then run this again" >&2
-    exit 1
-  fi
-  sudo_cmd=""
-  if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null 2>&1; then sudo_cmd="sudo"; else
-      echo "test: installing a Vulkan driver needs root: run as root or install mesa-vulkan-drivers" >&2
-      exit 1
-    fi
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo_cmd apt-get update -qq
-  $sudo_cmd apt-get install -y -qq mesa-vulkan-drivers libvulkan1 >/dev/null
+  apt_install test "install a Vulkan driver for your GPU, or Mesa's lavapipe (package \
+mesa-vulkan-drivers or vulkan-swrast)" mesa-vulkan-drivers libvulkan1
 fi
 
 # The software driver runs as many threads as the machine has cores; cargo runs test

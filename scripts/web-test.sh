@@ -22,6 +22,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/scripts/apt-install.sh"
 cd "$root"
 target_dir=${CARGO_TARGET_DIR:-$root/target}
 site=$target_dir/web-site
@@ -63,10 +64,7 @@ if [ -z "$chromium" ]; then
 fi
 if [ -z "$chromium" ]; then
     say "installing Debian's chromium package"
-    sudo_cmd=""
-    [ "$(id -u)" = 0 ] || sudo_cmd=sudo
-    $sudo_cmd apt-get update -qq
-    $sudo_cmd apt-get install -y -qq chromium >/dev/null
+    apt_install web-test "install Chromium (or set CHROMIUM to a Chromium or Chrome binary)" chromium
     chromium=chromium
 fi
 
