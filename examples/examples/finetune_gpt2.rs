@@ -41,6 +41,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
+use tang_examples::resume::resume_or_refuse;
 use tang_nn::data::DeviceTokenBatcher;
 use tang_nn::models::gpt::{Gpt, GptConfig, SampleOptions};
 use tang_nn::models::gpt2_hub::pretrained_config;
@@ -257,14 +258,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let out = o.out.display().to_string();
     let mut trainer = Trainer::new(&model, opt, &o.out, options)?;
-    if o.resume {
-        match trainer.resume_latest()? {
-            Some(step) => println!("resumed from the checkpoint of step {step} in {out}"),
-            None => println!("no checkpoint in {out}: starting from step 0"),
-        }
-    } else if trainer.checkpoints().latest()?.is_some() {
-        return Err(format!("{out} holds checkpoints: pass --resume, or another --out").into());
-    }
+    resume_or_refuse(&mut trainer, o.resume, &out)?;
     let start = trainer.state().step;
     println!("step {start}: val {:.4}", trainer.evaluate(&mut evaluate)?);
     let summary = trainer.fit_with_eval(forward, &mut evaluate)?;

@@ -22,6 +22,7 @@
 use std::collections::BTreeSet;
 
 use clap::Parser;
+use tang_examples::resume::resume_or_refuse;
 use tang_nn::data::DeviceTokenBatcher;
 use tang_nn::models::gpt::{Gpt, GptConfig, SampleOptions};
 use tang_nn::nn::functional::cross_entropy;
@@ -192,14 +193,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let mut trainer = Trainer::new(&model, opt, &out, options)?
         .with_schedule(Schedule::warmup_cosine(LR, MIN_LR, WARMUP, LR_DECAY_ITERS)?);
-    if resume {
-        match trainer.resume_latest()? {
-            Some(step) => println!("resumed from the checkpoint of step {step} in {out}"),
-            None => println!("no checkpoint in {out}: starting from step 0"),
-        }
-    } else if trainer.checkpoints().latest()?.is_some() {
-        return Err(format!("{out} holds checkpoints: pass --resume, or another --out").into());
-    }
+    resume_or_refuse(&mut trainer, resume, &out)?;
     let start = trainer.state().step;
     println!("step {start}: val {:.4}", trainer.evaluate(&mut evaluate)?);
     let summary = trainer.fit_with_eval(forward, &mut evaluate)?;
