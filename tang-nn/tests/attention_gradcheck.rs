@@ -6,9 +6,9 @@ mod attention_common;
 use attention_common::reference::attention;
 use attention_common::{gradcheck, param};
 use tang_nn::autograd::{RawTensor, Tensor};
-use tang_nn::nn::{AttnMask, scaled_dot_product_attention};
+use tang_nn::nn::{AttnMask, Dropout, manual_seed, scaled_dot_product_attention};
 use tang_nn::tang_runtime::Device;
-use tang_testing::Rng;
+use tang_testing::{Rng, assert_close};
 
 /// q `[b, h, l, d]`, k and v `[b, hkv, s, d]` as named parameters.
 fn qkv(dev: &Device, seed: u64, [b, h, hkv, l, s, d]: [usize; 6]) -> Vec<(String, Tensor)> {
@@ -20,8 +20,18 @@ fn qkv(dev: &Device, seed: u64, [b, h, hkv, l, s, d]: [usize; 6]) -> Vec<(String
     ]
 }
 
-fn identity(t: &Tensor) -> Result<Tensor, tang_nn::autograd::Error> {
-    Ok(t.clone())
+/// The causal mask `[l, l]` as an additive one, which takes the composed path.
+fn causal_additive(dev: &Device, l: usize) -> Tensor {
+    let m: Vec<f32> = (0..l * l)
+        .map(|e| {
+            if e % l <= e / l {
+                0.0
+            } else {
+                f32::NEG_INFINITY
+            }
+        })
+        .collect();
+    Tensor::constant(RawTensor::from_slice(dev, &m, &[l, l]).unwrap())
 }
 
 #[test]
@@ -38,7 +48,8 @@ fn causal_attention_fused_and_composed_with_grouped_heads() {
         let params = qkv(&dev, n as u64, [b, h, hkv, l, s, d]);
         let cpu = |x: &[Vec<f64>]| attention(&x[0], &x[1], &x[2], [b, h, hkv, l, s], None, true);
         let t = |i: usize| params[i].1.clone();
-        // Without dropout the fused kernel runs; a dropout hook forces the composed path.
+        // The causal mask runs the fused kernel; the same mask as an additive one, the
+        // composed path.
         let fused = || scaled_dot_product_attention(&t(0), &t(1), &t(2), AttnMask::Causal, None);
         gradcheck(
             &format!("fused causal {:?}", [b, h, hkv, l, d]),
@@ -47,8 +58,9 @@ fn causal_attention_fused_and_composed_with_grouped_heads() {
             &cpu,
             1,
         );
+        let mask = causal_additive(&dev, l);
         let composed =
-            || scaled_dot_product_attention(&t(0), &t(1), &t(2), AttnMask::Causal, Some(&identity));
+            || scaled_dot_product_attention(&t(0), &t(1), &t(2), AttnMask::Additive(&mask), None);
         gradcheck(
             &format!("composed causal {:?}", [b, h, hkv, l, d]),
             &params,
@@ -56,6 +68,50 @@ fn causal_attention_fused_and_composed_with_grouped_heads() {
             &cpu,
             2,
         );
+    }
+}
+
+/// With dropout on the weights the fused kernel (causal mask) and the composed path (the
+/// same mask, additive) draw the same mask from the same seed: the same output and the
+/// same gradients, grouped heads included (T 17 and 64: the row-per-thread and the
+/// register-blocked kernels, and the materialized backward).
+#[test]
+fn dropout_fused_and_composed_agree() {
+    let dev = tang_testing::device();
+    let drop = Dropout::new(0.2).unwrap();
+    for (n, [b, h, hkv, l, d]) in [[1, 4, 2, 17, 8], [2, 2, 2, 64, 32]]
+        .into_iter()
+        .enumerate()
+    {
+        let params = qkv(&dev, 30 + n as u64, [b, h, hkv, l, l, d]);
+        let t = |i: usize| params[i].1.clone();
+        let g = RawTensor::from_slice(&dev, &Rng::new(40).vec(b * h * l * d, 1.0), &[b, h, l, d])
+            .unwrap();
+        let run = |mask: AttnMask<'_>| -> Vec<Vec<f32>> {
+            manual_seed(123);
+            let y = scaled_dot_product_attention(&t(0), &t(1), &t(2), mask, Some(&drop)).unwrap();
+            let grads = y.backward_with(g.clone()).unwrap();
+            let mut out = vec![y.to_vec().unwrap()];
+            out.extend((0..3).map(|i| grads.get(&t(i)).unwrap().to_vec().unwrap()));
+            out
+        };
+        let fused = run(AttnMask::Causal);
+        let mask = causal_additive(&dev, l);
+        let composed = run(AttnMask::Additive(&mask));
+        // Some weights were dropped: the output differs from the dropout-free one.
+        manual_seed(123);
+        let plain = scaled_dot_product_attention(&t(0), &t(1), &t(2), AttnMask::Causal, None);
+        assert_ne!(plain.unwrap().to_vec().unwrap(), fused[0]);
+        for ((name, a), c) in ["y", "dq", "dk", "dv"].iter().zip(&fused).zip(&composed) {
+            let c64: Vec<f64> = c.iter().map(|&x| f64::from(x)).collect();
+            assert_close(
+                &format!("{name} {:?}", [b, h, hkv, l, d]),
+                a,
+                &c64,
+                1e-5,
+                1e-4,
+            );
+        }
     }
 }
 

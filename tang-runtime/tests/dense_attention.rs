@@ -6,138 +6,18 @@ use tang_runtime::ops::{
     backward_tiles, forward_tiles,
 };
 use tang_runtime::{Device, DeviceOptions, Error, Tensor};
-use tang_testing::{Rng, assert_close, devices};
+use tang_testing::{assert_close, devices};
 
-#[derive(Clone, Copy, Debug)]
-struct Cfg {
-    b: usize,
-    h: usize,
-    hkv: usize,
-    t: usize,
-    d: usize,
-}
-
-/// Naive causal attention in f64: returns (o, lse, probabilities per (b, h)).
-fn ref_forward(
-    c: Cfg,
-    q: &[f32],
-    k: &[f32],
-    v: &[f32],
-    scale: f64,
-) -> (Vec<f64>, Vec<f64>, Vec<Vec<f64>>) {
-    let Cfg { b, h, hkv, t, d } = c;
-    let mut o = vec![0.0; b * h * t * d];
-    let mut lse = vec![0.0; b * h * t];
-    let mut probs = Vec::new();
-    for bi in 0..b {
-        for hi in 0..h {
-            let g = hi / (h / hkv);
-            let qo = (bi * h + hi) * t * d;
-            let ko = (bi * hkv + g) * t * d;
-            let mut pm = vec![0.0; t * t];
-            for i in 0..t {
-                let s: Vec<f64> = (0..=i)
-                    .map(|j| {
-                        (0..d)
-                            .map(|x| q[qo + i * d + x] as f64 * k[ko + j * d + x] as f64)
-                            .sum::<f64>()
-                            * scale
-                    })
-                    .collect();
-                let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                let l: f64 = s.iter().map(|x| (x - m).exp()).sum();
-                lse[(bi * h + hi) * t + i] = m + l.ln();
-                for j in 0..=i {
-                    let pj = (s[j] - m).exp() / l;
-                    pm[i * t + j] = pj;
-                    for x in 0..d {
-                        o[qo + i * d + x] += pj * v[ko + j * d + x] as f64;
-                    }
-                }
-            }
-            probs.push(pm);
-        }
-    }
-    (o, lse, probs)
-}
-
-/// Analytic gradients of sum(o * go) in f64: (dq, dk, dv).
-fn ref_backward(
-    c: Cfg,
-    q: &[f32],
-    k: &[f32],
-    v: &[f32],
-    go: &[f32],
-    scale: f64,
-) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-    let Cfg { b, h, hkv, t, d } = c;
-    let (o, _, probs) = ref_forward(c, q, k, v, scale);
-    let mut dq = vec![0.0; q.len()];
-    let mut dk = vec![0.0; k.len()];
-    let mut dv = vec![0.0; v.len()];
-    for bi in 0..b {
-        for hi in 0..h {
-            let g = hi / (h / hkv);
-            let qo = (bi * h + hi) * t * d;
-            let ko = (bi * hkv + g) * t * d;
-            let pm = &probs[bi * h + hi];
-            for i in 0..t {
-                let delta: f64 = (0..d)
-                    .map(|x| go[qo + i * d + x] as f64 * o[qo + i * d + x])
-                    .sum();
-                for j in 0..=i {
-                    let pij = pm[i * t + j];
-                    let dp: f64 = (0..d)
-                        .map(|x| go[qo + i * d + x] as f64 * v[ko + j * d + x] as f64)
-                        .sum();
-                    let ds = pij * (dp - delta) * scale;
-                    for x in 0..d {
-                        dq[qo + i * d + x] += ds * k[ko + j * d + x] as f64;
-                        dk[ko + j * d + x] += ds * q[qo + i * d + x] as f64;
-                        dv[ko + j * d + x] += pij * go[qo + i * d + x] as f64;
-                    }
-                }
-            }
-        }
-    }
-    (dq, dk, dv)
-}
-
-struct Inputs {
-    q: Vec<f32>,
-    k: Vec<f32>,
-    v: Vec<f32>,
-    go: Vec<f32>,
-}
-
-fn inputs(c: Cfg, seed: u64, amp: f32) -> Inputs {
-    let mut rng = Rng::new(seed);
-    Inputs {
-        q: rng.vec(c.b * c.h * c.t * c.d, amp),
-        k: rng.vec(c.b * c.hkv * c.t * c.d, amp),
-        v: rng.vec(c.b * c.hkv * c.t * c.d, 1.0),
-        go: rng.vec(c.b * c.h * c.t * c.d, 1.0),
-    }
-}
-
-fn upload(dev: &Device, c: Cfg, x: &Inputs) -> (Tensor, Tensor, Tensor, Tensor) {
-    let qs = [c.b, c.h, c.t, c.d];
-    let ks = [c.b, c.hkv, c.t, c.d];
-    (
-        Tensor::from_slice(dev, &x.q, &qs).unwrap(),
-        Tensor::from_slice(dev, &x.k, &ks).unwrap(),
-        Tensor::from_slice(dev, &x.v, &ks).unwrap(),
-        Tensor::from_slice(dev, &x.go, &qs).unwrap(),
-    )
-}
+mod attention_support;
+use attention_support::{Cfg, cfg, inputs, ref_backward, ref_forward, upload};
 
 /// Forward and backward of one configuration against the f64 reference.
 fn check(dev: &Device, c: Cfg, seed: u64, amp: f32, backward: bool) {
     let x = inputs(c, seed, amp);
     let (q, k, v, go) = upload(dev, c, &x);
     let scale = 1.0 / (c.d as f64).sqrt();
-    let (o, lse) = attention(&q, &k, &v, None).unwrap();
-    let (o_ref, lse_ref, _) = ref_forward(c, &x.q, &x.k, &x.v, scale);
+    let (o, lse) = attention(&q, &k, &v, None, None).unwrap();
+    let (o_ref, lse_ref, _) = ref_forward(c, &x.q, &x.k, &x.v, scale, None);
     assert_close(
         &format!("o {c:?}"),
         &o.to_vec().unwrap(),
@@ -155,8 +35,8 @@ fn check(dev: &Device, c: Cfg, seed: u64, amp: f32, backward: bool) {
     if !backward {
         return;
     }
-    let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, None).unwrap();
-    let (dq_ref, dk_ref, dv_ref) = ref_backward(c, &x.q, &x.k, &x.v, &x.go, scale);
+    let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, None, None).unwrap();
+    let (dq_ref, dk_ref, dv_ref) = ref_backward(c, [&x.q, &x.k, &x.v, &x.go], scale, None);
     // Gradients sum up to T terms (and H/Hkv heads); f32 accumulation error grows with both.
     let atol = 1e-4 * (1.0 + (c.t * c.h / c.hkv) as f64).sqrt();
     assert_close(
@@ -180,10 +60,6 @@ fn check(dev: &Device, c: Cfg, seed: u64, amp: f32, backward: bool) {
         atol,
         1e-3,
     );
-}
-
-fn cfg(b: usize, h: usize, hkv: usize, t: usize, d: usize) -> Cfg {
-    Cfg { b, h, hkv, t, d }
 }
 
 #[test]
@@ -244,11 +120,11 @@ fn backward_matches_finite_differences() {
         let x = inputs(c, 12, 1.0);
         let scale = 0.5;
         let (q, k, v, go) = upload(&dev, c, &x);
-        let (o, lse) = attention(&q, &k, &v, Some(scale as f32)).unwrap();
+        let (o, lse) = attention(&q, &k, &v, Some(scale as f32), None).unwrap();
         let (dq, dk, dv) =
-            attention_backward(&go, &q, &k, &v, &o, &lse, Some(scale as f32)).unwrap();
+            attention_backward(&go, &q, &k, &v, &o, &lse, Some(scale as f32), None).unwrap();
         let loss = |q: &[f32], k: &[f32], v: &[f32]| -> f64 {
-            let (o, _, _) = ref_forward(c, q, k, v, scale);
+            let (o, _, _) = ref_forward(c, q, k, v, scale, None);
             o.iter().zip(&x.go).map(|(a, &b)| a * b as f64).sum()
         };
         let eps = 1e-3f32;
@@ -268,7 +144,7 @@ fn backward_matches_finite_differences() {
                 })
                 .collect()
         };
-        let (rq, rk, rv) = ref_backward(c, &x.q, &x.k, &x.v, &x.go, scale);
+        let (rq, rk, rv) = ref_backward(c, [&x.q, &x.k, &x.v, &x.go], scale, None);
         for (name, got, analytic, which) in [
             ("dq", &dq, &rq, 0),
             ("dk", &dk, &rk, 1),
@@ -308,9 +184,9 @@ fn backward_is_deterministic_with_grouped_heads() {
 fn deterministic_case(dev: &Device, c: Cfg) {
     let x = inputs(c, 13, 1.0);
     let (q, k, v, go) = upload(dev, c, &x);
-    let (o, lse) = attention(&q, &k, &v, None).unwrap();
-    let first = attention_backward(&go, &q, &k, &v, &o, &lse, None).unwrap();
-    let second = attention_backward(&go, &q, &k, &v, &o, &lse, None).unwrap();
+    let (o, lse) = attention(&q, &k, &v, None, None).unwrap();
+    let first = attention_backward(&go, &q, &k, &v, &o, &lse, None, None).unwrap();
+    let second = attention_backward(&go, &q, &k, &v, &o, &lse, None, None).unwrap();
     for (a, b) in [
         (&first.0, &second.0),
         (&first.1, &second.1),
@@ -339,7 +215,7 @@ fn decode_case(b: usize, h: usize, hkv: usize, t: usize, d: usize, tmax: usize) 
         let c = cfg(b, h, hkv, t, d);
         let x = inputs(c, 14, 1.0);
         let (q, k, v, _) = upload(&dev, c, &x);
-        let (o_full, _) = attention(&q, &k, &v, None).unwrap();
+        let (o_full, _) = attention(&q, &k, &v, None, None).unwrap();
         let o_full = o_full.to_vec().unwrap();
         let cache = |src: &[f32]| -> Tensor {
             let mut buf = vec![f32::NAN; b * hkv * tmax * d];
@@ -380,25 +256,26 @@ fn bad_shapes_are_errors() {
     for dev in devices() {
         let z = |s: &[usize]| Tensor::zeros(&dev, s).unwrap();
         let (q, k) = (z(&[1, 4, 8, 16]), z(&[1, 3, 8, 16]));
-        let e = attention(&q, &k, &k, None).unwrap_err();
+        let e = attention(&q, &k, &k, None, None).unwrap_err();
         assert!(
             matches!(e, Error::ShapeMismatch { .. }) && e.to_string().contains("Hkv dividing H"),
             "{e}"
         );
-        let e = attention(&q, &z(&[1, 4, 9, 16]), &z(&[1, 4, 9, 16]), None).unwrap_err();
+        let e = attention(&q, &z(&[1, 4, 9, 16]), &z(&[1, 4, 9, 16]), None, None).unwrap_err();
         assert!(e.to_string().contains("attention_decode"), "{e}");
         let e = attention(
             &z(&[1, 1, 2, 129]),
             &z(&[1, 1, 2, 129]),
             &z(&[1, 1, 2, 129]),
             None,
+            None,
         )
         .unwrap_err();
         assert!(matches!(e, Error::TooLarge { .. }), "{e}");
-        let e = attention(&z(&[4, 8, 16]), &k, &k, None).unwrap_err();
+        let e = attention(&z(&[4, 8, 16]), &k, &k, None, None).unwrap_err();
         assert!(e.to_string().contains("[B, H, T, D]"), "{e}");
-        let (o, lse) = attention(&q, &q, &q, None).unwrap();
-        let e = attention_backward(&o, &q, &q, &q, &o, &z(&[1, 4, 9]), None).unwrap_err();
+        let (o, lse) = attention(&q, &q, &q, None, None).unwrap();
+        let e = attention_backward(&o, &q, &q, &q, &o, &z(&[1, 4, 9]), None, None).unwrap_err();
         assert!(e.to_string().contains("lse"), "{e}");
         drop(lse);
     }
@@ -456,8 +333,8 @@ fn materialized_backward_matches_the_fused_passes() {
         ] {
             let x = inputs(c, 23, 1.0);
             let (q, k, v, go) = upload(&dev, c, &x);
-            let (o, lse) = attention(&q, &k, &v, scale).unwrap();
-            let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, scale).unwrap();
+            let (o, lse) = attention(&q, &k, &v, scale, None).unwrap();
+            let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, scale, None).unwrap();
             let (dq2, delta) = attention_backward_dq(&go, &q, &k, &v, &o, &lse, scale).unwrap();
             let (dk2, dv2) = attention_backward_dkv(&go, &q, &k, &v, &lse, &delta, scale).unwrap();
             let atol = 1e-4 * (1.0 + c.t as f64).sqrt();
@@ -483,8 +360,8 @@ fn backward_passes_apart_match_the_backward() {
         for c in [cfg(1, 4, 2, 70, 64), cfg(1, 2, 2, 33, 16)] {
             let x = inputs(c, 21, 1.0);
             let (q, k, v, go) = upload(&dev, c, &x);
-            let (o, lse) = attention(&q, &k, &v, None).unwrap();
-            let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, None).unwrap();
+            let (o, lse) = attention(&q, &k, &v, None, None).unwrap();
+            let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, None, None).unwrap();
             let (dq2, delta) = attention_backward_dq(&go, &q, &k, &v, &o, &lse, None).unwrap();
             let (dk2, dv2) = attention_backward_dkv(&go, &q, &k, &v, &lse, &delta, None).unwrap();
             for (a, b) in [(&dq, &dq2), (&dk, &dk2), (&dv, &dv2)] {

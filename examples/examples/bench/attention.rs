@@ -132,14 +132,14 @@ fn run_cases(dev: &Device, quick: bool, report: &mut Report) -> Result<(), Error
     let v = Tensor::from_slice(dev, &hv, &SHAPE)?;
     let hgo = random(n, 24);
     let go = Tensor::from_slice(dev, &hgo, &SHAPE)?;
-    let (o, lse) = attention(&q, &k, &v, None)?;
+    let (o, lse) = attention(&q, &k, &v, None, None)?;
     if let Err(e) = check_rows(&o.to_vec()?, &hq, &hk, &hv) {
         for case in CASES {
             report.fail(case, &e);
         }
         return Ok(());
     }
-    let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, None)?;
+    let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, None, None)?;
     let grads = [dq.to_vec()?, dk.to_vec()?, dv.to_vec()?];
     if let Err(e) = check_backward([&grads[0], &grads[1], &grads[2]], &hq, &hk, &hv, &hgo) {
         for case in [FWD_BWD, BWD, BWD_DQ, BWD_DKV] {
@@ -150,13 +150,15 @@ fn run_cases(dev: &Device, quick: bool, report: &mut Report) -> Result<(), Error
     let (warm, reps) = if quick { (2, 5) } else { (5, 30) };
     if report.wants(FWD_BWD) {
         let ms = time(dev, warm, reps, || {
-            let (o, lse) = attention(&q, &k, &v, None)?;
-            attention_backward(&go, &q, &k, &v, &o, &lse, None).map(drop)
+            let (o, lse) = attention(&q, &k, &v, None, None)?;
+            attention_backward(&go, &q, &k, &v, &o, &lse, None, None).map(drop)
         })?;
         report.add_rate(FWD_BWD, ms, forward_flops() * 3.5 / ms / 1e9, "TFLOP/s");
     }
     if report.wants(FWD) {
-        let ms = time(dev, warm, reps, || attention(&q, &k, &v, None).map(drop))?;
+        let ms = time(dev, warm, reps, || {
+            attention(&q, &k, &v, None, None).map(drop)
+        })?;
         report.add_rate(FWD, ms, forward_flops() / ms / 1e9, "TFLOP/s");
     }
     if [BWD, BWD_DQ, BWD_DKV].iter().any(|c| report.wants(c)) {
@@ -169,7 +171,7 @@ fn run_cases(dev: &Device, quick: bool, report: &mut Report) -> Result<(), Error
     }
     if report.wants(BWD) {
         let ms = time(dev, warm, reps, || {
-            attention_backward(&go, &q, &k, &v, &o, &lse, None).map(drop)
+            attention_backward(&go, &q, &k, &v, &o, &lse, None, None).map(drop)
         })?;
         report.add_rate(BWD, ms, forward_flops() * 2.5 / ms / 1e9, "TFLOP/s");
     }

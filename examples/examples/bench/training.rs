@@ -24,7 +24,7 @@ use tang_nn::autograd::Tensor;
 use tang_nn::nn::functional::cross_entropy;
 use tang_nn::nn::{
     AttnMask, CausalSelfAttention, CausalSelfAttentionConfig, Embedding, LayerNorm, Linear, ReLU,
-    Sequential, WeightDropout, scaled_dot_product_attention,
+    Sequential, scaled_dot_product_attention,
 };
 use tang_nn::optim::{Adam, AdamOptions, AdamW, AdamWOptions, Algorithm, Optimizer};
 use tang_nn::rng::SplitMix64;
@@ -232,8 +232,8 @@ fn gpt_case(dev: &Device, s: GptSize, reps: usize) -> Result<(f64, f64, f64), Bo
 
 /// Causal attention of the GPT step's shape through autograd, forward and backward of
 /// `attention(q, k, v)` with a random output gradient: the fused kernel (`explicit = false`) or PyTorch eager's
-/// explicit `softmax(q kᵀ / √d + mask) v` (the path dropout takes), to tell which one a
-/// short sequence should take.
+/// explicit `softmax(q kᵀ / √d + mask) v` (the path an additive mask takes), to tell which
+/// one a short sequence should take.
 fn attention_case(
     dev: &Device,
     shape: [usize; 4],
@@ -247,11 +247,25 @@ fn attention_case(
     };
     let (q, k, v) = (leaf(31)?, leaf(37)?, leaf(41)?);
     let g = RawTensor::from_slice(dev, &random(n, 43), &shape)?;
-    let identity = |w: &Tensor| Ok(w.clone());
-    let hook: WeightDropout<'_> = &identity;
+    // The causal mask written out as an additive one takes the explicit path.
+    let t = shape[2];
+    let tril: Vec<f32> = (0..t * t)
+        .map(|e| {
+            if e % t <= e / t {
+                0.0
+            } else {
+                f32::NEG_INFINITY
+            }
+        })
+        .collect();
+    let additive = Tensor::constant(RawTensor::from_slice(dev, &tril, &[t, t])?);
+    let mask = if explicit {
+        AttnMask::Additive(&additive)
+    } else {
+        AttnMask::Causal
+    };
     time_step(dev, reps, || {
-        let y =
-            scaled_dot_product_attention(&q, &k, &v, AttnMask::Causal, explicit.then_some(hook))?;
+        let y = scaled_dot_product_attention(&q, &k, &v, mask, None)?;
         y.backward_with(g.clone())?;
         Ok(())
     })

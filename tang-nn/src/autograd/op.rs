@@ -50,11 +50,13 @@ pub(crate) enum Op {
     Embedding(RawTensor),
     /// Mean cross-entropy of the input logits; the gradient the forward computed.
     CrossEntropy(RawTensor),
-    /// Causal attention of inputs `q, k, v`; its output, row logsumexps and scale.
+    /// Causal attention of inputs `q, k, v`; its output, row logsumexps, scale and the
+    /// dropout on its weights (the mask is regenerated from it).
     Attention {
         o: RawTensor,
         lse: RawTensor,
         scale: Option<f32>,
+        dropout: Option<ops::DropoutState>,
     },
     /// Causal attention of the heads packed side by side in the input `[B, T, N]` (a
     /// fused q/k/v projection's output): the heads split out of it, the output, and the
@@ -66,6 +68,7 @@ pub(crate) enum Op {
         v: RawTensor,
         o: RawTensor,
         lse: RawTensor,
+        dropout: Option<ops::DropoutState>,
     },
     /// `x · wᵀ (+ b)` of inputs `x, w[, b]`.
     Linear,
@@ -187,12 +190,27 @@ impl Op {
                 // gradient; scale it by the upstream scalar on the GPU (no read back).
                 vec![ops::mul(grad, g)?]
             }
-            Op::Attention { o, lse, scale } => {
-                let (dq, dk, dv) = ops::attention_backward(g, x(0), x(1), x(2), o, lse, *scale)?;
+            Op::Attention {
+                o,
+                lse,
+                scale,
+                dropout,
+            } => {
+                let (q, k, v) = (x(0), x(1), x(2));
+                let drop = dropout.as_ref();
+                let (dq, dk, dv) = ops::attention_backward(g, q, k, v, o, lse, *scale, drop)?;
                 vec![dq, dk, dv]
             }
-            Op::PackedAttention { q, k, v, o, lse } => {
-                let (dq, dk, dv) = ops::attention_backward(g, q, k, v, o, lse, None)?;
+            Op::PackedAttention {
+                q,
+                k,
+                v,
+                o,
+                lse,
+                dropout,
+            } => {
+                let drop = dropout.as_ref();
+                let (dq, dk, dv) = ops::attention_backward(g, q, k, v, o, lse, None, drop)?;
                 vec![ops::merge_heads(&[&dq, &dk, &dv])?]
             }
             Op::Linear => {

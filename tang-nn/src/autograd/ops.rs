@@ -378,41 +378,56 @@ impl Tensor {
         Ok(Tensor::record(ce.loss, op, &[self], false, false))
     }
 
-    /// Causal scaled dot-product attention, `softmax(scale * q kᵀ + causal mask) v` per
-    /// head (PyTorch's `F.scaled_dot_product_attention(q, k, v, is_causal=True)`):
-    /// `self` is `q [B, H, T, D]`, `k` and `v` are `[B, Hkv, T, D]` with `Hkv` dividing `H`
-    /// (grouped-query heads), `D <= 128`; `scale` defaults to `1 / sqrt(D)`.
+    /// Causal scaled dot-product attention, `dropout(softmax(scale * q kᵀ + causal mask)) v`
+    /// per head in one fused kernel (PyTorch's
+    /// `F.scaled_dot_product_attention(q, k, v, dropout_p, is_causal=True)`): `self` is
+    /// `q [B, H, T, D]`, `k` and `v` are `[B, Hkv, T, D]` with `Hkv` dividing `H`
+    /// (grouped-query heads), `D <= 128`; `scale` defaults to `1 / sqrt(D)`. `dropout`
+    /// (in training) drops weights with the mask of its stream, which backward regenerates.
     ///
     /// ```
     /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// use tang_nn::tang_runtime::ops::{DropoutState, Generator};
     /// let q = Tensor::zeros(&dev, &[1, 2, 3, 4])?; // [B, H, T, D]
     /// let kv = Tensor::zeros(&dev, &[1, 1, 3, 4])?; // one shared KV head
-    /// assert_eq!(q.attention(&kv, &kv, None)?.shape(), &[1, 2, 3, 4]);
+    /// assert_eq!(q.attention(&kv, &kv, None, None)?.shape(), &[1, 2, 3, 4]);
+    /// let drop = DropoutState { stream: Generator::new(0).next_stream(), p: 0.2 };
+    /// assert_eq!(q.attention(&kv, &kv, None, Some(drop))?.shape(), &[1, 2, 3, 4]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
     /// # Errors
-    /// [`Error::Runtime`] when the shapes do not fit or `D > 128`.
-    pub fn attention(&self, k: &Tensor, v: &Tensor, scale: Option<f32>) -> Result<Tensor, Error> {
-        let (o, lse) = ops::attention(self.data(), k.data(), v.data(), scale)?;
+    /// [`Error::Runtime`] when the shapes do not fit, `D > 128`, or the dropout
+    /// probability is outside `[0, 1]`.
+    pub fn attention(
+        &self,
+        k: &Tensor,
+        v: &Tensor,
+        scale: Option<f32>,
+        dropout: Option<ops::DropoutState>,
+    ) -> Result<Tensor, Error> {
+        let drop = dropout.as_ref();
+        let (o, lse) = ops::attention(self.data(), k.data(), v.data(), scale, drop)?;
         let op = Op::Attention {
             o: o.clone(),
             lse,
             scale,
+            dropout,
         };
         Ok(Tensor::record(o, op, &[self, k, v], true, true))
     }
 
     /// Causal attention of the heads packed in `self` `[B, T, (heads + 2·kv_heads)·D]` (a
     /// fused q/k/v projection: q's heads, then k's, then v's): `[B, heads, T, D]`, equal
-    /// to splitting the heads out and calling [`Tensor::attention`], with fewer copies
-    /// forward and backward.
+    /// to splitting the heads out and calling [`Tensor::attention`] (with `dropout`), with
+    /// fewer copies forward and backward.
     pub(crate) fn packed_causal_attention(
         &self,
         heads: usize,
         kv_heads: usize,
         head_dim: usize,
+        dropout: Option<ops::DropoutState>,
     ) -> Result<Tensor, Error> {
         let x = self.data();
         let n = x.shape().last().copied().unwrap_or(0);
@@ -425,13 +440,14 @@ impl Tensor {
             }));
         }
         let (q, k, v) = ops::split_qkv_heads(x, heads, kv_heads, head_dim)?;
-        let (o, lse) = ops::attention(&q, &k, &v, None)?;
+        let (o, lse) = ops::attention(&q, &k, &v, None, dropout.as_ref())?;
         let op = Op::PackedAttention {
             q,
             k,
             v,
             o: o.clone(),
             lse,
+            dropout,
         };
         Ok(Tensor::record(o, op, &[self], false, true))
     }

@@ -13,7 +13,7 @@ use tang_runtime::Device;
 use tang_runtime::ops::MAX_HEAD_DIM;
 
 use super::attention_cache::KvCache;
-use super::attention_sdpa::{AttnMask, WeightDropout, scaled_dot_product_attention};
+use super::attention_sdpa::{AttnMask, scaled_dot_product_attention};
 use super::{Dropout, Linear};
 use crate::Module;
 use crate::autograd::{Error, Tensor, no_grad};
@@ -227,8 +227,8 @@ impl CausalSelfAttention {
         self.resid_dropout.forward(&self.c_proj.forward(&y)?)
     }
 
-    /// Causal self-attention of `x [B, T, C]`: `[B, T, C]`. Without attention dropout (in
-    /// evaluation, or `dropout = 0`) this is one fused flash-attention kernel per pass.
+    /// Causal self-attention of `x [B, T, C]`: `[B, T, C]`: one fused flash-attention
+    /// kernel per pass, with the attention dropout (in training) inside it.
     ///
     /// ```
     /// # use tang_nn::autograd::Tensor;
@@ -245,22 +245,21 @@ impl CausalSelfAttention {
     /// [`Error::Runtime`] when `x` is not `[B, T, n_embd]` or a kernel fails.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
         let cfg = &self.config;
-        let active = self.attn_dropout.is_training() && self.attn_dropout.p > 0.0;
         // The fused kernel on the packed projection: the heads come out of (and their
         // gradients go back into) c_attn's output in one copy each.
         if let Some(c_attn) = &self.c_attn
-            && !active
             && cfg.head_dim() <= MAX_HEAD_DIM
         {
             check_input(x, cfg.n_embd)?;
             let qkv = c_attn.forward(x)?;
-            let y = qkv.packed_causal_attention(cfg.n_head, cfg.n_kv_head, cfg.head_dim())?;
+            let (h, hkv, d) = (cfg.n_head, cfg.n_kv_head, cfg.head_dim());
+            let drop = self.attn_dropout.next_state();
+            let y = qkv.packed_causal_attention(h, hkv, d, drop)?;
             return self.project_out(&y);
         }
         let (q, k, v) = self.qkv(x)?;
-        let weight_dropout = |w: &Tensor| self.attn_dropout.forward(w);
-        let hook: WeightDropout<'_> = &weight_dropout;
-        let y = scaled_dot_product_attention(&q, &k, &v, AttnMask::Causal, active.then_some(hook))?;
+        let drop = Some(&self.attn_dropout);
+        let y = scaled_dot_product_attention(&q, &k, &v, AttnMask::Causal, drop)?;
         self.project_out(&y)
     }
 

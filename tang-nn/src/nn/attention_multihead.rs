@@ -4,7 +4,7 @@
 
 use tang_runtime::Device;
 
-use super::attention_sdpa::{AttnMask, WeightDropout, scaled_dot_product_attention};
+use super::attention_sdpa::{AttnMask, scaled_dot_product_attention};
 use super::{Dropout, Linear};
 use crate::Module;
 use crate::autograd::{Error, RawTensor, Tensor};
@@ -164,10 +164,7 @@ impl MultiheadAttention {
             self.project(key, 1)?,
             self.project(value, 2)?,
         );
-        let weight_dropout = |w: &Tensor| self.dropout.forward(w);
-        let hook: WeightDropout<'_> = &weight_dropout;
-        let active = self.dropout.is_training() && self.dropout.p > 0.0;
-        let y = scaled_dot_product_attention(&q, &k, &v, mask, active.then_some(hook))?;
+        let y = scaled_dot_product_attention(&q, &k, &v, mask, Some(&self.dropout))?;
         let [n, _, l, _] = *y.shape() else {
             return Err(input_error(y.shape(), self.in_proj_weight.shape()[1]));
         };

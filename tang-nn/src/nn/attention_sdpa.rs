@@ -1,13 +1,15 @@
 //! Scaled dot-product attention as PyTorch's `F.scaled_dot_product_attention`: one
 //! function that every attention layer calls. The common training case (causal, equal
-//! query and key lengths, no dropout) runs the fused flash-attention kernel of
-//! `tang_runtime::ops::attention`, whose backward is its own kernels; everything else
-//! (no mask, an additive mask, causal with different lengths, attention dropout) is
-//! composed from recording ops, so every case has a gradient.
+//! query and key lengths, with or without dropout on the weights) runs the fused
+//! flash-attention kernel of `tang_runtime::ops::attention`, whose backward is its own
+//! kernels and which draws the dropout mask as the composed path does (the same seed, the
+//! same mask); everything else (no mask, an additive mask, causal with different lengths)
+//! is composed from recording ops, so every case has a gradient.
 
 use tang_runtime::Tensor as RawTensor;
 use tang_runtime::ops::MAX_HEAD_DIM;
 
+use super::Dropout;
 use crate::autograd::{Error, Tensor};
 
 /// Which scores may be attended.
@@ -36,22 +38,6 @@ pub enum AttnMask<'a> {
     /// float `attn_mask`).
     Additive(&'a Tensor),
 }
-
-/// A dropout applied to the attention weights (a layer's `Dropout` in training mode).
-///
-/// ```
-/// # use tang_nn::autograd::Tensor;
-/// # let dev = tang_nn::tang_runtime::Device::new()?;
-/// use tang_nn::nn::{AttnMask, Dropout, WeightDropout, scaled_dot_product_attention};
-/// let drop = Dropout::new(0.1)?;
-/// let hook = |w: &Tensor| drop.forward(w);
-/// let weight_dropout: WeightDropout<'_> = &hook; // dropout_p=0.1, in training
-/// let q = Tensor::zeros(&dev, &[1, 1, 2, 4])?;
-/// let y = scaled_dot_product_attention(&q, &q, &q, AttnMask::Causal, Some(weight_dropout))?;
-/// assert_eq!(y.shape(), &[1, 1, 2, 4]);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub type WeightDropout<'a> = &'a dyn Fn(&Tensor) -> Result<Tensor, Error>;
 
 /// The problem sizes of `q [B, H, L, D]` against `k, v [B, Hkv, S, D]`.
 struct Sizes {
@@ -88,8 +74,8 @@ fn sizes(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<Sizes, Error> {
 /// `softmax(q kᵀ / sqrt(D) + mask) v` per head, for `q [B, H, L, D]` and `k, v
 /// [B, Hkv, S, D]` where `Hkv` divides `H` (grouped-query attention: query head `h` reads
 /// kv head `h / (H / Hkv)`, PyTorch's `enable_gqa=True`). `dropout`, when given, is
-/// applied to the attention weights (PyTorch's `dropout_p`; pass it only in training).
-/// Returns `[B, H, L, D]`.
+/// applied to the attention weights as its `forward` would (PyTorch's `dropout_p`: nothing
+/// in evaluation mode). Returns `[B, H, L, D]`.
 ///
 /// ```
 /// use tang_nn::autograd::Tensor;
@@ -98,6 +84,9 @@ fn sizes(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<Sizes, Error> {
 /// let q = Tensor::from_slice(&dev, &[0.1; 2 * 4 * 3], &[1, 2, 4, 3])?.into_parameter();
 /// let kv = Tensor::from_slice(&dev, &[0.2; 4 * 3], &[1, 1, 4, 3])?;
 /// let y = scaled_dot_product_attention(&q, &kv, &kv, AttnMask::Causal, None)?;
+/// assert_eq!(y.shape(), &[1, 2, 4, 3]);
+/// let drop = tang_nn::nn::Dropout::new(0.1)?; // dropout_p=0.1, in training
+/// let y = scaled_dot_product_attention(&q, &kv, &kv, AttnMask::Causal, Some(&drop))?;
 /// assert_eq!(y.shape(), &[1, 2, 4, 3]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -110,13 +99,13 @@ pub fn scaled_dot_product_attention(
     k: &Tensor,
     v: &Tensor,
     mask: AttnMask<'_>,
-    dropout: Option<WeightDropout<'_>>,
+    dropout: Option<&Dropout>,
 ) -> Result<Tensor, Error> {
     let n = sizes(q, k, v)?;
-    // The fused kernel covers causal self-attention without dropout, grouped heads
-    // included, for head dims up to `MAX_HEAD_DIM`.
-    if matches!(mask, AttnMask::Causal) && dropout.is_none() && n.l == n.s && n.d <= MAX_HEAD_DIM {
-        return q.attention(k, v, None);
+    // The fused kernel covers causal self-attention, dropout and grouped heads included,
+    // for head dims up to `MAX_HEAD_DIM`.
+    if matches!(mask, AttnMask::Causal) && n.l == n.s && n.d <= MAX_HEAD_DIM {
+        return q.attention(k, v, None, dropout.and_then(Dropout::next_state));
     }
     let (k, v) = if n.hkv == n.h {
         (k.clone(), v.clone())
@@ -138,7 +127,7 @@ pub fn scaled_dot_product_attention(
     }
     let mut weights = scores.softmax()?;
     if let Some(drop) = dropout {
-        weights = drop(&weights)?;
+        weights = drop.forward(&weights)?;
     }
     weights.matmul(&v)
 }

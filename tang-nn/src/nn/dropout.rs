@@ -3,7 +3,7 @@
 use std::cell::Cell;
 use std::sync::Mutex;
 
-use tang_runtime::ops::Generator;
+use tang_runtime::ops::{DropoutState, Generator};
 
 use super::Layer;
 use crate::Module;
@@ -106,12 +106,46 @@ impl Dropout {
     /// # Errors
     /// [`Error::Runtime`] for a u32 tensor.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor, Error> {
-        if !self.training.get() || self.p == 0.0 {
+        if !self.is_active() {
             return Ok(x.clone());
         }
         let mut guard = GENERATOR.lock().unwrap_or_else(|e| e.into_inner());
         let generator = guard.get_or_insert_with(|| Generator::new(DEFAULT_SEED));
         x.dropout(self.p, generator)
+    }
+
+    /// Whether [`forward`](Self::forward) drops anything: in training mode with `p > 0`.
+    ///
+    /// ```
+    /// let drop = tang_nn::nn::Dropout::new(0.2)?;
+    /// assert!(drop.is_active());
+    /// assert!(!tang_nn::nn::Dropout::new(0.0)?.is_active());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_active(&self) -> bool {
+        self.training.get() && self.p > 0.0
+    }
+
+    /// For kernels that apply the mask themselves (the fused attention): the mask's state,
+    /// drawn from the shared generator exactly as [`forward`](Self::forward) draws it, so
+    /// the mask over a tensor is the one `forward` would apply to it; `None` where
+    /// `forward` is the identity (evaluation, `p = 0`).
+    ///
+    /// ```
+    /// let drop = tang_nn::nn::Dropout::new(0.2)?;
+    /// assert_eq!(drop.next_state().map(|s| s.p), Some(0.2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn next_state(&self) -> Option<DropoutState> {
+        if !self.is_active() {
+            return None;
+        }
+        let mut guard = GENERATOR.lock().unwrap_or_else(|e| e.into_inner());
+        let generator = guard.get_or_insert_with(|| Generator::new(DEFAULT_SEED));
+        Some(DropoutState {
+            stream: generator.next_stream(),
+            p: self.p,
+        })
     }
 }
 

@@ -85,7 +85,7 @@ pub use activation::{Approximate, Fused, GELU, ReLU, SiLU, Sigmoid, Tanh};
 pub use attention::{CausalSelfAttention, CausalSelfAttentionConfig};
 pub use attention_cache::KvCache;
 pub use attention_multihead::MultiheadAttention;
-pub use attention_sdpa::{AttnMask, WeightDropout, scaled_dot_product_attention};
+pub use attention_sdpa::{AttnMask, scaled_dot_product_attention};
 pub use conv::{AvgPool2d, Conv2d, Conv2dOptions, MaxPool2d};
 pub use dropout::{DEFAULT_SEED, Dropout, manual_seed};
 pub use embedding::Embedding;

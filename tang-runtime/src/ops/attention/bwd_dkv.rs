@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 
 use super::emit::{Block, Rows, Tile, step_slot, store_rows, unrolled_dims};
-use super::layout;
 use super::layout::DKV_KEYS;
+use super::{dropout, layout};
 
 /// The dk/dv pass of the backward for padded head dim `dp` (32 or 64) and `threads` (64
 /// or 128) threads per workgroup, register-blocked like [`backward_dq`]. A workgroup owns
@@ -96,6 +96,7 @@ fn prologue(w: &mut String, s: Dkv) {
     } = s;
     w.push_str("// Causal flash-attention backward, dk/dv pass, register-blocked (generated; see attention/bwd_dkv.rs).\n");
     w.push_str(&layout::DKV.declarations());
+    dropout::emit_functions(w);
     let block = Block { threads, dp };
     let mut kv_load = String::new();
     let kv_tiles = [
@@ -259,11 +260,29 @@ fn scores(w: &mut String, s: Dkv) {
             "                pd[(4u * sx + {j}u) * {kt_line}u + sy] = s{j};"
         );
     }
-    w.push_str("            }\n            workgroupBarrier();\n            if (half == 1u) {\n");
+    // With dropout (`attention/dropout.rs`) half 1 also applies the mask M of its keys:
+    // dS = P (M dP - delta), and P becomes P M for dV.
+    w.push_str(
+        "            }
+            workgroupBarrier();
+            if (half == 1u) {
+                let drop = p.drop_threshold != 0u;
+",
+    );
     for (j, comp) in ["x", "y", "z", "w"].iter().enumerate() {
         let _ = writeln!(
             w,
-            "                pd[{o}u + (4u * sx + {j}u) * {kt_line}u + sy] = pd[(4u * sx + {j}u) * {kt_line}u + sy] * (s{j} - rs.{comp});",
+            "                {{
+                    let at = (4u * sx + {j}u) * {kt_line}u + sy;
+                    let pr = pd[at];
+                    if (drop) {{
+                        let f = drop4(head_row + i0 + {j}u, k0 + 4u * sy);
+                        pd[{o}u + at] = pr * (s{j} * f - rs.{comp});
+                        pd[at] = pr * f;
+                    }} else {{
+                        pd[{o}u + at] = pr * (s{j} - rs.{comp});
+                    }}
+                }}",
             o = qt * kt_line
         );
     }

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use super::emit::{
     Block, Rows, Tile, key_tile_loop, query_block_main, slot, step_slot, store_rows, unrolled_dims,
 };
-use super::layout;
 use super::layout::{KT_LINE, dq_shared_bytes};
+use super::{dropout, layout};
 
 // The small shape must fit the 32 KiB of lavapipe (and most GPUs) at DP = 64, or
 // `attention.rs` falls back to the row-per-thread kernels there and CI would stop testing
@@ -39,6 +39,7 @@ pub fn backward_dq(dp: u32, rows: u32) -> String {
     let mut w = String::new();
     w.push_str("// Causal flash-attention backward, dq pass, register-blocked (generated; see attention/bwd_dq.rs).\n");
     w.push_str(&layout::DQ.declarations());
+    dropout::emit_functions(&mut w);
     let block = Block { threads, dp };
     let _ = write!(
         w,
@@ -139,6 +140,9 @@ const LOG2E: f32 = 1.4426950408889634;
         }
     });
     w.push_str("        let kj = t0 + 4u * cx;\n");
+    // With dropout, dS = P (M dP - delta): the mask scales dP.
+    let rows = "head_row + row0 + 4u * ry";
+    dropout::emit_rows_by_keys(&mut w, "        ", ["p0", "p1", "p2", "p3"], rows, "kj");
     for j in 0..4 {
         let _ = writeln!(
             w,

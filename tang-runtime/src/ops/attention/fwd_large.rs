@@ -28,9 +28,9 @@
 use std::fmt::Write as _;
 
 use super::emit::{step_slot, unrolled_dims};
-use super::layout;
 use super::layout::{LARGE_KT as KT, LARGE_LINE as LINE, ROWS, THREADS, large_lens as lens};
 use super::tiled::{accumulate_pv, forward_epilogue, forward_prologue, online_softmax};
+use super::{dropout, layout};
 
 /// Emits one block per register `i` of the `KT * dp / THREADS` a thread moves per tile:
 /// element `e = tid + i * THREADS` is dim `c` of tile row `row`, in the coalesced order of
@@ -111,6 +111,7 @@ pub fn forward(dp: u32) -> String {
         "// Causal flash-attention forward, large tiles (generated; see attention/fwd_large.rs).\n",
     );
     w.push_str(&layout::FWD.declarations());
+    dropout::emit_functions(&mut w);
     let _ = write!(
         w,
         "
@@ -184,6 +185,11 @@ var<workgroup> vs: array<vec4<f32>, {vs_len}>;
     }
     w.push_str("        }\n");
     online_softmax(&mut w, nv, "vs", 8);
+    // Dropout scales what reaches O (P's keys 4 cx .. and 32 + 4 cx ..), not the row sums.
+    let rows = "head_row + row0 + 4u * ry";
+    let (low, high) = (["s0", "s1", "s2", "s3"], ["s4", "s5", "s6", "s7"]);
+    dropout::emit_rows_by_keys(&mut w, "        ", low, rows, "t0 + 4u * cx");
+    dropout::emit_rows_by_keys(&mut w, "        ", high, rows, "t0 + 32u + 4u * cx");
     for j in 0..4 {
         let _ = writeln!(
             w,

@@ -3,9 +3,11 @@
 //! register-blocked ones of `tiled.rs`, `fwd_large.rs`, `bwd_dq.rs` and `bwd_dkv.rs`
 //! (head dims 17 to 64), each in the tile shape the device has room for.
 
+use super::dropout::DROPOUT_WGSL;
 use super::layout::{self, AttentionParams, DKV_SLOTS, DQ_SLOTS, FWD_SLOTS};
 use super::rows::{load4, staged, store4};
 use super::{bwd_dkv, bwd_dq, fwd_large, tiled};
+use crate::ops::random::PHILOX_WGSL;
 use crate::spec::{Source, Spec, Variants};
 use crate::{Device, Error, RawKernel};
 
@@ -49,14 +51,25 @@ macro_rules! shader {
 
 // The WGSL pieces of each pass, the same for every variant: the staging with what its
 // tiles hold, then the pass's other masked loads and stores.
-const FWD_PIECES: &[&str] = &[staged!(a = k, b = v), load4!(q = q), store4!(o)];
+// The dropout factors (`attention/dropout.rs`) come first.
+const FWD_PIECES: &[&str] = &[
+    PHILOX_WGSL,
+    DROPOUT_WGSL,
+    staged!(a = k, b = v),
+    load4!(q = q),
+    store4!(o),
+];
 const DQ_PIECES: &[&str] = &[
+    PHILOX_WGSL,
+    DROPOUT_WGSL,
     staged!(a = k, b = v),
     load4!(q = q),
     load4!(go = go),
     store4!(dq),
 ];
 const DKV_PIECES: &[&str] = &[
+    PHILOX_WGSL,
+    DROPOUT_WGSL,
     staged!(a = q, b = go),
     load4!(k = k),
     load4!(v = v),

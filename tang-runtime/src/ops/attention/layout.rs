@@ -22,6 +22,16 @@ params! {
         /// The softmax scale times log2(e) (scores are kept in log2 units).
         scale_log2: f32,
         scale: f32,
+        /// Dropout on the weights (`attention/dropout.rs`): keys whose Philox word's top
+        /// 24 bits are below this are dropped; 0 for no dropout.
+        drop_threshold: u32,
+        /// The factor of kept weights, `1 / (1 - p)`.
+        drop_scale: f32,
+        /// The dropout stream's seed and offset, low and high words.
+        drop_seed_lo: u32,
+        drop_seed_hi: u32,
+        drop_offset_lo: u32,
+        drop_offset_hi: u32,
     }
 }
 

@@ -11,14 +11,17 @@
 //! S  = Q K^T                 (matmul)
 //! dP = dO V^T                (matmul)
 //! P  = exp(scale S - lse)    masked causally, and dS = P (dP - D) scale with D = rowsum(dO * O)
+//!                            (with dropout's mask M: dS = P (M dP - D) scale, then P M)
 //!                            (one row kernel, `attention_probs_grad`, P over S and dS over dP)
 //! dV = P^T dO,  dQ = dS K,  dK = dS^T Q   (matmuls)
 //! ```
 //! It takes heads of equal count (no grouped kv heads), `T <= 256` and `T` and `D`
 //! multiples of 4; other shapes take the fused passes.
 
+use super::dropout::DROPOUT_WGSL;
 use super::layout::AttentionParams;
 use crate::ops::matmul::{MatmulOptions, matmul, matmul_with};
+use crate::ops::random::PHILOX_WGSL;
 use crate::spec::{Slot, Source, Spec};
 use crate::{Error, Tensor};
 
@@ -76,18 +79,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let l = lse[r];
     let j = vec4<u32>(4u * t) + vec4<u32>(0u, 1u, 2u, 3u);
     let pr = select(vec4<f32>(0.0), exp(p.scale * s[at] - l), j <= vec4<u32>(i));
-    let ds = pr * (dp[at] - delta) * p.scale;
-    s[at] = pr;
-    dp[at] = ds;
+    // With dropout (`attention/dropout.rs`): dV takes P M, and dS = P (M dP - delta).
+    let f = drop4(r, 4u * t);
+    dp[at] = pr * (dp[at] * f - delta) * p.scale;
+    s[at] = pr * f;
 }
 ";
 
-crate::spec::params! {
-    /// The attention sizes the row kernel reads (a subset of [`AttentionParams`]).
-    struct ProbsGradParams { batch: u32, heads: u32, tq: u32, d: u32, scale: f32 }
-}
-
-static K_PROBS_GRAD: Spec<ProbsGradParams> = Spec::new("attention_probs_grad", &[], SLOTS, BODY);
+static K_PROBS_GRAD: Spec<AttentionParams> = Spec::new(
+    "attention_probs_grad",
+    &[PHILOX_WGSL, DROPOUT_WGSL],
+    SLOTS,
+    BODY,
+);
 
 /// The row kernel, for the registry.
 pub(super) fn kernels() -> Vec<Source> {
@@ -113,16 +117,9 @@ pub(super) fn backward(
     let s = matmul_with(q, k, &nt)?;
     let dp = matmul_with(grad_out, v, &nt)?;
     let rows = p.batch * p.heads * p.tq;
-    let params = ProbsGradParams {
-        batch: p.batch,
-        heads: p.heads,
-        tq: p.tq,
-        d: p.d,
-        scale: p.scale,
-    };
     let groups = u64::from(rows.div_ceil(ROWS));
     let grid = crate::spec::grid(q.device(), "attention_backward", groups)?;
-    K_PROBS_GRAD.dispatch(&[], &params, &[o, grad_out, lse, &s, &dp], grid)?;
+    K_PROBS_GRAD.dispatch(&[], p, &[o, grad_out, lse, &s, &dp], grid)?;
     // `s` now holds P and `dp` holds dS.
     let dv = matmul_with(&s, grad_out, &tn)?;
     let dq = matmul(&dp, k)?;

@@ -45,12 +45,14 @@
 //! position per head keeps only one row of a 64-row workgroup busy, so single-token
 //! decoding over long caches is latency-bound (a split-key variant would fix that).
 
+use crate::ops::DropoutState;
 use crate::ops::check::mismatch;
 use crate::size::Size;
 use crate::{DType, Device, Error, Tensor};
 
 mod bwd_dkv;
 mod bwd_dq;
+mod dropout;
 mod emit;
 mod fwd_large;
 mod kernels;
@@ -137,6 +139,9 @@ fn check_qkv(
         d: d as u32,
         scale_log2: scale * std::f32::consts::LOG2_E,
         scale,
+        drop_threshold: 0,
+        drop_scale: 1.0,
+        ..AttentionParams::default()
     })
 }
 
@@ -244,25 +249,33 @@ fn launch_forward(
     Ok((o, lse))
 }
 
-/// Causal attention forward: `softmax(scale * q k^T + causal mask) v` per head.
+/// Causal attention forward: `dropout(softmax(scale * q k^T + causal mask)) v` per head.
 ///
 /// Shapes: `q` `[B, H, T, D]`, `k` and `v` `[B, Hkv, T, D]` with `Hkv` dividing `H`
 /// (grouped-query attention; `Hkv == H` is ordinary multi-head attention) and `D <= 128`.
-/// `scale` defaults to `1 / sqrt(D)`. Returns `(o, lse)`: `o` `[B, H, T, D]` and the
-/// natural-log logsumexp of each row's scaled, masked scores `[B, H, T]`, which
-/// [`attention_backward`] needs.
+/// `scale` defaults to `1 / sqrt(D)`. `dropout`, when given (PyTorch's `dropout_p` in
+/// training: `DropoutState { stream: generator.next_stream(), p }`), drops each weight with
+/// probability `p` and scales the rest by `1 / (1 - p)`; its mask is regenerated wherever
+/// it is needed, never stored, and equals the one [`crate::ops::dropout`] draws from the same
+/// stream over the materialized `[B, H, T, T]` weights. Returns `(o, lse)`: `o`
+/// `[B, H, T, D]` and the natural-log logsumexp of each row's scaled, masked scores
+/// `[B, H, T]` (before dropout), which [`attention_backward`] needs.
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] for shapes that do not fit the contract above,
-/// [`Error::TooLarge`] for `D > 128` or a device with less than 32 KiB of workgroup memory.
+/// [`Error::TooLarge`] for `D > 128` or a device with less than 32 KiB of workgroup memory,
+/// [`Error::InvalidArgument`] for a dropout probability outside `[0, 1]`.
 pub fn attention(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
     scale: Option<f32>,
+    dropout: Option<&DropoutState>,
 ) -> Result<(Tensor, Tensor), Error> {
-    let params = check_same_length("attention", q, k, v, scale)?;
-    launch_forward(q, k, v, &params, "attention")
+    let op = "attention";
+    let mut params = check_same_length(op, q, k, v, scale)?;
+    dropout::set(op, &mut params, dropout)?;
+    launch_forward(q, k, v, &params, op)
 }
 
 /// Causal attention over a KV cache (forward only): `q` `[B, H, Q, D]` holds `Q >= 1` new
@@ -340,51 +353,43 @@ fn check_backward(
     Ok(params)
 }
 
-/// Checks and records the dq pass: returns `dq` and `delta = rowsum(grad_out * o)` `[B, H, T]`.
+/// Records the dq pass (on checked inputs): returns `dq` and
+/// `delta = rowsum(grad_out * o)` `[B, H, T]`.
 fn backward_dq(
     op: &str,
-    qkv @ [q, k, v]: [&Tensor; 3],
+    [q, k, v]: [&Tensor; 3],
     o: &Tensor,
     lse: &Tensor,
     grad_out: &Tensor,
-    scale: Option<f32>,
+    params: &AttentionParams,
 ) -> Result<(Tensor, Tensor), Error> {
-    let params = check_backward(
-        op,
-        qkv,
-        &[("o", o), ("grad_out", grad_out)],
-        &[("lse", lse)],
-        scale,
-    )?;
     let dq = q.device().empty(q.shape(), DType::F32)?;
     let delta = q.device().empty(&q.shape()[..3], DType::F32)?;
     launch(
         Pass::Dq,
         op,
-        &params,
+        params,
         &[q, k, v, o, grad_out, lse, &dq, &delta],
     )?;
     Ok((dq, delta))
 }
 
-/// Checks and records the dk/dv pass, which reads the `delta` of the dq pass (recorded
-/// before it on the same encoder, so it sees it written).
+/// Records the dk/dv pass (on checked inputs), which reads the `delta` of the dq pass
+/// (recorded before it on the same encoder, so it sees it written).
 fn backward_dkv(
     op: &str,
-    qkv @ [q, k, v]: [&Tensor; 3],
+    [q, k, v]: [&Tensor; 3],
     lse: &Tensor,
     grad_out: &Tensor,
     delta: &Tensor,
-    scale: Option<f32>,
+    params: &AttentionParams,
 ) -> Result<(Tensor, Tensor), Error> {
-    let rows = [("lse", lse), ("delta", delta)];
-    let params = check_backward(op, qkv, &[("grad_out", grad_out)], &rows, scale)?;
     let dk = q.device().empty(k.shape(), DType::F32)?;
     let dv = q.device().empty(v.shape(), DType::F32)?;
     launch(
         Pass::Dkv,
         op,
-        &params,
+        params,
         &[q, k, v, grad_out, lse, delta, &dk, &dv],
     )?;
     Ok((dk, dv))
@@ -393,15 +398,17 @@ fn backward_dkv(
 /// Backward of [`attention`]: from the forward's inputs, its outputs `o` and `lse`, and the
 /// upstream gradient `grad_out` (`o`'s shape), returns `(dq, dk, dv)` with the shapes of
 /// `q`, `k`, `v`. For grouped-query attention `dk` and `dv` sum over the query heads that
-/// share each kv head. Deterministic: same inputs, same bits. `scale` must be the one
-/// given to the forward. Short sequences (`T <= 256`, as many kv heads as heads, `T` and
+/// share each kv head. Deterministic: same inputs, same bits. `scale` and `dropout` must
+/// be the ones given to the forward (the mask is regenerated from `dropout`'s stream). Short sequences (`T <= 256`, as many kv heads as heads, `T` and
 /// `D` multiples of 4) run the backward with the `T x T` scores materialized (five
 /// matmuls and one row kernel, `attention/materialized.rs`), which is faster there;
 /// the rest run the fused dq and dk/dv passes.
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] when a shape differs from the forward's contract (`o` and `grad_out`
-/// like `q`, `lse` `[B, H, T]`); [`Error::TooLarge`] as for [`attention`].
+/// like `q`, `lse` `[B, H, T]`); [`Error::TooLarge`] and [`Error::InvalidArgument`] as for
+/// [`attention`].
+#[allow(clippy::too_many_arguments)] // PyTorch's argument list: the forward's and its outputs
 pub fn attention_backward(
     grad_out: &Tensor,
     q: &Tensor,
@@ -410,20 +417,22 @@ pub fn attention_backward(
     o: &Tensor,
     lse: &Tensor,
     scale: Option<f32>,
+    dropout: Option<&DropoutState>,
 ) -> Result<(Tensor, Tensor, Tensor), Error> {
     let op = "attention_backward";
-    let params = check_backward(
+    let mut params = check_backward(
         op,
         [q, k, v],
         &[("o", o), ("grad_out", grad_out)],
         &[("lse", lse)],
         scale,
     )?;
+    dropout::set(op, &mut params, dropout)?;
     if materialized::applies(&params) {
         return materialized::backward(&params, [q, k, v], o, lse, grad_out);
     }
-    let (dq, delta) = backward_dq(op, [q, k, v], o, lse, grad_out, scale)?;
-    let (dk, dv) = backward_dkv(op, [q, k, v], lse, grad_out, &delta, scale)?;
+    let (dq, delta) = backward_dq(op, [q, k, v], o, lse, grad_out, &params)?;
+    let (dk, dv) = backward_dkv(op, [q, k, v], lse, grad_out, &delta, &params)?;
     Ok((dq, dk, dv))
 }
 
@@ -443,7 +452,10 @@ pub fn attention_backward_dq(
     lse: &Tensor,
     scale: Option<f32>,
 ) -> Result<(Tensor, Tensor), Error> {
-    backward_dq("attention_backward_dq", [q, k, v], o, lse, grad_out, scale)
+    let op = "attention_backward_dq";
+    let like_q = [("o", o), ("grad_out", grad_out)];
+    let params = check_backward(op, [q, k, v], &like_q, &[("lse", lse)], scale)?;
+    backward_dq(op, [q, k, v], o, lse, grad_out, &params)
 }
 
 /// The second pass of [`attention_backward`] alone: returns `(dk, dv)` from the `delta`
@@ -461,12 +473,8 @@ pub fn attention_backward_dkv(
     delta: &Tensor,
     scale: Option<f32>,
 ) -> Result<(Tensor, Tensor), Error> {
-    backward_dkv(
-        "attention_backward_dkv",
-        [q, k, v],
-        lse,
-        grad_out,
-        delta,
-        scale,
-    )
+    let op = "attention_backward_dkv";
+    let rows = [("lse", lse), ("delta", delta)];
+    let params = check_backward(op, [q, k, v], &[("grad_out", grad_out)], &rows, scale)?;
+    backward_dkv(op, [q, k, v], lse, grad_out, delta, &params)
 }

@@ -5,7 +5,8 @@
 // of k_j, v_j and both accumulators in registers. Q and dO of every query head sharing
 // this kv head stream through workgroup memory in a fixed order, so the grouped-query sum
 // is deterministic without atomics. P is recomputed from the saved logsumexp and
-// dS = P * (dP - delta) with delta_i = rowsum(dO_i * O_i) from the dq pass.
+// dS = P * (dP - delta) with delta_i = rowsum(dO_i * O_i) from the dq pass (with dropout,
+// `attention/dropout.rs`: dV from the dropped weights and dS = P * (M dP - delta)).
 
 const NT: u32 = ROWS * SPLIT;
 const LOG2E: f32 = 1.4426950408889634;
@@ -95,8 +96,9 @@ fn main(
                     let lse2 = load_row(0u, head_row + i, i < p.tq) * LOG2E;
                     let dl = load_row(1u, head_row + i, i < p.tq);
                     let pij = select(0.0, exp2(s * p.scale_log2 - lse2), vis);
-                    pr[ii] = pij;
-                    ds[ii] = pij * (dp - dl);
+                    let f = drop1(head_row + i, j);
+                    pr[ii] = pij * f;
+                    ds[ii] = pij * (dp * f - dl);
                 }
                 workgroupBarrier();
                 for (var ii = 0u; ii < CH; ii++) {

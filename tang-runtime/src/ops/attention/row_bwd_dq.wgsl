@@ -84,7 +84,7 @@ fn main(
                 }
                 let j = t0 + c0 + jj;
                 let pr = select(0.0, exp2(s * p.scale_log2 - lse2), j <= limit && j < n_keys);
-                ds[jj] = pr * (dp - dl);
+                ds[jj] = pr * (dp * drop1(row, j) - dl);
             }
             workgroupBarrier();
             for (var jj = 0u; jj < CH; jj++) {

@@ -110,6 +110,8 @@ fn main(
                 for (var x = 0u; x < RPT; x++) {
                     pj[x] = exp2(s[x * CH + jj] - m[x]);
                     l[x] += pj[x];
+                    // Dropout scales what reaches O, not the softmax's row sum.
+                    pj[x] *= drop1(head_row + qb * ROWS + rr + x * RR, t0 + c0 + jj);
                 }
                 let vv = (c0 + jj) * DP4 + sl * DH4;
                 for (var c4 = 0u; c4 < DH4; c4++) {

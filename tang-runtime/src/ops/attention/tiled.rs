@@ -35,8 +35,8 @@ use std::fmt::Write as _;
 use super::emit::{
     Block, Rows, Tile, key_tile_loop, query_block_main, step_slot, store_rows, unrolled_dims,
 };
-use super::layout;
 use super::layout::{KT, ROWS, THREADS, fwd_shared_bytes};
+use super::{dropout, layout};
 
 /// The forward kernel's WGSL for padded head dim `dp` (32 or 64).
 pub fn forward(dp: u32) -> String {
@@ -49,6 +49,7 @@ pub fn forward(dp: u32) -> String {
     let mut w = String::new();
     w.push_str("// Causal flash-attention forward, register-blocked (generated; see attention/tiled.rs).\n");
     w.push_str(&layout::FWD.declarations());
+    dropout::emit_functions(&mut w);
     let _ = write!(
         w,
         "
@@ -119,6 +120,14 @@ var<workgroup> vs: array<vec4<f32>, {vs}>;
 ",
     );
     online_softmax(&mut w, nv, "kp", 4);
+    let rows = "head_row + row0 + 4u * ry";
+    dropout::emit_rows_by_keys(
+        &mut w,
+        "        ",
+        ["s0", "s1", "s2", "s3"],
+        rows,
+        "t0 + 4u * cx",
+    );
     w.push_str(
         "        workgroupBarrier();
         kp[(4u * cx) * 16u + ry] = s0;

@@ -78,8 +78,9 @@ params! {
     }
 }
 
-/// Philox4x32-10 in WGSL (the CPU twin is `philox4x32_10`).
-const PHILOX_WGSL: &str = "
+/// Philox4x32-10 in WGSL on a full 128-bit counter (the CPU twin is `philox4x32_10`), for
+/// every kernel that draws from a stream: the ones here and the fused attention dropout.
+pub(crate) const PHILOX_WGSL: &str = "
 // (high, low) words of the 64-bit product, from 16-bit halves.
 fn mulhilo(a: u32, b: u32) -> vec2<u32> {
     let a0 = a & 0xffffu;
@@ -93,8 +94,9 @@ fn mulhilo(a: u32, b: u32) -> vec2<u32> {
     return vec2<u32>(a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u), a * b);
 }
 
-fn philox(block: u32, key: vec2<u32>, offset: vec2<u32>) -> vec4<u32> {
-    var c = vec4<u32>(block, 0u, offset.x, offset.y);
+// Counter: (block low, block high, offset low, offset high).
+fn philox(counter: vec4<u32>, key: vec2<u32>) -> vec4<u32> {
+    var c = counter;
     var k = key;
     for (var r = 0u; r < 10u; r = r + 1u) {
         if (r > 0u) { k = k + vec2<u32>(0x9E3779B9u, 0xBB67AE85u); }
@@ -104,10 +106,13 @@ fn philox(block: u32, key: vec2<u32>, offset: vec2<u32>) -> vec4<u32> {
     }
     return c;
 }
+";
 
+/// The stream of one dispatch of the kernels here: its key and offset in `p`.
+const STREAM_WGSL: &str = "
 // The four words of block `t` of this dispatch's stream.
 fn stream_block(t: u32) -> vec4<u32> {
-    return philox(t, vec2<u32>(p.key0, p.key1), vec2<u32>(p.offset0, p.offset1));
+    return philox(vec4<u32>(t, 0u, p.offset0, p.offset1), vec2<u32>(p.key0, p.key1));
 }
 
 // Exact: a 24-bit integer converts exactly and 2^-24 scales exactly.
@@ -118,7 +123,7 @@ fn uniform01(b: u32) -> f32 { return f32(b >> 8u) * 0x1p-24f; }
 /// angle in `[-pi, pi)` where the Vulkan bounds on `cos`/`sin` hold).
 static RANDOM: Spec<RandomParams> = Spec::new(
     "random",
-    &[PHILOX_WGSL],
+    &[PHILOX_WGSL, STREAM_WGSL],
     &[Slot::ReadWrite("out", "array<u32>")],
     concat!(
         "override MODE: u32 = 0u;
@@ -158,7 +163,7 @@ fn normal_pair(b1: u32, b2: u32) -> vec2<f32> {
 /// PyTorch, which multiplies by the mask.
 static DROPOUT: Spec<RandomParams> = Spec::new(
     "dropout",
-    &[PHILOX_WGSL],
+    &[PHILOX_WGSL, STREAM_WGSL],
     &[
         Slot::Read("x", "array<f32>"),
         Slot::ReadWrite("out", "array<f32>"),
