@@ -6,11 +6,17 @@
 //! three of those products (S, dP, dQ: 1.5x) and the dk/dv pass four (S and dP again,
 //! dV, dK: 2x), so the passes' rates count the recomputation too.
 //!
+//! With dropout 0.2 on the weights inside the fused kernels (nanoGPT's recipe), forward +
+//! backward at that shape, at the GPT step's (B=64, H=6, T=256: the materialized backward)
+//! and at GPT-2 small's (B=8, H=12, T=1024); the dropout-free GPT-2 case beside it.
+//! `examples/scripts/torch_attention_dropout.py` times PyTorch's SDPA under the same names.
+//!
 //! Before timing, sampled output rows are checked against a CPU f64 computation, so a
 //! fast wrong kernel is reported as a failure, not a speed.
 
 use tang_runtime::ops::{
-    attention, attention_backward, attention_backward_dkv, attention_backward_dq, backward_tiles,
+    DropoutState, Generator, attention, attention_backward, attention_backward_dkv,
+    attention_backward_dq, backward_tiles,
 };
 use tang_runtime::{Device, Error, Tensor};
 
@@ -25,17 +31,52 @@ const BWD_DKV: &str = "attention_B8_H8_T1024_d64_bwd_dkv";
 const CASES: [&str; 5] = [FWD_BWD, FWD, BWD, BWD_DQ, BWD_DKV];
 const SHAPE: [usize; 4] = [8, 8, 1024, 64];
 
+/// Forward + backward cases `(name, [B, H, T, D], dropout)`, dropout 0.2 when set.
+const FWD_BWD_CASES: [(&str, [usize; 4], bool); 4] = [
+    ("attention_B8_H8_T1024_d64_dropout_fwd_bwd", SHAPE, true),
+    (
+        "attention_gpt_B64_H6_T256_d64_dropout_fwd_bwd",
+        [64, 6, 256, 64],
+        true,
+    ),
+    (
+        "attention_gpt2_B8_H12_T1024_d64_fwd_bwd",
+        [8, 12, 1024, 64],
+        false,
+    ),
+    (
+        "attention_gpt2_B8_H12_T1024_d64_dropout_fwd_bwd",
+        [8, 12, 1024, 64],
+        true,
+    ),
+];
+
+/// The dropout probability of the dropout cases (nanoGPT's recipe).
+const DROPOUT: f32 = 0.2;
+
 /// Causal FLOPs of the forward over all heads (the masked half excluded).
-fn forward_flops() -> f64 {
-    let [b, h, t, d] = SHAPE.map(|x| x as f64);
+fn forward_flops(shape: [usize; 4]) -> f64 {
+    let [b, h, t, d] = shape.map(|x| x as f64);
     b * h * 4.0 * t * t * d / 2.0
 }
 
-/// Compares sampled rows of `o` with an f64 computation from the host copies.
-fn check_rows(o: &[f32], q: &[f32], k: &[f32], v: &[f32]) -> Result<(), String> {
-    let [_, h, t, d] = SHAPE;
+/// Compares sampled rows of `o` with an f64 computation from the host copies, with the
+/// weights dropped as `drop` decides (weight `(b, h, i, j)` is element
+/// `((b H + h) T + i) T + j` of its stream).
+fn check_rows(
+    shape: [usize; 4],
+    o: &[f32],
+    [q, k, v]: [&[f32]; 3],
+    drop: Option<&DropoutState>,
+) -> Result<(), String> {
+    let [b, h, t, d] = shape;
     let scale = 1.0 / (d as f64).sqrt();
-    for (bh, i) in [(0, 0), (1, 17), (h + 3, 511), (SHAPE[0] * h - 1, t - 1)] {
+    let factor = |bh: usize, i: usize, j: usize| match drop {
+        None => 1.0,
+        Some(s) if s.keeps(((bh * t + i) * t + j) as u64) => f64::from(s.scale()),
+        Some(_) => 0.0,
+    };
+    for (bh, i) in [(0, 0), (1, 17), (h + 3, t / 2 - 1), (b * h - 1, t - 1)] {
         let base = bh * t * d;
         let s: Vec<f64> = (0..=i)
             .map(|j| {
@@ -49,7 +90,7 @@ fn check_rows(o: &[f32], q: &[f32], k: &[f32], v: &[f32]) -> Result<(), String> 
         let l: f64 = s.iter().map(|x| (x - m).exp()).sum();
         for x in 0..d {
             let want: f64 = (0..=i)
-                .map(|j| (s[j] - m).exp() / l * v[base + j * d + x] as f64)
+                .map(|j| (s[j] - m).exp() / l * factor(bh, i, j) * v[base + j * d + x] as f64)
                 .sum();
             let got = o[base + i * d + x] as f64;
             if (got - want).abs() > 1e-4 + 1e-3 * want.abs() {
@@ -133,7 +174,7 @@ fn run_cases(dev: &Device, quick: bool, report: &mut Report) -> Result<(), Error
     let hgo = random(n, 24);
     let go = Tensor::from_slice(dev, &hgo, &SHAPE)?;
     let (o, lse) = attention(&q, &k, &v, None, None)?;
-    if let Err(e) = check_rows(&o.to_vec()?, &hq, &hk, &hv) {
+    if let Err(e) = check_rows(SHAPE, &o.to_vec()?, [&hq, &hk, &hv], None) {
         for case in CASES {
             report.fail(case, &e);
         }
@@ -153,13 +194,18 @@ fn run_cases(dev: &Device, quick: bool, report: &mut Report) -> Result<(), Error
             let (o, lse) = attention(&q, &k, &v, None, None)?;
             attention_backward(&go, &q, &k, &v, &o, &lse, None, None).map(drop)
         })?;
-        report.add_rate(FWD_BWD, ms, forward_flops() * 3.5 / ms / 1e9, "TFLOP/s");
+        report.add_rate(
+            FWD_BWD,
+            ms,
+            forward_flops(SHAPE) * 3.5 / ms / 1e9,
+            "TFLOP/s",
+        );
     }
     if report.wants(FWD) {
         let ms = time(dev, warm, reps, || {
             attention(&q, &k, &v, None, None).map(drop)
         })?;
-        report.add_rate(FWD, ms, forward_flops() / ms / 1e9, "TFLOP/s");
+        report.add_rate(FWD, ms, forward_flops(SHAPE) / ms / 1e9, "TFLOP/s");
     }
     if [BWD, BWD_DQ, BWD_DKV].iter().any(|c| report.wants(c)) {
         match backward_tiles(dev, SHAPE[3]) {
@@ -173,26 +219,75 @@ fn run_cases(dev: &Device, quick: bool, report: &mut Report) -> Result<(), Error
         let ms = time(dev, warm, reps, || {
             attention_backward(&go, &q, &k, &v, &o, &lse, None, None).map(drop)
         })?;
-        report.add_rate(BWD, ms, forward_flops() * 2.5 / ms / 1e9, "TFLOP/s");
+        report.add_rate(BWD, ms, forward_flops(SHAPE) * 2.5 / ms / 1e9, "TFLOP/s");
     }
     if report.wants(BWD_DQ) {
         let ms = time(dev, warm, reps, || {
             attention_backward_dq(&go, &q, &k, &v, &o, &lse, None).map(drop)
         })?;
-        report.add_rate(BWD_DQ, ms, forward_flops() * 1.5 / ms / 1e9, "TFLOP/s");
+        report.add_rate(BWD_DQ, ms, forward_flops(SHAPE) * 1.5 / ms / 1e9, "TFLOP/s");
     }
     if report.wants(BWD_DKV) {
         let (_, delta) = attention_backward_dq(&go, &q, &k, &v, &o, &lse, None)?;
         let ms = time(dev, warm, reps, || {
             attention_backward_dkv(&go, &q, &k, &v, &lse, &delta, None).map(drop)
         })?;
-        report.add_rate(BWD_DKV, ms, forward_flops() * 2.0 / ms / 1e9, "TFLOP/s");
+        report.add_rate(
+            BWD_DKV,
+            ms,
+            forward_flops(SHAPE) * 2.0 / ms / 1e9,
+            "TFLOP/s",
+        );
     }
     Ok(())
 }
 
-/// Runs the attention cases and records them in `report` (ms; lower is better).
+/// Times forward + backward at `shape` (dropout 0.2 inside the kernels when `dropout`),
+/// after checking sampled output rows.
+fn fwd_bwd_case(
+    dev: &Device,
+    shape: [usize; 4],
+    dropout: bool,
+    quick: bool,
+) -> Result<Result<f64, String>, Error> {
+    let n = shape.iter().product();
+    let (hq, hk, hv) = (random(n, 31), random(n, 32), random(n, 33));
+    let q = Tensor::from_slice(dev, &hq, &shape)?;
+    let k = Tensor::from_slice(dev, &hk, &shape)?;
+    let v = Tensor::from_slice(dev, &hv, &shape)?;
+    let go = Tensor::from_slice(dev, &random(n, 34), &shape)?;
+    let mut generator = Generator::new(0);
+    let state = dropout.then(|| DropoutState {
+        stream: generator.next_stream(),
+        p: DROPOUT,
+    });
+    let masked = state.as_ref();
+    let (o, _) = attention(&q, &k, &v, None, masked)?;
+    if let Err(e) = check_rows(shape, &o.to_vec()?, [&hq, &hk, &hv], masked) {
+        return Ok(Err(e));
+    }
+    let (warm, reps) = if quick { (2, 5) } else { (5, 30) };
+    let ms = time(dev, warm, reps, || {
+        let (o, lse) = attention(&q, &k, &v, None, masked)?;
+        attention_backward(&go, &q, &k, &v, &o, &lse, None, masked).map(drop)
+    })?;
+    Ok(Ok(ms))
+}
+
+/// Runs the attention cases and records them/// Runs the attention cases and records them in `report` (ms; lower is better).
 pub fn run(dev: &Device, quick: bool, report: &mut Report) {
+    for (name, shape, dropout) in FWD_BWD_CASES {
+        if !report.wants(name) {
+            continue;
+        }
+        match fwd_bwd_case(dev, shape, dropout, quick) {
+            Ok(Ok(ms)) => {
+                report.add_rate(name, ms, forward_flops(shape) * 3.5 / ms / 1e9, "TFLOP/s")
+            }
+            Ok(Err(e)) => report.fail(name, &e),
+            Err(e) => report.fail(name, &e),
+        }
+    }
     if !CASES.iter().any(|c| report.wants(c)) {
         return;
     }
