@@ -22,9 +22,14 @@ fn qkv(dev: &Device, seed: u64, [b, h, hkv, l, s, d]: [usize; 6]) -> Vec<(String
 
 /// The causal mask `[l, l]` as an additive one, which takes the composed path.
 fn causal_additive(dev: &Device, l: usize) -> Tensor {
+    additive(dev, l, true)
+}
+
+/// The causal mask `[l, l]` (or no mask: zeros) as an additive one.
+fn additive(dev: &Device, l: usize, causal: bool) -> Tensor {
     let m: Vec<f32> = (0..l * l)
         .map(|e| {
-            if e % l <= e / l {
+            if !causal || e % l <= e / l {
                 0.0
             } else {
                 f32::NEG_INFINITY
@@ -68,6 +73,17 @@ fn causal_attention_fused_and_composed_with_grouped_heads() {
             &cpu,
             2,
         );
+        // No mask at equal lengths: the fused kernel without the causal mask.
+        let cpu_none =
+            |x: &[Vec<f64>]| attention(&x[0], &x[1], &x[2], [b, h, hkv, l, s], None, false);
+        let unmasked = || scaled_dot_product_attention(&t(0), &t(1), &t(2), AttnMask::None, None);
+        gradcheck(
+            &format!("fused unmasked {:?}", [b, h, hkv, l, d]),
+            &params,
+            &unmasked,
+            &cpu_none,
+            6,
+        );
     }
 }
 
@@ -95,22 +111,23 @@ fn dropout_fused_and_composed_agree() {
             out.extend((0..3).map(|i| grads.get(&t(i)).unwrap().to_vec().unwrap()));
             out
         };
-        let fused = run(AttnMask::Causal);
-        let mask = causal_additive(&dev, l);
-        let composed = run(AttnMask::Additive(&mask));
-        // Some weights were dropped: the output differs from the dropout-free one.
-        manual_seed(123);
-        let plain = scaled_dot_product_attention(&t(0), &t(1), &t(2), AttnMask::Causal, None);
-        assert_ne!(plain.unwrap().to_vec().unwrap(), fused[0]);
-        for ((name, a), c) in ["y", "dq", "dk", "dv"].iter().zip(&fused).zip(&composed) {
-            let c64: Vec<f64> = c.iter().map(|&x| f64::from(x)).collect();
-            assert_close(
-                &format!("{name} {:?}", [b, h, hkv, l, d]),
-                a,
-                &c64,
-                1e-5,
-                1e-4,
-            );
+        for causal in [true, false] {
+            let fused = run(if causal {
+                AttnMask::Causal
+            } else {
+                AttnMask::None
+            });
+            let mask = additive(&dev, l, causal);
+            let composed = run(AttnMask::Additive(&mask));
+            // Some weights were dropped: the output differs from the dropout-free one.
+            let plain =
+                scaled_dot_product_attention(&t(0), &t(1), &t(2), AttnMask::Additive(&mask), None);
+            assert_ne!(plain.unwrap().to_vec().unwrap(), fused[0]);
+            for ((name, a), c) in ["y", "dq", "dk", "dv"].iter().zip(&fused).zip(&composed) {
+                let c64: Vec<f64> = c.iter().map(|&x| f64::from(x)).collect();
+                let label = format!("{name} causal {causal} {:?}", [b, h, hkv, l, d]);
+                assert_close(&label, a, &c64, 1e-5, 1e-4);
+            }
         }
     }
 }

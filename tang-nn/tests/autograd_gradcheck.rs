@@ -363,7 +363,13 @@ fn causal_attention_with_grouped_heads() {
         .enumerate()
     {
         let cpu = |x: &[Vec<f64>]| attention_cpu(x, b, h, hkv, t, d);
-        let gpu = |p: &[Tensor]| p[0].attention(&p[1], &p[2], None, None);
+        let gpu = |p: &[Tensor]| {
+            p[0].attention(
+                &p[1],
+                &p[2],
+                &tang_nn::tang_runtime::ops::AttentionOptions::CAUSAL,
+            )
+        };
         let (qs, kvs) = ([b, h, t, d], [b, hkv, t, d]);
         check(
             &dev,

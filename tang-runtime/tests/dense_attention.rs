@@ -2,8 +2,8 @@
 //! software adapter against a naive CPU f64 implementation.
 
 use tang_runtime::ops::{
-    attention, attention_backward, attention_backward_dkv, attention_backward_dq, attention_decode,
-    backward_tiles, forward_tiles,
+    AttentionOptions, attention, attention_backward, attention_backward_dkv, attention_backward_dq,
+    attention_decode, backward_tiles, forward_tiles,
 };
 use tang_runtime::{Device, DeviceOptions, Error, Tensor};
 use tang_testing::{assert_close, devices};
@@ -16,7 +16,8 @@ fn check(dev: &Device, c: Cfg, seed: u64, amp: f32, backward: bool) {
     let x = inputs(c, seed, amp);
     let (q, k, v, go) = upload(dev, c, &x);
     let scale = 1.0 / (c.d as f64).sqrt();
-    let (o, lse) = attention(&q, &k, &v, None, None).unwrap();
+    let options = c.options(None);
+    let (o, lse) = attention(&q, &k, &v, &options).unwrap();
     let (o_ref, lse_ref, _) = ref_forward(c, &x.q, &x.k, &x.v, scale, None);
     assert_close(
         &format!("o {c:?}"),
@@ -35,7 +36,7 @@ fn check(dev: &Device, c: Cfg, seed: u64, amp: f32, backward: bool) {
     if !backward {
         return;
     }
-    let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, None, None).unwrap();
+    let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, &options).unwrap();
     let (dq_ref, dk_ref, dv_ref) = ref_backward(c, [&x.q, &x.k, &x.v, &x.go], scale, None);
     // Gradients sum up to T terms (and H/Hkv heads); f32 accumulation error grows with both.
     let atol = 1e-4 * (1.0 + (c.t * c.h / c.hkv) as f64).sqrt();
@@ -74,6 +75,25 @@ fn forward_and_backward_match_reference() {
         check(&dev, cfg(2, 4, 4, 64, 64), 6, 1.0, true);
         check(&dev, cfg(1, 8, 8, 7, 64), 17, 1.0, true);
         check(&dev, cfg(2, 8, 2, 1, 64), 18, 1.0, true);
+    }
+}
+
+/// Without the causal mask every row sees every key: T = 1, a key tile's end mid-tile,
+/// every kernel family (row-per-thread at D 16 and 128, register-blocked at D 24 and 64,
+/// the materialized backward at equal heads with T and D multiples of 4).
+#[test]
+fn not_causal_matches_reference() {
+    for dev in devices() {
+        for (c, seed) in [
+            (cfg(1, 2, 1, 1, 16), 60),
+            (cfg(1, 4, 2, 70, 16), 61),
+            (cfg(1, 2, 1, 45, 128), 62),
+            (cfg(1, 4, 2, 130, 64), 63),
+            (cfg(2, 2, 2, 64, 64), 64),
+            (cfg(1, 2, 1, 100, 24), 65),
+        ] {
+            check(&dev, Cfg { causal: false, ..c }, seed, 1.0, true);
+        }
     }
 }
 
@@ -120,9 +140,29 @@ fn backward_matches_finite_differences() {
         let x = inputs(c, 12, 1.0);
         let scale = 0.5;
         let (q, k, v, go) = upload(&dev, c, &x);
-        let (o, lse) = attention(&q, &k, &v, Some(scale as f32), None).unwrap();
-        let (dq, dk, dv) =
-            attention_backward(&go, &q, &k, &v, &o, &lse, Some(scale as f32), None).unwrap();
+        let (o, lse) = attention(
+            &q,
+            &k,
+            &v,
+            &AttentionOptions {
+                scale: Some(scale as f32),
+                ..AttentionOptions::CAUSAL
+            },
+        )
+        .unwrap();
+        let (dq, dk, dv) = attention_backward(
+            &go,
+            &q,
+            &k,
+            &v,
+            &o,
+            &lse,
+            &AttentionOptions {
+                scale: Some(scale as f32),
+                ..AttentionOptions::CAUSAL
+            },
+        )
+        .unwrap();
         let loss = |q: &[f32], k: &[f32], v: &[f32]| -> f64 {
             let (o, _, _) = ref_forward(c, q, k, v, scale, None);
             o.iter().zip(&x.go).map(|(a, &b)| a * b as f64).sum()
@@ -184,9 +224,9 @@ fn backward_is_deterministic_with_grouped_heads() {
 fn deterministic_case(dev: &Device, c: Cfg) {
     let x = inputs(c, 13, 1.0);
     let (q, k, v, go) = upload(dev, c, &x);
-    let (o, lse) = attention(&q, &k, &v, None, None).unwrap();
-    let first = attention_backward(&go, &q, &k, &v, &o, &lse, None, None).unwrap();
-    let second = attention_backward(&go, &q, &k, &v, &o, &lse, None, None).unwrap();
+    let (o, lse) = attention(&q, &k, &v, &AttentionOptions::CAUSAL).unwrap();
+    let first = attention_backward(&go, &q, &k, &v, &o, &lse, &AttentionOptions::CAUSAL).unwrap();
+    let second = attention_backward(&go, &q, &k, &v, &o, &lse, &AttentionOptions::CAUSAL).unwrap();
     for (a, b) in [
         (&first.0, &second.0),
         (&first.1, &second.1),
@@ -215,7 +255,7 @@ fn decode_case(b: usize, h: usize, hkv: usize, t: usize, d: usize, tmax: usize) 
         let c = cfg(b, h, hkv, t, d);
         let x = inputs(c, 14, 1.0);
         let (q, k, v, _) = upload(&dev, c, &x);
-        let (o_full, _) = attention(&q, &k, &v, None, None).unwrap();
+        let (o_full, _) = attention(&q, &k, &v, &AttentionOptions::CAUSAL).unwrap();
         let o_full = o_full.to_vec().unwrap();
         let cache = |src: &[f32]| -> Tensor {
             let mut buf = vec![f32::NAN; b * hkv * tmax * d];
@@ -256,26 +296,40 @@ fn bad_shapes_are_errors() {
     for dev in devices() {
         let z = |s: &[usize]| Tensor::zeros(&dev, s).unwrap();
         let (q, k) = (z(&[1, 4, 8, 16]), z(&[1, 3, 8, 16]));
-        let e = attention(&q, &k, &k, None, None).unwrap_err();
+        let e = attention(&q, &k, &k, &AttentionOptions::CAUSAL).unwrap_err();
         assert!(
             matches!(e, Error::ShapeMismatch { .. }) && e.to_string().contains("Hkv dividing H"),
             "{e}"
         );
-        let e = attention(&q, &z(&[1, 4, 9, 16]), &z(&[1, 4, 9, 16]), None, None).unwrap_err();
+        let e = attention(
+            &q,
+            &z(&[1, 4, 9, 16]),
+            &z(&[1, 4, 9, 16]),
+            &AttentionOptions::CAUSAL,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("attention_decode"), "{e}");
         let e = attention(
             &z(&[1, 1, 2, 129]),
             &z(&[1, 1, 2, 129]),
             &z(&[1, 1, 2, 129]),
-            None,
-            None,
+            &AttentionOptions::CAUSAL,
         )
         .unwrap_err();
         assert!(matches!(e, Error::TooLarge { .. }), "{e}");
-        let e = attention(&z(&[4, 8, 16]), &k, &k, None, None).unwrap_err();
+        let e = attention(&z(&[4, 8, 16]), &k, &k, &AttentionOptions::CAUSAL).unwrap_err();
         assert!(e.to_string().contains("[B, H, T, D]"), "{e}");
-        let (o, lse) = attention(&q, &q, &q, None, None).unwrap();
-        let e = attention_backward(&o, &q, &q, &q, &o, &z(&[1, 4, 9]), None, None).unwrap_err();
+        let (o, lse) = attention(&q, &q, &q, &AttentionOptions::CAUSAL).unwrap();
+        let e = attention_backward(
+            &o,
+            &q,
+            &q,
+            &q,
+            &o,
+            &z(&[1, 4, 9]),
+            &AttentionOptions::CAUSAL,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("lse"), "{e}");
         drop(lse);
     }
@@ -333,10 +387,55 @@ fn materialized_backward_matches_the_fused_passes() {
         ] {
             let x = inputs(c, 23, 1.0);
             let (q, k, v, go) = upload(&dev, c, &x);
-            let (o, lse) = attention(&q, &k, &v, scale, None).unwrap();
-            let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, scale, None).unwrap();
-            let (dq2, delta) = attention_backward_dq(&go, &q, &k, &v, &o, &lse, scale).unwrap();
-            let (dk2, dv2) = attention_backward_dkv(&go, &q, &k, &v, &lse, &delta, scale).unwrap();
+            let (o, lse) = attention(
+                &q,
+                &k,
+                &v,
+                &AttentionOptions {
+                    scale,
+                    ..AttentionOptions::CAUSAL
+                },
+            )
+            .unwrap();
+            let (dq, dk, dv) = attention_backward(
+                &go,
+                &q,
+                &k,
+                &v,
+                &o,
+                &lse,
+                &AttentionOptions {
+                    scale,
+                    ..AttentionOptions::CAUSAL
+                },
+            )
+            .unwrap();
+            let (dq2, delta) = attention_backward_dq(
+                &go,
+                &q,
+                &k,
+                &v,
+                &o,
+                &lse,
+                &AttentionOptions {
+                    scale,
+                    ..AttentionOptions::CAUSAL
+                },
+            )
+            .unwrap();
+            let (dk2, dv2) = attention_backward_dkv(
+                &go,
+                &q,
+                &k,
+                &v,
+                &lse,
+                &delta,
+                &AttentionOptions {
+                    scale,
+                    ..AttentionOptions::CAUSAL
+                },
+            )
+            .unwrap();
             let atol = 1e-4 * (1.0 + c.t as f64).sqrt();
             for (name, a, b) in [("dq", &dq, &dq2), ("dk", &dk, &dk2), ("dv", &dv, &dv2)] {
                 let fused: Vec<f64> = b.to_vec().unwrap().iter().map(|&v| f64::from(v)).collect();
@@ -360,15 +459,21 @@ fn backward_passes_apart_match_the_backward() {
         for c in [cfg(1, 4, 2, 70, 64), cfg(1, 2, 2, 33, 16)] {
             let x = inputs(c, 21, 1.0);
             let (q, k, v, go) = upload(&dev, c, &x);
-            let (o, lse) = attention(&q, &k, &v, None, None).unwrap();
-            let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, None, None).unwrap();
-            let (dq2, delta) = attention_backward_dq(&go, &q, &k, &v, &o, &lse, None).unwrap();
-            let (dk2, dv2) = attention_backward_dkv(&go, &q, &k, &v, &lse, &delta, None).unwrap();
+            let (o, lse) = attention(&q, &k, &v, &AttentionOptions::CAUSAL).unwrap();
+            let (dq, dk, dv) =
+                attention_backward(&go, &q, &k, &v, &o, &lse, &AttentionOptions::CAUSAL).unwrap();
+            let (dq2, delta) =
+                attention_backward_dq(&go, &q, &k, &v, &o, &lse, &AttentionOptions::CAUSAL)
+                    .unwrap();
+            let (dk2, dv2) =
+                attention_backward_dkv(&go, &q, &k, &v, &lse, &delta, &AttentionOptions::CAUSAL)
+                    .unwrap();
             for (a, b) in [(&dq, &dq2), (&dk, &dk2), (&dv, &dv2)] {
                 let (a, b) = (a.to_vec().unwrap(), b.to_vec().unwrap());
                 assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()));
             }
-            let e = attention_backward_dkv(&go, &q, &k, &v, &lse, &o, None).unwrap_err();
+            let e = attention_backward_dkv(&go, &q, &k, &v, &lse, &o, &AttentionOptions::CAUSAL)
+                .unwrap_err();
             assert!(e.to_string().contains("delta"), "{e}");
         }
     }

@@ -4,7 +4,9 @@
 //! `dropout` draws from the same seed, its keep rate, and the backward against finite
 //! differences.
 
-use tang_runtime::ops::{DropoutState, Generator, attention, attention_backward, dropout};
+use tang_runtime::ops::{
+    AttentionOptions, DropoutState, Generator, attention, attention_backward, dropout,
+};
 use tang_runtime::{Device, Error, Tensor};
 use tang_testing::{assert_close, devices, numeric_gradient};
 
@@ -25,7 +27,8 @@ fn check(dev: &Device, c: Cfg, seed: u64) {
     let (q, k, v, go) = upload(dev, c, &x);
     let drop = state(seed);
     let scale = 1.0 / (c.d as f64).sqrt();
-    let (o, lse) = attention(&q, &k, &v, None, Some(&drop)).unwrap();
+    let options = c.options(Some(&drop));
+    let (o, lse) = attention(&q, &k, &v, &options).unwrap();
     let (o_ref, lse_ref, _) = ref_forward(c, &x.q, &x.k, &x.v, scale, Some(&drop));
     assert_close(
         &format!("o {c:?}"),
@@ -41,7 +44,7 @@ fn check(dev: &Device, c: Cfg, seed: u64) {
         2e-5,
         1e-5,
     );
-    let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, None, Some(&drop)).unwrap();
+    let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, &options).unwrap();
     let (dq_ref, dk_ref, dv_ref) = ref_backward(c, [&x.q, &x.k, &x.v, &x.go], scale, Some(&drop));
     let atol = 1.5e-4 * (1.0 + (c.t * c.h / c.hkv) as f64).sqrt();
     for (name, got, want) in [
@@ -59,7 +62,7 @@ fn check(dev: &Device, c: Cfg, seed: u64) {
     }
 }
 
-/// T in {1, 3, 17, 64, 257} and D in {16, 64, 80, 128}, causal, grouped heads and not:
+/// T in {1, 3, 17, 64, 257} and D in {16, 64, 80, 128}, causal or not, grouped heads or not:
 /// every kernel family (row-per-thread at D 16, 80, 128; register-blocked at D 24 and 64,
 /// both tile shapes; the materialized backward at equal heads, T and D multiples of 4).
 #[test]
@@ -74,6 +77,14 @@ fn fused_dropout_matches_the_reference() {
         check(&dev, cfg(1, 2, 1, 257, 64), 7);
         check(&dev, cfg(1, 2, 2, 257, 16), 8);
         check(&dev, cfg(1, 2, 1, 61, 24), 9);
+        // Without the causal mask: row-per-thread, register-blocked, materialized.
+        for (c, seed) in [
+            (cfg(1, 4, 2, 17, 16), 10),
+            (cfg(1, 2, 1, 70, 64), 11),
+            (cfg(1, 2, 2, 64, 32), 12),
+        ] {
+            check(&dev, Cfg { causal: false, ..c }, seed);
+        }
     }
 }
 
@@ -88,7 +99,16 @@ fn masks(dev: &Device, b: usize, h: usize, t: usize, seed: u64) -> (Vec<f32>, Ve
         .collect();
     let v = Tensor::from_slice(dev, &eye, &[b, h, t, t]).unwrap();
     let drop = state(seed);
-    let (o, _) = attention(&q, &q, &v, None, Some(&drop)).unwrap();
+    let (o, _) = attention(
+        &q,
+        &q,
+        &v,
+        &AttentionOptions {
+            dropout: Some(&drop),
+            ..AttentionOptions::CAUSAL
+        },
+    )
+    .unwrap();
     let ones = Tensor::from_slice(dev, &vec![1.0; b * h * t * t], &[b, h, t, t]).unwrap();
     let (explicit, _) = dropout(&ones, 0.2, &mut Generator::new(seed)).unwrap();
     let (o, explicit) = (o.to_vec().unwrap(), explicit.to_vec().unwrap());
@@ -130,18 +150,26 @@ fn fused_mask_is_the_dropout_mask() {
 }
 
 /// The backward with dropout against central differences of the f64 reference (mask
-/// fixed): grouped heads (the fused passes) and equal heads at T = 8 (materialized).
+/// fixed): grouped heads (the fused passes), equal heads at T = 8 (materialized), and
+/// without the causal mask.
 #[test]
 fn backward_with_dropout_matches_finite_differences() {
     let dev = tang_testing::device();
-    for c in [cfg(1, 2, 1, 5, 4), cfg(1, 2, 2, 8, 4)] {
+    let not_causal = Cfg {
+        causal: false,
+        ..cfg(1, 2, 1, 6, 4)
+    };
+    for c in [cfg(1, 2, 1, 5, 4), cfg(1, 2, 2, 8, 4), not_causal] {
         let x = inputs(c, 12, 1.0);
         let drop = state(40);
         let scale = 0.5;
         let (q, k, v, go) = upload(&dev, c, &x);
-        let s = Some(scale as f32);
-        let (o, lse) = attention(&q, &k, &v, s, Some(&drop)).unwrap();
-        let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, s, Some(&drop)).unwrap();
+        let options = AttentionOptions {
+            scale: Some(scale as f32),
+            ..c.options(Some(&drop))
+        };
+        let (o, lse) = attention(&q, &k, &v, &options).unwrap();
+        let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, &options).unwrap();
         let as32 = |x: &[f64]| x.iter().map(|&a| a as f32).collect::<Vec<f32>>();
         let as64 = |x: &[f32]| x.iter().map(|&a| f64::from(a)).collect::<Vec<f64>>();
         let args = [as64(&x.q), as64(&x.k), as64(&x.v)];
@@ -170,16 +198,43 @@ fn dropout_probability_edges() {
     let c = cfg(1, 2, 1, 17, 64);
     let x = inputs(c, 50, 1.0);
     let (q, k, v, _) = upload(&dev, c, &x);
-    let (plain, _) = attention(&q, &k, &v, None, None).unwrap();
+    let (plain, _) = attention(&q, &k, &v, &AttentionOptions::CAUSAL).unwrap();
     let zero = DropoutState { p: 0.0, ..state(1) };
-    let (none_dropped, _) = attention(&q, &k, &v, None, Some(&zero)).unwrap();
+    let (none_dropped, _) = attention(
+        &q,
+        &k,
+        &v,
+        &AttentionOptions {
+            dropout: Some(&zero),
+            ..AttentionOptions::CAUSAL
+        },
+    )
+    .unwrap();
     let (a, b) = (plain.to_vec().unwrap(), none_dropped.to_vec().unwrap());
     assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()));
     let one = DropoutState { p: 1.0, ..state(1) };
-    let (all_dropped, _) = attention(&q, &k, &v, None, Some(&one)).unwrap();
+    let (all_dropped, _) = attention(
+        &q,
+        &k,
+        &v,
+        &AttentionOptions {
+            dropout: Some(&one),
+            ..AttentionOptions::CAUSAL
+        },
+    )
+    .unwrap();
     assert!(all_dropped.to_vec().unwrap().iter().all(|&o| o == 0.0));
     let bad = DropoutState { p: 1.5, ..state(1) };
-    let e = attention(&q, &k, &v, None, Some(&bad)).unwrap_err();
+    let e = attention(
+        &q,
+        &k,
+        &v,
+        &AttentionOptions {
+            dropout: Some(&bad),
+            ..AttentionOptions::CAUSAL
+        },
+    )
+    .unwrap_err();
     assert!(
         matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains("[0, 1]"),
         "{e}"

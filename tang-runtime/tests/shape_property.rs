@@ -523,7 +523,7 @@ fn attention_case(dev: &Device, rng: &mut Rng) -> Option<Case> {
     let got = if decode {
         ops::attention_decode(&q, &kv, &kv, past, None)
     } else {
-        ops::attention(&q, &kv, &kv, None, None).map(|(o, _)| o)
+        ops::attention(&q, &kv, &kv, &ops::AttentionOptions::CAUSAL).map(|(o, _)| o)
     };
     let valid = s.iter().all(|&d| d > 0)
         && ks.iter().all(|&d| d > 0)

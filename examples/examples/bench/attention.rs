@@ -15,8 +15,8 @@
 //! fast wrong kernel is reported as a failure, not a speed.
 
 use tang_runtime::ops::{
-    DropoutState, Generator, attention, attention_backward, attention_backward_dkv,
-    attention_backward_dq, backward_tiles,
+    AttentionOptions, DropoutState, Generator, attention, attention_backward,
+    attention_backward_dkv, attention_backward_dq, backward_tiles,
 };
 use tang_runtime::{Device, Error, Tensor};
 
@@ -30,6 +30,7 @@ const BWD_DQ: &str = "attention_B8_H8_T1024_d64_bwd_dq";
 const BWD_DKV: &str = "attention_B8_H8_T1024_d64_bwd_dkv";
 const CASES: [&str; 5] = [FWD_BWD, FWD, BWD, BWD_DQ, BWD_DKV];
 const SHAPE: [usize; 4] = [8, 8, 1024, 64];
+const CAUSAL: AttentionOptions<'static> = AttentionOptions::CAUSAL;
 
 /// Forward + backward cases `(name, [B, H, T, D], dropout)`, dropout 0.2 when set.
 const FWD_BWD_CASES: [(&str, [usize; 4], bool); 4] = [
@@ -173,14 +174,14 @@ fn run_cases(dev: &Device, quick: bool, report: &mut Report) -> Result<(), Error
     let v = Tensor::from_slice(dev, &hv, &SHAPE)?;
     let hgo = random(n, 24);
     let go = Tensor::from_slice(dev, &hgo, &SHAPE)?;
-    let (o, lse) = attention(&q, &k, &v, None, None)?;
+    let (o, lse) = attention(&q, &k, &v, &CAUSAL)?;
     if let Err(e) = check_rows(SHAPE, &o.to_vec()?, [&hq, &hk, &hv], None) {
         for case in CASES {
             report.fail(case, &e);
         }
         return Ok(());
     }
-    let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, None, None)?;
+    let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, &CAUSAL)?;
     let grads = [dq.to_vec()?, dk.to_vec()?, dv.to_vec()?];
     if let Err(e) = check_backward([&grads[0], &grads[1], &grads[2]], &hq, &hk, &hv, &hgo) {
         for case in [FWD_BWD, BWD, BWD_DQ, BWD_DKV] {
@@ -191,8 +192,8 @@ fn run_cases(dev: &Device, quick: bool, report: &mut Report) -> Result<(), Error
     let (warm, reps) = if quick { (2, 5) } else { (5, 30) };
     if report.wants(FWD_BWD) {
         let ms = time(dev, warm, reps, || {
-            let (o, lse) = attention(&q, &k, &v, None, None)?;
-            attention_backward(&go, &q, &k, &v, &o, &lse, None, None).map(drop)
+            let (o, lse) = attention(&q, &k, &v, &CAUSAL)?;
+            attention_backward(&go, &q, &k, &v, &o, &lse, &CAUSAL).map(drop)
         })?;
         report.add_rate(
             FWD_BWD,
@@ -202,9 +203,7 @@ fn run_cases(dev: &Device, quick: bool, report: &mut Report) -> Result<(), Error
         );
     }
     if report.wants(FWD) {
-        let ms = time(dev, warm, reps, || {
-            attention(&q, &k, &v, None, None).map(drop)
-        })?;
+        let ms = time(dev, warm, reps, || attention(&q, &k, &v, &CAUSAL).map(drop))?;
         report.add_rate(FWD, ms, forward_flops(SHAPE) / ms / 1e9, "TFLOP/s");
     }
     if [BWD, BWD_DQ, BWD_DKV].iter().any(|c| report.wants(c)) {
@@ -217,20 +216,20 @@ fn run_cases(dev: &Device, quick: bool, report: &mut Report) -> Result<(), Error
     }
     if report.wants(BWD) {
         let ms = time(dev, warm, reps, || {
-            attention_backward(&go, &q, &k, &v, &o, &lse, None, None).map(drop)
+            attention_backward(&go, &q, &k, &v, &o, &lse, &CAUSAL).map(drop)
         })?;
         report.add_rate(BWD, ms, forward_flops(SHAPE) * 2.5 / ms / 1e9, "TFLOP/s");
     }
     if report.wants(BWD_DQ) {
         let ms = time(dev, warm, reps, || {
-            attention_backward_dq(&go, &q, &k, &v, &o, &lse, None).map(drop)
+            attention_backward_dq(&go, &q, &k, &v, &o, &lse, &CAUSAL).map(drop)
         })?;
         report.add_rate(BWD_DQ, ms, forward_flops(SHAPE) * 1.5 / ms / 1e9, "TFLOP/s");
     }
     if report.wants(BWD_DKV) {
-        let (_, delta) = attention_backward_dq(&go, &q, &k, &v, &o, &lse, None)?;
+        let (_, delta) = attention_backward_dq(&go, &q, &k, &v, &o, &lse, &CAUSAL)?;
         let ms = time(dev, warm, reps, || {
-            attention_backward_dkv(&go, &q, &k, &v, &lse, &delta, None).map(drop)
+            attention_backward_dkv(&go, &q, &k, &v, &lse, &delta, &CAUSAL).map(drop)
         })?;
         report.add_rate(
             BWD_DKV,
@@ -262,14 +261,18 @@ fn fwd_bwd_case(
         p: DROPOUT,
     });
     let masked = state.as_ref();
-    let (o, _) = attention(&q, &k, &v, None, masked)?;
+    let options = AttentionOptions {
+        dropout: masked,
+        ..AttentionOptions::CAUSAL
+    };
+    let (o, _) = attention(&q, &k, &v, &options)?;
     if let Err(e) = check_rows(shape, &o.to_vec()?, [&hq, &hk, &hv], masked) {
         return Ok(Err(e));
     }
     let (warm, reps) = if quick { (2, 5) } else { (5, 30) };
     let ms = time(dev, warm, reps, || {
-        let (o, lse) = attention(&q, &k, &v, None, masked)?;
-        attention_backward(&go, &q, &k, &v, &o, &lse, None, masked).map(drop)
+        let (o, lse) = attention(&q, &k, &v, &options)?;
+        attention_backward(&go, &q, &k, &v, &o, &lse, &options).map(drop)
     })?;
     Ok(Ok(ms))
 }

@@ -50,12 +50,13 @@ pub(crate) enum Op {
     Embedding(RawTensor),
     /// Mean cross-entropy of the input logits; the gradient the forward computed.
     CrossEntropy(RawTensor),
-    /// Causal attention of inputs `q, k, v`; its output, row logsumexps, scale and the
+    /// Attention of inputs `q, k, v`; its output, row logsumexps, scale, mask and the
     /// dropout on its weights (the mask is regenerated from it).
     Attention {
         o: RawTensor,
         lse: RawTensor,
         scale: Option<f32>,
+        is_causal: bool,
         dropout: Option<ops::DropoutState>,
     },
     /// Causal attention of the heads packed side by side in the input `[B, T, N]` (a
@@ -194,11 +195,16 @@ impl Op {
                 o,
                 lse,
                 scale,
+                is_causal,
                 dropout,
             } => {
+                let options = ops::AttentionOptions {
+                    scale: *scale,
+                    is_causal: *is_causal,
+                    dropout: dropout.as_ref(),
+                };
                 let (q, k, v) = (x(0), x(1), x(2));
-                let drop = dropout.as_ref();
-                let (dq, dk, dv) = ops::attention_backward(g, q, k, v, o, lse, *scale, drop)?;
+                let (dq, dk, dv) = ops::attention_backward(g, q, k, v, o, lse, &options)?;
                 vec![dq, dk, dv]
             }
             Op::PackedAttention {
@@ -209,8 +215,11 @@ impl Op {
                 lse,
                 dropout,
             } => {
-                let drop = dropout.as_ref();
-                let (dq, dk, dv) = ops::attention_backward(g, q, k, v, o, lse, None, drop)?;
+                let options = ops::AttentionOptions {
+                    dropout: dropout.as_ref(),
+                    ..ops::AttentionOptions::CAUSAL
+                };
+                let (dq, dk, dv) = ops::attention_backward(g, q, k, v, o, lse, &options)?;
                 vec![ops::merge_heads(&[&dq, &dk, &dv])?]
             }
             Op::Linear => {

@@ -378,22 +378,23 @@ impl Tensor {
         Ok(Tensor::record(ce.loss, op, &[self], false, false))
     }
 
-    /// Causal scaled dot-product attention, `dropout(softmax(scale * q kᵀ + causal mask)) v`
-    /// per head in one fused kernel (PyTorch's
-    /// `F.scaled_dot_product_attention(q, k, v, dropout_p, is_causal=True)`): `self` is
-    /// `q [B, H, T, D]`, `k` and `v` are `[B, Hkv, T, D]` with `Hkv` dividing `H`
-    /// (grouped-query heads), `D <= 128`; `scale` defaults to `1 / sqrt(D)`. `dropout`
-    /// (in training) drops weights with the mask of its stream, which backward regenerates.
+    /// Scaled dot-product attention, `dropout(softmax(scale * q kᵀ [+ causal mask])) v` per
+    /// head in one fused kernel (PyTorch's
+    /// `F.scaled_dot_product_attention(q, k, v, dropout_p=.., is_causal=.., scale=..)`):
+    /// `self` is `q [B, H, T, D]`, `k` and `v` are `[B, Hkv, T, D]` with `Hkv` dividing `H`
+    /// (grouped-query heads), `D <= 128`. `options` give the scale (default `1 / sqrt(D)`),
+    /// the causal mask and the dropout (in training), whose mask backward regenerates.
     ///
     /// ```
     /// # use tang_nn::autograd::Tensor;
     /// # let dev = tang_nn::tang_runtime::Device::new()?;
-    /// use tang_nn::tang_runtime::ops::{DropoutState, Generator};
+    /// use tang_nn::tang_runtime::ops::{AttentionOptions, DropoutState, Generator};
     /// let q = Tensor::zeros(&dev, &[1, 2, 3, 4])?; // [B, H, T, D]
     /// let kv = Tensor::zeros(&dev, &[1, 1, 3, 4])?; // one shared KV head
-    /// assert_eq!(q.attention(&kv, &kv, None, None)?.shape(), &[1, 2, 3, 4]);
+    /// assert_eq!(q.attention(&kv, &kv, &AttentionOptions::CAUSAL)?.shape(), &[1, 2, 3, 4]);
     /// let drop = DropoutState { stream: Generator::new(0).next_stream(), p: 0.2 };
-    /// assert_eq!(q.attention(&kv, &kv, None, Some(drop))?.shape(), &[1, 2, 3, 4]);
+    /// let options = AttentionOptions { dropout: Some(&drop), ..AttentionOptions::CAUSAL };
+    /// assert_eq!(q.attention(&kv, &kv, &options)?.shape(), &[1, 2, 3, 4]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
@@ -404,16 +405,15 @@ impl Tensor {
         &self,
         k: &Tensor,
         v: &Tensor,
-        scale: Option<f32>,
-        dropout: Option<ops::DropoutState>,
+        options: &ops::AttentionOptions,
     ) -> Result<Tensor, Error> {
-        let drop = dropout.as_ref();
-        let (o, lse) = ops::attention(self.data(), k.data(), v.data(), scale, drop)?;
+        let (o, lse) = ops::attention(self.data(), k.data(), v.data(), options)?;
         let op = Op::Attention {
             o: o.clone(),
             lse,
-            scale,
-            dropout,
+            scale: options.scale,
+            is_causal: options.is_causal,
+            dropout: options.dropout.copied(),
         };
         Ok(Tensor::record(o, op, &[self, k, v], true, true))
     }
@@ -440,7 +440,11 @@ impl Tensor {
             }));
         }
         let (q, k, v) = ops::split_qkv_heads(x, heads, kv_heads, head_dim)?;
-        let (o, lse) = ops::attention(&q, &k, &v, None, dropout.as_ref())?;
+        let options = ops::AttentionOptions {
+            dropout: dropout.as_ref(),
+            ..ops::AttentionOptions::CAUSAL
+        };
+        let (o, lse) = ops::attention(&q, &k, &v, &options)?;
         let op = Op::PackedAttention {
             q,
             k,

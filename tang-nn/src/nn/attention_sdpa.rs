@@ -1,13 +1,13 @@
 //! Scaled dot-product attention as PyTorch's `F.scaled_dot_product_attention`: one
-//! function that every attention layer calls. The common training case (causal, equal
-//! query and key lengths, with or without dropout on the weights) runs the fused
-//! flash-attention kernel of `tang_runtime::ops::attention`, whose backward is its own
-//! kernels and which draws the dropout mask as the composed path does (the same seed, the
-//! same mask); everything else (no mask, an additive mask, causal with different lengths)
-//! is composed from recording ops, so every case has a gradient.
+//! function that every attention layer calls. Self-attention lengths (equal query and key
+//! lengths) with the causal mask or none, with or without dropout on the weights, run the
+//! fused flash-attention kernel of `tang_runtime::ops::attention`, whose backward is its
+//! own kernels and which draws the dropout mask as the composed path does (the same seed,
+//! the same mask); everything else (an additive mask, different lengths) is composed from
+//! recording ops, so every case has a gradient.
 
 use tang_runtime::Tensor as RawTensor;
-use tang_runtime::ops::MAX_HEAD_DIM;
+use tang_runtime::ops::{AttentionOptions, MAX_HEAD_DIM};
 
 use super::Dropout;
 use crate::autograd::{Error, Tensor};
@@ -102,10 +102,24 @@ pub fn scaled_dot_product_attention(
     dropout: Option<&Dropout>,
 ) -> Result<Tensor, Error> {
     let n = sizes(q, k, v)?;
-    // The fused kernel covers causal self-attention, dropout and grouped heads included,
-    // for head dims up to `MAX_HEAD_DIM`.
-    if matches!(mask, AttnMask::Causal) && n.l == n.s && n.d <= MAX_HEAD_DIM {
-        return q.attention(k, v, None, dropout.and_then(Dropout::next_state));
+    // The fused kernel covers self-attention lengths with the causal mask or none,
+    // dropout and grouped heads included, for head dims up to `MAX_HEAD_DIM`.
+    let fused_mask = match mask {
+        AttnMask::None => Some(false),
+        AttnMask::Causal => Some(true),
+        AttnMask::Additive(_) => None,
+    };
+    if let Some(is_causal) = fused_mask
+        && n.l == n.s
+        && n.d <= MAX_HEAD_DIM
+    {
+        let state = dropout.and_then(Dropout::next_state);
+        let options = AttentionOptions {
+            scale: None,
+            is_causal,
+            dropout: state.as_ref(),
+        };
+        return q.attention(k, v, &options);
     }
     let (k, v) = if n.hkv == n.h {
         (k.clone(), v.clone())

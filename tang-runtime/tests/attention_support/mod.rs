@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use tang_runtime::ops::DropoutState;
+use tang_runtime::ops::{AttentionOptions, DropoutState};
 use tang_runtime::{Device, Tensor};
 use tang_testing::Rng;
 
@@ -14,6 +14,24 @@ pub struct Cfg {
     pub hkv: usize,
     pub t: usize,
     pub d: usize,
+    /// Row `i` sees keys `0..=i` (else every key).
+    pub causal: bool,
+}
+
+/// How many keys row `i` sees.
+fn seen(c: Cfg, i: usize) -> usize {
+    if c.causal { i + 1 } else { c.t }
+}
+
+impl Cfg {
+    /// The options of `attention` for this configuration, with `dropout`.
+    pub fn options<'a>(&self, dropout: Option<&'a DropoutState>) -> AttentionOptions<'a> {
+        AttentionOptions {
+            is_causal: self.causal,
+            dropout,
+            ..AttentionOptions::CAUSAL
+        }
+    }
 }
 
 /// The factor of weight `j` of score row `row` (`(b * H + h) * T + i`): 1 without
@@ -36,7 +54,9 @@ pub fn ref_forward(
     scale: f64,
     drop: Option<&DropoutState>,
 ) -> (Vec<f64>, Vec<f64>, Vec<Vec<f64>>) {
-    let Cfg { b, h, hkv, t, d } = c;
+    let Cfg {
+        b, h, hkv, t, d, ..
+    } = c;
     let mut o = vec![0.0; b * h * t * d];
     let mut lse = vec![0.0; b * h * t];
     let mut probs = Vec::new();
@@ -47,7 +67,7 @@ pub fn ref_forward(
             let ko = (bi * hkv + g) * t * d;
             let mut pm = vec![0.0; t * t];
             for i in 0..t {
-                let s: Vec<f64> = (0..=i)
+                let s: Vec<f64> = (0..seen(c, i))
                     .map(|j| {
                         (0..d)
                             .map(|x| q[qo + i * d + x] as f64 * k[ko + j * d + x] as f64)
@@ -58,7 +78,7 @@ pub fn ref_forward(
                 let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
                 let l: f64 = s.iter().map(|x| (x - m).exp()).sum();
                 lse[(bi * h + hi) * t + i] = m + l.ln();
-                for j in 0..=i {
+                for j in 0..seen(c, i) {
                     let pj = (s[j] - m).exp() / l;
                     pm[i * t + j] = pj;
                     let f = drop_factor(drop, t, (bi * h + hi) * t + i, j);
@@ -81,7 +101,9 @@ pub fn ref_backward(
     scale: f64,
     drop: Option<&DropoutState>,
 ) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-    let Cfg { b, h, hkv, t, d } = c;
+    let Cfg {
+        b, h, hkv, t, d, ..
+    } = c;
     let (o, _, probs) = ref_forward(c, q, k, v, scale, drop);
     let mut dq = vec![0.0; q.len()];
     let mut dk = vec![0.0; k.len()];
@@ -96,7 +118,7 @@ pub fn ref_backward(
                 let delta: f64 = (0..d)
                     .map(|x| go[qo + i * d + x] as f64 * o[qo + i * d + x])
                     .sum();
-                for j in 0..=i {
+                for j in 0..seen(c, i) {
                     let pij = pm[i * t + j];
                     let dp: f64 = (0..d)
                         .map(|x| go[qo + i * d + x] as f64 * v[ko + j * d + x] as f64)
@@ -143,7 +165,14 @@ pub fn upload(dev: &Device, c: Cfg, x: &Inputs) -> (Tensor, Tensor, Tensor, Tens
     )
 }
 
-/// A configuration: batch, heads, kv heads, sequence length, head dim.
+/// A causal configuration: batch, heads, kv heads, sequence length, head dim.
 pub fn cfg(b: usize, h: usize, hkv: usize, t: usize, d: usize) -> Cfg {
-    Cfg { b, h, hkv, t, d }
+    Cfg {
+        b,
+        h,
+        hkv,
+        t,
+        d,
+        causal: true,
+    }
 }

@@ -169,8 +169,9 @@ fn query_tile(w: &mut String, s: Dkv) {
         w,
         "    for (var hh = gh * group; hh < (gh + 1u) * group; hh++) {{
         let head_row = (b * p.heads + hh) * p.tq;
-        // The block's first key is a multiple of the query tile, so no tile straddles it.
-        for (var t0 = k0; t0 < p.tq; t0 += {qt}u) {{
+        // Causal: queries before the block's first key see none of its keys; that key is a
+        // multiple of the query tile, so no tile straddles it.
+        for (var t0 = select(0u, k0, p.causal != 0u); t0 < p.tq; t0 += {qt}u) {{
             workgroupBarrier();"
     );
     let q_tiles = [Tile::new("qg", "q"), Tile::new("qg", "go").at(dp * ql)];
@@ -244,7 +245,7 @@ fn scores(w: &mut String, s: Dkv) {
     let _ = writeln!(
         w,
         "                // Only tiles that cross the diagonal hold keys after their queries.
-                if (t0 < k0 + {last}u) {{",
+                if (p.causal != 0u && t0 < k0 + {last}u) {{",
         last = DKV_KEYS - 1
     );
     for j in 0..4 {

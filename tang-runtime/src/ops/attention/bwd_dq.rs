@@ -81,8 +81,13 @@ const LOG2E: f32 = 1.4426950408889634;
     var dl = vt[ry];
 {dl_sum}    // logsumexp (log2 units) of the thread's four rows
     var lse2 = vec4<f32>(0.0);
-{lse_loads}    let n_keys = min(row0 + {rows}u, p.tq);
-    let lim = vec4<u32>(row0 + 4u * ry) + vec4<u32>(0u, 1u, 2u, 3u);
+{lse_loads}    // Keys the block sees, and the last key each of the thread's rows sees.
+    var n_keys = p.tq;
+    var lim = vec4<u32>(p.tq - 1u);
+    if (p.causal != 0u) {{
+        n_keys = min(row0 + {rows}u, p.tq);
+        lim = vec4<u32>(row0 + 4u * ry) + vec4<u32>(0u, 1u, 2u, 3u);
+    }}
 ",
         o_loads = ["x", "y", "z", "w"]
             .iter()

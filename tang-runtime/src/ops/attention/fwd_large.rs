@@ -169,8 +169,8 @@ var<workgroup> vs: array<vec4<f32>, {vs_len}>;
     });
     let _ = writeln!(
         w,
-        "        // Only tiles that cross the diagonal (or the end of the keys) need the mask.
-        if (t0 + {last}u > p.past + row0) {{
+        "        // Only tiles that cross the thread's diagonal (or the end of the keys) need the mask.
+        if (t0 + {last}u > lim.x) {{
             let kj = t0 + 4u * cx;",
         last = KT - 1
     );

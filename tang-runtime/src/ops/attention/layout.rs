@@ -22,6 +22,8 @@ params! {
         /// The softmax scale times log2(e) (scores are kept in log2 units).
         scale_log2: f32,
         scale: f32,
+        /// 1: query row `i` sees keys `0..=past + i`; 0: every key (no cache then).
+        causal: u32,
         /// Dropout on the weights (`attention/dropout.rs`): keys whose Philox word's top
         /// 24 bits are below this are dropped; 0 for no dropout.
         drop_threshold: u32,

@@ -78,7 +78,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let at = r * n4 + t;
     let l = lse[r];
     let j = vec4<u32>(4u * t) + vec4<u32>(0u, 1u, 2u, 3u);
-    let pr = select(vec4<f32>(0.0), exp(p.scale * s[at] - l), j <= vec4<u32>(i));
+    let seen = (j <= vec4<u32>(i)) | vec4<bool>(p.causal == 0u);
+    let pr = select(vec4<f32>(0.0), exp(p.scale * s[at] - l), seen);
     // With dropout (`attention/dropout.rs`): dV takes P M, and dS = P (M dP - delta).
     let f = drop4(r, 4u * t);
     dp[at] = pr * (dp[at] * f - delta) * p.scale;

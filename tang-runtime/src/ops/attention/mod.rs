@@ -1,12 +1,14 @@
-//! Causal multi-head attention with grouped query heads: a flash-attention forward
-//! (online softmax, O(T) memory per head, the per-row logsumexp saved for the backward), a
-//! flash-attention-2 backward (dq in one pass per query block, dk/dv in one pass per key
-//! block, both deterministic without atomics; short sequences instead materialize the
-//! scores, `attention/materialized.rs`) and a KV-cache decode forward.
+//! Multi-head attention, causal or not, with grouped query heads and dropout on the
+//! weights: a flash-attention forward (online softmax, O(T) memory per head, the per-row
+//! logsumexp saved for the backward), a flash-attention-2 backward (dq in one pass per
+//! query block, dk/dv in one pass per key block, both deterministic without atomics; short
+//! sequences instead materialize the scores, `attention/materialized.rs`), dropout's mask
+//! regenerated in every pass (`attention/dropout.rs`), and a KV-cache decode forward.
 //!
 //! Layouts (row-major): queries `[B, H, T, D]`, keys and values `[B, Hkv, T, D]` where
-//! `Hkv` divides `H` and query head `h` reads kv head `h / (H / Hkv)`. Query row `i` attends
-//! keys `0..=i` (with a cache: `0..=past + i`). The scores are `scale * q.k`, `scale`
+//! `Hkv` divides `H` and query head `h` reads kv head `h / (H / Hkv)`. With the causal
+//! mask query row `i` attends keys `0..=i` (with a cache: `0..=past + i`), without it
+//! every key. The scores are `scale * q.k`, `scale`
 //! defaulting to `1 / sqrt(D)`. Head dims up to 128 are supported; each call picks a kernel
 //! compiled for the head dim rounded up to 16, 32, 64 or 128 (the extra dims are zero).
 //!
@@ -139,21 +141,50 @@ fn check_qkv(
         d: d as u32,
         scale_log2: scale * std::f32::consts::LOG2_E,
         scale,
+        causal: 1,
         drop_threshold: 0,
         drop_scale: 1.0,
         ..AttentionParams::default()
     })
 }
 
-/// [`check_qkv`] for attention without a cache: k and v have q's sequence length.
+/// The options of [`attention`] and [`attention_backward`]: PyTorch's
+/// `scaled_dot_product_attention` arguments other than the mask tensor.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct AttentionOptions<'a> {
+    /// The factor of the scores; `None` is `1 / sqrt(D)` (PyTorch's `scale`).
+    pub scale: Option<f32>,
+    /// Query row `i` attends keys `0..=i` only; otherwise every key (PyTorch's `is_causal`).
+    pub is_causal: bool,
+    /// Dropout on the attention weights (PyTorch's `dropout_p`, in training):
+    /// `DropoutState { stream: generator.next_stream(), p }`. Each weight is dropped with
+    /// probability `p` and the rest scaled by `1 / (1 - p)`; the mask is regenerated
+    /// wherever it is needed, never stored, and equals the one [`crate::ops::dropout`]
+    /// draws from the same stream over the materialized `[B, H, T, T]` weights.
+    pub dropout: Option<&'a DropoutState>,
+}
+
+impl AttentionOptions<'_> {
+    /// Causal attention, the default scale, no dropout.
+    pub const CAUSAL: AttentionOptions<'static> = AttentionOptions {
+        scale: None,
+        is_causal: true,
+        dropout: None,
+    };
+}
+
+/// [`check_qkv`] for attention without a cache (k and v have q's sequence length), with
+/// `options` in the params.
 fn check_same_length(
     op: &str,
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
-    scale: Option<f32>,
+    options: &AttentionOptions,
 ) -> Result<AttentionParams, Error> {
-    let params = check_qkv(op, q, k, v, scale)?;
+    let mut params = check_qkv(op, q, k, v, options.scale)?;
+    params.causal = u32::from(options.is_causal);
+    dropout::set(op, &mut params, options.dropout)?;
     if params.tk_stride != params.tq {
         return Err(mismatch(
             op,
@@ -249,17 +280,14 @@ fn launch_forward(
     Ok((o, lse))
 }
 
-/// Causal attention forward: `dropout(softmax(scale * q k^T + causal mask)) v` per head.
+/// Attention forward: `dropout(softmax(scale * q k^T [+ causal mask])) v` per head, with
+/// the scale, the mask and the dropout of `options` ([`AttentionOptions::CAUSAL`]: causal,
+/// `1 / sqrt(D)`, no dropout).
 ///
 /// Shapes: `q` `[B, H, T, D]`, `k` and `v` `[B, Hkv, T, D]` with `Hkv` dividing `H`
 /// (grouped-query attention; `Hkv == H` is ordinary multi-head attention) and `D <= 128`.
-/// `scale` defaults to `1 / sqrt(D)`. `dropout`, when given (PyTorch's `dropout_p` in
-/// training: `DropoutState { stream: generator.next_stream(), p }`), drops each weight with
-/// probability `p` and scales the rest by `1 / (1 - p)`; its mask is regenerated wherever
-/// it is needed, never stored, and equals the one [`crate::ops::dropout`] draws from the same
-/// stream over the materialized `[B, H, T, T]` weights. Returns `(o, lse)`: `o`
-/// `[B, H, T, D]` and the natural-log logsumexp of each row's scaled, masked scores
-/// `[B, H, T]` (before dropout), which [`attention_backward`] needs.
+/// Returns `(o, lse)`: `o` `[B, H, T, D]` and the natural-log logsumexp of each row's
+/// scaled, masked scores `[B, H, T]` (before dropout), which [`attention_backward`] needs.
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] for shapes that do not fit the contract above,
@@ -269,12 +297,10 @@ pub fn attention(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
-    scale: Option<f32>,
-    dropout: Option<&DropoutState>,
+    options: &AttentionOptions,
 ) -> Result<(Tensor, Tensor), Error> {
     let op = "attention";
-    let mut params = check_same_length(op, q, k, v, scale)?;
-    dropout::set(op, &mut params, dropout)?;
+    let params = check_same_length(op, q, k, v, options)?;
     launch_forward(q, k, v, &params, op)
 }
 
@@ -322,9 +348,9 @@ fn check_backward(
     [q, k, v]: [&Tensor; 3],
     like_q: &[(&str, &Tensor)],
     rows: &[(&str, &Tensor)],
-    scale: Option<f32>,
+    options: &AttentionOptions,
 ) -> Result<AttentionParams, Error> {
-    let params = check_same_length(op, q, k, v, scale)?;
+    let params = check_same_length(op, q, k, v, options)?;
     for &(name, t) in like_q {
         if t.shape() != q.shape() || t.dtype() != DType::F32 {
             return Err(mismatch(
@@ -398,8 +424,8 @@ fn backward_dkv(
 /// Backward of [`attention`]: from the forward's inputs, its outputs `o` and `lse`, and the
 /// upstream gradient `grad_out` (`o`'s shape), returns `(dq, dk, dv)` with the shapes of
 /// `q`, `k`, `v`. For grouped-query attention `dk` and `dv` sum over the query heads that
-/// share each kv head. Deterministic: same inputs, same bits. `scale` and `dropout` must
-/// be the ones given to the forward (the mask is regenerated from `dropout`'s stream). Short sequences (`T <= 256`, as many kv heads as heads, `T` and
+/// share each kv head. Deterministic: same inputs, same bits. `options` must be the
+/// forward's (the dropout mask is regenerated from its stream). Short sequences (`T <= 256`, as many kv heads as heads, `T` and
 /// `D` multiples of 4) run the backward with the `T x T` scores materialized (five
 /// matmuls and one row kernel, `attention/materialized.rs`), which is faster there;
 /// the rest run the fused dq and dk/dv passes.
@@ -408,7 +434,6 @@ fn backward_dkv(
 /// [`Error::ShapeMismatch`] when a shape differs from the forward's contract (`o` and `grad_out`
 /// like `q`, `lse` `[B, H, T]`); [`Error::TooLarge`] and [`Error::InvalidArgument`] as for
 /// [`attention`].
-#[allow(clippy::too_many_arguments)] // PyTorch's argument list: the forward's and its outputs
 pub fn attention_backward(
     grad_out: &Tensor,
     q: &Tensor,
@@ -416,18 +441,16 @@ pub fn attention_backward(
     v: &Tensor,
     o: &Tensor,
     lse: &Tensor,
-    scale: Option<f32>,
-    dropout: Option<&DropoutState>,
+    options: &AttentionOptions,
 ) -> Result<(Tensor, Tensor, Tensor), Error> {
     let op = "attention_backward";
-    let mut params = check_backward(
+    let params = check_backward(
         op,
         [q, k, v],
         &[("o", o), ("grad_out", grad_out)],
         &[("lse", lse)],
-        scale,
+        options,
     )?;
-    dropout::set(op, &mut params, dropout)?;
     if materialized::applies(&params) {
         return materialized::backward(&params, [q, k, v], o, lse, grad_out);
     }
@@ -450,11 +473,11 @@ pub fn attention_backward_dq(
     v: &Tensor,
     o: &Tensor,
     lse: &Tensor,
-    scale: Option<f32>,
+    options: &AttentionOptions,
 ) -> Result<(Tensor, Tensor), Error> {
     let op = "attention_backward_dq";
     let like_q = [("o", o), ("grad_out", grad_out)];
-    let params = check_backward(op, [q, k, v], &like_q, &[("lse", lse)], scale)?;
+    let params = check_backward(op, [q, k, v], &like_q, &[("lse", lse)], options)?;
     backward_dq(op, [q, k, v], o, lse, grad_out, &params)
 }
 
@@ -471,10 +494,10 @@ pub fn attention_backward_dkv(
     v: &Tensor,
     lse: &Tensor,
     delta: &Tensor,
-    scale: Option<f32>,
+    options: &AttentionOptions,
 ) -> Result<(Tensor, Tensor), Error> {
     let op = "attention_backward_dkv";
     let rows = [("lse", lse), ("delta", delta)];
-    let params = check_backward(op, [q, k, v], &[("grad_out", grad_out)], &rows, scale)?;
+    let params = check_backward(op, [q, k, v], &[("grad_out", grad_out)], &rows, options)?;
     backward_dkv(op, [q, k, v], lse, grad_out, delta, &params)
 }

@@ -53,8 +53,8 @@ fn main(
         dka[c4] = vec4<f32>(0.0);
         dva[c4] = vec4<f32>(0.0);
     }
-    // The first query that sees key k0 is k0 - past.
-    let first = select(0u, k0 - p.past, k0 > p.past);
+    // The first query that sees key k0 is k0 - past (every query without the causal mask).
+    let first = select(0u, k0 - p.past, k0 > p.past && p.causal != 0u);
     let t_start = (first / TILE) * TILE;
     let group = p.heads / p.kv_heads;
 
@@ -92,7 +92,7 @@ fn main(
                         dp += part_dp[at];
                     }
                     let i = t0 + c0 + ii;
-                    let vis = i < p.tq && p.past + i >= j;
+                    let vis = i < p.tq && (p.past + i >= j || p.causal == 0u);
                     let lse2 = load_row(0u, head_row + i, i < p.tq) * LOG2E;
                     let dl = load_row(1u, head_row + i, i < p.tq);
                     let pij = select(0.0, exp2(s * p.scale_log2 - lse2), vis);

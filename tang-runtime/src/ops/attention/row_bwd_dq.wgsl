@@ -49,7 +49,7 @@ fn main(
         }
         lse2 = lse[row] * LOG2E;
     }
-    let n_keys = p.past + min(qb * ROWS + ROWS, p.tq);
+    let n_keys = select(p.tq, p.past + min(qb * ROWS + ROWS, p.tq), p.causal != 0u);
     let limit = p.past + i;
 
     for (var t0 = 0u; t0 < n_keys; t0 += TILE) {
@@ -83,7 +83,8 @@ fn main(
                     dp += part_dp[at];
                 }
                 let j = t0 + c0 + jj;
-                let pr = select(0.0, exp2(s * p.scale_log2 - lse2), j <= limit && j < n_keys);
+                let seen = (j <= limit || p.causal == 0u) && j < n_keys;
+                let pr = select(0.0, exp2(s * p.scale_log2 - lse2), seen);
                 ds[jj] = pr * (dp * drop1(row, j) - dl);
             }
             workgroupBarrier();

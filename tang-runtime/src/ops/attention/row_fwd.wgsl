@@ -54,7 +54,7 @@ fn main(
         l[x] = 0.0;
     }
     // Keys this block can see at all (the causal mask skips every tile past it).
-    let n_keys = p.past + min(qb * ROWS + ROWS, p.tq);
+    let n_keys = select(p.tq, p.past + min(qb * ROWS + ROWS, p.tq), p.causal != 0u);
 
     for (var t0 = 0u; t0 < n_keys; t0 += TILE) {
         workgroupBarrier();
@@ -91,7 +91,7 @@ fn main(
                         sum += part[(sp * CH + jj) * ROWS + r];
                     }
                     let j = t0 + c0 + jj;
-                    let sv = select(NEG, sum, j <= limit && j < n_keys);
+                    let sv = select(NEG, sum, (j <= limit || p.causal == 0u) && j < n_keys);
                     s[x * CH + jj] = sv;
                     mx = max(mx, sv);
                 }

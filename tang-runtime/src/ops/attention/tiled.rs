@@ -108,8 +108,8 @@ var<workgroup> vs: array<vec4<f32>, {vs}>;
         );
     });
     w.push_str(
-        "        // Only tiles that cross the diagonal (or the end of the keys) need the mask.
-        if (t0 + 31u > p.past + row0) {
+        "        // Only tiles that cross the thread's diagonal (or the end of the keys) need the mask.
+        if (t0 + 31u > lim.x) {
             let kj = t0 + 4u * cx;
             s0 = select(vec4<f32>(NEG), s0, vec4<u32>(kj) <= lim);
             s1 = select(vec4<f32>(NEG), s1, vec4<u32>(kj + 1u) <= lim);
@@ -165,10 +165,14 @@ pub(super) fn forward_prologue(w: &mut String, dp: u32) {
     );
     let _ = write!(
         w,
-        "    // Keys this block can see at all: every tile past the causal diagonal is skipped.
-    let n_keys = p.past + min(row0 + {ROWS}u, p.tq);
-    // Last key visible to each of the thread's four rows.
-    let lim = vec4<u32>(p.past + row0 + 4u * ry) + vec4<u32>(0u, 1u, 2u, 3u);
+        "    // Keys this block can see at all (causal: every tile past the diagonal is skipped),
+    // and the last key visible to each of the thread's four rows.
+    var n_keys = p.tq;
+    var lim = vec4<u32>(p.tq - 1u);
+    if (p.causal != 0u) {{
+        n_keys = p.past + min(row0 + {ROWS}u, p.tq);
+        lim = vec4<u32>(p.past + row0 + 4u * ry) + vec4<u32>(0u, 1u, 2u, 3u);
+    }}
     var m = vec4<f32>(-1.0e30);
     var l = vec4<f32>(0.0);
 "
