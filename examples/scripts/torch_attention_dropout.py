@@ -1,0 +1,74 @@
+"""PyTorch's side of the bench program's attention cases with dropout on the weights
+(`examples/examples/bench/attention.rs`), under the same names: causal
+`F.scaled_dot_product_attention` forward + backward with `dropout_p=0.2`, and the
+dropout-free cases beside them, in fp32 (TF32 off) and fp16.
+
+Run on the same GPU in the same run as the tang cases:
+
+    python3 examples/scripts/torch_attention_dropout.py
+
+Each case prints milliseconds per forward + backward: the median of 11 timed batches,
+each batch timed with CUDA events after a warm-up, as the tang side times a batch and
+waits once. The fp32 cases run PyTorch's efficient-attention kernel (FlashAttention's
+takes fp16 and bf16 only), the fp16 ones FlashAttention's; the backend each case ran
+is printed beside it.
+"""
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+torch.backends.cudnn.allow_tf32 = False
+torch.backends.cuda.matmul.allow_tf32 = False
+dev = "cuda"
+
+# (name, [B, H, T, D], dropout_p): the tang bench's cases.
+CASES = [
+    ("attention_B8_H8_T1024_d64_fwd_bwd", (8, 8, 1024, 64), 0.0),
+    ("attention_B8_H8_T1024_d64_dropout_fwd_bwd", (8, 8, 1024, 64), 0.2),
+    ("attention_gpt_B64_H6_T256_d64_fused_fwd_bwd", (64, 6, 256, 64), 0.0),
+    ("attention_gpt_B64_H6_T256_d64_dropout_fwd_bwd", (64, 6, 256, 64), 0.2),
+    ("attention_gpt2_B8_H12_T1024_d64_fwd_bwd", (8, 12, 1024, 64), 0.0),
+    ("attention_gpt2_B8_H12_T1024_d64_dropout_fwd_bwd", (8, 12, 1024, 64), 0.2),
+]
+
+
+def median_ms(fn, reps):
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(11):
+        start, end = torch.cuda.Event(True), torch.cuda.Event(True)
+        torch.cuda.synchronize()
+        start.record()
+        for _ in range(reps):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / reps)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def case(shape, p, dtype, backend):
+    q, k, v = (torch.randn(*shape, device=dev, dtype=dtype, requires_grad=True) for _ in range(3))
+    go = torch.randn(*shape, device=dev, dtype=dtype)
+
+    def fwd_bwd():
+        with sdpa_kernel(backend):
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+        y.backward(go)
+        q.grad = k.grad = v.grad = None
+
+    return median_ms(fwd_bwd, 5)
+
+
+if __name__ == "__main__":
+    print("PyTorch", torch.__version__, "on", torch.cuda.get_device_name())
+    for dtype, suffix, backend in [
+        (torch.float32, "", SDPBackend.EFFICIENT_ATTENTION),
+        (torch.float16, "_f16", SDPBackend.FLASH_ATTENTION),
+    ]:
+        for name, shape, p in CASES:
+            ms = case(shape, p, dtype, backend)
+            print(f"{name}{suffix}_sdpa: {ms:.4f} ms ({backend.name})")
