@@ -18,9 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-torch.backends.cudnn.allow_tf32 = False
-torch.backends.cuda.matmul.allow_tf32 = False
-dev = "cuda"
+# The timing (and TF32 off) of the other anchors.
+from torch_ops_anchors import dev, median_ms
 
 # (name, [B, H, T, D], dropout_p): the tang bench's cases.
 CASES = [
@@ -31,23 +30,6 @@ CASES = [
     ("attention_gpt2_B8_H12_T1024_d64_fwd_bwd", (8, 12, 1024, 64), 0.0),
     ("attention_gpt2_B8_H12_T1024_d64_dropout_fwd_bwd", (8, 12, 1024, 64), 0.2),
 ]
-
-
-def median_ms(fn, reps):
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(11):
-        start, end = torch.cuda.Event(True), torch.cuda.Event(True)
-        torch.cuda.synchronize()
-        start.record()
-        for _ in range(reps):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / reps)
-    times.sort()
-    return times[len(times) // 2]
 
 
 def case(shape, p, dtype, backend):

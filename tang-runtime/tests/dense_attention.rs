@@ -8,73 +8,24 @@ use tang_runtime::ops::{
 use tang_runtime::{Device, DeviceOptions, Error, Tensor};
 use tang_testing::{assert_close, devices};
 
-mod attention_support;
-use attention_support::{Cfg, cfg, inputs, ref_backward, ref_forward, upload};
+/// Causal attention at the default scale without dropout.
+const CAUSAL: AttentionOptions<'static> = AttentionOptions::CAUSAL;
 
-/// Forward and backward of one configuration against the f64 reference.
-fn check(dev: &Device, c: Cfg, seed: u64, amp: f32, backward: bool) {
-    let x = inputs(c, seed, amp);
-    let (q, k, v, go) = upload(dev, c, &x);
-    let scale = 1.0 / (c.d as f64).sqrt();
-    let options = c.options(None);
-    let (o, lse) = attention(&q, &k, &v, &options).unwrap();
-    let (o_ref, lse_ref, _) = ref_forward(c, &x.q, &x.k, &x.v, scale, None);
-    assert_close(
-        &format!("o {c:?}"),
-        &o.to_vec().unwrap(),
-        &o_ref,
-        2e-5,
-        1e-4,
-    );
-    assert_close(
-        &format!("lse {c:?}"),
-        &lse.to_vec().unwrap(),
-        &lse_ref,
-        2e-5,
-        1e-5,
-    );
-    if !backward {
-        return;
-    }
-    let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, &options).unwrap();
-    let (dq_ref, dk_ref, dv_ref) = ref_backward(c, [&x.q, &x.k, &x.v, &x.go], scale, None);
-    // Gradients sum up to T terms (and H/Hkv heads); f32 accumulation error grows with both.
-    let atol = 1e-4 * (1.0 + (c.t * c.h / c.hkv) as f64).sqrt();
-    assert_close(
-        &format!("dq {c:?}"),
-        &dq.to_vec().unwrap(),
-        &dq_ref,
-        atol,
-        1e-3,
-    );
-    assert_close(
-        &format!("dk {c:?}"),
-        &dk.to_vec().unwrap(),
-        &dk_ref,
-        atol,
-        1e-3,
-    );
-    assert_close(
-        &format!("dv {c:?}"),
-        &dv.to_vec().unwrap(),
-        &dv_ref,
-        atol,
-        1e-3,
-    );
-}
+mod attention_support;
+use attention_support::{Cfg, cfg, check, inputs, ref_backward, ref_forward, upload};
 
 #[test]
 fn forward_and_backward_match_reference() {
     for dev in devices() {
         // T in {1, 7, 64, 257}; heads 1, 4, 8 and grouped 8 -> 2; D in {16, 64}.
-        check(&dev, cfg(1, 1, 1, 1, 16), 1, 1.0, true);
-        check(&dev, cfg(2, 4, 4, 7, 16), 2, 1.0, true);
-        check(&dev, cfg(1, 8, 2, 64, 64), 3, 1.0, true);
-        check(&dev, cfg(1, 1, 1, 257, 64), 4, 1.0, true);
-        check(&dev, cfg(1, 8, 2, 257, 16), 5, 1.0, true);
-        check(&dev, cfg(2, 4, 4, 64, 64), 6, 1.0, true);
-        check(&dev, cfg(1, 8, 8, 7, 64), 17, 1.0, true);
-        check(&dev, cfg(2, 8, 2, 1, 64), 18, 1.0, true);
+        check(&dev, cfg(1, 1, 1, 1, 16), 1, 1.0, true, None);
+        check(&dev, cfg(2, 4, 4, 7, 16), 2, 1.0, true, None);
+        check(&dev, cfg(1, 8, 2, 64, 64), 3, 1.0, true, None);
+        check(&dev, cfg(1, 1, 1, 257, 64), 4, 1.0, true, None);
+        check(&dev, cfg(1, 8, 2, 257, 16), 5, 1.0, true, None);
+        check(&dev, cfg(2, 4, 4, 64, 64), 6, 1.0, true, None);
+        check(&dev, cfg(1, 8, 8, 7, 64), 17, 1.0, true, None);
+        check(&dev, cfg(2, 8, 2, 1, 64), 18, 1.0, true, None);
     }
 }
 
@@ -92,7 +43,7 @@ fn not_causal_matches_reference() {
             (cfg(2, 2, 2, 64, 64), 64),
             (cfg(1, 2, 1, 100, 24), 65),
         ] {
-            check(&dev, Cfg { causal: false, ..c }, seed, 1.0, true);
+            check(&dev, Cfg { causal: false, ..c }, seed, 1.0, true, None);
         }
     }
 }
@@ -101,16 +52,16 @@ fn not_causal_matches_reference() {
 fn other_head_dims_and_peaked_softmax() {
     for dev in devices() {
         // Padded variants (D not a multiple of 4, D between variants) and D = 128.
-        check(&dev, cfg(1, 2, 1, 33, 5), 7, 1.0, true);
-        check(&dev, cfg(1, 2, 2, 70, 48), 8, 1.0, true);
-        check(&dev, cfg(1, 2, 1, 40, 128), 9, 1.0, true);
-        check(&dev, cfg(1, 2, 2, 65, 32), 10, 1.0, true);
+        check(&dev, cfg(1, 2, 1, 33, 5), 7, 1.0, true, None);
+        check(&dev, cfg(1, 2, 2, 70, 48), 8, 1.0, true, None);
+        check(&dev, cfg(1, 2, 1, 40, 128), 9, 1.0, true, None);
+        check(&dev, cfg(1, 2, 2, 65, 32), 10, 1.0, true, None);
         // Large logits: softmax rows close to one-hot, exercising the online rescaling.
-        check(&dev, cfg(1, 2, 2, 100, 16), 11, 6.0, true);
-        check(&dev, cfg(1, 2, 2, 130, 64), 19, 6.0, true);
-        check(&dev, cfg(1, 2, 1, 97, 32), 20, 6.0, true);
+        check(&dev, cfg(1, 2, 2, 100, 16), 11, 6.0, true, None);
+        check(&dev, cfg(1, 2, 2, 130, 64), 19, 6.0, true, None);
+        check(&dev, cfg(1, 2, 1, 97, 32), 20, 6.0, true, None);
         // The large forward over several 64-key tiles, padded dims (24 of 32), grouped heads.
-        check(&dev, cfg(2, 4, 2, 200, 24), 22, 2.0, false);
+        check(&dev, cfg(2, 4, 2, 200, 24), 22, 2.0, false, None);
     }
 }
 
@@ -124,8 +75,8 @@ fn checked_mode_gives_the_same_results() {
     })
     .unwrap();
     assert!(dev.info().checked);
-    check(&dev, cfg(1, 4, 2, 70, 64), 15, 1.0, true);
-    check(&dev, cfg(1, 2, 1, 19, 5), 16, 1.0, true);
+    check(&dev, cfg(1, 4, 2, 70, 64), 15, 1.0, true, None);
+    check(&dev, cfg(1, 2, 1, 19, 5), 16, 1.0, true, None);
 }
 
 /// Gradient of sum(o * go) by central differences of the f64 reference forward, compared
@@ -139,30 +90,13 @@ fn backward_matches_finite_differences() {
     {
         let x = inputs(c, 12, 1.0);
         let scale = 0.5;
+        let options = AttentionOptions {
+            scale: Some(scale as f32),
+            ..CAUSAL
+        };
         let (q, k, v, go) = upload(&dev, c, &x);
-        let (o, lse) = attention(
-            &q,
-            &k,
-            &v,
-            &AttentionOptions {
-                scale: Some(scale as f32),
-                ..AttentionOptions::CAUSAL
-            },
-        )
-        .unwrap();
-        let (dq, dk, dv) = attention_backward(
-            &go,
-            &q,
-            &k,
-            &v,
-            &o,
-            &lse,
-            &AttentionOptions {
-                scale: Some(scale as f32),
-                ..AttentionOptions::CAUSAL
-            },
-        )
-        .unwrap();
+        let (o, lse) = attention(&q, &k, &v, &options).unwrap();
+        let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, &options).unwrap();
         let loss = |q: &[f32], k: &[f32], v: &[f32]| -> f64 {
             let (o, _, _) = ref_forward(c, q, k, v, scale, None);
             o.iter().zip(&x.go).map(|(a, &b)| a * b as f64).sum()
@@ -224,9 +158,9 @@ fn backward_is_deterministic_with_grouped_heads() {
 fn deterministic_case(dev: &Device, c: Cfg) {
     let x = inputs(c, 13, 1.0);
     let (q, k, v, go) = upload(dev, c, &x);
-    let (o, lse) = attention(&q, &k, &v, &AttentionOptions::CAUSAL).unwrap();
-    let first = attention_backward(&go, &q, &k, &v, &o, &lse, &AttentionOptions::CAUSAL).unwrap();
-    let second = attention_backward(&go, &q, &k, &v, &o, &lse, &AttentionOptions::CAUSAL).unwrap();
+    let (o, lse) = attention(&q, &k, &v, &CAUSAL).unwrap();
+    let first = attention_backward(&go, &q, &k, &v, &o, &lse, &CAUSAL).unwrap();
+    let second = attention_backward(&go, &q, &k, &v, &o, &lse, &CAUSAL).unwrap();
     for (a, b) in [
         (&first.0, &second.0),
         (&first.1, &second.1),
@@ -255,7 +189,7 @@ fn decode_case(b: usize, h: usize, hkv: usize, t: usize, d: usize, tmax: usize) 
         let c = cfg(b, h, hkv, t, d);
         let x = inputs(c, 14, 1.0);
         let (q, k, v, _) = upload(&dev, c, &x);
-        let (o_full, _) = attention(&q, &k, &v, &AttentionOptions::CAUSAL).unwrap();
+        let (o_full, _) = attention(&q, &k, &v, &CAUSAL).unwrap();
         let o_full = o_full.to_vec().unwrap();
         let cache = |src: &[f32]| -> Tensor {
             let mut buf = vec![f32::NAN; b * hkv * tmax * d];
@@ -296,40 +230,25 @@ fn bad_shapes_are_errors() {
     for dev in devices() {
         let z = |s: &[usize]| Tensor::zeros(&dev, s).unwrap();
         let (q, k) = (z(&[1, 4, 8, 16]), z(&[1, 3, 8, 16]));
-        let e = attention(&q, &k, &k, &AttentionOptions::CAUSAL).unwrap_err();
+        let e = attention(&q, &k, &k, &CAUSAL).unwrap_err();
         assert!(
             matches!(e, Error::ShapeMismatch { .. }) && e.to_string().contains("Hkv dividing H"),
             "{e}"
         );
-        let e = attention(
-            &q,
-            &z(&[1, 4, 9, 16]),
-            &z(&[1, 4, 9, 16]),
-            &AttentionOptions::CAUSAL,
-        )
-        .unwrap_err();
+        let e = attention(&q, &z(&[1, 4, 9, 16]), &z(&[1, 4, 9, 16]), &CAUSAL).unwrap_err();
         assert!(e.to_string().contains("attention_decode"), "{e}");
         let e = attention(
             &z(&[1, 1, 2, 129]),
             &z(&[1, 1, 2, 129]),
             &z(&[1, 1, 2, 129]),
-            &AttentionOptions::CAUSAL,
+            &CAUSAL,
         )
         .unwrap_err();
         assert!(matches!(e, Error::TooLarge { .. }), "{e}");
-        let e = attention(&z(&[4, 8, 16]), &k, &k, &AttentionOptions::CAUSAL).unwrap_err();
+        let e = attention(&z(&[4, 8, 16]), &k, &k, &CAUSAL).unwrap_err();
         assert!(e.to_string().contains("[B, H, T, D]"), "{e}");
-        let (o, lse) = attention(&q, &q, &q, &AttentionOptions::CAUSAL).unwrap();
-        let e = attention_backward(
-            &o,
-            &q,
-            &q,
-            &q,
-            &o,
-            &z(&[1, 4, 9]),
-            &AttentionOptions::CAUSAL,
-        )
-        .unwrap_err();
+        let (o, lse) = attention(&q, &q, &q, &CAUSAL).unwrap();
+        let e = attention_backward(&o, &q, &q, &q, &o, &z(&[1, 4, 9]), &CAUSAL).unwrap_err();
         assert!(e.to_string().contains("lse"), "{e}");
         drop(lse);
     }
@@ -386,56 +305,13 @@ fn materialized_backward_matches_the_fused_passes() {
             (cfg(1, 1, 1, 4, 4), None),
         ] {
             let x = inputs(c, 23, 1.0);
+            let options = AttentionOptions { scale, ..CAUSAL };
             let (q, k, v, go) = upload(&dev, c, &x);
-            let (o, lse) = attention(
-                &q,
-                &k,
-                &v,
-                &AttentionOptions {
-                    scale,
-                    ..AttentionOptions::CAUSAL
-                },
-            )
-            .unwrap();
-            let (dq, dk, dv) = attention_backward(
-                &go,
-                &q,
-                &k,
-                &v,
-                &o,
-                &lse,
-                &AttentionOptions {
-                    scale,
-                    ..AttentionOptions::CAUSAL
-                },
-            )
-            .unwrap();
-            let (dq2, delta) = attention_backward_dq(
-                &go,
-                &q,
-                &k,
-                &v,
-                &o,
-                &lse,
-                &AttentionOptions {
-                    scale,
-                    ..AttentionOptions::CAUSAL
-                },
-            )
-            .unwrap();
-            let (dk2, dv2) = attention_backward_dkv(
-                &go,
-                &q,
-                &k,
-                &v,
-                &lse,
-                &delta,
-                &AttentionOptions {
-                    scale,
-                    ..AttentionOptions::CAUSAL
-                },
-            )
-            .unwrap();
+            let (o, lse) = attention(&q, &k, &v, &options).unwrap();
+            let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, &options).unwrap();
+            let (dq2, delta) = attention_backward_dq(&go, &q, &k, &v, &o, &lse, &options).unwrap();
+            let (dk2, dv2) =
+                attention_backward_dkv(&go, &q, &k, &v, &lse, &delta, &options).unwrap();
             let atol = 1e-4 * (1.0 + c.t as f64).sqrt();
             for (name, a, b) in [("dq", &dq, &dq2), ("dk", &dk, &dk2), ("dv", &dv, &dv2)] {
                 let fused: Vec<f64> = b.to_vec().unwrap().iter().map(|&v| f64::from(v)).collect();
@@ -459,21 +335,16 @@ fn backward_passes_apart_match_the_backward() {
         for c in [cfg(1, 4, 2, 70, 64), cfg(1, 2, 2, 33, 16)] {
             let x = inputs(c, 21, 1.0);
             let (q, k, v, go) = upload(&dev, c, &x);
-            let (o, lse) = attention(&q, &k, &v, &AttentionOptions::CAUSAL).unwrap();
-            let (dq, dk, dv) =
-                attention_backward(&go, &q, &k, &v, &o, &lse, &AttentionOptions::CAUSAL).unwrap();
-            let (dq2, delta) =
-                attention_backward_dq(&go, &q, &k, &v, &o, &lse, &AttentionOptions::CAUSAL)
-                    .unwrap();
+            let (o, lse) = attention(&q, &k, &v, &CAUSAL).unwrap();
+            let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, &CAUSAL).unwrap();
+            let (dq2, delta) = attention_backward_dq(&go, &q, &k, &v, &o, &lse, &CAUSAL).unwrap();
             let (dk2, dv2) =
-                attention_backward_dkv(&go, &q, &k, &v, &lse, &delta, &AttentionOptions::CAUSAL)
-                    .unwrap();
+                attention_backward_dkv(&go, &q, &k, &v, &lse, &delta, &CAUSAL).unwrap();
             for (a, b) in [(&dq, &dq2), (&dk, &dk2), (&dv, &dv2)] {
                 let (a, b) = (a.to_vec().unwrap(), b.to_vec().unwrap());
                 assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()));
             }
-            let e = attention_backward_dkv(&go, &q, &k, &v, &lse, &o, &AttentionOptions::CAUSAL)
-                .unwrap_err();
+            let e = attention_backward_dkv(&go, &q, &k, &v, &lse, &o, &CAUSAL).unwrap_err();
             assert!(e.to_string().contains("delta"), "{e}");
         }
     }

@@ -11,7 +11,7 @@ use tang_runtime::{Device, Error, Tensor};
 use tang_testing::{assert_close, devices, numeric_gradient};
 
 mod attention_support;
-use attention_support::{Cfg, cfg, drop_factor, inputs, ref_backward, ref_forward, upload};
+use attention_support::{Cfg, cfg, check, drop_factor, inputs, ref_forward, upload};
 
 /// The dropout of the tests: probability 0.2 (nanoGPT's) from `seed`'s first stream.
 fn state(seed: u64) -> DropoutState {
@@ -21,69 +21,35 @@ fn state(seed: u64) -> DropoutState {
     }
 }
 
-/// Forward and backward with dropout against the f64 reference.
-fn check(dev: &Device, c: Cfg, seed: u64) {
-    let x = inputs(c, seed, 1.0);
-    let (q, k, v, go) = upload(dev, c, &x);
-    let drop = state(seed);
-    let scale = 1.0 / (c.d as f64).sqrt();
-    let options = c.options(Some(&drop));
-    let (o, lse) = attention(&q, &k, &v, &options).unwrap();
-    let (o_ref, lse_ref, _) = ref_forward(c, &x.q, &x.k, &x.v, scale, Some(&drop));
-    assert_close(
-        &format!("o {c:?}"),
-        &o.to_vec().unwrap(),
-        &o_ref,
-        3e-5,
-        1e-4,
-    );
-    assert_close(
-        &format!("lse {c:?}"),
-        &lse.to_vec().unwrap(),
-        &lse_ref,
-        2e-5,
-        1e-5,
-    );
-    let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, &options).unwrap();
-    let (dq_ref, dk_ref, dv_ref) = ref_backward(c, [&x.q, &x.k, &x.v, &x.go], scale, Some(&drop));
-    let atol = 1.5e-4 * (1.0 + (c.t * c.h / c.hkv) as f64).sqrt();
-    for (name, got, want) in [
-        ("dq", &dq, &dq_ref),
-        ("dk", &dk, &dk_ref),
-        ("dv", &dv, &dv_ref),
-    ] {
-        assert_close(
-            &format!("{name} {c:?}"),
-            &got.to_vec().unwrap(),
-            want,
-            atol,
-            1e-3,
-        );
-    }
-}
-
 /// T in {1, 3, 17, 64, 257} and D in {16, 64, 80, 128}, causal or not, grouped heads or not:
 /// every kernel family (row-per-thread at D 16, 80, 128; register-blocked at D 24 and 64,
 /// both tile shapes; the materialized backward at equal heads, T and D multiples of 4).
 #[test]
 fn fused_dropout_matches_the_reference() {
     for dev in devices() {
-        check(&dev, cfg(1, 2, 1, 1, 16), 1);
-        check(&dev, cfg(2, 2, 2, 3, 64), 2);
-        check(&dev, cfg(1, 4, 2, 17, 80), 3);
-        check(&dev, cfg(1, 2, 2, 17, 24), 4);
-        check(&dev, cfg(2, 2, 2, 64, 64), 5);
-        check(&dev, cfg(1, 2, 1, 64, 128), 6);
-        check(&dev, cfg(1, 2, 1, 257, 64), 7);
-        check(&dev, cfg(1, 2, 2, 257, 16), 8);
-        check(&dev, cfg(1, 2, 1, 61, 24), 9);
+        check(&dev, cfg(1, 2, 1, 1, 16), 1, 1.0, true, Some(&state(1)));
+        check(&dev, cfg(2, 2, 2, 3, 64), 2, 1.0, true, Some(&state(2)));
+        check(&dev, cfg(1, 4, 2, 17, 80), 3, 1.0, true, Some(&state(3)));
+        check(&dev, cfg(1, 2, 2, 17, 24), 4, 1.0, true, Some(&state(4)));
+        check(&dev, cfg(2, 2, 2, 64, 64), 5, 1.0, true, Some(&state(5)));
+        check(&dev, cfg(1, 2, 1, 64, 128), 6, 1.0, true, Some(&state(6)));
+        check(&dev, cfg(1, 2, 1, 257, 64), 7, 1.0, true, Some(&state(7)));
+        check(&dev, cfg(1, 2, 2, 257, 16), 8, 1.0, true, Some(&state(8)));
+        check(&dev, cfg(1, 2, 1, 61, 24), 9, 1.0, true, Some(&state(9)));
         // Without the causal mask: row-per-thread, register-blocked, materialized.
         for (c, seed) in [
             (cfg(1, 4, 2, 17, 16), 10),
             (cfg(1, 2, 1, 70, 64), 11),
             (cfg(1, 2, 2, 64, 32), 12),
         ] {
-            check(&dev, Cfg { causal: false, ..c }, seed);
+            check(
+                &dev,
+                Cfg { causal: false, ..c },
+                seed,
+                1.0,
+                true,
+                Some(&state(seed)),
+            );
         }
     }
 }

@@ -4,8 +4,9 @@
 #![allow(dead_code)]
 
 use tang_runtime::ops::{AttentionOptions, DropoutState};
+use tang_runtime::ops::{attention, attention_backward};
 use tang_runtime::{Device, Tensor};
-use tang_testing::Rng;
+use tang_testing::{Rng, assert_close};
 
 #[derive(Clone, Copy, Debug)]
 pub struct Cfg {
@@ -174,5 +175,59 @@ pub fn cfg(b: usize, h: usize, hkv: usize, t: usize, d: usize) -> Cfg {
         t,
         d,
         causal: true,
+    }
+}
+
+/// Forward (and with `backward` the backward) of one configuration, with dropout when
+/// `drop` is given, against the f64 reference: inputs from `seed`, q and k scaled by `amp`.
+pub fn check(
+    dev: &Device,
+    c: Cfg,
+    seed: u64,
+    amp: f32,
+    backward: bool,
+    drop: Option<&DropoutState>,
+) {
+    let x = inputs(c, seed, amp);
+    let (q, k, v, go) = upload(dev, c, &x);
+    let scale = 1.0 / (c.d as f64).sqrt();
+    let options = c.options(drop);
+    // Kept weights are scaled by 1 / (1 - p): the errors grow with them.
+    let tol = if drop.is_some() { 1.5 } else { 1.0 };
+    let (o, lse) = attention(&q, &k, &v, &options).unwrap();
+    let (o_ref, lse_ref, _) = ref_forward(c, &x.q, &x.k, &x.v, scale, drop);
+    assert_close(
+        &format!("o {c:?}"),
+        &o.to_vec().unwrap(),
+        &o_ref,
+        2e-5 * tol,
+        1e-4,
+    );
+    assert_close(
+        &format!("lse {c:?}"),
+        &lse.to_vec().unwrap(),
+        &lse_ref,
+        2e-5,
+        1e-5,
+    );
+    if !backward {
+        return;
+    }
+    let (dq, dk, dv) = attention_backward(&go, &q, &k, &v, &o, &lse, &options).unwrap();
+    let (dq_ref, dk_ref, dv_ref) = ref_backward(c, [&x.q, &x.k, &x.v, &x.go], scale, drop);
+    // Gradients sum up to T terms (and H/Hkv heads); f32 accumulation error grows with both.
+    let atol = 1e-4 * tol * (1.0 + (c.t * c.h / c.hkv) as f64).sqrt();
+    for (name, got, want) in [
+        ("dq", &dq, &dq_ref),
+        ("dk", &dk, &dk_ref),
+        ("dv", &dv, &dv_ref),
+    ] {
+        assert_close(
+            &format!("{name} {c:?}"),
+            &got.to_vec().unwrap(),
+            want,
+            atol,
+            1e-3,
+        );
     }
 }
