@@ -94,7 +94,7 @@ fn prologue(w: &mut String, s: Dkv) {
         na,
         ..
     } = s;
-    w.push_str("// Causal flash-attention backward, dk/dv pass, register-blocked (generated; see attention/bwd_dkv.rs).\n");
+    w.push_str("// Flash-attention backward, dk/dv pass, register-blocked (generated; see attention/bwd_dkv.rs).\n");
     w.push_str(&layout::DKV.declarations());
     dropout::emit_functions(w);
     let block = Block { threads, dp };

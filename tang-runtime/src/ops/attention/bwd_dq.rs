@@ -37,7 +37,7 @@ pub fn backward_dq(dp: u32, rows: u32) -> String {
     let threads = 2 * rows;
     let vt_len = dq_shared_bytes(dp, rows) / 4 - 2 * dp * rows - dp * KT_LINE * 4;
     let mut w = String::new();
-    w.push_str("// Causal flash-attention backward, dq pass, register-blocked (generated; see attention/bwd_dq.rs).\n");
+    w.push_str("// Flash-attention backward, dq pass, register-blocked (generated; see attention/bwd_dq.rs).\n");
     w.push_str(&layout::DQ.declarations());
     dropout::emit_functions(&mut w);
     let block = Block { threads, dp };

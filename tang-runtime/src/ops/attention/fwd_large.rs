@@ -108,7 +108,7 @@ pub fn forward(dp: u32) -> String {
     let (qs_len, kp_len, vs_len) = lens(dp);
     let mut w = String::new();
     w.push_str(
-        "// Causal flash-attention forward, large tiles (generated; see attention/fwd_large.rs).\n",
+        "// Flash-attention forward, large tiles (generated; see attention/fwd_large.rs).\n",
     );
     w.push_str(&layout::FWD.declarations());
     dropout::emit_functions(&mut w);

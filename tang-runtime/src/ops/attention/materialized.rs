@@ -10,7 +10,7 @@
 //! ```text
 //! S  = Q K^T                 (matmul)
 //! dP = dO V^T                (matmul)
-//! P  = exp(scale S - lse)    masked causally, and dS = P (dP - D) scale with D = rowsum(dO * O)
+//! P  = exp(scale S - lse)    (masked causally if so), and dS = P (dP - D) scale with D = rowsum(dO * O)
 //!                            (with dropout's mask M: dS = P (M dP - D) scale, then P M)
 //!                            (one row kernel, `attention_probs_grad`, P over S and dS over dP)
 //! dV = P^T dO,  dQ = dS K,  dK = dS^T Q   (matmuls)

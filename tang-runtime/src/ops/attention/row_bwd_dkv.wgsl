@@ -1,4 +1,4 @@
-// Causal flash-attention backward, key side: dk and dv.
+// Flash-attention (causal or not) backward, key side: dk and dv.
 //
 // Prepended by the Rust module: DP, DH, SPLIT, ROWS, TILE, CH (see row_fwd.wgsl).
 // A workgroup owns ROWS key rows of one (batch, kv head); thread (slice, row) keeps DH dims

@@ -1,4 +1,4 @@
-// Causal flash-attention backward, query side: dq, and delta_i = rowsum(dO_i * O_i).
+// Flash-attention (causal or not) backward, query side: dq, and delta_i = rowsum(dO_i * O_i).
 //
 // Prepended by the Rust module: DP, DH, SPLIT, ROWS, TILE, CH (see row_fwd.wgsl).
 // A workgroup owns ROWS query rows of one (batch, head); thread (slice, row) keeps DH dims

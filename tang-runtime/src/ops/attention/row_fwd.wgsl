@@ -1,4 +1,4 @@
-// Causal flash-attention forward (online softmax, O(T) memory per head).
+// Flash-attention (causal or not) forward (online softmax, O(T) memory per head).
 //
 // Prepended by the Rust module: the tile constants DP (head dim padded to 16/32/64/128),
 // DH (dims owned by one thread), SPLIT = DP / DH (threads per query row), ROWS (query rows

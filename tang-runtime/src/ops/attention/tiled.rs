@@ -47,7 +47,9 @@ pub fn forward(dp: u32) -> String {
     let nv = dp / 32;
     let kp_len = fwd_shared_bytes(dp) / 4 - dp * ROWS - KT * dp;
     let mut w = String::new();
-    w.push_str("// Causal flash-attention forward, register-blocked (generated; see attention/tiled.rs).\n");
+    w.push_str(
+        "// Flash-attention forward, register-blocked (generated; see attention/tiled.rs).\n",
+    );
     w.push_str(&layout::FWD.declarations());
     dropout::emit_functions(&mut w);
     let _ = write!(
