@@ -10,8 +10,8 @@
 //!   fragment is then read row-major (`coopLoadT`) or column-major (`coopLoad`).
 //! - The next k tile is loaded into registers (four elements per load, f32 operands
 //!   rounded to f16 there) while the fragments of the current one multiply: one barrier
-//!   pair per k tile. Loads are guarded only on edge tiles (zero fill).
-//! - C leaves through workgroup memory, one row of fragments at a time per subgroup, so
+//!   pair per k tile. Loads are guarded without branches (zero fill).
+//! - C leaves through workgroup memory, one fragment at a time per subgroup, so
 //!   bounds, the bias, the epilogue and an f16 result are applied per element and the
 //!   global stores are coalesced.
 //!
@@ -37,8 +37,8 @@ const THREADS: u32 = 128;
 const FRAGS: u32 = 4;
 /// Halves of padding after every staged line.
 const PAD: u32 = 8;
-/// Rows of C a subgroup stores at a time (one fragment row).
-const SCRATCH_ROWS: u32 = 16;
+/// f32 of the store scratch: one 16 x 16 fragment per subgroup.
+const SCRATCH: u32 = (THREADS / 32) * 16 * 16;
 
 /// Everything that changes the shader text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -112,7 +112,7 @@ pub(crate) fn layout(v: &CoopVariant) -> Layout<MatmulParams, Vec<Slot>> {
 pub(crate) const fn workgroup_bytes() -> u32 {
     // The larger staging of either order: [128][32 + 8] halves against [32][128 + 8].
     let a = max(BLOCK * (BK + PAD), BK * (BLOCK + PAD));
-    2 * 2 * a + 4 * (THREADS / 32) * SCRATCH_ROWS * FRAGS * 16
+    2 * 2 * a + 4 * SCRATCH
 }
 
 const fn max(a: u32, b: u32) -> u32 {
@@ -172,9 +172,9 @@ fn staged(v: &CoopVariant) -> [Staged; 2] {
     ]
 }
 
-/// Statements loading unit `u` of k tile `k0` of `op` into register `p<name><i>`,
-/// guarded (zero outside the matrix) or not.
-fn emit_load(w: &mut String, op: &Staged, i: u32, guarded: bool) {
+/// Statements loading unit `u` of k tile `k0` of `op` into register `p<name><i>` (zero
+/// outside the matrix).
+fn emit_load(w: &mut String, op: &Staged, i: u32) {
     let n = op.name;
     let per = op.units_per_line();
     let (r0, rmax, ld, base) = if n == 'a' {
@@ -206,37 +206,29 @@ fn emit_load(w: &mut String, op: &Staged, i: u32, guarded: bool) {
     } else {
         ("kk", "p.k")
     };
+    // Branch-free guards: an index outside the matrix reads element 0 (every binding
+    // holds at least one 16-byte unit) and the value is replaced by zero. One code path
+    // for edge and inner tiles keeps the register count of the loop down (a second,
+    // unguarded copy of the loads made the kernel spill on the H200).
     if op.vec {
-        let read = if op.half {
-            format!("{n}[gi >> 2u]")
-        } else {
-            format!("vec4<f16>({n}[gi >> 2u])")
-        };
-        if guarded {
-            // The contiguous extent is a multiple of 4 and units start at multiples of 4:
-            // a unit is wholly inside or wholly outside.
-            let _ = writeln!(
-                w,
-                "            p{n}{i} = vec4<f16>();\n            if ({other} < {othermax} && {along} < {alongmax}) {{ p{n}{i} = {read}; }}"
-            );
-        } else {
-            let _ = writeln!(w, "            p{n}{i} = {read};");
-        }
+        let _ = writeln!(
+            w,
+            "            let ok = {other} < {othermax} && {along} < {alongmax};\n            let v = {n}[select(0u, gi >> 2u, ok)];"
+        );
+        let v = if op.half { "v" } else { "vec4<f16>(v)" };
+        let _ = writeln!(w, "            p{n}{i} = select(vec4<f16>(), {v}, ok);");
     } else {
         for (e, comp) in ['x', 'y', 'z', 'w'].iter().enumerate() {
-            let read = if op.half {
-                format!("{n}[gi + {e}u]")
+            let _ = writeln!(
+                w,
+                "            let ok{e} = {other} < {othermax} && {along} + {e}u < {alongmax};\n            let v{e} = {n}[select(0u, gi + {e}u, ok{e})];"
+            );
+            let v = if op.half {
+                format!("v{e}")
             } else {
-                format!("f16({n}[gi + {e}u])")
+                format!("f16(v{e})")
             };
-            if guarded {
-                let _ = writeln!(
-                    w,
-                    "            p{n}{i}.{comp} = 0.0h;\n            if ({other} < {othermax} && {along} + {e}u < {alongmax}) {{ p{n}{i}.{comp} = {read}; }}"
-                );
-            } else {
-                let _ = writeln!(w, "            p{n}{i}.{comp} = {read};");
-            }
+            let _ = writeln!(w, "            p{n}{i}.{comp} = select(0.0h, {v}, ok{e});");
         }
     }
     w.push_str("        }\n");
@@ -262,22 +254,13 @@ fn emit_stage(w: &mut String, op: &Staged) {
     }
 }
 
-/// The loads of k tile `k0` into the registers: unguarded inside the matrix, guarded on
-/// edge tiles.
+/// The loads of k tile `k0` into the registers.
 fn emit_loads(w: &mut String, ops: &[Staged; 2]) {
-    w.push_str("        if (full_mn && k0 + 32u <= p.k) {\n");
     for op in ops {
         for i in 0..op.registers() {
-            emit_load(w, op, i, false);
+            emit_load(w, op, i);
         }
     }
-    w.push_str("        } else {\n");
-    for op in ops {
-        for i in 0..op.registers() {
-            emit_load(w, op, i, true);
-        }
-    }
-    w.push_str("        }\n");
 }
 
 /// The fragment loads and products of one staged k tile.
@@ -334,34 +317,30 @@ fn emit_products(w: &mut String, ops: &[Staged; 2]) {
     }
 }
 
-/// The store of C: per fragment row, the subgroup's four fragments go to its scratch
-/// rows, then its 32 lanes write them out four elements at a time.
+/// The store of C: fragment by fragment, each subgroup puts one in its 16 x 16 scratch,
+/// then its 32 lanes write it out four elements at a time (a scratch of one fragment,
+/// not a row of them, keeps the workgroup memory, and so the occupancy, at the staging's).
 fn emit_store(w: &mut String, v: &CoopVariant) {
-    let width = FRAGS * 16;
-    let scratch = SCRATCH_ROWS * width;
+    let scratch = 16 * 16;
     for i in 0..FRAGS {
         for j in 0..FRAGS {
             let _ = writeln!(
                 w,
-                "    {{\n        let si = sg * {scratch}u + {}u;\n        coopStoreT(acc{i}_{j}, &sc[si], {width}u);\n    }}",
-                j * 16
+                "    {{\n        let si = sg * {scratch}u;\n        coopStoreT(acc{i}_{j}, &sc[si], 16u);\n    }}\n    workgroupBarrier();"
             );
+            for q in 0..scratch / 4 / 32 {
+                let _ = writeln!(
+                    w,
+                    "    {{\n        let u = lane + {}u;\n        let r = u / 4u;\n        let cq = (u % 4u) * 4u;\n        let s = sg * {scratch}u + r * 16u + cq;\n        var x = vec4<f32>(sc[s], sc[s + 1u], sc[s + 2u], sc[s + 3u]);\n        let row = m0 + sm * 64u + {}u + r;\n        let col = n0 + sn * 64u + {}u + cq;",
+                    q * 32,
+                    i * 16,
+                    j * 16
+                );
+                emit_store_unit(w, v);
+                w.push_str("    }\n");
+            }
+            w.push_str("    workgroupBarrier();\n");
         }
-        w.push_str("    workgroupBarrier();\n");
-        let units = scratch / 4 / 32;
-        for q in 0..units {
-            let _ = writeln!(
-                w,
-                "    {{\n        let u = lane + {}u;\n        let r = u / {}u;\n        let cq = (u % {}u) * 4u;\n        let s = sg * {scratch}u + r * {width}u + cq;\n        var x = vec4<f32>(sc[s], sc[s + 1u], sc[s + 2u], sc[s + 3u]);\n        let row = m0 + sm * 64u + {}u + r;\n        let col = n0 + sn * 64u + cq;",
-                q * 32,
-                width / 4,
-                width / 4,
-                i * 16
-            );
-            emit_store_unit(w, v);
-            w.push_str("    }\n");
-        }
-        w.push_str("    workgroupBarrier();\n");
     }
 }
 
@@ -425,11 +404,7 @@ pub(crate) fn generate(v: &CoopVariant, epilogue: &str) -> String {
     for op in &ops {
         let _ = writeln!(w, "var<workgroup> s{}: array<f16, {}>;", op.name, op.len());
     }
-    let _ = writeln!(
-        w,
-        "var<workgroup> sc: array<f32, {}>;",
-        (THREADS / 32) * SCRATCH_ROWS * FRAGS * 16
-    );
+    let _ = writeln!(w, "var<workgroup> sc: array<f32, {}>;", SCRATCH);
     if v.epilogue {
         w.push_str(epilogue);
         w.push('\n');
@@ -451,7 +426,6 @@ fn {ENTRY}(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index
     let rr = rem - grp * width;
     let m0 = (first_m + rr % gsize) * {BLOCK}u;
     let n0 = (rr / gsize) * {BLOCK}u;
-    let full_mn = m0 + {BLOCK}u <= p.m && n0 + {BLOCK}u <= p.n;
     let sg = lid / 32u;
     let lane = lid % 32u;
     let sm = sg / 2u;
