@@ -7,7 +7,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use super::dtype::Dtype;
+use safetensors::Dtype;
 
 /// Everything that can go wrong reading, loading or saving a safetensors file.
 ///
