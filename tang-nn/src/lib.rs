@@ -25,6 +25,8 @@
 // the crate too.
 extern crate self as tang_nn;
 
+mod error_impls;
+
 pub mod autograd;
 pub mod checkpoint;
 pub mod data;
