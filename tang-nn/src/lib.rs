@@ -25,7 +25,7 @@
 // the crate too.
 extern crate self as tang_nn;
 
-mod error_impls;
+mod macros;
 
 pub mod autograd;
 pub mod checkpoint;

@@ -104,7 +104,7 @@ pub struct ScheduleError {
     pub detail: String,
 }
 
-crate::error_impls::debug_as_display!(ScheduleError);
+crate::macros::debug_as_display!(ScheduleError);
 
 impl fmt::Display for ScheduleError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -72,7 +72,7 @@ impl fmt::Display for TokenizerError {
     }
 }
 
-crate::error_impls::debug_as_display!(TokenizerError);
+crate::macros::debug_as_display!(TokenizerError);
 
 impl std::error::Error for TokenizerError {}
 

@@ -52,7 +52,7 @@ pub enum Error {
     },
 }
 
-crate::error_impls::debug_as_display!(Error);
+crate::macros::debug_as_display!(Error);
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -106,4 +106,4 @@ impl std::error::Error for Error {
     }
 }
 
-crate::error_impls::wrap_errors!(Error { tang_runtime::Error => Runtime });
+crate::macros::wrap_errors!(Error { tang_runtime::Error => Runtime });

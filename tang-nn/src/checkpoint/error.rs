@@ -68,7 +68,7 @@ pub enum CheckpointError {
     },
 }
 
-crate::error_impls::debug_as_display!(CheckpointError);
+crate::macros::debug_as_display!(CheckpointError);
 
 impl fmt::Display for CheckpointError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -58,7 +58,7 @@ pub enum DataError {
     Distributed(crate::distributed::DistError),
 }
 
-crate::error_impls::debug_as_display!(DataError);
+crate::macros::debug_as_display!(DataError);
 
 impl fmt::Display for DataError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -105,7 +105,7 @@ impl std::error::Error for DataError {
 }
 
 // `tang_runtime::Error` so that a collate function can upload tensors with `?`.
-crate::error_impls::wrap_errors!(DataError {
+crate::macros::wrap_errors!(DataError {
     crate::distributed::DistError => Distributed,
     tang_runtime::Error => Device,
 });

@@ -26,7 +26,7 @@ pub enum DistError {
     },
 }
 
-crate::error_impls::debug_as_display!(DistError);
+crate::macros::debug_as_display!(DistError);
 
 impl fmt::Display for DistError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -58,7 +58,7 @@ impl std::error::Error for DistError {
     }
 }
 
-crate::error_impls::wrap_errors!(DistError {
+crate::macros::wrap_errors!(DistError {
     tang_runtime::Error => Runtime,
     crate::autograd::Error => Autograd,
 });

@@ -32,7 +32,7 @@ pub enum Error {
     Autograd(crate::autograd::Error),
 }
 
-crate::error_impls::debug_as_display!(Error);
+crate::macros::debug_as_display!(Error);
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -54,7 +54,7 @@ impl std::error::Error for Error {
     }
 }
 
-crate::error_impls::wrap_errors!(Error {
+crate::macros::wrap_errors!(Error {
     StateDictError => Keys,
     SafetensorsError => Safetensors,
     crate::autograd::Error => Autograd,

@@ -98,7 +98,7 @@ fn shape(s: &[usize]) -> String {
     format!("[{}]", dims.join(", "))
 }
 
-crate::error_impls::debug_as_display!(StateDictError);
+crate::macros::debug_as_display!(StateDictError);
 
 impl fmt::Display for StateDictError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

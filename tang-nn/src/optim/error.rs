@@ -100,7 +100,7 @@ pub enum OptimError {
     Safetensors(SafetensorsError),
 }
 
-crate::error_impls::debug_as_display!(OptimError);
+crate::macros::debug_as_display!(OptimError);
 
 impl fmt::Display for OptimError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -175,7 +175,7 @@ impl std::error::Error for OptimError {
     }
 }
 
-crate::error_impls::wrap_errors!(OptimError {
+crate::macros::wrap_errors!(OptimError {
     tang_runtime::Error => Runtime,
     SafetensorsError => Safetensors,
 });

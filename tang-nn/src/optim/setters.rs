@@ -4,30 +4,9 @@
 //! The fields stay public; a setter is the field assignment, typed, with no string key.
 
 use super::{AdamOptions, AdamWOptions, SgdOptions};
+use crate::macros::setters;
 
-/// One `pub fn field(self, value) -> Self` per listed field.
-macro_rules! setters {
-    ($ty:ident { $($field:ident: $t:ty),* $(,)? }) => {
-        impl $ty {
-            $(
-                #[doc = concat!("These options with `", stringify!($field), "` set (PyTorch's keyword argument of the same name).")]
-                ///
-                /// ```
-                #[doc = concat!("let opts = tang_nn::optim::", stringify!($ty), "::default();")]
-                #[doc = concat!("let v = opts.", stringify!($field), ";")]
-                #[doc = concat!("assert_eq!(opts.", stringify!($field), "(v), opts);")]
-                /// ```
-                #[must_use]
-                pub fn $field(mut self, $field: $t) -> Self {
-                    self.$field = $field;
-                    self
-                }
-            )*
-        }
-    };
-}
-
-setters!(SgdOptions {
+setters!(SgdOptions in optim {
     lr: f64,
     momentum: f64,
     dampening: f64,
@@ -36,7 +15,7 @@ setters!(SgdOptions {
     maximize: bool,
 });
 
-setters!(AdamOptions {
+setters!(AdamOptions in optim {
     lr: f64,
     betas: (f64, f64),
     eps: f64,
@@ -46,7 +25,7 @@ setters!(AdamOptions {
     decoupled_weight_decay: bool,
 });
 
-setters!(AdamWOptions {
+setters!(AdamWOptions in optim {
     lr: f64,
     betas: (f64, f64),
     eps: f64,

@@ -212,7 +212,7 @@ impl SafetensorsError {
     }
 }
 
-crate::error_impls::debug_as_display!(SafetensorsError);
+crate::macros::debug_as_display!(SafetensorsError);
 
 impl fmt::Display for SafetensorsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -336,4 +336,4 @@ impl std::error::Error for SafetensorsError {
     }
 }
 
-crate::error_impls::wrap_errors!(SafetensorsError { tang_runtime::Error => Runtime });
+crate::macros::wrap_errors!(SafetensorsError { tang_runtime::Error => Runtime });

@@ -66,7 +66,7 @@ pub enum TrainError {
     Distributed(crate::distributed::DistError),
 }
 
-crate::error_impls::debug_as_display!(TrainError);
+crate::macros::debug_as_display!(TrainError);
 
 impl fmt::Display for TrainError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -140,7 +140,7 @@ pub(crate) fn io_error(
     }
 }
 
-crate::error_impls::wrap_errors!(TrainError {
+crate::macros::wrap_errors!(TrainError {
     crate::optim::OptimError => Optim,
     crate::autograd::Error => Autograd,
     crate::distributed::DistError => Distributed,

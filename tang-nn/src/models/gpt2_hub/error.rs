@@ -61,7 +61,7 @@ pub enum HubError {
     Model(crate::autograd::Error),
 }
 
-crate::error_impls::debug_as_display!(HubError);
+crate::macros::debug_as_display!(HubError);
 
 impl fmt::Display for HubError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -93,7 +93,7 @@ impl std::error::Error for HubError {
     }
 }
 
-crate::error_impls::wrap_errors!(HubError {
+crate::macros::wrap_errors!(HubError {
     StateDictError => Keys,
     crate::autograd::Error => Model,
 });
