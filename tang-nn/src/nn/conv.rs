@@ -139,17 +139,9 @@ impl Conv2d {
             kernel_size[0],
             kernel_size[1],
         ];
-        let fan_in = shape[1].saturating_mul(shape[2]).saturating_mul(shape[3]);
-        let bound = init::linear_bound(fan_in);
-        let weight = init::uniform(dev, "Conv2d", &shape, bound, rng)?;
-        let bias = if options.bias {
-            let b = init::uniform(dev, "Conv2d", &[out_channels], bound, rng)?;
-            Some(Tensor::parameter(b))
-        } else {
-            None
-        };
+        let (weight, bias) = init::weight_and_bias(dev, "Conv2d", &shape, options.bias, rng)?;
         Ok(Conv2d {
-            weight: Tensor::parameter(weight),
+            weight,
             bias,
             options,
         })
