@@ -26,24 +26,22 @@ macro_rules! wrap_errors {
     )+};
 }
 
-/// PyTorch's keyword arguments as chained setters on an options struct (`Copy`, with
-/// public fields): one `pub fn field(self, value) -> Self` per listed field, the field
-/// assignment typed, so that `SGD(params, lr=0.05, momentum=0.9)` is
-/// `SgdOptions::default().lr(0.05).momentum(0.9)`. `setters!(SgdOptions in optim { lr: f64 })`
-/// names the struct's public module below `tang_nn`, which the doc examples use.
+/// PyTorch's keyword arguments as chained setters on options structs (`Copy`, with
+/// public fields, or fields reached through `DerefMut`): one
+/// `pub fn field(self, value) -> Self` per listed field, the field assignment typed, so
+/// that `SGD(params, lr=0.05, momentum=0.9)` is `SgdOptions::default().lr(0.05).momentum(0.9)`.
+/// `setters!(AdamOptions, AdamWOptions in optim { lr: f64 })` gives each listed struct the
+/// same setters; `optim` is the structs' public module below `tang_nn`, which the doc
+/// examples use.
 macro_rules! setters {
-    ($ty:ident in $($path:ident)::+ { $($field:ident: $t:ty),* $(,)? }) => {
-        crate::macros::setters!(@impl $ty,
-            concat!("tang_nn::", $(stringify!($path), "::",)+ stringify!($ty)),
-            $($field: $t),*);
-    };
-    (@impl $ty:ident, $name:expr, $($field:ident: $t:ty),*) => {
+    (in $path:path { $($body:tt)* }) => {};
+    ($ty:ident $(, $rest:ident)* in $path:path { $($field:ident: $t:ty),* $(,)? }) => {
         impl $ty {
             $(
                 #[doc = concat!("These options with `", stringify!($field), "` set (the keyword argument of the same name).")]
                 ///
                 /// ```
-                #[doc = concat!("let opts = ", $name, "::default();")]
+                #[doc = concat!("let opts = tang_nn::", stringify!($path), "::", stringify!($ty), "::default();")]
                 #[doc = concat!("let v = opts.", stringify!($field), ";")]
                 #[doc = concat!("assert_eq!(opts.", stringify!($field), "(v), opts);")]
                 /// ```
@@ -54,6 +52,7 @@ macro_rules! setters {
                 }
             )*
         }
+        crate::macros::setters!($($rest),* in $path { $($field: $t),* });
     };
 }
 

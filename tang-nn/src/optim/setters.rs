@@ -15,21 +15,14 @@ setters!(SgdOptions in optim {
     maximize: bool,
 });
 
-setters!(AdamOptions in optim {
+// AdamW takes Adam's keyword arguments but `decoupled_weight_decay`, which it always sets.
+setters!(AdamOptions, AdamWOptions in optim {
     lr: f64,
     betas: (f64, f64),
     eps: f64,
     weight_decay: f64,
     amsgrad: bool,
     maximize: bool,
-    decoupled_weight_decay: bool,
 });
 
-setters!(AdamWOptions in optim {
-    lr: f64,
-    betas: (f64, f64),
-    eps: f64,
-    weight_decay: f64,
-    amsgrad: bool,
-    maximize: bool,
-});
+setters!(AdamOptions in optim { decoupled_weight_decay: bool });
