@@ -25,6 +25,8 @@
 // the crate too.
 extern crate self as tang_nn;
 
+mod macros;
+
 pub mod autograd;
 pub mod checkpoint;
 pub mod data;

@@ -104,13 +104,7 @@ pub struct ScheduleError {
     pub detail: String,
 }
 
-/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
-/// and `unwrap` show the message with its hint rather than the variant's fields.
-impl std::fmt::Debug for ScheduleError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Display::fmt(self, f)
-    }
-}
+crate::macros::debug_as_display!(ScheduleError);
 
 impl fmt::Display for ScheduleError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

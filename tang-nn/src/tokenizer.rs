@@ -72,12 +72,7 @@ impl fmt::Display for TokenizerError {
     }
 }
 
-/// The `Display` text, as `anyhow` prints errors: `?` out of `main` shows the hint.
-impl fmt::Debug for TokenizerError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
+crate::macros::debug_as_display!(TokenizerError);
 
 impl std::error::Error for TokenizerError {}
 

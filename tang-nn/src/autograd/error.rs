@@ -52,13 +52,7 @@ pub enum Error {
     },
 }
 
-/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
-/// and `unwrap` show the message with its hint rather than the variant's fields.
-impl std::fmt::Debug for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Display::fmt(self, f)
-    }
-}
+crate::macros::debug_as_display!(Error);
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -112,8 +106,4 @@ impl std::error::Error for Error {
     }
 }
 
-impl From<tang_runtime::Error> for Error {
-    fn from(e: tang_runtime::Error) -> Self {
-        Error::Runtime(e)
-    }
-}
+crate::macros::wrap_errors!(Error { tang_runtime::Error => Runtime });

@@ -58,13 +58,7 @@ pub enum DataError {
     Distributed(crate::distributed::DistError),
 }
 
-/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
-/// and `unwrap` show the message with its hint rather than the variant's fields.
-impl std::fmt::Debug for DataError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Display::fmt(self, f)
-    }
-}
+crate::macros::debug_as_display!(DataError);
 
 impl fmt::Display for DataError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -110,18 +104,11 @@ impl std::error::Error for DataError {
     }
 }
 
-impl From<crate::distributed::DistError> for DataError {
-    fn from(e: crate::distributed::DistError) -> Self {
-        DataError::Distributed(e)
-    }
-}
-
-/// So a collate function can upload tensors with `?`.
-impl From<tang_runtime::Error> for DataError {
-    fn from(e: tang_runtime::Error) -> Self {
-        DataError::Device(e)
-    }
-}
+// `tang_runtime::Error` so that a collate function can upload tensors with `?`.
+crate::macros::wrap_errors!(DataError {
+    crate::distributed::DistError => Distributed,
+    tang_runtime::Error => Device,
+});
 
 /// A collate function that builds [`crate::Tensor`]s uses `?` on their errors: an upload
 /// failure is [`DataError::Device`], anything else [`DataError::Source`].

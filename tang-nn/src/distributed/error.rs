@@ -26,12 +26,7 @@ pub enum DistError {
     },
 }
 
-/// Prints the [`Display`](std::fmt::Display) text, so `?` out of `main` shows the hint.
-impl fmt::Debug for DistError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
+crate::macros::debug_as_display!(DistError);
 
 impl fmt::Display for DistError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -63,14 +58,7 @@ impl std::error::Error for DistError {
     }
 }
 
-impl From<tang_runtime::Error> for DistError {
-    fn from(e: tang_runtime::Error) -> Self {
-        DistError::Runtime(e)
-    }
-}
-
-impl From<crate::autograd::Error> for DistError {
-    fn from(e: crate::autograd::Error) -> Self {
-        DistError::Autograd(e)
-    }
-}
+crate::macros::wrap_errors!(DistError {
+    tang_runtime::Error => Runtime,
+    crate::autograd::Error => Autograd,
+});

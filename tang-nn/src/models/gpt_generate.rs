@@ -52,70 +52,16 @@ impl Default for SampleOptions {
     }
 }
 
-/// Chained setters, as the optimizers' options have: nanoGPT's
-/// `generate(idx, 100, temperature=0.8, top_k=40)` takes
-/// `SampleOptions::default().temperature(0.8).top_k(Some(40))`.
-impl SampleOptions {
-    /// These options with `max_new_tokens` tokens to append.
-    ///
-    /// ```
-    /// # use tang_nn::models::gpt::SampleOptions;
-    /// assert_eq!(SampleOptions::default().max_new_tokens(5).max_new_tokens, 5);
-    /// ```
-    #[must_use]
-    pub fn max_new_tokens(mut self, max_new_tokens: usize) -> Self {
-        self.max_new_tokens = max_new_tokens;
-        self
-    }
-
-    /// These options with `temperature`.
-    ///
-    /// ```
-    /// # use tang_nn::models::gpt::SampleOptions;
-    /// assert_eq!(SampleOptions::default().temperature(0.8).temperature, 0.8);
-    /// ```
-    #[must_use]
-    pub fn temperature(mut self, temperature: f32) -> Self {
-        self.temperature = temperature;
-        self
-    }
-
-    /// These options with `top_k`.
-    ///
-    /// ```
-    /// # use tang_nn::models::gpt::SampleOptions;
-    /// assert_eq!(SampleOptions::default().top_k(Some(40)).top_k, Some(40));
-    /// ```
-    #[must_use]
-    pub fn top_k(mut self, top_k: Option<usize>) -> Self {
-        self.top_k = top_k;
-        self
-    }
-
-    /// These options with `top_p`.
-    ///
-    /// ```
-    /// # use tang_nn::models::gpt::SampleOptions;
-    /// assert_eq!(SampleOptions::default().top_p(Some(0.9)).top_p, Some(0.9));
-    /// ```
-    #[must_use]
-    pub fn top_p(mut self, top_p: Option<f32>) -> Self {
-        self.top_p = top_p;
-        self
-    }
-
-    /// These options with the sampler's `seed`.
-    ///
-    /// ```
-    /// # use tang_nn::models::gpt::SampleOptions;
-    /// assert_eq!(SampleOptions::default().seed(7).seed, 7);
-    /// ```
-    #[must_use]
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
-    }
-}
+// Chained setters, as the optimizers' options have: nanoGPT's
+// `generate(idx, 100, temperature=0.8, top_k=40)` takes
+// `SampleOptions::default().temperature(0.8).top_k(Some(40))`.
+crate::macros::setters!(SampleOptions in models::gpt {
+    max_new_tokens: usize,
+    temperature: f32,
+    top_k: Option<usize>,
+    top_p: Option<f32>,
+    seed: u64,
+});
 
 fn invalid(detail: String) -> Error {
     crate::nn::invalid("Gpt::generate", detail)

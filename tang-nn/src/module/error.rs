@@ -32,13 +32,7 @@ pub enum Error {
     Autograd(crate::autograd::Error),
 }
 
-/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
-/// and `unwrap` show the message with its hint rather than the variant's fields.
-impl std::fmt::Debug for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Display::fmt(self, f)
-    }
-}
+crate::macros::debug_as_display!(Error);
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -60,20 +54,8 @@ impl std::error::Error for Error {
     }
 }
 
-impl From<StateDictError> for Error {
-    fn from(e: StateDictError) -> Self {
-        Error::Keys(e)
-    }
-}
-
-impl From<SafetensorsError> for Error {
-    fn from(e: SafetensorsError) -> Self {
-        Error::Safetensors(e)
-    }
-}
-
-impl From<crate::autograd::Error> for Error {
-    fn from(e: crate::autograd::Error) -> Self {
-        Error::Autograd(e)
-    }
-}
+crate::macros::wrap_errors!(Error {
+    StateDictError => Keys,
+    SafetensorsError => Safetensors,
+    crate::autograd::Error => Autograd,
+});

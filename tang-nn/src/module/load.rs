@@ -6,11 +6,11 @@
 
 use std::collections::HashSet;
 
+use super::host_tensor::{StateTensor, same_storage};
+use super::state_dict::StateDict;
+use super::strict::{IncompatibleKeys, check_state_dict};
 use super::{Error, Module, short_type_name};
 use crate::autograd::{Tensor, no_grad};
-use crate::safetensors::{
-    IncompatibleKeys, StateDict, StateTensor, check_state_dict, same_storage,
-};
 
 /// How the names of tied parameters (one parameter under several names) are matched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -54,8 +54,12 @@
 //! every name, sharing one buffer, so the safetensors writer sees the tie.
 
 mod error;
+pub(crate) mod file;
+pub(crate) mod host_tensor;
 mod impls;
 pub(crate) mod load;
+pub(crate) mod state_dict;
+pub(crate) mod strict;
 
 use std::collections::HashSet;
 

@@ -73,63 +73,17 @@ impl Default for Conv2dOptions {
     }
 }
 
+// `nn.Conv2d(.., padding=1)` is `Conv2dOptions::default().padding([1, 1])`; `stride=2`
+// is `.stride([2, 2])`, `bias=False` is `.bias(false)`.
+crate::macros::setters!(Conv2dOptions in nn {
+    padding: [usize; 2],
+    stride: [usize; 2],
+    dilation: [usize; 2],
+    groups: usize,
+    bias: bool,
+});
+
 impl Conv2dOptions {
-    /// These options with `padding` on each side (`nn.Conv2d(.., padding=1)` is
-    /// `Conv2dOptions::default().padding([1, 1])`).
-    ///
-    /// ```
-    /// assert_eq!(tang_nn::nn::Conv2dOptions::default().padding([1, 1]).padding, [1, 1]);
-    /// ```
-    #[must_use]
-    pub fn padding(mut self, padding: [usize; 2]) -> Self {
-        self.padding = padding;
-        self
-    }
-
-    /// These options with `stride` (`stride=2` is `.stride([2, 2])`).
-    ///
-    /// ```
-    /// assert_eq!(tang_nn::nn::Conv2dOptions::default().stride([2, 2]).stride, [2, 2]);
-    /// ```
-    #[must_use]
-    pub fn stride(mut self, stride: [usize; 2]) -> Self {
-        self.stride = stride;
-        self
-    }
-
-    /// These options with `dilation`.
-    ///
-    /// ```
-    /// assert_eq!(tang_nn::nn::Conv2dOptions::default().dilation([2, 2]).dilation, [2, 2]);
-    /// ```
-    #[must_use]
-    pub fn dilation(mut self, dilation: [usize; 2]) -> Self {
-        self.dilation = dilation;
-        self
-    }
-
-    /// These options with `groups`.
-    ///
-    /// ```
-    /// assert_eq!(tang_nn::nn::Conv2dOptions::default().groups(2).groups, 2);
-    /// ```
-    #[must_use]
-    pub fn groups(mut self, groups: usize) -> Self {
-        self.groups = groups;
-        self
-    }
-
-    /// These options with or without a bias (`bias=False` is `.bias(false)`).
-    ///
-    /// ```
-    /// assert!(!tang_nn::nn::Conv2dOptions::default().bias(false).bias);
-    /// ```
-    #[must_use]
-    pub fn bias(mut self, bias: bool) -> Self {
-        self.bias = bias;
-        self
-    }
-
     /// The window the runtime's `conv2d` takes.
     fn window(&self) -> Window {
         Window {
@@ -185,17 +139,9 @@ impl Conv2d {
             kernel_size[0],
             kernel_size[1],
         ];
-        let fan_in = shape[1].saturating_mul(shape[2]).saturating_mul(shape[3]);
-        let bound = init::linear_bound(fan_in);
-        let weight = init::uniform(dev, "Conv2d", &shape, bound, rng)?;
-        let bias = if options.bias {
-            let b = init::uniform(dev, "Conv2d", &[out_channels], bound, rng)?;
-            Some(Tensor::parameter(b))
-        } else {
-            None
-        };
+        let (weight, bias) = init::weight_and_bias(dev, "Conv2d", &shape, options.bias, rng)?;
         Ok(Conv2d {
-            weight: Tensor::parameter(weight),
+            weight,
             bias,
             options,
         })

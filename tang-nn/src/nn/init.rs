@@ -3,7 +3,7 @@
 //! (PyTorch uses its own generator), so a tang model and a PyTorch model built with the
 //! same seed start from different values: load a state dict to start from the same ones.
 
-use crate::autograd::{Error, RawTensor};
+use crate::autograd::{Error, RawTensor, Tensor};
 use crate::rng::SplitMix64;
 use tang_runtime::Device;
 
@@ -64,6 +64,29 @@ pub(crate) fn linear_bound(fan_in: usize) -> f64 {
         let gain = (2.0 / (1.0 + a2)).sqrt();
         gain * (3.0 / fan_in as f64).sqrt()
     }
+}
+
+/// The parameters of a `Linear` or `Conv2d` layer as PyTorch's `reset_parameters` draws
+/// them: the weight of `shape` (`[out, ...]`, its fan-in the product of the rest) and,
+/// with `bias`, an `[out]` bias after it, both uniform within [`linear_bound`].
+///
+/// # Errors
+/// As [`uniform`].
+pub(crate) fn weight_and_bias(
+    dev: &Device,
+    layer: &str,
+    shape: &[usize],
+    bias: bool,
+    rng: &mut SplitMix64,
+) -> Result<(Tensor, Option<Tensor>), Error> {
+    let (&out, rest) = shape.split_first().unwrap_or((&0, &[]));
+    let fan_in = rest.iter().fold(1usize, |n, &d| n.saturating_mul(d));
+    let bound = linear_bound(fan_in);
+    let weight = Tensor::parameter(uniform(dev, layer, shape, bound, rng)?);
+    let bias = bias
+        .then(|| uniform(dev, layer, &[out], bound, rng))
+        .transpose()?;
+    Ok((weight, bias.map(Tensor::parameter)))
 }
 
 #[cfg(test)]

@@ -52,18 +52,9 @@ impl Linear {
         bias: bool,
         rng: &mut SplitMix64,
     ) -> Result<Linear, Error> {
-        let bound = init::linear_bound(in_features);
-        let weight = init::uniform(dev, "Linear", &[out_features, in_features], bound, rng)?;
-        let bias = if bias {
-            let b = init::uniform(dev, "Linear", &[out_features], bound, rng)?;
-            Some(Tensor::parameter(b))
-        } else {
-            None
-        };
-        Ok(Linear {
-            weight: Tensor::parameter(weight),
-            bias,
-        })
+        let shape = [out_features, in_features];
+        let (weight, bias) = init::weight_and_bias(dev, "Linear", &shape, bias, rng)?;
+        Ok(Linear { weight, bias })
     }
 
     /// `in_features`.

@@ -59,29 +59,9 @@ impl Default for LayerNormOptions {
     }
 }
 
-impl LayerNormOptions {
-    /// These options with `eps` (`nn.LayerNorm(.., eps=1e-6)`).
-    ///
-    /// ```
-    /// assert_eq!(tang_nn::nn::LayerNormOptions::default().eps(1e-6).eps, 1e-6);
-    /// ```
-    #[must_use]
-    pub fn eps(mut self, eps: f32) -> Self {
-        self.eps = eps;
-        self
-    }
-
-    /// These options with or without a bias (`bias=False` is `.bias(false)`).
-    ///
-    /// ```
-    /// assert!(!tang_nn::nn::LayerNormOptions::default().bias(false).bias);
-    /// ```
-    #[must_use]
-    pub fn bias(mut self, bias: bool) -> Self {
-        self.bias = bias;
-        self
-    }
-}
+// `nn.LayerNorm(.., eps=1e-6)` is `LayerNormOptions::default().eps(1e-6)`; `bias=False`
+// is `.bias(false)`.
+crate::macros::setters!(LayerNormOptions in nn { eps: f32, bias: bool });
 
 impl LayerNorm {
     /// A layer norm over a last dimension of `normalized_shape` values with the given

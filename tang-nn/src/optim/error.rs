@@ -100,13 +100,7 @@ pub enum OptimError {
     Safetensors(SafetensorsError),
 }
 
-/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
-/// and `unwrap` show the message with its hint rather than the variant's fields.
-impl std::fmt::Debug for OptimError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Display::fmt(self, f)
-    }
-}
+crate::macros::debug_as_display!(OptimError);
 
 impl fmt::Display for OptimError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -181,14 +175,7 @@ impl std::error::Error for OptimError {
     }
 }
 
-impl From<tang_runtime::Error> for OptimError {
-    fn from(e: tang_runtime::Error) -> Self {
-        OptimError::Runtime(e)
-    }
-}
-
-impl From<SafetensorsError> for OptimError {
-    fn from(e: SafetensorsError) -> Self {
-        OptimError::Safetensors(e)
-    }
-}
+crate::macros::wrap_errors!(OptimError {
+    tang_runtime::Error => Runtime,
+    SafetensorsError => Safetensors,
+});

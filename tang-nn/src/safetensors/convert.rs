@@ -4,8 +4,7 @@
 
 use half::{bf16, f16};
 
-use super::dtype::Dtype;
-use super::error::SafetensorsError;
+use safetensors::Dtype;
 
 /// The precisions a state dict's floating tensors can be saved in.
 ///
@@ -46,6 +45,12 @@ impl FloatDtype {
     }
 }
 
+/// Whether tang loads `dtype` into an f32 device tensor: the floats it widens exactly,
+/// and f32 itself.
+pub(crate) fn widens_to_f32(dtype: Dtype) -> bool {
+    matches!(dtype, Dtype::F32 | Dtype::F16 | Dtype::BF16)
+}
+
 /// The f32 values of F32, F16 or BF16 bytes; `None` for any other dtype.
 pub(crate) fn widen_to_f32(dtype: Dtype, bytes: &[u8]) -> Option<Vec<f32>> {
     Some(match dtype {
@@ -78,50 +83,4 @@ pub(crate) fn narrow_from_f32(values: &[f32], dtype: FloatDtype) -> Vec<u8> {
             .flat_map(|&v| bf16::from_f32(v).to_le_bytes())
             .collect(),
     }
-}
-
-/// The integer values of an integer dtype's bytes (`BOOL` as 0/1); `None` for floats.
-pub(crate) fn integers(dtype: Dtype, bytes: &[u8]) -> Option<Vec<i128>> {
-    fn le<const N: usize>(bytes: &[u8], f: impl Fn([u8; N]) -> i128) -> Vec<i128> {
-        bytes
-            .chunks_exact(N)
-            .map(|c| {
-                let mut a = [0u8; N];
-                a.copy_from_slice(c);
-                f(a)
-            })
-            .collect()
-    }
-    Some(match dtype {
-        Dtype::BOOL | Dtype::U8 => bytes.iter().map(|&b| i128::from(b)).collect(),
-        Dtype::I8 => bytes.iter().map(|&b| i128::from(b as i8)).collect(),
-        Dtype::I16 => le(bytes, |a| i128::from(i16::from_le_bytes(a))),
-        Dtype::U16 => le(bytes, |a| i128::from(u16::from_le_bytes(a))),
-        Dtype::I32 => le(bytes, |a| i128::from(i32::from_le_bytes(a))),
-        Dtype::U32 => le(bytes, |a| i128::from(u32::from_le_bytes(a))),
-        Dtype::I64 => le(bytes, |a| i128::from(i64::from_le_bytes(a))),
-        Dtype::U64 => le(bytes, |a| i128::from(u64::from_le_bytes(a))),
-        _ => return None,
-    })
-}
-
-/// Integer values as `T` (u32 for a device tensor, i64 as PyTorch holds ids), or the
-/// first that does not fit, named after tensor `name`.
-pub(crate) fn fit<T: TryFrom<i128>>(
-    name: &str,
-    target: &'static str,
-    values: &[i128],
-) -> Result<Vec<T>, SafetensorsError> {
-    values
-        .iter()
-        .enumerate()
-        .map(|(index, &v)| {
-            T::try_from(v).map_err(|_| SafetensorsError::ValueOutOfRange {
-                name: name.to_string(),
-                target,
-                index,
-                value: v,
-            })
-        })
-        .collect()
 }

@@ -1,88 +1,25 @@
-//! Naming the defect of a header the `safetensors` crate refused: the entry and field at
-//! fault, a shape whose size overflows, a byte range of the wrong size, and the overlap,
-//! hole, truncation or trailing bytes of the data section, each as its own
-//! [`SafetensorsError`]. The JSON itself is read by serde_json, into [`Json`].
+//! What the `safetensors` crate does not say about a header: a pre-check that refuses a
+//! key named twice and keeps the entries' order (the crate's maps keep one key of two,
+//! and forget the order), and, for a header the crate refused, the defect named as its
+//! own [`SafetensorsError`]: the entry and field at fault, a shape whose size overflows,
+//! a byte range of the wrong size, and the overlap, hole, truncation or trailing bytes of
+//! the data section. serde_json reads the JSON.
 
-use std::collections::BTreeMap;
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use safetensors::Dtype;
+use serde::Deserialize;
+use serde::de::{DeserializeSeed, Deserializer, Error as _, IntoDeserializer, MapAccess};
+use serde::de::{SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::dtype::{ByteSizeError, Dtype, byte_size};
 use super::error::SafetensorsError;
-use super::header::{Header, MAX_RANK, METADATA_KEY, TensorInfo};
+use super::header::{MAX_RANK, METADATA_KEY, TensorInfo, bit_size};
 
 /// serde_json's nesting limit, which the crate's reader shares.
 const MAX_DEPTH: usize = 128;
-
-/// A JSON value whose objects keep their entries in order, a repeated key included.
-pub(crate) enum Json {
-    /// An object's entries in order.
-    Object(Vec<(String, Json)>),
-    /// An array.
-    Array(Vec<Json>),
-    /// A string, number, boolean or null.
-    Scalar(Value),
-}
-
-impl<'de> Deserialize<'de> for Json {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Json, D::Error> {
-        d.deserialize_any(JsonVisitor)
-    }
-}
-
-struct JsonVisitor;
-
-impl<'de> Visitor<'de> for JsonVisitor {
-    type Value = Json;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-    fn visit_bool<E>(self, v: bool) -> Result<Json, E> {
-        Ok(Json::Scalar(v.into()))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Json, E> {
-        Ok(Json::Scalar(v.into()))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Json, E> {
-        Ok(Json::Scalar(v.into()))
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<Json, E> {
-        Ok(Json::Scalar(v.into()))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Json, E> {
-        Ok(Json::Scalar(v.into()))
-    }
-    fn visit_unit<E>(self) -> Result<Json, E> {
-        Ok(Json::Scalar(Value::Null))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Json::Array(items))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
-        let mut entries = Vec::new();
-        while let Some(entry) = map.next_entry()? {
-            entries.push(entry);
-        }
-        Ok(Json::Object(entries))
-    }
-}
-
-impl fmt::Display for Json {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Json::Object(_) => f.write_str("an object"),
-            Json::Array(_) => f.write_str("an array"),
-            Json::Scalar(v) => write!(f, "{v}"),
-        }
-    }
-}
 
 /// An [`SafetensorsError::InvalidHeader`] of `entry`.
 pub(crate) fn invalid(entry: &str, detail: impl Into<String>) -> SafetensorsError {
@@ -92,8 +29,108 @@ pub(crate) fn invalid(entry: &str, detail: impl Into<String>) -> SafetensorsErro
     }
 }
 
+/// The header's keys in the order it lists them, once the pre-check passed: the text is
+/// one JSON object, nested no deeper than serde_json reads, that names no key twice in
+/// the header, in `__metadata__` or in a tensor's entry.
+pub(crate) fn entry_names(text: &str) -> Result<Vec<String>, SafetensorsError> {
+    if !text.trim_start().starts_with('{') {
+        return Err(invalid("header", "the header must be a JSON object"));
+    }
+    let found = Cell::new(None);
+    let mut de = serde_json::Deserializer::from_str(text);
+    let seed = UniqueKeys {
+        top: true,
+        within: Some("the header".into()),
+        found: &found,
+    };
+    let names = seed
+        .deserialize(&mut de)
+        .and_then(|names| de.end().map(|()| names));
+    match (names, found.into_inner()) {
+        (_, Some(duplicate)) => Err(duplicate),
+        (Ok(names), None) => Ok(names),
+        (Err(e), None) => Err(json_error(text, &e)),
+    }
+}
+
+/// Reads one JSON value and keeps only an object's keys, refusing a repeated one.
+struct UniqueKeys<'a> {
+    /// Whether this is the whole header, whose values are the entries.
+    top: bool,
+    /// The object as an error names it; `None` below an entry, where the crate ignores
+    /// what it reads and a repeated key is harmless.
+    within: Option<String>,
+    /// The typed error of a repeated key (serde's errors carry only text).
+    found: &'a Cell<Option<SafetensorsError>>,
+}
+
+impl<'de> DeserializeSeed<'de> for UniqueKeys<'_> {
+    type Value = Vec<String>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<String>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for UniqueKeys<'_> {
+    type Value = Vec<String>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Vec<String>, E> {
+        Ok(Vec::new())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Vec<String>, E> {
+        Ok(Vec::new())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Vec<String>, E> {
+        Ok(Vec::new())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Vec<String>, E> {
+        Ok(Vec::new())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Vec<String>, E> {
+        Ok(Vec::new())
+    }
+    fn visit_unit<E>(self) -> Result<Vec<String>, E> {
+        Ok(Vec::new())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<String>, A::Error> {
+        let nested = || UniqueKeys {
+            top: false,
+            within: None,
+            found: self.found,
+        };
+        while seq.next_element_seed(nested())?.is_some() {}
+        Ok(Vec::new())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<String>, A::Error> {
+        let (mut keys, mut seen) = (Vec::new(), HashSet::new());
+        while let Some(key) = map.next_key::<String>()? {
+            if let Some(within) = self.within.as_ref().filter(|_| !seen.insert(key.clone())) {
+                let within = within.clone();
+                self.found
+                    .set(Some(SafetensorsError::DuplicateKey { key, within }));
+                return Err(A::Error::custom("a key named twice"));
+            }
+            let within = match self.top {
+                true if key == METADATA_KEY => Some(key.clone()),
+                true => Some(format!("tensor \"{key}\"")),
+                false => None,
+            };
+            map.next_value_seed(UniqueKeys {
+                top: false,
+                within,
+                found: self.found,
+            })?;
+            keys.push(key);
+        }
+        Ok(keys)
+    }
+}
+
 /// serde_json's syntax error as tang's, at a byte offset of the header.
-pub(crate) fn json_error(text: &str, e: &serde_json::Error) -> SafetensorsError {
+fn json_error(text: &str, e: &serde_json::Error) -> SafetensorsError {
     let line_start: usize = text
         .split_inclusive('\n')
         .take(e.line().saturating_sub(1))
@@ -102,107 +139,100 @@ pub(crate) fn json_error(text: &str, e: &serde_json::Error) -> SafetensorsError 
     let offset = line_start + e.column().saturating_sub(1);
     let message = e.to_string();
     let detail = message.split(" at line ").next().unwrap_or_default();
-    match (detail, text.as_bytes().get(offset)) {
-        ("recursion limit exceeded", _) => SafetensorsError::JsonTooDeep {
-            offset,
-            limit: MAX_DEPTH,
-        },
+    let detail = match (detail, text.as_bytes().get(offset)) {
+        ("recursion limit exceeded", _) => {
+            return SafetensorsError::JsonTooDeep {
+                offset,
+                limit: MAX_DEPTH,
+            };
+        }
         // serde_json's words for a leading surrogate that no `\u` escape follows.
-        ("unexpected end of hex escape", _) => SafetensorsError::Json {
-            offset,
-            detail: "lone leading surrogate in a \\u escape".into(),
-        },
-        ("trailing comma", Some(b'}')) => SafetensorsError::Json {
-            offset,
-            detail: "expected '\"' (a key) after ',', found '}'".into(),
-        },
-        _ => SafetensorsError::Json {
-            offset,
-            detail: detail.to_string(),
-        },
+        ("unexpected end of hex escape", _) => "lone leading surrogate in a \\u escape",
+        ("trailing comma", Some(b'}')) => "expected '\"' (a key) after ',', found '}'",
+        (detail, _) => detail,
+    };
+    SafetensorsError::Json {
+        offset,
+        detail: detail.to_string(),
     }
 }
 
-/// tang's checks of a header the crate refused: the first defect as a typed error, in
-/// the order an entry's fields, the tensors' sizes and the data section's layout are read.
-pub(crate) fn diagnose(entries: &[(String, Json)], data_len: u64) -> Result<(), SafetensorsError> {
-    let mut header = Header::default();
-    for (key, value) in entries {
-        if key == METADATA_KEY {
-            header.metadata = metadata(value)?;
-        } else {
-            header.tensors.push(tensor(key, value)?);
+/// tang's checks of a header the crate refused (its keys `names`, each once): the first
+/// defect as a typed error, in the order an entry's fields, the tensors' sizes and the
+/// data section's layout are read.
+pub(crate) fn diagnose(
+    text: &str,
+    names: &[String],
+    data_len: u64,
+) -> Result<(), SafetensorsError> {
+    let header: Value = serde_json::from_str(text).map_err(|e| json_error(text, &e))?;
+    let mut tensors = Vec::with_capacity(names.len());
+    for name in names {
+        match &header[name.as_str()] {
+            metadata if name == METADATA_KEY => check_metadata(metadata)?,
+            entry => tensors.push(tensor(name, entry)?),
         }
     }
-    for t in &header.tensors {
+    for t in &tensors {
         check_size(t)?;
     }
-    check_layout(&header.tensors, data_len)
+    check_layout(&tensors, data_len)
 }
 
 /// `__metadata__`: an object of strings, or `null`.
-fn metadata(value: &Json) -> Result<BTreeMap<String, String>, SafetensorsError> {
-    let fields = match value {
-        Json::Scalar(Value::Null) => return Ok(BTreeMap::new()),
-        Json::Object(fields) => fields,
-        _ => return Err(invalid(METADATA_KEY, "must be an object of strings")),
-    };
-    fields
-        .iter()
-        .map(|(k, v)| match v {
-            Json::Scalar(Value::String(s)) => Ok((k.clone(), s.clone())),
-            _ => Err(invalid(
+fn check_metadata(value: &Value) -> Result<(), SafetensorsError> {
+    match Option::<BTreeMap<String, Value>>::deserialize(value) {
+        Ok(fields) => match fields
+            .unwrap_or_default()
+            .iter()
+            .find(|(_, v)| !v.is_string())
+        {
+            Some((k, _)) => Err(invalid(
                 METADATA_KEY,
                 format!("the value of \"{k}\" must be a string"),
             )),
-        })
-        .collect()
+            None => Ok(()),
+        },
+        Err(_) => Err(invalid(METADATA_KEY, "must be an object of strings")),
+    }
 }
 
 /// One tensor entry: `{"dtype": ..., "shape": [...], "data_offsets": [a, b]}`, other
 /// fields ignored as the crate ignores them.
-fn tensor(name: &str, value: &Json) -> Result<TensorInfo, SafetensorsError> {
-    let Json::Object(fields) = value else {
+fn tensor(name: &str, value: &Value) -> Result<TensorInfo, SafetensorsError> {
+    if !value.is_object() {
         return Err(invalid(
             name,
             "must be an object with dtype, shape and data_offsets",
         ));
-    };
+    }
     let field = |f: &str| {
-        fields
-            .iter()
-            .find(|(k, _)| k == f)
-            .map(|(_, v)| v)
+        value
+            .get(f)
             .ok_or_else(|| invalid(name, format!("missing field \"{f}\"")))
     };
-    let dtype = match field("dtype")? {
-        Json::Scalar(Value::String(s)) => {
-            Dtype::from_name(s).ok_or_else(|| SafetensorsError::UnknownDtype {
+    let dtype = field("dtype")?
+        .as_str()
+        .ok_or_else(|| invalid(name, "dtype must be a string"))?;
+    let dtype =
+        Dtype::deserialize(dtype.into_deserializer()).map_err(|_: serde::de::value::Error| {
+            SafetensorsError::UnknownDtype {
                 name: name.to_string(),
-                dtype: s.clone(),
-            })?
-        }
-        _ => return Err(invalid(name, "dtype must be a string")),
-    };
-    let shape = match field("shape")? {
-        Json::Array(dims) if dims.len() > MAX_RANK => {
+                dtype: dtype.to_string(),
+            }
+        })?;
+    let shape = match field("shape")?.as_array() {
+        Some(dims) if dims.len() > MAX_RANK => {
             return Err(invalid(
                 name,
                 format!("shape has more than {MAX_RANK} dimensions"),
             ));
         }
-        Json::Array(dims) => shape(name, dims)?,
-        _ => return Err(invalid(name, "shape must be an array of integers")),
+        Some(dims) => shape(name, dims)?,
+        None => return Err(invalid(name, "shape must be an array of integers")),
     };
-    let offset = |v: &Json| match v {
-        Json::Scalar(Value::Number(n)) => n.as_u64(),
-        _ => None,
-    };
-    let data_offsets = match field("data_offsets")? {
-        Json::Array(pair) => match pair.as_slice() {
-            [a, b] => offset(a).zip(offset(b)).map(|(a, b)| [a, b]),
-            _ => None,
-        },
+    let data_offsets = match field("data_offsets")?.as_array().map(Vec::as_slice) {
+        Some([a, b]) => a.as_u64().zip(b.as_u64()).map(|(a, b)| [a, b]),
         _ => None,
     }
     .ok_or_else(|| invalid(name, "data_offsets must be two non-negative integers"))?;
@@ -216,24 +246,15 @@ fn tensor(name: &str, value: &Json) -> Result<TensorInfo, SafetensorsError> {
 
 /// A shape's sizes. An integer past 64 bits (which serde_json reads as a float) is a
 /// shape that overflows; anything else that is not a size is an invalid entry.
-fn shape(name: &str, dims: &[Json]) -> Result<Vec<usize>, SafetensorsError> {
+fn shape(name: &str, dims: &[Value]) -> Result<Vec<usize>, SafetensorsError> {
     let overflow = || SafetensorsError::ShapeOverflow {
         name: name.to_string(),
-        shape: format!(
-            "[{}]",
-            dims.iter()
-                .map(Json::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        shape: Value::from(dims).to_string().replace(',', ", "),
     };
     dims.iter()
-        .map(|d| match d {
-            Json::Scalar(Value::Number(n)) => match (n.as_u64(), n.as_f64()) {
-                (Some(u), _) => usize::try_from(u).map_err(|_| overflow()),
-                (None, Some(f)) if f >= u64::MAX as f64 && f.fract() == 0.0 => Err(overflow()),
-                _ => Err(invalid(name, format!("shape holds {d}, not a size"))),
-            },
+        .map(|d| match (d.as_u64(), d.as_f64()) {
+            (Some(u), _) => usize::try_from(u).map_err(|_| overflow()),
+            (None, Some(f)) if f >= u64::MAX as f64 && f.fract() == 0.0 => Err(overflow()),
             _ => Err(invalid(name, format!("shape holds {d}, not a size"))),
         })
         .collect()
@@ -241,27 +262,21 @@ fn shape(name: &str, dims: &[Json]) -> Result<Vec<usize>, SafetensorsError> {
 
 /// Checks that a tensor's byte range has exactly the size its dtype and shape need.
 fn check_size(t: &TensorInfo) -> Result<(), SafetensorsError> {
-    let shape: Vec<u64> = t.shape.iter().map(|&d| d as u64).collect();
-    let expected = match byte_size(t.dtype, &shape) {
-        Ok(n) => n,
-        Err(ByteSizeError::Overflow) => {
-            return Err(SafetensorsError::ShapeOverflow {
-                name: t.name.clone(),
-                shape: format!("{:?}", t.shape),
-            });
-        }
-        Err(ByteSizeError::PartialByte { bits }) => {
-            return Err(invalid(
-                &t.name,
-                format!("{bits} bits of {} do not fill whole bytes", t.dtype),
-            ));
-        }
-    };
+    let bits = bit_size(t.dtype, &t.shape).ok_or_else(|| SafetensorsError::ShapeOverflow {
+        name: t.name.clone(),
+        shape: format!("{:?}", t.shape),
+    })?;
+    if bits % 8 != 0 {
+        return Err(invalid(
+            &t.name,
+            format!("{bits} bits of {} do not fill whole bytes", t.dtype),
+        ));
+    }
     let [begin, end] = t.data_offsets;
-    if end < begin || end - begin != expected {
+    if end < begin || end - begin != bits / 8 {
         return Err(SafetensorsError::SizeMismatch {
             name: t.name.clone(),
-            expected,
+            expected: bits / 8,
             offsets: t.data_offsets,
         });
     }

@@ -7,7 +7,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use super::dtype::Dtype;
+use safetensors::Dtype;
 
 /// Everything that can go wrong reading, loading or saving a safetensors file.
 ///
@@ -212,13 +212,7 @@ impl SafetensorsError {
     }
 }
 
-/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
-/// and `unwrap` show the message with its hint rather than the variant's fields.
-impl std::fmt::Debug for SafetensorsError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Display::fmt(self, f)
-    }
-}
+crate::macros::debug_as_display!(SafetensorsError);
 
 impl fmt::Display for SafetensorsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -342,8 +336,4 @@ impl std::error::Error for SafetensorsError {
     }
 }
 
-impl From<tang_runtime::Error> for SafetensorsError {
-    fn from(e: tang_runtime::Error) -> Self {
-        SafetensorsError::Runtime(e)
-    }
-}
+crate::macros::wrap_errors!(SafetensorsError { tang_runtime::Error => Runtime });

@@ -1,17 +1,17 @@
 //! The safetensors header: parsed and validated by the `safetensors` crate, with a typed
 //! error for every defect of a hostile file.
 //!
-//! The crate decides whether a header is valid. Before it, tang reads the same text with
-//! serde_json to keep the order of the entries and to refuse a key named twice (the
-//! crate's maps keep one of them silently); when the crate refuses a header, tang's
-//! checks in `diagnose.rs` name the defect (which tensor, which field, which bytes).
+//! The crate decides whether a header is valid. Before it, a pre-check in `diagnose.rs`
+//! keeps the order of the entries and refuses a key named twice (the crate's maps keep
+//! one of them silently); when the crate refuses a header, `diagnose.rs` names the
+//! defect (which tensor, which field, which bytes).
 
 use std::collections::BTreeMap;
 
+use safetensors::Dtype;
 use safetensors::tensor::Metadata;
 
-use super::diagnose::{Json, diagnose, invalid, json_error};
-use super::dtype::Dtype;
+use super::diagnose::{diagnose, entry_names, invalid};
 use super::error::SafetensorsError;
 
 /// The largest header the format allows (and tang reads): 100 MB.
@@ -96,6 +96,16 @@ pub(crate) fn header_len(prefix: [u8; 8], available: u64) -> Result<u64, Safeten
     Ok(claimed)
 }
 
+/// The bits of `shape` elements of `dtype`; `None` when the element count or the bit
+/// count overflows 64 bits (counted in the crate's order, elements first, so that both
+/// refuse the same shapes).
+pub(crate) fn bit_size(dtype: Dtype, shape: &[usize]) -> Option<u64> {
+    let elements = shape
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64))?;
+    elements.checked_mul(dtype.bitsize() as u64)
+}
+
 impl Header {
     /// Parses `bytes` (the header, without its length) and checks it against a data
     /// section of `data_len` bytes: every tensor's size, and that the tensors cover the
@@ -114,20 +124,12 @@ impl Header {
         let text = std::str::from_utf8(bytes).map_err(|e| SafetensorsError::HeaderNotUtf8 {
             offset: e.valid_up_to(),
         })?;
-        let entries = match serde_json::from_str::<Json>(text) {
-            Ok(Json::Object(entries)) => entries,
-            Ok(_) => return Err(invalid("header", "the header must be a JSON object")),
-            Err(_) if !text.trim_start().starts_with('{') => {
-                return Err(invalid("header", "the header must be a JSON object"));
-            }
-            Err(e) => return Err(json_error(text, &e)),
-        };
-        check_unique(&entries)?;
+        let names = entry_names(text)?;
         match serde_json::from_str::<Metadata>(text) {
-            Ok(meta) if meta.data_len() as u64 == data_len => from_crate(&entries, &meta),
+            Ok(meta) if meta.data_len() as u64 == data_len => from_crate(&names, &meta),
             verdict => {
                 // The crate refused the header or its length: tang's checks name the defect.
-                diagnose(&entries, data_len)?;
+                diagnose(text, &names, data_len)?;
                 Err(invalid(
                     "header",
                     verdict.map_or_else(|e| e.to_string(), |_| "wrong data length".into()),
@@ -144,30 +146,8 @@ impl Header {
     }
 }
 
-/// Refuses a key named twice in the header, in `__metadata__` or in a tensor's entry: the
-/// crate would keep one of them, and which one is undefined.
-fn check_unique(entries: &[(String, Json)]) -> Result<(), SafetensorsError> {
-    let objects = std::iter::once(("the header".to_string(), entries)).chain(
-        entries.iter().filter_map(|(key, value)| match value {
-            Json::Object(fields) if key == METADATA_KEY => Some((key.clone(), fields.as_slice())),
-            Json::Object(fields) => Some((format!("tensor \"{key}\""), fields.as_slice())),
-            _ => None,
-        }),
-    );
-    for (within, fields) in objects {
-        let mut seen = std::collections::HashSet::new();
-        if let Some((key, _)) = fields.iter().find(|(k, _)| !seen.insert(k.as_str())) {
-            return Err(SafetensorsError::DuplicateKey {
-                key: key.clone(),
-                within,
-            });
-        }
-    }
-    Ok(())
-}
-
 /// The header as the crate read it, its tensors in the order the header lists them.
-fn from_crate(entries: &[(String, Json)], meta: &Metadata) -> Result<Header, SafetensorsError> {
+fn from_crate(names: &[String], meta: &Metadata) -> Result<Header, SafetensorsError> {
     let mut header = Header {
         metadata: meta
             .metadata()
@@ -175,13 +155,12 @@ fn from_crate(entries: &[(String, Json)], meta: &Metadata) -> Result<Header, Saf
             .unwrap_or_default()
             .into_iter()
             .collect(),
-        tensors: Vec::with_capacity(entries.len()),
+        tensors: Vec::with_capacity(names.len()),
     };
-    for (name, _) in entries.iter().filter(|(k, _)| k != METADATA_KEY) {
+    for name in names.iter().filter(|k| *k != METADATA_KEY) {
         let info = meta
             .info(name)
             .ok_or_else(|| invalid(name, "not in the header as the safetensors crate read it"))?;
-        let dtype = info.dtype.to_string();
         if info.shape.len() > MAX_RANK {
             return Err(invalid(
                 name,
@@ -190,10 +169,7 @@ fn from_crate(entries: &[(String, Json)], meta: &Metadata) -> Result<Header, Saf
         }
         header.tensors.push(TensorInfo {
             name: name.clone(),
-            dtype: Dtype::from_name(&dtype).ok_or_else(|| SafetensorsError::UnknownDtype {
-                name: name.clone(),
-                dtype,
-            })?,
+            dtype: info.dtype,
             shape: info.shape.clone(),
             data_offsets: [info.data_offsets.0 as u64, info.data_offsets.1 as u64],
         });

@@ -11,29 +11,26 @@
 //!   `safetensors.torch.save_model` / `load_model`.
 //! - [`check_state_dict`]: strict and non-strict loading checks in PyTorch's words.
 //!
-//! Headers are parsed and validated, and files written, by the `safetensors` crate; tang
-//! adds what the crate does not do: it refuses a key named twice (the crate keeps one),
-//! names the defect of a refused header with its own error, widens and narrows floats,
-//! and handles tied entries as `save_model` does.
+//! Headers are parsed and validated, and files written, by the `safetensors` crate (its
+//! [`Dtype`] is tang's); tang adds what the crate does not do: it refuses a key named
+//! twice (the crate keeps one), names the defect of a refused header with its own error,
+//! widens and narrows floats, and handles tied entries as `save_model` does. The state
+//! dict itself, and matching it to a module's parameters, live beside [`crate::module`].
 
-mod convert;
+pub(crate) mod convert;
 mod diagnose;
-mod dtype;
 mod error;
-mod header;
-mod model;
+pub(crate) mod header;
 mod read;
-mod state_dict;
-mod strict;
 mod write;
 
+pub use crate::module::file::{load_model, save_model, save_model_with};
+pub use crate::module::host_tensor::{HostTensor, StateTensor};
+pub use crate::module::state_dict::StateDict;
+pub use crate::module::strict::{IncompatibleKeys, SizeMismatch, StateDictError, check_state_dict};
 pub use convert::FloatDtype;
-pub use dtype::Dtype;
 pub use error::SafetensorsError;
 pub use header::{Header, MAX_HEADER_LEN, MAX_RANK, TensorInfo};
-pub use model::{load_model, save_model, save_model_with};
 pub use read::{Checkpoint, load_file, read_bytes, read_file};
-pub(crate) use state_dict::same_storage;
-pub use state_dict::{HostTensor, StateDict, StateTensor};
-pub use strict::{IncompatibleKeys, SizeMismatch, StateDictError, check_state_dict};
+pub use safetensors::Dtype;
 pub use write::{save_bytes, save_file};

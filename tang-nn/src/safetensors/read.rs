@@ -12,7 +12,7 @@ use tang_runtime::Device;
 
 use super::error::SafetensorsError;
 use super::header::{Header, LEN_BYTES, header_len};
-use super::state_dict::{HostTensor, StateDict};
+use super::{HostTensor, StateDict};
 
 /// What a safetensors file holds: its tensors by name, and its `__metadata__`.
 ///
@@ -54,24 +54,7 @@ pub struct Checkpoint {
 /// # Errors
 /// A typed [`SafetensorsError`] for every defect of the bytes; never panics.
 pub fn read_bytes(bytes: &[u8]) -> Result<Checkpoint, SafetensorsError> {
-    let prefix: [u8; 8] = bytes
-        .get(..LEN_BYTES as usize)
-        .and_then(|p| p.try_into().ok())
-        .ok_or(SafetensorsError::TooShort {
-            len: bytes.len() as u64,
-        })?;
-    let rest = &bytes[LEN_BYTES as usize..];
-    let n = header_len(prefix, rest.len() as u64)? as usize;
-    let (header_bytes, data) = rest.split_at(n);
-    let header = Header::parse(header_bytes, data.len() as u64)?;
-    // The header is validated: every range lies inside `data`.
-    let mut tensors = Vec::with_capacity(header.tensors.len());
-    for t in &header.tensors {
-        let [begin, end] = t.data_offsets;
-        let slice = data.get(begin as usize..end as usize).unwrap_or_default();
-        tensors.push(HostTensor::new(t.dtype, &t.shape, slice.to_vec())?);
-    }
-    Ok(assemble(&header, tensors))
+    read_from(bytes, bytes.len() as u64, Path::new("<memory>"))
 }
 
 /// Reads a safetensors file; tensors stay on the host in their file dtype. The file is
@@ -101,10 +84,23 @@ pub fn read_file(path: impl AsRef<Path>) -> Result<Checkpoint, SafetensorsError>
     };
     let file = File::open(path).map_err(io)?;
     let file_len = file.metadata().map_err(io)?.len();
+    read_from(BufReader::new(file), file_len, path)
+}
+
+/// Reads a file of `file_len` bytes from `reader` (named `path` in errors) once, front to
+/// back, allocating nothing that `file_len` does not back.
+fn read_from(
+    mut reader: impl Read,
+    file_len: u64,
+    path: &Path,
+) -> Result<Checkpoint, SafetensorsError> {
+    let io = |source| SafetensorsError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     if file_len < LEN_BYTES {
         return Err(SafetensorsError::TooShort { len: file_len });
     }
-    let mut reader = BufReader::new(file);
     let mut prefix = [0u8; 8];
     reader.read_exact(&mut prefix).map_err(io)?;
     let n = header_len(prefix, file_len - LEN_BYTES)?;
@@ -114,22 +110,20 @@ pub fn read_file(path: impl AsRef<Path>) -> Result<Checkpoint, SafetensorsError>
     drop(header_bytes);
     // The tensors tile the data section, so reading them in offset order reads the rest
     // of the file sequentially; each buffer is exactly its validated size.
-    let mut data: Vec<Option<Vec<u8>>> = vec![None; header.tensors.len()];
+    let mut data: Vec<Vec<u8>> = vec![Vec::new(); header.tensors.len()];
     for i in header.data_order() {
         let [begin, end] = header.tensors[i].data_offsets;
-        let mut buf = vec![0u8; (end - begin) as usize];
-        reader.read_exact(&mut buf).map_err(io)?;
-        data[i] = Some(buf);
+        data[i] = vec![0u8; (end - begin) as usize];
+        reader.read_exact(&mut data[i]).map_err(io)?;
     }
-    let mut tensors = Vec::with_capacity(header.tensors.len());
+    let mut tensors = StateDict::new();
     for (t, bytes) in header.tensors.iter().zip(data) {
-        tensors.push(HostTensor::new(
-            t.dtype,
-            &t.shape,
-            bytes.unwrap_or_default(),
-        )?);
+        tensors.insert(t.name.clone(), HostTensor::new(t.dtype, &t.shape, bytes)?);
     }
-    Ok(assemble(&header, tensors))
+    Ok(Checkpoint {
+        tensors,
+        metadata: header.metadata,
+    })
 }
 
 /// Reads a safetensors file onto `dev`: F32, F16 and BF16 tensors become f32 device
@@ -157,16 +151,4 @@ pub fn load_file(path: impl AsRef<Path>, dev: &Device) -> Result<Checkpoint, Saf
         tensors: host.tensors.to_device(dev)?,
         ..host
     })
-}
-
-/// The checkpoint of a validated header and its tensors (in header order).
-fn assemble(header: &Header, tensors: Vec<HostTensor>) -> Checkpoint {
-    let mut state = StateDict::new();
-    for (info, tensor) in header.tensors.iter().zip(tensors) {
-        state.insert(info.name.clone(), tensor);
-    }
-    Checkpoint {
-        tensors: state,
-        metadata: header.metadata.clone(),
-    }
 }

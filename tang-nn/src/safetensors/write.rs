@@ -10,25 +10,18 @@ use std::fs::File;
 use std::path::Path;
 
 use safetensors::{SafeTensorError, View};
-use serde::Deserialize;
-use serde::de::IntoDeserializer;
 use tang_runtime::DType;
 
-use super::convert::{FloatDtype, narrow_from_f32, widen_to_f32};
-use super::dtype::Dtype;
+use super::convert::{FloatDtype, narrow_from_f32, widen_to_f32, widens_to_f32};
 use super::error::SafetensorsError;
 use super::header::METADATA_KEY;
-use super::state_dict::{StateDict, StateTensor};
+use super::{Dtype, StateDict, StateTensor};
 
 /// The dtype `tensor` is written in: floating tensors (F32, F16, BF16) in `float`, every
 /// other dtype as it is.
 fn stored_dtype(tensor: &StateTensor, float: FloatDtype) -> Dtype {
     let d = tensor.dtype();
-    if d.is_float_for_device() {
-        float.dtype()
-    } else {
-        d
-    }
+    if widens_to_f32(d) { float.dtype() } else { d }
 }
 
 /// Drops tied duplicates as `safetensors.torch.save_model` does: of each group of tied
@@ -63,13 +56,13 @@ fn untie<'a>(
 /// One tensor as the crate writes it: its file dtype, shape and little-endian bytes
 /// (borrowed from a host tensor already in that dtype, else encoded).
 struct Encoded<'a> {
-    dtype: safetensors::Dtype,
+    dtype: Dtype,
     shape: &'a [usize],
     bytes: Cow<'a, [u8]>,
 }
 
 impl View for &Encoded<'_> {
-    fn dtype(&self) -> safetensors::Dtype {
+    fn dtype(&self) -> Dtype {
         self.dtype
     }
     fn shape(&self) -> &[usize] {
@@ -100,14 +93,8 @@ fn plan<'a>(
             return Err(SafetensorsError::ReservedName { name: name.into() });
         }
         let dtype = stored_dtype(tensor, float);
-        let unsupported = |_| SafetensorsError::UnsupportedDtype {
-            name: name.into(),
-            dtype,
-            accepted: "a dtype of the safetensors crate",
-        };
         let encoded = Encoded {
-            dtype: safetensors::Dtype::deserialize(dtype.name().into_deserializer())
-                .map_err(|e: serde::de::value::Error| unsupported(e))?,
+            dtype,
             shape: tensor.shape(),
             bytes: encode(name, tensor, dtype, float)?,
         };
@@ -128,7 +115,8 @@ fn encode<'a>(
 ) -> Result<Cow<'a, [u8]>, SafetensorsError> {
     match tensor {
         StateTensor::Device(t) => Ok(Cow::Owned(match t.dtype() {
-            DType::F32 => narrow_from_f32(&t.to_vec()?, float),
+            // An f16 tensor widens exactly, so narrowing it back to F16 is lossless.
+            DType::F32 | DType::F16 => narrow_from_f32(&t.to_vec()?, float),
             DType::U32 => t
                 .to_vec_u32()?
                 .iter()

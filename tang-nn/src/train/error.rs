@@ -66,13 +66,7 @@ pub enum TrainError {
     Distributed(crate::distributed::DistError),
 }
 
-/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
-/// and `unwrap` show the message with its hint rather than the variant's fields.
-impl std::fmt::Debug for TrainError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Display::fmt(self, f)
-    }
-}
+crate::macros::debug_as_display!(TrainError);
 
 impl fmt::Display for TrainError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -146,32 +140,15 @@ pub(crate) fn io_error(
     }
 }
 
-impl From<crate::optim::OptimError> for TrainError {
-    fn from(e: crate::optim::OptimError) -> Self {
-        TrainError::Optim(e)
-    }
-}
-
-impl From<crate::autograd::Error> for TrainError {
-    fn from(e: crate::autograd::Error) -> Self {
-        TrainError::Autograd(e)
-    }
-}
+crate::macros::wrap_errors!(TrainError {
+    crate::optim::OptimError => Optim,
+    crate::autograd::Error => Autograd,
+    crate::distributed::DistError => Distributed,
+    crate::checkpoint::CheckpointError => Checkpoint,
+});
 
 impl From<tang_runtime::Error> for TrainError {
     fn from(e: tang_runtime::Error) -> Self {
         TrainError::Autograd(e.into())
-    }
-}
-
-impl From<crate::distributed::DistError> for TrainError {
-    fn from(e: crate::distributed::DistError) -> Self {
-        TrainError::Distributed(e)
-    }
-}
-
-impl From<crate::checkpoint::CheckpointError> for TrainError {
-    fn from(e: crate::checkpoint::CheckpointError) -> Self {
-        TrainError::Checkpoint(e)
     }
 }

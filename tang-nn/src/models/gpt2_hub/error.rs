@@ -61,12 +61,7 @@ pub enum HubError {
     Model(crate::autograd::Error),
 }
 
-/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does.
-impl fmt::Debug for HubError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
+crate::macros::debug_as_display!(HubError);
 
 impl fmt::Display for HubError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -98,17 +93,10 @@ impl std::error::Error for HubError {
     }
 }
 
-impl From<StateDictError> for HubError {
-    fn from(e: StateDictError) -> Self {
-        HubError::Keys(e)
-    }
-}
-
-impl From<crate::autograd::Error> for HubError {
-    fn from(e: crate::autograd::Error) -> Self {
-        HubError::Model(e)
-    }
-}
+crate::macros::wrap_errors!(HubError {
+    StateDictError => Keys,
+    crate::autograd::Error => Model,
+});
 
 impl From<tang_runtime::Error> for HubError {
     fn from(e: tang_runtime::Error) -> Self {

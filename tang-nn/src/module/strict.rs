@@ -98,13 +98,7 @@ fn shape(s: &[usize]) -> String {
     format!("[{}]", dims.join(", "))
 }
 
-/// Prints the [`Display`](std::fmt::Display) text, as `anyhow` does: `?` out of `main`
-/// and `unwrap` show the message with its hint rather than the variant's fields.
-impl std::fmt::Debug for StateDictError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Display::fmt(self, f)
-    }
-}
+crate::macros::debug_as_display!(StateDictError);
 
 impl fmt::Display for StateDictError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -5,13 +5,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::convert::FloatDtype;
-use super::error::SafetensorsError;
-use super::read::read_file;
+use super::load::{Ties, stage};
 use super::strict::IncompatibleKeys;
-use super::write::save_file;
-use crate::module::load::{Ties, stage};
-use crate::module::{Error, Module};
+use super::{Error, Module};
+use crate::safetensors::{FloatDtype, SafetensorsError, read_file, save_file};
 
 /// Writes `model`'s `state_dict` to `path` in f32, as `safetensors.torch.save_model(model,
 /// path)` does (see [`save_model_with`] for another float type or metadata).
