@@ -25,6 +25,7 @@
 // the crate too.
 extern crate self as tang_nn;
 
+pub mod amp;
 pub mod autograd;
 pub mod checkpoint;
 pub mod data;

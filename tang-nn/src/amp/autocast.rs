@@ -1,0 +1,124 @@
+//! [`autocast`]: PyTorch's `with torch.autocast(device_type, dtype=torch.float16)` as a
+//! guard. Inside it, on this thread, the matmul-like recording ops
+//! ([`Tensor::linear`](crate::autograd::Tensor::linear),
+//! [`Tensor::matmul`](crate::autograd::Tensor::matmul), and the layers built on them)
+//! round both operands to f16 and multiply them on the tensor cores where the adapter has
+//! them, accumulating in f32 (the result stays f32 where PyTorch's would be f16); their
+//! backward multiplies in f16 the same way. Everything else keeps computing in f32, as
+//! `torch.autocast`'s lists put softmax, log-softmax, layer and RMS norm, cross-entropy,
+//! sums and losses on the f32 side. Parameters are not cast: they stay f32 master weights,
+//! and so does the optimizer state.
+//!
+//! Attention (the fused causal kernel and its backward) runs in f32 under autocast for
+//! now; convolution too (its kernels are not matmuls with an f16 switch yet).
+
+use std::cell::Cell;
+use std::marker::PhantomData;
+
+use tang_runtime::DType;
+
+use super::AmpError;
+
+thread_local! {
+    /// The dtype of this thread's autocast region; `None` outside one.
+    static AUTOCAST: Cell<Option<DType>> = const { Cell::new(None) };
+}
+
+/// The region of an [`autocast`] or [`autocast_disabled`] call: the previous setting
+/// comes back when it is dropped. Regions nest (drop them in the reverse order they were
+/// made, as scopes do); a guard is tied to its thread.
+///
+/// ```
+/// use tang_nn::amp::{autocast, is_autocast_enabled};
+/// use tang_nn::tang_runtime::DType;
+/// {
+///     let _autocast = autocast(DType::F16)?;
+///     assert!(is_autocast_enabled());
+/// }
+/// assert!(!is_autocast_enabled()); // restored when the guard went out of scope
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use = "autocast applies while the guard lives: bind it to a named variable (`let _autocast = ...`)"]
+#[derive(Debug)]
+pub struct AutocastGuard {
+    previous: Option<DType>,
+    /// Not `Send`: the setting it restores is this thread's.
+    _thread: PhantomData<*const ()>,
+}
+
+impl Drop for AutocastGuard {
+    fn drop(&mut self) {
+        AUTOCAST.with(|a| a.set(self.previous));
+    }
+}
+
+/// Sets this thread's autocast dtype to `dtype` until the guard is dropped.
+fn enter(dtype: Option<DType>) -> AutocastGuard {
+    AutocastGuard {
+        previous: AUTOCAST.with(|a| a.replace(dtype)),
+        _thread: PhantomData,
+    }
+}
+
+/// Runs the matmul-like ops in `dtype` on this thread while the returned guard lives
+/// (PyTorch's `torch.autocast("cuda", dtype=torch.float16)`; see the module
+/// documentation for which ops change).
+///
+/// ```
+/// use tang_nn::amp::autocast;
+/// # use tang_nn::{Device, Tensor};
+/// use tang_nn::tang_runtime::DType;
+/// # let dev = Device::new()?;
+/// let x = Tensor::from_slice(&dev, &[1.0 + 1.0 / 4096.0], &[1, 1])?; // not an f16 value
+/// let w = Tensor::from_slice(&dev, &[1.0], &[1, 1])?.into_parameter();
+/// let y = {
+///     let _autocast = autocast(DType::F16)?; // with torch.autocast("cuda", dtype=torch.float16):
+///     x.linear(&w, None)?
+/// };
+/// assert_eq!(y.to_vec()?, [1.0]); // x was rounded to f16 before the product
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// [`AmpError::UnsupportedDtype`] for a dtype other than [`DType::F16`]: bf16 has no
+/// cooperative-matrix (tensor-core) type in wgpu, so tang's mixed precision is f16 with a
+/// [`super::GradScaler`].
+pub fn autocast(dtype: DType) -> Result<AutocastGuard, AmpError> {
+    if dtype != DType::F16 {
+        return Err(AmpError::UnsupportedDtype { dtype });
+    }
+    Ok(enter(Some(dtype)))
+}
+
+/// Turns autocast off on this thread while the returned guard lives, inside an
+/// [`autocast`] region (PyTorch's `torch.autocast("cuda", enabled=False)`): a part of the
+/// model that must stay f32.
+///
+/// ```
+/// use tang_nn::amp::{autocast, autocast_disabled, is_autocast_enabled};
+/// use tang_nn::tang_runtime::DType;
+/// let _autocast = autocast(DType::F16)?;
+/// {
+///     let _f32 = autocast_disabled();
+///     assert!(!is_autocast_enabled());
+/// }
+/// assert!(is_autocast_enabled()); // the outer region again
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn autocast_disabled() -> AutocastGuard {
+    enter(None)
+}
+
+/// Whether autocast is on for this thread (PyTorch's `torch.is_autocast_enabled()`).
+///
+/// ```
+/// assert!(!tang_nn::amp::is_autocast_enabled());
+/// ```
+pub fn is_autocast_enabled() -> bool {
+    AUTOCAST.with(Cell::get).is_some()
+}
+
+/// Whether a matmul-like op recorded now multiplies f16-rounded operands.
+pub(crate) fn matmul_in_f16() -> bool {
+    AUTOCAST.with(Cell::get) == Some(DType::F16)
+}
