@@ -15,13 +15,16 @@
 use std::cell::Cell;
 use std::marker::PhantomData;
 
+#[allow(unused_imports)] // PENDING-F16
 use tang_runtime::DType;
 
+#[allow(unused_imports)] // PENDING-F16
 use super::AmpError;
 
 thread_local! {
-    /// The dtype of this thread's autocast region; `None` outside one.
-    static AUTOCAST: Cell<Option<DType>> = const { Cell::new(None) };
+    /// Whether this thread is in an f16 autocast region (f16 is the one dtype autocast
+    /// computes in).
+    static AUTOCAST_F16: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The region of an [`autocast`] or [`autocast_disabled`] call: the previous setting
@@ -41,21 +44,21 @@ thread_local! {
 #[must_use = "autocast applies while the guard lives: bind it to a named variable (`let _autocast = ...`)"]
 #[derive(Debug)]
 pub struct AutocastGuard {
-    previous: Option<DType>,
+    previous: bool,
     /// Not `Send`: the setting it restores is this thread's.
     _thread: PhantomData<*const ()>,
 }
 
 impl Drop for AutocastGuard {
     fn drop(&mut self) {
-        AUTOCAST.with(|a| a.set(self.previous));
+        AUTOCAST_F16.with(|a| a.set(self.previous));
     }
 }
 
-/// Sets this thread's autocast dtype to `dtype` until the guard is dropped.
-fn enter(dtype: Option<DType>) -> AutocastGuard {
+/// Turns this thread's f16 autocast on or off until the guard is dropped.
+pub(crate) fn enter(f16: bool) -> AutocastGuard {
     AutocastGuard {
-        previous: AUTOCAST.with(|a| a.replace(dtype)),
+        previous: AUTOCAST_F16.with(|a| a.replace(f16)),
         _thread: PhantomData,
     }
 }
@@ -83,11 +86,12 @@ fn enter(dtype: Option<DType>) -> AutocastGuard {
 /// [`AmpError::UnsupportedDtype`] for a dtype other than [`DType::F16`]: bf16 has no
 /// cooperative-matrix (tensor-core) type in wgpu, so tang's mixed precision is f16 with a
 /// [`super::GradScaler`].
+#[cfg(any())] // PENDING-F16
 pub fn autocast(dtype: DType) -> Result<AutocastGuard, AmpError> {
     if dtype != DType::F16 {
         return Err(AmpError::UnsupportedDtype { dtype });
     }
-    Ok(enter(Some(dtype)))
+    Ok(enter(true))
 }
 
 /// Turns autocast off on this thread while the returned guard lives, inside an
@@ -106,7 +110,7 @@ pub fn autocast(dtype: DType) -> Result<AutocastGuard, AmpError> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn autocast_disabled() -> AutocastGuard {
-    enter(None)
+    enter(false)
 }
 
 /// Whether autocast is on for this thread (PyTorch's `torch.is_autocast_enabled()`).
@@ -115,10 +119,5 @@ pub fn autocast_disabled() -> AutocastGuard {
 /// assert!(!tang_nn::amp::is_autocast_enabled());
 /// ```
 pub fn is_autocast_enabled() -> bool {
-    AUTOCAST.with(Cell::get).is_some()
-}
-
-/// Whether a matmul-like op recorded now multiplies f16-rounded operands.
-pub(crate) fn matmul_in_f16() -> bool {
-    AUTOCAST.with(Cell::get) == Some(DType::F16)
+    AUTOCAST_F16.with(Cell::get)
 }

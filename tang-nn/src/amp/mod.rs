@@ -14,10 +14,12 @@
 //! scaler.update()                    scaler.update()?;
 //! ```
 
+pub(crate) mod autocast;
 mod error;
 mod scaler;
 mod unscale;
 
+pub use autocast::{AutocastGuard, autocast_disabled, is_autocast_enabled};
 pub use error::AmpError;
 pub use scaler::{GradScaler, GradScalerOptions, GradScalerState};
 pub use unscale::unscale_and_check;

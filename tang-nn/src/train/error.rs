@@ -53,6 +53,8 @@ pub enum TrainError {
     },
     /// Backward, clipping or the optimizer step failed.
     Optim(crate::optim::OptimError),
+    /// Loss scaling in a mixed-precision run failed.
+    Amp(crate::amp::AmpError),
     /// Computing gradients or reading a value back failed.
     Autograd(crate::autograd::Error),
     /// Saving or resuming a checkpoint failed.
@@ -103,6 +105,7 @@ impl fmt::Display for TrainError {
                 write!(f, "the step function failed at step {step}: {source}")
             }
             TrainError::Optim(e) => write!(f, "the optimizer step failed: {e}"),
+            TrainError::Amp(e) => write!(f, "loss scaling failed: {e}"),
             TrainError::Autograd(e) => write!(f, "backward or a read of the loss failed: {e}"),
             TrainError::Checkpoint(e) => write!(f, "{e}"),
             TrainError::Distributed(e) => write!(f, "{e}"),
@@ -125,6 +128,7 @@ impl std::error::Error for TrainError {
             TrainError::Io { source, .. } => Some(source),
             TrainError::Step { source, .. } => Some(source.as_ref()),
             TrainError::Optim(e) => Some(e),
+            TrainError::Amp(e) => Some(e),
             TrainError::Autograd(e) => Some(e),
             TrainError::Checkpoint(e) => Some(e),
             TrainError::Distributed(e) => Some(e),
@@ -149,6 +153,12 @@ pub(crate) fn io_error(
 impl From<crate::optim::OptimError> for TrainError {
     fn from(e: crate::optim::OptimError) -> Self {
         TrainError::Optim(e)
+    }
+}
+
+impl From<crate::amp::AmpError> for TrainError {
+    fn from(e: crate::amp::AmpError) -> Self {
+        TrainError::Amp(e)
     }
 }
 
