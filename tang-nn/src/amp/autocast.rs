@@ -1,24 +1,12 @@
 //! [`autocast`]: PyTorch's `with torch.autocast(device_type, dtype=torch.float16)` as a
-//! guard. Inside it, on this thread, the matmul-like recording ops
-//! ([`Tensor::linear`](crate::autograd::Tensor::linear),
-//! [`Tensor::matmul`](crate::autograd::Tensor::matmul), and the layers built on them)
-//! round both operands to f16 and multiply them on the tensor cores where the adapter has
-//! them, accumulating in f32 (the result stays f32 where PyTorch's would be f16); their
-//! backward multiplies in f16 the same way. Everything else keeps computing in f32, as
-//! `torch.autocast`'s lists put softmax, log-softmax, layer and RMS norm, cross-entropy,
-//! sums and losses on the f32 side. Parameters are not cast: they stay f32 master weights,
-//! and so does the optimizer state.
-//!
-//! Attention (the fused causal kernel and its backward) runs in f32 under autocast for
-//! now; convolution too (its kernels are not matmuls with an f16 switch yet).
+//! guard over a per-thread switch that the matmul-like recording ops read when they
+//! record (see [`autocast`] for which ops change and which stay f32).
 
 use std::cell::Cell;
 use std::marker::PhantomData;
 
-#[allow(unused_imports)] // PENDING-F16
 use tang_runtime::DType;
 
-#[allow(unused_imports)] // PENDING-F16
 use super::AmpError;
 
 thread_local! {
@@ -64,8 +52,18 @@ pub(crate) fn enter(f16: bool) -> AutocastGuard {
 }
 
 /// Runs the matmul-like ops in `dtype` on this thread while the returned guard lives
-/// (PyTorch's `torch.autocast("cuda", dtype=torch.float16)`; see the module
-/// documentation for which ops change).
+/// (PyTorch's `torch.autocast("cuda", dtype=torch.float16)`).
+///
+/// Inside it, [`Tensor::linear`](crate::autograd::Tensor::linear) and
+/// [`Tensor::matmul`](crate::autograd::Tensor::matmul) (so `Linear`, the attention
+/// layers' projections and a GPT's head) round both operands to f16 and multiply them on
+/// the tensor cores where the adapter has them, accumulating in f32; the result stays f32
+/// (PyTorch's would be f16, to be cast back by the next f32 op). Their backward multiplies
+/// f16-rounded operands the same way. Everything else computes in f32, as
+/// `torch.autocast`'s lists put softmax, log-softmax, layer and RMS norm, cross-entropy,
+/// sums and losses on the f32 side. Parameters are not cast: they stay f32 master
+/// weights, and so does the optimizer state. Attention's own products (the fused causal
+/// kernel and its backward) and convolution stay f32 for now.
 ///
 /// ```
 /// use tang_nn::amp::autocast;
@@ -86,7 +84,6 @@ pub(crate) fn enter(f16: bool) -> AutocastGuard {
 /// [`AmpError::UnsupportedDtype`] for a dtype other than [`DType::F16`]: bf16 has no
 /// cooperative-matrix (tensor-core) type in wgpu, so tang's mixed precision is f16 with a
 /// [`super::GradScaler`].
-#[cfg(any())] // PENDING-F16
 pub fn autocast(dtype: DType) -> Result<AutocastGuard, AmpError> {
     if dtype != DType::F16 {
         return Err(AmpError::UnsupportedDtype { dtype });
