@@ -15,7 +15,8 @@ pub fn validate(wgsl: &str) -> Result<(), ValidationError> {
     })?;
     let caps = naga::valid::Capabilities::SUBGROUP
         | naga::valid::Capabilities::SUBGROUP_BARRIER
-        | naga::valid::Capabilities::SHADER_FLOAT16;
+        | naga::valid::Capabilities::SHADER_FLOAT16
+        | naga::valid::Capabilities::COOPERATIVE_MATRIX;
     naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
         .validate(&module)
         .map_err(|e| ValidationError {

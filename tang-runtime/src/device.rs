@@ -80,6 +80,36 @@ fn wanted_features() -> wgpu::Features {
         | wgpu::Features::PIPELINE_CACHE
 }
 
+/// Whether `adapter` runs tang's tensor-core matmul: f16 in shaders, cooperative matrices
+/// with the 16x16x16 f16 x f16 + f32 configuration (the fragment shape the kernels are
+/// written for), and a fixed subgroup size of 32 (a 128-thread workgroup is then four
+/// subgroups, each owning a quarter of the output tile).
+fn has_tensor_cores(adapter: &wgpu::Adapter, info: &wgpu::AdapterInfo) -> bool {
+    let needed = wgpu::Features::SHADER_F16 | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+    use wgpu::CooperativeScalarType::{F16, F32};
+    adapter.features().contains(needed)
+        && info.subgroup_min_size == 32
+        && info.subgroup_max_size == 32
+        && adapter.cooperative_matrix_properties().iter().any(|p| {
+            (p.m_size, p.n_size, p.k_size) == (16, 16, 16) && p.ab_type == F16 && p.cr_type == F32
+        })
+}
+
+/// wgpu's experimental features: enabled only to reach the tensor cores.
+#[allow(unsafe_code)]
+fn experimental_features(tensor_cores: bool) -> wgpu::ExperimentalFeatures {
+    if !tensor_cores {
+        return wgpu::ExperimentalFeatures::disabled();
+    }
+    // SAFETY: wgpu marks cooperative matrices experimental (its validation of them may be
+    // incomplete). tang uses them only in its own generated matmul kernels, which naga
+    // validates (`cargo test` checks every variant), index workgroup memory only within
+    // their arrays, and are tested against an f64 reference on the GPUs that run them
+    // (`scripts/gpu-tests.sh`). `DeviceOptions::tensor_cores` (`TANG_TENSOR_CORES=0`)
+    // turns the feature off entirely.
+    unsafe { wgpu::ExperimentalFeatures::enabled() }
+}
+
 fn type_rank(t: wgpu::DeviceType) -> u8 {
     match t {
         wgpu::DeviceType::DiscreteGpu => 0,
@@ -261,14 +291,18 @@ impl Device {
                 ainfo.name
             );
         }
-        let features = adapter.features() & wanted_features();
+        let tensor_cores = opts.tensor_cores && has_tensor_cores(&adapter, &ainfo);
+        let mut features = adapter.features() & wanted_features();
+        if tensor_cores {
+            features |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+        }
         let limits = adapter.limits();
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("tang"),
                 required_features: features,
                 required_limits: limits.clone(),
-                experimental_features: wgpu::ExperimentalFeatures::disabled(),
+                experimental_features: experimental_features(tensor_cores),
                 memory_hints: wgpu::MemoryHints::Performance,
                 trace: wgpu::Trace::Off,
             })
@@ -311,6 +345,7 @@ impl Device {
             checked: opts.checked,
             subgroup_min_size: ainfo.subgroup_min_size,
             subgroup_max_size: ainfo.subgroup_max_size,
+            tensor_cores,
         };
         let state = State::new(&device, &limits);
         let pool_limit = opts.pool_limit.unwrap_or(if is_software {

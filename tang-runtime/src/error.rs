@@ -180,7 +180,7 @@ impl fmt::Display for Error {
             ),
             Error::DType { op, expected, got } => write!(
                 f,
-                "{op}: expected a tensor of {expected:?}, got {got:?}; convert or create the tensor with the right element type"
+                "{op}: expected a tensor of {expected:?}, got {got:?}; convert it with `to_dtype` or create the tensor with the right element type"
             ),
             Error::TooLarge {
                 what,

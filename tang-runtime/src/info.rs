@@ -5,7 +5,7 @@
 /// How to open a [`Device`](crate::Device). `DeviceOptions::default()` reads the environment:
 /// `TANG_ADAPTER` (a substring of the adapter's name), `TANG_ADAPTER_INDEX` (which of
 /// several equally good adapters), `TANG_BACKEND` (`vulkan`, `metal`, `dx12` or `gl`) and
-/// `TANG_CHECKED=1`. Under an MPI or Slurm launcher without `TANG_ADAPTER_INDEX`, the
+/// `TANG_CHECKED=1` and `TANG_TENSOR_CORES=0`. Under an MPI or Slurm launcher without `TANG_ADAPTER_INDEX`, the
 /// process's local rank picks the adapter (see [`DeviceOptions::adapter_index`]).
 #[derive(Clone, Debug)]
 pub struct DeviceOptions {
@@ -38,6 +38,12 @@ pub struct DeviceOptions {
     /// memory first empties the pool and tries again (PyTorch frees its cache the same
     /// way before it reports an out-of-memory error).
     pub pool_limit: Option<u64>,
+    /// Run f16 matrix products on the tensor cores (WGSL cooperative matrices) where the
+    /// adapter has them (see [`DeviceInfo::tensor_cores`]). On by default; off with
+    /// `TANG_TENSOR_CORES=0`, which also leaves wgpu's experimental cooperative-matrix
+    /// feature unrequested. Off, f16 products run on the f32 tile with the same rounding
+    /// of the operands (slower, same accuracy class).
+    pub tensor_cores: bool,
 }
 
 impl Default for DeviceOptions {
@@ -51,6 +57,7 @@ impl Default for DeviceOptions {
             adapter_index: AdapterIndex::from_env(),
             backends: env("TANG_BACKEND").map(|b| wgpu::Backends::from_comma_list(&b)),
             pool_limit: None,
+            tensor_cores: env("TANG_TENSOR_CORES").is_none_or(|v| v != "0" && v != "false"),
         }
     }
 }
@@ -118,6 +125,11 @@ pub struct DeviceInfo {
     pub subgroup_min_size: u32,
     /// The largest subgroup size the adapter may use.
     pub subgroup_max_size: u32,
+    /// Whether f16 matrix products run on the tensor cores: [`DeviceOptions::tensor_cores`]
+    /// is on and the adapter has `SHADER_F16`, wgpu's cooperative matrices with the
+    /// 16x16x16 f16 x f16 + f32 configuration, and subgroups of exactly 32 (NVIDIA's
+    /// Vulkan driver; not lavapipe, not browsers today).
+    pub tensor_cores: bool,
 }
 
 /// Counters of the device's resources and work, for tests and tuning.

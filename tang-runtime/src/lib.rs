@@ -60,6 +60,8 @@ pub use tang_expr::{KernelDesc, kernel::WORKGROUP_SIZE};
 // The kernel macros (`#[kernel]`, `#[fused_grad]`, `#[kernels]`): users need only this crate.
 // Named, not globbed: the crate's `derive(Module)` belongs to tang-nn.
 pub use dtype::DType;
+/// The f16 type of [`Tensor::from_f16`] and [`Tensor::to_vec_f16`].
+pub use half;
 pub use tang_macros::{fused_grad, kernel, kernels, uniform};
 pub use tensor::Tensor;
 pub use wgpu;

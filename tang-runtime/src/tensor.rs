@@ -140,10 +140,17 @@ impl Tensor {
         }
         let t = dev.alloc_tensor(shape, dtype, false)?;
         if !bytes.is_empty() {
-            // The buffer is fresh from the pool, so no unsubmitted command uses it.
-            dev.inner
-                .queue
-                .write_buffer(&t.storage.buffer, t.offset, bytes);
+            // The buffer is fresh from the pool, so no unsubmitted command uses it. wgpu
+            // writes whole 4-byte words: an odd number of f16 values gets a zero pad (the
+            // pool's size classes are multiples of 16 bytes, so it lies in the buffer).
+            let queue = &dev.inner.queue;
+            if bytes.len().is_multiple_of(4) {
+                queue.write_buffer(&t.storage.buffer, t.offset, bytes);
+            } else {
+                let mut padded = bytes.to_vec();
+                padded.resize(bytes.len().next_multiple_of(4), 0);
+                queue.write_buffer(&t.storage.buffer, t.offset, &padded);
+            }
         }
         Ok(t)
     }
@@ -158,6 +165,31 @@ impl Tensor {
             bytemuck::cast_slice(data),
             shape,
             DType::F32,
+            data.len(),
+        )
+    }
+
+    /// Uploads `data` as an f16 tensor of `shape` (PyTorch's `torch.tensor(data,
+    /// dtype=torch.float16)`; [`half::f16::from_f32`] rounds an f32 to nearest even).
+    ///
+    /// ```
+    /// # use tang_runtime::{Device, DType, Tensor};
+    /// use half::f16;
+    /// let dev = Device::new()?;
+    /// let t = Tensor::from_f16(&dev, &[f16::from_f32(1.5), f16::from_f32(-2.0)], &[2])?;
+    /// assert_eq!(t.dtype(), DType::F16);
+    /// assert_eq!(t.to_vec()?, vec![1.5, -2.0]);
+    /// # Ok::<(), tang_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] when `data.len()` is not the product of `shape`.
+    pub fn from_f16(dev: &Device, data: &[half::f16], shape: &[usize]) -> Result<Tensor, Error> {
+        Self::upload(
+            dev,
+            bytemuck::cast_slice(data),
+            shape,
+            DType::F16,
             data.len(),
         )
     }

@@ -358,7 +358,7 @@ impl Tensor {
     /// [`Error::Runtime`] when the shapes do not broadcast or the devices differ.
     pub fn where_cond(mask: &RawTensor, a: &Tensor, b: &Tensor) -> Result<Tensor, Error> {
         let mask = match mask.dtype() {
-            tang_runtime::DType::U32 => {
+            tang_runtime::DType::U32 | tang_runtime::DType::F16 => {
                 tang_runtime::ops::to_dtype(mask, tang_runtime::DType::F32)?
             }
             tang_runtime::DType::F32 => mask.clone(),

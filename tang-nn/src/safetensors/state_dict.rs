@@ -231,6 +231,7 @@ impl StateTensor {
             StateTensor::Device(t) => match t.dtype() {
                 DType::F32 => Dtype::F32,
                 DType::U32 => Dtype::U32,
+                DType::F16 => Dtype::F16,
             },
             StateTensor::Host(h) => h.dtype(),
         }

@@ -128,7 +128,8 @@ fn encode<'a>(
 ) -> Result<Cow<'a, [u8]>, SafetensorsError> {
     match tensor {
         StateTensor::Device(t) => Ok(Cow::Owned(match t.dtype() {
-            DType::F32 => narrow_from_f32(&t.to_vec()?, float),
+            // An f16 tensor widens exactly, so narrowing it back to F16 is lossless.
+            DType::F32 | DType::F16 => narrow_from_f32(&t.to_vec()?, float),
             DType::U32 => t
                 .to_vec_u32()?
                 .iter()

@@ -71,10 +71,11 @@ pub use conv::{Conv2d, Conv2dGrads, conv2d, conv2d_backward};
 // not part of the API.
 #[doc(hidden)]
 pub use conv::gemm as conv_gemm;
+pub use elementwise::cast::to_dtype;
 pub use elementwise::compare::{eq, ge, gt, le, lt, ne};
 pub use elementwise::fused::FusedFn;
 pub use elementwise::inplace::{add_, clone, copy_, fill_, fill_u32_, full, full_u32, mul_, zero_};
-pub use elementwise::int::{arange, argmax, argmin, to_dtype};
+pub use elementwise::int::{arange, argmax, argmin};
 pub use elementwise::kernels;
 pub use elementwise::{
     abs, abs_backward, add, add_backward, add_scalar, add_scalar_backward, clamp, clamp_backward,
@@ -92,8 +93,8 @@ pub use index::gather::{
     gather, gather_backward, index_copy_, index_select, index_select_backward,
 };
 pub use matmul::{
-    Epilogue, MatmulOptions, TileConfig, bias_backward, matmul, matmul_backward, matmul_tn_split,
-    matmul_with,
+    Epilogue, MatmulOptions, TileConfig, bias_backward, matmul, matmul_backward,
+    matmul_backward_with, matmul_tn_split, matmul_with,
 };
 pub use random::philox::{PhiloxStream, dropout_threshold, philox4x32_10};
 pub use random::{DropoutState, Generator, dropout, dropout_backward, rand, rand_bits, randn};

@@ -29,7 +29,9 @@ const READ_CALLBACK_TIMEOUT: std::time::Duration = std::time::Duration::from_sec
 impl Tensor {
     /// Records a copy into a staging buffer and submits everything recorded so far.
     fn start_read(&self) -> Result<Option<wgpu::Buffer>, Error> {
-        let bytes = self.bytes();
+        // Copies move whole 4-byte words: an odd count of f16 values reads one pad half
+        // (inside the buffer: pool size classes are multiples of 16 bytes), dropped later.
+        let bytes = self.bytes().next_multiple_of(4);
         if bytes == 0 {
             return Ok(None);
         }
@@ -160,12 +162,16 @@ impl Tensor {
         Self::finish_read(&staging)
     }
 
-    /// Downloads an f32 tensor (after every launch recorded before this call).
+    /// Downloads an f32 tensor (after every launch recorded before this call); an f16
+    /// tensor's values are widened to f32 (exactly).
     ///
     /// # Errors
     /// [`Error::DType`] for a u32 tensor, [`Error::DeviceLost`], [`Error::Map`]; on
     /// WebAssembly [`Error::Blocking`] (await [`Tensor::to_vec_async`] there).
     pub fn to_vec(&self) -> Result<Vec<f32>, Error> {
+        if self.dtype() == DType::F16 {
+            return Ok(widen(&self.to_vec_f16()?));
+        }
         self.download("to_vec", "Tensor::to_vec", DType::F32)
     }
 
@@ -174,7 +180,23 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::to_vec`].
     pub async fn to_vec_async(&self) -> Result<Vec<f32>, Error> {
+        if self.dtype() == DType::F16 {
+            return Ok(widen(
+                &self
+                    .download_async::<half::f16>("to_vec_async", DType::F16)
+                    .await?,
+            ));
+        }
         self.download_async("to_vec_async", DType::F32).await
+    }
+
+    /// Downloads an f16 tensor as its f16 values.
+    ///
+    /// # Errors
+    /// [`Error::DType`] for an f32 or u32 tensor (convert with [`Tensor::to_dtype`]
+    /// first), [`Error::DeviceLost`], [`Error::Map`]; on WebAssembly [`Error::Blocking`].
+    pub fn to_vec_f16(&self) -> Result<Vec<half::f16>, Error> {
+        self.download("to_vec_f16", "Tensor::to_vec_f16", DType::F16)
     }
 
     /// Downloads a u32 tensor.
@@ -206,7 +228,13 @@ impl Tensor {
         // Ids checked on the GPU since the last read report here (the checks' flags are
         // read only when such checks ran).
         self.device().report_index_faults()?;
-        Ok(bytemuck::pod_collect_to_vec(&self.read_bytes(call)?))
+        Ok(self.elements(&self.read_bytes(call)?))
+    }
+
+    /// The tensor's elements from the bytes read back (which may end in a pad half).
+    fn elements<T: bytemuck::Pod>(&self, bytes: &[u8]) -> Vec<T> {
+        let used = bytes.len().min(self.bytes() as usize);
+        bytemuck::pod_collect_to_vec(&bytes[..used])
     }
 
     /// [`Tensor::download`] without blocking the thread.
@@ -217,9 +245,7 @@ impl Tensor {
     ) -> Result<Vec<T>, Error> {
         self.expect_dtype(op, dtype)?;
         self.device().report_index_faults_async().await?;
-        Ok(bytemuck::pod_collect_to_vec(
-            &self.read_bytes_async().await?,
-        ))
+        Ok(self.elements(&self.read_bytes_async().await?))
     }
 
     /// Downloads a one-element f32 tensor as a number.
@@ -241,4 +267,9 @@ impl Tensor {
             .copied()
             .ok_or_else(|| Error::Map("empty download".into()))
     }
+}
+
+/// f16 values widened to f32 (exact).
+fn widen(values: &[half::f16]) -> Vec<f32> {
+    values.iter().map(|h| h.to_f32()).collect()
 }

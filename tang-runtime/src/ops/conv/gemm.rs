@@ -249,6 +249,8 @@ fn variant(tile: TileConfig, positions_along_k: bool, va: bool, vc: bool) -> Var
         vc,
         bias: false,
         epilogue: false,
+        ea: codegen::Elem::F32,
+        eb: codegen::Elem::F32,
     }
 }
 

@@ -1,5 +1,5 @@
-//! u32 tensors: `arange`, `argmax`/`argmin` along a dimension, and casts between f32 and
-//! u32 (`to_dtype`). [`crate::Tensor::to_vec_u32`] reads a u32 tensor back.
+//! u32 tensors: `arange` and `argmax`/`argmin` along a dimension ([`super::cast`]
+//! converts between element types). [`crate::Tensor::to_vec_u32`] reads a u32 tensor back.
 
 use crate::ops::check;
 use crate::ops::check::{AxisView, axis_view};
@@ -25,37 +25,10 @@ static ARANGE: Spec<LinearParams> = Spec::new(
 );
 
 /// The bindings of the kernels that read 32-bit words `x` and write words `out`.
-const X_TO_OUT: &[Slot] = &[
+pub(super) const X_TO_OUT: &[Slot] = &[
     Slot::Read("x", "array<u32>"),
     Slot::ReadWrite("out", "array<u32>"),
 ];
-
-/// `DIR = 0`: f32 -> u32, truncating toward zero and saturating (negative numbers and NaN
-/// give 0, 2^32 and beyond give `u32::MAX`). `DIR = 1`: u32 -> f32.
-static CAST: Spec<LinearParams> = Spec::new(
-    "to_dtype",
-    &[IS_NAN_WGSL],
-    X_TO_OUT,
-    concat!(
-        "override DIR: u32 = 0u;
-
-",
-        thread_main!(i < "p.n"),
-        "    let w = x[i];
-    if (DIR == 1u) {
-        out[i] = bitcast<u32>(f32(w));
-        return;
-    }
-    let f = bitcast<f32>(w);
-    var r = 0u;
-    if (!is_nan(w) && f >= 1.0) {
-        if (f >= 4294967296.0) { r = 0xffffffffu; } else { r = u32(f); }
-    }
-    out[i] = r;
-}
-"
-    ),
-);
 
 params! {
     /// `argmax`/`argmin`: `[outer, len, inner]` around the reduced dimension, `total`
@@ -97,7 +70,7 @@ static ARG: Spec<ArgParams> = Spec::new(
 
 /// Every kernel of this file, for the registry.
 pub(crate) fn kernels() -> Vec<Source> {
-    vec![ARANGE.source(), CAST.source(), ARG.source()]
+    vec![ARANGE.source(), ARG.source()]
 }
 
 /// `[start, start + step, ...]` up to but excluding `end`, as a u32 tensor (PyTorch's
@@ -126,31 +99,6 @@ pub fn arange(dev: &Device, start: u32, end: u32, step: u32) -> Result<Tensor, E
     let out = dev.empty(&[n as usize], DType::U32)?;
     let params = LinearParams { n, start, step };
     launch_threads(op, dev, &ARANGE, &[], &params, n, &[&out])?;
-    Ok(out)
-}
-
-/// `x` converted to `dtype` (PyTorch's `x.to(dtype)`; the same tensor when it already has
-/// it). f32 -> u32 truncates toward zero and saturates: negative numbers and NaN give 0,
-/// values of 2^32 and beyond `u32::MAX`. u32 -> f32 is exact below 2^24; above, the GPU
-/// rounds to one of the two nearest f32 (WGSL leaves the direction to the adapter).
-///
-/// # Errors
-/// [`Error::TooLarge`] past 2^32 - 1 elements, [`Error::DeviceLost`].
-pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor, Error> {
-    let op = "to_dtype";
-    if x.dtype() == dtype {
-        return Ok(x.clone());
-    }
-    let n = crate::size::fits_u32(op, "elements", x.len())?;
-    let dev = x.device();
-    let out = dev.empty(x.shape(), dtype)?;
-    let params = LinearParams {
-        n,
-        start: 0,
-        step: 0,
-    };
-    let dir = if dtype == DType::F32 { 1.0 } else { 0.0 };
-    launch_threads(op, dev, &CAST, &[("DIR", dir)], &params, n, &[x, &out])?;
     Ok(out)
 }
 

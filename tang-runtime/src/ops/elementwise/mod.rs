@@ -5,13 +5,14 @@
 //! ([`crate::FusedFn`]). Backwards take `grad_out` first, then the forward's arguments, and
 //! return one gradient per differentiable input in the input's shape.
 
+pub(crate) mod cast;
 pub(super) mod compare;
 pub(super) mod fused;
 pub(super) mod inplace;
 pub(super) mod int;
 pub mod kernels;
 
-crate::spec::kernel_modules! { "ops/elementwise": compare, inplace, int }
+crate::spec::kernel_modules! { "ops/elementwise": cast, compare, inplace, int }
 
 use crate::ops::to_dtype;
 use crate::{DType, Error, Tensor};
@@ -182,6 +183,6 @@ pub fn where_cond_backward(
 fn float_mask(mask: &Tensor) -> Result<Tensor, Error> {
     match mask.dtype() {
         DType::F32 => Ok(mask.clone()),
-        DType::U32 => to_dtype(mask, DType::F32),
+        DType::U32 | DType::F16 => to_dtype(mask, DType::F32),
     }
 }

@@ -48,6 +48,72 @@ pub struct Variant {
     pub bias: bool,
     /// An epilogue function `tang_epilogue` is applied on store.
     pub epilogue: bool,
+    /// How A's elements are read (f32, f32 rounded to f16, or f16 storage).
+    pub ea: Elem,
+    /// How B's elements are read.
+    pub eb: Elem,
+}
+
+/// How an operand's elements reach the f32 FMAs of the tile.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Elem {
+    /// f32 storage, used as is.
+    #[default]
+    F32,
+    /// f32 storage rounded to f16 on load (autocast's products without tensor cores).
+    F32AsF16,
+    /// f16 storage, widened on load.
+    F16,
+}
+
+impl Elem {
+    /// The element kind of a `dtype` operand in a product whose operands are rounded to
+    /// f16 when `half` is set.
+    pub(crate) fn of(dtype: crate::DType, half: bool) -> Elem {
+        match (dtype, half) {
+            (crate::DType::F16, _) => Elem::F16,
+            (_, true) => Elem::F32AsF16,
+            _ => Elem::F32,
+        }
+    }
+
+    /// The WGSL storage type of an operand (`vec`: four elements per index).
+    fn storage(self, vec: bool) -> &'static str {
+        match (self, vec) {
+            // f16 storage is read as 32-bit words and converted on the bits (no
+            // `SHADER_F16` needed): 4 halves per `vec2<u32>`, 2 per `u32`.
+            (Elem::F16, true) => "array<vec2<u32>>",
+            (Elem::F16, false) => "array<u32>",
+            (_, true) => "array<vec4<f32>>",
+            (_, false) => "array<f32>",
+        }
+    }
+
+    /// `load` (a WGSL read of element index `gi`, or of its vec4 at `gi >> 2`) as f32.
+    fn convert(self, name: char, vec: bool) -> String {
+        match (self, vec) {
+            (Elem::F32, true) => format!("{name}[gi >> 2u]"),
+            (Elem::F32, false) => format!("{name}[gi]"),
+            (Elem::F32AsF16, true) => format!("round_f16x4({name}[gi >> 2u])"),
+            (Elem::F32AsF16, false) => format!("round_f16({name}[gi])"),
+            (Elem::F16, true) => format!("widen_f16x4({name}[gi >> 2u])"),
+            (Elem::F16, false) => format!("widen_f16({name}[gi >> 1u], gi)"),
+        }
+    }
+}
+
+/// WGSL helpers for [`Elem`]: f32 rounded through f16 and f16 words widened, on the
+/// bits (round to nearest even, as `to_dtype`).
+fn elem_helpers() -> String {
+    use crate::ops::elementwise::cast::{F16_BITS_TO_F32_WGSL, F32_TO_F16_BITS_WGSL};
+    format!(
+        "{F32_TO_F16_BITS_WGSL}{F16_BITS_TO_F32_WGSL}fn round_f16(x: f32) -> f32 {{ return bitcast<f32>(f16_bits_to_f32(f32_to_f16_bits(bitcast<u32>(x)))); }}
+fn round_f16x4(x: vec4<f32>) -> vec4<f32> {{ return vec4<f32>(round_f16(x.x), round_f16(x.y), round_f16(x.z), round_f16(x.w)); }}
+fn widen_half(h: u32) -> f32 {{ return bitcast<f32>(f16_bits_to_f32(h & 0xffffu)); }}
+fn widen_f16(w: u32, gi: u32) -> f32 {{ return widen_half(w >> (16u * (gi & 1u))); }}
+fn widen_f16x4(w: vec2<u32>) -> vec4<f32> {{ return vec4<f32>(widen_half(w.x), widen_half(w.x >> 16u), widen_half(w.y), widen_half(w.y >> 16u)); }}
+"
+    )
 }
 
 impl Variant {
@@ -64,6 +130,8 @@ impl Variant {
             vc: bit(4),
             bias: bit(5),
             epilogue: bit(6),
+            ea: Elem::F32,
+            eb: Elem::F32,
         }
     }
 }
@@ -122,7 +190,10 @@ pub fn layout(v: &Variant) -> Layout<MatmulParams, Vec<Slot>> {
             "array<f32>"
         }
     };
-    let mut slots = vec![Slot::Read("a", ty(v.va)), Slot::Read("b", ty(v.vb))];
+    let mut slots = vec![
+        Slot::Read("a", v.ea.storage(v.va)),
+        Slot::Read("b", v.eb.storage(v.vb)),
+    ];
     if v.bias {
         slots.push(Slot::Read("bias", ty(v.vc)));
     }
@@ -130,17 +201,17 @@ pub fn layout(v: &Variant) -> Layout<MatmulParams, Vec<Slot>> {
     Layout::with_slots(slots)
 }
 
-/// Params and workgroup grid for a launch of `tile`.
+/// Params and workgroup grid for a launch of blocks of `[bm, bn, bk]` (a tile's).
 /// Returns `None` when the grid does not fit in `max_per_dim` per dimension.
 pub fn launch_shape(
     s: &Shape,
-    tile: &TileConfig,
+    [bm, bn, bk]: [u32; 3],
     ta: bool,
     tb: bool,
     max_per_dim: u32,
 ) -> Option<(MatmulParams, [u32; 3])> {
-    let m_tiles = s.m.div_ceil(tile.bm);
-    let n_tiles = s.n.div_ceil(tile.bn);
+    let m_tiles = s.m.div_ceil(bm);
+    let n_tiles = s.n.div_ceil(bn);
     let total = (m_tiles as u64) * (n_tiles as u64) * (s.batch as u64);
     if total > u32::MAX as u64 {
         return None;
@@ -157,7 +228,7 @@ pub fn launch_shape(
         m: s.m,
         n: s.n,
         k: s.k,
-        k_tiles: s.k.div_ceil(tile.bk),
+        k_tiles: s.k.div_ceil(bk),
         a_bstride: s.a_bstride,
         b_bstride: s.b_bstride,
         c_bstride: s.m * s.n,
@@ -188,6 +259,8 @@ struct Operand<'a> {
     /// A WGSL expression of `r` (row of the tile's operand) and `kk` (index along k)
     /// that replaces the plain read: an implicit-GEMM gather (scalar operands only).
     load: Option<&'a str>,
+    /// How its elements are read.
+    elem: Elem,
 }
 
 impl Operand<'_> {
@@ -266,8 +339,7 @@ fn emit_loads(w: &mut String, op: &Operand, v: &Variant, guarded: bool, kt: &str
         }
         let load = match op.load {
             Some(expr) => expr.to_string(),
-            None if op.vec => format!("{n}[gi >> 2u]"),
-            None => format!("{n}[gi]"),
+            None => op.elem.convert(n, op.vec),
         };
         if guarded {
             // With vec4 loads the contiguous extent is a multiple of 4 and the vector
@@ -332,6 +404,7 @@ fn operands<'a>(v: &Variant, b_load: Option<&'a str>) -> (Operand<'a>, Operand<'
         vec: v.va,
         pad: if v.ta { 0 } else { 4 },
         load: None,
+        elem: v.ea,
     };
     let opb = Operand {
         name: 'b',
@@ -340,6 +413,7 @@ fn operands<'a>(v: &Variant, b_load: Option<&'a str>) -> (Operand<'a>, Operand<'
         vec: v.vb && b_load.is_none(),
         pad: if v.tb { 4 } else { 0 },
         load: b_load,
+        elem: v.eb,
     };
     (opa, opb)
 }
@@ -364,6 +438,9 @@ pub fn generate(v: &Variant, epilogue: &str) -> String {
         if v.tb { "^T" } else { "" }
     );
     w.push_str(&layout(v).declarations());
+    if v.ea != Elem::F32 || v.eb != Elem::F32 {
+        w.push_str(&elem_helpers());
+    }
     emit_workgroup_memory(&mut w, v);
     if v.epilogue {
         w.push_str(epilogue);

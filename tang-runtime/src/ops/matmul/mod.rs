@@ -11,6 +11,7 @@
 //! variants (at most a few hundred) times the distinct epilogues a program uses.
 
 pub(crate) mod codegen;
+mod coop;
 mod epilogue;
 mod split;
 mod tile;
@@ -40,8 +41,25 @@ pub struct MatmulOptions<'a> {
     /// A function applied to every element of C as it is stored.
     pub epilogue: Option<&'a Epilogue>,
     /// A tile shape to use instead of the automatic choice (benchmarks and tuning);
-    /// it must satisfy [`TileConfig::is_valid`] and the device's limits.
+    /// it must satisfy [`TileConfig::is_valid`] and the device's limits. A forced tile
+    /// runs on the f32 tile even where tensor cores would be chosen.
     pub tile: Option<TileConfig>,
+    /// Round both operands to f16 before the products (f32 accumulation): what
+    /// `torch.autocast(dtype=torch.float16)` does to a matmul. Runs on the tensor cores
+    /// where the device has them ([`crate::DeviceInfo::tensor_cores`]), else on the f32
+    /// tile with the same rounding. An operand that is an f16 tensor is always
+    /// multiplied this way.
+    pub f16_inputs: bool,
+    /// The result's element type: f32 (`None`, the default) or [`DType::F16`] (rounded
+    /// to nearest even as it is stored).
+    pub out_dtype: Option<DType>,
+}
+
+impl MatmulOptions<'_> {
+    /// Whether the products are f16 (for operands `a` and `b`).
+    fn half(&self, a: &Tensor, b: &Tensor) -> bool {
+        self.f16_inputs || a.dtype() == DType::F16 || b.dtype() == DType::F16
+    }
 }
 
 /// `A · B` for `a: [.., m, k]`, `b: [.., k, n]` (see [`matmul_with`]).
@@ -67,7 +85,17 @@ struct Dims {
 fn dims(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Dims, Error> {
     // Static names: a formatted one would allocate on every launch, not just on error.
     for (name, t) in [("matmul (a)", a), ("matmul (b)", b)] {
-        t.expect_dtype(name, DType::F32)?;
+        if t.dtype() != DType::F16 {
+            t.expect_dtype(name, DType::F32)?;
+        }
+    }
+    if let Some(dt) = o.out_dtype
+        && dt == DType::U32
+    {
+        return Err(Error::InvalidArgument {
+            op: "matmul".into(),
+            detail: "out_dtype U32: a matmul's result is f32 or f16; pass None (f32) or Some(DType::F16)".into(),
+        });
     }
     let (sa, sb) = (a.shape(), b.shape());
     if sa.len() < 2 || sb.len() < 2 {
@@ -281,6 +309,29 @@ pub(crate) fn kernels() -> Vec<crate::spec::Source> {
             ));
         }
     }
+    // f16 operands and rounded f32 operands on the f32 tile, each layout and alignment.
+    for flags in 0u32..16 {
+        for (ea, eb) in [
+            (codegen::Elem::F16, codegen::Elem::F16),
+            (codegen::Elem::F32AsF16, codegen::Elem::F16),
+            (codegen::Elem::F32AsF16, codegen::Elem::F32AsF16),
+        ] {
+            let v = Variant {
+                ea,
+                eb,
+                ..Variant::from_bits(TileConfig::LARGE, flags)
+            };
+            out.push((
+                format!("matmul_f16_flags{flags:02}_{ea:?}_{eb:?}"),
+                codegen::generate(&v, ""),
+            ));
+        }
+    }
+    // The tensor-core kernel: every flag without an epilogue.
+    for bits in 0u32..512 {
+        let v = coop::CoopVariant::from_bits(bits);
+        out.push((format!("matmul_coop_{bits:03}"), coop::generate(&v, "")));
+    }
     out
 }
 
@@ -300,9 +351,24 @@ pub(crate) fn kernels() -> Vec<crate::spec::Source> {
 pub fn matmul_with(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Tensor, Error> {
     let d = dims(a, b, o)?;
     let dev = a.device();
+    let half = o.half(a, b);
+    let out_dtype = o.out_dtype.unwrap_or(DType::F32);
+    let on_tensor_cores = half && o.tile.is_none() && coop_fits(dev);
     let splits = split_k(&d, o);
     if splits > 1 {
-        return matmul_split_k(a, b, &d, splits);
+        let c = matmul_split_k(a, b, &d, splits, half)?;
+        return crate::ops::to_dtype(&c, out_dtype);
+    }
+    if on_tensor_cores {
+        return matmul_coop(a, b, o, &d, out_dtype);
+    }
+    if out_dtype != DType::F32 {
+        // The f32 tile stores f32; the rounding to f16 is one pass more.
+        let f32_out = MatmulOptions {
+            out_dtype: None,
+            ..*o
+        };
+        return crate::ops::to_dtype(&matmul_with(a, b, &f32_out)?, out_dtype);
     }
     let out = dev.empty(&d.out_shape, DType::F32)?;
     if out.is_empty() {
@@ -321,8 +387,25 @@ pub fn matmul_with(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Tens
         vc: d.n.is_multiple_of(4),
         bias: o.bias.is_some(),
         epilogue: o.epilogue.is_some(),
+        ea: codegen::Elem::of(a.dtype(), half),
+        eb: codegen::Elem::of(b.dtype(), half),
     };
     let k = kernel(&v, o.epilogue)?;
+    let (params, grid) = grid_of(dev, &d, [tile.bm, tile.bn, tile.bk], o)?;
+    let mut tensors = vec![a, b];
+    tensors.extend(o.bias);
+    tensors.push(&out);
+    codegen::layout(&v).dispatch(k, &[], &params, &tensors, grid)?;
+    Ok(out)
+}
+
+/// The params and workgroup grid of a launch of `block` (`[bm, bn, bk]`) over `d`.
+fn grid_of(
+    dev: &Device,
+    d: &Dims,
+    block: [u32; 3],
+    o: &MatmulOptions<'_>,
+) -> Result<(codegen::MatmulParams, [u32; 3]), Error> {
     let shape = Shape {
         m: d.m as u32,
         n: d.n as u32,
@@ -332,17 +415,65 @@ pub fn matmul_with(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Tens
         batch: d.batch as u32,
     };
     let max = dev.info().limits.max_compute_workgroups_per_dimension;
-    let (params, grid) = codegen::launch_shape(&shape, &tile, o.transpose_a, o.transpose_b, max)
-        .ok_or_else(|| Error::TooLarge {
+    codegen::launch_shape(&shape, block, o.transpose_a, o.transpose_b, max).ok_or_else(|| {
+        Error::TooLarge {
             what: "matmul: workgroups (batch x row blocks x column blocks)".into(),
-            requested: (d.m.div_ceil(tile.bm as usize) * d.n.div_ceil(tile.bn as usize) * d.batch)
+            requested: (d.m.div_ceil(block[0] as usize) * d.n.div_ceil(block[1] as usize) * d.batch)
                 as u64,
             limit: (max as u64).pow(3).min(u32::MAX as u64),
-        })?;
+        }
+    })
+}
+
+/// Whether `dev` runs the tensor-core kernel: it has them, and the kernel's workgroup
+/// memory and threads fit its limits.
+fn coop_fits(dev: &Device) -> bool {
+    let info = dev.info();
+    info.tensor_cores
+        && coop::workgroup_bytes() <= info.limits.max_compute_workgroup_storage_size
+        && info.limits.max_compute_invocations_per_workgroup >= 128
+}
+
+/// The generated tensor-core variants, by flags and epilogue hash.
+static COOP_KERNELS: Variants<(coop::CoopVariant, u64)> = Variants::new();
+
+/// `C = op(A) · op(B)` on the tensor cores (see `coop.rs`).
+fn matmul_coop(
+    a: &Tensor,
+    b: &Tensor,
+    o: &MatmulOptions<'_>,
+    d: &Dims,
+    out_dtype: DType,
+) -> Result<Tensor, Error> {
+    let dev = a.device();
+    let out = dev.empty(&d.out_shape, out_dtype)?;
+    if out.is_empty() {
+        return Ok(out);
+    }
+    let v = coop::CoopVariant {
+        ta: o.transpose_a,
+        tb: o.transpose_b,
+        // Four-element access needs the contiguous extent a multiple of 4 and a binding
+        // (an empty operand, k = 0, stays scalar).
+        va: (if o.transpose_a { d.m } else { d.k }).is_multiple_of(4) && !a.is_empty(),
+        vb: (if o.transpose_b { d.k } else { d.n }).is_multiple_of(4) && !b.is_empty(),
+        vc: d.n.is_multiple_of(4),
+        ha: a.dtype() == DType::F16,
+        hb: b.dtype() == DType::F16,
+        hc: out_dtype == DType::F16,
+        bias: o.bias.is_some(),
+        epilogue: o.epilogue.is_some(),
+    };
+    let key = (v, o.epilogue.map_or(0, Epilogue::hash));
+    let k = COOP_KERNELS.get(&key, || {
+        let text = coop::generate(&v, o.epilogue.map_or("", Epilogue::wgsl));
+        ("matmul_coop".to_string(), text)
+    })?;
+    let (params, grid) = grid_of(dev, d, [coop::BLOCK, coop::BLOCK, coop::BK], o)?;
     let mut tensors = vec![a, b];
     tensors.extend(o.bias);
     tensors.push(&out);
-    codegen::layout(&v).dispatch(k, &[], &params, &tensors, grid)?;
+    coop::layout(&v).dispatch(k, &[], &params, &tensors, grid)?;
     Ok(out)
 }
 
@@ -366,6 +497,30 @@ pub fn matmul_backward(
         transpose_b,
         ..Default::default()
     };
+    matmul_backward_with(grad_out, a, b, &o)
+}
+
+/// [`matmul_backward`] for a product made with options `o`: its transposes and
+/// [`MatmulOptions::f16_inputs`] (the backward's products then round their operands,
+/// `grad_out` included, to f16, as autocast's backward multiplies in f16); `bias`,
+/// `epilogue`, `tile` and `out_dtype` are ignored. The gradients are f32.
+///
+/// # Errors
+/// As [`matmul_backward`].
+pub fn matmul_backward_with(
+    grad_out: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    o: &MatmulOptions<'_>,
+) -> Result<(Tensor, Tensor), Error> {
+    let (transpose_a, transpose_b) = (o.transpose_a, o.transpose_b);
+    let f16_inputs = o.half(a, b);
+    let o = MatmulOptions {
+        transpose_a,
+        transpose_b,
+        f16_inputs,
+        ..Default::default()
+    };
     let d = dims(a, b, &o)?;
     want_shape(
         "matmul",
@@ -381,6 +536,7 @@ pub fn matmul_backward(
             &MatmulOptions {
                 transpose_a: ta,
                 transpose_b: tb,
+                f16_inputs,
                 ..Default::default()
             },
         )

@@ -57,12 +57,14 @@ pub(super) fn matmul_split_k(
     b: &Tensor,
     d: &Dims,
     splits: usize,
+    f16_inputs: bool,
 ) -> Result<Tensor, Error> {
     let len = d.k / splits;
     let a3 = a.reshape(&[splits, len, d.m])?;
     let b3 = b.reshape(&[splits, len, d.n])?;
     let o = MatmulOptions {
         transpose_a: true,
+        f16_inputs,
         ..MatmulOptions::default()
     };
     let parts = matmul_with(&a3, &b3, &o)?;
@@ -93,5 +95,5 @@ pub fn matmul_tn_split(a: &Tensor, b: &Tensor, splits: usize) -> Result<Tensor, 
             ),
         ));
     }
-    matmul_split_k(a, b, &d, splits)
+    matmul_split_k(a, b, &d, splits, false)
 }

@@ -1,0 +1,181 @@
+//! Conversions between element types (`to_dtype`, PyTorch's `x.to(dtype)`): f32 <-> u32
+//! and f32 <-> f16. The f16 conversions work on the bits (round to nearest even, IEEE
+//! subnormals, inf and NaN kept), so every adapter rounds as the host's `half` crate and
+//! PyTorch do, and no `SHADER_F16` is needed to store or read f16 tensors.
+
+use super::int::{IS_NAN_WGSL, X_TO_OUT};
+use crate::spec::{Source, Spec, launch_threads, params};
+use crate::wgsl::thread_main;
+use crate::{DType, Error, Tensor};
+
+params! {
+    /// `n`: threads that do work (elements, or f16 pairs).
+    struct CastParams { n: u32, len: u32 }
+}
+
+/// `DIR = 0`: f32 -> u32, truncating toward zero and saturating (negative numbers and NaN
+/// give 0, 2^32 and beyond give `u32::MAX`). `DIR = 1`: u32 -> f32.
+static CAST_U32: Spec<CastParams> = Spec::new(
+    "to_dtype",
+    &[IS_NAN_WGSL],
+    X_TO_OUT,
+    concat!(
+        "override DIR: u32 = 0u;
+
+",
+        thread_main!(i < "p.n"),
+        "    let w = x[i];
+    if (DIR == 1u) {
+        out[i] = bitcast<u32>(f32(w));
+        return;
+    }
+    let f = bitcast<f32>(w);
+    var r = 0u;
+    if (!is_nan(w) && f >= 1.0) {
+        if (f >= 4294967296.0) { r = 0xffffffffu; } else { r = u32(f); }
+    }
+    out[i] = r;
+}
+"
+    ),
+);
+
+/// WGSL: the f16 bits (in the low half) of the f32 with bits `x`, rounded to nearest
+/// even; overflow gives inf, NaN stays NaN with its payload's top bits (as `half`).
+pub(crate) const F32_TO_F16_BITS_WGSL: &str = "fn f32_to_f16_bits(x: u32) -> u32 {
+    let sign = (x >> 16u) & 0x8000u;
+    let e = (x >> 23u) & 0xffu;
+    let m = x & 0x7fffffu;
+    if (e == 0xffu) {
+        return sign | 0x7c00u | select(0u, 0x200u, m != 0u) | (m >> 13u);
+    }
+    let he = i32(e) - 112;
+    if (he >= 31) { return sign | 0x7c00u; }
+    if (he <= 0) {
+        if (he < -10) { return sign; }
+        let mm = m | 0x800000u;
+        let shift = u32(14 - he);
+        let halfway = 1u << (shift - 1u);
+        let rem = mm & ((1u << shift) - 1u);
+        var r = mm >> shift;
+        if (rem > halfway || (rem == halfway && (r & 1u) == 1u)) { r += 1u; }
+        return sign | r;
+    }
+    var r = (u32(he) << 10u) | (m >> 13u);
+    let rem = m & 0x1fffu;
+    // A carry out of the mantissa steps the exponent, up to inf: still nearest even.
+    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u) == 1u)) { r += 1u; }
+    return sign | r;
+}
+";
+
+/// WGSL: the f32 bits of the f16 with bits `h` (low half), exact.
+pub(crate) const F16_BITS_TO_F32_WGSL: &str = "fn f16_bits_to_f32(h: u32) -> u32 {
+    let sign = (h & 0x8000u) << 16u;
+    let e = (h >> 10u) & 0x1fu;
+    let m = h & 0x3ffu;
+    if (e == 0x1fu) { return sign | 0x7f800000u | (m << 13u); }
+    if (e == 0u) {
+        // Subnormal (or zero): m * 2^-24, a normal f32 (the product is exact).
+        return sign | bitcast<u32>(f32(m) * 5.9604644775390625e-8);
+    }
+    return sign | ((e + 112u) << 23u) | (m << 13u);
+}
+";
+
+/// f32 -> f16: thread `i` writes the word of f16 elements `2i` and `2i + 1` (the high
+/// half is 0 past the end: the pad of an odd length).
+static TO_F16: Spec<CastParams> = Spec::new(
+    "to_dtype_f16",
+    &[F32_TO_F16_BITS_WGSL],
+    X_TO_OUT,
+    concat!(
+        thread_main!(i < "p.n"),
+        "    let lo = f32_to_f16_bits(x[2u * i]);
+    var hi = 0u;
+    if (2u * i + 1u < p.len) { hi = f32_to_f16_bits(x[2u * i + 1u]); }
+    out[i] = lo | (hi << 16u);
+}
+"
+    ),
+);
+
+/// f16 -> f32: thread `i` widens element `i`.
+static FROM_F16: Spec<CastParams> = Spec::new(
+    "to_dtype_from_f16",
+    &[F16_BITS_TO_F32_WGSL],
+    X_TO_OUT,
+    concat!(
+        thread_main!(i < "p.n"),
+        "    let w = x[i >> 1u];
+    out[i] = f16_bits_to_f32((w >> (16u * (i & 1u))) & 0xffffu);
+}
+"
+    ),
+);
+
+/// Every kernel of this file, for the registry.
+pub(crate) fn kernels() -> Vec<Source> {
+    vec![CAST_U32.source(), TO_F16.source(), FROM_F16.source()]
+}
+
+/// `x` converted to `dtype` (PyTorch's `x.to(dtype)`; the same tensor when it already has
+/// it). f32 -> u32 truncates toward zero and saturates: negative numbers and NaN give 0,
+/// values of 2^32 and beyond `u32::MAX`. u32 -> f32 is exact below 2^24; above, the GPU
+/// rounds to one of the two nearest f32 (WGSL leaves the direction to the adapter).
+/// f32 -> f16 rounds to nearest even (beyond 65504 to inf, below 2^-25 to zero; NaN
+/// stays NaN), f16 -> f32 is exact; u32 <-> f16 goes through f32.
+///
+/// ```
+/// # use tang_runtime::{Device, DType, Tensor, ops};
+/// let dev = Device::new()?;
+/// let x = Tensor::from_slice(&dev, &[1.0, 1.0e-3, 70000.0], &[3])?;
+/// let h = ops::to_dtype(&x, DType::F16)?;
+/// assert_eq!(h.to_vec()?, vec![1.0, 0.0010004044, f32::INFINITY]);
+/// # Ok::<(), tang_runtime::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::TooLarge`] past 2^32 - 1 elements, [`Error::DeviceLost`].
+pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor, Error> {
+    let op = "to_dtype";
+    let from = x.dtype();
+    if from == dtype {
+        return Ok(x.clone());
+    }
+    // Through f32 where neither side is f32 (u32 <-> f16).
+    if from != DType::F32 && dtype != DType::F32 {
+        return to_dtype(&to_dtype(x, DType::F32)?, dtype);
+    }
+    let len = crate::size::fits_u32(op, "elements", x.len())?;
+    let dev = x.device();
+    let out = dev.empty(x.shape(), dtype)?;
+    if len == 0 {
+        return Ok(out);
+    }
+    match (from, dtype) {
+        (DType::F32, DType::F16) => {
+            let n = len.div_ceil(2);
+            let params = CastParams { n, len };
+            launch_threads(op, dev, &TO_F16, &[], &params, n, &[x, &out])?;
+        }
+        (DType::F16, _) => {
+            let params = CastParams { n: len, len };
+            launch_threads(op, dev, &FROM_F16, &[], &params, len, &[x, &out])?;
+        }
+        _ => {
+            let params = CastParams { n: len, len };
+            let dir = if dtype == DType::F32 { 1.0 } else { 0.0 };
+            launch_threads(
+                op,
+                dev,
+                &CAST_U32,
+                &[("DIR", dir)],
+                &params,
+                len,
+                &[x, &out],
+            )?;
+        }
+    }
+    Ok(out)
+}

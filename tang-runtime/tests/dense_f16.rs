@@ -1,0 +1,402 @@
+//! f16 tensors and f16 products: casts against the `half` crate bit for bit (round to
+//! nearest even, subnormals, inf, NaN), uploads and downloads of odd lengths, and matmul
+//! with f16 operands, with f32 operands rounded to f16 (`f16_inputs`) and with an f16
+//! result, against an f64 reference of the f16-rounded inputs: every layout, batches,
+//! bias, edge tiles. On an adapter with tensor cores the products run on them and are
+//! compared with the f32 tile's (`DeviceOptions::tensor_cores` off) as well.
+
+use half::f16;
+use tang_runtime::ops::{
+    MatmulOptions, matmul_backward, matmul_backward_with, matmul_with, to_dtype,
+};
+use tang_runtime::{DType, Device, DeviceOptions, Tensor};
+use tang_testing::{Rng, devices};
+
+/// f32 values that exercise every branch of the rounding: halfway cases both ways,
+/// subnormals and the smallest ones that round to zero or up, the largest finite value
+/// and the ones that overflow, signed zeros, inf and NaN.
+fn special_values() -> Vec<f32> {
+    let mut v = vec![
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        65504.0,
+        65519.99,
+        65520.0,
+        -65520.0,
+        1.0e9,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        f32::MIN_POSITIVE,
+        5.960_464_5e-8, // 2^-24: the smallest f16 subnormal
+        2.980_232_2e-8, // 2^-25: halfway to zero, rounds to even (0)
+        2.980_233e-8,   // just above: rounds up to 2^-24
+        8.940_697e-8,   // 1.5 * 2^-24: halfway, rounds to even (2^-23)
+        6.097_555e-5,   // the largest subnormal
+        6.103_515_6e-5, // the smallest normal
+        1.000_488_3,    // 1 + 2^-11: halfway, rounds to even (1)
+        1.001_464_8,    // 1 + 3 * 2^-11: halfway, rounds to even (1 + 2^-9)
+        2049.0,
+        2051.0,
+    ];
+    // Every f16 neighbourhood: each f16 value and the points a quarter ulp around it.
+    for bits in (0u16..0x7c00).step_by(97) {
+        let x = f16::from_bits(bits).to_f32();
+        let ulp = f16::from_bits(bits + 1).to_f32() - x;
+        for d in [0.0, 0.25, 0.5, 0.75] {
+            v.push(x + d * ulp);
+            v.push(-(x + d * ulp));
+        }
+    }
+    v
+}
+
+fn same_bits(got: f16, want: f16) -> bool {
+    got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan())
+}
+
+#[test]
+fn f32_to_f16_rounds_as_half_does() {
+    for dev in devices() {
+        let x = special_values();
+        let t = Tensor::from_slice(&dev, &x, &[x.len()]).unwrap();
+        let h = to_dtype(&t, DType::F16).unwrap();
+        assert_eq!(h.dtype(), DType::F16);
+        assert_eq!(h.shape(), &[x.len()]);
+        let got = h.to_vec_f16().unwrap();
+        for (i, (&g, &xi)) in got.iter().zip(&x).enumerate() {
+            let want = f16::from_f32(xi);
+            assert!(
+                same_bits(g, want),
+                "element {i}: {xi:e} -> {:#06x}, half gives {:#06x}",
+                g.to_bits(),
+                want.to_bits()
+            );
+        }
+    }
+}
+
+#[test]
+fn f16_to_f32_is_exact_for_every_value() {
+    let dev = &devices()[0];
+    let all: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
+    let h = Tensor::from_f16(dev, &all, &[all.len()]).unwrap();
+    let back = to_dtype(&h, DType::F32).unwrap().to_vec().unwrap();
+    for (i, (&g, &h)) in back.iter().zip(&all).enumerate() {
+        let want = h.to_f32();
+        assert!(
+            g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()),
+            "bits {i:#06x}: got {g:e}, want {want:e}"
+        );
+    }
+    // And through the host path of `to_vec` (widened on the host).
+    let host = h.to_vec().unwrap();
+    assert_eq!(host.len(), all.len());
+}
+
+#[test]
+fn odd_lengths_round_trip_and_u32_goes_through_f32() {
+    let dev = &devices()[0];
+    for n in [1usize, 3, 5, 257] {
+        let x: Vec<f16> = (0..n)
+            .map(|i| f16::from_f32(i as f32 * 0.5 - 3.0))
+            .collect();
+        let t = Tensor::from_f16(dev, &x, &[n]).unwrap();
+        assert_eq!(t.to_vec_f16().unwrap(), x, "n = {n}");
+        let f = to_dtype(&t, DType::F32).unwrap();
+        let h = to_dtype(&f, DType::F16).unwrap();
+        assert_eq!(h.to_vec_f16().unwrap(), x, "n = {n} through f32");
+    }
+    let ids = Tensor::from_u32(dev, &[0, 7, 70000], &[3]).unwrap();
+    let h = to_dtype(&ids, DType::F16).unwrap();
+    // 70000 is past f16's largest finite value (65504).
+    assert_eq!(h.to_vec().unwrap(), vec![0.0, 7.0, f32::INFINITY]);
+    assert_eq!(
+        to_dtype(&h, DType::U32).unwrap().to_vec_u32().unwrap()[1],
+        7
+    );
+    // Wrong element types are clear errors, not panics.
+    assert!(h.to_vec_u32().is_err());
+    assert!(
+        Tensor::from_slice(dev, &[1.0], &[1])
+            .unwrap()
+            .to_vec_f16()
+            .is_err()
+    );
+}
+
+/// Rounds through f16, as the kernels do with each operand.
+fn r16(x: f32) -> f64 {
+    f64::from(f16::from_f32(x).to_f32())
+}
+
+/// C[b] = op(A[b]) op(B[b]) of f16-rounded inputs in f64, and the sum of |products|.
+fn reference(
+    a: &[f32],
+    b: &[f32],
+    (m, n, k, batch): (usize, usize, usize, usize),
+    (ta, tb): (bool, bool),
+    b_batched: bool,
+) -> (Vec<f64>, Vec<f64>) {
+    let mut c = vec![0.0; batch * m * n];
+    let mut s = vec![0.0; batch * m * n];
+    for bi in 0..batch {
+        let sb = if b_batched { bi * k * n } else { 0 };
+        for i in 0..m {
+            for j in 0..n {
+                let (mut acc, mut mag) = (0.0f64, 0.0f64);
+                for p in 0..k {
+                    let x = r16(a[bi * m * k + if ta { p * m + i } else { i * k + p }]);
+                    let y = r16(b[sb + if tb { j * k + p } else { p * n + j }]);
+                    acc += x * y;
+                    mag += (x * y).abs();
+                }
+                c[(bi * m + i) * n + j] = acc;
+                s[(bi * m + i) * n + j] = mag;
+            }
+        }
+    }
+    (c, s)
+}
+
+/// How the operands reach the product.
+#[derive(Clone, Copy, Debug)]
+enum Operands {
+    /// f32 tensors with `f16_inputs`.
+    Rounded,
+    /// f16 tensors.
+    Half,
+    /// A f32 rounded, B an f16 tensor.
+    Mixed,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check(
+    dev: &Device,
+    rng: &mut Rng,
+    (m, n, k, batch): (usize, usize, usize, usize),
+    (ta, tb): (bool, bool),
+    operands: Operands,
+    bias: bool,
+    out: DType,
+) {
+    let what = format!(
+        "{} m{m} n{n} k{k} batch{batch} ta{ta} tb{tb} {operands:?} bias{bias} out {out:?}",
+        dev.info().name
+    );
+    let a = rng.vec(batch * m * k, 1.0);
+    let b_batched = batch > 1 && m % 2 == 0;
+    let b = rng.vec(if b_batched { batch } else { 1 } * k * n, 1.0);
+    let bias_v = rng.vec(n, 1.0);
+    let lead = |rows: usize, cols: usize, batched: bool| -> Vec<usize> {
+        let mut s = if batched && batch > 1 {
+            vec![batch]
+        } else {
+            vec![]
+        };
+        s.extend([rows, cols]);
+        s
+    };
+    let a_shape = if ta {
+        lead(k, m, true)
+    } else {
+        lead(m, k, true)
+    };
+    let b_shape = if tb {
+        lead(n, k, b_batched)
+    } else {
+        lead(k, n, b_batched)
+    };
+    let up = |x: &[f32], shape: &[usize], half: bool| {
+        let t = Tensor::from_slice(dev, x, shape).unwrap();
+        if half {
+            to_dtype(&t, DType::F16).unwrap()
+        } else {
+            t
+        }
+    };
+    let (ha, hb) = match operands {
+        Operands::Rounded => (false, false),
+        Operands::Half => (true, true),
+        Operands::Mixed => (false, true),
+    };
+    let ta_t = up(&a, &a_shape, ha);
+    let tb_t = up(&b, &b_shape, hb);
+    let bias_t = Tensor::from_slice(dev, &bias_v, &[n]).unwrap();
+    let o = MatmulOptions {
+        transpose_a: ta,
+        transpose_b: tb,
+        bias: bias.then_some(&bias_t),
+        f16_inputs: matches!(operands, Operands::Rounded | Operands::Mixed),
+        out_dtype: Some(out),
+        ..MatmulOptions::default()
+    };
+    let c = matmul_with(&ta_t, &tb_t, &o).unwrap();
+    assert_eq!(c.dtype(), out, "{what}");
+    let got = c.to_vec().unwrap();
+    let (mut want, scale) = reference(&a, &b, (m, n, k, batch), (ta, tb), b_batched);
+    if bias {
+        for (i, w) in want.iter_mut().enumerate() {
+            *w += f64::from(bias_v[i % n]);
+        }
+    }
+    for (i, ((&g, &w), &s)) in got.iter().zip(&want).zip(&scale).enumerate() {
+        // f32 accumulation of exact f16 products (their order differs), then the
+        // result's own rounding when it is stored as f16.
+        let mut tol = 1e-5 + 4e-7 * s * (k as f64).sqrt();
+        if out == DType::F16 {
+            tol += w.abs() * 2f64.powi(-11) + 6e-8;
+        }
+        assert!(
+            (f64::from(g) - w).abs() <= tol,
+            "{what}: element {i}: got {g}, want {w} (tol {tol})"
+        );
+    }
+}
+
+/// Shapes that cover whole blocks, edge blocks on each side, short and empty
+/// reductions, contiguous extents that are and are not multiples of 4, and batches.
+const SHAPES: &[(usize, usize, usize, usize)] = &[
+    (1, 1, 1, 1),
+    (5, 7, 3, 1),
+    (37, 45, 70, 1),
+    (128, 128, 64, 1),
+    (130, 260, 96, 1),
+    (64, 40, 33, 3),
+    (66, 132, 32, 2),
+    (9, 12, 0, 1),
+];
+
+#[test]
+fn f16_products_match_the_rounded_reference_in_every_layout() {
+    let mut rng = Rng::new(7);
+    for dev in devices() {
+        for &shape in SHAPES {
+            for (ta, tb) in [(false, false), (false, true), (true, false), (true, true)] {
+                check(
+                    &dev,
+                    &mut rng,
+                    shape,
+                    (ta, tb),
+                    Operands::Rounded,
+                    false,
+                    DType::F32,
+                );
+            }
+        }
+        // The other operand kinds, the bias and the f16 result on a few shapes.
+        for &shape in &SHAPES[2..6] {
+            check(
+                &dev,
+                &mut rng,
+                shape,
+                (false, true),
+                Operands::Half,
+                true,
+                DType::F32,
+            );
+            check(
+                &dev,
+                &mut rng,
+                shape,
+                (true, false),
+                Operands::Mixed,
+                false,
+                DType::F16,
+            );
+            check(
+                &dev,
+                &mut rng,
+                shape,
+                (false, false),
+                Operands::Half,
+                true,
+                DType::F16,
+            );
+        }
+    }
+}
+
+#[test]
+fn f16_weight_gradients_split_the_reduction() {
+    // A long reduction with a small output takes the split-K path (slices, then a sum).
+    let mut rng = Rng::new(11);
+    let dev = &devices()[0];
+    check(
+        dev,
+        &mut rng,
+        (24, 20, 4096, 1),
+        (true, false),
+        Operands::Rounded,
+        false,
+        DType::F32,
+    );
+}
+
+#[test]
+fn the_backward_rounds_when_the_forward_did() {
+    let dev = &devices()[0];
+    let mut rng = Rng::new(3);
+    let (m, n, k) = (19, 23, 29);
+    let a = rng.vec(m * k, 1.0);
+    let b = rng.vec(n * k, 1.0);
+    let g = rng.vec(m * n, 1.0);
+    let at = Tensor::from_slice(dev, &a, &[m, k]).unwrap();
+    let bt = Tensor::from_slice(dev, &b, &[n, k]).unwrap();
+    let gt = Tensor::from_slice(dev, &g, &[m, n]).unwrap();
+    let o = MatmulOptions {
+        transpose_b: true,
+        f16_inputs: true,
+        ..MatmulOptions::default()
+    };
+    let (ga, gb) = matmul_backward_with(&gt, &at, &bt, &o).unwrap();
+    // grad_a = G B (all rounded), grad_b = G^T A.
+    let mut want_a = vec![0.0f64; m * k];
+    let mut want_b = vec![0.0f64; n * k];
+    for i in 0..m {
+        for j in 0..n {
+            let gij = r16(g[i * n + j]);
+            for p in 0..k {
+                want_a[i * k + p] += gij * r16(b[j * k + p]);
+                want_b[j * k + p] += gij * r16(a[i * k + p]);
+            }
+        }
+    }
+    tang_testing::assert_close("grad_a", &ga.to_vec().unwrap(), &want_a, 1e-5, 1e-5);
+    tang_testing::assert_close("grad_b", &gb.to_vec().unwrap(), &want_b, 1e-5, 1e-5);
+    // Without rounding the f32 backward differs from the rounded one.
+    let (ga32, _) = matmul_backward(&gt, &at, &bt, false, true).unwrap();
+    assert_ne!(ga32.to_vec().unwrap(), ga.to_vec().unwrap());
+}
+
+#[test]
+fn tensor_cores_and_the_f32_tile_agree() {
+    // Where the adapter has tensor cores, the same products with them switched off run
+    // on the f32 tile: both must match the reference (and so each other).
+    let on = &devices()[0];
+    let off = Device::with_options(DeviceOptions {
+        tensor_cores: false,
+        ..DeviceOptions::default()
+    })
+    .unwrap();
+    assert!(!off.info().tensor_cores);
+    let mut rng = Rng::new(5);
+    for dev in [on, &off] {
+        check(
+            dev,
+            &mut rng,
+            (200, 136, 80, 1),
+            (false, true),
+            Operands::Rounded,
+            true,
+            DType::F32,
+        );
+    }
+    println!(
+        "tensor cores on {}: {}",
+        on.info().name,
+        on.info().tensor_cores
+    );
+}
