@@ -69,7 +69,10 @@ fn only_f16_is_accepted() {
         let err = autocast(dtype).unwrap_err();
         assert!(matches!(err, AmpError::UnsupportedDtype { .. }), "{err}");
         let message = err.to_string();
-        assert!(message.contains("F16") && message.contains("bf16"), "{message}");
+        assert!(
+            message.contains("F16") && message.contains("bf16"),
+            "{message}"
+        );
         assert!(!is_autocast_enabled());
     }
 }
@@ -170,7 +173,11 @@ fn gradients_under_autocast_match_central_differences_within_f16_rounding() {
     // differences are the true gradient, which autocast's approximates to f16's rounding.
     let (m, k, h, n) = (3, 8, 6, 4);
     let mut rng = Rng::new(21);
-    let values = [rng.vec(m * k, 1.0), rng.vec(h * k, 1.0), rng.vec(n * h, 1.0)];
+    let values = [
+        rng.vec(m * k, 1.0),
+        rng.vec(h * k, 1.0),
+        rng.vec(n * h, 1.0),
+    ];
     let shapes: [&[usize]; 3] = [&[m, k], &[h, k], &[n, h]];
     let params: Vec<Tensor> = values
         .iter()
@@ -196,7 +203,12 @@ fn gradients_under_autocast_match_central_differences_within_f16_rounding() {
         let mut y = vec![0.0; m * n];
         for i in 0..m {
             let hidden: Vec<f64> = (0..h)
-                .map(|j| (0..k).map(|p| x[i * k + p] * w1[j * k + p]).sum::<f64>().tanh())
+                .map(|j| {
+                    (0..k)
+                        .map(|p| x[i * k + p] * w1[j * k + p])
+                        .sum::<f64>()
+                        .tanh()
+                })
                 .collect();
             for o in 0..n {
                 y[i * n + o] = (0..h).map(|j| hidden[j] * w2[o * h + j]).sum();
@@ -264,12 +276,19 @@ fn gpt_losses(dev: &Device, amp: bool) -> Vec<f32> {
     for _ in 0..20 {
         let loss = {
             let _autocast = amp.then(|| autocast(DType::F16).unwrap());
-            let logits = gpt.forward(&x).unwrap().reshape(&[(batch * t) as i64, -1]).unwrap();
+            let logits = gpt
+                .forward(&x)
+                .unwrap()
+                .reshape(&[(batch * t) as i64, -1])
+                .unwrap();
             cross_entropy(&logits, &y).unwrap()
         };
         losses.push(loss.item().unwrap());
         let grads = scaler.scale(&loss).unwrap().backward().unwrap();
-        assert!(scaler.step(&mut opt, &grads).unwrap(), "no overflow at this scale");
+        assert!(
+            scaler.step(&mut opt, &grads).unwrap(),
+            "no overflow at this scale"
+        );
         scaler.update().unwrap();
     }
     losses
@@ -281,8 +300,14 @@ fn a_gpt_trained_in_mixed_precision_follows_the_f32_run() {
     let f32_losses = gpt_losses(&dev, false);
     let amp_losses = gpt_losses(&dev, true);
     let (a, b) = (f32_losses[19], amp_losses[19]);
-    println!("loss after 20 steps: f32 {a}, amp {b} (from {})", f32_losses[0]);
-    assert!(a < 0.8 * f32_losses[0], "the f32 run trains: {f32_losses:?}");
+    println!(
+        "loss after 20 steps: f32 {a}, amp {b} (from {})",
+        f32_losses[0]
+    );
+    assert!(
+        a < 0.8 * f32_losses[0],
+        "the f32 run trains: {f32_losses:?}"
+    );
     assert!(((a - b) / a).abs() < 1e-2, "f32 {a}, amp {b}");
     // The runs differ at all: the products were rounded.
     assert_ne!(f32_losses, amp_losses);

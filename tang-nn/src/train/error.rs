@@ -53,8 +53,9 @@ pub enum TrainError {
     },
     /// Backward, clipping or the optimizer step failed.
     Optim(crate::optim::OptimError),
-    /// Loss scaling in a mixed-precision run failed.
-    Amp(crate::amp::AmpError),
+    /// Loss scaling in a mixed-precision run failed (boxed: it may hold an optimizer
+    /// error, and every other variant stays small).
+    Amp(Box<crate::amp::AmpError>),
     /// Computing gradients or reading a value back failed.
     Autograd(crate::autograd::Error),
     /// Saving or resuming a checkpoint failed.
@@ -128,7 +129,7 @@ impl std::error::Error for TrainError {
             TrainError::Io { source, .. } => Some(source),
             TrainError::Step { source, .. } => Some(source.as_ref()),
             TrainError::Optim(e) => Some(e),
-            TrainError::Amp(e) => Some(e),
+            TrainError::Amp(e) => Some(e.as_ref()),
             TrainError::Autograd(e) => Some(e),
             TrainError::Checkpoint(e) => Some(e),
             TrainError::Distributed(e) => Some(e),
@@ -158,7 +159,7 @@ impl From<crate::optim::OptimError> for TrainError {
 
 impl From<crate::amp::AmpError> for TrainError {
     fn from(e: crate::amp::AmpError) -> Self {
-        TrainError::Amp(e)
+        TrainError::Amp(Box::new(e))
     }
 }
 
