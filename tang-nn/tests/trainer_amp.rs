@@ -88,6 +88,22 @@ fn mixed_precision_trains_as_f32_does_within_f16_rounding() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The loss of the batch, times 1e35 at step 1: times the scale 2^16 its gradients
+/// overflow.
+fn overflowing_at_step_1(
+    model: &Sequential,
+    x: &Tensor,
+    y: &Tensor,
+    ctx: &mut StepContext<'_>,
+) -> Result<Tensor, tang_nn::autograd::Error> {
+    let loss = cross_entropy(&model.forward(x)?, y)?;
+    if ctx.step == 1 {
+        loss.mul_scalar(1e35)
+    } else {
+        Ok(loss)
+    }
+}
+
 #[test]
 fn an_overflowing_step_is_skipped_and_the_scale_backs_off() {
     let dev = Device::new().unwrap();
@@ -96,15 +112,7 @@ fn an_overflowing_step_is_skipped_and_the_scale_backs_off() {
     let opt = AdamW::new(model.named_parameters(), AdamWOptions::default()).unwrap();
     let (x, y) = batch(&dev);
     let mut trainer = Trainer::new(&model, opt, &dir, options(4, true)).unwrap();
-    // Step 1's loss is multiplied by 1e35: times the scale 2^16 its gradients overflow.
-    let mut forward = |ctx: &mut StepContext<'_>| {
-        let loss = cross_entropy(&model.forward(&x)?, &y)?;
-        if ctx.step == 1 {
-            loss.mul_scalar(1e35)
-        } else {
-            Ok(loss)
-        }
-    };
+    let mut forward = |ctx: &mut StepContext<'_>| overflowing_at_step_1(&model, &x, &y, ctx);
     let weights = |m: &Sequential| -> Vec<Vec<f32>> {
         m.parameters().iter().map(|p| p.to_vec().unwrap()).collect()
     };
@@ -142,14 +150,7 @@ fn the_scaler_state_is_checkpointed_and_resumed() {
             // Step 1 overflowed: the scale halved, then step 2 was clean.
             assert_eq!((state.scale, state.growth_tracker), (32768.0, 1));
         }
-        let mut forward = |ctx: &mut StepContext<'_>| {
-            let loss = cross_entropy(&model.forward(&x)?, &y)?;
-            if ctx.step == 1 {
-                loss.mul_scalar(1e35)
-            } else {
-                Ok(loss)
-            }
-        };
+        let mut forward = |ctx: &mut StepContext<'_>| overflowing_at_step_1(model, &x, &y, ctx);
         for _ in 0..steps {
             trainer.step(&mut forward).unwrap();
         }

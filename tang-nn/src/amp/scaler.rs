@@ -124,8 +124,7 @@ impl FoundInf {
 /// let loss = fc.forward(&x)?.square()?.mean_all()?;
 /// let grads = scaler.scale(&loss)?.backward()?; // scaler.scale(loss).backward()
 /// scaler.unscale_(&opt, &grads)?; // scaler.unscale_(opt)
-/// let tensors: Vec<_> = fc.parameters().iter().filter_map(|p| grads.get(p)).collect();
-/// clip_grad_norm_(tensors, 1.0)?; // clip the true gradients
+/// clip_grad_norm_(grads.iter().map(|(_, g)| g), 1.0)?; // clip the true gradients
 /// assert!(scaler.step(&mut opt, &grads)?); // scaler.step(opt): taken, nothing overflowed
 /// scaler.update()?; // scaler.update()
 /// # Ok::<(), Box<dyn std::error::Error>>(())
