@@ -235,12 +235,12 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     }
 
     /// Continues from `checkpoint`: the weights (strictly), the optimizer state and, in
-    /// mixed precision, the gradient scaler's state are loaded, and the step, the seed (which replaces
-    /// [`TrainerOptions::seed`](super::TrainerOptions::seed)), the loader position (from
-    /// which [`StepContext::next_batch`](super::StepContext::next_batch) continues) and
-    /// the metrics come from its trainer state. Records that an
-    /// interrupted run logged after the checkpoint are dropped from `metrics.jsonl` when
-    /// the run goes on.
+    /// mixed precision, the gradient scaler's state are loaded, and the step, the seed
+    /// (which replaces [`TrainerOptions::seed`](super::TrainerOptions::seed)), the loader
+    /// position (from which [`StepContext::next_batch`](super::StepContext::next_batch)
+    /// continues) and the metrics come from its trainer state. Records that an interrupted
+    /// run logged after the checkpoint are dropped from `metrics.jsonl` when the run goes
+    /// on.
     ///
     /// A checkpoint that is refused changes nothing: its trainer state, weights and
     /// optimizer state are all read and checked before the model, the optimizer or the
