@@ -11,7 +11,7 @@
 //! the automatic choice, and at the character GPT's Linear shapes (`matmul_gpt_...`).
 
 use tang_runtime::ops::{Epilogue, MatmulOptions, TileConfig, matmul_tn_split, matmul_with};
-use tang_runtime::{Device, Error, Tensor};
+use tang_runtime::{Device, Error, Tensor, half};
 
 use super::Report;
 use super::elementwise::{random, time};
@@ -23,6 +23,19 @@ struct Case {
     k: usize,
     ta: bool,
     tb: bool,
+    half: Half,
+}
+
+/// How a case's operands are multiplied.
+#[derive(Clone, Copy, Default, PartialEq)]
+enum Half {
+    /// f32 tensors, f32 products.
+    #[default]
+    No,
+    /// f16 tensors (f16 products, f32 accumulate and result): PyTorch's fp16 `a @ b`.
+    Tensors,
+    /// f32 tensors with `f16_inputs` (rounded to f16 on load): what tang's autocast runs.
+    Autocast,
 }
 
 fn run_case(
@@ -32,15 +45,31 @@ fn run_case(
     epi: Option<&Epilogue>,
     quick: bool,
 ) -> Result<(f64, f64), Error> {
-    let a = random(c.m * c.k, 11);
-    let b = random(c.k * c.n, 12);
-    let at = Tensor::from_slice(dev, &a, &if c.ta { [c.k, c.m] } else { [c.m, c.k] })?;
-    let bt = Tensor::from_slice(dev, &b, &if c.tb { [c.n, c.k] } else { [c.k, c.n] })?;
+    // f16 cases draw f16 values, so the f64 check below is exact up to f32 accumulation.
+    let round = |v: Vec<f32>| -> Vec<f32> {
+        if c.half == Half::No {
+            return v;
+        }
+        v.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect()
+    };
+    let a = round(random(c.m * c.k, 11));
+    let b = round(random(c.k * c.n, 12));
+    let upload = |x: &[f32], shape: [usize; 2]| -> Result<Tensor, Error> {
+        let t = Tensor::from_slice(dev, x, &shape)?;
+        if c.half == Half::Tensors {
+            tang_runtime::ops::to_dtype(&t, tang_runtime::DType::F16)
+        } else {
+            Ok(t)
+        }
+    };
+    let at = upload(&a, if c.ta { [c.k, c.m] } else { [c.m, c.k] })?;
+    let bt = upload(&b, if c.tb { [c.n, c.k] } else { [c.k, c.n] })?;
     let o = MatmulOptions {
         transpose_a: c.ta,
         transpose_b: c.tb,
         tile,
         epilogue: epi,
+        f16_inputs: c.half == Half::Autocast,
         ..Default::default()
     };
     // Correctness on a sample of elements (rows and columns spread over the matrix).
@@ -105,6 +134,7 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
             k: s,
             ta: false,
             tb: false,
+            half: Half::No,
         };
         case(
             dev,
@@ -127,6 +157,7 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
             k: 1024,
             ta,
             tb,
+            half: Half::No,
         };
         case(
             dev,
@@ -150,6 +181,7 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
                 k: 1024,
                 ta: false,
                 tb: false,
+                half: Half::No,
             };
             case(
                 dev,
@@ -163,6 +195,7 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
         }
         Err(e) => report.fail("matmul_fp32_4096x4096x1024_NN_gelu", &e),
     }
+    half_cases(dev, report, quick);
     gpt_shapes(dev, report, quick);
     for s in [1024, 4096] {
         for t in TileConfig::PRESETS.into_iter().filter(|t| t.fits(dev)) {
@@ -176,8 +209,84 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
                 k: s,
                 ta: false,
                 tb: false,
+                half: Half::No,
             };
             case(dev, report, &name, &c, Some(t), None, quick);
+        }
+    }
+}
+
+/// f16 products (tensor cores where the device has them): `matmul_f16_*` multiplies f16
+/// tensors (PyTorch's fp16 `a @ b` in `torch_amp_anchors.py`, and
+/// `examples/scripts/torch_matmul_f16.py` at the other shapes); `matmul_autocast_*`
+/// multiplies f32 tensors rounded on load, as tang's autocast does. 4096³, the three
+/// layouts at 4096x4096x1024, and the character GPT's Linear products.
+fn half_cases(dev: &Device, report: &mut Report, quick: bool) {
+    const TOKENS: usize = 16384;
+    let mut cases = vec![("4096".to_string(), 4096, 4096, 4096, false, false)];
+    for (tag, ta, tb) in [
+        ("NN", false, false),
+        ("NT", false, true),
+        ("TN", true, false),
+    ] {
+        cases.push((format!("4096x4096x1024_{tag}"), 4096, 4096, 1024, ta, tb));
+    }
+    for (out, inp) in [(1152, 384), (384, 384), (1536, 384), (384, 1536)] {
+        cases.push((
+            format!("gpt_{TOKENS}x{out}x{inp}_NT"),
+            TOKENS,
+            out,
+            inp,
+            false,
+            true,
+        ));
+        cases.push((
+            format!("gpt_{TOKENS}x{inp}x{out}_NN"),
+            TOKENS,
+            inp,
+            out,
+            false,
+            false,
+        ));
+        cases.push((
+            format!("gpt_{out}x{inp}x{TOKENS}_TN"),
+            out,
+            inp,
+            TOKENS,
+            true,
+            false,
+        ));
+    }
+    // GPT-2 small's Linear products (8 x 1024 tokens, width 768).
+    for (out, inp) in [(2304, 768), (768, 3072), (3072, 768)] {
+        cases.push((
+            format!("gpt2_8192x{out}x{inp}_NT"),
+            8192,
+            out,
+            inp,
+            false,
+            true,
+        ));
+    }
+    for (half, prefix) in [(Half::Tensors, "f16"), (Half::Autocast, "autocast")] {
+        for (tag, m, n, k, ta, tb) in &cases {
+            let c = Case {
+                m: *m,
+                n: *n,
+                k: *k,
+                ta: *ta,
+                tb: *tb,
+                half,
+            };
+            case(
+                dev,
+                report,
+                &format!("matmul_{prefix}_{tag}"),
+                &c,
+                None,
+                None,
+                quick,
+            );
         }
     }
 }
@@ -198,7 +307,14 @@ fn gpt_shapes(dev: &Device, report: &mut Report, quick: bool) {
         cases.push(("TN", out, inp, TOKENS, true, false));
     }
     for (tag, m, n, k, ta, tb) in cases {
-        let c = Case { m, n, k, ta, tb };
+        let c = Case {
+            m,
+            n,
+            k,
+            ta,
+            tb,
+            half: Half::No,
+        };
         let base = format!("matmul_gpt_{m}x{n}x{k}_{tag}");
         case(dev, report, &base, &c, None, None, quick);
         for t in TileConfig::PRESETS.into_iter().filter(|t| t.fits(dev)) {
