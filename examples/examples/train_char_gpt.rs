@@ -13,7 +13,12 @@
 //! ```text
 //! cargo run --release -p tang-examples --example train_char_gpt -- --out runs/char-gpt
 //! cargo run --release -p tang-examples --example train_char_gpt -- --out runs/char-gpt --resume
+//! cargo run --release -p tang-examples --example train_char_gpt -- --out runs/char-gpt-amp --amp
 //! ```
+//!
+//! `--amp` trains in mixed precision (PyTorch's `torch.autocast(dtype=torch.float16)` with
+//! a `GradScaler`, as the trainer's `amp` option runs it); validation runs under autocast
+//! too.
 //!
 //! `--help` lists the options and their defaults. A quick check on a software adapter:
 //! `--steps 20 --batch 4 --block 32 --layers 2 --heads 2 --width 64 --eval-interval 10
@@ -90,6 +95,10 @@ struct Cli {
     /// Continue from the latest checkpoint in --out.
     #[arg(long)]
     resume: bool,
+    /// Mixed precision (PyTorch's AMP recipe): the matmuls in f16 on the tensor cores
+    /// where the adapter has them, the loss scaled by a GradScaler, f32 master weights.
+    #[arg(long)]
+    amp: bool,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -107,6 +116,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         data,
         sample_tokens,
         resume,
+        amp,
     } = Cli::parse();
     let tokens = batch
         .checked_mul(block)
@@ -186,6 +196,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         eval_every: eval_interval,
         checkpoint_every: eval_interval,
         clip_grad_norm: Some(CLIP),
+        amp,
         throughput: Some(Throughput::Tokens(tokens as u64)),
         flops_per_step: Some(model.flops_per_token() * tokens as f64),
         seed,

@@ -27,6 +27,7 @@ extern crate self as tang_nn;
 
 mod macros;
 
+pub mod amp;
 pub mod autograd;
 pub mod checkpoint;
 pub mod data;

@@ -46,6 +46,14 @@ fn a_checkpoint_holds_its_files_and_trainer_state() {
         .into(),
         metric: Some(1.25),
         best_metric: Some(1.125),
+        // A mixed-precision run's scaler state round-trips too.
+        grad_scaler: Some(tang_nn::amp::GradScalerState {
+            scale: 8192.0,
+            growth_factor: 2.0,
+            backoff_factor: 0.5,
+            growth_interval: 2000,
+            growth_tracker: 17,
+        }),
     };
     let saved = dir
         .save(

@@ -53,6 +53,7 @@ fn state(step: u64) -> TrainerState {
         // A metric that goes up and down, so keep-best keeps an old checkpoint.
         metric: Some(((step * 7919) % 101) as f64 / 10.0),
         best_metric: None,
+        grad_scaler: None,
     }
 }
 

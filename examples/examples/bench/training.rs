@@ -7,6 +7,13 @@
 //!   384, 6 heads, vocab 81, T 256, B 64; LayerNorms and Linears with biases, an untied
 //!   head without bias, tanh GELU, cross-entropy, AdamW with PyTorch's defaults. tang's
 //!   attention is the fused causal kernel.
+//! - `gpt_char_6x384_T256_B64_step_amp`: the same model and step in mixed precision, as
+//!   PyTorch's fp16 autocast + GradScaler step: the forward under `autocast(F16)` (the
+//!   Linears' products in f16, attention, norms and the loss in f32), the loss scaled,
+//!   `scaler.step` (unscale, the inf/NaN check and its one read, AdamW) and
+//!   `scaler.update`. Beside each GPT case the device memory of its step is printed: the
+//!   pool of a fresh device after two steps (the pool keeps every buffer it was given, so
+//!   what it holds covers the step's peak; tang has no peak counter).
 //!
 //! Each step is timed with the GPU finished, as the other cases. The GPT case also reports
 //! the host's share of a step (`..._host`): the time from the start of a step to the
@@ -20,6 +27,7 @@
 use std::time::Instant;
 
 use tang_nn::Module;
+use tang_nn::amp::{GradScaler, GradScalerOptions, autocast};
 use tang_nn::autograd::Tensor;
 use tang_nn::nn::functional::cross_entropy;
 use tang_nn::nn::{
@@ -28,7 +36,7 @@ use tang_nn::nn::{
 };
 use tang_nn::optim::{Adam, AdamOptions, AdamW, AdamWOptions, Algorithm, Optimizer};
 use tang_nn::rng::SplitMix64;
-use tang_runtime::{Device, Tensor as RawTensor};
+use tang_runtime::{DType, Device, Tensor as RawTensor};
 
 use super::Report;
 use super::elementwise::{random, time};
@@ -164,22 +172,79 @@ fn mlp_case(dev: &Device, sizes: &[usize], batch: usize, reps: usize) -> Result<
     })
 }
 
-/// The GPT step, and the host's part of a single step with that single step's whole
-/// time: `(step ms, host ms, single step ms)`.
-fn gpt_case(dev: &Device, s: GptSize, reps: usize) -> Result<(f64, f64, f64), BoxError> {
-    let model = BenchGpt::new(dev, s, &mut SplitMix64::new(5))?;
-    let mut opt = AdamW::new(model.named_parameters(), AdamWOptions::default())?;
-    let n = s.batch * s.block;
-    let idx = labels(dev, n, s.vocab, 17)?.reshape(&[s.batch, s.block])?;
-    let tgt = labels(dev, n, s.vocab, 19)?;
-    // Uploaded (not `arange` on the GPU) so that the host knows the ids are in range and
-    // the embeddings launch no id check.
-    let positions: Vec<u32> = (0..s.block as u32).collect();
-    let pos = Tensor::from_u32(dev, &positions, &[s.block])?;
-    let mut step = || -> Result<(), BoxError> {
-        let loss = cross_entropy(&model.forward(&idx, &pos)?, &tgt)?;
-        backward_and_step(&loss, &mut opt)
-    };
+/// A GPT training step: the model, its optimizer, a fixed batch and, in mixed
+/// precision, the loss scaler.
+struct GptStep {
+    model: BenchGpt,
+    opt: Optimizer<AdamWOptions>,
+    /// `Some` in mixed precision.
+    scaler: Option<GradScaler>,
+    idx: Tensor,
+    tgt: Tensor,
+    pos: Tensor,
+}
+
+impl GptStep {
+    fn new(dev: &Device, s: GptSize, amp: bool) -> Result<GptStep, BoxError> {
+        let model = BenchGpt::new(dev, s, &mut SplitMix64::new(5))?;
+        let opt = AdamW::new(model.named_parameters(), AdamWOptions::default())?;
+        let n = s.batch * s.block;
+        let idx = labels(dev, n, s.vocab, 17)?.reshape(&[s.batch, s.block])?;
+        let tgt = labels(dev, n, s.vocab, 19)?;
+        // Uploaded (not `arange` on the GPU) so that the host knows the ids are in range
+        // and the embeddings launch no id check.
+        let positions: Vec<u32> = (0..s.block as u32).collect();
+        let pos = Tensor::from_u32(dev, &positions, &[s.block])?;
+        let scaler = if amp {
+            Some(GradScaler::new(GradScalerOptions::default())?)
+        } else {
+            None
+        };
+        Ok(GptStep {
+            model,
+            opt,
+            scaler,
+            idx,
+            tgt,
+            pos,
+        })
+    }
+
+    /// One step: PyTorch's plain step in f32, its AMP recipe in mixed precision.
+    fn run(&mut self) -> Result<(), BoxError> {
+        let Some(scaler) = &mut self.scaler else {
+            let loss = cross_entropy(&self.model.forward(&self.idx, &self.pos)?, &self.tgt)?;
+            return backward_and_step(&loss, &mut self.opt);
+        };
+        let loss = {
+            let _autocast = autocast(DType::F16)?;
+            cross_entropy(&self.model.forward(&self.idx, &self.pos)?, &self.tgt)?
+        };
+        let grads = scaler.scale(&loss)?.backward()?;
+        scaler.step(&mut self.opt, &grads)?;
+        scaler.update()?;
+        Ok(())
+    }
+}
+
+/// The device memory of a GPT step: what the pool of a fresh device holds after two
+/// steps (buffers in use and free), in bytes.
+fn gpt_step_memory(s: GptSize, amp: bool) -> Result<u64, BoxError> {
+    let dev = Device::new()?;
+    let mut step = GptStep::new(&dev, s, amp)?;
+    for _ in 0..2 {
+        step.run()?;
+    }
+    dev.sync()?;
+    let stats = dev.stats();
+    Ok(stats.bytes_in_use + stats.bytes_pooled)
+}
+
+/// The GPT step (f32, or mixed precision with `amp`), and the host's part of a single
+/// step with that single step's whole time: `(step ms, host ms, single step ms)`.
+fn gpt_case(dev: &Device, s: GptSize, amp: bool, reps: usize) -> Result<(f64, f64, f64), BoxError> {
+    let mut gpt = GptStep::new(dev, s, amp)?;
+    let mut step = || gpt.run();
     let ms = time_step(dev, reps, &mut step)?;
     // What the host does per step, to read the host share against.
     let before = dev.stats();
@@ -313,10 +378,6 @@ pub fn run(dev: &Device, quick: bool, tiny: bool, report: &mut Report) {
             }
         }
     }
-    let name = format!("gpt_char_6x384_T256_B64_step_fp32{suffix}");
-    if !report.wants(&name) {
-        return;
-    }
     let size = if tiny {
         GptSize {
             vocab: 81,
@@ -336,13 +397,26 @@ pub fn run(dev: &Device, quick: bool, tiny: bool, report: &mut Report) {
             batch: 64,
         }
     };
-    match gpt_case(dev, size, reps) {
-        Ok((ms, host, whole)) => {
-            let tokens = (size.batch * size.block) as f64;
-            report.add_rate(&name, ms, tokens / ms, "ktok/s");
-            let share = 100.0 * host / whole;
-            report.add_rate(&format!("{name}_host"), host, share, "% of step");
+    for (precision, amp) in [("fp32", false), ("amp", true)] {
+        let name = format!("gpt_char_6x384_T256_B64_step_{precision}{suffix}");
+        if !report.wants(&name) {
+            continue;
         }
-        Err(e) => report.fail(&name, &e),
+        match gpt_case(dev, size, amp, reps) {
+            Ok((ms, host, whole)) => {
+                let tokens = (size.batch * size.block) as f64;
+                report.add_rate(&name, ms, tokens / ms, "ktok/s");
+                let share = 100.0 * host / whole;
+                report.add_rate(&format!("{name}_host"), host, share, "% of step");
+            }
+            Err(e) => report.fail(&name, &e),
+        }
+        match gpt_step_memory(size, amp) {
+            Ok(bytes) => println!(
+                "  {name}: {:.1} MB in the pool of a fresh device after two steps",
+                bytes as f64 / 1e6
+            ),
+            Err(e) => report.fail(&format!("{name}_memory"), &e),
+        }
     }
 }

@@ -12,7 +12,9 @@ use super::tensor::{RawTensor, Tensor};
 impl Tensor {
     /// `self · weightᵀ + bias` for `self [.., in]`, `weight [out, in]`, `bias [out]`
     /// (PyTorch's `F.linear`): one matmul reading the weight transposed in place, with
-    /// the bias added as C is stored.
+    /// the bias added as C is stored. Under [`autocast`](crate::amp::autocast) `self` and
+    /// `weight` are rounded to f16 and multiplied with f32 accumulation (the result and
+    /// the bias stay f32), in backward too.
     ///
     /// ```
     /// # use tang_nn::autograd::Tensor;
@@ -27,15 +29,18 @@ impl Tensor {
     /// # Errors
     /// [`Error::Runtime`] when the inner sizes differ or `bias` is not `[out]`.
     pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor, Error> {
+        let f16_inputs = crate::amp::is_autocast_enabled();
         let options = MatmulOptions {
             transpose_b: true,
             bias: bias.map(Tensor::data),
+            f16_inputs,
             ..MatmulOptions::default()
         };
         let out = ops::matmul_with(self.data(), weight.data(), &options)?;
         let mut inputs = vec![self, weight];
         inputs.extend(bias);
-        Ok(Tensor::record(out, Op::Linear, &inputs, true, false))
+        let op = Op::Linear { f16_inputs };
+        Ok(Tensor::record(out, op, &inputs, true, false))
     }
 
     /// Zeroes each element with probability `p` and scales the rest by `1 / (1 - p)`,

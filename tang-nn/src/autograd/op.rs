@@ -18,8 +18,9 @@ pub(crate) enum Op {
         f: tang_runtime::FusedFn,
         uniforms: Vec<f32>,
     },
-    /// `a · b` (batched).
-    Matmul,
+    /// `a · b` (batched); `f16_inputs`: recorded under autocast, the operands rounded to
+    /// f16 in forward and backward.
+    Matmul { f16_inputs: bool },
     /// A reshape (a view).
     Reshape,
     /// A permutation of the dimensions.
@@ -71,8 +72,8 @@ pub(crate) enum Op {
         lse: RawTensor,
         dropout: Option<ops::DropoutState>,
     },
-    /// `x · wᵀ (+ b)` of inputs `x, w[, b]`.
-    Linear,
+    /// `x · wᵀ (+ b)` of inputs `x, w[, b]`; `f16_inputs` as [`Op::Matmul`]'s.
+    Linear { f16_inputs: bool },
     /// Dropout; the stream its mask came from (regenerated in backward).
     Dropout(ops::DropoutState),
     /// `gather(dim, index)`.
@@ -102,7 +103,7 @@ impl Op {
     pub(crate) fn name(&self) -> &'static str {
         match self {
             Op::Fused { f, .. } => f.name(),
-            Op::Matmul => "matmul",
+            Op::Matmul { .. } => "matmul",
             Op::Reshape => "reshape",
             Op::Permute(_) => "permute",
             Op::Narrow { .. } => "narrow",
@@ -120,7 +121,7 @@ impl Op {
             Op::CrossEntropy(_) => "cross_entropy",
             Op::Attention { .. } => "attention",
             Op::PackedAttention { .. } => "packed_attention",
-            Op::Linear => "linear",
+            Op::Linear { .. } => "linear",
             Op::Dropout(_) => "dropout",
             Op::Gather { .. } => "gather",
             Op::MulBy(_) => "mul",
@@ -147,8 +148,12 @@ impl Op {
                 let raw: Vec<&RawTensor> = inputs.iter().map(|t| t.data()).collect();
                 return Ok(f.backward(g, &raw, uniforms)?);
             }
-            Op::Matmul => {
-                let (ga, gb) = ops::matmul_backward(g, x(0), x(1), false, false)?;
+            Op::Matmul { f16_inputs } => {
+                let options = ops::MatmulOptions {
+                    f16_inputs: *f16_inputs,
+                    ..ops::MatmulOptions::default()
+                };
+                let (ga, gb) = ops::matmul_backward_with(g, x(0), x(1), &options)?;
                 vec![ga, gb]
             }
             Op::Reshape => vec![g.reshape(inputs[0].shape())?],
@@ -222,8 +227,13 @@ impl Op {
                 let (dq, dk, dv) = ops::attention_backward(g, q, k, v, o, lse, &options)?;
                 vec![ops::merge_heads(&[&dq, &dk, &dv])?]
             }
-            Op::Linear => {
-                let (gx, gw) = ops::matmul_backward(g, x(0), x(1), false, true)?;
+            Op::Linear { f16_inputs } => {
+                let options = ops::MatmulOptions {
+                    transpose_b: true,
+                    f16_inputs: *f16_inputs,
+                    ..ops::MatmulOptions::default()
+                };
+                let (gx, gw) = ops::matmul_backward_with(g, x(0), x(1), &options)?;
                 let mut grads = vec![gx, gw];
                 if inputs.len() == 3 {
                     grads.push(ops::bias_backward(g)?);

@@ -11,6 +11,8 @@ use super::tensor::{RawTensor, Tensor};
 
 impl Tensor {
     /// `self · other` for `[.., m, k] · [.., k, n]` (PyTorch's `matmul` for rank >= 2).
+    /// Under [`autocast`](crate::amp::autocast) both operands are rounded to f16 and
+    /// multiplied with f32 accumulation (the result stays f32), in backward too.
     ///
     /// ```
     /// # use tang_nn::autograd::Tensor;
@@ -24,8 +26,14 @@ impl Tensor {
     /// # Errors
     /// [`Error::Runtime`] when the inner sizes differ.
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor, Error> {
-        let out = ops::matmul(self.data(), other.data())?;
-        Ok(Tensor::record(out, Op::Matmul, &[self, other], true, false))
+        let f16_inputs = crate::amp::is_autocast_enabled();
+        let options = ops::MatmulOptions {
+            f16_inputs,
+            ..ops::MatmulOptions::default()
+        };
+        let out = ops::matmul_with(self.data(), other.data(), &options)?;
+        let op = Op::Matmul { f16_inputs };
+        Ok(Tensor::record(out, op, &[self, other], true, false))
     }
 
     /// The same values in another shape of as many elements (shares the buffer); one

@@ -75,6 +75,10 @@ pub struct TrainerState {
     /// The best value of the monitored metric so far. Finite.
     #[serde(default)]
     pub best_metric: Option<f64>,
+    /// The gradient scaler's state, in a mixed-precision run (PyTorch's
+    /// `scaler.state_dict()`, saved beside the optimizer's in its recipe).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grad_scaler: Option<crate::amp::GradScalerState>,
 }
 
 /// Whether a lower or a higher metric is better (PyTorch Lightning's `mode`).

@@ -13,6 +13,7 @@
 //! `loss.backward()` will key its gradients by: it plugs into `step` as it is.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tang_runtime::{DType, Device, Tensor};
 
@@ -22,6 +23,9 @@ use super::flat::{self, FlatGroup};
 use super::grads::Gradients;
 use super::group::{Group, IntoParam, ParamGroup};
 use super::param::{Hyper, Param, ParamState};
+
+/// The next [`Optimizer::uid`].
+static NEXT_UID: AtomicU64 = AtomicU64::new(0);
 
 /// An optimizer over named parameters in groups, with algorithm `A`
 /// ([`super::Sgd`], [`super::Adam`], [`super::AdamW`]).
@@ -51,6 +55,9 @@ pub struct Optimizer<A: Algorithm> {
     unit: Option<Tensor>,
     /// Per group, its flat state for the multi-tensor step (`flat.rs`), once laid out.
     flat: Vec<Option<FlatGroup>>,
+    /// This optimizer's identity for the life of the process (a `GradScaler` keeps its
+    /// per-optimizer state under it, as PyTorch's keys it by `id(optimizer)`).
+    uid: u64,
 }
 
 impl<A: Algorithm> Optimizer<A> {
@@ -114,6 +121,7 @@ impl<A: Algorithm> Optimizer<A> {
             device,
             unit: None,
             flat: Vec::new(),
+            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
         };
         for group in groups {
             let mut options = defaults.clone();
@@ -142,6 +150,11 @@ impl<A: Algorithm> Optimizer<A> {
             opt.flat.push(None);
         }
         Ok(opt)
+    }
+
+    /// This optimizer's identity, unique in the process.
+    pub(crate) fn uid(&self) -> u64 {
+        self.uid
     }
 
     /// Checks a new parameter against those registered and indexes it.

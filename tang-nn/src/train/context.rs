@@ -132,7 +132,8 @@ pub struct StepReport {
     pub step: u64,
     /// The device's count of host reads from the start of `backward` to the end of the
     /// optimizer step: 0 in one process, because nothing there reads back (under
-    /// `mpirun`, one per bucket of gradients averaged over the ranks).
+    /// `mpirun`, one per bucket of gradients averaged over the ranks; in mixed precision,
+    /// one more: the gradient scaler's inf/NaN count, which decides whether to step).
     pub host_reads_backward_to_step: u64,
     /// The metrics of this step when it was a log step.
     pub record: Option<MetricsRecord>,

@@ -53,6 +53,9 @@ pub enum TrainError {
     },
     /// Backward, clipping or the optimizer step failed.
     Optim(crate::optim::OptimError),
+    /// Loss scaling in a mixed-precision run failed (boxed: it may hold an optimizer
+    /// error, and every other variant stays small).
+    Amp(Box<crate::amp::AmpError>),
     /// Computing gradients or reading a value back failed.
     Autograd(crate::autograd::Error),
     /// Saving or resuming a checkpoint failed.
@@ -97,6 +100,7 @@ impl fmt::Display for TrainError {
                 write!(f, "the step function failed at step {step}: {source}")
             }
             TrainError::Optim(e) => write!(f, "the optimizer step failed: {e}"),
+            TrainError::Amp(e) => write!(f, "loss scaling failed: {e}"),
             TrainError::Autograd(e) => write!(f, "backward or a read of the loss failed: {e}"),
             TrainError::Checkpoint(e) => write!(f, "{e}"),
             TrainError::Distributed(e) => write!(f, "{e}"),
@@ -119,6 +123,7 @@ impl std::error::Error for TrainError {
             TrainError::Io { source, .. } => Some(source),
             TrainError::Step { source, .. } => Some(source.as_ref()),
             TrainError::Optim(e) => Some(e),
+            TrainError::Amp(e) => Some(e.as_ref()),
             TrainError::Autograd(e) => Some(e),
             TrainError::Checkpoint(e) => Some(e),
             TrainError::Distributed(e) => Some(e),
@@ -146,6 +151,12 @@ crate::macros::wrap_errors!(TrainError {
     crate::distributed::DistError => Distributed,
     crate::checkpoint::CheckpointError => Checkpoint,
 });
+
+impl From<crate::amp::AmpError> for TrainError {
+    fn from(e: crate::amp::AmpError) -> Self {
+        TrainError::Amp(Box::new(e))
+    }
+}
 
 impl From<tang_runtime::Error> for TrainError {
     fn from(e: tang_runtime::Error) -> Self {

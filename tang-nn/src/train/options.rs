@@ -54,6 +54,14 @@ pub struct TrainerOptions {
     /// Clip the gradients to this global L2 norm (nanoGPT's `grad_clip`, 1.0); `None`:
     /// no clipping (default `None`).
     pub clip_grad_norm: Option<f64>,
+    /// Train in mixed precision, PyTorch's AMP recipe (default false): the step function
+    /// runs under [`autocast(F16)`](crate::amp::autocast), the loss is scaled by a
+    /// [`GradScaler`](crate::amp::GradScaler) with PyTorch's defaults before backward, the
+    /// gradients are unscaled before clipping, and a step whose gradients overflow is
+    /// skipped (the scale backs off). The scaler's state is saved in checkpoints and
+    /// restored on resume. Parameters and optimizer state stay f32. Each step reads one
+    /// value back (the scaler's inf/NaN count), as PyTorch's `scaler.step` does.
+    pub amp: bool,
     /// What a step processes, for samples or tokens per second (default `None`: not
     /// logged). Under `mpirun`, what one rank's step processes; the rate logged is the
     /// job's (times the number of ranks).
@@ -93,6 +101,7 @@ impl TrainerOptions {
             eval_every: 0,
             checkpoint_every: 0,
             clip_grad_norm: None,
+            amp: false,
             throughput: None,
             flops_per_step: None,
             peak_flops: None,

@@ -6,6 +6,7 @@ use std::path::Path;
 use super::TrainError;
 use super::metrics::MetricsRecord;
 use super::trainer::{STEP_SEED, Trainer};
+use crate::amp::{GradScaler, GradScalerOptions};
 use crate::checkpoint::{
     Checkpoint, CheckpointDir, CheckpointError, TrainerState, load_training, save_training,
 };
@@ -89,6 +90,31 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     /// ```
     pub fn optimizer(&self) -> &Optimizer<A> {
         &self.optimizer
+    }
+
+    /// The gradient scaler of a mixed-precision run ([`TrainerOptions::amp`]); `None`
+    /// in f32.
+    ///
+    /// [`TrainerOptions::amp`]: super::TrainerOptions::amp
+    ///
+    /// ```
+    /// # use tang_nn::Module;
+    /// # use tang_nn::autograd::Tensor;
+    /// # use tang_nn::nn::{Linear, functional::{Reduction, mse_loss_with}};
+    /// # use tang_nn::optim::{Sgd, SgdOptions};
+    /// # use tang_nn::train::{StepContext, Trainer, TrainerOptions};
+    /// # let dev = tang_nn::tang_runtime::Device::new()?;
+    /// # let model = Linear::new(&dev, 2, 1, true, &mut tang_nn::rng::SplitMix64::new(0))?;
+    /// # let opt = Sgd::new(model.named_parameters(), SgdOptions::default())?;
+    /// # let out = std::env::temp_dir().join(format!("tang-doc-trainer-grad_scaler-{}", std::process::id()));
+    /// let options = TrainerOptions { amp: true, handle_ctrl_c: false, ..TrainerOptions::new(2) };
+    /// let trainer = Trainer::new(&model, opt, &out, options)?;
+    /// assert_eq!(trainer.grad_scaler().map(|s| s.get_scale()), Some(65536.0));
+    /// # std::fs::remove_dir_all(&out)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn grad_scaler(&self) -> Option<&GradScaler> {
+        self.scaler.as_ref()
     }
 
     /// The output directory.
@@ -208,13 +234,13 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
         Ok(Checkpoint::load(path)?)
     }
 
-    /// Continues from `checkpoint`: the weights (strictly) and the optimizer state are
-    /// loaded, and the step, the seed (which replaces
-    /// [`TrainerOptions::seed`](super::TrainerOptions::seed)), the loader position (from
-    /// which [`StepContext::next_batch`](super::StepContext::next_batch) continues) and
-    /// the metrics come from its trainer state. Records that an
-    /// interrupted run logged after the checkpoint are dropped from `metrics.jsonl` when
-    /// the run goes on.
+    /// Continues from `checkpoint`: the weights (strictly), the optimizer state and, in
+    /// mixed precision, the gradient scaler's state are loaded, and the step, the seed
+    /// (which replaces [`TrainerOptions::seed`](super::TrainerOptions::seed)), the loader
+    /// position (from which [`StepContext::next_batch`](super::StepContext::next_batch)
+    /// continues) and the metrics come from its trainer state. Records that an interrupted
+    /// run logged after the checkpoint are dropped from `metrics.jsonl` when the run goes
+    /// on.
     ///
     /// A checkpoint that is refused changes nothing: its trainer state, weights and
     /// optimizer state are all read and checked before the model, the optimizer or the
@@ -260,9 +286,28 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
                 detail: format!("its trainer state has no {STEP_SEED:?} seed"),
             }));
         };
+        // The scaler's state is checked before anything is loaded too. A checkpoint of
+        // an f32 run resumed in mixed precision starts a fresh scaler (there is no
+        // scale to continue from); one of a mixed-precision run resumed in f32 leaves its
+        // scaler state unused.
+        let scaler = match (&self.scaler, &checkpoint.state().grad_scaler) {
+            (Some(_), Some(saved)) => {
+                let mut scaler = GradScaler::new(GradScalerOptions::default())?;
+                scaler.load_state_dict(saved).map_err(|e| {
+                    TrainError::Checkpoint(CheckpointError::Corrupt {
+                        path: checkpoint.path().to_path_buf(),
+                        detail: format!("its gradient scaler state does not load: {e}"),
+                    })
+                })?;
+                Some(scaler)
+            }
+            (Some(_), None) => Some(GradScaler::new(GradScalerOptions::default())?),
+            (None, _) => None,
+        };
         let state = load_training(checkpoint, self.model, &mut self.optimizer)?;
         self.options.seed = seed;
         self.state = state;
+        self.scaler = scaler;
         self.metrics = None;
         Ok(())
     }
@@ -300,6 +345,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
     pub fn save_checkpoint(&mut self) -> Result<Checkpoint, TrainError> {
         // Under mpirun rank 0 writes it (every rank holds the same weights and state);
         // the others wait for it and open it.
+        self.state.grad_scaler = self.scaler.as_ref().and_then(GradScaler::state_dict);
         if self.replicas.is_main() {
             let saved = save_training(&self.checkpoints, self.model, &self.optimizer, &self.state);
             self.replicas.barrier()?;

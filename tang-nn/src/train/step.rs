@@ -1,5 +1,7 @@
 //! [`Trainer::step`]: one optimizer step (the schedule's learning rate, the user's
-//! forward, backward, clipping, the update) and its metrics record, and
+//! forward, backward, clipping, the update; in mixed precision the forward under
+//! autocast, the loss scaled and the gradients unscaled before clipping) and its metrics
+//! record, and
 //! [`Trainer::evaluate`]; each step's random numbers derive from `(seed, step)`.
 
 use tang_runtime::ops::Generator;
@@ -10,9 +12,10 @@ use super::metrics::MetricsRecord;
 use super::options::Throughput;
 use super::trainer::{BoxError, Trainer};
 use super::{Interrupt, TrainError};
+use crate::amp::GradScaler;
 use crate::autograd::{Tensor, no_grad};
 use crate::module::Module;
-use crate::optim::{Algorithm, NamedGradients, grad_norm};
+use crate::optim::{Algorithm, NamedGradients, Optimizer, grad_norm};
 use crate::rng::SplitMix64;
 
 impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
@@ -60,12 +63,16 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
         self.model.train();
         let (dropout_seed, mut generator) = step_randomness(self.options.seed, step);
         crate::nn::manual_seed(dropout_seed);
+        // Mixed precision: the forward under autocast (backward follows what each op
+        // recorded, outside it, as PyTorch's recipe has it).
+        let autocast = self.options.amp.then(|| crate::amp::autocast::enter(true));
         let loss = forward(&mut StepContext {
             step,
             generator: &mut generator,
             loader: &mut self.state.loader,
-        })
-        .map_err(|e| TrainError::Step {
+        });
+        drop(autocast);
+        let loss = loss.map_err(|e| TrainError::Step {
             step,
             source: e.into(),
         })?;
@@ -81,16 +88,29 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
             || self.stopping;
         let reads_before = dev.stats().host_reads;
         // Under mpirun: averaged over the ranks, bucket by bucket while backward runs.
-        let grads = self.replicas.backward(&loss)?;
+        // In mixed precision, of the scaled loss, and unscaled before anything reads them.
+        let grads = match &self.scaler {
+            Some(scaler) => self.replicas.backward(&scaler.scale(&loss)?)?,
+            None => self.replicas.backward(&loss)?,
+        };
         let named = NamedGradients::new(&self.params, &grads);
+        if let Some(scaler) = &mut self.scaler
+            && !named.is_empty()
+        {
+            scaler.unscale_(&self.optimizer, &named)?;
+        }
         // The norm is computed on the device every step when clipping (the update takes
         // its coefficient), and only on log steps otherwise.
         let norm = if named.is_empty() {
             None
         } else if let Some(max_norm) = self.options.clip_grad_norm {
             let norm = grad_norm(named.tensors(), max_norm)?;
-            self.optimizer
-                .step_with_clip_coef(&named, &norm.clip_coef)?;
+            step_optimizer(
+                &mut self.scaler,
+                &mut self.optimizer,
+                &named,
+                Some(&norm.clip_coef),
+            )?;
             Some(norm.total_norm)
         } else {
             let norm = if log_now {
@@ -98,7 +118,7 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
             } else {
                 None
             };
-            self.optimizer.step(&named)?;
+            step_optimizer(&mut self.scaler, &mut self.optimizer, &named, None)?;
             norm
         };
         let host_reads_backward_to_step = dev.stats().host_reads - reads_before;
@@ -207,6 +227,8 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
         let (_, mut generator) = step_randomness(self.options.seed, step);
         let mut loader = self.state.loader;
         self.model.eval();
+        // In mixed precision the evaluation runs under autocast too, as nanoGPT's does.
+        let _autocast = self.options.amp.then(|| crate::amp::autocast::enter(true));
         let value = no_grad(|| {
             eval(&mut StepContext {
                 step,
@@ -222,6 +244,30 @@ impl<M: Module + ?Sized, A: Algorithm> Trainer<'_, M, A> {
         // Under mpirun each rank evaluated its own shard: the mean over the ranks.
         self.replicas.mean(value)
     }
+}
+
+/// The optimizer step with the gradients times `clip_coef` (when given); in mixed
+/// precision through the scaler, which skips it when the gradients overflowed, and the
+/// scale updated.
+fn step_optimizer<A: Algorithm>(
+    scaler: &mut Option<GradScaler>,
+    optimizer: &mut Optimizer<A>,
+    grads: &NamedGradients<'_>,
+    clip_coef: Option<&tang_runtime::Tensor>,
+) -> Result<(), TrainError> {
+    match (scaler, clip_coef) {
+        (Some(scaler), Some(coef)) => {
+            scaler.step_with_clip_coef(optimizer, grads, coef)?;
+            scaler.update()?;
+        }
+        (Some(scaler), None) => {
+            scaler.step(optimizer, grads)?;
+            scaler.update()?;
+        }
+        (None, Some(coef)) => optimizer.step_with_clip_coef(grads, coef)?,
+        (None, None) => optimizer.step(grads)?,
+    }
+    Ok(())
 }
 
 /// The seed of the dropout generator and the step generator of step `step`: two draws

@@ -1,7 +1,9 @@
 //! [`Trainer`]: the loop a user would otherwise write around a [`Module`] and an
 //! [`Optimizer`]. Each step: the learning rate from the schedule, the user's forward and
 //! loss (a closure), `backward`, clipping by global norm on the device, the optimizer step
-//! (the clip coefficient taken inside the update kernels). Every `log_every` steps the
+//! (the clip coefficient taken inside the update kernels); in mixed precision
+//! ([`TrainerOptions::amp`]) the forward under autocast and the loss scaled, the gradients
+//! unscaled before clipping, an overflowing step skipped. Every `log_every` steps the
 //! loss and the gradient norm are read back (one host read of both), and a metrics record
 //! (loss, lr, grad norm, ms per step, samples or tokens per second) is appended to
 //! `metrics.jsonl` and shown by the progress bar (plain lines when piped). Evaluation
@@ -59,6 +61,7 @@ use super::options::TrainerOptions;
 use super::plot::plot_loss_curve;
 use super::replicas::Replicas;
 use super::{Interrupt, Progress, TrainError};
+use crate::amp::{GradScaler, GradScalerOptions};
 use crate::autograd::Tensor;
 use crate::checkpoint::{CheckpointDir, TrainerState};
 use crate::module::Module;
@@ -208,6 +211,8 @@ pub struct Trainer<'m, M: Module + ?Sized, A: Algorithm> {
     pub(super) replicas: Replicas,
     /// Whether a stop was requested (on any rank) by the last step.
     pub(super) stopping: bool,
+    /// The loss scaler of a mixed-precision run ([`TrainerOptions::amp`]).
+    pub(super) scaler: Option<GradScaler>,
 }
 
 impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
@@ -260,6 +265,11 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
         let checkpoints = CheckpointDir::open(out_dir.join(CHECKPOINTS_DIR), options.retention)?;
         let mut state = TrainerState::default();
         state.seeds.insert(STEP_SEED.into(), options.seed);
+        let scaler = if options.amp {
+            Some(GradScaler::new(GradScalerOptions::default())?)
+        } else {
+            None
+        };
         let peak_flops = params
             .first()
             .and_then(|(_, p)| super::peak_flops(p.data().device().info()));
@@ -281,6 +291,7 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
             peak_flops,
             replicas,
             stopping: false,
+            scaler,
         })
     }
 

@@ -1,0 +1,120 @@
+//! [`autocast`]: PyTorch's `with torch.autocast(device_type, dtype=torch.float16)` as a
+//! guard over a per-thread switch that the matmul-like recording ops read when they
+//! record (see [`autocast`] for which ops change and which stay f32).
+
+use std::cell::Cell;
+use std::marker::PhantomData;
+
+use tang_runtime::DType;
+
+use super::AmpError;
+
+thread_local! {
+    /// Whether this thread is in an f16 autocast region (f16 is the one dtype autocast
+    /// computes in).
+    static AUTOCAST_F16: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The region of an [`autocast`] or [`autocast_disabled`] call: the previous setting
+/// comes back when it is dropped. Regions nest (drop them in the reverse order they were
+/// made, as scopes do); a guard is tied to its thread.
+///
+/// ```
+/// use tang_nn::amp::{autocast, is_autocast_enabled};
+/// use tang_nn::tang_runtime::DType;
+/// {
+///     let _autocast = autocast(DType::F16)?;
+///     assert!(is_autocast_enabled());
+/// }
+/// assert!(!is_autocast_enabled()); // restored when the guard went out of scope
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use = "autocast applies while the guard lives: bind it to a named variable (`let _autocast = ...`)"]
+#[derive(Debug)]
+pub struct AutocastGuard {
+    previous: bool,
+    /// Not `Send`: the setting it restores is this thread's.
+    _thread: PhantomData<*const ()>,
+}
+
+impl Drop for AutocastGuard {
+    fn drop(&mut self) {
+        AUTOCAST_F16.with(|a| a.set(self.previous));
+    }
+}
+
+/// Turns this thread's f16 autocast on or off until the guard is dropped.
+pub(crate) fn enter(f16: bool) -> AutocastGuard {
+    AutocastGuard {
+        previous: AUTOCAST_F16.with(|a| a.replace(f16)),
+        _thread: PhantomData,
+    }
+}
+
+/// Runs the matmul-like ops in `dtype` on this thread while the returned guard lives
+/// (PyTorch's `torch.autocast("cuda", dtype=torch.float16)`).
+///
+/// Inside it, [`Tensor::linear`](crate::autograd::Tensor::linear) and
+/// [`Tensor::matmul`](crate::autograd::Tensor::matmul) (so `Linear`, the attention
+/// layers' projections and a GPT's head) round both operands to f16 and multiply them on
+/// the tensor cores where the adapter has them, accumulating in f32; the result stays f32
+/// (PyTorch's would be f16, to be cast back by the next f32 op). Their backward multiplies
+/// f16-rounded operands the same way. Everything else computes in f32, as
+/// `torch.autocast`'s lists put softmax, log-softmax, layer and RMS norm, cross-entropy,
+/// sums and losses on the f32 side. Parameters are not cast: they stay f32 master
+/// weights, and so does the optimizer state. Attention's own products (the fused causal
+/// kernel and its backward) and convolution stay f32 for now.
+///
+/// ```
+/// use tang_nn::amp::autocast;
+/// # use tang_nn::{Device, Tensor};
+/// use tang_nn::tang_runtime::DType;
+/// # let dev = Device::new()?;
+/// let x = Tensor::from_slice(&dev, &[1.0 + 1.0 / 4096.0], &[1, 1])?; // not an f16 value
+/// let w = Tensor::from_slice(&dev, &[1.0], &[1, 1])?.into_parameter();
+/// let y = {
+///     let _autocast = autocast(DType::F16)?; // with torch.autocast("cuda", dtype=torch.float16):
+///     x.linear(&w, None)?
+/// };
+/// assert_eq!(y.to_vec()?, [1.0]); // x was rounded to f16 before the product
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// [`AmpError::UnsupportedDtype`] for a dtype other than [`DType::F16`]: bf16 has no
+/// cooperative-matrix (tensor-core) type in wgpu, so tang's mixed precision is f16 with a
+/// [`super::GradScaler`].
+pub fn autocast(dtype: DType) -> Result<AutocastGuard, AmpError> {
+    if dtype != DType::F16 {
+        return Err(AmpError::UnsupportedDtype { dtype });
+    }
+    Ok(enter(true))
+}
+
+/// Turns autocast off on this thread while the returned guard lives, inside an
+/// [`autocast`] region (PyTorch's `torch.autocast("cuda", enabled=False)`): a part of the
+/// model that must stay f32.
+///
+/// ```
+/// use tang_nn::amp::{autocast, autocast_disabled, is_autocast_enabled};
+/// use tang_nn::tang_runtime::DType;
+/// let _autocast = autocast(DType::F16)?;
+/// {
+///     let _f32 = autocast_disabled();
+///     assert!(!is_autocast_enabled());
+/// }
+/// assert!(is_autocast_enabled()); // the outer region again
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn autocast_disabled() -> AutocastGuard {
+    enter(false)
+}
+
+/// Whether autocast is on for this thread (PyTorch's `torch.is_autocast_enabled()`).
+///
+/// ```
+/// assert!(!tang_nn::amp::is_autocast_enabled());
+/// ```
+pub fn is_autocast_enabled() -> bool {
+    AUTOCAST_F16.with(Cell::get)
+}

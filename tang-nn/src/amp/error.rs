@@ -1,0 +1,117 @@
+//! The typed errors of autocast and the gradient scaler. Each message says what is wrong
+//! and what to do; the misuses of a [`super::GradScaler`] are the ones PyTorch raises a
+//! `RuntimeError` for, in its words.
+
+use std::fmt;
+
+use tang_runtime::DType;
+
+use crate::optim::OptimError;
+
+/// Everything that can go wrong in `tang_nn::amp`.
+///
+/// ```
+/// use tang_nn::amp::{AmpError, GradScaler, GradScalerOptions};
+/// let err = GradScaler::new(GradScalerOptions { growth_factor: 0.5, ..GradScalerOptions::default() })
+///     .err()
+///     .ok_or("a growth factor under 1 is refused")?;
+/// assert!(matches!(err, AmpError::InvalidOption { option: "growth_factor", .. }));
+/// println!("{err}"); // names the option and what it must be
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[non_exhaustive]
+pub enum AmpError {
+    /// Autocast was asked for a dtype it cannot compute in.
+    UnsupportedDtype {
+        /// The dtype asked for.
+        dtype: DType,
+    },
+    /// A scaler option is outside its valid range (PyTorch refuses the same values).
+    InvalidOption {
+        /// The option's PyTorch name.
+        option: &'static str,
+        /// The value given.
+        value: String,
+        /// What the option must satisfy.
+        requirement: &'static str,
+    },
+    /// `unscale_` was called twice for one optimizer between two `update`s.
+    AlreadyUnscaled,
+    /// `unscale_` was called after `step` for one optimizer, before `update`.
+    UnscaleAfterStep,
+    /// `step` was called twice for one optimizer between two `update`s.
+    AlreadyStepped,
+    /// `update` was called with no `unscale_` or `step` since the last one: there is no
+    /// inf/NaN check to decide the new scale from.
+    NoInfChecks,
+    /// The optimizer, clipping or the device failed.
+    Optim(OptimError),
+    /// Scaling the loss failed.
+    Autograd(crate::autograd::Error),
+}
+
+crate::macros::debug_as_display!(AmpError);
+
+impl fmt::Display for AmpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AmpError::UnsupportedDtype { dtype } => write!(
+                f,
+                "autocast to {dtype:?} is not supported: tang's autocast computes in f16 \
+                 (DType::F16) only; bf16 has no cooperative-matrix (tensor-core) type in \
+                 wgpu, so f16 with a GradScaler is the mixed-precision path"
+            ),
+            AmpError::InvalidOption {
+                option,
+                value,
+                requirement,
+            } => write!(
+                f,
+                "GradScaler: invalid {option} value {value}: it must be {requirement}"
+            ),
+            AmpError::AlreadyUnscaled => write!(
+                f,
+                "unscale_() has already been called on this optimizer since the last update(); \
+                 call it at most once per step, before step()"
+            ),
+            AmpError::UnscaleAfterStep => write!(
+                f,
+                "unscale_() is being called after step(); unscale (and clip) before step(), \
+                 then call update()"
+            ),
+            AmpError::AlreadyStepped => write!(
+                f,
+                "step() has already been called since the last update(); call update() once \
+                 after each round of optimizer steps"
+            ),
+            AmpError::NoInfChecks => write!(
+                f,
+                "no inf checks were recorded prior to update(); call step() (or unscale_()) \
+                 on the optimizer before update()"
+            ),
+            AmpError::Optim(e) => write!(f, "{e}"),
+            AmpError::Autograd(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for AmpError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            AmpError::Optim(e) => Some(e),
+            AmpError::Autograd(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+crate::macros::wrap_errors!(AmpError {
+    OptimError => Optim,
+    crate::autograd::Error => Autograd,
+});
+
+impl From<tang_runtime::Error> for AmpError {
+    fn from(e: tang_runtime::Error) -> Self {
+        AmpError::Optim(e.into())
+    }
+}
