@@ -59,6 +59,8 @@ pub(crate) enum Op {
         scale: Option<f32>,
         is_causal: bool,
         dropout: Option<ops::DropoutState>,
+        /// Recorded under autocast: the backward's products in f16.
+        f16_inputs: bool,
     },
     /// Causal attention of the heads packed side by side in the input `[B, T, N]` (a
     /// fused q/k/v projection's output): the heads split out of it, the output, and the
@@ -71,6 +73,8 @@ pub(crate) enum Op {
         o: RawTensor,
         lse: RawTensor,
         dropout: Option<ops::DropoutState>,
+        /// Recorded under autocast: the backward's products in f16.
+        f16_inputs: bool,
     },
     /// `x · wᵀ (+ b)` of inputs `x, w[, b]`; `f16_inputs` as [`Op::Matmul`]'s.
     Linear { f16_inputs: bool },
@@ -202,11 +206,13 @@ impl Op {
                 scale,
                 is_causal,
                 dropout,
+                f16_inputs,
             } => {
                 let options = ops::AttentionOptions {
                     scale: *scale,
                     is_causal: *is_causal,
                     dropout: dropout.as_ref(),
+                    f16_inputs: *f16_inputs,
                 };
                 let (q, k, v) = (x(0), x(1), x(2));
                 let (dq, dk, dv) = ops::attention_backward(g, q, k, v, o, lse, &options)?;
@@ -219,9 +225,11 @@ impl Op {
                 o,
                 lse,
                 dropout,
+                f16_inputs,
             } => {
                 let options = ops::AttentionOptions {
                     dropout: dropout.as_ref(),
+                    f16_inputs: *f16_inputs,
                     ..ops::AttentionOptions::CAUSAL
                 };
                 let (dq, dk, dv) = ops::attention_backward(g, q, k, v, o, lse, &options)?;

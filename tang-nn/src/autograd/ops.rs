@@ -422,6 +422,7 @@ impl Tensor {
             scale: options.scale,
             is_causal: options.is_causal,
             dropout: options.dropout.copied(),
+            f16_inputs: options.f16_inputs || crate::amp::is_autocast_enabled(),
         };
         Ok(Tensor::record(o, op, &[self, k, v], true, true))
     }
@@ -460,6 +461,7 @@ impl Tensor {
             o: o.clone(),
             lse,
             dropout,
+            f16_inputs: crate::amp::is_autocast_enabled(),
         };
         Ok(Tensor::record(o, op, &[self], false, true))
     }

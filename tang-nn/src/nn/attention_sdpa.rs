@@ -118,6 +118,8 @@ pub fn scaled_dot_product_attention(
             scale: None,
             is_causal,
             dropout: state.as_ref(),
+            // `Tensor::attention` adds autocast's setting.
+            f16_inputs: false,
         };
         return q.attention(k, v, &options);
     }

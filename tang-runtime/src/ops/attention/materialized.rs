@@ -23,7 +23,7 @@
 
 use super::dropout::DROPOUT_WGSL;
 use super::layout::AttentionParams;
-use crate::ops::matmul::{MatmulOptions, matmul, matmul_with};
+use crate::ops::matmul::{MatmulOptions, matmul_with};
 use crate::ops::random::PHILOX_WGSL;
 use crate::spec::{Slot, Source, Spec};
 use crate::{Error, Tensor};
@@ -109,13 +109,20 @@ pub(super) fn backward(
     o: &Tensor,
     lse: &Tensor,
     grad_out: &Tensor,
+    f16_inputs: bool,
 ) -> Result<(Tensor, Tensor, Tensor), Error> {
     let nt = MatmulOptions {
         transpose_b: true,
+        f16_inputs,
         ..MatmulOptions::default()
     };
     let tn = MatmulOptions {
         transpose_a: true,
+        f16_inputs,
+        ..MatmulOptions::default()
+    };
+    let nn = MatmulOptions {
+        f16_inputs,
         ..MatmulOptions::default()
     };
     let s = matmul_with(q, k, &nt)?;
@@ -126,7 +133,7 @@ pub(super) fn backward(
     K_PROBS_GRAD.dispatch(&[], p, &[o, grad_out, lse, &s, &dp], grid)?;
     // `s` now holds P and `dp` holds dS.
     let dv = matmul_with(&s, grad_out, &tn)?;
-    let dq = matmul(&dp, k)?;
+    let dq = matmul_with(&dp, k, &nn)?;
     let dk = matmul_with(&dp, q, &tn)?;
     Ok((dq, dk, dv))
 }

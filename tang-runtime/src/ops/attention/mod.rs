@@ -162,6 +162,11 @@ pub struct AttentionOptions<'a> {
     /// wherever it is needed, never stored, and equals the one [`crate::ops::dropout`]
     /// draws from the same stream over the materialized `[B, H, T, T]` weights.
     pub dropout: Option<&'a DropoutState>,
+    /// Round the operands of the backward's products to f16 (f32 accumulation) where the
+    /// backward runs them as matmuls (the materialized backward, `T <= 256`): on the
+    /// tensor cores where the device has them. Autocast sets it. The fused kernels
+    /// compute in f32 either way.
+    pub f16_inputs: bool,
 }
 
 impl AttentionOptions<'_> {
@@ -170,6 +175,7 @@ impl AttentionOptions<'_> {
         scale: None,
         is_causal: true,
         dropout: None,
+        f16_inputs: false,
     };
 }
 
@@ -452,7 +458,7 @@ pub fn attention_backward(
         options,
     )?;
     if materialized::applies(&params) {
-        return materialized::backward(&params, [q, k, v], o, lse, grad_out);
+        return materialized::backward(&params, [q, k, v], o, lse, grad_out, options.f16_inputs);
     }
     let (dq, delta) = backward_dq(op, [q, k, v], o, lse, grad_out, &params)?;
     let (dk, dv) = backward_dkv(op, [q, k, v], lse, grad_out, &delta, &params)?;

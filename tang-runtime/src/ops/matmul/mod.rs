@@ -327,7 +327,7 @@ pub(crate) fn kernels() -> Vec<crate::spec::Source> {
             ));
         }
     }
-    // The tensor-core kernel: every flag without an epilogue.
+    // The tensor-core kernel: every flag without a bias or an epilogue.
     for bits in 0u32..512 {
         let v = coop::CoopVariant::from_bits(bits);
         out.push((format!("matmul_coop_{bits:03}"), coop::generate(&v, "")));
@@ -461,6 +461,7 @@ fn matmul_coop(
         ha: a.dtype() == DType::F16,
         hb: b.dtype() == DType::F16,
         hc: out_dtype == DType::F16,
+        kexact: d.k > 0 && d.k.is_multiple_of(coop::BK as usize),
         bias: o.bias.is_some(),
         epilogue: o.epilogue.is_some(),
     };
