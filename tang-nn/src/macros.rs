@@ -15,7 +15,9 @@ macro_rules! debug_as_display {
 }
 
 /// `From` each source error for the variant that wraps it as it is, so that `?`
-/// converts: `wrap_errors!(TrainError { OptimError => Optim })`.
+/// converts: `wrap_errors!(SafetensorsError { tang_runtime::Error => Runtime })`. For the
+/// error types with a hand-written `Display`; those that derive `thiserror::Error` mark
+/// the variant `#[from]` instead.
 macro_rules! wrap_errors {
     ($error:ident { $($source:ty => $variant:ident),+ $(,)? }) => {$(
         impl From<$source> for $error {

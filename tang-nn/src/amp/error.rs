@@ -67,18 +67,13 @@ pub enum AmpError {
     NoInfChecks,
     /// The optimizer, clipping or the device failed.
     #[error("{0}")]
-    Optim(#[source] OptimError),
+    Optim(#[from] OptimError),
     /// Scaling the loss failed.
     #[error("{0}")]
-    Autograd(#[source] crate::autograd::Error),
+    Autograd(#[from] crate::autograd::Error),
 }
 
 crate::macros::debug_as_display!(AmpError);
-
-crate::macros::wrap_errors!(AmpError {
-    OptimError => Optim,
-    crate::autograd::Error => Autograd,
-});
 
 impl From<tang_runtime::Error> for AmpError {
     fn from(e: tang_runtime::Error) -> Self {

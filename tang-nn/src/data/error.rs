@@ -68,20 +68,15 @@ pub enum DataError {
     #[error("reading or collating a batch failed: {0}")]
     Source(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// Uploading a batch to the GPU failed.
+    // `From` so that a collate function can upload tensors with `?`.
     #[error("uploading a batch failed: {0}")]
-    Device(#[source] tang_runtime::Error),
+    Device(#[from] tang_runtime::Error),
     /// This process's rank could not be learnt from MPI.
     #[error("choosing this rank's shard failed: {0}")]
-    Distributed(#[source] crate::distributed::DistError),
+    Distributed(#[from] crate::distributed::DistError),
 }
 
 crate::macros::debug_as_display!(DataError);
-
-// `tang_runtime::Error` so that a collate function can upload tensors with `?`.
-crate::macros::wrap_errors!(DataError {
-    crate::distributed::DistError => Distributed,
-    tang_runtime::Error => Device,
-});
 
 /// A collate function that builds [`crate::Tensor`]s uses `?` on their errors: an upload
 /// failure is [`DataError::Device`], anything else [`DataError::Source`].

@@ -24,10 +24,10 @@ pub enum DistError {
     Communication(String),
     /// Reading or writing a tensor on the device failed.
     #[error("moving gradients through the host failed: {0}")]
-    Runtime(#[source] tang_runtime::Error),
+    Runtime(#[from] tang_runtime::Error),
     /// Backward failed.
     #[error("{0}")]
-    Autograd(#[source] crate::autograd::Error),
+    Autograd(#[from] crate::autograd::Error),
     /// An option is out of its range.
     #[error("{detail}")]
     InvalidOption {
@@ -37,8 +37,3 @@ pub enum DistError {
 }
 
 crate::macros::debug_as_display!(DistError);
-
-crate::macros::wrap_errors!(DistError {
-    tang_runtime::Error => Runtime,
-    crate::autograd::Error => Autograd,
-});

@@ -24,20 +24,14 @@ pub enum Error {
     /// message). Fix the checkpoint or the model, or load non-strictly to accept missing
     /// and unexpected keys.
     #[error("{0}")]
-    Keys(#[source] StateDictError),
+    Keys(#[from] StateDictError),
     /// An entry could not be read as f32 values (an integer tensor under a parameter's
     /// name, say).
     #[error("{0}")]
-    Safetensors(#[source] SafetensorsError),
+    Safetensors(#[from] SafetensorsError),
     /// A device copy failed, or a listed tensor is not a leaf.
     #[error("{0}")]
-    Autograd(#[source] crate::autograd::Error),
+    Autograd(#[from] crate::autograd::Error),
 }
 
 crate::macros::debug_as_display!(Error);
-
-crate::macros::wrap_errors!(Error {
-    StateDictError => Keys,
-    SafetensorsError => Safetensors,
-    crate::autograd::Error => Autograd,
-});

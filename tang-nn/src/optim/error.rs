@@ -123,15 +123,10 @@ pub enum OptimError {
     },
     /// The device failed.
     #[error("{0}")]
-    Runtime(#[source] tang_runtime::Error),
+    Runtime(#[from] tang_runtime::Error),
     /// Reading or writing the state file failed.
     #[error("optimizer state file: {0}")]
-    Safetensors(#[source] SafetensorsError),
+    Safetensors(#[from] SafetensorsError),
 }
 
 crate::macros::debug_as_display!(OptimError);
-
-crate::macros::wrap_errors!(OptimError {
-    tang_runtime::Error => Runtime,
-    SafetensorsError => Safetensors,
-});

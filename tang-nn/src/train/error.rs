@@ -64,17 +64,17 @@ pub enum TrainError {
     },
     /// Backward, clipping or the optimizer step failed.
     #[error("the optimizer step failed: {0}")]
-    Optim(#[source] crate::optim::OptimError),
+    Optim(#[from] crate::optim::OptimError),
     /// Loss scaling in a mixed-precision run failed (boxed: it may hold an optimizer
     /// error, and every other variant stays small).
     #[error("loss scaling failed: {0}")]
     Amp(#[source] Box<crate::amp::AmpError>),
     /// Computing gradients or reading a value back failed.
     #[error("backward or a read of the loss failed: {0}")]
-    Autograd(#[source] crate::autograd::Error),
+    Autograd(#[from] crate::autograd::Error),
     /// Saving or resuming a checkpoint failed.
     #[error("{0}")]
-    Checkpoint(#[source] crate::checkpoint::CheckpointError),
+    Checkpoint(#[from] crate::checkpoint::CheckpointError),
     /// The optimizer does not hold the model's parameters.
     #[error(
         "the optimizer does not hold the model's parameters ({detail}); build it from \
@@ -86,19 +86,12 @@ pub enum TrainError {
     },
     /// Averaging over the ranks of a data-parallel job failed.
     #[error("{0}")]
-    Distributed(#[source] crate::distributed::DistError),
+    Distributed(#[from] crate::distributed::DistError),
 }
 
 crate::macros::debug_as_display!(TrainError);
 
 crate::macros::io_error!(TrainError);
-
-crate::macros::wrap_errors!(TrainError {
-    crate::optim::OptimError => Optim,
-    crate::autograd::Error => Autograd,
-    crate::distributed::DistError => Distributed,
-    crate::checkpoint::CheckpointError => Checkpoint,
-});
 
 impl From<crate::amp::AmpError> for TrainError {
     fn from(e: crate::amp::AmpError) -> Self {

@@ -55,7 +55,7 @@ pub enum HubError {
     /// Missing, unexpected or mis-shaped keys under their Hugging Face names, every one
     /// listed (PyTorch's message).
     #[error("{0}")]
-    Keys(#[source] StateDictError),
+    Keys(#[from] StateDictError),
     /// The model cannot be written as a GPT-2 checkpoint (no biases, grouped-query
     /// attention).
     #[error("cannot save as a GPT-2 checkpoint: {detail}")]
@@ -65,15 +65,10 @@ pub enum HubError {
     },
     /// A device operation failed.
     #[error("{0}")]
-    Model(#[source] crate::autograd::Error),
+    Model(#[from] crate::autograd::Error),
 }
 
 crate::macros::debug_as_display!(HubError);
-
-crate::macros::wrap_errors!(HubError {
-    StateDictError => Keys,
-    crate::autograd::Error => Model,
-});
 
 impl From<tang_runtime::Error> for HubError {
     fn from(e: tang_runtime::Error) -> Self {
