@@ -1,5 +1,5 @@
-//! The impls that many types of tang-nn share, written once: the error types' `Debug`
-//! and `From`, and the options structs' chained setters.
+//! The impls that many types of tang-nn share, written once: the error types' `Debug`,
+//! `From` and I/O context, and the options structs' chained setters.
 
 /// `Debug` for error types prints the [`Display`](std::fmt::Display) text, as `anyhow`
 /// does: `?` out of `main` and `unwrap` show the message with its hint rather than the
@@ -15,7 +15,9 @@ macro_rules! debug_as_display {
 }
 
 /// `From` each source error for the variant that wraps it as it is, so that `?`
-/// converts: `wrap_errors!(TrainError { OptimError => Optim })`.
+/// converts: `wrap_errors!(SafetensorsError { tang_runtime::Error => Runtime })`. For the
+/// error types with a hand-written `Display`; those that derive `thiserror::Error` mark
+/// the variant `#[from]` instead.
 macro_rules! wrap_errors {
     ($error:ident { $($source:ty => $variant:ident),+ $(,)? }) => {$(
         impl From<$source> for $error {
@@ -24,6 +26,26 @@ macro_rules! wrap_errors {
             }
         }
     )+};
+}
+
+/// `io_error(action, path)` for an error type with an `Io { action, path, source }`
+/// variant: the `map_err` closure that says what was being done, and to which path, when
+/// the operating system refused (`fs::write(&p, b).map_err(io_error("write", &p))?`).
+macro_rules! io_error {
+    ($error:ident) => {
+        /// Attaches what was being done, and to which path, to an I/O error.
+        pub(crate) fn io_error(
+            action: &'static str,
+            path: impl Into<std::path::PathBuf>,
+        ) -> impl FnOnce(std::io::Error) -> $error {
+            let path = path.into();
+            move |source| $error::Io {
+                action,
+                path,
+                source,
+            }
+        }
+    };
 }
 
 /// PyTorch's keyword arguments as chained setters on options structs (`Copy`, with
@@ -56,4 +78,4 @@ macro_rules! setters {
     };
 }
 
-pub(crate) use {debug_as_display, setters, wrap_errors};
+pub(crate) use {debug_as_display, io_error, setters, wrap_errors};

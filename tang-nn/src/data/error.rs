@@ -1,7 +1,5 @@
 //! The data loaders' error type.
 
-use std::fmt;
-
 /// What can go wrong while loading data.
 ///
 /// ```
@@ -11,9 +9,11 @@ use std::fmt;
 /// println!("{err}"); // says how long the corpus must be
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum DataError {
     /// An option or argument is out of its range.
+    #[error("invalid {what}: {detail}")]
     InvalidOption {
         /// The option.
         what: &'static str,
@@ -21,12 +21,18 @@ pub enum DataError {
         detail: String,
     },
     /// A saved loader position does not fit this data set.
+    #[error(
+        "cannot resume the data loader: {detail}; resume with the data set and options the position was saved with"
+    )]
     Resume {
         /// What does not fit and why.
         detail: String,
     },
     /// A data set was asked for an index it does not have (a bug in a `Dataset`
     /// implementation whose `len` and `get` disagree).
+    #[error(
+        "data set index {index} is out of range for length {len}; the data set's `len` and `get` disagree"
+    )]
     IndexOutOfRange {
         /// The index asked for.
         index: usize,
@@ -35,6 +41,10 @@ pub enum DataError {
     },
     /// A loader whose epochs have no batch was asked for one that never ends
     /// ([`super::DataLoader::next_batch_cycled`]).
+    #[error(
+        "the data loader has no batch to give: {samples} samples, batch_size {batch_size}, drop_last {drop_last}; \
+         use a non-empty data set, and with drop_last a batch_size of at most the number of samples"
+    )]
     NoBatches {
         /// Samples in the data set.
         samples: usize,
@@ -44,6 +54,10 @@ pub enum DataError {
         drop_last: bool,
     },
     /// A token corpus has no complete window (input plus next-token target).
+    #[error(
+        "a corpus of {len} tokens has no window of {block_size} tokens plus a next-token target; \
+         use a longer corpus or a block_size below {len}"
+    )]
     CorpusTooShort {
         /// Tokens in the corpus.
         len: usize,
@@ -51,64 +65,18 @@ pub enum DataError {
         block_size: usize,
     },
     /// Reading a sample or collating a batch failed in user code.
-    Source(Box<dyn std::error::Error + Send + Sync>),
+    #[error("reading or collating a batch failed: {0}")]
+    Source(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// Uploading a batch to the GPU failed.
-    Device(tang_runtime::Error),
+    // `From` so that a collate function can upload tensors with `?`.
+    #[error("uploading a batch failed: {0}")]
+    Device(#[from] tang_runtime::Error),
     /// This process's rank could not be learnt from MPI.
-    Distributed(crate::distributed::DistError),
+    #[error("choosing this rank's shard failed: {0}")]
+    Distributed(#[from] crate::distributed::DistError),
 }
 
 crate::macros::debug_as_display!(DataError);
-
-impl fmt::Display for DataError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DataError::InvalidOption { what, detail } => write!(f, "invalid {what}: {detail}"),
-            DataError::Resume { detail } => write!(
-                f,
-                "cannot resume the data loader: {detail}; resume with the data set and options the position was saved with"
-            ),
-            DataError::IndexOutOfRange { index, len } => write!(
-                f,
-                "data set index {index} is out of range for length {len}; the data set's `len` and `get` disagree"
-            ),
-            DataError::NoBatches {
-                samples,
-                batch_size,
-                drop_last,
-            } => write!(
-                f,
-                "the data loader has no batch to give: {samples} samples, batch_size {batch_size}, drop_last {drop_last}; \
-                 use a non-empty data set, and with drop_last a batch_size of at most the number of samples"
-            ),
-            DataError::CorpusTooShort { len, block_size } => write!(
-                f,
-                "a corpus of {len} tokens has no window of {block_size} tokens plus a next-token target; \
-                 use a longer corpus or a block_size below {len}"
-            ),
-            DataError::Source(e) => write!(f, "reading or collating a batch failed: {e}"),
-            DataError::Device(e) => write!(f, "uploading a batch failed: {e}"),
-            DataError::Distributed(e) => write!(f, "choosing this rank's shard failed: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for DataError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            DataError::Source(e) => Some(e.as_ref()),
-            DataError::Device(e) => Some(e),
-            DataError::Distributed(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-// `tang_runtime::Error` so that a collate function can upload tensors with `?`.
-crate::macros::wrap_errors!(DataError {
-    crate::distributed::DistError => Distributed,
-    tang_runtime::Error => Device,
-});
 
 /// A collate function that builds [`crate::Tensor`]s uses `?` on their errors: an upload
 /// failure is [`DataError::Device`], anything else [`DataError::Source`].

@@ -1,7 +1,5 @@
 //! The error of loading a state dict into a module.
 
-use std::fmt;
-
 use crate::safetensors::{SafetensorsError, StateDictError};
 
 /// Why [`Module::load_state_dict`](super::Module::load_state_dict) or
@@ -19,43 +17,21 @@ use crate::safetensors::{SafetensorsError, StateDictError};
 /// println!("{err}"); // Error(s) in loading state_dict for Linear: Missing key(s) ...
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// Missing, unexpected or shape-mismatched keys, every one listed (PyTorch's
     /// message). Fix the checkpoint or the model, or load non-strictly to accept missing
     /// and unexpected keys.
-    Keys(StateDictError),
+    #[error("{0}")]
+    Keys(#[from] StateDictError),
     /// An entry could not be read as f32 values (an integer tensor under a parameter's
     /// name, say).
-    Safetensors(SafetensorsError),
+    #[error("{0}")]
+    Safetensors(#[from] SafetensorsError),
     /// A device copy failed, or a listed tensor is not a leaf.
-    Autograd(crate::autograd::Error),
+    #[error("{0}")]
+    Autograd(#[from] crate::autograd::Error),
 }
 
 crate::macros::debug_as_display!(Error);
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Keys(e) => write!(f, "{e}"),
-            Error::Safetensors(e) => write!(f, "{e}"),
-            Error::Autograd(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Keys(e) => Some(e),
-            Error::Safetensors(e) => Some(e),
-            Error::Autograd(e) => Some(e),
-        }
-    }
-}
-
-crate::macros::wrap_errors!(Error {
-    StateDictError => Keys,
-    SafetensorsError => Safetensors,
-    crate::autograd::Error => Autograd,
-});

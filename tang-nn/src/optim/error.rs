@@ -1,8 +1,6 @@
 //! The typed errors of building optimizers, stepping them, clipping gradients and saving
 //! or loading optimizer state. Each message says what is wrong and what to do.
 
-use std::fmt;
-
 use crate::safetensors::SafetensorsError;
 
 /// Everything that can go wrong in `tang_nn::optim`.
@@ -18,10 +16,12 @@ use crate::safetensors::SafetensorsError;
 /// println!("{err}"); // names the option and what it must be
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum OptimError {
     /// A hyperparameter is outside its valid range (PyTorch raises `ValueError` for the
     /// same values).
+    #[error("{optimizer}: invalid {option} value {value}: it must be {requirement}")]
     InvalidOption {
         /// The optimizer or function ("SGD", "Adam", "AdamW", "clip_grad_norm_").
         optimizer: &'static str,
@@ -34,21 +34,30 @@ pub enum OptimError {
     },
     /// The optimizer was given no parameters (PyTorch: "optimizer got an empty parameter
     /// list").
+    #[error("optimizer got an empty parameter list; pass the model's named parameters")]
     EmptyParameterList,
     /// A clipping function was given no gradients. PyTorch's `clip_grad_norm_` returns
     /// `tensor(0.)` on the CPU then; tang's norm is a tensor on the gradients' device, and
     /// with no gradient there is no device to put it on.
+    #[error(
+        "{function} got no gradients, so there is no device for its norm (PyTorch returns a zero norm on the CPU here); skip clipping when there are none (NamedGradients::is_empty), as the Trainer does"
+    )]
     NoGradients {
         /// The function ("grad_norm", "clip_grad_norm_", "scale_grads_").
         function: &'static str,
     },
     /// One name was registered twice.
+    #[error("parameter {name:?} is registered twice; give each parameter to one group once")]
     DuplicateParameter {
         /// The name.
         name: String,
     },
     /// Two names share one tensor (a tied parameter registered twice would be updated
     /// twice per step).
+    #[error(
+        "parameters {first:?} and {second:?} share one tensor (tied); register a tied \
+         parameter once, under one name"
+    )]
     SharedParameter {
         /// The name registered first.
         first: String,
@@ -56,6 +65,7 @@ pub enum OptimError {
         second: String,
     },
     /// A parameter, gradient, state or coefficient tensor is not f32.
+    #[error("the {what} of {name:?} is not an f32 tensor; optimizers update f32 tensors only")]
     NotF32 {
         /// The parameter (or "clip coefficient").
         name: String,
@@ -63,6 +73,10 @@ pub enum OptimError {
         what: &'static str,
     },
     /// A gradient's shape differs from its parameter's.
+    #[error(
+        "the gradient of {name:?} has shape {grad:?} but the parameter has shape \
+         {param:?}; pass each parameter's own gradient under its name"
+    )]
     GradientShape {
         /// The parameter.
         name: String,
@@ -73,16 +87,25 @@ pub enum OptimError {
     },
     /// A gradient shares its buffer with its parameter (an update would read what it
     /// writes).
+    #[error(
+        "the gradient of {name:?} is the parameter's own tensor; pass the gradient \
+         tensor that backward returned"
+    )]
     GradientIsParameter {
         /// The parameter.
         name: String,
     },
     /// A tensor lives on another device than the parameters.
+    #[error(
+        "a tensor of {name:?} lives on another device than the parameters; create \
+         gradients and state on the parameters' device"
+    )]
     DeviceMismatch {
         /// The parameter (or "clip coefficient").
         name: String,
     },
     /// A clip coefficient (or other broadcast scale) is not a one-element tensor.
+    #[error("the {what} must be a one-element tensor (shape [1] or []), got shape {shape:?}")]
     NotScalar {
         /// What the tensor is.
         what: &'static str,
@@ -90,92 +113,20 @@ pub enum OptimError {
         shape: Vec<usize>,
     },
     /// Saved optimizer state does not fit this optimizer.
+    #[error(
+        "the optimizer state does not fit this optimizer: {detail}; build the \
+         optimizer with the same kind, parameter names and groups as the one saved"
+    )]
     State {
         /// What does not fit, in words.
         detail: String,
     },
     /// The device failed.
-    Runtime(tang_runtime::Error),
+    #[error("{0}")]
+    Runtime(#[from] tang_runtime::Error),
     /// Reading or writing the state file failed.
-    Safetensors(SafetensorsError),
+    #[error("optimizer state file: {0}")]
+    Safetensors(#[from] SafetensorsError),
 }
 
 crate::macros::debug_as_display!(OptimError);
-
-impl fmt::Display for OptimError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            OptimError::InvalidOption {
-                optimizer,
-                option,
-                value,
-                requirement,
-            } => write!(
-                f,
-                "{optimizer}: invalid {option} value {value}: it must be {requirement}"
-            ),
-            OptimError::EmptyParameterList => write!(
-                f,
-                "optimizer got an empty parameter list; pass the model's named parameters"
-            ),
-            OptimError::NoGradients { function } => write!(
-                f,
-                "{function} got no gradients, so there is no device for its norm (PyTorch returns a zero norm on the CPU here); skip clipping when there are none (NamedGradients::is_empty), as the Trainer does"
-            ),
-            OptimError::DuplicateParameter { name } => write!(
-                f,
-                "parameter {name:?} is registered twice; give each parameter to one group once"
-            ),
-            OptimError::SharedParameter { first, second } => write!(
-                f,
-                "parameters {first:?} and {second:?} share one tensor (tied); register a tied \
-                 parameter once, under one name"
-            ),
-            OptimError::NotF32 { name, what } => write!(
-                f,
-                "the {what} of {name:?} is not an f32 tensor; optimizers update f32 tensors only"
-            ),
-            OptimError::GradientShape { name, param, grad } => write!(
-                f,
-                "the gradient of {name:?} has shape {grad:?} but the parameter has shape \
-                 {param:?}; pass each parameter's own gradient under its name"
-            ),
-            OptimError::GradientIsParameter { name } => write!(
-                f,
-                "the gradient of {name:?} is the parameter's own tensor; pass the gradient \
-                 tensor that backward returned"
-            ),
-            OptimError::DeviceMismatch { name } => write!(
-                f,
-                "a tensor of {name:?} lives on another device than the parameters; create \
-                 gradients and state on the parameters' device"
-            ),
-            OptimError::NotScalar { what, shape } => write!(
-                f,
-                "the {what} must be a one-element tensor (shape [1] or []), got shape {shape:?}"
-            ),
-            OptimError::State { detail } => write!(
-                f,
-                "the optimizer state does not fit this optimizer: {detail}; build the \
-                 optimizer with the same kind, parameter names and groups as the one saved"
-            ),
-            OptimError::Runtime(e) => write!(f, "{e}"),
-            OptimError::Safetensors(e) => write!(f, "optimizer state file: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for OptimError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            OptimError::Runtime(e) => Some(e),
-            OptimError::Safetensors(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-crate::macros::wrap_errors!(OptimError {
-    tang_runtime::Error => Runtime,
-    SafetensorsError => Safetensors,
-});

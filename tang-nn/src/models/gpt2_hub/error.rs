@@ -1,6 +1,5 @@
 //! What can go wrong reading or writing a Hugging Face GPT-2 directory.
 
-use std::fmt;
 use std::path::PathBuf;
 
 use crate::safetensors::{SafetensorsError, StateDictError};
@@ -17,9 +16,11 @@ use crate::safetensors::{SafetensorsError, StateDictError};
 /// assert!(matches!(err, HubError::Io { .. }));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum HubError {
     /// A file could not be read or written.
+    #[error("{path}: {source}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -28,6 +29,7 @@ pub enum HubError {
     },
     /// `config.json` is not a GPT-2 config tang's GPT can build (or does not match the
     /// model it is loaded into).
+    #[error("{path}: {detail}")]
     Config {
         /// The file.
         path: PathBuf,
@@ -35,6 +37,7 @@ pub enum HubError {
         detail: String,
     },
     /// `model.safetensors.index.json` or its shards do not agree.
+    #[error("{path}: {detail}")]
     Index {
         /// The index file.
         path: PathBuf,
@@ -42,6 +45,7 @@ pub enum HubError {
         detail: String,
     },
     /// A safetensors file is malformed.
+    #[error("{path}: {source}")]
     Safetensors {
         /// The file.
         path: PathBuf,
@@ -50,53 +54,21 @@ pub enum HubError {
     },
     /// Missing, unexpected or mis-shaped keys under their Hugging Face names, every one
     /// listed (PyTorch's message).
-    Keys(StateDictError),
+    #[error("{0}")]
+    Keys(#[from] StateDictError),
     /// The model cannot be written as a GPT-2 checkpoint (no biases, grouped-query
     /// attention).
+    #[error("cannot save as a GPT-2 checkpoint: {detail}")]
     Unsupported {
         /// What the GPT-2 layout lacks.
         detail: String,
     },
     /// A device operation failed.
-    Model(crate::autograd::Error),
+    #[error("{0}")]
+    Model(#[from] crate::autograd::Error),
 }
 
 crate::macros::debug_as_display!(HubError);
-
-impl fmt::Display for HubError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            HubError::Io { path, source } => write!(f, "{}: {source}", path.display()),
-            HubError::Config { path, detail } => write!(f, "{}: {detail}", path.display()),
-            HubError::Index { path, detail } => write!(f, "{}: {detail}", path.display()),
-            HubError::Safetensors { path, source } => {
-                write!(f, "{}: {source}", path.display())
-            }
-            HubError::Keys(e) => write!(f, "{e}"),
-            HubError::Unsupported { detail } => {
-                write!(f, "cannot save as a GPT-2 checkpoint: {detail}")
-            }
-            HubError::Model(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for HubError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            HubError::Io { source, .. } => Some(source),
-            HubError::Safetensors { source, .. } => Some(source),
-            HubError::Keys(e) => Some(e),
-            HubError::Model(e) => Some(e),
-            HubError::Config { .. } | HubError::Index { .. } | HubError::Unsupported { .. } => None,
-        }
-    }
-}
-
-crate::macros::wrap_errors!(HubError {
-    StateDictError => Keys,
-    crate::autograd::Error => Model,
-});
 
 impl From<tang_runtime::Error> for HubError {
     fn from(e: tang_runtime::Error) -> Self {
