@@ -3,7 +3,10 @@
 //! [`autocast`] runs the matmul-like ops (`linear`, `matmul` and the layers built on them)
 //! on f16-rounded operands with f32 accumulation, on the tensor cores where the adapter
 //! has them, while everything numerically sensitive stays f32 (see [`autocast`] for the
-//! lists); attention stays f32 for now. A [`GradScaler`] with PyTorch's semantics and
+//! lists); attention's forward stays f32 and its backward's products (the materialized
+//! backward, `T <= 256`) run in f16. Unlike PyTorch's autocast, a product's result stays
+//! f32 (the rounding is of the operands only): activations keep f32 storage, and the
+//! next op reads them without a cast. A [`GradScaler`] with PyTorch's semantics and
 //! defaults scales the loss before backward so that small gradients survive f16,
 //! unscales the gradients (and checks them for inf/NaN on the GPU) before clipping and
 //! the optimizer step, skips a step with an overflow, and adapts the scale. Parameters
