@@ -218,11 +218,14 @@ fn emit_load(w: &mut String, op: &Staged, i: u32) {
         // needed: one `min` per load instead of two compares and two selects (measured
         // 1.55x faster at 4096^3 on an H200).
         if op.vec {
-            // Units start at multiples of 4 and the extent is one (vec loads need it).
+            // Along a contiguous row (B stored [k, n], A stored [k, m]) units start at
+            // multiples of 4 and the extent is one (vec loads need it): the last unit is
+            // the last inside. Across rows (k contiguous) a unit lies in one row.
+            let last = if op.kcontig { "1u" } else { "4u" };
             let _ = writeln!(
                 w,
                 "            let gi = {};",
-                at(&format!("min(r, {rmax} - 4u)"))
+                at(&format!("min(r, {rmax} - {last})"))
             );
             let read = if op.half {
                 format!("{n}[gi >> 2u]")
