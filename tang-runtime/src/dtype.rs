@@ -7,9 +7,11 @@ pub enum DType {
     F32,
     /// 32-bit unsigned integer (token ids, class labels, indices).
     U32,
-    /// 16-bit IEEE float (PyTorch's `torch.float16`): storage for mixed precision. Kernels
-    /// compute in f32 and round to f16 on store; matmul multiplies f16 operands on the
-    /// tensor cores where the device has them. Needs the adapter's `SHADER_F16`.
+    /// 16-bit IEEE float (PyTorch's `torch.float16`): storage for mixed precision.
+    /// [`ops::to_dtype`](crate::ops::to_dtype) converts both ways and matmul multiplies
+    /// f16 operands (on the tensor cores where the device has them); other ops take f32
+    /// and say so. Kernels read and write f16 as bits of 32-bit words, so f16 storage works
+    /// on every adapter, `SHADER_F16` or not (only the tensor-core kernels need it).
     F16,
 }
 
