@@ -7,7 +7,7 @@
 
 use half::f16;
 use tang_runtime::ops::{
-    MatmulOptions, matmul_backward, matmul_backward_with, matmul_with, to_dtype,
+    Epilogue, MatmulOptions, matmul_backward, matmul_backward_with, matmul_with, to_dtype,
 };
 use tang_runtime::{DType, Device, DeviceOptions, Tensor};
 use tang_testing::{Rng, devices};
@@ -180,11 +180,13 @@ fn check(
     (ta, tb): (bool, bool),
     operands: Operands,
     bias: bool,
+    epilogue: Option<&Epilogue>,
     out: DType,
 ) {
     let what = format!(
-        "{} m{m} n{n} k{k} batch{batch} ta{ta} tb{tb} {operands:?} bias{bias} out {out:?}",
-        dev.info().name
+        "{} m{m} n{n} k{k} batch{batch} ta{ta} tb{tb} {operands:?} bias{bias} epilogue{} out {out:?}",
+        dev.info().name,
+        epilogue.is_some()
     );
     let a = rng.vec(batch * m * k, 1.0);
     let b_batched = batch > 1 && m % 2 == 0;
@@ -229,6 +231,7 @@ fn check(
         transpose_a: ta,
         transpose_b: tb,
         bias: bias.then_some(&bias_t),
+        epilogue,
         f16_inputs: matches!(operands, Operands::Rounded | Operands::Mixed),
         out_dtype: Some(out),
         ..MatmulOptions::default()
@@ -237,9 +240,12 @@ fn check(
     assert_eq!(c.dtype(), out, "{what}");
     let got = c.to_vec().unwrap();
     let (mut want, scale) = reference(&a, &b, (m, n, k, batch), (ta, tb), b_batched);
-    if bias {
-        for (i, w) in want.iter_mut().enumerate() {
+    for (i, w) in want.iter_mut().enumerate() {
+        if bias {
             *w += f64::from(bias_v[i % n]);
+        }
+        if let Some(e) = epilogue {
+            *w = e.eval_f64(*w).unwrap();
         }
     }
     for (i, ((&g, &w), &s)) in got.iter().zip(&want).zip(&scale).enumerate() {
@@ -282,6 +288,7 @@ fn f16_products_match_the_rounded_reference_in_every_layout() {
                     (ta, tb),
                     Operands::Rounded,
                     false,
+                    None,
                     DType::F32,
                 );
             }
@@ -295,6 +302,7 @@ fn f16_products_match_the_rounded_reference_in_every_layout() {
                 (false, true),
                 Operands::Half,
                 true,
+                None,
                 DType::F32,
             );
             check(
@@ -304,6 +312,7 @@ fn f16_products_match_the_rounded_reference_in_every_layout() {
                 (true, false),
                 Operands::Mixed,
                 false,
+                None,
                 DType::F16,
             );
             check(
@@ -313,7 +322,36 @@ fn f16_products_match_the_rounded_reference_in_every_layout() {
                 (false, false),
                 Operands::Half,
                 true,
+                None,
                 DType::F16,
+            );
+        }
+    }
+}
+
+#[test]
+fn f16_products_apply_bias_and_epilogue_on_store() {
+    // The tanh GELU fused into the store, after the bias, with f32 and f16 results: on
+    // the tensor cores where the device has them (their scratch-store path), else on the
+    // f32 tile.
+    let gelu =
+        Epilogue::from_traced(&tang_runtime::tang_expr::trace(1, |v| v[0].gelu_tanh())).unwrap();
+    let mut rng = Rng::new(13);
+    for dev in devices() {
+        for &(shape, out) in &[
+            ((130, 260, 96, 1), DType::F32),
+            ((37, 45, 70, 1), DType::F32),
+            ((66, 132, 32, 2), DType::F16),
+        ] {
+            check(
+                &dev,
+                &mut rng,
+                shape,
+                (false, true),
+                Operands::Rounded,
+                true,
+                Some(&gelu),
+                out,
             );
         }
     }
@@ -331,6 +369,7 @@ fn f16_weight_gradients_split_the_reduction() {
         (true, false),
         Operands::Rounded,
         false,
+        None,
         DType::F32,
     );
 }
@@ -391,6 +430,7 @@ fn tensor_cores_and_the_f32_tile_agree() {
             (false, true),
             Operands::Rounded,
             true,
+            None,
             DType::F32,
         );
     }

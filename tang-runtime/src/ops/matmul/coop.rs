@@ -25,6 +25,7 @@
 use std::fmt::Write as _;
 
 use super::codegen::{ENTRY, MatmulParams};
+use super::store::{CStore, emit_c_store};
 use crate::spec::{Layout, Slot};
 
 /// Rows and columns of C per workgroup.
@@ -402,56 +403,17 @@ fn emit_store(w: &mut String, v: &CoopVariant) {
                     i * 16,
                     j * 16
                 );
-                emit_store_unit(w, v);
+                let store = CStore {
+                    vc: v.vc,
+                    bias: v.bias,
+                    epilogue: v.epilogue,
+                    half: v.hc,
+                };
+                emit_c_store(w, "        ", "x", store);
                 w.push_str("    }\n");
             }
             w.push_str("    workgroupBarrier();\n");
         }
-    }
-}
-
-/// Writes the unit `x` (columns `col..col + 4` of `row`) with bias, epilogue and bounds.
-fn emit_store_unit(w: &mut String, v: &CoopVariant) {
-    let cast = |x: &str| {
-        if v.hc {
-            format!("vec4<f16>({x})")
-        } else {
-            x.to_string()
-        }
-    };
-    if v.vc {
-        w.push_str("        if (row < p.m && col < p.n) {\n");
-        if v.bias {
-            w.push_str("            x = x + bias[col >> 2u];\n");
-        }
-        if v.epilogue {
-            w.push_str("            x = vec4<f32>(tang_epilogue(x.x, p.zero), tang_epilogue(x.y, p.zero), tang_epilogue(x.z, p.zero), tang_epilogue(x.w, p.zero));\n");
-        }
-        let _ = writeln!(
-            w,
-            "            c[(c_base + row * p.n + col) >> 2u] = {};\n        }}",
-            cast("x")
-        );
-    } else {
-        w.push_str("        if (row < p.m) {\n");
-        for (e, comp) in ['x', 'y', 'z', 'w'].iter().enumerate() {
-            let _ = writeln!(
-                w,
-                "            if (col + {e}u < p.n) {{\n                var s = x.{comp};"
-            );
-            if v.bias {
-                let _ = writeln!(w, "                s = s + bias[col + {e}u];");
-            }
-            if v.epilogue {
-                w.push_str("                s = tang_epilogue(s, p.zero);\n");
-            }
-            let store = if v.hc { "f16(s)" } else { "s" };
-            let _ = writeln!(
-                w,
-                "                c[c_base + row * p.n + col + {e}u] = {store};\n            }}"
-            );
-        }
-        w.push_str("        }\n");
     }
 }
 
@@ -530,13 +492,14 @@ fn {ENTRY}(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index
 mod tests {
     use super::*;
 
-    /// Every variant passes naga (which validates cooperative-matrix shaders without a GPU
-    /// that has them).
+    /// Every variant with a bias or an epilogue passes naga (which validates
+    /// cooperative-matrix shaders without a GPU that has them); the registry lists the
+    /// others (`bits < 512`), which the workspace's shader test validates.
     #[test]
-    fn every_variant_validates() {
+    fn every_variant_with_bias_or_epilogue_validates() {
         let epi =
             "fn tang_epilogue(x: f32, zero: u32) -> f32 { return max(x, bitcast<f32>(zero)); }\n";
-        for bits in 0..2048u32 {
+        for bits in 512..2048u32 {
             // The operand and result types all f32 or all f16: each type's code is
             // independent of the others', and this halves the test's time.
             if !matches!((bits >> 5) & 7, 0 | 7) {
