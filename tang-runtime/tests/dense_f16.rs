@@ -105,6 +105,13 @@ fn odd_lengths_round_trip_and_u32_goes_through_f32() {
             .collect();
         let t = Tensor::from_f16(dev, &x, &[n]).unwrap();
         assert_eq!(t.to_vec_f16().unwrap(), x, "n = {n}");
+        // The async read (the browser's) widens as the blocking one does.
+        let widened: Vec<f32> = x.iter().map(|h| h.to_f32()).collect();
+        assert_eq!(
+            pollster::block_on(t.to_vec_async()).unwrap(),
+            widened,
+            "n = {n} async"
+        );
         let f = to_dtype(&t, DType::F32).unwrap();
         let h = to_dtype(&f, DType::F16).unwrap();
         assert_eq!(h.to_vec_f16().unwrap(), x, "n = {n} through f32");
