@@ -16,7 +16,8 @@
 # GPU_TESTS_ONLY='^(dense_|runtime_|macro_gpu|gpu_smoke)' for the GPU suites alone (the
 # binaries are large: copy DIR as a compressed archive, `tar -C DIR -cJf gpu-tests.tar.xz .`).
 # Extra arguments after DIR go to every test binary (e.g. `-- --test-threads=4`).
-# The trybuild suite (`ui`) is left out: it compiles code and needs cargo.
+# The trybuild suite (`ui`) is left out: it compiles code and needs cargo; so are the unit
+# tests of the proc-macro crate, which link the toolchain's libstd dynamically.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,7 +28,8 @@ build() {
     : >"$dir/manifest.tsv"
     # One line per test binary: its path and its package's manifest.
     (cd "$root" && cargo test --workspace --release --no-run --message-format=json) |
-        jq -r 'select(.reason == "compiler-artifact" and .profile.test == true and .executable != null)
+        jq -r 'select(.reason == "compiler-artifact" and .profile.test == true and .executable != null
+                      and (.target.kind | index("proc-macro") | not))
                | [.executable, .manifest_path, .target.name] | @tsv' |
         while IFS=$'\t' read -r exe manifest target; do
             [ "$target" = ui ] && continue
