@@ -2,6 +2,7 @@
 //! softmax, the norms, cross-entropy, and the team path they share.
 
 pub(super) mod cross_entropy;
+pub(crate) mod half;
 mod layout;
 pub(super) mod norm;
 pub(super) mod softmax;
