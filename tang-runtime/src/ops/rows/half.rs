@@ -245,19 +245,17 @@ fn half_text(text: &str, halves: &[&str]) -> String {
         } else {
             "array<u32>"
         };
-        out = out.replacen(
-            &format!("> {name}: {ty};"),
-            &format!("> {name}: {words};"),
-            1,
-        );
-        out = rewrite(&out, name);
-        // Read after the rewrite: the helpers' own accesses stay raw.
+        let written = writes(&out, name);
+        let decl = (format!("> {name}: {ty};"), format!("> {name}: {words};"));
+        out = rewrite(&out.replacen(&decl.0, &decl.1, 1), name);
+        // Added after the rewrite: the helpers' own accesses stay raw.
         helpers.push_str(&if unit && v4 {
-            format!(
-                "fn ld_{name}(i: u32) -> T {{ return widen_f16x4({name}[i]); }}
-fn st_{name}(i: u32, v: T) {{ {name}[i] = pack_f16x4(v); }}
-"
-            )
+            let store = if written {
+                format!("fn st_{name}(i: u32, v: T) {{ {name}[i] = pack_f16x4(v); }}\n")
+            } else {
+                String::new()
+            };
+            format!("fn ld_{name}(i: u32) -> T {{ return widen_f16x4({name}[i]); }}\n{store}")
         } else {
             let ret = if unit { "T" } else { "f32" };
             format!("fn ld_{name}(i: u32) -> {ret} {{ return widen_f16({name}[i >> 1u], i); }}\n")
