@@ -55,8 +55,9 @@ fn bindings(text: &str) -> Vec<(&str, &str)> {
 /// generated and validated once per process.
 ///
 /// # Errors
-/// [`Error::DType`] when an f16 tensor is bound for writing in a kernel of `f32` units (the
-/// caller must write f32 there, see [`out_dtype`]); [`Error::Shader`] when the form fails
+/// [`Error::DType`] when an f16 tensor is bound where the kernel cannot hold one: an
+/// integer binding, or one it writes with `f32` units (the caller writes f32 there, see
+/// [`out_dtype`]); [`Error::Shader`] when the form fails
 /// validation (a bug of this crate).
 pub(crate) fn form(
     base: &'static RawKernel,
@@ -66,19 +67,20 @@ pub(crate) fn form(
         return Ok(base);
     }
     let text = base.wgsl();
-    let halves: Vec<&'static str> = bindings(text)
+    let halves: Vec<(&'static str, &'static str)> = bindings(text)
         .into_iter()
         .zip(tensors)
         .filter(|(_, t)| t.dtype() == DType::F16)
-        .map(|((name, _), _)| name)
+        .map(|(binding, _)| binding)
         .collect();
-    if !text.contains(V4_UNIT) && halves.iter().any(|n| writes(text, n)) {
+    if !halves.iter().all(|&(n, ty)| convertible(text, n, ty)) {
         return Err(Error::DType {
             op: base.name().into(),
             expected: DType::F32,
             got: DType::F16,
         });
     }
+    let halves: Vec<&'static str> = halves.into_iter().map(|(n, _)| n).collect();
     static FORMS: Variants<(u64, Vec<&'static str>)> = Variants::new();
     FORMS.get(&(base.id(), halves.clone()), || {
         (format!("{}_f16", base.name()), half_text(text, &halves))
@@ -131,16 +133,21 @@ pub(crate) fn dispatch_spec<P: Params>(
 /// The f16 form of `source` with every binding f16 that its unit allows (all of them with
 /// `vec4` units, the read-only ones with `f32` units), for the registry's validation.
 pub(crate) fn registry_form((name, text): Source) -> Source {
-    let v4 = text.contains(V4_UNIT);
     let halves: Vec<&str> = bindings(&text)
         .into_iter()
-        .filter(|(n, ty)| {
-            (ty.starts_with("array<T>") || *ty == "array<f32>") && (v4 || !writes(&text, n))
-        })
+        .filter(|&(n, ty)| convertible(&text, n, ty))
         .map(|(n, _)| n)
         .collect();
     let form = half_text(&text, &halves);
     (format!("{name}_f16"), form)
+}
+
+/// Whether binding `name` of WGSL type `ty` may hold an f16 tensor in `text`'s f16 form:
+/// a float binding that the kernel only reads, or writes in whole words (`vec4` units; see
+/// the module docs).
+fn convertible(text: &str, name: &str, ty: &str) -> bool {
+    let unit = ty.starts_with("array<T>");
+    (unit || ty == "array<f32>") && (!writes(text, name) || (unit && text.contains(V4_UNIT)))
 }
 
 /// Where `name[` starts an access in `text` at or after `from`: not part of a longer name.
