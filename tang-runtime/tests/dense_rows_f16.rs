@@ -66,6 +66,11 @@ fn both_paths(f: impl Fn(&str)) {
     rows_team::with_workgroup_path(|| f("workgroup"));
 }
 
+/// An op of one tensor (a forward, or a whole-tensor reduction).
+type Unary = fn(&Tensor) -> Result<Tensor, Error>;
+/// A backward of two tensors (the upstream gradient first).
+type Binary = fn(&Tensor, &Tensor) -> Result<Tensor, Error>;
+
 #[test]
 fn softmax_and_log_softmax_f16_match_f32() {
     for dev in devices() {
@@ -75,7 +80,7 @@ fn softmax_and_log_softmax_f16_match_f32() {
             let (x32, x16) = random_twins(&dev, &mut rng, &shape, 6.0);
             let (g32, g16) = random_twins(&dev, &mut rng, &shape, 1.0);
             for log in [false, true] {
-                let (fwd, bwd): (fn(&Tensor) -> _, fn(&Tensor, &Tensor) -> _) = if log {
+                let (fwd, bwd): (Unary, Binary) = if log {
                     (ops::log_softmax, ops::log_softmax_backward)
                 } else {
                     (ops::softmax, ops::softmax_backward)
@@ -230,6 +235,8 @@ const REDUCE_CASES: [(&[usize], usize); 10] = [
 ];
 
 type Reduce = fn(&Tensor, usize) -> Result<Tensor, Error>;
+/// The backward of a whole-tensor reduction: `grad_out` and the input's shape.
+type AllBackward = fn(&Tensor, &[usize]) -> Result<Tensor, Error>;
 
 #[test]
 fn reductions_f16_match_f32_forward_and_backward() {
@@ -268,8 +275,8 @@ fn reductions_f16_match_f32_forward_and_backward() {
         for (name, f, df) in [
             (
                 "sum_all",
-                ops::sum_all as fn(&Tensor) -> _,
-                ops::sum_all_backward as fn(&Tensor, &[usize]) -> _,
+                ops::sum_all as Unary,
+                ops::sum_all_backward as AllBackward,
             ),
             ("mean_all", ops::mean_all, ops::mean_all_backward),
         ] {
