@@ -57,8 +57,7 @@ fn bindings(text: &str) -> Vec<(&str, &str)> {
 /// # Errors
 /// [`Error::DType`] when an f16 tensor is bound where the kernel cannot hold one: an
 /// integer binding, or one it writes with `f32` units (the caller writes f32 there, see
-/// [`out_dtype`]); [`Error::Shader`] when the form fails
-/// validation (a bug of this crate).
+/// [`out_dtype`]); [`Error::Shader`] when the form fails validation (a bug of this crate).
 pub(crate) fn form(
     base: &'static RawKernel,
     tensors: &[&Tensor],
@@ -271,4 +270,36 @@ fn half_text(text: &str, halves: &[&str]) -> String {
     out.push('\n');
     out.push_str(&helpers);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accesses_become_conversions_and_other_names_stay() {
+        let text = "let v = x[base + u[k]]; dx[i] = v; y[i] = f(x[j], (y[0] == 1.0));";
+        assert_eq!(
+            rewrite(&rewrite(text, "x"), "y"),
+            "let v = ld_x(base + u[k]); dx[i] = v; st_y(i, f(ld_x(j), (ld_y(0) == 1.0)));"
+        );
+        assert!(writes(text, "y") && writes(text, "dx"));
+        assert!(!writes(text, "x") && !writes("if (y[0] == 1.0) {}", "y"));
+    }
+
+    #[test]
+    fn forms_convert_only_what_the_unit_allows() {
+        let head = "alias T = f32;\n@group(0) @binding(1) var<storage, read> x: array<T>;\n\
+                    @group(0) @binding(2) var<storage, read_write> y: array<T>;\n";
+        let text = format!("{head}fn main() {{ y[0] = x[1]; }}\n");
+        // Scalar units: `y` shares words between threads, so it stays f32.
+        let (_, form) = registry_form(("k".into(), text.clone()));
+        assert!(form.contains("> x: array<u32>;") && form.contains("> y: array<T>;"));
+        assert!(form.contains("y[0] = ld_x(1);"));
+        // vec4 units: four halves are two whole words, written by one thread.
+        let v4 = text.replace("alias T = f32;", V4_UNIT);
+        let (_, form) = registry_form(("k".into(), v4));
+        assert!(form.contains("> y: array<vec2<u32>>;") && form.contains("st_y(0, ld_x(1));"));
+        assert!(form.contains("fn st_y(i: u32, v: T) { y[i] = pack_f16x4(v); }"));
+    }
 }
