@@ -129,50 +129,55 @@ fn norms_f16_match_f32_with_f32_and_f16_weights() {
             for (wd, bd) in AFFINE {
                 let (w16, b16) = (pick(&w, wd), pick(&b, bd));
                 both_paths(|path| {
-                    let what = format!("layer_norm {ROWS}x{cols} w {wd:?} b {bd:?} {path}");
-                    let o16 = ops::layer_norm(&x16, w16, b16, 1e-5).unwrap();
-                    let o32 = ops::layer_norm(&x32, &w.0, &b.0, 1e-5).unwrap();
-                    assert_twin(&what, &o16.y, DType::F16, &o32.y, 1e-4);
-                    assert_twin(
-                        &format!("{what} stats"),
-                        &o16.stats,
-                        DType::F32,
-                        &o32.stats,
-                        0.0,
-                    );
-                    let d16 = ops::layer_norm_backward(&g16, &x16, w16, &o16.stats).unwrap();
-                    let d32 = ops::layer_norm_backward(&g32, &x32, &w.0, &o32.stats).unwrap();
-                    assert_twin(
-                        &format!("{what} grad_x"),
-                        &d16.grad_x,
-                        DType::F16,
-                        &d32.grad_x,
-                        1e-4,
-                    );
-                    // Weight gradients in the weight's dtype: f32 ones as exact as the twin's.
-                    let gw = format!("{what} grad_weight");
-                    assert_twin(&gw, &d16.grad_weight, wd, &d32.grad_weight, 1e-5);
-                    let gb = format!("{what} grad_bias");
-                    assert_twin(&gb, &d16.grad_bias, wd, &d32.grad_bias, 1e-5);
-
-                    let what = format!("rms_norm {ROWS}x{cols} w {wd:?} {path}");
-                    let o16 = ops::rms_norm(&x16, w16, 1e-6).unwrap();
-                    let o32 = ops::rms_norm(&x32, &w.0, 1e-6).unwrap();
-                    assert_twin(&what, &o16.y, DType::F16, &o32.y, 1e-4);
-                    let d16 = ops::rms_norm_backward(&g16, &x16, w16, &o16.stats).unwrap();
-                    let d32 = ops::rms_norm_backward(&g32, &x32, &w.0, &o32.stats).unwrap();
-                    assert_twin(
-                        &format!("{what} grad_x"),
-                        &d16.grad_x,
-                        DType::F16,
-                        &d32.grad_x,
-                        1e-4,
-                    );
-                    let gw = format!("{what} grad_weight");
-                    assert_twin(&gw, &d16.grad_weight, wd, &d32.grad_weight, 1e-5);
+                    for rms in [false, true] {
+                        let what = format!("rms={rms} {ROWS}x{cols} w {wd:?} b {bd:?} {path}");
+                        let got = norm_outputs(rms, &x16, w16, b16, &g16);
+                        let want = norm_outputs(rms, &x32, &w.0, &b.0, &g32);
+                        for ((name, got), (_, want)) in got.iter().zip(&want) {
+                            // Statistics stay f32 (the same bits: the same arithmetic on the
+                            // same values); weight gradients come in the weight's dtype.
+                            let (dtype, atol) = match *name {
+                                "stats" => (DType::F32, 0.0),
+                                "y" | "grad_x" => (DType::F16, 1e-4),
+                                _ => (wd, 1e-5),
+                            };
+                            assert_twin(&format!("{what} {name}"), got, dtype, want, atol);
+                        }
+                    }
                 });
             }
         }
+    }
+}
+
+/// Layer norm (`rms` false) or RMS norm forward and backward, by name: `y`, `stats`,
+/// `grad_x`, `grad_weight` and (layer norm) `grad_bias`.
+fn norm_outputs(
+    rms: bool,
+    x: &Tensor,
+    w: &Tensor,
+    b: &Tensor,
+    g: &Tensor,
+) -> Vec<(&'static str, Tensor)> {
+    if rms {
+        let o = ops::rms_norm(x, w, 1e-6).unwrap();
+        let d = ops::rms_norm_backward(g, x, w, &o.stats).unwrap();
+        vec![
+            ("y", o.y),
+            ("stats", o.stats),
+            ("grad_x", d.grad_x),
+            ("grad_weight", d.grad_weight),
+        ]
+    } else {
+        let o = ops::layer_norm(x, w, b, 1e-5).unwrap();
+        let d = ops::layer_norm_backward(g, x, w, &o.stats).unwrap();
+        vec![
+            ("y", o.y),
+            ("stats", o.stats),
+            ("grad_x", d.grad_x),
+            ("grad_weight", d.grad_weight),
+            ("grad_bias", d.grad_bias),
+        ]
     }
 }
 
