@@ -9,8 +9,9 @@ pub enum DType {
     U32,
     /// 16-bit IEEE float (PyTorch's `torch.float16`): storage for mixed precision.
     /// [`ops::to_dtype`](crate::ops::to_dtype) converts both ways and matmul multiplies
-    /// f16 operands (on the tensor cores where the device has them); other ops take f32
-    /// and say so. Kernels read and write f16 as bits of 32-bit words, so f16 storage works
+    /// f16 operands (on the tensor cores where the device has them); softmax,
+    /// log-softmax, the norms, cross-entropy and the reductions take f16 and compute in
+    /// f32 (results in f16, as PyTorch); other ops take f32 and say so. Kernels read and write f16 as bits of 32-bit words, so f16 storage works
     /// on every adapter, `SHADER_F16` or not (only the tensor-core kernels need it).
     F16,
 }

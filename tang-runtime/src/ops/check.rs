@@ -126,6 +126,15 @@ pub(crate) fn want_f32(op: &str, t: &Tensor) -> Result<(), Error> {
     t.expect_dtype(op, DType::F32)
 }
 
+/// Checks that `t` is a float tensor: f32, or f16 for the ops that read f16 and compute
+/// in f32 (the row ops and the reductions).
+pub(crate) fn want_float(op: &str, t: &Tensor) -> Result<(), Error> {
+    if t.dtype() == DType::F16 {
+        return Ok(());
+    }
+    want_f32(op, t)
+}
+
 /// Fails with [`Error::ShapeMismatch`] unless `got == want`; the message names the tensor
 /// (`what`) and where the expected shape comes from (`why`, formatted only on failure).
 pub(crate) fn want_shape(

@@ -13,7 +13,7 @@
 mod backward;
 pub(crate) mod codegen;
 mod coop;
-mod elem;
+pub(crate) mod elem;
 mod epilogue;
 mod split;
 mod store;

@@ -18,9 +18,16 @@
 //! Ties and NaN (see [`max_backward`]): the first index along the axis that matches `y`
 //! gets all of `grad_out`, as the indices of PyTorch's `max(dim)`; a NaN `y` matches the first
 //! NaN of its slice.
+//!
+//! f16: `grad_out` has the forward output's dtype and the input gradient the input's (f16
+//! for f16); f16 tensors are read through the f16 forms of the kernels
+//! ([`crate::ops::rows::half`]), and `dx` is rounded once where it is not written in f16
+//! directly.
 
-use crate::ops::check::{AxisView, axis_view, by_unit, want_f32, want_shape};
+use crate::ops::check::{AxisView, axis_view, by_unit, same_dtype, want_float, want_shape};
 use crate::ops::reduce::{col_chunks, row_chunks};
+use crate::ops::rows::half::{dispatch_spec, out_dtype, registry_form};
+use crate::ops::to_dtype;
 use crate::size::WG;
 use crate::size::numel;
 use crate::spec::{Slot, Source, Spec, grid, params};
@@ -234,7 +241,7 @@ static K_SCATTER: Spec<ScatterParams> = Spec::new(
 
 /// Every kernel of this file, for the registry of `reduce/mod.rs`.
 pub(crate) fn kernels() -> Vec<Source> {
-    vec![
+    let mut all = vec![
         K_BCAST_V4.source(),
         K_BCAST_F1.source(),
         K_ROWS_V4.source(),
@@ -242,7 +249,11 @@ pub(crate) fn kernels() -> Vec<Source> {
         K_COLS_V4.source(),
         K_COLS_F1.source(),
         K_SCATTER.source(),
-    ]
+    ];
+    // The f16 forms.
+    let forms: Vec<Source> = all.iter().cloned().map(registry_form).collect();
+    all.extend(forms);
+    all
 }
 
 /// Rows of the last axis at least this long get a workgroup each in the max search;
@@ -280,7 +291,7 @@ fn broadcast(
     axis: usize,
     mean: bool,
 ) -> Result<Tensor, Error> {
-    want_f32(op, grad_out)?;
+    want_float(op, grad_out)?;
     let total = numel(input_shape)?;
     let AxisView {
         outer: _,
@@ -291,15 +302,16 @@ fn broadcast(
     want_output_shape(op, "grad_out", grad_out, &out_shape)?;
     want_u32_len(op, total)?;
     let dev = grad_out.device();
+    let dtype = grad_out.dtype();
     if total == 0 {
-        return Tensor::zeros(dev, input_shape);
+        return to_dtype(&Tensor::zeros(dev, input_shape)?, dtype);
     }
     let v4 = inner.is_multiple_of(4) || (inner == 1 && len.is_multiple_of(4));
     let w = if v4 { 4 } else { 1 };
     let units = total / w;
     // The forward's mean multiplies by the same f32 reciprocal.
     let scale = if mean { 1.0 / len as f32 } else { 1.0 };
-    let dx = dev.empty(input_shape, DType::F32)?;
+    let dx = dev.empty(input_shape, out_dtype(dtype, v4))?;
     let params = BroadcastParams {
         units: units as u32,
         axis: len as u32,
@@ -308,8 +320,8 @@ fn broadcast(
     };
     let k = if v4 { &K_BCAST_V4 } else { &K_BCAST_F1 };
     let groups = grid(dev, op, units.div_ceil(WG as usize) as u64)?;
-    k.dispatch(&[], &params, &[grad_out, &dx], groups)?;
-    Ok(dx)
+    dispatch_spec(k, &[], &params, &[grad_out, &dx], groups)?;
+    to_dtype(&dx, dtype)
 }
 
 fn max_axis_backward(
@@ -319,9 +331,9 @@ fn max_axis_backward(
     grad_out: &Tensor,
     axis: usize,
 ) -> Result<Tensor, Error> {
-    want_f32(op, x)?;
-    want_f32(op, y)?;
-    want_f32(op, grad_out)?;
+    want_float(op, x)?;
+    same_dtype(op, x, y)?;
+    same_dtype(op, x, grad_out)?;
     let AxisView {
         outer,
         len,
@@ -334,7 +346,7 @@ fn max_axis_backward(
     let dev = x.device();
     let dx = Tensor::zeros(dev, x.shape())?;
     if x.is_empty() {
-        return Ok(dx);
+        return to_dtype(&dx, x.dtype());
     }
     let (first, chunks) = if inner == 1 && len >= SEARCH_ROW_MIN {
         let (k, n) = by_unit(len, [&K_ROWS_V4, &K_ROWS_F1]);
@@ -347,7 +359,7 @@ fn max_axis_backward(
             chunks: chunks as u32,
         };
         let groups = grid(dev, op, (outer * chunks) as u64)?;
-        k.dispatch(&[], &params, &[x, y, &first], groups)?;
+        dispatch_spec(k, &[], &params, &[x, y, &first], groups)?;
         (first, chunks)
     } else {
         let (k, iu) = by_unit(inner, [&K_COLS_V4, &K_COLS_F1]);
@@ -362,7 +374,7 @@ fn max_axis_backward(
             chunks: chunks as u32,
         };
         let groups = grid(dev, op, (cols * chunks).div_ceil(WG as usize) as u64)?;
-        k.dispatch(&[], &params, &[x, y, &first], groups)?;
+        dispatch_spec(k, &[], &params, &[x, y, &first], groups)?;
         (first, chunks)
     };
     let params = ScatterParams {
@@ -372,8 +384,10 @@ fn max_axis_backward(
         chunks: chunks as u32,
     };
     let groups = grid(dev, op, (outer * inner).div_ceil(WG as usize) as u64)?;
-    K_SCATTER.dispatch(&[], &params, &[&first, grad_out, &dx], groups)?;
-    Ok(dx)
+    // `dx` stays f32 here: the scatter writes single elements, which in f16 would share
+    // words with other threads' elements; one rounding pass follows.
+    dispatch_spec(&K_SCATTER, &[], &params, &[&first, grad_out, &dx], groups)?;
+    to_dtype(&dx, x.dtype())
 }
 
 /// Gradient of [`sum`](crate::ops::reduce::sum) along `dim`: `grad_out` (the forward output's shape:

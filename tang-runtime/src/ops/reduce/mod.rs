@@ -21,14 +21,21 @@
 //! and the maximum of a slice holding NaN is NaN through an explicit test on the bits
 //! (`nan_max.rs`), because WGSL's `max` and the drivers drop NaN.
 //!
+//! f16 tensors (PyTorch's `torch.float16`) are read through the f16 forms of the same
+//! kernels ([`crate::ops::rows::half`]) in the first pass; partial results and the
+//! accumulation are f32, and the result is rounded once to f16, as PyTorch's `sum`,
+//! `mean` and `max` of f16 return f16.
+//!
 //! The backward passes ([`sum_backward`], [`mean_backward`], [`max_backward`] and their
 //! whole-tensor forms) live in their own file and are reached through this module.
 
 mod backward;
 pub(super) mod nan_max;
 
-use crate::ops::check::{AxisView, axis_view, by_unit, mismatch, want_f32};
+use crate::ops::check::{AxisView, axis_view, by_unit, mismatch, want_float};
 use crate::ops::reduce::nan_max::{nan_max_f1, nan_max_v4};
+use crate::ops::rows::half::{dispatch_spec, registry_form};
+use crate::ops::to_dtype;
 use crate::size::WG;
 use crate::spec::{Slot, Source, grid, params};
 use crate::wgsl::{chunk_main, unit_specs, wg_common, wg_main};
@@ -195,6 +202,9 @@ pub(crate) fn kernels() -> Vec<Source> {
         K_TREE_V4.source(),
         K_TREE_F1.source(),
     ];
+    // The f16 forms (the first pass of an f16 reduction).
+    let forms: Vec<Source> = all.iter().cloned().map(registry_form).collect();
+    all.extend(forms);
     all.extend(backward::kernels());
     all
 }
@@ -260,7 +270,7 @@ fn reduce3(
             scale: s,
         };
         let groups = grid(&dev, name, (outer * chunks) as u64)?;
-        k.dispatch(&code, &params, &[x, &part], groups)?;
+        dispatch_spec(k, &code, &params, &[x, &part], groups)?;
         (part, chunks)
     } else {
         let (k, iu) = by_unit(inner, [&K_COLS_V4, &K_COLS_F1]);
@@ -283,7 +293,7 @@ fn reduce3(
             name,
             (outer * chunks * iu).div_ceil(WG as usize) as u64,
         )?;
-        k.dispatch(&code, &params, &[x, &part], groups)?;
+        dispatch_spec(k, &code, &params, &[x, &part], groups)?;
         (part, chunks)
     };
     if chunks == 1 {
@@ -322,7 +332,7 @@ fn reduce_cols_tree(
         scale: if chunks == 1 { scale } else { 1.0 },
     };
     let groups = grid(dev, op.name(), (slabs * chunks) as u64)?;
-    k.dispatch(&[("OP", op.code())], &params, &[x, &part], groups)?;
+    dispatch_spec(k, &[("OP", op.code())], &params, &[x, &part], groups)?;
     if chunks == 1 {
         Ok(part)
     } else {
@@ -361,9 +371,14 @@ pub(crate) fn col_chunks(cols: usize, len: usize) -> (usize, usize) {
     split(len, wanted)
 }
 
+/// The reduction of `x` along `axis`, in `x`'s dtype (accumulated in f32).
 fn reduce_axis(x: &Tensor, axis: usize, op: Op) -> Result<Tensor, Error> {
+    to_dtype(&reduce_axis_f32(x, axis, op)?, x.dtype())
+}
+
+fn reduce_axis_f32(x: &Tensor, axis: usize, op: Op) -> Result<Tensor, Error> {
     let name = op.name();
-    want_f32(name, x)?;
+    want_float(name, x)?;
     let s = x.shape();
     let AxisView {
         outer,
@@ -392,12 +407,14 @@ fn reduce_axis(x: &Tensor, axis: usize, op: Op) -> Result<Tensor, Error> {
 }
 
 fn reduce_all(x: &Tensor, op: Op) -> Result<Tensor, Error> {
-    want_f32(op.name(), x)?;
+    want_float(op.name(), x)?;
     let flat = x.reshape(&[x.len()])?;
     reduce_axis(&flat, 0, op)
 }
 
 /// Sum along `dim`: `[..., n, ...] -> [...]` (the axis removed; a 1-D input gives `[1]`).
+/// The result has `x`'s dtype: an f16 `x` is summed in f32 and rounded once (as PyTorch);
+/// so are [`mean`], [`max`] and the whole-tensor forms.
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] when `dim >= rank`, [`Error::DType`] for a u32 tensor.

@@ -10,10 +10,16 @@
 //!
 //! A target `>= classes` that is not the ignore index gives that row a NaN loss (so the
 //! mean is NaN, visibly) and a zero gradient row; it is never read out of bounds.
+//!
+//! f16 logits are read through the f16 form of the main kernel
+//! ([`crate::ops::rows::half`]): log-sum-exp and the losses in f32, then the losses and the
+//! gradient in f16, as PyTorch returns them for `torch.float16` logits.
 
-use crate::ops::check::{by_unit, mismatch, want_f32, want_shape, want_u32};
+use crate::ops::check::{by_unit, mismatch, want_float, want_shape, want_u32};
+use crate::ops::rows::half::{self, out_dtype};
 use crate::ops::rows::layout::{CROSS_ENTROPY_LOSS, CROSS_ENTROPY_SLOTS, CrossEntropyParams};
 use crate::ops::rows::team::{Kind, team_kernel};
+use crate::ops::to_dtype;
 use crate::size::Size;
 use crate::spec::{Slot, Source, Spec, grid};
 use crate::wgsl::{lowest, row_math, row_max_sumexp, unit_specs, wg_common, wg_main};
@@ -93,13 +99,17 @@ static K_MEAN: Spec<CrossEntropyParams> =
 /// Every kernel of this file, for the registry of `rows/mod.rs` (the team variant is
 /// listed by `rows_team`).
 pub(crate) fn kernels() -> Vec<Source> {
-    [&K_COUNT, &K_MAIN_V4, &K_MAIN_F1, &K_MEAN]
+    let mut all: Vec<Source> = [&K_COUNT, &K_MAIN_V4, &K_MAIN_F1, &K_MEAN]
         .iter()
         .map(|k| k.source())
-        .collect()
+        .collect();
+    all.extend([&K_MAIN_V4, &K_MAIN_F1].map(|k| half::registry_form(k.source())));
+    all
 }
 
-/// What [`cross_entropy`] computes in one call.
+/// What [`cross_entropy`] computes in one call: `loss`, `row_loss` and `grad` in the
+/// logits' dtype (f16 logits give f16 values, computed in f32 and rounded once, as
+/// PyTorch's `cross_entropy` of `torch.float16` logits), `count` in f32.
 #[derive(Clone, Debug)]
 pub struct CrossEntropy {
     /// `[1]`: the mean loss over rows whose target is not ignored (NaN if there are none).
@@ -119,7 +129,7 @@ pub struct CrossEntropy {
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] unless `targets.shape()` is `logits.shape()` without its last
-/// axis, [`Error::DType`] unless logits are f32 and targets u32, [`Error::TooLarge`];
+/// axis, [`Error::DType`] unless logits are f32 or f16 and targets u32, [`Error::TooLarge`];
 /// [`Error::IndexOutOfRange`] for a target `>= classes` other than the ignore index (at
 /// once for uploaded targets, else at the next read or sync).
 pub fn cross_entropy(
@@ -128,7 +138,7 @@ pub fn cross_entropy(
     ignore_index: Option<u32>,
 ) -> Result<CrossEntropy, Error> {
     let op = "cross_entropy";
-    want_f32(op, logits)?;
+    want_float(op, logits)?;
     want_u32(op, targets)?;
     let ls = logits.shape();
     let Some((&classes, lead)) = ls.split_last() else {
@@ -156,7 +166,8 @@ pub fn cross_entropy(
     let ignore = ignore_index.unwrap_or(u32::MAX);
     let count = dev.empty(&[1], DType::F32)?;
     let row_loss = dev.empty(&[rows.max(1)], DType::F32)?;
-    let grad = dev.empty(ls, DType::F32)?;
+    let dtype = logits.dtype();
+    let grad = dev.empty(ls, out_dtype(dtype, classes.is_multiple_of(4)))?;
     let loss = dev.empty(&[1], DType::F32)?;
     let (spec, n) = by_unit(classes, [&K_MAIN_V4, &K_MAIN_F1]);
     let params = CrossEntropyParams {
@@ -175,13 +186,8 @@ pub fn cross_entropy(
             Some((k, rpg)) => (k, grid(dev, op, rows.div_ceil(rpg as usize) as u64)?),
             None => (spec.kernel()?, grid(dev, op, rows as u64)?),
         };
-        spec.layout().dispatch(
-            k,
-            &[],
-            &params,
-            &[logits, targets, &count, &row_loss, &grad],
-            g,
-        )?;
+        let tensors = [logits, targets, &count, &row_loss, &grad];
+        half::dispatch(spec.layout(), k, &[], &params, &tensors, g)?;
     }
     let rl = if rows > 0 {
         row_loss
@@ -191,9 +197,9 @@ pub fn cross_entropy(
     K_MEAN.dispatch(&[], &params, &[&rl, &count, &loss], [1, 1, 1])?;
     let row_loss = rl.reshape(&[rows.max(1)])?;
     Ok(CrossEntropy {
-        loss,
-        row_loss,
-        grad,
+        loss: to_dtype(&loss, dtype)?,
+        row_loss: to_dtype(&row_loss, dtype)?,
+        grad: to_dtype(&grad, dtype)?,
         count,
     })
 }

@@ -1,7 +1,9 @@
 //! Row kernels: each workgroup (or subgroup team) reduces and rewrites whole rows:
-//! softmax, the norms, cross-entropy, and the team path they share.
+//! softmax, the norms, cross-entropy, the team path they share, and the f16 forms that
+//! they and the reductions take for f16 tensors (`half.rs`).
 
 pub(super) mod cross_entropy;
+pub(crate) mod half;
 mod layout;
 pub(super) mod norm;
 pub(super) mod softmax;

@@ -16,11 +16,18 @@
 //! every thread accumulates the columns it owns in registers. A second, column reduction
 //! (the deterministic tree of [`crate::ops::reduce`]) sums the partials: no float atomics, the
 //! same bits on every run, and `x` and `grad_out` are read once.
+//!
+//! f16 inputs (PyTorch's `torch.float16`) go through the f16 forms of the same kernels
+//! ([`crate::ops::rows::half`]): statistics and arithmetic in f32, `y` and `grad_x` in the
+//! input's dtype. The weight and bias may each be f32 (master weights, as autocast leaves
+//! them) or f16; their gradients come in the weight's dtype.
 
-use crate::ops::check::{by_unit, rows_cols, want_f32, want_shape};
+use crate::ops::check::{by_unit, rows_cols, same_dtype, want_f32, want_float, want_shape};
 use crate::ops::reduce::sum;
+use crate::ops::rows::half::{self, out_dtype};
 use crate::ops::rows::layout::{NORM_BWD_SLOTS, NORM_FWD_SLOTS, NormBackwardParams, NormParams};
 use crate::ops::rows::team::{Kind, row_kernel, team_kernel};
+use crate::ops::to_dtype;
 use crate::spec::{Source, grid};
 use crate::wgsl::{row_math, unit_specs, wg_common, wg_main};
 use crate::{DType, Error, Tensor};
@@ -148,12 +155,11 @@ unit_specs!(K_BWD_V4, K_BWD_F1: NormBackwardParams = "norm_backward", [wg_common
 /// Every kernel of this file, for the registry of `rows/mod.rs` (the team variants are
 /// listed by `rows_team`).
 pub(crate) fn kernels() -> Vec<Source> {
-    vec![
-        K_FWD_V4.source(),
-        K_FWD_F1.source(),
-        K_BWD_V4.source(),
-        K_BWD_F1.source(),
-    ]
+    [K_FWD_V4.source(), K_FWD_F1.source()]
+        .into_iter()
+        .chain([K_BWD_V4.source(), K_BWD_F1.source()])
+        .flat_map(|k| [k.clone(), half::registry_form(k)])
+        .collect()
 }
 
 /// A norm's output and what its backward needs.
@@ -188,12 +194,12 @@ pub struct RmsNormGrads {
 }
 
 fn check_vec(op: &str, what: &str, t: &Tensor, cols: usize) -> Result<(), Error> {
-    want_f32(op, t)?;
+    want_float(op, t)?;
     want_shape(op, what, t.shape(), &[cols], "the last axis of x")
 }
 
 fn check_x(op: &str, x: &Tensor) -> Result<(usize, usize), Error> {
-    want_f32(op, x)?;
+    want_float(op, x)?;
     let (rows, cols) = rows_cols(op, x)?;
     if x.len() > u32::MAX as usize / 2 {
         return Err(Error::TooLarge {
@@ -211,11 +217,12 @@ fn forward(x: &Tensor, w: &Tensor, b: &Tensor, eps: f32, rms: bool) -> Result<No
     check_vec(op, "weight", w, cols)?;
     check_vec(op, "bias", b, cols)?;
     let dev = x.device();
-    let y = dev.empty(x.shape(), DType::F32)?;
+    let y = dev.empty(x.shape(), out_dtype(x.dtype(), cols.is_multiple_of(4)))?;
     if rows == 0 || cols == 0 {
         // The statistics of an empty row are NaN (0 / 0, as PyTorch's mean and variance
         // of no elements); `y` has no elements. Never the pool's old contents.
         let stats = Tensor::full(dev, &[rows, 2], f32::NAN)?;
+        let y = to_dtype(&y, x.dtype())?;
         return Ok(NormOutput { y, stats });
     }
     let stats = dev.empty(&[rows, 2], DType::F32)?;
@@ -235,8 +242,8 @@ fn forward(x: &Tensor, w: &Tensor, b: &Tensor, eps: f32, rms: bool) -> Result<No
         spec.kernel()?,
         &flag,
     )?;
-    spec.layout()
-        .dispatch(k, flag, &params, &[x, &y, w, b, &stats], g)?;
+    half::dispatch(spec.layout(), k, flag, &params, &[x, &y, w, b, &stats], g)?;
+    let y = to_dtype(&y, x.dtype())?;
     Ok(NormOutput { y, stats })
 }
 
@@ -259,7 +266,7 @@ fn backward(
     let (rows, cols) = check_x(op, x)?;
     check_vec(op, "weight", w, cols)?;
     want_f32(op, stats)?;
-    want_f32(op, grad_out)?;
+    same_dtype(op, x, grad_out)?;
     want_shape(
         op,
         "stats",
@@ -269,13 +276,18 @@ fn backward(
     )?;
     want_shape(op, "grad_y", grad_out.shape(), x.shape(), "the shape of x")?;
     let dev = x.device();
-    let dx = dev.empty(x.shape(), DType::F32)?;
+    let dx = dev.empty(x.shape(), out_dtype(x.dtype(), cols.is_multiple_of(4)))?;
+    // The input gradient in the input's dtype, the weight's and bias's in the weight's.
+    let finish = |dx: Tensor, gw: Tensor, gb: Option<Tensor>| {
+        Ok((
+            to_dtype(&dx, x.dtype())?,
+            to_dtype(&gw, w.dtype())?,
+            gb.map(|gb| to_dtype(&gb, w.dtype())).transpose()?,
+        ))
+    };
     if rows == 0 || cols == 0 {
-        return Ok((
-            dx,
-            Tensor::zeros(dev, &[cols])?,
-            Some(Tensor::zeros(dev, &[cols])?),
-        ));
+        let zeros = || Tensor::zeros(dev, &[cols]);
+        return finish(dx, zeros()?, Some(zeros()?));
     }
     let flag = [("RMS", if rms { 1.0 } else { 0.0 })];
     // Rows per workgroup step: one per team on the subgroup path, one on the fallback.
@@ -317,22 +329,24 @@ fn backward(
         Some((k, _)) => (k, &[][..]),
         None => (spec.kernel()?, &flag[..]),
     };
-    spec.layout()
-        .dispatch(k, flag, &params, &[x, w, stats, grad_out, &dx, &pw, &pb], g)?;
+    let tensors = [x, w, stats, grad_out, &dx, &pw, &pb];
+    half::dispatch(spec.layout(), k, flag, &params, &tensors, g)?;
     if let Some(both) = both.filter(|_| combined) {
         let sums = sum(&both, 1)?;
         if let Some((gw, gb)) = sums.view_at(0, &[cols]).zip(sums.view_at(cols, &[cols])) {
-            return Ok((dx, gw, Some(gb)));
+            return finish(dx, gw, Some(gb));
         }
     }
     let gw = sum(&pw, 0)?;
     let gb = if rms { None } else { Some(sum(&pb, 0)?) };
-    Ok((dx, gw, gb))
+    finish(dx, gw, gb)
 }
 
 /// Layer norm over the last axis: `x [..., n]`, `weight [n]`, `bias [n]` ->
 /// `y = (x - mean) / sqrt(var + eps) * weight + bias` (biased variance, as PyTorch), plus
 /// the per-row statistics the backward needs. Pass ones and zeros for no affine part.
+/// An f16 `x` gives an f16 `y` computed in f32 (the statistics stay f32); `weight` and
+/// `bias` may each be f32 (autocast's master weights) or f16.
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] when `weight`/`bias` are not `[n]` or `x` is a scalar,
@@ -347,7 +361,8 @@ pub fn layer_norm(
 }
 
 /// RMS norm over the last axis: `x [..., n]`, `weight [n]` ->
-/// `y = x / sqrt(mean(x^2) + eps) * weight`, plus the per-row statistics.
+/// `y = x / sqrt(mean(x^2) + eps) * weight`, plus the per-row statistics; f16 as
+/// [`layer_norm`].
 ///
 /// # Errors
 /// As [`layer_norm`].
@@ -356,10 +371,13 @@ pub fn rms_norm(x: &Tensor, weight: &Tensor, eps: f32) -> Result<NormOutput, Err
 }
 
 /// Gradients of [`layer_norm`] from its input `x [..., n]`, `weight [n]`, the forward's
-/// `stats [rows, 2]` and the upstream gradient `grad_out` (shape of `x`).
+/// `stats [rows, 2]` and the upstream gradient `grad_out` (shape and dtype of `x`).
+/// `grad_x` comes in `x`'s dtype, `grad_weight` and `grad_bias` (summed in f32) in the
+/// weight's: f32 for f32 master weights.
 ///
 /// # Errors
-/// [`Error::ShapeMismatch`] when the shapes do not fit, [`Error::DType`] for u32 tensors.
+/// [`Error::ShapeMismatch`] when the shapes do not fit, [`Error::DType`] for u32 tensors,
+/// f16 `stats`, or a `grad_out` of another dtype than `x`.
 pub fn layer_norm_backward(
     grad_out: &Tensor,
     x: &Tensor,

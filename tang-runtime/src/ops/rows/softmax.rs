@@ -9,13 +9,18 @@
 //! sum of exponentials, and the workgroup combines the (max, sum) pairs in one tree
 //! reduction. Longer rows stream their tail with an online max/sum update and read it a
 //! second time for the output.
+//!
+//! f16 rows (PyTorch's `torch.float16`) are read through the f16 forms of the same kernels
+//! ([`crate::ops::rows::half`]): statistics in f32, the output f16, rounded once.
 
-use crate::ops::check::{by_unit, rows_cols, want_f32, want_shape};
+use crate::ops::check::{by_unit, rows_cols, same_dtype, want_float, want_shape};
+use crate::ops::rows::half::{self, out_dtype};
 use crate::ops::rows::layout::{SOFTMAX_BWD_SLOTS, SOFTMAX_FWD_SLOTS, SoftmaxParams};
 use crate::ops::rows::team::{Kind, row_kernel};
+use crate::ops::to_dtype;
 use crate::spec::{Source, Spec};
 use crate::wgsl::{lowest, row_math, row_max_sumexp, unit_specs, wg_common, wg_main};
-use crate::{DType, Device, Error, Tensor};
+use crate::{Device, Error, Tensor};
 
 const FWD_BODY: &str = concat!(
     "// true: log_softmax.
@@ -86,12 +91,12 @@ unit_specs!(K_BWD_V4, K_BWD_F1: SoftmaxParams = "softmax_backward", [wg_common!(
 pub(crate) fn kernels() -> Vec<Source> {
     [&K_FWD_V4, &K_FWD_F1, &K_BWD_V4, &K_BWD_F1]
         .iter()
-        .map(|k| k.source())
+        .flat_map(|k| [k.source(), half::registry_form(k.source())])
         .collect()
 }
 
 fn check_len(op: &str, x: &Tensor) -> Result<(usize, usize), Error> {
-    want_f32(op, x)?;
+    want_float(op, x)?;
     let (rows, cols) = rows_cols(op, x)?;
     if x.len() > u32::MAX as usize {
         return Err(Error::TooLarge {
@@ -125,7 +130,7 @@ fn record(
     );
     let flag = [("LOG", if log { 1.0 } else { 0.0 })];
     let (k, g, flag) = row_kernel(dev, op, kind, rows, cols, spec.kernel()?, &flag)?;
-    spec.layout().dispatch(k, flag, &params, tensors, g)
+    half::dispatch(spec.layout(), k, flag, &params, tensors, g)
 }
 
 fn forward(x: &Tensor, log: bool) -> Result<Tensor, Error> {
@@ -142,7 +147,7 @@ fn backward(y: &Tensor, grad_out: &Tensor, log: bool) -> Result<Tensor, Error> {
         "softmax_backward"
     };
     let dims = check_len(op, y)?;
-    want_f32(op, grad_out)?;
+    same_dtype(op, y, grad_out)?;
     want_shape(
         op,
         "grad_y",
@@ -154,8 +159,8 @@ fn backward(y: &Tensor, grad_out: &Tensor, log: bool) -> Result<Tensor, Error> {
     run(op, Kind::SoftmaxBwd { log }, specs, dims, y, Some(grad_out))
 }
 
-/// Runs a pass over `first`'s rows: a new output shaped like `first`, bound after it
-/// (and before `second`, when given).
+/// Runs a pass over `first`'s rows: a new output shaped like `first` and of its dtype,
+/// bound after it (and before `second`, when given).
 fn run(
     op: &str,
     kind: Kind,
@@ -165,18 +170,19 @@ fn run(
     second: Option<&Tensor>,
 ) -> Result<Tensor, Error> {
     let dev = first.device();
-    let out = dev.empty(first.shape(), DType::F32)?;
-    if rows == 0 || cols == 0 {
-        return Ok(out);
+    let dtype = first.dtype();
+    let out = dev.empty(first.shape(), out_dtype(dtype, cols.is_multiple_of(4)))?;
+    if rows > 0 && cols > 0 {
+        let mut tensors = vec![first, &out];
+        tensors.extend(second);
+        record(dev, op, kind, specs, (rows, cols), &tensors)?;
     }
-    let mut tensors = vec![first, &out];
-    tensors.extend(second);
-    record(dev, op, kind, specs, (rows, cols), &tensors)?;
-    Ok(out)
+    to_dtype(&out, dtype)
 }
 
 /// Softmax over the last axis: `[..., n] -> [..., n]`, `y = exp(x - max) / sum(exp(x - max))`.
-/// A row of all `-inf` gives NaN (as PyTorch).
+/// A row of all `-inf` gives NaN (as PyTorch). An f16 `x` gives an f16 `y`, computed in
+/// f32 and rounded once (as PyTorch for `torch.float16`).
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] for a scalar, [`Error::DType`] for a u32 tensor,
@@ -194,10 +200,12 @@ pub fn log_softmax(x: &Tensor) -> Result<Tensor, Error> {
 }
 
 /// Gradient of [`softmax`]: from its output `y` and the upstream gradient `grad_out` (both
-/// `[..., n]`), `grad_x = y * (grad_out - sum(y * grad_out))` per row.
+/// `[..., n]`), `grad_x = y * (grad_out - sum(y * grad_out))` per row. `grad_out` has the
+/// dtype of `y` and `grad_x` too (f16 for an f16 softmax, summed in f32).
 ///
 /// # Errors
-/// [`Error::ShapeMismatch`] when the shapes differ, [`Error::DType`] for u32 tensors.
+/// [`Error::ShapeMismatch`] when the shapes differ, [`Error::DType`] for u32 tensors or a
+/// `grad_out` of another dtype than `y`.
 pub fn softmax_backward(grad_out: &Tensor, y: &Tensor) -> Result<Tensor, Error> {
     backward(y, grad_out, false)
 }

@@ -234,8 +234,9 @@ pub(crate) fn kernel(
 }
 
 /// The WGSL of a representative set of generated variants, every kernel kind with both
-/// units, every team size and values per lane 1, 3, 8 and the largest (for validation in
-/// tests; the variants in between differ only in how many slots are unrolled).
+/// units, every team size and values per lane 1, 3, 8 and the largest, each with its f16
+/// form (for validation in tests; the variants in between differ only in how many slots
+/// are unrolled).
 pub(crate) fn kernels() -> Vec<crate::spec::Source> {
     let mut out = Vec::new();
     for kind in Kind::ALL {
@@ -244,7 +245,9 @@ pub(crate) fn kernels() -> Vec<crate::spec::Source> {
                 let mut per = vec![1, 3, 8, kind.op().max_per_lane()];
                 per.dedup();
                 for v in per {
-                    out.push(generate(kind, vec4, team, v));
+                    let source = generate(kind, vec4, team, v);
+                    out.push(crate::ops::rows::half::registry_form(source.clone()));
+                    out.push(source);
                 }
             }
         }
