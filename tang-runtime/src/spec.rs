@@ -118,6 +118,12 @@ pub(crate) enum Slot {
     ReadWrite(&'static str, &'static str),
 }
 
+/// The slots of a kernel that reads f32 `x` and writes f32 `out`, the most common pair.
+pub(crate) const F32_X_TO_OUT: &[Slot] = &[
+    Slot::Read("x", "array<f32>"),
+    Slot::ReadWrite("out", "array<f32>"),
+];
+
 /// The declarations of a kernel: its params type `P` at binding 0, then its slots
 /// (`S`: a static list, or one chosen per generated variant, as matmul's).
 /// Generated variants that share a [`Spec`]'s interface write the same declarations

@@ -34,23 +34,19 @@ pub fn backward_dkv(dp: u32, threads: u32) -> String {
         "dk/dv pass threads are 64 or 128"
     );
     let qt = threads / 4;
-    // Line of the Q^T and dO^T tiles in vec4s: the queries plus one vec4 of padding, an
-    // odd count, so the dims a warp touches (in the accumulation step and in the
-    // transposed stores of the tile loads) land in different bank groups.
-    let ql = qt / 4 + 1;
-    let half_n = threads / 2;
     let cxn = threads / 8;
-    let na = dp / cxn;
-    let kt_line = DKV_KEYS / 4;
     let s = Dkv {
         dp,
         threads,
         qt,
-        ql,
-        half_n,
+        // The queries plus one vec4 of padding, an odd count, so the dims a warp touches
+        // (in the accumulation step and in the transposed stores of the tile loads) land
+        // in different bank groups.
+        ql: qt / 4 + 1,
+        half_n: threads / 2,
         cxn,
-        na,
-        kt_line,
+        na: dp / cxn,
+        kt_line: DKV_KEYS / 4,
     };
     let mut w = String::new();
     prologue(&mut w, s);
@@ -83,17 +79,9 @@ struct Dkv {
 /// Writes the declarations, the workgroup arrays and the entry point up to the loop over
 /// the query heads: the block's K^T and V^T loaded, the thread's roles, dK and dV zeroed.
 fn prologue(w: &mut String, s: Dkv) {
-    let Dkv {
-        dp,
-        threads,
-        qt,
-        ql,
-        half_n,
-        cxn,
-        kt_line,
-        na,
-        ..
-    } = s;
+    let (dp, threads, qt, ql, half_n, cxn, kt_line, na) = (
+        s.dp, s.threads, s.qt, s.ql, s.half_n, s.cxn, s.kt_line, s.na,
+    );
     w.push_str("// Flash-attention backward, dk/dv pass, register-blocked (generated; see attention/bwd_dkv.rs).\n");
     w.push_str(&layout::DKV.declarations());
     dropout::emit_functions(w);
@@ -157,13 +145,7 @@ fn main(
 /// Opens the loops over the query heads of the kv head and their query tiles, loads the
 /// tile of Q and dO transposed, and each query's logsumexp or delta.
 fn query_tile(w: &mut String, s: Dkv) {
-    let Dkv {
-        dp,
-        qt,
-        ql,
-        threads,
-        ..
-    } = s;
+    let (dp, qt, ql, threads) = (s.dp, s.qt, s.ql, s.threads);
     let block = Block { threads, dp };
     let _ = writeln!(
         w,
@@ -215,13 +197,7 @@ fn query_tile(w: &mut String, s: Dkv) {
 /// Computes the tile's scores (half 0: S^T, made P in place; half 1: dP^T) and writes P
 /// and dS = P (dP - delta) to workgroup memory.
 fn scores(w: &mut String, s: Dkv) {
-    let Dkv {
-        dp,
-        qt,
-        ql,
-        kt_line,
-        ..
-    } = s;
+    let (dp, qt, ql, kt_line) = (s.dp, s.qt, s.ql, s.kt_line);
     unrolled_dims(w, "            ", dp, |w, u| {
         let _ = writeln!(
             w,
@@ -292,15 +268,7 @@ fn scores(w: &mut String, s: Dkv) {
 
 /// Accumulates dV += P^T dO and dK += dS^T Q over the tile's queries.
 fn accumulate(w: &mut String, s: Dkv) {
-    let Dkv {
-        dp,
-        qt,
-        ql,
-        cxn,
-        kt_line,
-        na,
-        ..
-    } = s;
+    let (dp, qt, ql, cxn, kt_line, na) = (s.dp, s.qt, s.ql, s.cxn, s.kt_line, s.na);
     for i0 in (0..qt).step_by(4) {
         w.push_str("            {\n");
         for u in 0..4 {

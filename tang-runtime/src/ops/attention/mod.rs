@@ -243,17 +243,21 @@ enum Pass {
     Dkv,
 }
 
-/// Records `pass` on `tensors` (in its layout's slot order): the register-blocked kernel
-/// where this device has one for the head dim, else the row-per-thread one. Each
+/// Records `pass` on `inputs` (in its layout's slot order) and two new f32 outputs of
+/// `out_shapes` (the pass's last two slots), and returns the outputs: the register-blocked
+/// kernel where this device has one for the head dim, else the row-per-thread one. Each
 /// workgroup owns a block of rows (queries; keys in the dk/dv pass) of one head (a kv head
 /// in the dk/dv pass).
 fn launch(
     pass: Pass,
     op: &str,
     params: &AttentionParams,
-    tensors: &[&Tensor],
-) -> Result<(), Error> {
-    let dev = tensors[0].device();
+    inputs: &[&Tensor],
+    out_shapes: [&[usize]; 2],
+) -> Result<(Tensor, Tensor), Error> {
+    let dev = inputs[0].device();
+    let out0 = dev.empty(out_shapes[0], DType::F32)?;
+    let out1 = dev.empty(out_shapes[1], DType::F32)?;
     let row_kernels = variant(dev, op, params.d)?;
     let (kernel, block) = match (pass, tiled_for(dev, params.d as usize)?) {
         (Pass::Forward, Some(t)) => (t.fwd, ROWS),
@@ -269,7 +273,9 @@ fn launch(
         Pass::Dkv => (&layout::DKV, params.tk_stride, params.kv_heads),
     };
     let grid = [rows.div_ceil(block), heads, params.batch];
-    layout.dispatch(kernel, &[], params, tensors, grid)
+    let tensors: Vec<&Tensor> = inputs.iter().copied().chain([&out0, &out1]).collect();
+    layout.dispatch(kernel, &[], params, &tensors, grid)?;
+    Ok((out0, out1))
 }
 
 /// Records the forward kernel: writes `o` (q's shape) and `lse` `[B, H, Tq]`.
@@ -280,10 +286,13 @@ fn launch_forward(
     params: &AttentionParams,
     op: &str,
 ) -> Result<(Tensor, Tensor), Error> {
-    let o = q.device().empty(q.shape(), DType::F32)?;
-    let lse = q.device().empty(&q.shape()[..3], DType::F32)?;
-    launch(Pass::Forward, op, params, &[q, k, v, &o, &lse])?;
-    Ok((o, lse))
+    launch(
+        Pass::Forward,
+        op,
+        params,
+        &[q, k, v],
+        [q.shape(), &q.shape()[..3]],
+    )
 }
 
 /// Attention forward: `dropout(softmax(scale * q k^T [+ causal mask])) v` per head, with
@@ -385,48 +394,6 @@ fn check_backward(
     Ok(params)
 }
 
-/// Records the dq pass (on checked inputs): returns `dq` and
-/// `delta = rowsum(grad_out * o)` `[B, H, T]`.
-fn backward_dq(
-    op: &str,
-    [q, k, v]: [&Tensor; 3],
-    o: &Tensor,
-    lse: &Tensor,
-    grad_out: &Tensor,
-    params: &AttentionParams,
-) -> Result<(Tensor, Tensor), Error> {
-    let dq = q.device().empty(q.shape(), DType::F32)?;
-    let delta = q.device().empty(&q.shape()[..3], DType::F32)?;
-    launch(
-        Pass::Dq,
-        op,
-        params,
-        &[q, k, v, o, grad_out, lse, &dq, &delta],
-    )?;
-    Ok((dq, delta))
-}
-
-/// Records the dk/dv pass (on checked inputs), which reads the `delta` of the dq pass
-/// (recorded before it on the same encoder, so it sees it written).
-fn backward_dkv(
-    op: &str,
-    [q, k, v]: [&Tensor; 3],
-    lse: &Tensor,
-    grad_out: &Tensor,
-    delta: &Tensor,
-    params: &AttentionParams,
-) -> Result<(Tensor, Tensor), Error> {
-    let dk = q.device().empty(k.shape(), DType::F32)?;
-    let dv = q.device().empty(v.shape(), DType::F32)?;
-    launch(
-        Pass::Dkv,
-        op,
-        params,
-        &[q, k, v, grad_out, lse, delta, &dk, &dv],
-    )?;
-    Ok((dk, dv))
-}
-
 /// Backward of [`attention`]: from the forward's inputs, its outputs `o` and `lse`, and the
 /// upstream gradient `grad_out` (`o`'s shape), returns `(dq, dk, dv)` with the shapes of
 /// `q`, `k`, `v`. For grouped-query attention `dk` and `dv` sum over the query heads that
@@ -460,8 +427,10 @@ pub fn attention_backward(
     if materialized::applies(&params) {
         return materialized::backward(&params, [q, k, v], o, lse, grad_out, options.f16_inputs);
     }
-    let (dq, delta) = backward_dq(op, [q, k, v], o, lse, grad_out, &params)?;
-    let (dk, dv) = backward_dkv(op, [q, k, v], lse, grad_out, &delta, &params)?;
+    let (dq, delta) = dq_pass(op, &params, [q, k, v, o, grad_out, lse])?;
+    // The dk/dv pass reads the dq pass's `delta`, recorded before it on the same encoder,
+    // so it sees it written.
+    let (dk, dv) = dkv_pass(op, &params, [q, k, v, grad_out, lse, &delta])?;
     Ok((dq, dk, dv))
 }
 
@@ -484,7 +453,7 @@ pub fn attention_backward_dq(
     let op = "attention_backward_dq";
     let like_q = [("o", o), ("grad_out", grad_out)];
     let params = check_backward(op, [q, k, v], &like_q, &[("lse", lse)], options)?;
-    backward_dq(op, [q, k, v], o, lse, grad_out, &params)
+    dq_pass(op, &params, [q, k, v, o, grad_out, lse])
 }
 
 /// The second pass of [`attention_backward`] alone: returns `(dk, dv)` from the `delta`
@@ -505,5 +474,27 @@ pub fn attention_backward_dkv(
     let op = "attention_backward_dkv";
     let rows = [("lse", lse), ("delta", delta)];
     let params = check_backward(op, [q, k, v], &[("grad_out", grad_out)], &rows, options)?;
-    backward_dkv(op, [q, k, v], lse, grad_out, delta, &params)
+    dkv_pass(op, &params, [q, k, v, grad_out, lse, delta])
+}
+
+/// Records the dq pass on checked `[q, k, v, o, grad_out, lse]`: returns `dq` and
+/// `delta = rowsum(grad_out * o)` `[B, H, T]`.
+fn dq_pass(
+    op: &str,
+    params: &AttentionParams,
+    inputs: [&Tensor; 6],
+) -> Result<(Tensor, Tensor), Error> {
+    let q = inputs[0].shape();
+    launch(Pass::Dq, op, params, &inputs, [q, &q[..3]])
+}
+
+/// Records the dk/dv pass on checked `[q, k, v, grad_out, lse, delta]`: returns `dk` and
+/// `dv`.
+fn dkv_pass(
+    op: &str,
+    params: &AttentionParams,
+    inputs: [&Tensor; 6],
+) -> Result<(Tensor, Tensor), Error> {
+    let out_shapes = [inputs[1].shape(), inputs[2].shape()];
+    launch(Pass::Dkv, op, params, &inputs, out_shapes)
 }

@@ -6,7 +6,7 @@
 use crate::ops::check;
 use crate::ops::check::want_shape;
 use crate::ops::elementwise::int::IS_NAN_WGSL;
-use crate::spec::{Slot, Source, Spec, launch_threads, params};
+use crate::spec::{F32_X_TO_OUT, Slot, Source, Spec, launch_threads, params};
 use crate::wgsl::thread_main;
 use crate::{DType, Device, Error, Tensor};
 
@@ -209,10 +209,7 @@ static MAX_POOL_BACKWARD: Spec<PoolParams> = Spec::new(
 static AVG_POOL: Spec<PoolParams> = Spec::new(
     "avg_pool2d",
     &[WINDOW_WGSL, POOL_WGSL],
-    &[
-        Slot::Read("x", "array<f32>"),
-        Slot::ReadWrite("out", "array<f32>"),
-    ],
+    F32_X_TO_OUT,
     concat!(
         for_window_inputs!("    var acc = 0.0;\n", "1u", "1u"),
         "            acc = acc + x[(plane * p.h + u32(y)) * p.w + u32(col)];

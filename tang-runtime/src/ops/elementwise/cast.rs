@@ -45,15 +45,24 @@ static CAST_U32: Spec<CastParams> = Spec::new(
 /// at compile time, so they live in tang-expr beside that generator.
 pub(crate) use tang_expr::kernel::{F16_BITS_TO_F32_WGSL, F32_TO_F16_BITS_WGSL};
 
-/// f32 -> f16: thread `i` writes the word of f16 elements `2i` and `2i + 1` (the high
-/// half is 0 past the end: the pad of an odd length).
-static TO_F16: Spec<CastParams> = Spec::new(
+/// `DIR = 0`: f32 -> f16, thread `i` writes the word of f16 elements `2i` and `2i + 1`
+/// (the high half is 0 past the end: the pad of an odd length). `DIR = 1`: f16 -> f32,
+/// thread `i` widens element `i`.
+static CAST_F16: Spec<CastParams> = Spec::new(
     "to_dtype_f16",
-    &[F32_TO_F16_BITS_WGSL],
+    &[F32_TO_F16_BITS_WGSL, F16_BITS_TO_F32_WGSL],
     X_TO_OUT,
     concat!(
+        "override DIR: u32 = 0u;
+
+",
         thread_main!(i < "p.n"),
-        "    let lo = f32_to_f16_bits(x[2u * i]);
+        "    if (DIR == 1u) {
+        let w = x[i >> 1u];
+        out[i] = f16_bits_to_f32((w >> (16u * (i & 1u))) & 0xffffu);
+        return;
+    }
+    let lo = f32_to_f16_bits(x[2u * i]);
     var hi = 0u;
     if (2u * i + 1u < p.len) { hi = f32_to_f16_bits(x[2u * i + 1u]); }
     out[i] = lo | (hi << 16u);
@@ -62,23 +71,9 @@ static TO_F16: Spec<CastParams> = Spec::new(
     ),
 );
 
-/// f16 -> f32: thread `i` widens element `i`.
-static FROM_F16: Spec<CastParams> = Spec::new(
-    "to_dtype_from_f16",
-    &[F16_BITS_TO_F32_WGSL],
-    X_TO_OUT,
-    concat!(
-        thread_main!(i < "p.n"),
-        "    let w = x[i >> 1u];
-    out[i] = f16_bits_to_f32((w >> (16u * (i & 1u))) & 0xffffu);
-}
-"
-    ),
-);
-
 /// Every kernel of this file, for the registry.
 pub(crate) fn kernels() -> Vec<Source> {
-    vec![CAST_U32.source(), TO_F16.source(), FROM_F16.source()]
+    vec![CAST_U32.source(), CAST_F16.source()]
 }
 
 /// `x` converted to `dtype` (PyTorch's `x.to(dtype)`; the same tensor when it already has
@@ -115,29 +110,14 @@ pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor, Error> {
     if len == 0 {
         return Ok(out);
     }
-    match (from, dtype) {
-        (DType::F32, DType::F16) => {
-            let n = len.div_ceil(2);
-            let params = CastParams { n, len };
-            launch_threads(op, dev, &TO_F16, &[], &params, n, &[x, &out])?;
-        }
-        (DType::F16, _) => {
-            let params = CastParams { n: len, len };
-            launch_threads(op, dev, &FROM_F16, &[], &params, len, &[x, &out])?;
-        }
-        _ => {
-            let params = CastParams { n: len, len };
-            let dir = if dtype == DType::F32 { 1.0 } else { 0.0 };
-            launch_threads(
-                op,
-                dev,
-                &CAST_U32,
-                &[("DIR", dir)],
-                &params,
-                len,
-                &[x, &out],
-            )?;
-        }
-    }
+    // DIR 1 converts to f32; f32 -> f16 runs a thread per word of two results.
+    let dir = if dtype == DType::F32 { 1.0 } else { 0.0 };
+    let (kernel, n) = match (from, dtype) {
+        (DType::F32, DType::F16) => (&CAST_F16, len.div_ceil(2)),
+        (DType::F16, _) => (&CAST_F16, len),
+        _ => (&CAST_U32, len),
+    };
+    let params = CastParams { n, len };
+    launch_threads(op, dev, kernel, &[("DIR", dir)], &params, n, &[x, &out])?;
     Ok(out)
 }

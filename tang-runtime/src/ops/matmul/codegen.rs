@@ -421,7 +421,22 @@ pub(crate) fn emit_workgroup_memory(w: &mut String, v: &Variant) {
 /// `p.n_tiles`, `p.m` and `p.n`; leaves the function open.
 pub(crate) fn emit_block_origin(w: &mut String, v: &Variant) {
     let TileConfig { bm, bn, tn, .. } = v.tile;
-    let threads = v.tile.threads();
+    emit_grouped_origin(w, v.tile.threads(), bm, bn);
+    let _ = writeln!(
+        w,
+        "    let tx = lid % {}u;
+    let ty = lid / {}u;
+    let full_mn = m0 + {bm}u <= p.m && n0 + {bn}u <= p.n;",
+        bn / tn,
+        bn / tn
+    );
+}
+
+/// The entry point of a matmul kernel of `threads` threads and `bm` x `bn` blocks of C, up
+/// to the block's origin: `bat` (the batch entry), `m0` and `n0`, with the workgroups in
+/// grouped order. Shared by the f32 tile and the tensor-core kernel; leaves the function
+/// open.
+pub(crate) fn emit_grouped_origin(w: &mut String, threads: u32, bm: u32, bn: u32) {
     let _ = writeln!(
         w,
         "@compute @workgroup_size({threads})
@@ -438,12 +453,7 @@ fn {ENTRY}(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index
     let gsize = min(p.m_tiles - first_m, {GROUP_M}u);
     let rr = rem - grp * width;
     let m0 = (first_m + rr % gsize) * {bm}u;
-    let n0 = (rr / gsize) * {bn}u;
-    let tx = lid % {}u;
-    let ty = lid / {}u;
-    let full_mn = m0 + {bm}u <= p.m && n0 + {bn}u <= p.n;",
-        bn / tn,
-        bn / tn
+    let n0 = (rr / gsize) * {bn}u;"
     );
 }
 

@@ -24,7 +24,7 @@
 
 use std::fmt::Write as _;
 
-use super::codegen::{ENTRY, MatmulParams};
+use super::codegen::{MatmulParams, emit_grouped_origin};
 use super::store::{CStore, emit_c_store};
 use crate::spec::{Layout, Slot};
 
@@ -147,6 +147,15 @@ impl Staged {
     fn units_per_line(&self) -> u32 {
         if self.kcontig { BK / 4 } else { BLOCK / 4 }
     }
+    /// `read` (a value loaded from the binding) as f16: itself when stored f16, else
+    /// converted by `ty` (`f16` or `vec4<f16>`), which rounds to nearest even.
+    fn as_f16(&self, read: String, ty: &str) -> String {
+        if self.half {
+            read
+        } else {
+            format!("{ty}({read})")
+        }
+    }
     /// Prefetch registers per thread (units of four elements).
     fn registers(&self) -> u32 {
         BLOCK * BK / 4 / THREADS
@@ -228,11 +237,7 @@ fn emit_load(w: &mut String, op: &Staged, i: u32) {
                 "            let gi = {};",
                 at(&format!("min(r, {rmax} - {last})"))
             );
-            let read = if op.half {
-                format!("{n}[gi >> 2u]")
-            } else {
-                format!("vec4<f16>({n}[gi >> 2u])")
-            };
+            let read = op.as_f16(format!("{n}[gi >> 2u]"), "vec4<f16>");
             let _ = writeln!(w, "            p{n}{i} = {read};");
         } else if op.kcontig {
             let _ = writeln!(
@@ -241,21 +246,13 @@ fn emit_load(w: &mut String, op: &Staged, i: u32) {
                 at(&format!("min(r, {rmax} - 1u)"))
             );
             for (e, comp) in ['x', 'y', 'z', 'w'].iter().enumerate() {
-                let read = if op.half {
-                    format!("{n}[gi + {e}u]")
-                } else {
-                    format!("f16({n}[gi + {e}u])")
-                };
+                let read = op.as_f16(format!("{n}[gi + {e}u]"), "f16");
                 let _ = writeln!(w, "            p{n}{i}.{comp} = {read};");
             }
         } else {
             for (e, comp) in ['x', 'y', 'z', 'w'].iter().enumerate() {
                 let gi = at(&format!("min(r + {e}u, {rmax} - 1u)"));
-                let read = if op.half {
-                    format!("{n}[{gi}]")
-                } else {
-                    format!("f16({n}[{gi}])")
-                };
+                let read = op.as_f16(format!("{n}[{gi}]"), "f16");
                 let _ = writeln!(w, "            p{n}{i}.{comp} = {read};");
             }
         }
@@ -282,7 +279,7 @@ fn emit_load(w: &mut String, op: &Staged, i: u32) {
             w,
             "            let ok = {other} < {othermax} && {along} < {alongmax};\n            let v = {n}[select(0u, gi >> 2u, ok)];"
         );
-        let v = if op.half { "v" } else { "vec4<f16>(v)" };
+        let v = op.as_f16("v".to_string(), "vec4<f16>");
         let _ = writeln!(w, "            p{n}{i} = select(vec4<f16>(), {v}, ok);");
     } else {
         for (e, comp) in ['x', 'y', 'z', 'w'].iter().enumerate() {
@@ -290,11 +287,7 @@ fn emit_load(w: &mut String, op: &Staged, i: u32) {
                 w,
                 "            let ok{e} = {other} < {othermax} && {along} + {e}u < {alongmax};\n            let v{e} = {n}[select(0u, gi + {e}u, ok{e})];"
             );
-            let v = if op.half {
-                format!("v{e}")
-            } else {
-                format!("f16(v{e})")
-            };
+            let v = op.as_f16(format!("v{e}"), "f16");
             let _ = writeln!(w, "            p{n}{i}.{comp} = select(0.0h, {v}, ok{e});");
         }
     }
@@ -330,48 +323,37 @@ fn emit_loads(w: &mut String, ops: &[Staged; 2]) {
     }
 }
 
+/// The loads of `op`'s fragments at k step `kk` from its workgroup array: A's `fa{kk}_{i}`
+/// (rows `sm * 64 + 16 i ..`), B's `fb{kk}_{j}` (columns `sn * 64 + 16 j ..`).
+fn emit_fragment_loads(w: &mut String, op: &Staged, kk: u32) {
+    let (n, line) = (op.name, op.line());
+    let (role, origin) = if n == 'a' { ("A", "sm") } else { ("B", "sn") };
+    for f in 0..FRAGS {
+        // Element (row, k) of an A fragment, (k, col) of a B one: along a line of
+        // [row or col][k] lines when k is contiguous, else across [k][row or col] lines.
+        let at = if op.kcontig {
+            format!("({origin} * 64u + {}u) * {line}u + {}u", f * 16, kk * 16)
+        } else {
+            format!("{}u + {origin} * 64u + {}u", kk * 16 * line, f * 16)
+        };
+        // A fragment is row-major in [row][k] lines, B's in [k][col] ones.
+        let load = if op.kcontig == (n == 'a') {
+            "coopLoadT"
+        } else {
+            "coopLoad"
+        };
+        let _ = writeln!(
+            w,
+            "        let f{n}{kk}_{f} = {load}<coop_mat16x16<f16, {role}>>(&s{n}[{at}], {line}u);"
+        );
+    }
+}
+
 /// The fragment loads and products of one staged k tile.
 fn emit_products(w: &mut String, ops: &[Staged; 2]) {
-    let [a, b] = ops;
     for kk in 0..BK / 16 {
-        for i in 0..FRAGS {
-            // Element (row, k) of the fragment: row-major in [row][k] lines, column-major
-            // in [k][row] lines.
-            let (load, at) = if a.kcontig {
-                (
-                    "coopLoadT",
-                    format!("(sm * 64u + {}u) * {}u + {}u", i * 16, a.line(), kk * 16),
-                )
-            } else {
-                (
-                    "coopLoad",
-                    format!("{}u + sm * 64u + {}u", kk * 16 * a.line(), i * 16),
-                )
-            };
-            let _ = writeln!(
-                w,
-                "        let fa{kk}_{i} = {load}<coop_mat16x16<f16, A>>(&sa[{at}], {}u);",
-                a.line()
-            );
-        }
-        for j in 0..FRAGS {
-            // Element (k, col): column-major in [col][k] lines, row-major in [k][col].
-            let (load, at) = if b.kcontig {
-                (
-                    "coopLoad",
-                    format!("(sn * 64u + {}u) * {}u + {}u", j * 16, b.line(), kk * 16),
-                )
-            } else {
-                (
-                    "coopLoadT",
-                    format!("{}u + sn * 64u + {}u", kk * 16 * b.line(), j * 16),
-                )
-            };
-            let _ = writeln!(
-                w,
-                "        let fb{kk}_{j} = {load}<coop_mat16x16<f16, B>>(&sb[{at}], {}u);",
-                b.line()
-            );
+        for op in ops {
+            emit_fragment_loads(w, op, kk);
         }
         for i in 0..FRAGS {
             for j in 0..FRAGS {
@@ -437,30 +419,16 @@ pub(crate) fn generate(v: &CoopVariant, epilogue: &str) -> String {
         w.push_str(epilogue);
         w.push('\n');
     }
-    let _ = writeln!(
-        w,
-        "@compute @workgroup_size({THREADS})
-fn {ENTRY}(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{
-    let lin = wg.x + wg.y * p.grid_x + wg.z * p.grid_xy;
-    if (lin >= p.total) {{ return; }}
-    let per = p.m_tiles * p.n_tiles;
-    let bat = lin / per;
-    let rem = lin - bat * per;
-    // Grouped order: 8 block rows at a time share A and B panels in L2.
-    let width = 8u * p.n_tiles;
-    let grp = rem / width;
-    let first_m = grp * 8u;
-    let gsize = min(p.m_tiles - first_m, 8u);
-    let rr = rem - grp * width;
-    let m0 = (first_m + rr % gsize) * {BLOCK}u;
-    let n0 = (rr / gsize) * {BLOCK}u;
-    let sg = lid / 32u;
+    emit_grouped_origin(&mut w, THREADS, BLOCK, BLOCK);
+    w.push_str(
+        "    let sg = lid / 32u;
     let lane = lid % 32u;
     let sm = sg / 2u;
     let sn = sg % 2u;
     let a_base = bat * p.a_bstride;
     let b_base = bat * p.b_bstride;
-    let c_base = bat * p.c_bstride;"
+    let c_base = bat * p.c_bstride;
+",
     );
     for i in 0..FRAGS {
         for j in 0..FRAGS {

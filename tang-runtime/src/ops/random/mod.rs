@@ -15,7 +15,7 @@ pub(super) mod philox;
 
 use crate::ops::check;
 use crate::ops::random::philox::{PhiloxStream, dropout_threshold};
-use crate::spec::{Slot, Source, Spec, grid, params};
+use crate::spec::{F32_X_TO_OUT, Slot, Source, Spec, grid, params};
 use crate::wgsl::thread_main;
 use crate::{DType, Device, Error, Tensor};
 
@@ -164,10 +164,7 @@ fn normal_pair(b1: u32, b2: u32) -> vec2<f32> {
 static DROPOUT: Spec<RandomParams> = Spec::new(
     "dropout",
     &[PHILOX_WGSL, STREAM_WGSL],
-    &[
-        Slot::Read("x", "array<f32>"),
-        Slot::ReadWrite("out", "array<f32>"),
-    ],
+    F32_X_TO_OUT,
     concat!(
         thread_main!(t),
         "    // Compared before multiplying: `t * 4` wraps for the threads past the last block.

@@ -41,11 +41,21 @@ macro_rules! qkv_index {
     };
 }
 
+/// A vec4 binding of the split or merge kernel, read or `written`.
+const fn vec4_slot(name: &'static str, written: bool) -> Slot {
+    const T: &str = "array<vec4<f32>>";
+    if written {
+        Slot::ReadWrite(name, T)
+    } else {
+        Slot::Read(name, T)
+    }
+}
+
 const SPLIT_SLOTS: &[Slot] = &[
-    Slot::Read("x", "array<vec4<f32>>"),
-    Slot::ReadWrite("q", "array<vec4<f32>>"),
-    Slot::ReadWrite("k", "array<vec4<f32>>"),
-    Slot::ReadWrite("v", "array<vec4<f32>>"),
+    vec4_slot("x", false),
+    vec4_slot("q", true),
+    vec4_slot("k", true),
+    vec4_slot("v", true),
 ];
 
 const SPLIT_BODY: &str = concat!(
@@ -57,10 +67,10 @@ const SPLIT_BODY: &str = concat!(
 );
 
 const MERGE_SLOTS: &[Slot] = &[
-    Slot::Read("q", "array<vec4<f32>>"),
-    Slot::Read("k", "array<vec4<f32>>"),
-    Slot::Read("v", "array<vec4<f32>>"),
-    Slot::ReadWrite("x", "array<vec4<f32>>"),
+    vec4_slot("q", false),
+    vec4_slot("k", false),
+    vec4_slot("v", false),
+    vec4_slot("x", true),
 ];
 
 const MERGE_BODY: &str = concat!(
