@@ -196,7 +196,7 @@ impl KernelDesc {
         ENTRY_POINT
     }
 
-    /// The WGSL source.
+    /// The WGSL source (f32 storage; [`KernelDesc::wgsl_f16`] for f16).
     pub fn wgsl(&self) -> &'static str {
         self.wgsl
     }

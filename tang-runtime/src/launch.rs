@@ -160,7 +160,8 @@ fn launch_shape(
 /// The element type a launch stores its tensors in, with the WGSL and id of the kernel's
 /// variant for it: f16 when every tensor is f16 and the kernel has an f16 variant, else
 /// f32, the f16 inputs then read as f32 (PyTorch's promotion: `f16 + f32 -> f32`). An
-/// in-out is written in place in its own type, so an f32 launch refuses an f16 one.
+/// in-out is written in place in its own type, so an f32 launch refuses an f16 one, and an
+/// f16 view that starts inside a 32-bit word is refused.
 fn storage(
     kernel: &KernelDesc,
     inputs: &[&Tensor],
@@ -170,6 +171,19 @@ fn storage(
     let tensors = || inputs.iter().chain(inouts);
     if let Some(t) = tensors().find(|t| t.dtype() == DType::U32) {
         t.expect_dtype(op, DType::F32)?;
+    }
+    // Kernels read f16 in whole 32-bit words. A view starts on the adapter's storage
+    // binding alignment (`Tensor::view_at`), commonly 16 to 256 bytes: this guards an
+    // adapter that reports less than 4.
+    if let Some(t) = tensors().find(|t| t.dtype() == DType::F16 && t.byte_offset() % 4 != 0) {
+        return Err(Error::InvalidArgument {
+            op: op.into(),
+            detail: format!(
+                "an f16 view starts at an odd element (byte offset {}), inside a 32-bit word; \
+                 make a view at an even element, or copy the elements to a tensor of their own",
+                t.byte_offset()
+            ),
+        });
     }
     let f16 = kernel.wgsl_f16();
     if let Some((wgsl, id)) = f16
