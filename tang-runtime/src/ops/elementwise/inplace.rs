@@ -94,29 +94,39 @@ pub fn add_(x: &Tensor, other: &Tensor, alpha: f32) -> Result<(), Error> {
     float(op, x)?;
     float(op, other)?;
     check::same_device(op, x.device(), &[("other", other)])?;
-    if !broadcasts_to(other.shape(), x.shape()) {
-        return Err(check::mismatch(
-            op,
-            format!(
-                "other of shape {:?} does not broadcast to x's shape {:?}",
-                other.shape(),
-                x.shape()
-            ),
-        ));
-    }
-    // `x.add_(x)`: the kernel cannot bind one buffer as read and read-write; read a copy
-    // (the cast to f16 is one).
+    check_broadcast(op, "other", other, x)?;
     let other = if x.dtype() == DType::F16 {
         crate::ops::to_dtype(other, DType::F16)?
     } else {
         other.clone()
     };
-    let other = if other.same_buffer(x) {
-        clone(&other)?
+    update::add_scaled::launch(x.device(), x, &unaliased(other, x)?, alpha)
+}
+
+/// Fails with [`Error::ShapeMismatch`] unless `src` (named `what`) broadcasts to `x`'s
+/// shape.
+fn check_broadcast(op: &str, what: &str, src: &Tensor, x: &Tensor) -> Result<(), Error> {
+    if broadcasts_to(src.shape(), x.shape()) {
+        return Ok(());
+    }
+    Err(check::mismatch(
+        op,
+        format!(
+            "{what} of shape {:?} does not broadcast to x's shape {:?}",
+            src.shape(),
+            x.shape()
+        ),
+    ))
+}
+
+/// `src`, or a copy of it when it shares `x`'s buffer (`x.add_(x)`): a kernel cannot bind
+/// one buffer as read and read-write.
+fn unaliased(src: Tensor, x: &Tensor) -> Result<Tensor, Error> {
+    if src.same_buffer(x) {
+        clone(&src)
     } else {
-        other
-    };
-    update::add_scaled::launch(x.device(), x, &other, alpha)
+        Ok(src)
+    }
 }
 
 /// In place: `x *= s` (PyTorch's `x.mul_(s)` with a number; an f16 `x` is scaled in f32
@@ -206,24 +216,11 @@ pub fn copy_(x: &Tensor, src: &Tensor) -> Result<(), Error> {
     let op = "copy_";
     check::same_device(op, x.device(), &[("src", src)])?;
     check::same_dtype(op, x, src)?;
-    if !broadcasts_to(src.shape(), x.shape()) {
-        return Err(check::mismatch(
-            op,
-            format!(
-                "src of shape {:?} does not broadcast to x's shape {:?}",
-                src.shape(),
-                x.shape()
-            ),
-        ));
-    }
+    check_broadcast(op, "src", src, x)?;
     if src.same_buffer(x) && src.len() == x.len() {
         return Ok(());
     }
-    let src = if src.same_buffer(x) {
-        clone(src)?
-    } else {
-        src.clone()
-    };
+    let src = unaliased(src.clone(), x)?;
     if x.dtype() == DType::F16 {
         return update::assign::launch(x.device(), x, &src);
     }
