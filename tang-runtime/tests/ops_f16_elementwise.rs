@@ -374,6 +374,19 @@ fn f16_errors_say_what_to_do() {
             ..
         })
     ));
+    // A backward that launches nothing (add's gradients are the upstream one) too.
+    for r in [ops::add_backward(&h, &h, &u), ops::add_backward(&u, &h, &h)] {
+        assert!(
+            matches!(
+                r,
+                Err(Error::DType {
+                    got: DType::U32,
+                    ..
+                })
+            ),
+            "{r:?}"
+        );
+    }
     // An f16 in-out beside an f32 input: the launch computes in f32 and cannot write f16
     // in place.
     let e = axpy::launch(&dev, &h, &f, 1.0).unwrap_err();

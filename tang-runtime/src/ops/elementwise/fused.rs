@@ -145,6 +145,13 @@ impl FusedFn {
                 ),
             });
         }
+        // The passthrough below launches nothing, so check the dtypes a launch refuses
+        // (and `input_grad` would otherwise cast to).
+        for t in inputs.iter().chain([&grad_out]) {
+            if t.dtype() == DType::U32 {
+                t.expect_dtype(&format!("{}_backward", self.name()), DType::F32)?;
+            }
+        }
         let mut out: Vec<Option<Tensor>> = vec![None; inputs.len()];
         // Every gradient is `grad_out` itself (an add): no launch, only the sums over
         // broadcast dimensions. The gradients then share `grad_out`'s buffer; autograd
