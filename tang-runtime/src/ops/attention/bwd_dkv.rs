@@ -243,7 +243,7 @@ fn scores(w: &mut String, s: Dkv) {
         "            }
             workgroupBarrier();
             if (half == 1u) {
-                let drop = p.drop_threshold != 0u;
+                let drop = dropping();
 ",
     );
     for (j, comp) in ["x", "y", "z", "w"].iter().enumerate() {

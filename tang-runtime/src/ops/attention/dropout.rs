@@ -24,6 +24,13 @@ use crate::ops::random::philox::dropout_threshold;
 /// they share it, two otherwise). Both are 1 without dropout (`drop_threshold` 0), a
 /// uniform branch.
 pub(super) const DROPOUT_WGSL: &str = "
+// 0 in the pipelines of calls without dropout (see `constants`): the dropout code then
+// folds away; a uniform branch on `drop_threshold` alone kept its registers live and cost
+// the dq pass 5% at T = 1024 on an H200.
+override DROPOUT: u32 = 1u;
+fn dropping() -> bool {
+    return DROPOUT != 0u && p.drop_threshold != 0u;
+}
 // Block (low, high) of the Philox counter and word of weight row * T + j.
 fn drop_at(row: u32, j: u32) -> vec3<u32> {
     let m = mulhilo(row, p.tq);
@@ -45,7 +52,7 @@ fn drop_factor(w: vec4<u32>) -> vec4<f32> {
 
 // The dropout factor of key j in score row `row`.
 fn drop1(row: u32, j: u32) -> f32 {
-    if (p.drop_threshold == 0u) {
+    if (!dropping()) {
         return 1.0;
     }
     let at = drop_at(row, j);
@@ -54,7 +61,7 @@ fn drop1(row: u32, j: u32) -> f32 {
 
 // The dropout factors of keys j .. j + 3 in score row `row`.
 fn drop4(row: u32, j: u32) -> vec4<f32> {
-    if (p.drop_threshold == 0u) {
+    if (!dropping()) {
         return vec4<f32>(1.0);
     }
     let at = drop_at(row, j);
@@ -104,13 +111,23 @@ pub(super) fn set(
     Ok(())
 }
 
+/// The pipeline constants of an attention kernel for `params`: without dropout the
+/// dropout code is compiled out.
+pub(super) fn constants(params: &AttentionParams) -> &'static [(&'static str, f64)] {
+    if params.drop_threshold == 0 {
+        &[("DROPOUT", 0.0)]
+    } else {
+        &[]
+    }
+}
+
 /// Emits, inside a register-blocked kernel, the dropout of a thread's 4 rows x 4 keys of
 /// weights: `vars[k]` (a WGSL `vec4` over the four rows) holds key `{key} + k`, the rows
 /// are score rows `{row} + 0 .. 3` (WGSL expressions). A uniform branch skips it without
 /// dropout.
 pub(super) fn emit_rows_by_keys(w: &mut String, ind: &str, vars: [&str; 4], row: &str, key: &str) {
     use std::fmt::Write as _;
-    let _ = writeln!(w, "{ind}if (p.drop_threshold != 0u) {{");
+    let _ = writeln!(w, "{ind}if (dropping()) {{");
     for r in 0..4 {
         let _ = writeln!(w, "{ind}    let dm{r} = drop4({row} + {r}u, {key});");
     }

@@ -21,7 +21,7 @@
 //! It takes heads of equal count (no grouped kv heads), `T <= 256` and `T` and `D`
 //! multiples of 4; other shapes take the fused passes.
 
-use super::dropout::DROPOUT_WGSL;
+use super::dropout::{self, DROPOUT_WGSL};
 use super::layout::AttentionParams;
 use crate::ops::matmul::{MatmulOptions, matmul_with};
 use crate::ops::random::PHILOX_WGSL;
@@ -130,7 +130,7 @@ pub(super) fn backward(
     let rows = p.batch * p.heads * p.tq;
     let groups = u64::from(rows.div_ceil(ROWS));
     let grid = crate::spec::grid(q.device(), "attention_backward", groups)?;
-    K_PROBS_GRAD.dispatch(&[], p, &[o, grad_out, lse, &s, &dp], grid)?;
+    K_PROBS_GRAD.dispatch(dropout::constants(p), p, &[o, grad_out, lse, &s, &dp], grid)?;
     // `s` now holds P and `dp` holds dS.
     let dv = matmul_with(&s, grad_out, &tn)?;
     let dq = matmul_with(&dp, k, &nn)?;

@@ -274,7 +274,7 @@ fn launch(
     };
     let grid = [rows.div_ceil(block), heads, params.batch];
     let tensors: Vec<&Tensor> = inputs.iter().copied().chain([&out0, &out1]).collect();
-    layout.dispatch(kernel, &[], params, &tensors, grid)?;
+    layout.dispatch(kernel, dropout::constants(params), params, &tensors, grid)?;
     Ok((out0, out1))
 }
 
