@@ -10,6 +10,17 @@
 //! | then | `var<storage, read_write> io_<name>: array<vec4<f32>>` | in-out values (read, then written in place) |
 //! | then | `var<storage, read_write> out_<name>: array<vec4<f32>>` | outputs |
 //!
+//! # f16 storage
+//!
+//! Every kernel also comes as an f16-storage variant ([`KernelDesc::wgsl_f16`]): the same
+//! text but for the loads and stores, each tensor binding an `array<vec2<u32>>` holding
+//! four f16 elements as the bits of two words (two per word, low half first), converted
+//! to and from f32 with [`F16_BITS_TO_F32_WGSL`] and [`F32_TO_F16_BITS_WGSL`] (round to
+//! nearest even). Arithmetic is f32, as PyTorch computes `torch.float16` elementwise ops.
+//! The runtime launches it when every tensor is f16. A thread writes whole words and no
+//! two threads write one word; in the last group a word that is half past `n` keeps its
+//! other half (a larger view of the same buffer may hold an element there).
+//!
 //! Each thread computes [`ELEMENTS_PER_THREAD`] = 4 consecutive elements with 128-bit
 //! loads and stores (on an H200 through Vulkan a vec4 copy moves 4.0 TB/s, a scalar one
 //! 2.2: bench cases `copy_256MiB` / `copy_256MiB_scalar`). Storage bindings therefore cover whole vec4s: the runtime binds each tensor's
@@ -55,6 +66,8 @@
 //! [`elementwise_dispatch`]). Every thread returns unless `4q < params.n` and stores only
 //! lanes below `n`, which is what makes running the shader without wgpu's runtime bounds
 //! checks sound.
+
+pub use crate::codegen::storage::{F16_BITS_TO_F32_WGSL, F32_TO_F16_BITS_WGSL};
 
 /// The entry point of every generated elementwise kernel.
 pub const ENTRY_POINT: &str = "main";
@@ -119,6 +132,8 @@ pub struct KernelDesc {
     inouts: &'static [&'static str],
     outputs: &'static [&'static str],
     id: u64,
+    wgsl_f16: Option<&'static str>,
+    id_f16: u64,
     trusted: bool,
 }
 
@@ -150,7 +165,24 @@ impl KernelDesc {
             inouts,
             outputs,
             id,
+            wgsl_f16: None,
+            id_f16: 0,
             trusted: true,
+        }
+    }
+
+    /// The descriptor with its f16-storage variant (module docs), whose WGSL has the
+    /// stable id `id`. Called by the code the kernel macros generate; not part of the API.
+    ///
+    /// # Safety
+    /// As [`KernelDesc::new_trusted`], for `wgsl` with the f16 storage of this module.
+    #[doc(hidden)]
+    #[allow(unsafe_code)]
+    pub const unsafe fn with_f16(self, wgsl: &'static str, id: u64) -> KernelDesc {
+        KernelDesc {
+            wgsl_f16: Some(wgsl),
+            id_f16: id,
+            ..self
         }
     }
 
@@ -164,7 +196,7 @@ impl KernelDesc {
         ENTRY_POINT
     }
 
-    /// The WGSL source.
+    /// The WGSL source (f32 storage; [`KernelDesc::wgsl_f16`] for f16).
     pub fn wgsl(&self) -> &'static str {
         self.wgsl
     }
@@ -192,6 +224,12 @@ impl KernelDesc {
     /// A stable id (a hash of the WGSL): the pipeline cache's key.
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// The WGSL and stable id of the f16-storage variant (module docs), `None` for a
+    /// descriptor made without one.
+    pub fn wgsl_f16(&self) -> Option<(&'static str, u64)> {
+        self.wgsl_f16.map(|w| (w, self.id_f16))
     }
 
     /// Whether the runtime may run the kernel without wgpu's runtime checks: true for
@@ -350,6 +388,10 @@ pub struct Kernel {
     pub outputs: Vec<String>,
     /// See [`KernelDesc::id`].
     pub id: u64,
+    /// The f16-storage variant's WGSL (module docs); `None` leaves the kernel f32-only.
+    pub wgsl_f16: Option<String>,
+    /// The stable id of [`Kernel::wgsl_f16`].
+    pub id_f16: u64,
 }
 
 impl Kernel {
@@ -384,6 +426,8 @@ impl Kernel {
             inouts: names(self.inouts),
             outputs: names(self.outputs),
             id: self.id,
+            wgsl_f16: self.wgsl_f16.map(|w| &*w.leak()),
+            id_f16: self.id_f16,
             trusted,
         }))
     }

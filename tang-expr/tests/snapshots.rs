@@ -1,5 +1,5 @@
 //! WGSL snapshots: the exact text of three representative kernels and of one applying
-//! every op of the table is pinned in
+//! every op of the table, and the f16-storage variants of two, is pinned in
 //! `tests/snapshots/*.wgsl`, so any change to code generation shows up in review.
 //! Run with `TANG_BLESS=1` to rewrite the files after an intended change.
 
@@ -10,13 +10,14 @@ use tang_expr::{
     fused_grad_kernels, validate,
 };
 
-fn check_snapshot(kernel: &Kernel) {
-    validate(&kernel.wgsl).expect("generated WGSL validates");
+/// Pins `wgsl` as `tests/snapshots/<name>.wgsl`.
+fn check_snapshot(name: &str, wgsl: &str) {
+    validate(wgsl).expect("generated WGSL validates");
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/snapshots")
-        .join(format!("{}.wgsl", kernel.name));
+        .join(format!("{name}.wgsl"));
     if std::env::var_os("TANG_BLESS").is_some_and(|v| v == "1") {
-        std::fs::write(&path, &kernel.wgsl).expect("write snapshot");
+        std::fs::write(&path, wgsl).expect("write snapshot");
         return;
     }
     let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
@@ -26,10 +27,9 @@ fn check_snapshot(kernel: &Kernel) {
         )
     });
     assert!(
-        want == kernel.wgsl,
-        "{} changed; if intended, rerun with TANG_BLESS=1\n--- generated ---\n{}",
+        want == wgsl,
+        "{} changed; if intended, rerun with TANG_BLESS=1\n--- generated ---\n{wgsl}",
         path.display(),
-        kernel.wgsl
     );
 }
 
@@ -126,6 +126,14 @@ fn kernels_match_their_snapshots_and_are_deterministic() {
     for make in [axpb, sgd_momentum, gelu_grad, all_ops] {
         let k = make();
         assert_eq!(k, make(), "generating {} twice differs", k.name);
-        check_snapshot(&k);
+        check_snapshot(&k.name, &k.wgsl);
+    }
+    // The f16-storage variants of an out-of-place and an in-place kernel.
+    for k in [axpb(), sgd_momentum()] {
+        let f16 = k
+            .wgsl_f16
+            .as_deref()
+            .expect("every kernel has an f16 variant");
+        check_snapshot(&format!("{}_f16", k.name), f16);
     }
 }

@@ -45,7 +45,7 @@
 //! | item | what |
 //! |---|---|
 //! | `f::WGSL: &str` | the kernel's WGSL source (byte-identical across builds) |
-//! | `f::KERNEL: KernelDesc` | name, entry point, inputs, uniforms, in-out params, outputs, stable id |
+//! | `f::KERNEL: KernelDesc` | name, entry point, inputs, uniforms, in-out params, outputs, stable id, and the f16-storage variant the runtime runs when every tensor is f16 (computing in f32) |
 //! | `f::launch(dev, ...)` | typed launcher: `&Tensor` per `f32` or `&mut f32` parameter, `f32` per uniform, in signature order; returns `Result<Tensor>` (one output), `Result<(Tensor, ..)>` (tuple) or `Result<()>` |
 //!
 //! With `#[fused_grad]` (or `#[fused_grad(wrt(a, b))]` to restrict the partials) also:

@@ -8,11 +8,15 @@ pub enum DType {
     /// 32-bit unsigned integer (token ids, class labels, indices).
     U32,
     /// 16-bit IEEE float (PyTorch's `torch.float16`): storage for mixed precision.
-    /// [`ops::to_dtype`](crate::ops::to_dtype) converts both ways and matmul multiplies
-    /// f16 operands (on the tensor cores where the device has them); softmax,
-    /// log-softmax, the norms, cross-entropy and the reductions take f16 and compute in
-    /// f32 (results in f16, as PyTorch); other ops take f32 and say so. Kernels read and write f16 as bits of 32-bit words, so f16 storage works
-    /// on every adapter, `SHADER_F16` or not (only the tensor-core kernels need it).
+    /// [`ops::to_dtype`](crate::ops::to_dtype) converts both ways; matmul multiplies f16
+    /// operands (on the tensor cores where the device has them); the elementwise ops, their
+    /// backwards, every `#[kernel]`/`#[fused_grad]` function and the in-place ops
+    /// (`add_`, `mul_`, `fill_`, `zero_`, `copy_`, `clone`) read and write f16 and compute
+    /// in f32, as PyTorch does: f16 inputs give f16 results and gradients, f16 beside f32
+    /// promotes to f32. Softmax, log-softmax, the norms, cross-entropy and the reductions
+    /// take f16 and compute in f32 (results in f16, as PyTorch). Other ops take f32 and say
+    /// so. Kernels read and write f16 as bits of 32-bit words, so f16 storage works on
+    /// every adapter, `SHADER_F16` or not (only the tensor-core kernels need it).
     F16,
 }
 

@@ -21,6 +21,7 @@ use crate::device::Device;
 use crate::dispatch::Binding;
 use crate::dtype::DType;
 use crate::error::Error;
+use crate::ops::to_dtype;
 use crate::pipeline::PipelineKey;
 use crate::size::numel;
 use crate::tensor::Tensor;
@@ -156,13 +157,82 @@ fn launch_shape(
     Ok(full)
 }
 
+/// The element type a launch stores its tensors in, with the WGSL and id of the kernel's
+/// variant for it: f16 when every tensor is f16 and the kernel has an f16 variant, else
+/// f32, the f16 inputs then read as f32 (PyTorch's promotion: `f16 + f32 -> f32`). An
+/// in-out is written in place in its own type, so an f32 launch refuses an f16 one, and an
+/// f16 view that starts inside a 32-bit word is refused.
+fn storage(
+    kernel: &KernelDesc,
+    inputs: &[&Tensor],
+    inouts: &[&Tensor],
+) -> Result<(DType, &'static str, u64), Error> {
+    let op = kernel.name();
+    let tensors = || inputs.iter().chain(inouts);
+    if let Some(t) = tensors().find(|t| t.dtype() == DType::U32) {
+        t.expect_dtype(op, DType::F32)?;
+    }
+    // Kernels read f16 in whole 32-bit words. A view starts on the adapter's storage
+    // binding alignment (`Tensor::view_at`), commonly 16 to 256 bytes: this guards an
+    // adapter that reports less than 4.
+    if let Some(t) = tensors().find(|t| t.dtype() == DType::F16 && t.byte_offset() % 4 != 0) {
+        return Err(Error::InvalidArgument {
+            op: op.into(),
+            detail: format!(
+                "an f16 view starts at an odd element (byte offset {}), inside a 32-bit word; \
+                 make a view at an even element, or copy the elements to a tensor of their own",
+                t.byte_offset()
+            ),
+        });
+    }
+    let f16 = kernel.wgsl_f16();
+    if let Some((wgsl, id)) = f16
+        && tensors().all(|t| t.dtype() == DType::F16)
+    {
+        return Ok((DType::F16, wgsl, id));
+    }
+    if let Some((_, name)) = inouts
+        .iter()
+        .zip(kernel.inouts())
+        .find(|(t, _)| t.dtype() == DType::F16)
+    {
+        let why = if f16.is_some() {
+            "another tensor of the launch is f32"
+        } else {
+            "the kernel has no f16 variant"
+        };
+        return Err(Error::InvalidArgument {
+            op: op.into(),
+            detail: format!(
+                "in-out `{name}` is f16 but {why}, so the launch computes in f32 and cannot \
+                 write the in-out in place in its own type; pass every tensor as f16 or cast \
+                 the in-out with `ops::to_dtype(.., DType::F32)`"
+            ),
+        });
+    }
+    Ok((DType::F32, kernel.wgsl(), kernel.id()))
+}
+
+/// `t` copied to the launch shape `full` (a broadcast the kernel cannot index). The strided
+/// copy moves 32-bit elements, so an f16 tensor is copied as f32 and cast back.
+fn materialise(t: &Tensor, full: &[usize]) -> Result<Tensor, Error> {
+    if t.dtype() == DType::F16 {
+        return to_dtype(&materialise(&to_dtype(t, DType::F32)?, full)?, DType::F16);
+    }
+    let layout = crate::strided::broadcast_layout(t.shape(), full);
+    crate::strided::gather_view("expand", t, &layout, full)
+}
+
 impl Device {
     /// Launches an elementwise kernel: `inputs`, `inouts` (written in place) and
     /// `uniforms` in the kernel's declared order; returns its outputs (new tensors of the
-    /// launch shape). Recorded now, run at the next sync point.
+    /// launch shape). Recorded now, run at the next sync point. When every tensor is f16
+    /// the kernel's f16 variant runs and the outputs are f16; f16 inputs beside f32 ones
+    /// are read as f32 and the outputs are f32 (PyTorch's type promotion).
     ///
     /// # Errors
     /// [`Error::Arity`] on wrong counts, [`Error::DType`] for u32 tensors,
+    /// [`Error::InvalidArgument`] for an f16 in-out in an f32 launch,
     /// [`Error::ShapeMismatch`] for shapes that do not broadcast, [`Error::TooLarge`] over
     /// a device limit, [`Error::Aliasing`] when an in-out is also passed elsewhere.
     pub fn launch(
@@ -187,9 +257,7 @@ impl Device {
                 });
             }
         }
-        for t in inputs.iter().chain(inouts) {
-            t.expect_dtype(op, DType::F32)?;
-        }
+        let (dtype, wgsl, id) = storage(kernel, inputs, inouts)?;
         let full = launch_shape(kernel, inputs, inouts)?;
         let n = numel(&full)?;
         let n32 = u32::try_from(n).map_err(|_| Error::TooLarge {
@@ -210,16 +278,14 @@ impl Device {
         };
         // Inputs whose broadcast needs more dimensions than the kernel indexes are copied
         // to the launch shape (see the module doc).
+        // f16 inputs of an f32 launch are read as f32 (see `storage`).
         let mut expanded: Vec<Option<Tensor>> = Vec::new();
         for (t, read) in inputs.iter().zip(&plan.reads) {
             expanded.push(match read {
-                None => Some(crate::strided::gather_view(
-                    "expand",
-                    t,
-                    &crate::strided::broadcast_layout(t.shape(), &full),
-                    &full,
-                )?),
-                Some(_) => None,
+                None => Some(materialise(&to_dtype(t, dtype)?, &full)?),
+                Some(_) => (t.dtype() != dtype)
+                    .then(|| to_dtype(t, dtype))
+                    .transpose()?,
             });
         }
         let reads: Vec<InputRead> = plan
@@ -242,7 +308,7 @@ impl Device {
         })?;
         let mut outputs = Vec::with_capacity(kernel.outputs().len());
         for _ in kernel.outputs() {
-            outputs.push(self.empty(&full, DType::F32)?);
+            outputs.push(self.empty(&full, dtype)?);
         }
         let mut bindings = Vec::with_capacity(1 + kernel.storage_buffers());
         bindings.push(Binding::Uniform(bytemuck::cast_slice(&params)));
@@ -260,13 +326,13 @@ impl Device {
                 .map(|(r, name)| (name, f64::from(r.mode()).to_bits()))
                 .collect();
             let key = PipelineKey {
-                id: kernel.id(),
+                id,
                 trusted: kernel.is_trusted(),
                 entry_point: kernel.entry_point(),
                 constants,
                 kinds: kernel.binding_kinds().collect(),
             };
-            self.record(key, op, kernel.wgsl(), &bindings, [gx, gy, 1])?;
+            self.record(key, op, wgsl, &bindings, [gx, gy, 1])?;
         }
         drop(bindings);
         Ok(outputs)

@@ -8,9 +8,11 @@ use std::fmt::Write as _;
 pub(crate) mod literal;
 pub(crate) mod parts;
 pub(crate) mod print;
+pub(crate) mod storage;
 
 use literal::ZERO_WORD;
 use print::{Leaf, Printed, print_graph};
+use storage::Storage;
 
 use crate::error::ExprError;
 use crate::graph::{Graph, NodeId, stable_hash};
@@ -64,8 +66,9 @@ fn check_name(name: &str, seen: &mut Vec<String>) -> Result<(), ExprError> {
     Ok(())
 }
 
-/// Generates the WGSL of an elementwise kernel, validates it with naga and returns the
-/// kernel with its stable id.
+/// Generates the WGSL of an elementwise kernel and of its f16-storage variant (layout in
+/// [`crate::kernel`]), validates both with naga and returns the kernel with their stable
+/// ids.
 ///
 /// # Errors
 /// A bad or repeated name, an input or uniform index the spec does not declare, a root
@@ -107,7 +110,32 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
             });
         }
     }
-    let live = g.reachable(&roots);
+    let wgsl = emit_wgsl(spec, &roots, Storage::F32)?;
+    validate(&wgsl)?;
+    let wgsl_f16 = emit_wgsl(spec, &roots, Storage::F16)?;
+    validate(&wgsl_f16)?;
+    Ok(Kernel {
+        name: spec.name.clone(),
+        id: stable_hash(&wgsl),
+        wgsl,
+        id_f16: stable_hash(&wgsl_f16),
+        wgsl_f16: Some(wgsl_f16),
+        inputs: spec.inputs.clone(),
+        uniforms: spec.uniforms.clone(),
+        inouts: spec.inouts.iter().map(|(n, _)| n.clone()).collect(),
+        outputs: spec.outputs.iter().map(|(n, _)| n.clone()).collect(),
+    })
+}
+
+/// The WGSL of the checked `spec` (whose stored values are `roots`) with every tensor in
+/// `storage`: the same body, only the loads and stores differ.
+fn emit_wgsl(
+    spec: &ElementwiseSpec<'_>,
+    roots: &[NodeId],
+    storage: Storage,
+) -> Result<String, ExprError> {
+    let g = spec.graph;
+    let live = g.reachable(roots);
     let n_in = spec.inputs.len() as u32;
     let n_io = spec.inouts.len() as u32;
 
@@ -123,15 +151,23 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
                 // index arithmetic; a broadcast input computes its offset from the launch
                 // coordinates. The constant folds the switch away.
                 let name = &spec.inputs[i as usize];
+                let b = format!("in_{name}");
+                let (full, first) = (storage.load4(&b, "q"), storage.load_first(&b));
+                let (row, at_o) = (storage.load4(&b, "o >> 2u"), storage.load1(&b, "o"));
+                let at_j = storage.load1(&b, "j");
                 let _ = writeln!(
                     body,
-                    "    var x_{name}: {t};\n    switch {mode} {{\n        case 0u: {{ x_{name} = in_{name}[q]; }}\n        case 1u: {{ x_{name} = {t}(in_{name}[0][0]); }}\n        case 2u: {{\n            // the four lanes share a row of the launch: one offset, then the row's stride\n            let o = tang_offset(i, params.s_{name});\n            let s = params.s_{name}.w;\n            if (s == 1u && (o & 3u) == 0u) {{ x_{name} = in_{name}[o >> 2u]; }}\n            else if (s == 0u) {{ x_{name} = {t}(in_{name}[o >> 2u][o & 3u]); }}\n            else {{ for (var l = 0u; l < 4u; l++) {{ let j = o + l * s; x_{name}[l] = in_{name}[j >> 2u][j & 3u]; }} }}\n        }}\n        default: {{\n            for (var l = 0u; l < 4u; l++) {{ let j = tang_offset(min(i + l, params.n - 1u), params.s_{name}); x_{name}[l] = in_{name}[j >> 2u][j & 3u]; }}\n        }}\n    }}"
+                    "    var x_{name}: {t};\n    switch {mode} {{\n        case 0u: {{ x_{name} = {full}; }}\n        case 1u: {{ x_{name} = {t}({first}); }}\n        case 2u: {{\n            // the four lanes share a row of the launch: one offset, then the row's stride\n            let o = tang_offset(i, params.s_{name});\n            let s = params.s_{name}.w;\n            if (s == 1u && (o & 3u) == 0u) {{ x_{name} = {row}; }}\n            else if (s == 0u) {{ x_{name} = {t}({at_o}); }}\n            else {{ for (var l = 0u; l < 4u; l++) {{ let j = o + l * s; x_{name}[l] = {at_j}; }} }}\n        }}\n        default: {{\n            for (var l = 0u; l < 4u; l++) {{ let j = tang_offset(min(i + l, params.n - 1u), params.s_{name}); x_{name}[l] = {at_j}; }}\n        }}\n    }}"
                 );
                 Ok(format!("x_{name}"))
             }
             Leaf::Input(i) if i < n_in + n_io => {
                 let name = &spec.inouts[(i - n_in) as usize].0;
-                let _ = writeln!(body, "    let x_{name} = io_{name}[q];");
+                let _ = writeln!(
+                    body,
+                    "    let x_{name} = {};",
+                    storage.load4(&format!("io_{name}"), "q")
+                );
                 Ok(format!("x_{name}"))
             }
             Leaf::Input(i) => Err(ExprError::Index {
@@ -155,11 +191,11 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
         names,
     } = print_graph(g, &live, lanes, ZERO_WORD, &mut leaf)?;
     // A long body validates in linear time only as several functions (see parts.rs).
-    let parts = parts::split(g, &body, &names, &roots, lanes);
+    let parts = parts::split(g, &body, &names, roots, lanes);
     if let Some(p) = &parts {
         body.clone_from(&p.body);
     }
-    // Stores: whole vec4s, except in the last group when n is not a multiple of 4, where
+    // Stores: whole groups, except in the last group when n is not a multiple of 4, where
     // only the lanes below n are written (so nothing past a tensor's end changes).
     let stores: Vec<(String, &str)> = spec
         .inouts
@@ -171,15 +207,7 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
                 .map(|(name, id)| (format!("out_{name}"), names[id.index()].as_str())),
         )
         .collect();
-    body.push_str("    if (i + 4u <= params.n) {\n");
-    for (dst, v) in &stores {
-        let _ = writeln!(body, "        {dst}[q] = {v};");
-    }
-    body.push_str("    } else {\n        for (var l = 0u; l < 4u; l++) {\n            if (i + l < params.n) {\n");
-    for (dst, v) in &stores {
-        let _ = writeln!(body, "                {dst}[q][l] = {v}[l];");
-    }
-    body.push_str("            }\n        }\n    }\n");
+    storage.stores(&mut body, &stores);
 
     let mut w = String::new();
     let _ = writeln!(w, "// tang kernel `{}` (generated)", spec.name);
@@ -196,24 +224,25 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
     }
     w.push_str("@group(0) @binding(0) var<uniform> params: Params;\n");
     let mut binding = 1;
+    let array = storage.array();
     for n in &spec.inputs {
         let _ = writeln!(
             w,
-            "@group(0) @binding({binding}) var<storage, read> in_{n}: array<{t}>;"
+            "@group(0) @binding({binding}) var<storage, read> in_{n}: {array};"
         );
         binding += 1;
     }
     for (n, _) in &spec.inouts {
         let _ = writeln!(
             w,
-            "@group(0) @binding({binding}) var<storage, read_write> io_{n}: array<{t}>;"
+            "@group(0) @binding({binding}) var<storage, read_write> io_{n}: {array};"
         );
         binding += 1;
     }
     for (n, _) in &spec.outputs {
         let _ = writeln!(
             w,
-            "@group(0) @binding({binding}) var<storage, read_write> out_{n}: array<{t}>;"
+            "@group(0) @binding({binding}) var<storage, read_write> out_{n}: {array};"
         );
         binding += 1;
     }
@@ -221,6 +250,7 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
     if !spec.inputs.is_empty() {
         w.push_str(OFFSET_HELPER);
     }
+    w.push_str(&storage.helpers());
     for text in helpers.values() {
         w.push_str(text);
         w.push('\n');
@@ -238,17 +268,7 @@ pub fn emit_elementwise(spec: &ElementwiseSpec<'_>) -> Result<Kernel, ExprError>
     );
     w.push_str(&body);
     w.push_str("}\n");
-
-    validate(&w)?;
-    Ok(Kernel {
-        name: spec.name.clone(),
-        id: stable_hash(&w),
-        wgsl: w,
-        inputs: spec.inputs.clone(),
-        uniforms: spec.uniforms.clone(),
-        inouts: spec.inouts.iter().map(|(n, _)| n.clone()).collect(),
-        outputs: spec.outputs.iter().map(|(n, _)| n.clone()).collect(),
-    })
+    Ok(w)
 }
 
 #[cfg(test)]
@@ -302,6 +322,32 @@ mod tests {
         let k1 = emit_elementwise(&spec).unwrap();
         let k2 = emit_elementwise(&spec).unwrap();
         assert_eq!(k1, k2);
+    }
+
+    #[test]
+    fn the_f16_variant_differs_only_in_its_loads_and_stores() {
+        let mut g = Graph::new();
+        let (x, w) = (g.input(0), g.input(1));
+        let y = g.app(Op::Mul, &[x, w]);
+        let mut spec = spec(&g, &["x", "w"], &[], vec![("y".into(), y)]);
+        spec.inouts = vec![("acc".into(), y)];
+        let k = emit_elementwise(&spec).unwrap();
+        let h = k.wgsl_f16.as_deref().unwrap();
+        assert_eq!(k.id_f16, stable_hash(h));
+        assert_ne!(k.id, k.id_f16, "the pipeline cache tells them apart");
+        // Every binding holds f16 bits; the arithmetic is the f32 kernel's.
+        assert_eq!(h.matches(": array<vec2<u32>>;").count(), 4);
+        assert!(!h.contains("array<vec4<f32>>"));
+        let body = |w: &str| {
+            w[w.find("let v").unwrap()..]
+                .lines()
+                .next()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(body(&k.wgsl), body(h));
+        // The last group keeps the half of a word past the tensor's end.
+        assert!(h.contains("& 0xffff0000u"));
     }
 
     #[test]

@@ -22,13 +22,18 @@ fn desc(k: &Kernel, wgsl: &Ident) -> TokenStream {
     let inouts = strs(&k.inouts);
     let outputs = strs(&k.outputs);
     let id = Literal::u64_suffixed(k.id);
-    // SAFETY (of the generated block): the WGSL is the code generator's output for this
-    // binding layout, naga-validated during expansion, every access guarded by `params.n`.
+    let f16 = k.wgsl_f16.as_deref().map(|w| {
+        let (w, id) = (wgsl_literal(w), Literal::u64_suffixed(k.id_f16));
+        quote!(.with_f16(#w, #id))
+    });
+    // SAFETY (of the generated block): the WGSL (both variants) is the code generator's
+    // output for this binding layout, naga-validated during expansion, every access
+    // guarded by `params.n`.
     quote! {
         unsafe {
             ::tang_runtime::__private::KernelDesc::new_trusted(
                 #name, #wgsl, #inputs, #uniforms, #inouts, #outputs, #id,
-            )
+            )#f16
         }
     }
 }

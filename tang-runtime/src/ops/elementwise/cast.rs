@@ -40,48 +40,10 @@ static CAST_U32: Spec<CastParams> = Spec::new(
     ),
 );
 
-/// WGSL: the f16 bits (in the low half) of the f32 with bits `x`, rounded to nearest
-/// even; overflow gives inf, NaN stays NaN with its payload's top bits (as `half`).
-pub(crate) const F32_TO_F16_BITS_WGSL: &str = "fn f32_to_f16_bits(x: u32) -> u32 {
-    let sign = (x >> 16u) & 0x8000u;
-    let e = (x >> 23u) & 0xffu;
-    let m = x & 0x7fffffu;
-    if (e == 0xffu) {
-        return sign | 0x7c00u | select(0u, 0x200u, m != 0u) | (m >> 13u);
-    }
-    let he = i32(e) - 112;
-    if (he >= 31) { return sign | 0x7c00u; }
-    if (he <= 0) {
-        if (he < -10) { return sign; }
-        let mm = m | 0x800000u;
-        let shift = u32(14 - he);
-        let halfway = 1u << (shift - 1u);
-        let rem = mm & ((1u << shift) - 1u);
-        var r = mm >> shift;
-        if (rem > halfway || (rem == halfway && (r & 1u) == 1u)) { r += 1u; }
-        return sign | r;
-    }
-    var r = (u32(he) << 10u) | (m >> 13u);
-    let rem = m & 0x1fffu;
-    // A carry out of the mantissa steps the exponent, up to inf: still nearest even.
-    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u) == 1u)) { r += 1u; }
-    return sign | r;
-}
-";
-
-/// WGSL: the f32 bits of the f16 with bits `h` (low half), exact.
-pub(crate) const F16_BITS_TO_F32_WGSL: &str = "fn f16_bits_to_f32(h: u32) -> u32 {
-    let sign = (h & 0x8000u) << 16u;
-    let e = (h >> 10u) & 0x1fu;
-    let m = h & 0x3ffu;
-    if (e == 0x1fu) { return sign | 0x7f800000u | (m << 13u); }
-    if (e == 0u) {
-        // Subnormal (or zero): m * 2^-24, a normal f32 (the product is exact).
-        return sign | bitcast<u32>(f32(m) * 5.9604644775390625e-8);
-    }
-    return sign | ((e + 112u) << 23u) | (m << 13u);
-}
-";
+/// The exact f16 <-> f32 conversions on the bits (round to nearest even), the one
+/// definition every kernel uses: the generated elementwise kernels' f16 variants need them
+/// at compile time, so they live in tang-expr beside that generator.
+pub(crate) use tang_expr::kernel::{F16_BITS_TO_F32_WGSL, F32_TO_F16_BITS_WGSL};
 
 /// `DIR = 0`: f32 -> f16, thread `i` writes the word of f16 elements `2i` and `2i + 1`
 /// (the high half is 0 past the end: the pad of an odd length). `DIR = 1`: f16 -> f32,

@@ -7,7 +7,26 @@
 
 use tang_expr::KernelDesc;
 
-use crate::{Error, Tensor};
+use crate::ops::{sum_to_shape, to_dtype};
+use crate::{DType, Error, Tensor};
+
+/// The gradient of `input` from `g` (of the launch shape): summed over the dimensions
+/// `input` was broadcast along, in `input`'s dtype (PyTorch's rule: a gradient has its
+/// input's dtype, so `f16 + f32` gives the f16 input an f16 gradient). The sum runs in f32
+/// (an f16 gradient is widened first, as PyTorch accumulates f16 sums in f32): one extra
+/// pass over the gradient, a cast that reads 2 and writes 4 bytes an element before the
+/// sum reads it, then a cast of the (smaller) sum back. Measured on the software adapter
+/// (2 threads), `[1024, 1024]` summed to `[1024]`: 10 ms for f16 this way, 3-5 ms for the
+/// f32 sum alone; a sum that reads f16 directly would drop the cast.
+fn input_grad(g: &Tensor, input: &Tensor) -> Result<Tensor, Error> {
+    let summed = if g.len() == input.len() {
+        // Nothing to sum: at most size-1 dimensions differ.
+        g.reshape(input.shape())?
+    } else {
+        sum_to_shape(&to_dtype(g, DType::F32)?, input.shape())?
+    };
+    to_dtype(&summed, input.dtype())
+}
 
 /// A single-output `#[fused_grad]` function as a differentiable tensor op (emitted by the
 /// macro as `f::FUSED`).
@@ -79,6 +98,9 @@ impl FusedFn {
     /// The function applied elementwise over the broadcast of `inputs`' shapes, with
     /// `uniforms` in declared order.
     ///
+    /// f16 inputs give an f16 result, computed in f32; f16 beside f32 inputs gives f32
+    /// (PyTorch's type promotion).
+    ///
     /// # Errors
     /// As [`crate::Device::launch`]: [`Error::Arity`] on wrong counts,
     /// [`Error::ShapeMismatch`] for shapes that do not broadcast, [`Error::DType`] for u32
@@ -98,7 +120,8 @@ impl FusedFn {
     /// The backward of [`FusedFn::forward`]: the gradient of each input from the
     /// upstream gradient `grad_out` (of the output's shape), each of its input's shape
     /// (summed over the dimensions it was broadcast along); `None` for inputs the
-    /// function does not differentiate.
+    /// function does not differentiate. Each gradient has its input's dtype (f16 for an
+    /// f16 input, computed in f32).
     ///
     /// # Errors
     /// As [`FusedFn::forward`]; [`Error::ShapeMismatch`] when `grad_out` does not have
@@ -122,13 +145,20 @@ impl FusedFn {
                 ),
             });
         }
+        // The passthrough below launches nothing, so check the dtypes a launch refuses
+        // (and `input_grad` would otherwise cast to).
+        for t in inputs.iter().chain([&grad_out]) {
+            if t.dtype() == DType::U32 {
+                t.expect_dtype(&format!("{}_backward", self.name()), DType::F32)?;
+            }
+        }
         let mut out: Vec<Option<Tensor>> = vec![None; inputs.len()];
         // Every gradient is `grad_out` itself (an add): no launch, only the sums over
         // broadcast dimensions. The gradients then share `grad_out`'s buffer; autograd
         // sums into a shared gradient out of place.
         if self.passthrough.len() == self.wrt.len() && self.passthrough.iter().all(|&p| p) {
             for &k in self.wrt {
-                out[k] = Some(crate::ops::sum_to_shape(grad_out, inputs[k].shape())?);
+                out[k] = Some(input_grad(grad_out, inputs[k])?);
             }
             return Ok(out);
         }
@@ -136,7 +166,7 @@ impl FusedFn {
         with_grad.push(grad_out);
         let grads = dev.launch(&self.vjp, &with_grad, &[], uniforms)?;
         for (&k, g) in self.wrt.iter().zip(grads) {
-            out[k] = Some(crate::ops::sum_to_shape(&g, inputs[k].shape())?);
+            out[k] = Some(input_grad(&g, inputs[k])?);
         }
         Ok(out)
     }

@@ -15,11 +15,6 @@ params! {
     struct FillParams { n: u32, value: u32 }
 }
 
-params! {
-    /// `n` elements scaled by `s` (`mul_`) or added `s` times another tensor (`add_`).
-    struct ScaleParams { n: u32, s: f32 }
-}
-
 /// `x[i] = value` for every 32-bit word.
 static FILL: Spec<FillParams> = Spec::new(
     "fill",
@@ -28,28 +23,42 @@ static FILL: Spec<FillParams> = Spec::new(
     per_element!("x[i] = p.value;"),
 );
 
-/// `x[i] = x[i] + s * y[i]` (`add_`).
-static ADD_SCALED: Spec<ScaleParams> = Spec::new(
-    "add_",
-    &[],
-    &[
-        Slot::Read("y", "array<f32>"),
-        Slot::ReadWrite("x", "array<f32>"),
-    ],
-    per_element!("x[i] = x[i] + p.s * y[i];"),
-);
+/// The in-place updates, as generated kernels: each comes in f32 and f16 storage (an f16
+/// tensor is updated in f32 and rounded back), and reads a broadcast operand in place.
+// Only the kernels are launched; the CPU functions the macro keeps beside them are unused.
+#[allow(dead_code)]
+mod update {
+    use crate::kernel;
 
-/// `x[i] = x[i] * s` (`mul_`).
-static MUL_SCALAR: Spec<ScaleParams> = Spec::new(
-    "mul_",
-    &[],
-    &[Slot::ReadWrite("x", "array<f32>")],
-    per_element!("x[i] = x[i] * p.s;"),
-);
+    /// `x += alpha * other` (`add_`).
+    #[kernel]
+    pub fn add_scaled(x: &mut f32, other: f32, #[uniform] alpha: f32) {
+        *x += alpha * other;
+    }
+
+    /// `x *= s` (`mul_`).
+    #[kernel]
+    pub fn scale(x: &mut f32, #[uniform] s: f32) {
+        *x *= s;
+    }
+
+    /// `x = src`: `copy_` of f16 tensors (the strided copy moves 32-bit elements).
+    #[kernel]
+    pub fn assign(x: &mut f32, src: f32) {
+        *x = src;
+    }
+
+    /// `x = value`: `fill_` and `zero_` of f16 tensors (a fill or clear of whole 32-bit
+    /// words would change the other half of an odd-length tensor's last word).
+    #[kernel]
+    pub fn fill(x: &mut f32, #[uniform] value: f32) {
+        *x = value;
+    }
+}
 
 /// Every kernel of this file, for the registry.
 pub(crate) fn kernels() -> Vec<Source> {
-    vec![FILL.source(), ADD_SCALED.source(), MUL_SCALAR.source()]
+    vec![FILL.source()]
 }
 
 /// Launches a one-thread-per-element kernel over the last tensor of `tensors` (the one
@@ -73,57 +82,81 @@ fn fill_words(op: &str, x: &Tensor, value: u32) -> Result<(), Error> {
 }
 
 /// In place: `x += alpha * other` (PyTorch's `x.add_(other, alpha=alpha)`; `alpha = 1.0`
-/// adds). `other` broadcasts to `x`'s shape.
+/// adds). `other` broadcasts to `x`'s shape. `x` keeps its dtype, as in PyTorch: an f16
+/// `x` is updated in f32 and rounded back, its f32 `other` rounded to f16 first; an f16
+/// `other` is read as f32 by an f32 `x`.
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] when `other` does not broadcast to `x`, [`Error::DType`] for
 /// u32 tensors, [`Error::DeviceMismatch`], [`Error::TooLarge`].
 pub fn add_(x: &Tensor, other: &Tensor, alpha: f32) -> Result<(), Error> {
     let op = "add_";
-    check::dtype(op, x, DType::F32)?;
-    check::dtype(op, other, DType::F32)?;
+    float(op, x)?;
+    float(op, other)?;
     check::same_device(op, x.device(), &[("other", other)])?;
-    let other = if other.shape() == x.shape() {
+    check_broadcast(op, "other", other, x)?;
+    let other = if x.dtype() == DType::F16 {
+        crate::ops::to_dtype(other, DType::F16)?
+    } else {
         other.clone()
-    } else if broadcasts_to(other.shape(), x.shape()) {
-        crate::ops::shape::broadcast::expand(other, x.shape())?
-    } else {
-        return Err(check::mismatch(
-            op,
-            format!(
-                "other of shape {:?} does not broadcast to x's shape {:?}",
-                other.shape(),
-                x.shape()
-            ),
-        ));
     };
-    // `x.add_(x)`: the kernel cannot bind one buffer as read and read-write; read a copy.
-    let other = if other.same_buffer(x) {
-        clone(&other)?
-    } else {
-        other
-    };
-    launch_elementwise(op, &ADD_SCALED, &[&other, x], |n| ScaleParams {
-        n,
-        s: alpha,
-    })
+    update::add_scaled::launch(x.device(), x, &unaliased(other, x)?, alpha)
 }
 
-/// In place: `x *= s` (PyTorch's `x.mul_(s)` with a number).
+/// Fails with [`Error::ShapeMismatch`] unless `src` (named `what`) broadcasts to `x`'s
+/// shape.
+fn check_broadcast(op: &str, what: &str, src: &Tensor, x: &Tensor) -> Result<(), Error> {
+    if broadcasts_to(src.shape(), x.shape()) {
+        return Ok(());
+    }
+    Err(check::mismatch(
+        op,
+        format!(
+            "{what} of shape {:?} does not broadcast to x's shape {:?}",
+            src.shape(),
+            x.shape()
+        ),
+    ))
+}
+
+/// `src`, or a copy of it when it shares `x`'s buffer (`x.add_(x)`): a kernel cannot bind
+/// one buffer as read and read-write.
+fn unaliased(src: Tensor, x: &Tensor) -> Result<Tensor, Error> {
+    if src.same_buffer(x) {
+        clone(&src)
+    } else {
+        Ok(src)
+    }
+}
+
+/// In place: `x *= s` (PyTorch's `x.mul_(s)` with a number; an f16 `x` is scaled in f32
+/// and rounded back).
 ///
 /// # Errors
 /// [`Error::DType`] for a u32 tensor, [`Error::TooLarge`].
 pub fn mul_(x: &Tensor, s: f32) -> Result<(), Error> {
-    check::dtype("mul_", x, DType::F32)?;
-    launch_elementwise("mul_", &MUL_SCALAR, &[x], |n| ScaleParams { n, s })
+    float("mul_", x)?;
+    update::scale::launch(x.device(), x, s)
 }
 
-/// In place: every element of the f32 tensor `x` set to `value` (PyTorch's `fill_`).
+/// Fails with [`Error::DType`] (expecting f32) unless `x` is f32 or f16.
+fn float(op: &str, x: &Tensor) -> Result<(), Error> {
+    if x.dtype() == DType::F16 {
+        return Ok(());
+    }
+    check::dtype(op, x, DType::F32)
+}
+
+/// In place: every element of the float tensor `x` set to `value` (PyTorch's `fill_`; an
+/// f16 `x` gets `value` rounded to f16).
 ///
 /// # Errors
 /// [`Error::DType`] for a u32 tensor (use [`fill_u32_`]), [`Error::TooLarge`].
 pub fn fill_(x: &Tensor, value: f32) -> Result<(), Error> {
-    check::dtype("fill_", x, DType::F32)?;
+    float("fill_", x)?;
+    if x.dtype() == DType::F16 {
+        return update::fill::launch(x.device(), x, value);
+    }
     fill_words("fill_", x, value.to_bits())
 }
 
@@ -136,11 +169,14 @@ pub fn fill_u32_(x: &Tensor, value: u32) -> Result<(), Error> {
     fill_words("fill_u32_", x, value)
 }
 
-/// In place: every element set to zero (f32 `0.0` or u32 `0`: the same bits).
+/// In place: every element set to zero (f32 `0.0`, f16 `0.0` or u32 `0`: zero bits).
 ///
 /// # Errors
 /// [`Error::TooLarge`], [`Error::DeviceLost`].
 pub fn zero_(x: &Tensor) -> Result<(), Error> {
+    if x.dtype() == DType::F16 {
+        return fill_(x, 0.0);
+    }
     x.clear()
 }
 
@@ -180,24 +216,14 @@ pub fn copy_(x: &Tensor, src: &Tensor) -> Result<(), Error> {
     let op = "copy_";
     check::same_device(op, x.device(), &[("src", src)])?;
     check::same_dtype(op, x, src)?;
-    if !broadcasts_to(src.shape(), x.shape()) {
-        return Err(check::mismatch(
-            op,
-            format!(
-                "src of shape {:?} does not broadcast to x's shape {:?}",
-                src.shape(),
-                x.shape()
-            ),
-        ));
-    }
+    check_broadcast(op, "src", src, x)?;
     if src.same_buffer(x) && src.len() == x.len() {
         return Ok(());
     }
-    let src = if src.same_buffer(x) {
-        clone(src)?
-    } else {
-        src.clone()
-    };
+    let src = unaliased(src.clone(), x)?;
+    if x.dtype() == DType::F16 {
+        return update::assign::launch(x.device(), x, &src);
+    }
     let from = broadcast_layout(src.shape(), x.shape());
     strided_copy(
         op,
@@ -215,6 +241,11 @@ pub fn copy_(x: &Tensor, src: &Tensor) -> Result<(), Error> {
 /// # Errors
 /// [`Error::TooLarge`], [`Error::DeviceLost`].
 pub fn clone(x: &Tensor) -> Result<Tensor, Error> {
+    if x.dtype() == DType::F16 {
+        let out = x.device().empty(x.shape(), DType::F16)?;
+        update::assign::launch(x.device(), &out, x)?;
+        return Ok(out);
+    }
     gather_view("clone", x, &Layout::contiguous(x.shape()), x.shape())
 }
 

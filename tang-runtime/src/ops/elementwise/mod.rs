@@ -4,6 +4,10 @@
 //! its generated VJP kernel plus [`crate::ops::sum_to_shape`] for broadcast inputs
 //! ([`crate::FusedFn`]). Backwards take `grad_out` first, then the forward's arguments, and
 //! return one gradient per differentiable input in the input's shape.
+//!
+//! f16 tensors run the kernels' f16 variants: f16 storage, f32 arithmetic, f16 results
+//! and gradients; an f16 input beside an f32 one is read as f32 and the result is f32
+//! (PyTorch's type promotion); each gradient has its input's dtype.
 
 pub(crate) mod cast;
 pub(super) mod compare;
@@ -149,14 +153,14 @@ unary! {
 }
 
 /// `a` where `mask` is nonzero, else `b` (PyTorch's `torch.where(mask, a, b)`; `where` is
-/// a Rust keyword). `mask` is a u32 mask as the comparisons give (or f32); the three
-/// shapes broadcast.
+/// a Rust keyword). `mask` is a u32 mask as the comparisons give (or a float one); the
+/// three shapes broadcast.
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] when the shapes do not broadcast, [`Error::DType`] when `a` or
 /// `b` is u32, [`Error::DeviceMismatch`] across devices.
 pub fn where_cond(mask: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor, Error> {
-    let mask = float_mask(mask)?;
+    let mask = float_mask(mask, a, b)?;
     kernels::where_cond::FUSED.forward(&[&mask, a, b], &[])
 }
 
@@ -171,7 +175,7 @@ pub fn where_cond_backward(
     a: &Tensor,
     b: &Tensor,
 ) -> Result<(Tensor, Tensor), Error> {
-    let mask = float_mask(mask)?;
+    let mask = float_mask(mask, a, b)?;
     Ok(two(kernels::where_cond::FUSED.backward(
         grad_out,
         &[&mask, a, b],
@@ -179,10 +183,9 @@ pub fn where_cond_backward(
     )?))
 }
 
-/// A mask as f32 0.0 / 1.0 (the kernels read f32).
-fn float_mask(mask: &Tensor) -> Result<Tensor, Error> {
-    match mask.dtype() {
-        DType::F32 => Ok(mask.clone()),
-        DType::U32 | DType::F16 => to_dtype(mask, DType::F32),
-    }
+/// A mask as 0.0 / 1.0 in the values' float type: f16 when `a` and `b` are both f16 (so
+/// the launch stays f16, as PyTorch's `where` keeps their dtype), else f32.
+fn float_mask(mask: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor, Error> {
+    let f16 = a.dtype() == DType::F16 && b.dtype() == DType::F16;
+    to_dtype(mask, if f16 { DType::F16 } else { DType::F32 })
 }
