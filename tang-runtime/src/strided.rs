@@ -5,7 +5,10 @@
 //! contiguous on both sides are merged, so most copies run at rank 1 to 3; when the last
 //! dimension is contiguous on both sides and everything is a multiple of 4, each thread
 //! moves a `vec4` (16-byte loads and stores, coalesced along that dimension). The kernel
-//! moves 32-bit words, so f32 and u32 tensors are copied bit for bit.
+//! moves 32-bit words, so f32 and u32 tensors are copied bit for bit. f16 tensors (two
+//! elements per word) are copied as words where every run of the copy pairs up (even
+//! sizes, strides and offsets: a permute of heads of even width), and otherwise into a
+//! contiguous destination a word of two elements per thread, each read from its half.
 
 use crate::size::fits_u32;
 use crate::spec::{Slot, Source, Spec, launch_threads, params};
@@ -65,24 +68,69 @@ impl StridedParams {
     }
 }
 
+/// WGSL: the copy's sizes and source strides as indexable arrays.
+macro_rules! sizes_and_src_strides {
+    () => {
+        "    let shape = array<u32, 8>(p.n0, p.n1, p.n2, p.n3, p.n4, p.n5, p.n6, p.n7);
+    let src_strides = array<u32, 8>(p.s0, p.s1, p.s2, p.s3, p.s4, p.s5, p.s6, p.s7);
+"
+    };
+}
+
+/// WGSL, inside the loop over dimensions `k` (innermost first): the coordinate `c` of
+/// dimension `d` taken off the remaining index `r`, and the source offset `s` moved by it.
+macro_rules! walk_dim {
+    () => {
+        "        let d = p.rank - 1u - k;
+        let n = shape[d];
+        let c = r % n;
+        r = r / n;
+        s = s + c * src_strides[d];
+"
+    };
+}
+
 const BODY: &str = concat!(
     thread_main!(i < "p.total"),
-    "    let shape = array<u32, 8>(p.n0, p.n1, p.n2, p.n3, p.n4, p.n5, p.n6, p.n7);
-    let src_strides = array<u32, 8>(p.s0, p.s1, p.s2, p.s3, p.s4, p.s5, p.s6, p.s7);
-    let dst_strides = array<u32, 8>(p.d0, p.d1, p.d2, p.d3, p.d4, p.d5, p.d6, p.d7);
+    sizes_and_src_strides!(),
+    "    let dst_strides = array<u32, 8>(p.d0, p.d1, p.d2, p.d3, p.d4, p.d5, p.d6, p.d7);
     var r = i;
     var s = p.src_off;
     var t = p.dst_off;
     // Innermost dimension first: the coordinate of the last dimension varies fastest.
     for (var k = 0u; k < p.rank; k = k + 1u) {
-        let d = p.rank - 1u - k;
-        let n = shape[d];
-        let c = r % n;
-        r = r / n;
-        s = s + c * src_strides[d];
-        t = t + c * dst_strides[d];
+",
+    walk_dim!(),
+    "        t = t + c * dst_strides[d];
     }
     dst[t] = src[s];
+}
+"
+);
+
+/// f16 into a contiguous destination: thread `i` writes destination word `i` (elements
+/// `2i`, `2i + 1` of the copy), each element read from its half of a source word. The
+/// high half past an odd total keeps what the destination held (another tensor's
+/// element, in a view).
+const HALF_BODY: &str = concat!(
+    thread_main!(i < "(p.total + 1u) / 2u"),
+    sizes_and_src_strides!(),
+    "    var word = 0u;
+    for (var h = 0u; h < 2u; h = h + 1u) {
+    let e = 2u * i + h;
+    var half = dst[p.dst_off / 2u + i] >> 16u;
+    if (e < p.total) {
+    var r = e;
+    var s = p.src_off;
+    for (var k = 0u; k < p.rank; k = k + 1u) {
+",
+    walk_dim!(),
+    "    }
+    half = (src[s >> 1u] >> (16u * (s & 1u))) & 0xffffu;
+    }
+    word = word | (half << (16u * h));
+    }
+    dst[p.dst_off / 2u + i] = word;
 }
 "
 );
@@ -96,9 +144,16 @@ static K_VEC4: Spec<StridedParams> = Spec::new(
     BODY,
 );
 
+static K_HALF: Spec<StridedParams> = Spec::new(
+    "strided_copy_f16",
+    &["alias T = u32;\n"],
+    COPY_SLOTS,
+    HALF_BODY,
+);
+
 /// Every kernel of this file, for the registry.
 pub(crate) fn kernels() -> Vec<Source> {
-    vec![K_WORD.source(), K_VEC4.source()]
+    vec![K_WORD.source(), K_VEC4.source(), K_HALF.source()]
 }
 
 /// Where a tensor's elements sit: per-dimension strides and a start offset (elements).
@@ -166,16 +221,26 @@ pub(crate) fn strided_copy(
             limit: MAX_RANK as u64,
         });
     }
+    // Elements per 32-bit word.
+    let epw = 4 / src.dtype().size();
     let (last_n, last_s, last_d) = dims[dims.len() - 1];
-    let vec4 = last_n.is_multiple_of(4)
-        && last_s == 1
-        && last_d == 1
-        && src_layout.offset.is_multiple_of(4)
-        && dst_layout.offset.is_multiple_of(4)
-        && dims[..dims.len() - 1]
-            .iter()
-            .all(|&(_, s, d)| s.is_multiple_of(4) && d.is_multiple_of(4));
-    let w = if vec4 { 4 } else { 1 };
+    // Whether the copy moves units of `w` elements: the last dimension contiguous on both
+    // sides, every size, stride and offset a multiple of `w`.
+    let units_of = |w: usize| {
+        last_n.is_multiple_of(w)
+            && last_s == 1
+            && last_d == 1
+            && src_layout.offset.is_multiple_of(w)
+            && dst_layout.offset.is_multiple_of(w)
+            && dims[..dims.len() - 1]
+                .iter()
+                .all(|&(_, s, d)| s.is_multiple_of(w) && d.is_multiple_of(w))
+    };
+    let vec4 = units_of(4 * epw);
+    if epw > 1 && !vec4 && !units_of(epw) {
+        return half_copy(op, (src, src_layout), (dst, dst_layout), shape, &dims);
+    }
+    let w = if vec4 { 4 * epw } else { epw };
     let mut params = StridedParams::default();
     let (mut ns, mut ss, mut ds) = ([0u32; MAX_RANK], [0u32; MAX_RANK], [0u32; MAX_RANK]);
     let last = dims.len() - 1;
@@ -205,6 +270,42 @@ pub(crate) fn strided_copy(
         params.total,
         &[src, dst],
     )
+}
+
+/// [`strided_copy`] of f16 elements that do not pair into words: into a contiguous
+/// destination (a new tensor, or a contiguous view from an even offset), a thread per
+/// destination word.
+fn half_copy(
+    op: &str,
+    (src, src_layout): (&Tensor, &Layout),
+    (dst, dst_layout): (&Tensor, &Layout),
+    shape: &[usize],
+    dims: &[Dim],
+) -> Result<(), Error> {
+    let contiguous = dst_layout.strides == crate::size::contiguous_strides(shape);
+    if !contiguous || !dst_layout.offset.is_multiple_of(2) {
+        return Err(Error::InvalidArgument {
+            op: op.into(),
+            detail: format!(
+                "an f16 copy into a strided view of shape {shape:?} whose elements do not pair \
+                 into 32-bit words (odd sizes, strides or offsets) is not supported; copy in \
+                 f32 (`to_dtype`) and cast the result, or make the destination contiguous"
+            ),
+        });
+    }
+    let mut params = StridedParams::default();
+    let (mut ns, mut ss) = ([0u32; MAX_RANK], [0u32; MAX_RANK]);
+    for (k, &(n, s, _)) in dims.iter().enumerate() {
+        // Below the tensors' lengths, checked by the caller to fit in u32.
+        (ns[k], ss[k]) = (n as u32, s as u32);
+    }
+    params.set_dims(ns, ss, [0; MAX_RANK]);
+    params.rank = dims.len() as u32;
+    params.src_off = src_layout.offset as u32;
+    params.dst_off = dst_layout.offset as u32;
+    params.total = fits_u32(op, "elements", shape.iter().product())?;
+    let words = params.total.div_ceil(2);
+    launch_threads(op, src.device(), &K_HALF, &[], &params, words, &[src, dst])
 }
 
 /// A new contiguous tensor of `shape` holding `src` read through `layout` (the caller

@@ -263,6 +263,17 @@ impl Tensor {
     /// (f32 `0.0` and u32 `0` are the same bits).
     pub(crate) fn clear(&self) -> Result<(), Error> {
         let bytes = self.bytes();
+        if !bytes.is_multiple_of(4) || !self.offset.is_multiple_of(4) {
+            // wgpu clears whole 32-bit words: an odd f16 view shares its last or first
+            // word with another tensor's element.
+            return Err(Error::InvalidArgument {
+                op: "clear".into(),
+                detail: format!(
+                    "{bytes} bytes at byte offset {} are not whole 32-bit words; use fill_",
+                    self.offset
+                ),
+            });
+        }
         if bytes > 0 {
             let dev = self.device();
             let mut st = dev.lock()?;

@@ -3,11 +3,12 @@
 //! words, so f32 and u32 tensors are copied bit for bit.
 
 use crate::ops::check::{self, mismatch};
+use crate::ops::to_dtype;
 use crate::size::Size;
 use crate::spec::{Slot, Source, Spec, params};
 use crate::strided::COPY_SLOTS;
 use crate::wgsl::{thread_main, unit_specs};
-use crate::{Device, Error, Tensor};
+use crate::{DType, Device, Error, Tensor};
 
 // 32 x 32 tile, 32 x 8 threads, 4 elements each. The tile row is padded to 33 words so
 // the column-wise reads of the write phase fall in distinct banks. Every loop bound is
@@ -102,6 +103,9 @@ fn fits_u32(what: &str, n: usize) -> Result<u32, Error> {
 /// [`Error::ShapeMismatch`] for a tensor of rank < 2, [`Error::TooLarge`] beyond
 /// 2^32 - 1 elements.
 pub(crate) fn transpose(x: &Tensor) -> Result<Tensor, Error> {
+    if x.dtype() == DType::F16 {
+        return through_f32(x, transpose);
+    }
     let s = x.shape();
     if s.len() < 2 {
         return Err(mismatch(
@@ -174,6 +178,12 @@ fn block_copy(
     k.dispatch(&[], &params, &[src, dst], grid)
 }
 
+/// `f` of `x` computed in f32 and rounded back to f16 (exact for an op that only moves
+/// elements): for the copy kernels, which move 32-bit words.
+fn through_f32(x: &Tensor, f: fn(&Tensor) -> Result<Tensor, Error>) -> Result<Tensor, Error> {
+    to_dtype(&f(&to_dtype(x, DType::F32)?)?, DType::F16)
+}
+
 /// `(outer, dim length, inner)` of `shape` around `dim`. Only for the shape of a
 /// non-empty tensor, whose parts cannot overflow.
 fn around(shape: &[usize], dim: usize) -> (usize, usize, usize) {
@@ -193,6 +203,15 @@ fn around(shape: &[usize], dim: usize) -> (usize, usize, usize) {
 /// [`Error::DeviceMismatch`] for mixed devices, [`Error::TooLarge`] beyond 2^32 - 1
 /// elements.
 pub fn cat(xs: &[&Tensor], dim: usize) -> Result<Tensor, Error> {
+    if xs.first().is_some_and(|x| x.dtype() == DType::F16) {
+        // The copy kernels move 32-bit words: f16 pieces go through f32 (exact).
+        let wide = xs
+            .iter()
+            .map(|x| to_dtype(x, DType::F32))
+            .collect::<Result<Vec<_>, _>>()?;
+        let wide: Vec<&Tensor> = wide.iter().collect();
+        return to_dtype(&cat(&wide, dim)?, DType::F16);
+    }
     let Some((first, rest)) = xs.split_first() else {
         return Err(Error::Arity {
             op: "cat".into(),
@@ -256,6 +275,11 @@ pub fn cat(xs: &[&Tensor], dim: usize) -> Result<Tensor, Error> {
 /// [`Error::ShapeMismatch`] for a dim out of range or sizes that do not sum to the
 /// dim's length, [`Error::TooLarge`] beyond 2^32 - 1 elements.
 pub fn split(x: &Tensor, dim: usize, sizes: &[usize]) -> Result<Vec<Tensor>, Error> {
+    if x.dtype() == DType::F16 {
+        // As `cat`: through f32, exactly.
+        let pieces = split(&to_dtype(x, DType::F32)?, dim, sizes)?;
+        return pieces.iter().map(|p| to_dtype(p, DType::F16)).collect();
+    }
     let s = x.shape();
     check::dim("split", dim, s)?;
     let sum = Size::sum(sizes.iter().copied());

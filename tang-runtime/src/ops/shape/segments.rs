@@ -106,11 +106,12 @@ fn run(
     let dev = flat.device();
     for (i, (t, &at)) in parts.iter().zip(offsets).enumerate() {
         check::same_device(op, dev, &[("part", t)])?;
-        if t.dtype().size() != flat.dtype().size() {
+        if t.dtype().size() != 4 || t.dtype().size() != flat.dtype().size() {
             return Err(check::mismatch(
                 op,
                 format!(
-                    "part {i} is {:?} and the flat tensor {:?}",
+                    "part {i} is {:?} and the flat tensor {:?}: both must be 32-bit (f32 or \
+                     u32; cast f16 parts with `to_dtype`)",
                     t.dtype(),
                     flat.dtype()
                 ),

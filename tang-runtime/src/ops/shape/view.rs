@@ -5,7 +5,7 @@
 use crate::ops::check;
 use crate::ops::shape::copy::{cat, split, transpose};
 use crate::strided::{Layout, gather_view, merge_dims, strided_copy};
-use crate::{Error, Tensor};
+use crate::{DType, Error, Tensor};
 
 /// The same data with another shape of the same element count; no copy (PyTorch's
 /// `reshape`; every tang tensor is contiguous, so it is also `view`).
@@ -45,7 +45,7 @@ fn check_permutation(op: &str, dims: &[usize], shape: &[usize]) -> Result<(), Er
 
 /// Reorders the dimensions: output dimension `d` is input dimension `dims[d]` (PyTorch's
 /// `permute` followed by `contiguous`), e.g. `[B, T, H, D]` with `dims = [0, 2, 1, 3]`
-/// gives `[B, H, T, D]`. Any rank; f32 and u32 tensors.
+/// gives `[B, H, T, D]`. Any rank and dtype.
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] when `dims` is not a permutation of the dimensions,
@@ -60,7 +60,10 @@ pub fn permute(x: &Tensor, dims: &[usize]) -> Result<Tensor, Error> {
         strides: dims.iter().map(|&d| own[d]).collect(),
         offset: 0,
     };
-    if let Some(view) = batched_transpose(&out_shape, &src.strides) {
+    // The tiled transpose moves 32-bit words; f16 takes the strided copy, which pairs them.
+    if x.dtype().size() == 4
+        && let Some(view) = batched_transpose(&out_shape, &src.strides)
+    {
         // The last dimension moves: the tiled transpose reads and writes coalesced.
         return transpose(&x.reshape(&view)?)?.reshape(&out_shape);
     }
@@ -193,11 +196,17 @@ pub fn slice_scatter_(x: &Tensor, src: &Tensor, dim: usize, start: usize) -> Res
 }
 
 /// `x` with `src` written at `start..` of `dim` (PyTorch's `slice_scatter`, step 1): a new
-/// tensor; `x` is unchanged.
+/// tensor; `x` is unchanged. f16 tensors whose slice does not pair into 32-bit words are
+/// scattered in f32 (exact).
 ///
 /// # Errors
 /// As [`slice_scatter_`].
 pub fn slice_scatter(x: &Tensor, src: &Tensor, dim: usize, start: usize) -> Result<Tensor, Error> {
+    if x.dtype() == DType::F16 && src.dtype() == DType::F16 {
+        let wide = |t: &Tensor| crate::ops::to_dtype(t, DType::F32);
+        let out = slice_scatter(&wide(x)?, &wide(src)?, dim, start)?;
+        return crate::ops::to_dtype(&out, DType::F16);
+    }
     let out = crate::ops::elementwise::inplace::clone(x)?;
     slice_scatter_(&out, src, dim, start)?;
     Ok(out)
