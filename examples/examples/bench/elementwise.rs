@@ -341,6 +341,29 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
         });
         case(report, &fb, r, gb(n as f64 * 16.0), "GB/s(min traffic)");
     }
+    // The same kernels on f16 tensors (f16 storage, f32 arithmetic): half the traffic.
+    let fwd16 = format!("gelu_tanh_fwd_f16_{sz}");
+    let vjp16 = format!("gelu_tanh_vjp_f16_{sz}");
+    if report.wants(&fwd16) || report.wants(&vjp16) {
+        let half = |t: &Tensor| tang_runtime::ops::to_dtype(t, tang_runtime::DType::F16);
+        match half(&x).and_then(|x16| Ok((x16, half(&g)?))) {
+            Ok((x16, g16)) => {
+                if report.wants(&fwd16) {
+                    let r = time(dev, warm, reps, || {
+                        dev.launch(&gelu::KERNEL, &[&x16], &[], &[]).map(drop)
+                    });
+                    case(report, &fwd16, r, gb(n as f64 * 4.0), "GB/s(min traffic)");
+                }
+                if report.wants(&vjp16) {
+                    let r = time(dev, warm, reps, || {
+                        dev.launch(&gelu::VJP, &[&x16, &g16], &[], &[]).map(drop)
+                    });
+                    case(report, &vjp16, r, gb(n as f64 * 6.0), "GB/s(min traffic)");
+                }
+            }
+            Err(e) => report.fail(&fwd16, &e),
+        }
+    }
     drop((x, g));
 
     let total: usize = if quick { 12_000_000 } else { 124_000_000 };

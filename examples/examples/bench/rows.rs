@@ -11,7 +11,7 @@
 
 use tang_runtime::ops;
 use tang_runtime::ops::rows_team::{self, RowOp};
-use tang_runtime::{Device, Error, Tensor};
+use tang_runtime::{DType, Device, Error, Tensor};
 
 use super::Report;
 
@@ -146,6 +146,8 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
         "layer_norm_65536x1024",
         "rms_norm_65536x1024",
         "cross_entropy_65536x1024",
+        "softmax_65536x1024_fwd_f16",
+        "layer_norm_65536x1024_fwd_bwd_f16",
     ];
     if !group.iter().any(|n| report.wants(n)) {
         return;
@@ -247,6 +249,7 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
         };
         case(report, name, fwd_bwd, time(dev, quick, step));
     }
+    f16_cases(dev, quick, report, [&x, &g, &w, &b]);
     let name = "cross_entropy_65536x1024";
     if report.wants(name) {
         let t: Vec<u32> = (0..R as u32)
@@ -260,5 +263,40 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
             }
             Err(e) => report.fail(name, &e),
         }
+    }
+}
+
+/// Softmax and layer norm on f16 rows (f16 in and out, f32 statistics; f32 weights as
+/// autocast leaves them): the bytes are half the f32 cases'.
+fn f16_cases(dev: &Device, quick: bool, report: &mut Report, [x, g, w, b]: [&Tensor; 4]) {
+    let names = [
+        "softmax_65536x1024_fwd_f16",
+        "layer_norm_65536x1024_fwd_f16",
+        "layer_norm_65536x1024_fwd_bwd_f16",
+    ];
+    if !names.iter().any(|n| report.wants(n)) {
+        return;
+    }
+    let (x, g) =
+        match ops::to_dtype(x, DType::F16).and_then(|x| Ok((x, ops::to_dtype(g, DType::F16)?))) {
+            Ok(t) => t,
+            Err(e) => return report.fail(names[0], &e),
+        };
+    let fwd = 2.0 * (R * C * 2) as f64;
+    let fwd_bwd = 5.0 * (R * C * 2) as f64;
+    if report.wants(names[0]) {
+        let step = || ops::softmax(&x).map(drop);
+        case(report, names[0], fwd, time(dev, quick, step));
+    }
+    if report.wants(names[1]) {
+        let step = || ops::layer_norm(&x, w, b, 1e-5).map(drop);
+        case(report, names[1], fwd, time(dev, quick, step));
+    }
+    if report.wants(names[2]) {
+        let step = || {
+            let o = ops::layer_norm(&x, w, b, 1e-5)?;
+            ops::layer_norm_backward(&g, &x, w, &o.stats).map(drop)
+        };
+        case(report, names[2], fwd_bwd, time(dev, quick, step));
     }
 }
