@@ -17,11 +17,11 @@
 use tang_expr::KernelDesc;
 use tang_expr::kernel::{InputRead, MAX_LAUNCH_DIMS, elementwise_dispatch};
 
+use crate::cast::to_dtype;
 use crate::device::Device;
 use crate::dispatch::Binding;
 use crate::dtype::DType;
 use crate::error::Error;
-use crate::ops::to_dtype;
 use crate::pipeline::PipelineKey;
 use crate::size::numel;
 use crate::tensor::Tensor;
@@ -213,12 +213,8 @@ fn storage(
     Ok((DType::F32, kernel.wgsl(), kernel.id()))
 }
 
-/// `t` copied to the launch shape `full` (a broadcast the kernel cannot index). The strided
-/// copy moves 32-bit elements, so an f16 tensor is copied as f32 and cast back.
+/// `t` copied to the launch shape `full` (a broadcast the kernel cannot index).
 fn materialise(t: &Tensor, full: &[usize]) -> Result<Tensor, Error> {
-    if t.dtype() == DType::F16 {
-        return to_dtype(&materialise(&to_dtype(t, DType::F32)?, full)?, DType::F16);
-    }
     let layout = crate::strided::broadcast_layout(t.shape(), full);
     crate::strided::gather_view("expand", t, &layout, full)
 }

@@ -24,6 +24,7 @@
 extern crate self as tang_runtime;
 
 mod bind_groups;
+mod cast;
 mod checks;
 mod device;
 mod dispatch;
@@ -74,6 +75,7 @@ pub mod __testing {
     /// `(name, WGSL)`.
     pub fn dense_kernels() -> Vec<(String, String)> {
         let mut all = crate::strided::kernels();
+        all.extend(crate::cast::kernels());
         all.extend(crate::ops::registry());
         all
     }

@@ -118,11 +118,15 @@ pub(crate) enum Slot {
     ReadWrite(&'static str, &'static str),
 }
 
-/// The slots of a kernel that reads f32 `x` and writes f32 `out`, the most common pair.
-pub(crate) const F32_X_TO_OUT: &[Slot] = &[
-    Slot::Read("x", "array<f32>"),
-    Slot::ReadWrite("out", "array<f32>"),
-];
+/// The slots of a kernel that reads `x` and writes `out`, both arrays of `ty`.
+const fn x_to_out(ty: &'static str) -> [Slot; 2] {
+    [Slot::Read("x", ty), Slot::ReadWrite("out", ty)]
+}
+
+/// [`x_to_out`] of f32s, the most common pair.
+pub(crate) const F32_X_TO_OUT: &[Slot] = &x_to_out("array<f32>");
+/// [`x_to_out`] of 32-bit words.
+pub(crate) const U32_X_TO_OUT: &[Slot] = &x_to_out("array<u32>");
 
 /// The declarations of a kernel: its params type `P` at binding 0, then its slots
 /// (`S`: a static list, or one chosen per generated variant, as matmul's).

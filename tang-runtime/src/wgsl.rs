@@ -287,3 +287,8 @@ macro_rules! unit_specs {
     };
 }
 pub(crate) use unit_specs;
+
+/// Whether the f32 with bits `b` is a NaN, tested on the bits: a driver may assume that
+/// float comparisons never see NaN.
+pub(crate) const IS_NAN_WGSL: &str =
+    "fn is_nan(b: u32) -> bool { return (b & 0x7fffffffu) > 0x7f800000u; }\n";

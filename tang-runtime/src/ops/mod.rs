@@ -69,9 +69,9 @@ pub use conv::pool::{Pool2d, avg_pool2d, avg_pool2d_backward, max_pool2d, max_po
 pub use conv::{Conv2d, Conv2dGrads, conv2d, conv2d_backward};
 // The tile override of the implicit-GEMM convolution: a hook for benchmarks and tuning,
 // not part of the API.
+pub use crate::cast::to_dtype;
 #[doc(hidden)]
 pub use conv::gemm as conv_gemm;
-pub use elementwise::cast::to_dtype;
 pub use elementwise::compare::{eq, ge, gt, le, lt, ne};
 pub use elementwise::fused::FusedFn;
 pub use elementwise::inplace::{add_, clone, copy_, fill_, fill_u32_, full, full_u32, mul_, zero_};

@@ -5,9 +5,8 @@
 
 use crate::ops::check;
 use crate::ops::check::want_shape;
-use crate::ops::elementwise::int::IS_NAN_WGSL;
 use crate::spec::{F32_X_TO_OUT, Slot, Source, Spec, launch_threads, params};
-use crate::wgsl::thread_main;
+use crate::wgsl::{IS_NAN_WGSL, thread_main};
 use crate::{DType, Device, Error, Tensor};
 
 /// The window of a 2-D pooling: `[height, width]` pairs, PyTorch's arguments.

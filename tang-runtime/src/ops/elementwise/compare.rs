@@ -4,11 +4,10 @@
 //! As in IEEE 754 and PyTorch, a comparison with NaN is false, except `ne`, which is true.
 
 use crate::ops::check;
-use crate::ops::elementwise::int::IS_NAN_WGSL;
 use crate::ops::shape::broadcast::expand;
 use crate::size::broadcast_shapes;
 use crate::spec::{Slot, Source, Spec, launch_threads, params};
-use crate::wgsl::per_element;
+use crate::wgsl::{IS_NAN_WGSL, per_element};
 use crate::{DType, Error, Tensor};
 
 params! {

@@ -3,8 +3,8 @@
 
 use crate::ops::check;
 use crate::ops::check::{AxisView, axis_view};
-use crate::spec::{Slot, Source, Spec, launch_threads, params};
-use crate::wgsl::{per_element, thread_main};
+use crate::spec::{Slot, Source, Spec, U32_X_TO_OUT, launch_threads, params};
+use crate::wgsl::{IS_NAN_WGSL, per_element, thread_main};
 use crate::{DType, Device, Error, Tensor};
 
 params! {
@@ -12,23 +12,12 @@ params! {
     struct LinearParams { n: u32, start: u32, step: u32 }
 }
 
-/// Whether the f32 with bits `b` is a NaN, tested on the bits: a driver may assume that
-/// float comparisons never see NaN.
-pub(crate) const IS_NAN_WGSL: &str =
-    "fn is_nan(b: u32) -> bool { return (b & 0x7fffffffu) > 0x7f800000u; }\n";
-
 static ARANGE: Spec<LinearParams> = Spec::new(
     "arange",
     &[],
     &[Slot::ReadWrite("out", "array<u32>")],
     per_element!("out[i] = p.start + i * p.step;"),
 );
-
-/// The bindings of the kernels that read 32-bit words `x` and write words `out`.
-pub(super) const X_TO_OUT: &[Slot] = &[
-    Slot::Read("x", "array<u32>"),
-    Slot::ReadWrite("out", "array<u32>"),
-];
 
 params! {
     /// `argmax`/`argmin`: `[outer, len, inner]` around the reduced dimension, `total`
@@ -41,7 +30,7 @@ params! {
 static ARG: Spec<ArgParams> = Spec::new(
     "argmax",
     &[IS_NAN_WGSL],
-    X_TO_OUT,
+    U32_X_TO_OUT,
     concat!(
         "override MIN: u32 = 0u;
 

@@ -9,14 +9,13 @@
 //! and gradients; an f16 input beside an f32 one is read as f32 and the result is f32
 //! (PyTorch's type promotion); each gradient has its input's dtype.
 
-pub(crate) mod cast;
 pub(super) mod compare;
 pub(super) mod fused;
 pub(super) mod inplace;
 pub(super) mod int;
 pub mod kernels;
 
-crate::spec::kernel_modules! { "ops/elementwise": cast, compare, inplace, int }
+crate::spec::kernel_modules! { "ops/elementwise": compare, inplace, int }
 
 use crate::ops::to_dtype;
 use crate::{DType, Error, Tensor};

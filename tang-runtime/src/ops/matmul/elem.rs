@@ -52,7 +52,7 @@ impl Elem {
 /// WGSL helpers for [`Elem`]: f32 rounded through f16 and f16 words widened, on the
 /// bits (round to nearest even, as `to_dtype`).
 pub(crate) fn elem_helpers() -> String {
-    use crate::ops::elementwise::cast::{F16_BITS_TO_F32_WGSL, F32_TO_F16_BITS_WGSL};
+    use crate::cast::{F16_BITS_TO_F32_WGSL, F32_TO_F16_BITS_WGSL};
     format!(
         "{F32_TO_F16_BITS_WGSL}{F16_BITS_TO_F32_WGSL}fn round_f16(x: f32) -> f32 {{ return bitcast<f32>(f16_bits_to_f32(f32_to_f16_bits(bitcast<u32>(x)))); }}
 fn round_f16x4(x: vec4<f32>) -> vec4<f32> {{ return vec4<f32>(round_f16(x.x), round_f16(x.y), round_f16(x.z), round_f16(x.w)); }}

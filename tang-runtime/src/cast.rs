@@ -3,9 +3,8 @@
 //! subnormals, inf and NaN kept), so every adapter rounds as the host's `half` crate and
 //! PyTorch do, and no `SHADER_F16` is needed to store or read f16 tensors.
 
-use super::int::{IS_NAN_WGSL, X_TO_OUT};
-use crate::spec::{Source, Spec, launch_threads, params};
-use crate::wgsl::thread_main;
+use crate::spec::{Source, Spec, U32_X_TO_OUT, launch_threads, params};
+use crate::wgsl::{IS_NAN_WGSL, thread_main};
 use crate::{DType, Error, Tensor};
 
 params! {
@@ -18,7 +17,7 @@ params! {
 static CAST_U32: Spec<CastParams> = Spec::new(
     "to_dtype",
     &[IS_NAN_WGSL],
-    X_TO_OUT,
+    U32_X_TO_OUT,
     concat!(
         "override DIR: u32 = 0u;
 
@@ -51,7 +50,7 @@ pub(crate) use tang_expr::kernel::{F16_BITS_TO_F32_WGSL, F32_TO_F16_BITS_WGSL};
 static CAST_F16: Spec<CastParams> = Spec::new(
     "to_dtype_f16",
     &[F32_TO_F16_BITS_WGSL, F16_BITS_TO_F32_WGSL],
-    X_TO_OUT,
+    U32_X_TO_OUT,
     concat!(
         "override DIR: u32 = 0u;
 
