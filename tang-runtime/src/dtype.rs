@@ -13,8 +13,8 @@ pub enum DType {
     /// backwards, every `#[kernel]`/`#[fused_grad]` function and the in-place ops
     /// (`add_`, `mul_`, `fill_`, `zero_`, `copy_`, `clone`) read and write f16 and compute
     /// in f32, as PyTorch does: f16 inputs give f16 results and gradients, f16 beside f32
-    /// promotes to f32. Softmax, log-softmax, the norms, cross-entropy and the reductions
-    /// take f16 and compute in f32 (results in f16, as PyTorch). Other ops take f32 and say
+    /// promotes to f32. Softmax, log-softmax, the norms, cross-entropy, the reductions and
+    /// attention take f16 and compute in f32 (results in f16, as PyTorch). Other ops take f32 and say
     /// so. Kernels read and write f16 as bits of 32-bit words, so f16 storage works on
     /// every adapter, `SHADER_F16` or not (only the tensor-core kernels need it). The
     /// conversions are exact integer arithmetic, which costs more than the memory it saves

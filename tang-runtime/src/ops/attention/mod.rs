@@ -56,6 +56,7 @@ mod bwd_dkv;
 mod bwd_dq;
 mod dropout;
 mod emit;
+mod f16;
 mod fwd_large;
 mod kernels;
 mod layout;
@@ -303,11 +304,14 @@ fn launch_forward(
 /// (grouped-query attention; `Hkv == H` is ordinary multi-head attention) and `D <= 128`.
 /// Returns `(o, lse)`: `o` `[B, H, T, D]` and the natural-log logsumexp of each row's
 /// scaled, masked scores `[B, H, T]` (before dropout), which [`attention_backward`] needs.
+/// f32 or f16 tensors (all one dtype); f16 ones compute in f32 and give an f16 `o` and an
+/// f32 `lse`.
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] for shapes that do not fit the contract above,
 /// [`Error::TooLarge`] for `D > 128` or a device with less than 32 KiB of workgroup memory,
-/// [`Error::InvalidArgument`] for a dropout probability outside `[0, 1]`.
+/// [`Error::InvalidArgument`] for a dropout probability outside `[0, 1]`, [`Error::DType`]
+/// for mixed or integer dtypes.
 pub fn attention(
     q: &Tensor,
     k: &Tensor,
@@ -315,6 +319,11 @@ pub fn attention(
     options: &AttentionOptions,
 ) -> Result<(Tensor, Tensor), Error> {
     let op = "attention";
+    if f16::is_f16(op, &[q, k, v])? {
+        let w = f16::widen(&[q, k, v])?;
+        let (o, lse) = attention(&w[0], &w[1], &w[2], options)?;
+        return Ok((f16::narrow(&o)?, lse));
+    }
     let params = check_same_length(op, q, k, v, options)?;
     launch_forward(q, k, v, &params, op)
 }
@@ -337,6 +346,10 @@ pub fn attention_decode(
     scale: Option<f32>,
 ) -> Result<Tensor, Error> {
     let op = "attention_decode";
+    if f16::is_f16(op, &[q, k_cache, v_cache])? {
+        let w = f16::widen(&[q, k_cache, v_cache])?;
+        return f16::narrow(&attention_decode(&w[0], &w[1], &w[2], past, scale)?);
+    }
     let mut params = check_qkv(op, q, k_cache, v_cache, scale)?;
     let (tq, tk) = (params.tq as usize, params.tk_stride as usize);
     if (Size::of(past) + tq).get().is_none_or(|end| end > tk) {
@@ -401,12 +414,13 @@ fn check_backward(
 /// forward's (the dropout mask is regenerated from its stream). Short sequences (`T <= 256`, as many kv heads as heads, `T` and
 /// `D` multiples of 4) run the backward with the `T x T` scores materialized (five
 /// matmuls and one row kernel, `attention/materialized.rs`), which is faster there;
-/// the rest run the fused dq and dk/dv passes.
+/// the rest run the fused dq and dk/dv passes. With f16 tensors (`lse` stays f32) the
+/// gradients are f16, computed in f32.
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] when a shape differs from the forward's contract (`o` and `grad_out`
-/// like `q`, `lse` `[B, H, T]`); [`Error::TooLarge`] and [`Error::InvalidArgument`] as for
-/// [`attention`].
+/// like `q`, `lse` `[B, H, T]`); [`Error::TooLarge`], [`Error::InvalidArgument`] and
+/// [`Error::DType`] as for [`attention`].
 pub fn attention_backward(
     grad_out: &Tensor,
     q: &Tensor,
@@ -417,6 +431,11 @@ pub fn attention_backward(
     options: &AttentionOptions,
 ) -> Result<(Tensor, Tensor, Tensor), Error> {
     let op = "attention_backward";
+    if f16::is_f16(op, &[grad_out, q, k, v, o])? {
+        let w = f16::widen(&[grad_out, q, k, v, o])?;
+        let (dq, dk, dv) = attention_backward(&w[0], &w[1], &w[2], &w[3], &w[4], lse, options)?;
+        return Ok((f16::narrow(&dq)?, f16::narrow(&dk)?, f16::narrow(&dv)?));
+    }
     let params = check_backward(
         op,
         [q, k, v],
