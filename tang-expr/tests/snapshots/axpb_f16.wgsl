@@ -36,28 +36,19 @@ fn f16_bits_to_f32(h: u32) -> u32 {
 
 fn f32_to_f16_bits(x: u32) -> u32 {
     let sign = (x >> 16u) & 0x8000u;
-    let e = (x >> 23u) & 0xffu;
-    let m = x & 0x7fffffu;
-    if (e == 0xffu) {
-        return sign | 0x7c00u | select(0u, 0x200u, m != 0u) | (m >> 13u);
+    let a = x & 0x7fffffffu;
+    if (a >= 0x47800000u) {
+        // 2^16 and beyond: inf; NaN keeps the quiet bit and its payload's top bits.
+        return sign | select(0x7c00u, 0x7e00u | ((a >> 13u) & 0x3ffu), a > 0x7f800000u);
     }
-    let he = i32(e) - 112;
-    if (he >= 31) { return sign | 0x7c00u; }
-    if (he <= 0) {
-        if (he < -10) { return sign; }
-        let mm = m | 0x800000u;
-        let shift = u32(14 - he);
-        let halfway = 1u << (shift - 1u);
-        let rem = mm & ((1u << shift) - 1u);
-        var r = mm >> shift;
-        if (rem > halfway || (rem == halfway && (r & 1u) == 1u)) { r += 1u; }
-        return sign | r;
+    if (a < 0x38800000u) {
+        // Below 2^-14 (f16 subnormals and zero): adding 0.5 puts the value, rounded to
+        // nearest even by the (correctly rounded) f32 sum, in the low mantissa bits.
+        return sign | (bitcast<u32>(bitcast<f32>(a) + 0.5) - 0x3f000000u);
     }
-    var r = (u32(he) << 10u) | (m >> 13u);
-    let rem = m & 0x1fffu;
-    // A carry out of the mantissa steps the exponent, up to inf: still nearest even.
-    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u) == 1u)) { r += 1u; }
-    return sign | r;
+    // Normal: rebias the exponent and round the 13 dropped bits to nearest even; a carry
+    // steps the exponent, up to inf (from 65520 on).
+    return sign | ((a + 0xc8000fffu + ((a >> 13u) & 1u)) >> 13u);
 }
 
 fn tang_h1(w: u32) -> f32 {
