@@ -18,7 +18,7 @@ pub enum DType {
     /// so. Kernels read and write f16 as bits of 32-bit words, so f16 storage works on
     /// every adapter, `SHADER_F16` or not (only the tensor-core kernels need it). The
     /// conversions are exact integer arithmetic, which costs more than the memory it saves
-    /// in the memory-bound ops: on an H200 their f16 forms run 1.4-2.5x the time of the
+    /// in the memory-bound ops: on an H200 their f16 forms run 1.15-2.2x the time of the
     /// f32 ones (BENCHMARKS.md); f16 pays today in matmul, on the tensor cores.
     F16,
 }
