@@ -1,9 +1,12 @@
 //! The layout ops on f16 tensors (two elements per 32-bit word) against the same ops on
 //! f32 (exact: they move elements), at sizes that pair into words and sizes that do not:
 //! permute (the strided copy and the transposes), expand, narrow, cat, split and
-//! slice_scatter; and the ops that move whole words refuse f16 with an error.
+//! slice_scatter; sum_to_shape (the backward of broadcasting) rounds once; and the ops
+//! that move whole words refuse f16 with an error.
 
-use tang_runtime::ops::{cat, expand, narrow, pack, permute, slice_scatter, split, to_dtype};
+use tang_runtime::ops::{
+    cat, expand, narrow, pack, permute, slice_scatter, split, sum_to_shape, to_dtype,
+};
 use tang_runtime::{DType, Device, Error, Tensor};
 use tang_testing::devices;
 
@@ -99,5 +102,29 @@ fn word_moving_ops_refuse_f16() {
         let err = pack(&[&part], &flat, &[0]).unwrap_err();
         assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
         assert!(err.to_string().contains("to_dtype"), "{err}");
+    }
+}
+
+/// One summed run (one reduction) and two (summed in f32, rounded at the end): either way
+/// the f32 sum of the same values rounded once.
+#[test]
+fn sum_to_shape_rounds_once() {
+    for dev in devices() {
+        for (from, to) in [
+            (vec![6, 7], vec![7]),
+            (vec![6, 7], vec![6, 1]),
+            (vec![3, 5, 4], vec![1, 5, 1]),
+            (vec![2, 3, 5, 4], vec![3, 1, 4]),
+        ] {
+            let g = tensor(&dev, &from, 5);
+            let want = half(&sum_to_shape(&g, &to).unwrap());
+            let got = sum_to_shape(&half(&g), &to).unwrap();
+            assert_eq!(got.dtype(), DType::F16, "{from:?} -> {to:?}");
+            assert_eq!(
+                got.to_vec_f16().unwrap(),
+                want.to_vec_f16().unwrap(),
+                "{from:?} -> {to:?}"
+            );
+        }
     }
 }

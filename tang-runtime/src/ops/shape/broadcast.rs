@@ -7,10 +7,11 @@
 //! `[N, 1]` with `[N, M]` gives `[N, M]`, `[B, 1, T]` with `[B, H, T]` gives `[B, H, T]`,
 //! and `[2, 3]` with `[3, 2]` is an error.
 
+use crate::cast::to_dtype;
 use crate::ops::check;
 use crate::size::broadcasts_to;
 use crate::strided::{broadcast_layout, gather_view};
-use crate::{Error, Tensor};
+use crate::{DType, Error, Tensor};
 
 /// `x` repeated along its size-1 (or missing leading) dimensions to `shape`, as a new
 /// contiguous tensor (PyTorch's `expand` followed by `contiguous`). f32 and u32 tensors.
@@ -43,14 +44,15 @@ pub fn expand_backward(grad_out: &Tensor, input_shape: &[usize]) -> Result<Tenso
 
 /// Sums `grad` (of a broadcast result's shape) over the dimensions along which `shape` was
 /// broadcast, giving a tensor of `shape`: the backward of every broadcasting op. Adjacent
-/// broadcast dimensions are summed in one pass of the reduction kernels.
+/// broadcast dimensions are summed in one pass of the reduction kernels. An f16 `grad`
+/// gives an f16 sum, accumulated in f32 and rounded once.
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] when `shape` does not broadcast to `grad`'s shape,
 /// [`Error::DType`] for a u32 tensor, [`Error::TooLarge`] past 2^32 - 1 elements.
 pub fn sum_to_shape(grad: &Tensor, shape: &[usize]) -> Result<Tensor, Error> {
     let op = "sum_to_shape";
-    check::dtype(op, grad, crate::DType::F32)?;
+    check::want_float(op, grad)?;
     let gs = grad.shape();
     if !broadcasts_to(shape, gs) {
         return Err(check::mismatch(
@@ -71,8 +73,15 @@ pub fn sum_to_shape(grad: &Tensor, shape: &[usize]) -> Result<Tensor, Error> {
             _ => runs.push((n, summed)),
         }
     }
-    if !runs.iter().any(|&(_, s)| s) {
+    let summed_runs = runs.iter().filter(|&&(_, s)| s).count();
+    if summed_runs == 0 {
         return grad.reshape(shape);
+    }
+    if grad.dtype() == DType::F16 && summed_runs > 1 {
+        // One reduction per summed run, and an f16 one rounds its result: sum in f32 and
+        // round once at the end.
+        let wide = sum_to_shape(&to_dtype(grad, DType::F32)?, shape)?;
+        return to_dtype(&wide, DType::F16);
     }
     let sizes: Vec<usize> = runs.iter().map(|&(n, _)| n).collect();
     let mut acc = grad.reshape(&sizes)?;
