@@ -103,9 +103,6 @@ fn fits_u32(what: &str, n: usize) -> Result<u32, Error> {
 /// [`Error::ShapeMismatch`] for a tensor of rank < 2, [`Error::TooLarge`] beyond
 /// 2^32 - 1 elements.
 pub(crate) fn transpose(x: &Tensor) -> Result<Tensor, Error> {
-    if x.dtype() == DType::F16 {
-        return through_f32(x, transpose);
-    }
     let s = x.shape();
     if s.len() < 2 {
         return Err(mismatch(
@@ -176,12 +173,6 @@ fn block_copy(
     };
     let k = if v4 { &COPY_V4 } else { &COPY_F1 };
     k.dispatch(&[], &params, &[src, dst], grid)
-}
-
-/// `f` of `x` computed in f32 and rounded back to f16 (exact for an op that only moves
-/// elements): for the copy kernels, which move 32-bit words.
-fn through_f32(x: &Tensor, f: fn(&Tensor) -> Result<Tensor, Error>) -> Result<Tensor, Error> {
-    to_dtype(&f(&to_dtype(x, DType::F32)?)?, DType::F16)
 }
 
 /// `(outer, dim length, inner)` of `shape` around `dim`. Only for the shape of a
