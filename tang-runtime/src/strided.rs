@@ -118,7 +118,7 @@ const HALF_BODY: &str = concat!(
     "    var word = 0u;
     for (var h = 0u; h < 2u; h = h + 1u) {
     let e = 2u * i + h;
-    var half = dst[p.dst_off / 2u + i] >> 16u;
+    var half = 0u;
     if (e < p.total) {
     var r = e;
     var s = p.src_off;
@@ -127,6 +127,8 @@ const HALF_BODY: &str = concat!(
     walk_dim!(),
     "    }
     half = (src[s >> 1u] >> (16u * (s & 1u))) & 0xffffu;
+    } else {
+    half = dst[p.dst_off / 2u + i] >> 16u;
     }
     word = word | (half << (16u * h));
     }

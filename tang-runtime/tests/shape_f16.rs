@@ -5,7 +5,8 @@
 //! that move whole words refuse f16 with an error.
 
 use tang_runtime::ops::{
-    cat, expand, narrow, pack, permute, slice_scatter, split, sum_to_shape, to_dtype,
+    cat, expand, narrow, pack, permute, slice_scatter, slice_scatter_, split, sum_to_shape,
+    to_dtype,
 };
 use tang_runtime::{DType, Device, Error, Tensor};
 use tang_testing::devices;
@@ -126,5 +127,19 @@ fn sum_to_shape_rounds_once() {
                 "{from:?} -> {to:?}"
             );
         }
+    }
+}
+
+/// An odd run written in place from an even element: the copy writes whole words and the
+/// word it shares with the element after the run keeps that element.
+#[test]
+fn an_odd_run_in_place_keeps_its_neighbour() {
+    for dev in devices() {
+        let x = tensor(&dev, &[9], 1);
+        let src = tensor(&dev, &[3], 2);
+        let xh = half(&x);
+        slice_scatter_(&xh, &half(&src), 0, 2).unwrap();
+        let want = slice_scatter(&x, &src, 0, 2).unwrap();
+        same("slice_scatter_ of 3 at 2", &xh, &want);
     }
 }
