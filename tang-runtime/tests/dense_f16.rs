@@ -7,7 +7,7 @@
 
 use half::f16;
 use tang_runtime::ops::{
-    Epilogue, MatmulOptions, matmul_backward, matmul_backward_with, matmul_with, to_dtype,
+    CoopTile, Epilogue, MatmulOptions, matmul_backward, matmul_backward_with, matmul_with, to_dtype,
 };
 use tang_runtime::{DType, Device, DeviceOptions, Tensor};
 use tang_testing::{Rng, devices};
@@ -190,9 +190,10 @@ fn check(
     bias: bool,
     epilogue: Option<&Epilogue>,
     out: DType,
+    coop_tile: Option<CoopTile>,
 ) {
     let what = format!(
-        "{} m{m} n{n} k{k} batch{batch} ta{ta} tb{tb} {operands:?} bias{bias} epilogue{} out {out:?}",
+        "{} m{m} n{n} k{k} batch{batch} ta{ta} tb{tb} {operands:?} bias{bias} epilogue{} out {out:?} {coop_tile:?}",
         dev.info().name,
         epilogue.is_some()
     );
@@ -242,6 +243,7 @@ fn check(
         epilogue,
         f16_inputs: matches!(operands, Operands::Rounded | Operands::Mixed),
         out_dtype: Some(out),
+        coop_tile,
         ..MatmulOptions::default()
     };
     let c = matmul_with(&ta_t, &tb_t, &o).unwrap();
@@ -298,6 +300,7 @@ fn f16_products_match_the_rounded_reference_in_every_layout() {
                     false,
                     None,
                     DType::F32,
+                    None,
                 );
             }
         }
@@ -312,6 +315,7 @@ fn f16_products_match_the_rounded_reference_in_every_layout() {
                 true,
                 None,
                 DType::F32,
+                None,
             );
             check(
                 &dev,
@@ -322,6 +326,7 @@ fn f16_products_match_the_rounded_reference_in_every_layout() {
                 false,
                 None,
                 DType::F16,
+                None,
             );
             check(
                 &dev,
@@ -332,7 +337,60 @@ fn f16_products_match_the_rounded_reference_in_every_layout() {
                 true,
                 None,
                 DType::F16,
+                None,
             );
+        }
+    }
+}
+
+/// Every tensor-core tile preset, forced, against the reference: edge blocks (a shape
+/// smaller than every block, k not a multiple of 16), shapes every block divides with
+/// one and three k tiles of 32 (odd: the double buffer's last tile is in its first
+/// buffer) and a batch, every layout, f16 and
+/// rounded operands, bias and f16 results. Where the device has no tensor cores a forced
+/// tile does not apply, so only the default runs there.
+#[test]
+fn every_coop_tile_preset_matches_the_rounded_reference() {
+    let mut rng = Rng::new(11);
+    let shapes = [
+        (37, 45, 70, 1),
+        (130, 260, 96, 1),
+        (300, 270, 128, 1),
+        (66, 132, 32, 2),
+    ];
+    for dev in devices() {
+        let tiles: &[CoopTile] = if dev.info().tensor_cores {
+            &CoopTile::PRESETS
+        } else {
+            &CoopTile::PRESETS[..1]
+        };
+        for tile in tiles.iter().filter(|t| t.fits(&dev)) {
+            for &shape in &shapes {
+                for (ta, tb) in [(false, false), (false, true), (true, false), (true, true)] {
+                    check(
+                        &dev,
+                        &mut rng,
+                        shape,
+                        (ta, tb),
+                        Operands::Half,
+                        false,
+                        None,
+                        DType::F32,
+                        Some(*tile),
+                    );
+                }
+                check(
+                    &dev,
+                    &mut rng,
+                    shape,
+                    (false, true),
+                    Operands::Rounded,
+                    true,
+                    None,
+                    DType::F16,
+                    Some(*tile),
+                );
+            }
         }
     }
 }
@@ -360,6 +418,7 @@ fn f16_products_apply_bias_and_epilogue_on_store() {
                 true,
                 Some(&gelu),
                 out,
+                None,
             );
         }
     }
@@ -379,6 +438,7 @@ fn f16_weight_gradients_split_the_reduction() {
         false,
         None,
         DType::F32,
+        None,
     );
 }
 
@@ -440,6 +500,7 @@ fn tensor_cores_and_the_f32_tile_agree() {
             true,
             None,
             DType::F32,
+            None,
         );
     }
     println!(

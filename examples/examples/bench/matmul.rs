@@ -10,8 +10,10 @@
 //! preset is also timed at 1024 and 4096 (`..._tile<bm>x<bn>x<bk>_<tm>x<tn>`) to tune
 //! the automatic choice, and at the character GPT's Linear shapes (`matmul_gpt_...`).
 
-use tang_runtime::ops::{Epilogue, MatmulOptions, TileConfig, matmul_tn_split, matmul_with};
-use tang_runtime::{Device, Error, Tensor, half};
+use tang_runtime::ops::{
+    CoopTile, Epilogue, MatmulOptions, TileConfig, matmul_tn_split, matmul_with,
+};
+use tang_runtime::{DType, Device, Error, Tensor, half};
 
 use super::Report;
 use super::elementwise::{random, time};
@@ -57,7 +59,7 @@ fn run_case(
     let upload = |x: &[f32], shape: [usize; 2]| -> Result<Tensor, Error> {
         let t = Tensor::from_slice(dev, x, &shape)?;
         if c.half == Half::Tensors {
-            tang_runtime::ops::to_dtype(&t, tang_runtime::DType::F16)
+            tang_runtime::ops::to_dtype(&t, DType::F16)
         } else {
             Ok(t)
         }
@@ -268,6 +270,21 @@ fn half_cases(dev: &Device, report: &mut Report, quick: bool) {
             true,
         ));
     }
+    if dev.info().tensor_cores {
+        for (half, prefix) in [(Half::Tensors, "f16"), (Half::Autocast, "autocast")] {
+            for (tag, m, n, k, ta, tb) in &cases {
+                let c = Case {
+                    m: *m,
+                    n: *n,
+                    k: *k,
+                    ta: *ta,
+                    tb: *tb,
+                    half,
+                };
+                coop_sweep(dev, report, &format!("matmul_{prefix}_{tag}"), &c, quick);
+            }
+        }
+    }
     for (half, prefix) in [(Half::Tensors, "f16"), (Half::Autocast, "autocast")] {
         for (tag, m, n, k, ta, tb) in &cases {
             let c = Case {
@@ -288,6 +305,92 @@ fn half_cases(dev: &Device, report: &mut Report, quick: bool) {
                 quick,
             );
         }
+    }
+}
+
+/// Every tensor-core tile preset that fits the device, forced on case `c`
+/// (`<base>_coop<bm>x<bn>x<bk>_sg<m>x<n>_s<stages>_st<store_frags>`), to tune the
+/// automatic choice. The operands are drawn once; each preset's whole result must equal
+/// the automatic choice's within f32 accumulation-order rounding before it is timed.
+fn coop_sweep(dev: &Device, report: &mut Report, base: &str, c: &Case, quick: bool) {
+    let tiles: Vec<CoopTile> = CoopTile::PRESETS
+        .into_iter()
+        .filter(|t| t.fits(dev))
+        .collect();
+    let name = |t: &CoopTile| {
+        format!(
+            "{base}_coop{}x{}x{}_sg{}x{}_s{}_st{}",
+            t.block_m(),
+            t.block_n(),
+            t.bk,
+            t.sg_m,
+            t.sg_n,
+            t.stages,
+            t.store_frags
+        )
+    };
+    if !tiles.iter().any(|t| report.wants(&name(t))) {
+        return;
+    }
+    let run = || -> Result<Vec<(CoopTile, f64)>, Error> {
+        let draw = |len: usize, seed: u64, shape: [usize; 2]| -> Result<Tensor, Error> {
+            let t = Tensor::from_slice(dev, &random(len, seed), &shape)?;
+            if c.half == Half::Tensors {
+                tang_runtime::ops::to_dtype(&t, DType::F16)
+            } else {
+                Ok(t)
+            }
+        };
+        let a = draw(c.m * c.k, 31, if c.ta { [c.k, c.m] } else { [c.m, c.k] })?;
+        let b = draw(c.k * c.n, 32, if c.tb { [c.n, c.k] } else { [c.k, c.n] })?;
+        let options = |coop_tile| MatmulOptions {
+            transpose_a: c.ta,
+            transpose_b: c.tb,
+            f16_inputs: c.half == Half::Autocast,
+            coop_tile,
+            ..Default::default()
+        };
+        let want = matmul_with(&a, &b, &options(None))?.to_vec()?;
+        let flops = 2.0 * (c.m * c.n * c.k) as f64;
+        let per_rep = ((1e12 / flops) as usize).clamp(1, 64);
+        let mut out = Vec::new();
+        for t in &tiles {
+            if !report.wants(&name(t)) {
+                continue;
+            }
+            let o = options(Some(*t));
+            let got = matmul_with(&a, &b, &o)?.to_vec()?;
+            // The same f16 products summed in another order: f32 rounding of k terms.
+            let tol = 1e-5 * (c.k as f32).sqrt();
+            if let Some((i, (g, w))) = got
+                .iter()
+                .zip(&want)
+                .enumerate()
+                .find(|(_, (g, w))| (**g - **w).abs() > tol * (1.0 + w.abs()) || !g.is_finite())
+            {
+                return Err(Error::ShapeMismatch {
+                    op: format!("bench coop sweep {t:?}"),
+                    detail: format!("wrong result at {i}: {g} vs {w}"),
+                });
+            }
+            let ms = time(dev, 2, if quick { 3 } else { 10 }, || {
+                for _ in 0..per_rep {
+                    matmul_with(&a, &b, &o)?;
+                }
+                Ok(())
+            })? / per_rep as f64;
+            out.push((*t, ms));
+        }
+        Ok(out)
+    };
+    match run() {
+        Ok(rows) => {
+            let flops = 2.0 * (c.m * c.n * c.k) as f64;
+            for (t, ms) in rows {
+                report.add_rate(&name(&t), ms, flops / ms / 1e9, "TFLOP/s");
+            }
+        }
+        Err(e) => report.fail(&format!("{base}_coop"), &e),
     }
 }
 
@@ -331,19 +434,27 @@ fn gpt_shapes(dev: &Device, report: &mut Report, quick: bool) {
 /// automatic product first.
 fn gpt_weight_gradient_splits(dev: &Device, report: &mut Report, quick: bool) {
     const TOKENS: usize = 16384;
-    for (m, n) in [(1152, 384), (384, 384), (1536, 384), (384, 1536)] {
-        for s in [2usize, 4, 8, 16, 32] {
-            let name = format!("matmul_gpt_{m}x{n}x{TOKENS}_TN_split{s}");
-            if !report.wants(&name) {
-                continue;
-            }
-            let r = split_case(dev, m, n, TOKENS, s, quick);
-            match r {
-                Ok(ms) => {
-                    let tflops = 2.0 * (m * n * TOKENS) as f64 / ms / 1e9;
-                    report.add_rate(&name, ms, tflops, "TFLOP/s");
+    // f16 tensors run on the tensor cores where the device has them (`_f16`).
+    let dtypes: &[(DType, &str)] = if dev.info().tensor_cores {
+        &[(DType::F32, ""), (DType::F16, "_f16")]
+    } else {
+        &[(DType::F32, "")]
+    };
+    for &(dtype, suffix) in dtypes {
+        for (m, n) in [(1152, 384), (384, 384), (1536, 384), (384, 1536)] {
+            for s in [2usize, 4, 8, 16, 32] {
+                let name = format!("matmul_gpt_{m}x{n}x{TOKENS}_TN_split{s}{suffix}");
+                if !report.wants(&name) {
+                    continue;
                 }
-                Err(e) => report.fail(&name, &e),
+                let r = split_case(dev, m, n, TOKENS, s, dtype, quick);
+                match r {
+                    Ok(ms) => {
+                        let tflops = 2.0 * (m * n * TOKENS) as f64 / ms / 1e9;
+                        report.add_rate(&name, ms, tflops, "TFLOP/s");
+                    }
+                    Err(e) => report.fail(&name, &e),
+                }
             }
         }
     }
@@ -356,10 +467,14 @@ fn split_case(
     n: usize,
     k: usize,
     s: usize,
+    dtype: DType,
     quick: bool,
 ) -> Result<f64, Error> {
-    let a = Tensor::from_slice(dev, &random(k * m, 21), &[k, m])?;
-    let b = Tensor::from_slice(dev, &random(k * n, 22), &[k, n])?;
+    let draw = |len: usize, seed: u64, shape: [usize; 2]| {
+        tang_runtime::ops::to_dtype(&Tensor::from_slice(dev, &random(len, seed), &shape)?, dtype)
+    };
+    let a = draw(k * m, 21, [k, m])?;
+    let b = draw(k * n, 22, [k, n])?;
     let o = MatmulOptions {
         transpose_a: true,
         ..Default::default()

@@ -93,7 +93,7 @@ pub use index::gather::{
     gather, gather_backward, index_copy_, index_select, index_select_backward,
 };
 pub use matmul::{
-    Epilogue, MatmulOptions, TileConfig, bias_backward, matmul, matmul_backward,
+    CoopTile, Epilogue, MatmulOptions, TileConfig, bias_backward, matmul, matmul_backward,
     matmul_backward_with, matmul_tn_split, matmul_with,
 };
 pub use random::philox::{PhiloxStream, dropout_threshold, philox4x32_10};

@@ -1,19 +1,21 @@
 //! The tensor-core matmul: f16 products with f32 accumulation on WGSL cooperative
 //! matrices (`coop_mat16x16`), one shader per [`CoopVariant`].
 //!
-//! Scheme (measured on an H200 against other schedules, BENCHMARKS.md):
-//! - A workgroup of 128 threads (four subgroups of 32, 2 x 2) computes a 128 x 128 block
-//!   of C; each subgroup a 64 x 64 quarter held in 4 x 4 f32 accumulator fragments.
-//! - Both operands' k tiles (32 deep) are staged in workgroup memory as f16, each line
+//! Scheme (the block shape is a [`CoopTile`]; measured on an H200 against other
+//! schedules, BENCHMARKS.md):
+//! - A workgroup of `sg_m x sg_n` subgroups of 32 computes a block of C; each subgroup
+//!   holds `frag_m x frag_n` 16 x 16 f32 accumulator fragments.
+//! - Both operands' k tiles (`bk` deep) are staged in workgroup memory as f16, each line
 //!   padded by 8 halves (unpadded lines ran 2-3x slower: bank conflicts of the fragment
 //!   loads). Staging keeps the operand's own memory order (no transposing stores): a
 //!   fragment is then read row-major (`coopLoadT`) or column-major (`coopLoad`).
 //! - The next k tile is loaded into registers (four elements per load, f32 operands
-//!   rounded to f16 there) while the fragments of the current one multiply: one barrier
-//!   pair per k tile. Loads are guarded without branches (zero fill).
-//! - C leaves through workgroup memory, one fragment at a time per subgroup, so
-//!   bounds, the bias, the epilogue and an f16 result are applied per element and the
-//!   global stores are coalesced.
+//!   rounded to f16 there) while the fragments of the current one multiply: with one
+//!   staging buffer a barrier pair per k tile, with two one barrier. Loads are guarded
+//!   without branches (zero fill), or clamped where k is a multiple of `bk`.
+//! - C leaves through workgroup memory, one fragment (or one row of fragments) at a
+//!   time per subgroup, so bounds, the bias, the epilogue and an f16 result are applied
+//!   per element and the global stores are coalesced.
 //!
 //! The WGSL rules this respects (naga 30 and NVIDIA's driver): every cooperative-matrix
 //! operation sits in uniform control flow at the top level of the loop (the k loop's exit
@@ -25,21 +27,12 @@
 use std::fmt::Write as _;
 
 use super::codegen::{MatmulParams, emit_grouped_origin};
-use super::store::{CStore, emit_c_store};
+use super::coop_tile::CoopTile;
+use super::store::emit_coop_store;
 use crate::spec::{Layout, Slot};
 
-/// Rows and columns of C per workgroup.
-pub(crate) const BLOCK: u32 = 128;
-/// Depth of one staged k tile.
-pub(crate) const BK: u32 = 32;
-/// Threads per workgroup: four subgroups of 32.
-const THREADS: u32 = 128;
-/// Fragments per subgroup along each side (4 x 16 = 64, a quarter of the block).
-const FRAGS: u32 = 4;
 /// Halves of padding after every staged line.
-const PAD: u32 = 8;
-/// f32 of the store scratch: one 16 x 16 fragment per subgroup.
-const SCRATCH: u32 = (THREADS / 32) * 16 * 16;
+const PAD: u32 = CoopTile::PAD;
 
 /// Everything that changes the shader text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -67,11 +60,13 @@ pub(crate) struct CoopVariant {
     pub bias: bool,
     /// `tang_epilogue` is applied on store.
     pub epilogue: bool,
+    /// The block shape and staging.
+    pub tile: CoopTile,
 }
 
 impl CoopVariant {
-    /// The variant whose flags are the low bits of `bits`, in field order (`ta` is bit 0);
-    /// for enumerating them.
+    /// The variant of the default tile whose flags are the low bits of `bits`, in field
+    /// order (`ta` is bit 0); for enumerating them.
     pub(crate) fn from_bits(bits: u32) -> CoopVariant {
         let bit = |k: u32| bits & (1 << k) != 0;
         CoopVariant {
@@ -86,6 +81,7 @@ impl CoopVariant {
             kexact: bit(8),
             bias: bit(9),
             epilogue: bit(10),
+            tile: CoopTile::DEFAULT,
         }
     }
 }
@@ -113,17 +109,6 @@ pub(crate) fn layout(v: &CoopVariant) -> Layout<MatmulParams, Vec<Slot>> {
     Layout::with_slots(slots)
 }
 
-/// Bytes of workgroup memory a kernel uses (both staged operands and the store scratch).
-pub(crate) const fn workgroup_bytes() -> u32 {
-    // The larger staging of either order: [128][32 + 8] halves against [32][128 + 8].
-    let a = max(BLOCK * (BK + PAD), BK * (BLOCK + PAD));
-    2 * 2 * a + 4 * SCRATCH
-}
-
-const fn max(a: u32, b: u32) -> u32 {
-    if a > b { a } else { b }
-}
-
 /// One operand's staging plan.
 struct Staged {
     /// `a` or `b`: the binding; `sa`/`sb` is its workgroup array.
@@ -136,16 +121,32 @@ struct Staged {
     kcontig: bool,
     /// Clamped loads instead of zero-filled ones ([`CoopVariant::kexact`]).
     kexact: bool,
+    /// The block's extent along this operand's rows (m for A, n for B).
+    rows: u32,
+    /// The k tile's depth.
+    bk: u32,
+    /// Threads per workgroup.
+    threads: u32,
+    /// Fragments per subgroup along `rows`.
+    frags: u32,
 }
 
 impl Staged {
     /// Halves per staged line: k runs along lines when `kcontig`, else the block's rows.
     fn line(&self) -> u32 {
-        if self.kcontig { BK + PAD } else { BLOCK + PAD }
+        if self.kcontig {
+            self.bk + PAD
+        } else {
+            self.rows + PAD
+        }
     }
     /// Units of four elements along one line.
     fn units_per_line(&self) -> u32 {
-        if self.kcontig { BK / 4 } else { BLOCK / 4 }
+        if self.kcontig {
+            self.bk / 4
+        } else {
+            self.rows / 4
+        }
     }
     /// `read` (a value loaded from the binding) as f16: itself when stored f16, else
     /// converted by `ty` (`f16` or `vec4<f16>`), which rounds to nearest even.
@@ -158,20 +159,21 @@ impl Staged {
     }
     /// Prefetch registers per thread (units of four elements).
     fn registers(&self) -> u32 {
-        BLOCK * BK / 4 / THREADS
+        self.rows * self.bk / 4 / self.threads
     }
-    /// The workgroup array's length in halves.
+    /// The length in halves of one staging buffer.
     fn len(&self) -> u32 {
         if self.kcontig {
-            BLOCK * self.line()
+            self.rows * self.line()
         } else {
-            BK * self.line()
+            self.bk * self.line()
         }
     }
 }
 
 /// The operands' staging plans.
 fn staged(v: &CoopVariant) -> [Staged; 2] {
+    let t = &v.tile;
     [
         Staged {
             name: 'a',
@@ -179,6 +181,10 @@ fn staged(v: &CoopVariant) -> [Staged; 2] {
             vec: v.va,
             kcontig: !v.ta,
             kexact: v.kexact,
+            rows: t.block_m(),
+            bk: t.bk,
+            threads: t.threads(),
+            frags: t.frag_m,
         },
         Staged {
             name: 'b',
@@ -186,6 +192,10 @@ fn staged(v: &CoopVariant) -> [Staged; 2] {
             vec: v.vb,
             kcontig: v.tb,
             kexact: v.kexact,
+            rows: t.block_n(),
+            bk: t.bk,
+            threads: t.threads(),
+            frags: t.frag_n,
         },
     ]
 }
@@ -200,7 +210,11 @@ fn emit_load(w: &mut String, op: &Staged, i: u32) {
     } else {
         ("n0", "p.n", "p.ldb", "b_base")
     };
-    let _ = writeln!(w, "        {{\n            let u = lid + {}u;", i * THREADS);
+    let _ = writeln!(
+        w,
+        "        {{\n            let u = lid + {}u;",
+        i * op.threads
+    );
     // `r`: row of the operand (m for A, n for B); `kk`: index along k. The unit's four
     // elements run along the contiguous dimension.
     if op.kcontig {
@@ -294,16 +308,27 @@ fn emit_load(w: &mut String, op: &Staged, i: u32) {
     w.push_str("        }\n");
 }
 
-/// Statements storing the registers of `op` into its workgroup array.
-fn emit_stage(w: &mut String, op: &Staged) {
+/// `buf + ` (a buffer offset and a plus), or nothing for the first buffer (`""`).
+fn plus(buf: &str) -> String {
+    if buf.is_empty() {
+        String::new()
+    } else {
+        format!("{buf} + ")
+    }
+}
+
+/// Statements storing the registers of `op` into its workgroup array, at `buf` (a WGSL
+/// expression: the first half of the staging buffer it writes).
+fn emit_stage(w: &mut String, op: &Staged, buf: &str) {
     let n = op.name;
     let per = op.units_per_line();
     let line = op.line();
     for i in 0..op.registers() {
         let _ = writeln!(
             w,
-            "        {{\n            let u = lid + {}u;\n            let s = (u / {per}u) * {line}u + (u % {per}u) * 4u;",
-            i * THREADS
+            "        {{\n            let u = lid + {}u;\n            let s = {}(u / {per}u) * {line}u + (u % {per}u) * 4u;",
+            i * op.threads,
+            plus(buf)
         );
         // Four scalar stores: measured faster than vector stores into vec4<f16> memory,
         // whose fragment loads the driver serves more slowly.
@@ -323,18 +348,30 @@ fn emit_loads(w: &mut String, ops: &[Staged; 2]) {
     }
 }
 
-/// The loads of `op`'s fragments at k step `kk` from its workgroup array: A's `fa{kk}_{i}`
-/// (rows `sm * 64 + 16 i ..`), B's `fb{kk}_{j}` (columns `sn * 64 + 16 j ..`).
-fn emit_fragment_loads(w: &mut String, op: &Staged, kk: u32) {
+/// The loads of `op`'s fragments at k step `kk` from its workgroup array at `buf` (a
+/// WGSL expression): A's `fa{kk}_{i}` (rows `sm * 16 frag_m + 16 i ..`), B's `fb{kk}_{j}`
+/// (columns `sn * 16 frag_n + 16 j ..`).
+fn emit_fragment_loads(w: &mut String, op: &Staged, kk: u32, buf: &str) {
     let (n, line) = (op.name, op.line());
     let (role, origin) = if n == 'a' { ("A", "sm") } else { ("B", "sn") };
-    for f in 0..FRAGS {
+    let span = op.frags * 16;
+    for f in 0..op.frags {
         // Element (row, k) of an A fragment, (k, col) of a B one: along a line of
         // [row or col][k] lines when k is contiguous, else across [k][row or col] lines.
         let at = if op.kcontig {
-            format!("({origin} * 64u + {}u) * {line}u + {}u", f * 16, kk * 16)
+            format!(
+                "{}({origin} * {span}u + {}u) * {line}u + {}u",
+                plus(buf),
+                f * 16,
+                kk * 16
+            )
         } else {
-            format!("{}u + {origin} * 64u + {}u", kk * 16 * line, f * 16)
+            format!(
+                "{}{}u + {origin} * {span}u + {}u",
+                plus(buf),
+                kk * 16 * line,
+                f * 16
+            )
         };
         // A fragment is row-major in [row][k] lines, B's in [k][col] ones.
         let load = if op.kcontig == (n == 'a') {
@@ -349,14 +386,15 @@ fn emit_fragment_loads(w: &mut String, op: &Staged, kk: u32) {
     }
 }
 
-/// The fragment loads and products of one staged k tile.
-fn emit_products(w: &mut String, ops: &[Staged; 2]) {
-    for kk in 0..BK / 16 {
-        for op in ops {
-            emit_fragment_loads(w, op, kk);
+/// The fragment loads and products of one staged k tile, read from the staging buffers
+/// at `bufs` (WGSL expressions, A's and B's).
+fn emit_products(w: &mut String, ops: &[Staged; 2], bufs: [&str; 2]) {
+    for kk in 0..ops[0].bk / 16 {
+        for (op, buf) in ops.iter().zip(bufs) {
+            emit_fragment_loads(w, op, kk, buf);
         }
-        for i in 0..FRAGS {
-            for j in 0..FRAGS {
+        for i in 0..ops[0].frags {
+            for j in 0..ops[1].frags {
                 let _ = writeln!(
                     w,
                     "        acc{i}_{j} = coopMultiplyAdd(fa{kk}_{i}, fb{kk}_{j}, acc{i}_{j});"
@@ -366,72 +404,59 @@ fn emit_products(w: &mut String, ops: &[Staged; 2]) {
     }
 }
 
-/// The store of C: fragment by fragment, each subgroup puts one in its 16 x 16 scratch,
-/// then its 32 lanes write it out four elements at a time (a scratch of one fragment,
-/// not a row of them, keeps the workgroup memory, and so the occupancy, at the staging's).
-fn emit_store(w: &mut String, v: &CoopVariant) {
-    let scratch = 16 * 16;
-    for i in 0..FRAGS {
-        for j in 0..FRAGS {
-            let _ = writeln!(
-                w,
-                "    {{\n        let si = sg * {scratch}u;\n        coopStoreT(acc{i}_{j}, &sc[si], 16u);\n    }}\n    workgroupBarrier();"
-            );
-            for q in 0..scratch / 4 / 32 {
-                let _ = writeln!(
-                    w,
-                    "    {{\n        let u = lane + {}u;\n        let r = u / 4u;\n        let cq = (u % 4u) * 4u;\n        let s = sg * {scratch}u + r * 16u + cq;\n        var x = vec4<f32>(sc[s], sc[s + 1u], sc[s + 2u], sc[s + 3u]);\n        let row = m0 + sm * 64u + {}u + r;\n        let col = n0 + sn * 64u + {}u + cq;",
-                    q * 32,
-                    i * 16,
-                    j * 16
-                );
-                let store = CStore {
-                    vc: v.vc,
-                    bias: v.bias,
-                    epilogue: v.epilogue,
-                    half: v.hc,
-                };
-                emit_c_store(w, "        ", "x", store);
-                w.push_str("    }\n");
-            }
-            w.push_str("    workgroupBarrier();\n");
-        }
-    }
-}
-
 /// The WGSL of `v`, with `epilogue` (the text of `fn tang_epilogue(x: f32, zero: u32) ->
 /// f32` and its helpers) pasted in when `v.epilogue` is set.
 pub(crate) fn generate(v: &CoopVariant, epilogue: &str) -> String {
     let ops = staged(v);
+    let t = &v.tile;
     let mut w = String::with_capacity(24 * 1024);
+    let shape = if *t == CoopTile::DEFAULT {
+        String::new()
+    } else {
+        format!(
+            " (subgroups {}x{}, fragments {}x{}, {} stage(s), {} fragment(s) per store)",
+            t.sg_m, t.sg_n, t.frag_m, t.frag_n, t.stages, t.store_frags
+        )
+    };
     let _ = writeln!(
         w,
-        "// tang tensor-core matmul {BLOCK}x{BLOCK}x{BK}, A{} B{} (generated)\nenable f16;\nenable wgpu_cooperative_matrix;",
+        "// tang tensor-core matmul {}x{}x{}{shape}, A{} B{} (generated)\nenable f16;\nenable wgpu_cooperative_matrix;",
+        t.block_m(),
+        t.block_n(),
+        t.bk,
         if v.ta { "^T" } else { "" },
         if v.tb { "^T" } else { "" }
     );
     w.push_str(&layout(v).declarations());
     for op in &ops {
-        let _ = writeln!(w, "var<workgroup> s{}: array<f16, {}>;", op.name, op.len());
+        let _ = writeln!(
+            w,
+            "var<workgroup> s{}: array<f16, {}>;",
+            op.name,
+            op.len() * t.stages
+        );
     }
-    let _ = writeln!(w, "var<workgroup> sc: array<f32, {}>;", SCRATCH);
+    let scratch = t.sg_m * t.sg_n * 256 * t.store_frags;
+    let _ = writeln!(w, "var<workgroup> sc: array<f32, {scratch}>;");
     if v.epilogue {
         w.push_str(epilogue);
         w.push('\n');
     }
-    emit_grouped_origin(&mut w, THREADS, BLOCK, BLOCK);
-    w.push_str(
+    emit_grouped_origin(&mut w, t.threads(), t.block_m(), t.block_n());
+    let _ = write!(
+        w,
         "    let sg = lid / 32u;
     let lane = lid % 32u;
-    let sm = sg / 2u;
-    let sn = sg % 2u;
+    let sm = sg / {sgn}u;
+    let sn = sg % {sgn}u;
     let a_base = bat * p.a_bstride;
     let b_base = bat * p.b_bstride;
     let c_base = bat * p.c_bstride;
 ",
+        sgn = t.sg_n
     );
-    for i in 0..FRAGS {
-        for j in 0..FRAGS {
+    for i in 0..t.frag_m {
+        for j in 0..t.frag_n {
             let _ = writeln!(w, "    var acc{i}_{j} = coop_mat16x16<f32, C>();");
         }
     }
@@ -442,16 +467,44 @@ pub(crate) fn generate(v: &CoopVariant, epilogue: &str) -> String {
     }
     w.push_str("    var k0 = 0u;\n    {\n");
     emit_loads(&mut w, &ops);
-    w.push_str("    }\n    loop {\n");
-    for op in &ops {
-        emit_stage(&mut w, op);
+    w.push_str("    }\n");
+    if t.stages == 1 {
+        // Stage, barrier, prefetch the next tile into registers, multiply, barrier.
+        w.push_str("    loop {\n");
+        for op in &ops {
+            emit_stage(&mut w, op, "");
+        }
+        let _ = writeln!(
+            w,
+            "        workgroupBarrier();\n        k0 += {}u;\n        if (k0 < p.k) {{",
+            t.bk
+        );
+        emit_loads(&mut w, &ops);
+        w.push_str("        }\n");
+        emit_products(&mut w, &ops, ["", ""]);
+        w.push_str("        workgroupBarrier();\n        if (k0 >= p.k) { break; }\n    }\n");
+    } else {
+        // Two buffers: the tile in `cur` multiplies while the next is written into the
+        // other, so one barrier per k tile separates a buffer's writes from its reads.
+        for op in &ops {
+            emit_stage(&mut w, op, "");
+        }
+        let _ = writeln!(
+            w,
+            "    workgroupBarrier();\n    var cur = 0u;\n    loop {{\n        k0 += {}u;\n        let more = k0 < p.k;\n        if (more) {{",
+            t.bk
+        );
+        emit_loads(&mut w, &ops);
+        w.push_str("        }\n");
+        let reads = [&ops[0], &ops[1]].map(|op| format!("cur * {}u", op.len()));
+        emit_products(&mut w, &ops, [&reads[0], &reads[1]]);
+        w.push_str("        if (more) {\n");
+        for op in &ops {
+            emit_stage(&mut w, op, &format!("(1u - cur) * {}u", op.len()));
+        }
+        w.push_str("        }\n        workgroupBarrier();\n        if (!more) { break; }\n        cur = 1u - cur;\n    }\n");
     }
-    w.push_str("        workgroupBarrier();\n        k0 += 32u;\n        if (k0 < p.k) {\n");
-    emit_loads(&mut w, &ops);
-    w.push_str("        }\n");
-    emit_products(&mut w, &ops);
-    w.push_str("        workgroupBarrier();\n        if (k0 >= p.k) { break; }\n    }\n");
-    emit_store(&mut w, v);
+    emit_coop_store(&mut w, v);
     w.push_str("}\n");
     w
 }
@@ -477,6 +530,41 @@ mod tests {
             let text = generate(&v, epi);
             if let Err(e) = tang_expr::validate(&text) {
                 panic!("{v:?}: {e}\n{text}");
+            }
+        }
+    }
+
+    /// Every preset tile other than the default (which the registry lists) validates in
+    /// each layout, with f32 and f16 operands and results, guarded and clamped loads,
+    /// and with the bias and the epilogue.
+    #[test]
+    fn every_preset_tile_validates() {
+        let epi =
+            "fn tang_epilogue(x: f32, zero: u32) -> f32 { return max(x, bitcast<f32>(zero)); }\n";
+        for tile in &CoopTile::PRESETS[1..] {
+            for bits in 0..2048u32 {
+                // Layouts (bits 0-1) crossed with: all-vec4 f32, all-scalar f16 and
+                // all-vec4 f16 with the bias and epilogue, each guarded and clamped.
+                let rest = bits >> 2;
+                let types = rest & 0b111;
+                let half = (rest >> 3) & 0b111;
+                let kexact = (rest >> 6) & 1;
+                let extra = rest >> 7;
+                let keep = matches!(
+                    (types, half, extra),
+                    (0b111, 0, 0) | (0, 0b111, 0) | (0b111, 0b111, 0b11)
+                );
+                if !keep || kexact > 1 {
+                    continue;
+                }
+                let v = CoopVariant {
+                    tile: *tile,
+                    ..CoopVariant::from_bits(bits)
+                };
+                let text = generate(&v, epi);
+                if let Err(e) = tang_expr::validate(&text) {
+                    panic!("{v:?}: {e}\n{text}");
+                }
             }
         }
     }

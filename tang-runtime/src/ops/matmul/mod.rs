@@ -13,6 +13,7 @@
 mod backward;
 pub(crate) mod codegen;
 mod coop;
+mod coop_tile;
 pub(crate) mod elem;
 mod epilogue;
 mod split;
@@ -20,6 +21,7 @@ mod store;
 mod tile;
 
 pub use backward::{bias_backward, matmul_backward, matmul_backward_with};
+pub use coop_tile::CoopTile;
 pub use epilogue::Epilogue;
 #[doc(hidden)]
 pub use split::matmul_tn_split;
@@ -57,6 +59,10 @@ pub struct MatmulOptions<'a> {
     /// The result's element type: f32 (`None`, the default) or [`DType::F16`] (rounded
     /// to nearest even as it is stored).
     pub out_dtype: Option<DType>,
+    /// A tensor-core block shape to use instead of the automatic choice (benchmarks and
+    /// tuning): it must satisfy [`CoopTile::is_valid`] and the device's limits, and
+    /// applies only to products that run on the tensor cores.
+    pub coop_tile: Option<CoopTile>,
 }
 
 impl MatmulOptions<'_> {
@@ -357,14 +363,14 @@ pub fn matmul_with(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Tens
     let dev = a.device();
     let half = o.half(a, b);
     let out_dtype = o.out_dtype.unwrap_or(DType::F32);
-    let on_tensor_cores = half && o.tile.is_none() && coop_fits(dev);
-    let splits = split_k(&d, o);
+    let on_tensor_cores = half && o.tile.is_none() && dev.info().tensor_cores;
+    let splits = split_k(&d, o, on_tensor_cores);
     if splits > 1 {
-        let c = matmul_split_k(a, b, &d, splits, half)?;
+        let c = matmul_split_k(a, b, &d, splits, half, o.coop_tile)?;
         return crate::ops::to_dtype(&c, out_dtype);
     }
-    if on_tensor_cores {
-        return matmul_coop(a, b, o, &d, out_dtype);
+    if on_tensor_cores && let Some(tile) = CoopTile::choose(dev, a, b, o)? {
+        return matmul_coop(a, b, o, &d, out_dtype, tile);
     }
     if out_dtype != DType::F32 {
         // The f32 tile stores f32; the rounding to f16 is one pass more.
@@ -429,15 +435,6 @@ fn grid_of(
     })
 }
 
-/// Whether `dev` runs the tensor-core kernel: it has them, and the kernel's workgroup
-/// memory and threads fit its limits.
-fn coop_fits(dev: &Device) -> bool {
-    let info = dev.info();
-    info.tensor_cores
-        && coop::workgroup_bytes() <= info.limits.max_compute_workgroup_storage_size
-        && info.limits.max_compute_invocations_per_workgroup >= 128
-}
-
 /// The generated tensor-core variants, by flags and epilogue hash.
 static COOP_KERNELS: Variants<(coop::CoopVariant, u64)> = Variants::new();
 
@@ -448,6 +445,7 @@ fn matmul_coop(
     o: &MatmulOptions<'_>,
     d: &Dims,
     out_dtype: DType,
+    tile: CoopTile,
 ) -> Result<Tensor, Error> {
     let dev = a.device();
     let out = dev.empty(&d.out_shape, out_dtype)?;
@@ -465,16 +463,17 @@ fn matmul_coop(
         ha: a.dtype() == DType::F16,
         hb: b.dtype() == DType::F16,
         hc: out_dtype == DType::F16,
-        kexact: d.k > 0 && d.k.is_multiple_of(coop::BK as usize),
+        kexact: d.k > 0 && d.k.is_multiple_of(tile.bk as usize),
         bias: o.bias.is_some(),
         epilogue: o.epilogue.is_some(),
+        tile,
     };
     let key = (v, o.epilogue.map_or(0, Epilogue::hash));
     let k = COOP_KERNELS.get(&key, || {
         let text = coop::generate(&v, o.epilogue.map_or("", Epilogue::wgsl));
         ("matmul_coop".to_string(), text)
     })?;
-    let (params, grid) = grid_of(dev, d, [coop::BLOCK, coop::BLOCK, coop::BK], o)?;
+    let (params, grid) = grid_of(dev, d, [tile.block_m(), tile.block_n(), tile.bk], o)?;
     let mut tensors = vec![a, b];
     tensors.extend(o.bias);
     tensors.push(&out);

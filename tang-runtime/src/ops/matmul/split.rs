@@ -1,7 +1,7 @@
 //! Split-K for weight gradients: `Aᵀ·B` with a small output and a long reduction runs as
 //! a batched product of slices of the reduction, then a column sum over the slices.
 
-use super::{Dims, MatmulOptions, dims, matmul_with};
+use super::{CoopTile, Dims, MatmulOptions, dims, matmul_with};
 use crate::ops::check::invalid;
 use crate::{Error, Tensor};
 
@@ -16,6 +16,12 @@ const SPLIT_K_TARGET_BLOCKS: usize = 1024;
 const SPLIT_K_MIN_LEN: usize = 512;
 /// The most splits.
 const SPLIT_K_MAX: usize = 32;
+/// The shortest slice of a product on the tensor cores. Their products run about four
+/// times faster than the f32 tile's, so writing and summing the partial products weighs
+/// more: on an H200 the GPT's f16 weight gradients (k = 16,384) ran fastest at 8-16
+/// slices, not 32 (1152x384: 0.109 ms at 16 against 0.122 at 32; 384x384: 0.049 against
+/// 0.057; 1536x384: 0.137 against 0.144; BENCHMARKS.md, `..._TN_split<s>_f16`).
+const SPLIT_K_MIN_LEN_TENSOR_CORES: usize = 1024;
 
 /// How many slices to cut the reduction (`k`) into, so that a product with a small
 /// output and a long reduction (a weight gradient `dW = Gᵀ·X` over 16,384 tokens has
@@ -26,7 +32,7 @@ const SPLIT_K_MAX: usize = 32;
 ///
 /// Measured on an H200 at the GPT's weight gradients (k = 16,384; BENCHMARKS.md,
 /// `matmul_gpt_*_TN`): unsplit, the best tile ran at 8-23 TFLOP/s; split, 24-35.
-pub(super) fn split_k(d: &Dims, o: &MatmulOptions<'_>) -> usize {
+pub(super) fn split_k(d: &Dims, o: &MatmulOptions<'_>, tensor_cores: bool) -> usize {
     if !o.transpose_a
         || o.transpose_b
         || d.batch != 1
@@ -40,11 +46,16 @@ pub(super) fn split_k(d: &Dims, o: &MatmulOptions<'_>) -> usize {
     }
     // One batch: `m * n` is the output's length, checked against u32 by `dims`.
     let blocks = d.m.div_ceil(128) * d.n.div_ceil(128);
+    let min_len = if tensor_cores {
+        SPLIT_K_MIN_LEN_TENSOR_CORES
+    } else {
+        SPLIT_K_MIN_LEN
+    };
     let mut s = 1;
     while s < SPLIT_K_MAX
         && blocks * s < SPLIT_K_TARGET_BLOCKS
         && d.k.is_multiple_of(2 * s)
-        && d.k / (2 * s) >= SPLIT_K_MIN_LEN
+        && d.k / (2 * s) >= min_len
     {
         s *= 2;
     }
@@ -58,6 +69,7 @@ pub(super) fn matmul_split_k(
     d: &Dims,
     splits: usize,
     f16_inputs: bool,
+    coop_tile: Option<CoopTile>,
 ) -> Result<Tensor, Error> {
     let len = d.k / splits;
     let a3 = a.reshape(&[splits, len, d.m])?;
@@ -65,6 +77,7 @@ pub(super) fn matmul_split_k(
     let o = MatmulOptions {
         transpose_a: true,
         f16_inputs,
+        coop_tile,
         ..MatmulOptions::default()
     };
     let parts = matmul_with(&a3, &b3, &o)?;
@@ -95,5 +108,5 @@ pub fn matmul_tn_split(a: &Tensor, b: &Tensor, splits: usize) -> Result<Tensor, 
             ),
         ));
     }
-    matmul_split_k(a, b, &d, splits, false)
+    matmul_split_k(a, b, &d, splits, false, None)
 }

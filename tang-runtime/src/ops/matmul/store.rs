@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+use super::coop::CoopVariant;
+
 /// What the store of C does besides writing.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CStore {
@@ -61,4 +63,47 @@ pub(crate) fn emit_c_store(w: &mut String, indent: &str, var: &str, s: CStore) {
         );
     }
     let _ = writeln!(w, "{indent}}}");
+}
+
+/// The store of C by the tensor-core kernel (`coop.rs`): each subgroup puts `store_frags` fragments side by side in its
+/// scratch (16 rows of `16 store_frags`), then its 32 lanes write them out four elements
+/// at a time. One fragment at a time keeps the workgroup memory, and so the occupancy,
+/// at the staging's; a row of them takes fewer barriers and writes longer rows.
+pub(crate) fn emit_coop_store(w: &mut String, v: &CoopVariant) {
+    let t = &v.tile;
+    let per = t.store_frags;
+    let width = 16 * per;
+    let scratch = 16 * width;
+    let units_per_row = width / 4;
+    let (span_m, span_n) = (16 * t.frag_m, 16 * t.frag_n);
+    for i in 0..t.frag_m {
+        for j0 in (0..t.frag_n).step_by(per as usize) {
+            for j in j0..j0 + per {
+                let _ = writeln!(
+                    w,
+                    "    {{\n        let si = sg * {scratch}u + {}u;\n        coopStoreT(acc{i}_{j}, &sc[si], {width}u);\n    }}",
+                    (j - j0) * 16
+                );
+            }
+            w.push_str("    workgroupBarrier();\n");
+            for q in 0..scratch / 4 / 32 {
+                let _ = writeln!(
+                    w,
+                    "    {{\n        let u = lane + {}u;\n        let r = u / {units_per_row}u;\n        let cq = (u % {units_per_row}u) * 4u;\n        let s = sg * {scratch}u + r * {width}u + cq;\n        var x = vec4<f32>(sc[s], sc[s + 1u], sc[s + 2u], sc[s + 3u]);\n        let row = m0 + sm * {span_m}u + {}u + r;\n        let col = n0 + sn * {span_n}u + {}u + cq;",
+                    q * 32,
+                    i * 16,
+                    j0 * 16
+                );
+                let store = CStore {
+                    vc: v.vc,
+                    bias: v.bias,
+                    epilogue: v.epilogue,
+                    half: v.hc,
+                };
+                emit_c_store(w, "        ", "x", store);
+                w.push_str("    }\n");
+            }
+            w.push_str("    workgroupBarrier();\n");
+        }
+    }
 }

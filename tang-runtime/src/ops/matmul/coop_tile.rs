@@ -1,0 +1,280 @@
+//! [`CoopTile`]: the block a tensor-core matmul workgroup computes and how it stages its
+//! operands, the presets tang ships, and the checks a tile must pass to be generated.
+
+use super::MatmulOptions;
+use crate::{DType, Device, Error, Tensor};
+
+/// The block shape and staging of the tensor-core matmul (`coop_mat16x16` fragments).
+///
+/// A workgroup is `sg_m x sg_n` subgroups of 32 threads; each subgroup holds
+/// `frag_m x frag_n` 16 x 16 f32 accumulators, so the workgroup computes a
+/// `16 sg_m frag_m` x `16 sg_n frag_n` block of C. Operands are staged in workgroup memory
+/// `bk` deep, in `stages` buffers (2: the next k tile is written while the current one
+/// multiplies, one barrier per k tile; 1: two barriers per k tile, half the memory).
+///
+/// ```
+/// use tang_runtime::ops::CoopTile;
+/// let t = CoopTile::DEFAULT;
+/// assert_eq!((t.block_m(), t.block_n(), t.threads()), (128, 128, 128));
+/// assert!(t.is_valid());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CoopTile {
+    /// Subgroups along m.
+    pub sg_m: u32,
+    /// Subgroups along n.
+    pub sg_n: u32,
+    /// 16 x 16 fragments per subgroup along m.
+    pub frag_m: u32,
+    /// 16 x 16 fragments per subgroup along n.
+    pub frag_n: u32,
+    /// Depth of one staged k tile (a multiple of 16).
+    pub bk: u32,
+    /// Workgroup-memory buffers per operand (1 or 2).
+    pub stages: u32,
+    /// Fragments of C a subgroup passes through workgroup memory at once on the way out
+    /// (1, or `frag_n`: a whole row of fragments per barrier pair).
+    pub store_frags: u32,
+}
+
+impl CoopTile {
+    /// 128 x 128 block, four subgroups of 4 x 4 fragments, k tiles of 32, one staging
+    /// buffer and one fragment of C at a time through workgroup memory.
+    pub const DEFAULT: CoopTile = CoopTile {
+        sg_m: 2,
+        sg_n: 2,
+        frag_m: 4,
+        frag_n: 4,
+        bk: 32,
+        stages: 1,
+        store_frags: 1,
+    };
+
+    /// The tiles the benchmark sweeps and the tests check, the default first: eight
+    /// subgroups (256 x 128, 128 x 256), two staging buffers (one barrier per k tile),
+    /// and a row of fragments per store. On an H200 none beat the default on the
+    /// benchmark's shapes (BENCHMARKS.md, 2026-11-28): the larger blocks and buffers
+    /// take workgroup memory and registers that cost more in occupancy than they save.
+    pub const PRESETS: [CoopTile; 5] = {
+        const D: CoopTile = CoopTile::DEFAULT;
+        [
+            D,
+            CoopTile { sg_m: 4, ..D },
+            CoopTile { sg_n: 4, ..D },
+            CoopTile { stages: 2, ..D },
+            CoopTile {
+                store_frags: 4,
+                ..D
+            },
+        ]
+    };
+
+    /// Rows of C per workgroup.
+    pub fn block_m(&self) -> u32 {
+        16u32.saturating_mul(self.sg_m).saturating_mul(self.frag_m)
+    }
+
+    /// Columns of C per workgroup.
+    pub fn block_n(&self) -> u32 {
+        16u32.saturating_mul(self.sg_n).saturating_mul(self.frag_n)
+    }
+
+    /// Threads per workgroup.
+    pub fn threads(&self) -> u32 {
+        32u32.saturating_mul(self.sg_m).saturating_mul(self.sg_n)
+    }
+
+    /// Halves of padding after every staged line (unpadded lines ran 2-3x slower on an
+    /// H200: bank conflicts of the fragment loads).
+    pub(crate) const PAD: u32 = 8;
+
+    /// Halves of one operand's staging buffer: `rows` lines of `bk + PAD` when k is
+    /// contiguous in memory, else `bk` lines of `rows + PAD`, whichever is larger (the
+    /// kernel sizes both operands for either order).
+    fn staging_halves(&self, rows: u32) -> u64 {
+        let (r, k, pad) = (u64::from(rows), u64::from(self.bk), u64::from(Self::PAD));
+        (r * (k + pad)).max(k * (r + pad))
+    }
+
+    /// Bytes of workgroup memory the kernel declares: both operands' staging buffers and
+    /// the f32 scratch C leaves through; `u32::MAX` when that does not fit a u32.
+    pub fn workgroup_bytes(&self) -> u32 {
+        let staged = self.staging_halves(self.block_m()) + self.staging_halves(self.block_n());
+        let scratch =
+            u64::from(self.sg_m) * u64::from(self.sg_n) * 256 * u64::from(self.store_frags);
+        u32::try_from(2 * u64::from(self.stages) * staged + 4 * scratch).unwrap_or(u32::MAX)
+    }
+
+    /// Whether the generator supports this tile (see [`CoopTile::invalid_reason`]).
+    pub fn is_valid(&self) -> bool {
+        self.invalid_reason().is_none()
+    }
+
+    /// Whether this tile is valid and fits `dev`'s workgroup limits.
+    pub fn fits(&self, dev: &Device) -> bool {
+        let l = &dev.info().limits;
+        self.is_valid()
+            && self.threads() <= l.max_compute_invocations_per_workgroup
+            && self.threads() <= l.max_compute_workgroup_size_x
+            && self.workgroup_bytes() <= l.max_compute_workgroup_storage_size
+    }
+
+    /// Why [`CoopTile::is_valid`] refuses this tile, in words, or `None` for a valid one.
+    pub(crate) fn invalid_reason(&self) -> Option<String> {
+        if !(1..=4).contains(&self.sg_m) || !(1..=4).contains(&self.sg_n) {
+            return Some(format!(
+                "sg_m and sg_n must be 1 to 4, got {} and {}",
+                self.sg_m, self.sg_n
+            ));
+        }
+        if !(1..=4).contains(&self.frag_m) || !(1..=4).contains(&self.frag_n) {
+            return Some(format!(
+                "frag_m and frag_n must be 1 to 4, got {} and {}",
+                self.frag_m, self.frag_n
+            ));
+        }
+        if !matches!(self.bk, 16 | 32 | 48 | 64) {
+            return Some(format!("bk must be 16, 32, 48 or 64, got {}", self.bk));
+        }
+        if !matches!(self.stages, 1 | 2) {
+            return Some(format!("stages must be 1 or 2, got {}", self.stages));
+        }
+        if self.store_frags != 1 && self.store_frags != self.frag_n {
+            return Some(format!(
+                "store_frags must be 1 or frag_n ({}), got {}",
+                self.frag_n, self.store_frags
+            ));
+        }
+        // Each thread prefetches whole four-element units of both operands.
+        let t = self.threads();
+        for (name, rows) in [("A", self.block_m()), ("B", self.block_n())] {
+            let units = rows * self.bk / 4;
+            if units < t || !units.is_multiple_of(t) {
+                return Some(format!(
+                    "the four-element loads of {name}'s k tile ({units}) must be a multiple of the {t} threads"
+                ));
+            }
+        }
+        None
+    }
+}
+
+impl CoopTile {
+    /// The tensor-core tile for `A · B` (`a`, `b` as given): `forced` when it is valid and
+    /// fits `dev`, else the automatic choice, or `None` when no tile fits (the f32 tile runs
+    /// then). The automatic choice is the default 128 x 128 block, except for `Aᵀ·B` of f16
+    /// tensors (weight gradients, split over k), where 256 x 128 blocks (eight subgroups)
+    /// ran 8-16% faster on an H200: 1152x384x16384 151 TFLOP/s against 131, 384x384 104
+    /// against 96, 1536x384 163 against 140, 4096x4096x1024 241 against 225. With f32
+    /// operands rounded on load (autocast) the same block ran slower (106 against 114), so
+    /// they keep the default. BENCHMARKS.md, 2026-11-28.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a forced tile the generator does not support,
+    /// [`Error::TooLarge`] for one that does not fit the device.
+    pub(crate) fn choose(
+        dev: &Device,
+        a: &Tensor,
+        b: &Tensor,
+        o: &MatmulOptions<'_>,
+    ) -> Result<Option<CoopTile>, Error> {
+        let forced = o.coop_tile;
+        if let Some(t) = forced {
+            if let Some(reason) = t.invalid_reason() {
+                return Err(Error::InvalidArgument {
+                    op: "matmul".into(),
+                    detail: format!(
+                        "coop_tile {t:?} is not one the tensor-core generator supports: {reason}; pass CoopTile::DEFAULT, or None for the automatic choice"
+                    ),
+                });
+            }
+            if !t.fits(dev) {
+                return Err(Error::TooLarge {
+                    what: format!(
+                        "matmul: coop_tile {t:?} ({} threads, {} bytes of workgroup memory)",
+                        t.threads(),
+                        t.workgroup_bytes()
+                    ),
+                    requested: u64::from(t.workgroup_bytes()),
+                    limit: u64::from(dev.info().limits.max_compute_workgroup_storage_size),
+                });
+            }
+            return Ok(Some(t));
+        }
+        let weight_gradient =
+            o.transpose_a && !o.transpose_b && a.dtype() == DType::F16 && b.dtype() == DType::F16;
+        let tall = CoopTile {
+            sg_m: 4,
+            ..CoopTile::DEFAULT
+        };
+        if weight_gradient && tall.fits(dev) {
+            return Ok(Some(tall));
+        }
+        Ok(Some(CoopTile::DEFAULT).filter(|t| t.fits(dev)))
+    }
+}
+
+impl Default for CoopTile {
+    fn default() -> Self {
+        CoopTile::DEFAULT
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_matches_the_measured_kernel() {
+        let t = CoopTile::DEFAULT;
+        assert!(t.is_valid());
+        // Two operands of [128][32 + 8] halves and one fragment of f32 per subgroup.
+        assert_eq!(t.workgroup_bytes(), 2 * 2 * 128 * 40 * 2 / 2 + 4 * 4 * 256);
+    }
+
+    #[test]
+    fn presets_are_valid_and_distinct() {
+        for (i, t) in CoopTile::PRESETS.iter().enumerate() {
+            assert!(t.is_valid(), "{t:?}: {:?}", t.invalid_reason());
+            assert!(!CoopTile::PRESETS[..i].contains(t), "{t:?} twice");
+        }
+    }
+
+    #[test]
+    fn bad_tiles_say_why() {
+        let bad = [
+            CoopTile {
+                sg_m: 0,
+                ..CoopTile::DEFAULT
+            },
+            CoopTile {
+                frag_n: 5,
+                ..CoopTile::DEFAULT
+            },
+            CoopTile {
+                bk: 24,
+                ..CoopTile::DEFAULT
+            },
+            CoopTile {
+                stages: 3,
+                ..CoopTile::DEFAULT
+            },
+            CoopTile {
+                store_frags: 2,
+                ..CoopTile::DEFAULT
+            },
+            // 64 x 64 block, 512 threads: 64 * 16 / 4 = 256 units cannot spread over them.
+            CoopTile {
+                sg_m: 4,
+                sg_n: 4,
+                frag_m: 1,
+                frag_n: 1,
+                bk: 16,
+                ..CoopTile::DEFAULT
+            },
+        ];
+        for t in bad {
+            assert!(t.invalid_reason().is_some(), "{t:?}");
+        }
+    }
+}
