@@ -79,10 +79,14 @@ pub(crate) fn emit_coop_store(w: &mut String, v: &CoopVariant) {
     for i in 0..t.frag_m {
         for j0 in (0..t.frag_n).step_by(per as usize) {
             for j in j0..j0 + per {
+                // The first fragment of a row sits at the scratch's start.
+                let at = match (j - j0) * 16 {
+                    0 => String::new(),
+                    off => format!(" + {off}u"),
+                };
                 let _ = writeln!(
                     w,
-                    "    {{\n        let si = sg * {scratch}u + {}u;\n        coopStoreT(acc{i}_{j}, &sc[si], {width}u);\n    }}",
-                    (j - j0) * 16
+                    "    {{\n        let si = sg * {scratch}u{at};\n        coopStoreT(acc{i}_{j}, &sc[si], {width}u);\n    }}"
                 );
             }
             w.push_str("    workgroupBarrier();\n");
