@@ -309,7 +309,7 @@ fn half_cases(dev: &Device, report: &mut Report, quick: bool) {
 }
 
 /// Every tensor-core tile preset that fits the device, forced on case `c`
-/// (`<base>_coop<bm>x<bn>x<bk>_sg<m>x<n>_s<stages>_st<store_frags>`), to tune the
+/// (`<base>_coop<bm>x<bn>x<bk>_sg<m>x<n>_f<m>x<n>_s<stages>_st<store_frags>`), to tune the
 /// automatic choice. The operands are drawn once; each preset's whole result must equal
 /// the automatic choice's within f32 accumulation-order rounding before it is timed.
 fn coop_sweep(dev: &Device, report: &mut Report, base: &str, c: &Case, quick: bool) {
@@ -319,12 +319,14 @@ fn coop_sweep(dev: &Device, report: &mut Report, base: &str, c: &Case, quick: bo
         .collect();
     let name = |t: &CoopTile| {
         format!(
-            "{base}_coop{}x{}x{}_sg{}x{}_s{}_st{}",
+            "{base}_coop{}x{}x{}_sg{}x{}_f{}x{}_s{}_st{}",
             t.block_m(),
             t.block_n(),
             t.bk,
             t.sg_m,
             t.sg_n,
+            t.frag_m,
+            t.frag_n,
             t.stages,
             t.store_frags
         )

@@ -51,10 +51,12 @@ impl CoopTile {
     };
 
     /// The tiles the benchmark sweeps and the tests check, the default first: eight
-    /// subgroups (256 x 128, 128 x 256), two staging buffers (one barrier per k tile),
-    /// and a row of fragments per store. On an H200 none beat the default on the
-    /// benchmark's shapes (BENCHMARKS.md, 2026-11-28): the larger blocks and buffers
-    /// take workgroup memory and registers that cost more in occupancy than they save.
+    /// subgroups (256 x 128, chosen for f16 `Aᵀ·B`, and 128 x 256), two staging buffers
+    /// (one barrier per k tile) and a row of fragments per store. On an H200 none beat
+    /// the default elsewhere, nor did tiles with less workgroup memory or fewer registers
+    /// per subgroup (k tiles of 16; 64 x 128, 128 x 64, 64 x 64 blocks; 128 x 128 blocks
+    /// of 8 or 16 subgroups): their figures are in BENCHMARKS.md (2026-11-28), and any of
+    /// them can still be forced through [`crate::ops::MatmulOptions::coop_tile`].
     pub const PRESETS: [CoopTile; 5] = {
         const D: CoopTile = CoopTile::DEFAULT;
         [
