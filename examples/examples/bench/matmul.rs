@@ -270,21 +270,7 @@ fn half_cases(dev: &Device, report: &mut Report, quick: bool) {
             true,
         ));
     }
-    if dev.info().tensor_cores {
-        for (half, prefix) in [(Half::Tensors, "f16"), (Half::Autocast, "autocast")] {
-            for (tag, m, n, k, ta, tb) in &cases {
-                let c = Case {
-                    m: *m,
-                    n: *n,
-                    k: *k,
-                    ta: *ta,
-                    tb: *tb,
-                    half,
-                };
-                coop_sweep(dev, report, &format!("matmul_{prefix}_{tag}"), &c, quick);
-            }
-        }
-    }
+    let mut runs = Vec::new();
     for (half, prefix) in [(Half::Tensors, "f16"), (Half::Autocast, "autocast")] {
         for (tag, m, n, k, ta, tb) in &cases {
             let c = Case {
@@ -295,16 +281,16 @@ fn half_cases(dev: &Device, report: &mut Report, quick: bool) {
                 tb: *tb,
                 half,
             };
-            case(
-                dev,
-                report,
-                &format!("matmul_{prefix}_{tag}"),
-                &c,
-                None,
-                None,
-                quick,
-            );
+            runs.push((format!("matmul_{prefix}_{tag}"), c));
         }
+    }
+    if dev.info().tensor_cores {
+        for (name, c) in &runs {
+            coop_sweep(dev, report, name, c, quick);
+        }
+    }
+    for (name, c) in &runs {
+        case(dev, report, name, c, None, None, quick);
     }
 }
 

@@ -114,11 +114,7 @@ impl CoopTile {
 
     /// Whether this tile is valid and fits `dev`'s workgroup limits.
     pub fn fits(&self, dev: &Device) -> bool {
-        let l = &dev.info().limits;
-        self.is_valid()
-            && self.threads() <= l.max_compute_invocations_per_workgroup
-            && self.threads() <= l.max_compute_workgroup_size_x
-            && self.workgroup_bytes() <= l.max_compute_workgroup_storage_size
+        self.is_valid() && super::within_limits(dev, self.threads(), self.workgroup_bytes())
     }
 
     /// Why [`CoopTile::is_valid`] refuses this tile, in words, or `None` for a valid one.

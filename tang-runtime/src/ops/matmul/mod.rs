@@ -200,15 +200,20 @@ fn dims(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Dims, Error> {
     })
 }
 
+/// Whether a workgroup of `threads` (along x) with `workgroup_bytes` of workgroup memory
+/// fits `dev`'s limits: the one check behind [`TileConfig::fits`] and [`CoopTile::fits`].
+pub(crate) fn within_limits(dev: &Device, threads: u32, workgroup_bytes: u32) -> bool {
+    let l = &dev.info().limits;
+    threads <= l.max_compute_invocations_per_workgroup
+        && threads <= l.max_compute_workgroup_size_x
+        && workgroup_bytes <= l.max_compute_workgroup_storage_size
+}
+
 impl TileConfig {
     /// Whether this tile is valid and within `dev`'s limits (threads per workgroup,
     /// workgroup memory).
     pub fn fits(&self, dev: &Device) -> bool {
-        let l = &dev.info().limits;
-        self.is_valid()
-            && self.threads() <= l.max_compute_invocations_per_workgroup
-            && self.threads() <= l.max_compute_workgroup_size_x
-            && self.workgroup_bytes() <= l.max_compute_workgroup_storage_size
+        self.is_valid() && within_limits(dev, self.threads(), self.workgroup_bytes())
     }
 
     /// The tile `op` runs on: `forced` (a caller's choice) when it fits `dev`, else the
