@@ -18,9 +18,18 @@ start=$(date +%s)
 missing=()
 command -v mpiexec >/dev/null 2>&1 || missing+=(mpich)
 command -v mpicc >/dev/null 2>&1 || missing+=(libmpich-dev)
-# bindgen (in the mpi crate's build) loads libclang.
-ls /usr/lib/llvm-*/lib/libclang*.so* /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 \
-  || missing+=(libclang-dev)
+# bindgen (in the mpi crate's build) loads libclang, the C library (libclang1-N:
+# libclang.so.1, libclang-N.so.N); libclang-cpp (the C++ one, which other packages pull in)
+# does not serve it, so its names must not count.
+have_libclang() {
+  local f
+  for f in /usr/lib/llvm-*/lib/libclang.so* /usr/lib/x86_64-linux-gnu/libclang-[0-9]*.so* \
+    /usr/lib/x86_64-linux-gnu/libclang.so*; do
+    [ -e "$f" ] && return 0
+  done
+  return 1
+}
+have_libclang || missing+=(libclang-dev)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "mpi-test: installing ${missing[*]}"
   apt_install mpi-test "install MPICH (or OpenMPI) with its development files and libclang" \
