@@ -1,8 +1,9 @@
 //! Arguments PyTorch refuses, or that have no one right answer, are refused with an
 //! `InvalidArgument` that says what to pass instead: a range whose end lies before its
-//! start, segments of a packed tensor that overlap, a tile with a zero dimension.
+//! start, segments of a packed tensor that overlap, a tile with a zero dimension, a
+//! tensor-core tile the generator does not support (on every device, tensor cores or not).
 
-use tang_runtime::ops::{MatmulOptions, TileConfig, matmul_with};
+use tang_runtime::ops::{CoopTile, MatmulOptions, TileConfig, matmul_with};
 use tang_runtime::{Error, Tensor, ops};
 use tang_testing::devices;
 
@@ -86,5 +87,48 @@ fn a_forced_tile_with_a_zero_dimension_is_an_invalid_argument() {
                 "{text}"
             );
         }
+    }
+}
+
+#[test]
+fn a_forced_coop_tile_the_generator_cannot_build_is_an_invalid_argument() {
+    for dev in devices() {
+        let a = Tensor::zeros(&dev, &[4, 4]).unwrap();
+        for tile in [
+            CoopTile {
+                sg_m: 0,
+                ..CoopTile::DEFAULT
+            },
+            CoopTile {
+                bk: 24,
+                ..CoopTile::DEFAULT
+            },
+            CoopTile {
+                stages: 3,
+                ..CoopTile::DEFAULT
+            },
+        ] {
+            // f32 operands too: the tile is refused where it is written.
+            for f16_inputs in [false, true] {
+                let o = MatmulOptions {
+                    coop_tile: Some(tile),
+                    f16_inputs,
+                    ..MatmulOptions::default()
+                };
+                let e = matmul_with(&a, &a, &o).unwrap_err();
+                assert!(
+                    matches!(e, Error::InvalidArgument { .. }),
+                    "{tile:?}: {e:?}"
+                );
+                assert!(e.to_string().contains("CoopTile::PRESETS"), "{e}");
+            }
+        }
+        // A supported tile runs (on the tensor cores, or ignored on the f32 tile).
+        let o = MatmulOptions {
+            coop_tile: Some(CoopTile::PRESETS[1]),
+            f16_inputs: true,
+            ..MatmulOptions::default()
+        };
+        assert_eq!(matmul_with(&a, &a, &o).unwrap().shape(), &[4, 4]);
     }
 }

@@ -548,13 +548,13 @@ mod tests {
                 let rest = bits >> 2;
                 let types = rest & 0b111;
                 let half = (rest >> 3) & 0b111;
-                let kexact = (rest >> 6) & 1;
+                // Bit 6 (clamped loads) runs both ways.
                 let extra = rest >> 7;
                 let keep = matches!(
                     (types, half, extra),
                     (0b111, 0, 0) | (0, 0b111, 0) | (0b111, 0b111, 0b11)
                 );
-                if !keep || kexact > 1 {
+                if !keep {
                     continue;
                 }
                 let v = CoopVariant {

@@ -155,11 +155,24 @@ impl CoopTile {
         }
         None
     }
-}
 
-impl CoopTile {
-    /// The tensor-core tile for `A · B` (`a`, `b` as given): `forced` when it is valid and
-    /// fits `dev`, else the automatic choice, or `None` when no tile fits (the f32 tile runs
+    /// [`Error::InvalidArgument`] unless `forced` (a caller's [`MatmulOptions::coop_tile`])
+    /// is one the generator supports. Checked on every device, with tensor cores or
+    /// without, so a bad tile is refused where it is written, not only where it would run.
+    pub(crate) fn check_forced(forced: Option<CoopTile>) -> Result<(), Error> {
+        match forced.and_then(|t| t.invalid_reason().map(|r| (t, r))) {
+            Some((t, reason)) => Err(Error::InvalidArgument {
+                op: "matmul".into(),
+                detail: format!(
+                    "coop_tile {t:?} is not one the tensor-core generator supports: {reason}; pass one of CoopTile::PRESETS, or None for the automatic choice"
+                ),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The tensor-core tile for `A · B` (`a`, `b` as given): `forced` (already checked by
+    /// [`CoopTile::check_forced`]) when it fits `dev`, else the automatic choice, or `None` when no tile fits (the f32 tile runs
     /// then). The automatic choice is the default 128 x 128 block, except for `Aᵀ·B` of f16
     /// tensors (weight gradients, split over k), where 256 x 128 blocks (eight subgroups)
     /// ran 8-16% faster on an H200: 1152x384x16384 151 TFLOP/s against 131, 384x384 104
@@ -168,8 +181,7 @@ impl CoopTile {
     /// they keep the default. BENCHMARKS.md, 2026-11-28.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a forced tile the generator does not support,
-    /// [`Error::TooLarge`] for one that does not fit the device.
+    /// [`Error::TooLarge`] for a forced tile that does not fit the device.
     pub(crate) fn choose(
         dev: &Device,
         a: &Tensor,
@@ -178,14 +190,6 @@ impl CoopTile {
     ) -> Result<Option<CoopTile>, Error> {
         let forced = o.coop_tile;
         if let Some(t) = forced {
-            if let Some(reason) = t.invalid_reason() {
-                return Err(Error::InvalidArgument {
-                    op: "matmul".into(),
-                    detail: format!(
-                        "coop_tile {t:?} is not one the tensor-core generator supports: {reason}; pass CoopTile::DEFAULT, or None for the automatic choice"
-                    ),
-                });
-            }
             if !t.fits(dev) {
                 return Err(Error::TooLarge {
                     what: format!(

@@ -60,8 +60,8 @@ pub struct MatmulOptions<'a> {
     /// to nearest even as it is stored).
     pub out_dtype: Option<DType>,
     /// A tensor-core block shape to use instead of the automatic choice (benchmarks and
-    /// tuning): it must satisfy [`CoopTile::is_valid`] and the device's limits, and
-    /// applies only to products that run on the tensor cores.
+    /// tuning): it must satisfy [`CoopTile::is_valid`] (checked on every device) and the
+    /// device's limits, and applies only to products that run on the tensor cores.
     pub coop_tile: Option<CoopTile>,
 }
 
@@ -360,11 +360,13 @@ pub(crate) fn kernels() -> Vec<crate::spec::Source> {
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] (the message gives the expected shape), [`Error::DType`] for
-/// a u32 tensor, [`Error::TooLarge`] for more than 2^32 - 1 elements in one operand or a
-/// forced tile the device cannot run, [`Error::Shader`] (a bug) if a generated shader
-/// fails validation.
+/// a u32 tensor, [`Error::InvalidArgument`] for a forced `tile` or `coop_tile` the
+/// generator does not support, [`Error::TooLarge`] for more than 2^32 - 1 elements in one
+/// operand or a forced tile the device cannot run, [`Error::Shader`] (a bug) if a
+/// generated shader fails validation.
 pub fn matmul_with(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Tensor, Error> {
     let d = dims(a, b, o)?;
+    CoopTile::check_forced(o.coop_tile)?;
     let dev = a.device();
     let half = o.half(a, b);
     let out_dtype = o.out_dtype.unwrap_or(DType::F32);
