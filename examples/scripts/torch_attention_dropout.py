@@ -32,6 +32,29 @@ CASES = [
 ]
 
 
+# (name, [B, H, T, D], dropout_p): the tang bench's forward-only f16 cases (its
+# `_autocast_fwd` cases round f32 to f16 on load; PyTorch's autocast casts to fp16 first).
+FWD_CASES = [
+    ("attention_B8_H8_T1024_d64_f16_fwd", (8, 8, 1024, 64), 0.0),
+    ("attention_B8_H8_T1024_d64_dropout_f16_fwd", (8, 8, 1024, 64), 0.2),
+    ("attention_gpt_B64_H6_T256_d64_f16_fwd", (64, 6, 256, 64), 0.0),
+    ("attention_gpt_B64_H6_T256_d64_dropout_f16_fwd", (64, 6, 256, 64), 0.2),
+    ("attention_gpt2_B8_H12_T1024_d64_f16_fwd", (8, 12, 1024, 64), 0.0),
+]
+
+
+def forward_case(shape, p):
+    q, k, v = (torch.randn(*shape, device=dev, dtype=torch.float16) for _ in range(3))
+
+    def fwd():
+        with torch.no_grad(), sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            # dropout_p applies in training; with no_grad it still drops (F.sdpa does not
+            # look at a module's training flag).
+            F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+
+    return median_ms(fwd, 5)
+
+
 def case(shape, p, dtype, backend):
     q, k, v = (torch.randn(*shape, device=dev, dtype=dtype, requires_grad=True) for _ in range(3))
     go = torch.randn(*shape, device=dev, dtype=dtype)
@@ -54,3 +77,5 @@ if __name__ == "__main__":
         for name, shape, p in CASES:
             ms = case(shape, p, dtype, backend)
             print(f"{name}{suffix}_sdpa: {ms:.4f} ms ({backend.name})")
+    for name, shape, p in FWD_CASES:
+        print(f"{name}_sdpa: {forward_case(shape, p):.4f} ms (FLASH_ATTENTION, forward only)")

@@ -293,6 +293,9 @@ impl Device {
         }
         let tensor_cores = opts.tensor_cores && has_tensor_cores(&adapter, &ainfo);
         let mut features = adapter.features() & wanted_features();
+        if opts.shader_int64 {
+            features |= adapter.features() & wgpu::Features::SHADER_INT64;
+        }
         if tensor_cores {
             features |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
         }

@@ -44,6 +44,12 @@ pub struct DeviceOptions {
     /// feature unrequested. Off, f16 products run on the f32 tile with the same rounding
     /// of the operands (slower, same accuracy class).
     pub tensor_cores: bool,
+    /// Use 64-bit integers in shaders where the adapter has them (`SHADER_INT64`): the
+    /// random generator's products (dropout, `rand`, attention's dropout) then take one
+    /// multiply instead of about fifteen instructions, with the same bits. On by default;
+    /// off with `TANG_SHADER_INT64=0`, which runs the portable 32-bit form every adapter
+    /// (and WebGPU in browsers) has.
+    pub shader_int64: bool,
 }
 
 impl Default for DeviceOptions {
@@ -58,6 +64,7 @@ impl Default for DeviceOptions {
             backends: env("TANG_BACKEND").map(|b| wgpu::Backends::from_comma_list(&b)),
             pool_limit: None,
             tensor_cores: env("TANG_TENSOR_CORES").is_none_or(|v| v != "0" && v != "false"),
+            shader_int64: env("TANG_SHADER_INT64").is_none_or(|v| v != "0" && v != "false"),
         }
     }
 }

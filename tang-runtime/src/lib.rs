@@ -77,6 +77,17 @@ pub mod __testing {
         let mut all = crate::strided::kernels();
         all.extend(crate::cast::kernels());
         all.extend(crate::ops::registry());
+        // The kernels that draw random numbers, as a device with 64-bit integers runs them.
+        let int64: Vec<(String, String)> = all
+            .iter()
+            .filter_map(|(name, src)| {
+                match crate::ops::random::for_device(src, wgpu::Features::SHADER_INT64) {
+                    std::borrow::Cow::Owned(text) => Some((format!("{name} (SHADER_INT64)"), text)),
+                    std::borrow::Cow::Borrowed(_) => None,
+                }
+            })
+            .collect();
+        all.extend(int64);
         all
     }
 }

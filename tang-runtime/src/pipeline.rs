@@ -283,9 +283,10 @@ fn create_module(
     wgsl: &str,
     trusted: bool,
 ) -> wgpu::ShaderModule {
+    let wgsl = crate::ops::random::for_device(wgsl, device.features());
     let desc = wgpu::ShaderModuleDescriptor {
         label: Some(label),
-        source: wgpu::ShaderSource::Wgsl(wgsl.into()),
+        source: wgpu::ShaderSource::Wgsl(wgsl),
     };
     if !trusted {
         return device.create_shader_module(desc);

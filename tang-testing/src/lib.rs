@@ -97,6 +97,9 @@ pub fn assert_close(what: &str, got: &[f32], want: &[f64], atol: f64, rtol: f64)
 /// The devices a GPU test runs on: the default adapter without wgpu's runtime checks (how
 /// tang runs its kernels) and with them (`DeviceOptions::checked`), so a kernel that only
 /// works because an out-of-range access is clamped, or only when it is not, fails one.
+/// The checked one also leaves 64-bit shader integers off (`DeviceOptions::shader_int64`),
+/// so the random kernels run in both forms: the 64-bit products where the adapter has
+/// them, the portable 32-bit form WebGPU in browsers has.
 ///
 /// # Panics
 /// When no adapter is available: install a Vulkan driver (lavapipe at least:
@@ -107,6 +110,7 @@ pub fn devices() -> Vec<Device> {
         .map(|checked| {
             Device::with_options(DeviceOptions {
                 checked,
+                shader_int64: !checked,
                 ..DeviceOptions::default()
             })
             .expect("a Vulkan adapter (lavapipe at least: apt-get install mesa-vulkan-drivers)")

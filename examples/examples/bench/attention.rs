@@ -9,6 +9,8 @@
 //! With dropout 0.2 on the weights inside the fused kernels (nanoGPT's recipe), forward +
 //! backward at that shape, at the GPT step's (B=64, H=6, T=256: the materialized backward)
 //! and at GPT-2 small's (B=8, H=12, T=1024); the dropout-free GPT-2 case beside it.
+//! The forward alone on f16 tensors and with autocast's f16 rounding (the tensor-core
+//! forward where the device has tensor cores), with and without dropout.
 //! `examples/scripts/torch_attention_dropout.py` times PyTorch's SDPA under the same names.
 //!
 //! Before timing, sampled output rows are checked against a CPU f64 computation, so a
@@ -16,12 +18,12 @@
 
 use tang_runtime::ops::{
     AttentionOptions, DropoutState, Generator, attention, attention_backward,
-    attention_backward_dkv, attention_backward_dq, backward_tiles,
+    attention_backward_dkv, attention_backward_dq, backward_tiles, to_dtype,
 };
-use tang_runtime::{Device, Error, Tensor};
+use tang_runtime::{DType, Device, Error, Tensor};
 
 use super::Report;
-use super::elementwise::{random, time};
+use super::elementwise::{random, rounded_f16, time};
 
 const FWD_BWD: &str = "attention_B8_H8_T1024_d64_fwd_bwd";
 const FWD: &str = "attention_B8_H8_T1024_d64_fwd";
@@ -52,6 +54,43 @@ const FWD_BWD_CASES: [(&str, [usize; 4], bool); 4] = [
     ),
 ];
 
+/// Forward cases on f16 tensors (`f16`) or on f32 ones rounded to f16 on load (`autocast`):
+/// the tensor-core forward where the device has tensor cores, `(name, [B, H, T, D],
+/// dropout, f16 tensors)`. PyTorch's fp16 SDPA forward has the same names with `_sdpa`.
+const HALF_FWD_CASES: [(&str, [usize; 4], bool, bool); 6] = [
+    ("attention_B8_H8_T1024_d64_f16_fwd", SHAPE, false, true),
+    (
+        "attention_B8_H8_T1024_d64_dropout_f16_fwd",
+        SHAPE,
+        true,
+        true,
+    ),
+    (
+        "attention_gpt_B64_H6_T256_d64_f16_fwd",
+        [64, 6, 256, 64],
+        false,
+        true,
+    ),
+    (
+        "attention_gpt_B64_H6_T256_d64_autocast_fwd",
+        [64, 6, 256, 64],
+        false,
+        false,
+    ),
+    (
+        "attention_gpt_B64_H6_T256_d64_dropout_autocast_fwd",
+        [64, 6, 256, 64],
+        true,
+        false,
+    ),
+    (
+        "attention_gpt2_B8_H12_T1024_d64_f16_fwd",
+        [8, 12, 1024, 64],
+        false,
+        true,
+    ),
+];
+
 /// The dropout probability of the dropout cases (nanoGPT's recipe).
 const DROPOUT: f32 = 0.2;
 
@@ -69,6 +108,17 @@ fn check_rows(
     o: &[f32],
     [q, k, v]: [&[f32]; 3],
     drop: Option<&DropoutState>,
+) -> Result<(), String> {
+    check_rows_within(shape, o, [q, k, v], drop, 1e-3)
+}
+
+/// [`check_rows`] within relative error `rtol` (and `rtol / 10` absolute).
+fn check_rows_within(
+    shape: [usize; 4],
+    o: &[f32],
+    [q, k, v]: [&[f32]; 3],
+    drop: Option<&DropoutState>,
+    rtol: f64,
 ) -> Result<(), String> {
     let [b, h, t, d] = shape;
     let scale = 1.0 / (d as f64).sqrt();
@@ -94,7 +144,7 @@ fn check_rows(
                 .map(|j| (s[j] - m).exp() / l * factor(bh, i, j) * v[base + j * d + x] as f64)
                 .sum();
             let got = o[base + i * d + x] as f64;
-            if (got - want).abs() > 1e-4 + 1e-3 * want.abs() {
+            if (got - want).abs() > rtol / 10.0 + rtol * want.abs() {
                 return Err(format!("o[{bh}, {i}, {x}] = {got}, expected {want}"));
             }
         }
@@ -277,7 +327,55 @@ fn fwd_bwd_case(
     Ok(Ok(ms))
 }
 
-/// Runs the attention cases and records them/// Runs the attention cases and records them in `report` (ms; lower is better).
+/// Times the forward alone on f16 tensors (`f16_tensors`) or on f32 ones with `f16_inputs` at
+/// `shape` (dropout 0.2 when `dropout`), after checking sampled output rows against the
+/// f64 computation on the f16-rounded inputs.
+fn half_fwd_case(
+    dev: &Device,
+    shape: [usize; 4],
+    dropout: bool,
+    f16_tensors: bool,
+    quick: bool,
+) -> Result<Result<f64, String>, Error> {
+    let n = shape.iter().product();
+    let (hq, hk, hv) = (
+        rounded_f16(random(n, 41)),
+        rounded_f16(random(n, 42)),
+        rounded_f16(random(n, 43)),
+    );
+    let upload = |x: &[f32]| -> Result<Tensor, Error> {
+        let t = Tensor::from_slice(dev, x, &shape)?;
+        if f16_tensors {
+            to_dtype(&t, DType::F16)
+        } else {
+            Ok(t)
+        }
+    };
+    let (q, k, v) = (upload(&hq)?, upload(&hk)?, upload(&hv)?);
+    let mut generator = Generator::new(0);
+    let state = dropout.then(|| DropoutState {
+        stream: generator.next_stream(),
+        p: DROPOUT,
+    });
+    let masked = state.as_ref();
+    let options = AttentionOptions {
+        dropout: masked,
+        f16_inputs: !f16_tensors,
+        ..AttentionOptions::CAUSAL
+    };
+    let (o, _) = attention(&q, &k, &v, &options)?;
+    let o = to_dtype(&o, DType::F32)?.to_vec()?;
+    if let Err(e) = check_rows_within(shape, &o, [&hq, &hk, &hv], masked, 5e-3) {
+        return Ok(Err(e));
+    }
+    let (warm, reps) = if quick { (2, 5) } else { (5, 30) };
+    let ms = time(dev, warm, reps, || {
+        attention(&q, &k, &v, &options).map(drop)
+    })?;
+    Ok(Ok(ms))
+}
+
+/// Runs the attention cases and records them in `report` (ms; lower is better).
 pub fn run(dev: &Device, quick: bool, report: &mut Report) {
     for (name, shape, dropout) in FWD_BWD_CASES {
         if !report.wants(name) {
@@ -287,6 +385,16 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
             Ok(Ok(ms)) => {
                 report.add_rate(name, ms, forward_flops(shape) * 3.5 / ms / 1e9, "TFLOP/s")
             }
+            Ok(Err(e)) => report.fail(name, &e),
+            Err(e) => report.fail(name, &e),
+        }
+    }
+    for (name, shape, dropout, f16_tensors) in HALF_FWD_CASES {
+        if !report.wants(name) {
+            continue;
+        }
+        match half_fwd_case(dev, shape, dropout, f16_tensors, quick) {
+            Ok(Ok(ms)) => report.add_rate(name, ms, forward_flops(shape) / ms / 1e9, "TFLOP/s"),
             Ok(Err(e)) => report.fail(name, &e),
             Err(e) => report.fail(name, &e),
         }

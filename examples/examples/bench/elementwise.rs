@@ -15,6 +15,14 @@ pub fn random(n: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
+/// `v` rounded to f16 values (to nearest even), kept as f32: inputs whose f64 check is
+/// exact for f16 operands.
+pub fn rounded_f16(v: Vec<f32>) -> Vec<f32> {
+    v.into_iter()
+        .map(|x| tang_runtime::half::f16::from_f32(x).to_f32())
+        .collect()
+}
+
 /// Median milliseconds of one call of `f`. Each repeat records `k` calls back to back and
 /// then waits for the GPU once, with `k` chosen so a repeat holds about 20 ms of GPU work:
 /// a submit-and-wait costs 0.05 ms on a warm H200 through wgpu (`copy_256MiB_wait_each`

@@ -13,10 +13,10 @@
 use tang_runtime::ops::{
     CoopTile, Epilogue, MatmulOptions, TileConfig, matmul_tn_split, matmul_with,
 };
-use tang_runtime::{DType, Device, Error, Tensor, half};
+use tang_runtime::{DType, Device, Error, Tensor};
 
 use super::Report;
-use super::elementwise::{random, time};
+use super::elementwise::{random, rounded_f16, time};
 
 /// One problem: op(A) is [m, k], op(B) is [k, n].
 struct Case {
@@ -50,9 +50,10 @@ fn run_case(
     // f16 cases draw f16 values, so the f64 check below is exact up to f32 accumulation.
     let round = |v: Vec<f32>| -> Vec<f32> {
         if c.half == Half::No {
-            return v;
+            v
+        } else {
+            rounded_f16(v)
         }
-        v.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect()
     };
     let a = round(random(c.m * c.k, 11));
     let b = round(random(c.k * c.n, 12));

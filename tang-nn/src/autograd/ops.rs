@@ -415,14 +415,20 @@ impl Tensor {
         v: &Tensor,
         options: &ops::AttentionOptions,
     ) -> Result<Tensor, Error> {
-        let (o, lse) = ops::attention(self.data(), k.data(), v.data(), options)?;
+        // Under autocast q, k and v are rounded to f16 for the products (on the tensor
+        // cores where the device has them), as PyTorch's autocast runs attention in f16.
+        let options = ops::AttentionOptions {
+            f16_inputs: options.f16_inputs || crate::amp::is_autocast_enabled(),
+            ..*options
+        };
+        let (o, lse) = ops::attention(self.data(), k.data(), v.data(), &options)?;
         let op = Op::Attention {
             o: o.clone(),
             lse,
             scale: options.scale,
             is_causal: options.is_causal,
             dropout: options.dropout.copied(),
-            f16_inputs: options.f16_inputs || crate::amp::is_autocast_enabled(),
+            f16_inputs: options.f16_inputs,
         };
         Ok(Tensor::record(o, op, &[self, k, v], true, true))
     }
@@ -449,8 +455,10 @@ impl Tensor {
             }));
         }
         let (q, k, v) = ops::split_qkv_heads(x, heads, kv_heads, head_dim)?;
+        let f16_inputs = crate::amp::is_autocast_enabled();
         let options = ops::AttentionOptions {
             dropout: dropout.as_ref(),
+            f16_inputs,
             ..ops::AttentionOptions::CAUSAL
         };
         let (o, lse) = ops::attention(&q, &k, &v, &options)?;
@@ -461,7 +469,7 @@ impl Tensor {
             o: o.clone(),
             lse,
             dropout,
-            f16_inputs: crate::amp::is_autocast_enabled(),
+            f16_inputs,
         };
         Ok(Tensor::record(o, op, &[self], false, true))
     }

@@ -56,7 +56,7 @@ mod conv;
 mod elementwise;
 mod index;
 mod matmul;
-mod random;
+pub(crate) mod random;
 mod reduce;
 mod rows;
 mod shape;

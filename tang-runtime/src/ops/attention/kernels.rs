@@ -238,6 +238,7 @@ pub(crate) fn kernels() -> Vec<Source> {
                 .flat_map(|dp| Pass::ALL.map(|p| p.generate(dp))),
         )
         .chain(super::materialized::kernels())
+        .chain(super::coop_fwd::kernels())
         .collect()
 }
 

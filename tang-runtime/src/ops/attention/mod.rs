@@ -54,6 +54,7 @@ use crate::{DType, Device, Error, Tensor};
 
 mod bwd_dkv;
 mod bwd_dq;
+mod coop_fwd;
 mod dropout;
 mod emit;
 mod f16;
@@ -74,7 +75,9 @@ use layout::AttentionParams;
 pub const MAX_HEAD_DIM: usize = 128;
 
 fn dims4(op: &str, name: &str, t: &Tensor, what: &str) -> Result<[usize; 4], Error> {
-    t.expect_dtype(op, DType::F32)?;
+    if t.dtype() != DType::F16 {
+        t.expect_dtype(op, DType::F32)?;
+    }
     match *t.shape() {
         [a, b, c, d] if a > 0 && b > 0 && c > 0 && d > 0 => Ok([a, b, c, d]),
         _ => Err(mismatch(
@@ -98,7 +101,7 @@ fn check_qkv(
 ) -> Result<AttentionParams, Error> {
     let [b, h, tq, d] = dims4(op, "q", q, "[B, H, T, D] tensor")?;
     let [kb, hkv, tk, kd] = dims4(op, "k", k, "[B, Hkv, T, D] tensor")?;
-    if v.shape() != k.shape() || v.dtype() != DType::F32 {
+    if v.shape() != k.shape() || v.dtype() != q.dtype() || k.dtype() != q.dtype() {
         let (ks, vs) = (k.shape(), v.shape());
         return Err(mismatch(
             op,
@@ -163,10 +166,12 @@ pub struct AttentionOptions<'a> {
     /// wherever it is needed, never stored, and equals the one [`crate::ops::dropout`]
     /// draws from the same stream over the materialized `[B, H, T, T]` weights.
     pub dropout: Option<&'a DropoutState>,
-    /// Round the operands of the backward's products to f16 (f32 accumulation) where the
-    /// backward runs them as matmuls (the materialized backward, `T <= 256`): on the
-    /// tensor cores where the device has them. Autocast sets it. The fused kernels
-    /// compute in f32 either way.
+    /// Round q, k and v to f16 for the products (f32 accumulation and softmax), as
+    /// PyTorch's autocast runs attention in f16. Autocast sets it. The forward then runs
+    /// on the tensor cores where the device has them and the head dim allows
+    /// (`attention/coop_fwd.rs`: `P` rounded to f16 too, as FlashAttention does); the
+    /// backward rounds its products' operands where it runs them as matmuls (the
+    /// materialized backward, `T <= 256`). Elsewhere the kernels compute in f32.
     pub f16_inputs: bool,
 }
 
@@ -304,8 +309,11 @@ fn launch_forward(
 /// (grouped-query attention; `Hkv == H` is ordinary multi-head attention) and `D <= 128`.
 /// Returns `(o, lse)`: `o` `[B, H, T, D]` and the natural-log logsumexp of each row's
 /// scaled, masked scores `[B, H, T]` (before dropout), which [`attention_backward`] needs.
-/// f32 or f16 tensors (all one dtype); f16 ones compute in f32 and give an f16 `o` and an
-/// f32 `lse`.
+/// f32 or f16 tensors (all one dtype); f16 ones give an f16 `o` and an f32 `lse`. f16
+/// tensors (and f32 ones with [`AttentionOptions::f16_inputs`]) run on the tensor cores
+/// where the device has them and `D <= 64` is a multiple of 4, with f32 scores and softmax
+/// and `P` rounded to f16 for the `P V` product (PyTorch's fp16 SDPA does the same);
+/// elsewhere they compute in f32.
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] for shapes that do not fit the contract above,
@@ -319,7 +327,14 @@ pub fn attention(
     options: &AttentionOptions,
 ) -> Result<(Tensor, Tensor), Error> {
     let op = "attention";
-    if f16::is_f16(op, &[q, k, v])? {
+    let half = f16::is_f16(op, &[q, k, v])?;
+    if half || options.f16_inputs {
+        let params = check_same_length(op, q, k, v, options)?;
+        if let Some(kernel) = coop_fwd::variant_for(q.device(), params.d as usize, half) {
+            return coop_fwd::forward(kernel, q, k, v, &params);
+        }
+    }
+    if half {
         let w = f16::widen(&[q, k, v])?;
         let (o, lse) = attention(&w[0], &w[1], &w[2], options)?;
         return Ok((f16::narrow(&o)?, lse));

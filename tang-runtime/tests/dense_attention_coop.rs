@@ -1,0 +1,123 @@
+//! The attention forward on the tensor cores (`attention/coop_fwd.rs`), which f16 tensors
+//! and f32 ones with `f16_inputs` (autocast) take on devices with them: against the f64
+//! reference on the f16-rounded inputs, within what rounding the weights `P` to f16 for
+//! the `P V` product allows; causal or not, grouped heads, odd lengths, every padded head
+//! dim, dropout (the explicit path's mask). On a device without tensor cores (the software
+//! adapter) `f16_inputs` leaves the forward as the f32 one, which is checked instead; the
+//! tensor-core kernels run on the GPU machine (`scripts/gpu-tests.sh`).
+
+use tang_runtime::ops::{AttentionOptions, DropoutState, Generator, attention, to_dtype};
+use tang_runtime::{DType, Device};
+use tang_testing::{assert_close, devices};
+
+mod attention_support;
+use attention_support::{Cfg, cfg, inputs, ref_forward, upload};
+
+/// `x` rounded to f16 and back (round to nearest even).
+fn rounded(x: &[f32]) -> Vec<f32> {
+    x.iter().map(|&v| half::f16::from_f32(v).to_f32()).collect()
+}
+
+/// One configuration on a device with tensor cores: f16 tensors and f32 ones with
+/// `f16_inputs` against the f64 reference of the rounded inputs.
+fn check_tensor_cores(dev: &Device, c: Cfg, seed: u64, drop: Option<&DropoutState>) {
+    let x = inputs(c, seed, 1.0);
+    let (q, k, v, _) = upload(dev, c, &x);
+    let [qr, kr, vr] = [&x.q, &x.k, &x.v].map(|a| rounded(a));
+    let scale = 1.0 / (c.d as f64).sqrt();
+    let (o_ref, lse_ref, _) = ref_forward(c, &qr, &kr, &vr, scale, drop);
+    // Each weight is rounded to f16 (relative 2^-11) before it meets v (|v| < 1); kept
+    // weights are scaled by 1 / (1 - p); f16 outputs are rounded once more.
+    let tol = if drop.is_some() { 4e-3 } else { 2e-3 };
+    let options = AttentionOptions {
+        f16_inputs: true,
+        ..c.options(drop)
+    };
+    let (o, lse) = attention(&q, &k, &v, &options).unwrap();
+    assert_eq!(o.dtype(), DType::F32);
+    assert_close(
+        &format!("autocast o {c:?}"),
+        &o.to_vec().unwrap(),
+        &o_ref,
+        tol,
+        tol,
+    );
+    assert_close(
+        &format!("autocast lse {c:?}"),
+        &lse.to_vec().unwrap(),
+        &lse_ref,
+        1e-4,
+        1e-5,
+    );
+    let [q16, k16, v16] = [&q, &k, &v].map(|t| to_dtype(t, DType::F16).unwrap());
+    let (o16, lse16) = attention(&q16, &k16, &v16, &c.options(drop)).unwrap();
+    assert_eq!(o16.dtype(), DType::F16);
+    let o16 = to_dtype(&o16, DType::F32).unwrap().to_vec().unwrap();
+    assert_close(&format!("f16 o {c:?}"), &o16, &o_ref, tol, tol);
+    assert_close(
+        &format!("f16 lse {c:?}"),
+        &lse16.to_vec().unwrap(),
+        &lse_ref,
+        1e-4,
+        1e-5,
+    );
+}
+
+/// One configuration on a device without tensor cores: `f16_inputs` changes nothing in
+/// the forward.
+fn check_fallback(dev: &Device, c: Cfg, seed: u64, drop: Option<&DropoutState>) {
+    let x = inputs(c, seed, 1.0);
+    let (q, k, v, _) = upload(dev, c, &x);
+    let options = AttentionOptions {
+        f16_inputs: true,
+        ..c.options(drop)
+    };
+    let (o, lse) = attention(&q, &k, &v, &options).unwrap();
+    let (o32, lse32) = attention(&q, &k, &v, &c.options(drop)).unwrap();
+    assert_eq!(o.to_vec().unwrap(), o32.to_vec().unwrap(), "o {c:?}");
+    assert_eq!(lse.to_vec().unwrap(), lse32.to_vec().unwrap(), "lse {c:?}");
+}
+
+fn check(c: Cfg, seed: u64, drop: Option<&DropoutState>) {
+    for dev in devices() {
+        if dev.info().tensor_cores {
+            check_tensor_cores(&dev, c, seed, drop);
+        } else {
+            check_fallback(&dev, c, seed, drop);
+        }
+    }
+}
+
+/// Every padded head dim (16, 32, 48, 64), causal or not, grouped heads, lengths from one
+/// row to past four key tiles and not a multiple of one.
+#[test]
+fn the_tensor_core_forward_matches_the_reference_of_the_rounded_inputs() {
+    for (i, t) in [1, 3, 17, 64, 257].into_iter().enumerate() {
+        check(cfg(1, 2, 1, t, 64), i as u64, None);
+    }
+    for (i, d) in [16, 20, 48, 64].into_iter().enumerate() {
+        check(cfg(2, 4, 2, 70, d), 10 + i as u64, None);
+    }
+    for t in [5, 130] {
+        let c = Cfg {
+            causal: false,
+            ..cfg(1, 3, 3, t, 32)
+        };
+        check(c, 20 + t as u64, None);
+    }
+}
+
+/// Dropout inside the tensor-core forward draws the explicit path's mask.
+#[test]
+fn the_tensor_core_forward_drops_the_explicit_paths_weights() {
+    let drop = DropoutState {
+        stream: Generator::new(31).next_stream(),
+        p: 0.2,
+    };
+    check(cfg(2, 2, 1, 77, 64), 30, Some(&drop));
+    let c = Cfg {
+        causal: false,
+        ..cfg(1, 2, 2, 45, 32)
+    };
+    check(c, 32, Some(&drop));
+}
