@@ -83,39 +83,67 @@ impl CoopFwd {
     }
 }
 
-/// Emits the loads of a 64-line tile of `src` (`q`, `k` or `v`; line `j` is row
+/// Registers (`vec4<f16>`) a thread holds of one 64-line tile: `64 dp / 4` four-dim units
+/// over the workgroup's threads.
+fn tile_registers(v: &CoopFwd) -> u32 {
+    ROWS * (v.dp / 4) / THREADS
+}
+
+/// Emits the global loads of a 64-line tile of `src` (`q`, `k` or `v`; line `j` is row
 /// `{first} + j` of the head, whose rows start at global row `{base}`, and is present when
-/// `{first} + j < {rows}`) into the f16 workgroup array `dst`, four dims per thread and
-/// step, zero past the rows or the head dim.
-fn emit_tile_load(
+/// `{first} + j < {rows}`) into the thread's registers `{src}r0 ..` as f16, zero past the
+/// rows or the head dim. They are staged by [`emit_tile_stage`]; in between the thread
+/// works on the previous tile, so the loads' latency is hidden behind it.
+fn emit_tile_fetch(
     w: &mut String,
     v: &CoopFwd,
+    ind: &str,
     src: &str,
-    dst: &str,
     [base, first, rows]: [&str; 3],
 ) {
     let units = v.dp / 4;
-    let convert = if v.half { "x" } else { "vec4<f16>(x)" };
-    let _ = writeln!(
-        w,
-        "    for (var e = tid; e < {total}u; e += {THREADS}u) {{
-        let j = e / {units}u;
-        let c4 = e % {units}u;
-        var x = {zero};
-        if ({first} + j < {rows} && c4 < d4) {{
-            x = {src}[({base} + {first} + j) * d4 + c4];
-        }}
-        let h = {convert};
-        let at = j * {line}u + 4u * c4;
-        {dst}[at] = h.x;
-        {dst}[at + 1u] = h.y;
-        {dst}[at + 2u] = h.z;
-        {dst}[at + 3u] = h.w;
-    }}",
-        total = ROWS * units,
-        zero = if v.half { "vec4<f16>()" } else { "vec4<f32>()" },
-        line = v.line(),
-    );
+    let read = format!("{src}[({base} + {first} + j) * d4 + c4]");
+    let read = if v.half {
+        read
+    } else {
+        format!("vec4<f16>({read})")
+    };
+    for i in 0..tile_registers(v) {
+        let _ = writeln!(
+            w,
+            "{ind}{{
+{ind}    let e = tid + {e0}u;
+{ind}    let j = e / {units}u;
+{ind}    let c4 = e % {units}u;
+{ind}    {src}r{i} = vec4<f16>();
+{ind}    if ({first} + j < {rows} && c4 < d4) {{
+{ind}        {src}r{i} = {read};
+{ind}    }}
+{ind}}}",
+            e0 = i * THREADS,
+        );
+    }
+}
+
+/// Emits the stores of the registers `{src}r0 ..` of [`emit_tile_fetch`] into the f16
+/// workgroup array `dst` as `[line][dim]` lines.
+fn emit_tile_stage(w: &mut String, v: &CoopFwd, ind: &str, src: &str, dst: &str) {
+    let units = v.dp / 4;
+    for i in 0..tile_registers(v) {
+        let _ = writeln!(
+            w,
+            "{ind}{{
+{ind}    let e = tid + {e0}u;
+{ind}    let at = (e / {units}u) * {line}u + 4u * (e % {units}u);
+{ind}    {dst}[at] = {src}r{i}.x;
+{ind}    {dst}[at + 1u] = {src}r{i}.y;
+{ind}    {dst}[at + 2u] = {src}r{i}.z;
+{ind}    {dst}[at + 3u] = {src}r{i}.w;
+{ind}}}",
+            e0 = i * THREADS,
+            line = v.line(),
+        );
+    }
 }
 
 /// Emits `S = Q K^T` of the staged K tile into the subgroup's scratch (64 keys as four
@@ -227,7 +255,15 @@ fn main(
         s = 4 * 16 * S_LINE,
         pl = 4 * 16 * plen,
     );
-    emit_tile_load(&mut w, v, "q", "ks", ["head_row", "row0", "p.tq"]);
+    for i in 0..tile_registers(v) {
+        let _ = writeln!(
+            w,
+            "    var qr{i}: vec4<f16>;\n    var kr{i}: vec4<f16>;\n    var vr{i}: vec4<f16>;"
+        );
+    }
+    emit_tile_fetch(&mut w, v, "    ", "q", ["head_row", "row0", "p.tq"]);
+    emit_tile_fetch(&mut w, v, "    ", "k", ["kvrow", "0u", "p.tk_stride"]);
+    emit_tile_stage(&mut w, v, "    ", "q", "ks");
     w.push_str("    workgroupBarrier();\n");
     for dc in 0..dp / 16 {
         let _ = writeln!(
@@ -245,8 +281,18 @@ fn main(
         workgroupBarrier();
 ",
     );
-    emit_tile_load(&mut w, v, "k", "ks", ["kvrow", "t0", "p.tk_stride"]);
-    w.push_str("        workgroupBarrier();\n");
+    emit_tile_stage(&mut w, v, "        ", "k", "ks");
+    w.push_str(
+        "        workgroupBarrier();\n        let tn = t0 + 64u;\n        if (tn < n_keys) {\n",
+    );
+    emit_tile_fetch(
+        &mut w,
+        v,
+        "            ",
+        "k",
+        ["kvrow", "tn", "p.tk_stride"],
+    );
+    w.push_str("        }\n");
     emit_scores(&mut w, v);
     w.push_str("        workgroupBarrier();\n");
     emit_lane_scores(&mut w);
@@ -269,14 +315,33 @@ fn main(
     for dc in 0..dp / 16 {
         let _ = writeln!(w, "    var o{dc} = coop_mat16x16<f32, C>();");
     }
+    emit_tile_fetch(&mut w, v, "    ", "k", ["kvrow", "0u", "p.tk_stride"]);
+    emit_tile_fetch(&mut w, v, "    ", "v", ["kvrow", "0u", "p.tk_stride"]);
     w.push_str(
         "    for (var t0 = 0u; t0 < n_keys; t0 += 64u) {
         workgroupBarrier();
 ",
     );
-    emit_tile_load(&mut w, v, "k", "ks", ["kvrow", "t0", "p.tk_stride"]);
-    emit_tile_load(&mut w, v, "v", "vs", ["kvrow", "t0", "p.tk_stride"]);
-    w.push_str("        workgroupBarrier();\n");
+    emit_tile_stage(&mut w, v, "        ", "k", "ks");
+    emit_tile_stage(&mut w, v, "        ", "v", "vs");
+    w.push_str(
+        "        workgroupBarrier();\n        let tn = t0 + 64u;\n        if (tn < n_keys) {\n",
+    );
+    emit_tile_fetch(
+        &mut w,
+        v,
+        "            ",
+        "k",
+        ["kvrow", "tn", "p.tk_stride"],
+    );
+    emit_tile_fetch(
+        &mut w,
+        v,
+        "            ",
+        "v",
+        ["kvrow", "tn", "p.tk_stride"],
+    );
+    w.push_str("        }\n");
     emit_scores(&mut w, v);
     w.push_str("        workgroupBarrier();\n");
     emit_lane_scores(&mut w);
