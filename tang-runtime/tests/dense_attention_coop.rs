@@ -1,17 +1,19 @@
-//! The attention forward on the tensor cores (`attention/coop_fwd.rs`), which f16 tensors
-//! and f32 ones with `f16_inputs` (autocast) take on devices with them: against the f64
-//! reference on the f16-rounded inputs, within what rounding the weights `P` to f16 for
-//! the `P V` product allows; causal or not, grouped heads, odd lengths, every padded head
+//! Attention on the tensor cores (`attention/coop_fwd.rs`, `coop_bwd.rs`), which f16
+//! tensors and f32 ones with `f16_inputs` (autocast) take on devices with them: forward
+//! and backward against the f64 reference on the f16-rounded inputs, within what rounding
+//! `P` and `dS` to f16 for their products allows; causal or not, grouped heads, odd lengths, every padded head
 //! dim, dropout (the explicit path's mask). On a device without tensor cores (the software
 //! adapter) `f16_inputs` leaves the forward as the f32 one, which is checked instead; the
 //! tensor-core kernels run on the GPU machine (`scripts/gpu-tests.sh`).
 
-use tang_runtime::ops::{AttentionOptions, DropoutState, Generator, attention, to_dtype};
-use tang_runtime::{DType, Device};
+use tang_runtime::ops::{
+    AttentionOptions, DropoutState, Generator, attention, attention_backward, to_dtype,
+};
+use tang_runtime::{DType, Device, Tensor};
 use tang_testing::{assert_close, devices};
 
 mod attention_support;
-use attention_support::{Cfg, cfg, inputs, ref_forward, upload};
+use attention_support::{Cfg, cfg, inputs, ref_backward, ref_forward, upload};
 
 /// `x` rounded to f16 and back (round to nearest even).
 fn rounded(x: &[f32]) -> Vec<f32> {
@@ -22,7 +24,7 @@ fn rounded(x: &[f32]) -> Vec<f32> {
 /// `f16_inputs` against the f64 reference of the rounded inputs.
 fn check_tensor_cores(dev: &Device, c: Cfg, seed: u64, drop: Option<&DropoutState>) {
     let x = inputs(c, seed, 1.0);
-    let (q, k, v, _) = upload(dev, c, &x);
+    let (q, k, v, go) = upload(dev, c, &x);
     let [qr, kr, vr] = [&x.q, &x.k, &x.v].map(|a| rounded(a));
     let scale = 1.0 / (c.d as f64).sqrt();
     let (o_ref, lse_ref, _) = ref_forward(c, &qr, &kr, &vr, scale, drop);
@@ -49,18 +51,40 @@ fn check_tensor_cores(dev: &Device, c: Cfg, seed: u64, drop: Option<&DropoutStat
         1e-4,
         1e-5,
     );
-    let [q16, k16, v16] = [&q, &k, &v].map(|t| to_dtype(t, DType::F16).unwrap());
+    let [q16, k16, v16, go16] = [&q, &k, &v, &go].map(|t| to_dtype(t, DType::F16).unwrap());
     let (o16, lse16) = attention(&q16, &k16, &v16, &c.options(drop)).unwrap();
     assert_eq!(o16.dtype(), DType::F16);
-    let o16 = to_dtype(&o16, DType::F32).unwrap().to_vec().unwrap();
-    assert_close(&format!("f16 o {c:?}"), &o16, &o_ref, tol, tol);
-    assert_close(
-        &format!("f16 lse {c:?}"),
-        &lse16.to_vec().unwrap(),
-        &lse_ref,
-        1e-4,
-        1e-5,
-    );
+    let o16_wide = to_dtype(&o16, DType::F32).unwrap().to_vec().unwrap();
+    assert_close(&format!("f16 o {c:?}"), &o16_wide, &o_ref, tol, tol);
+    let lse16_host = lse16.to_vec().unwrap();
+    assert_close(&format!("f16 lse {c:?}"), &lse16_host, &lse_ref, 1e-4, 1e-5);
+
+    // The backward: dS is rounded to f16 for its products (relative 2^-11 each), the
+    // gradients of f16 tensors once more; tolerances relative to the largest gradient.
+    let gr = rounded(&x.go);
+    let want = ref_backward(c, [&qr, &kr, &vr, &gr], scale, drop);
+    let check = |what: &str, (dq, dk, dv): (Tensor, Tensor, Tensor)| {
+        for (name, got, want) in [
+            ("dq", dq, &want.0),
+            ("dk", dk, &want.1),
+            ("dv", dv, &want.2),
+        ] {
+            let got = to_dtype(&got, DType::F32).unwrap().to_vec().unwrap();
+            let big = want.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+            let tol = if drop.is_some() { 8e-3 } else { 4e-3 };
+            // An absolute floor: a gradient that is 0 exactly (one key) comes out as the
+            // f32 rounding of dP - delta, about 1e-7 for inputs of size 1.
+            let atol = tol * big + 1e-5;
+            assert_close(&format!("{what} {name} {c:?}"), &got, want, atol, tol);
+        }
+    };
+    let grads = attention_backward(&go16, &q16, &k16, &v16, &o16, &lse16, &c.options(drop));
+    let grads = grads.unwrap();
+    assert_eq!(grads.0.dtype(), DType::F16);
+    check("f16", grads);
+    let go = to_dtype(&go16, DType::F32).unwrap();
+    let grads = attention_backward(&go, &q, &k, &v, &o, &lse, &options).unwrap();
+    check("autocast", grads);
 }
 
 /// One configuration on a device without tensor cores: `f16_inputs` changes nothing in
@@ -91,7 +115,7 @@ fn check(c: Cfg, seed: u64, drop: Option<&DropoutState>) {
 /// Every padded head dim (16, 32, 48, 64), causal or not, grouped heads, lengths from one
 /// row to past four key tiles and not a multiple of one.
 #[test]
-fn the_tensor_core_forward_matches_the_reference_of_the_rounded_inputs() {
+fn the_tensor_core_kernels_match_the_reference_of_the_rounded_inputs() {
     for (i, t) in [1, 3, 17, 64, 257].into_iter().enumerate() {
         check(cfg(1, 2, 1, t, 64), i as u64, None);
     }
@@ -107,9 +131,9 @@ fn the_tensor_core_forward_matches_the_reference_of_the_rounded_inputs() {
     }
 }
 
-/// Dropout inside the tensor-core forward draws the explicit path's mask.
+/// Dropout inside the tensor-core kernels draws the explicit path's mask.
 #[test]
-fn the_tensor_core_forward_drops_the_explicit_paths_weights() {
+fn the_tensor_core_kernels_drop_the_explicit_paths_weights() {
     let drop = DropoutState {
         stream: Generator::new(31).next_stream(),
         p: 0.2,

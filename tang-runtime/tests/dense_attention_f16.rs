@@ -4,8 +4,8 @@
 //! f32 computation itself is checked against the f64 reference in `dense_attention.rs`.
 //! On a device with tensor cores the forward at head dims up to 64 runs there instead,
 //! with the weights rounded to f16 (`dense_attention_coop.rs` checks it against the f64
-//! reference); here it is then only compared within that rounding, and the backward,
-//! which stays the widened f32 computation, is checked exactly from its outputs.
+//! reference), as the backward does with dS rounded to f16; here they are then compared
+//! with the f32 computation within that rounding.
 
 use tang_runtime::ops::{
     AttentionOptions, DropoutState, Generator, attention, attention_backward, attention_decode,
@@ -46,7 +46,8 @@ fn check(c: Cfg, seed: u64, drop: Option<&DropoutState>) {
         let (o16, lse16) = attention(&q16, &k16, &v16, &options).unwrap();
         let (o, lse) = attention(&q, &k, &v, &options).unwrap();
         assert_eq!(lse16.dtype(), DType::F32);
-        if dev.info().tensor_cores && c.d <= 64 && c.d.is_multiple_of(4) {
+        let tensor_cores = dev.info().tensor_cores && c.d <= 64 && c.d.is_multiple_of(4);
+        if tensor_cores {
             let got = wide(&o16).to_vec().unwrap();
             let want: Vec<f64> = o.to_vec().unwrap().into_iter().map(f64::from).collect();
             assert_close(&format!("o {c:?}"), &got, &want, 4e-3, 4e-3);
@@ -70,7 +71,17 @@ fn check(c: Cfg, seed: u64, drop: Option<&DropoutState>) {
             ("dk", &grads16.1, &grads.1),
             ("dv", &grads16.2, &grads.2),
         ] {
-            same(&format!("{name} {c:?}"), got, want);
+            if tensor_cores {
+                // dS is rounded to f16 for the tensor cores' products.
+                let got = wide(got).to_vec().unwrap();
+                let want: Vec<f64> = want.to_vec().unwrap().into_iter().map(f64::from).collect();
+                let big = want.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+                // With an absolute floor for gradients that are 0 exactly (one key).
+                let atol = 8e-3 * big + 1e-5;
+                assert_close(&format!("{name} {c:?}"), &got, &want, atol, 8e-3);
+            } else {
+                same(&format!("{name} {c:?}"), got, want);
+            }
         }
     }
 }

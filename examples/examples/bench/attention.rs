@@ -34,25 +34,81 @@ const CASES: [&str; 5] = [FWD_BWD, FWD, BWD, BWD_DQ, BWD_DKV];
 const SHAPE: [usize; 4] = [8, 8, 1024, 64];
 const CAUSAL: AttentionOptions<'static> = AttentionOptions::CAUSAL;
 
-/// Forward + backward cases `(name, [B, H, T, D], dropout)`, dropout 0.2 when set.
-const FWD_BWD_CASES: [(&str, [usize; 4], bool); 4] = [
-    ("attention_B8_H8_T1024_d64_dropout_fwd_bwd", SHAPE, true),
-    (
-        "attention_gpt_B64_H6_T256_d64_dropout_fwd_bwd",
-        [64, 6, 256, 64],
-        true,
-    ),
-    (
-        "attention_gpt2_B8_H12_T1024_d64_fwd_bwd",
-        [8, 12, 1024, 64],
-        false,
-    ),
-    (
-        "attention_gpt2_B8_H12_T1024_d64_dropout_fwd_bwd",
-        [8, 12, 1024, 64],
-        true,
-    ),
-];
+/// The operands of a case: f32, f16 tensors, or f32 tensors rounded to f16 for the
+/// products (`f16_inputs`, what autocast runs). The f16 kinds run on the tensor cores
+/// where the device has them.
+#[derive(Clone, Copy, PartialEq)]
+enum Precision {
+    F32,
+    F16,
+    Autocast,
+}
+
+/// Forward + backward cases `(name, [B, H, T, D], dropout, precision)`, dropout 0.2 when
+/// set. The f16 names are those of PyTorch's fp16 SDPA cases without `_sdpa`.
+const FWD_BWD_CASES: [(&str, [usize; 4], bool, Precision); 11] = {
+    use Precision::{Autocast, F16, F32};
+    const GPT: [usize; 4] = [64, 6, 256, 64];
+    const GPT2: [usize; 4] = [8, 12, 1024, 64];
+    [
+        (
+            "attention_B8_H8_T1024_d64_dropout_fwd_bwd",
+            SHAPE,
+            true,
+            F32,
+        ),
+        (
+            "attention_gpt_B64_H6_T256_d64_dropout_fwd_bwd",
+            GPT,
+            true,
+            F32,
+        ),
+        ("attention_gpt2_B8_H12_T1024_d64_fwd_bwd", GPT2, false, F32),
+        (
+            "attention_gpt2_B8_H12_T1024_d64_dropout_fwd_bwd",
+            GPT2,
+            true,
+            F32,
+        ),
+        ("attention_B8_H8_T1024_d64_fwd_bwd_f16", SHAPE, false, F16),
+        (
+            "attention_B8_H8_T1024_d64_dropout_fwd_bwd_f16",
+            SHAPE,
+            true,
+            F16,
+        ),
+        (
+            "attention_gpt_B64_H6_T256_d64_fused_fwd_bwd_f16",
+            GPT,
+            false,
+            F16,
+        ),
+        (
+            "attention_gpt_B64_H6_T256_d64_fused_fwd_bwd_autocast",
+            GPT,
+            false,
+            Autocast,
+        ),
+        (
+            "attention_gpt_B64_H6_T256_d64_dropout_fwd_bwd_f16",
+            GPT,
+            true,
+            F16,
+        ),
+        (
+            "attention_gpt2_B8_H12_T1024_d64_fwd_bwd_f16",
+            GPT2,
+            false,
+            F16,
+        ),
+        (
+            "attention_gpt2_B8_H12_T1024_d64_dropout_fwd_bwd_f16",
+            GPT2,
+            true,
+            F16,
+        ),
+    ]
+};
 
 /// Forward cases on f16 tensors (`f16`) or on f32 ones rounded to f16 on load (`autocast`):
 /// the tensor-core forward where the device has tensor cores, `(name, [B, H, T, D],
@@ -291,20 +347,39 @@ fn run_cases(dev: &Device, quick: bool, report: &mut Report) -> Result<(), Error
     Ok(())
 }
 
-/// Times forward + backward at `shape` (dropout 0.2 inside the kernels when `dropout`),
-/// after checking sampled output rows.
+/// Times forward + backward at `shape` (dropout 0.2 inside the kernels when `dropout`)
+/// with the operands of `precision`, after checking sampled output rows (f16 kinds: on
+/// f16-rounded inputs, within f16's rounding of the weights).
 fn fwd_bwd_case(
     dev: &Device,
     shape: [usize; 4],
     dropout: bool,
+    precision: Precision,
     quick: bool,
 ) -> Result<Result<f64, String>, Error> {
     let n = shape.iter().product();
-    let (hq, hk, hv) = (random(n, 31), random(n, 32), random(n, 33));
-    let q = Tensor::from_slice(dev, &hq, &shape)?;
-    let k = Tensor::from_slice(dev, &hk, &shape)?;
-    let v = Tensor::from_slice(dev, &hv, &shape)?;
-    let go = Tensor::from_slice(dev, &random(n, 34), &shape)?;
+    let round = |x: Vec<f32>| {
+        if precision == Precision::F32 {
+            x
+        } else {
+            rounded_f16(x)
+        }
+    };
+    let (hq, hk, hv) = (
+        round(random(n, 31)),
+        round(random(n, 32)),
+        round(random(n, 33)),
+    );
+    let upload = |x: &[f32]| -> Result<Tensor, Error> {
+        let t = Tensor::from_slice(dev, x, &shape)?;
+        if precision == Precision::F16 {
+            to_dtype(&t, DType::F16)
+        } else {
+            Ok(t)
+        }
+    };
+    let (q, k, v) = (upload(&hq)?, upload(&hk)?, upload(&hv)?);
+    let go = upload(&round(random(n, 34)))?;
     let mut generator = Generator::new(0);
     let state = dropout.then(|| DropoutState {
         stream: generator.next_stream(),
@@ -313,10 +388,17 @@ fn fwd_bwd_case(
     let masked = state.as_ref();
     let options = AttentionOptions {
         dropout: masked,
+        f16_inputs: precision == Precision::Autocast,
         ..AttentionOptions::CAUSAL
     };
     let (o, _) = attention(&q, &k, &v, &options)?;
-    if let Err(e) = check_rows(shape, &o.to_vec()?, [&hq, &hk, &hv], masked) {
+    let o = to_dtype(&o, DType::F32)?.to_vec()?;
+    let rtol = if precision == Precision::F32 {
+        1e-3
+    } else {
+        5e-3
+    };
+    if let Err(e) = check_rows_within(shape, &o, [&hq, &hk, &hv], masked, rtol) {
         return Ok(Err(e));
     }
     let (warm, reps) = if quick { (2, 5) } else { (5, 30) };
@@ -377,11 +459,11 @@ fn half_fwd_case(
 
 /// Runs the attention cases and records them in `report` (ms; lower is better).
 pub fn run(dev: &Device, quick: bool, report: &mut Report) {
-    for (name, shape, dropout) in FWD_BWD_CASES {
+    for (name, shape, dropout, precision) in FWD_BWD_CASES {
         if !report.wants(name) {
             continue;
         }
-        match fwd_bwd_case(dev, shape, dropout, quick) {
+        match fwd_bwd_case(dev, shape, dropout, precision, quick) {
             Ok(Ok(ms)) => {
                 report.add_rate(name, ms, forward_flops(shape) * 3.5 / ms / 1e9, "TFLOP/s")
             }

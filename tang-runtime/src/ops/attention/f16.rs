@@ -1,9 +1,9 @@
 //! Attention on f16 tensors (PyTorch's `scaled_dot_product_attention` on `torch.float16`):
-//! where the device has tensor cores the forward reads f16 directly (`coop_fwd.rs`);
-//! elsewhere, and in the backward and the decode, q, k, v (and in the backward `o` and
-//! `grad_out`) are widened to f32 around the fused kernels, which compute in f32, and the
-//! results are rounded to f16 once; the logsumexp stays f32. The widening is a pass of its
-//! own per tensor.
+//! where the device has tensor cores the forward and the backward read f16 directly
+//! (`coop_fwd.rs`, `coop_bwd.rs`); elsewhere, and in the KV-cache decode, q, k, v (and in
+//! the backward `o` and `grad_out`) are widened to f32 around the fused kernels, which
+//! compute in f32, and the results are rounded to f16 once; the logsumexp stays f32. The
+//! widening is a pass of its own per tensor.
 
 use crate::cast::to_dtype;
 use crate::{DType, Error, Tensor};

@@ -54,6 +54,8 @@ use crate::{DType, Device, Error, Tensor};
 
 mod bwd_dkv;
 mod bwd_dq;
+mod coop;
+mod coop_bwd;
 mod coop_fwd;
 mod dropout;
 mod emit;
@@ -167,11 +169,11 @@ pub struct AttentionOptions<'a> {
     /// draws from the same stream over the materialized `[B, H, T, T]` weights.
     pub dropout: Option<&'a DropoutState>,
     /// Round q, k and v to f16 for the products (f32 accumulation and softmax), as
-    /// PyTorch's autocast runs attention in f16. Autocast sets it. The forward then runs
-    /// on the tensor cores where the device has them and the head dim allows
-    /// (`attention/coop_fwd.rs`: `P` rounded to f16 too, as FlashAttention does); the
-    /// backward rounds its products' operands where it runs them as matmuls (the
-    /// materialized backward, `T <= 256`). Elsewhere the kernels compute in f32.
+    /// PyTorch's autocast runs attention in f16. Autocast sets it. Forward and backward
+    /// then run on the tensor cores where the device has them and the head dim allows
+    /// (`attention/coop_fwd.rs`, `coop_bwd.rs`: `P` and `dS` rounded to f16 too, as
+    /// FlashAttention does). Elsewhere the materialized backward (`T <= 256`) rounds its
+    /// products' operands and the other kernels compute in f32.
     pub f16_inputs: bool,
 }
 
@@ -330,7 +332,7 @@ pub fn attention(
     let half = f16::is_f16(op, &[q, k, v])?;
     if half || options.f16_inputs {
         let params = check_same_length(op, q, k, v, options)?;
-        if let Some(kernel) = coop_fwd::variant_for(q.device(), params.d as usize, half) {
+        if let Some(kernel) = coop::Coop::for_device(q.device(), params.d as usize, half) {
             return coop_fwd::forward(kernel, q, k, v, &params);
         }
     }
@@ -395,7 +397,7 @@ fn check_backward(
 ) -> Result<AttentionParams, Error> {
     let params = check_same_length(op, q, k, v, options)?;
     for &(name, t) in like_q {
-        if t.shape() != q.shape() || t.dtype() != DType::F32 {
+        if t.shape() != q.shape() || t.dtype() != q.dtype() {
             return Err(mismatch(
                 op,
                 format!(
@@ -426,11 +428,13 @@ fn check_backward(
 /// upstream gradient `grad_out` (`o`'s shape), returns `(dq, dk, dv)` with the shapes of
 /// `q`, `k`, `v`. For grouped-query attention `dk` and `dv` sum over the query heads that
 /// share each kv head. Deterministic: same inputs, same bits. `options` must be the
-/// forward's (the dropout mask is regenerated from its stream). Short sequences (`T <= 256`, as many kv heads as heads, `T` and
-/// `D` multiples of 4) run the backward with the `T x T` scores materialized (five
-/// matmuls and one row kernel, `attention/materialized.rs`), which is faster there;
-/// the rest run the fused dq and dk/dv passes. With f16 tensors (`lse` stays f32) the
-/// gradients are f16, computed in f32.
+/// forward's (the dropout mask is regenerated from its stream). f16 tensors (and f32 ones
+/// with [`AttentionOptions::f16_inputs`]) run on the tensor cores where the forward does
+/// (`attention/coop_bwd.rs`, `dS` rounded to f16 for its products). Otherwise short
+/// sequences (`T <= 256`, as many kv heads as heads, `T` and `D` multiples of 4) run the
+/// backward with the `T x T` scores materialized (five matmuls and one row kernel,
+/// `attention/materialized.rs`), which is faster there; the rest run the fused dq and
+/// dk/dv passes. With f16 tensors (`lse` stays f32) the gradients are f16.
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] when a shape differs from the forward's contract (`o` and `grad_out`
@@ -446,7 +450,25 @@ pub fn attention_backward(
     options: &AttentionOptions,
 ) -> Result<(Tensor, Tensor, Tensor), Error> {
     let op = "attention_backward";
-    if f16::is_f16(op, &[grad_out, q, k, v, o])? {
+    let half = f16::is_f16(op, &[grad_out, q, k, v, o])?;
+    if half || options.f16_inputs {
+        let params = check_backward(
+            op,
+            [q, k, v],
+            &[("o", o), ("grad_out", grad_out)],
+            &[("lse", lse)],
+            options,
+        )?;
+        // Ahead of the materialized backward too: at the GPT step's T = 256 the
+        // tensor-core passes took 0.42 ms forward and backward where the materialized
+        // backward (its products on the tensor cores as well) took 0.64 ms on an H200
+        // (`attention_gpt_B64_H6_T256_d64_fused_fwd_bwd_f16` and `_autocast`,
+        // BENCHMARKS.md 2026-11-29).
+        if let Some(kernels) = coop::Coop::for_device(q.device(), params.d as usize, half) {
+            return coop_bwd::backward(kernels, [q, k, v, o, grad_out], lse, &params);
+        }
+    }
+    if half {
         let w = f16::widen(&[grad_out, q, k, v, o])?;
         let (dq, dk, dv) = attention_backward(&w[0], &w[1], &w[2], &w[3], &w[4], lse, options)?;
         return Ok((f16::narrow(&dq)?, f16::narrow(&dk)?, f16::narrow(&dv)?));

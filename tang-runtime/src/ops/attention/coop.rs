@@ -1,0 +1,357 @@
+//! What the tensor-core attention kernels share (`coop_fwd.rs`, `coop_bwd.rs`): f16 q, k,
+//! v (f16 tensors, or f32 ones rounded to f16 as they are loaded, which is what autocast
+//! runs), f32 accumulators and softmax, on WGSL cooperative matrices, for head dims up to
+//! 64 that are multiples of 4 on devices with tensor cores
+//! ([`crate::DeviceInfo::tensor_cores`]) and subgroup operations.
+//!
+//! A workgroup is four subgroups of 32; each owns 16 rows of the block (queries, or keys
+//! in the dk/dv pass) and keeps their operand fragments in registers for the whole
+//! kernel. The other side goes by in tiles of 64 rows, staged in workgroup memory as f16
+//! `[row][dim]` lines padded by 8 halves against bank conflicts (as the matmul stages its
+//! operands); the next tile is loaded into registers while the current one multiplies.
+//! Cooperative matrices give no access to their elements, so every product whose
+//! elements the softmax needs goes through a per-subgroup f32 scratch (`coopStoreT`), and
+//! what the scalar code makes of it (P, dS) goes back through an f16 one for the next
+//! product.
+
+use std::fmt::Write as _;
+
+use super::layout::AttentionParams;
+use crate::Device;
+use crate::spec::{Layout, Slot};
+
+/// Rows per workgroup (four subgroups of 16).
+pub(super) const ROWS: u32 = 64;
+/// Rows per tile of the other side.
+pub(super) const TILE: u32 = 64;
+/// Threads per workgroup.
+pub(super) const THREADS: u32 = 128;
+/// Halves of padding after each staged line.
+const PAD: u32 = 8;
+/// Floats per line of a subgroup's f32 scratch (64 and 4 of padding: lines 17 vec4s
+/// apart, so 8 consecutive lanes of a four-element read hit 8 distinct bank groups).
+pub(super) const S_LINE: u32 = TILE + 4;
+/// Halves per line of a subgroup's f16 scratch.
+pub(super) const P_LINE: u32 = TILE + PAD;
+/// The largest head dim the kernels take (the tiles and scratches fill 44 KiB at 64).
+pub(super) const MAX_D: usize = 64;
+
+/// Everything that changes a kernel's text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(super) struct Coop {
+    /// Head dim rounded up to 16 (the fragments' depth).
+    pub dp: u32,
+    /// The tensors are f16 (else f32, the operands rounded to f16 on load).
+    pub half: bool,
+}
+
+impl Coop {
+    /// Every variant, for the naga test.
+    pub(super) fn all() -> impl Iterator<Item = Coop> {
+        [16, 32, 48, 64]
+            .into_iter()
+            .flat_map(|dp| [false, true].map(|half| Coop { dp, half }))
+    }
+
+    /// The variant a call on `dev` with head dim `d` runs, if the tensor-core kernels take
+    /// it: a device with tensor cores, subgroup operations and room for the tiles, and a
+    /// head dim up to 64 that is a multiple of 4.
+    pub(super) fn for_device(dev: &Device, d: usize, half: bool) -> Option<Coop> {
+        let info = dev.info();
+        if !info.tensor_cores
+            || !info.features.contains(wgpu::Features::SUBGROUP)
+            || d > MAX_D
+            || !d.is_multiple_of(4)
+        {
+            return None;
+        }
+        let v = Coop {
+            dp: d.div_ceil(16) as u32 * 16,
+            half,
+        };
+        (v.shared_bytes() <= info.limits.max_compute_workgroup_storage_size).then_some(v)
+    }
+
+    /// Halves per staged line.
+    pub(super) fn line(&self) -> u32 {
+        self.dp + PAD
+    }
+
+    /// Bytes of workgroup memory: two staged tiles, each subgroup's f32 and f16 scratch.
+    pub(super) fn shared_bytes(&self) -> u32 {
+        2 * 2 * TILE * self.line() + 4 * 4 * 16 * S_LINE + 2 * 4 * 16 * P_LINE
+    }
+
+    /// The WGSL type of a q/k/v/o/gradient binding: four elements per index.
+    pub(super) fn tensor_type(&self) -> &'static str {
+        if self.half {
+            "array<vec4<f16>>"
+        } else {
+            "array<vec4<f32>>"
+        }
+    }
+
+    /// A layout of `tensors` (bindings of [`Coop::tensor_type`]) then `rows` (f32), in
+    /// slot order: `(name, written)`.
+    pub(super) fn layout(
+        &self,
+        slots: &[(&'static str, bool, bool)],
+    ) -> Layout<AttentionParams, Vec<Slot>> {
+        let slots = slots
+            .iter()
+            .map(|&(name, written, tensor)| {
+                let ty = if tensor {
+                    self.tensor_type()
+                } else {
+                    "array<f32>"
+                };
+                if written {
+                    Slot::ReadWrite(name, ty)
+                } else {
+                    Slot::Read(name, ty)
+                }
+            })
+            .collect();
+        Layout::with_slots(slots)
+    }
+
+    /// The dtype of the gradients and outputs the kernels write.
+    pub(super) fn dtype(&self) -> crate::DType {
+        if self.half {
+            crate::DType::F16
+        } else {
+            crate::DType::F32
+        }
+    }
+
+    /// Registers (`vec4<f16>`) a thread holds of one 64-line tile.
+    pub(super) fn tile_registers(&self) -> u32 {
+        TILE * (self.dp / 4) / THREADS
+    }
+}
+
+/// The header, the kernel's workgroup arrays (`ks`, `vs`: staged tiles; `ss`: f32 scratch;
+/// `ps`: f16 scratch) and `NEG`, after the bindings of `layout`.
+pub(super) fn emit_header(
+    w: &mut String,
+    v: &Coop,
+    what: &str,
+    layout: &Layout<AttentionParams, Vec<Slot>>,
+) {
+    let _ = writeln!(
+        w,
+        "// tang tensor-core attention {what}, head dim {}, {} (generated; see attention/coop*.rs)\nenable f16;\nenable wgpu_cooperative_matrix;",
+        v.dp,
+        if v.half { "f16" } else { "f32 rounded to f16" }
+    );
+    w.push_str(&layout.declarations());
+    super::dropout::emit_functions(w);
+    let _ = writeln!(
+        w,
+        "
+const NEG: f32 = -3.0e38;
+const LOG2E: f32 = 1.4426950408889634;
+// Two staged tiles [64 rows][dim] (f16)
+var<workgroup> ks: array<f16, {kv}>;
+var<workgroup> vs: array<f16, {kv}>;
+// Per subgroup: an f32 scratch [16][64] (products, results on the way out) and an f16
+// one [16][64] (P or dS on the way into a product)
+var<workgroup> ss: array<f32, {s}>;
+var<workgroup> ps: array<f16, {pl}>;
+",
+        kv = TILE * v.line(),
+        s = 4 * 16 * S_LINE,
+        pl = 4 * 16 * P_LINE,
+    );
+}
+
+/// Emits the global loads of a 64-line tile of `src` (line `j` is row `{first} + j` of the
+/// head, whose rows start at global row `{base}`, present when `{first} + j < {rows}`) into
+/// the thread's registers `{src}r0 ..` as f16, zero past the rows or the head dim. They
+/// are staged by [`emit_tile_stage`]; in between the thread works on the previous tile, so
+/// the loads' latency hides behind it.
+pub(super) fn emit_tile_fetch(
+    w: &mut String,
+    v: &Coop,
+    ind: &str,
+    src: &str,
+    [base, first, rows]: [&str; 3],
+) {
+    let units = v.dp / 4;
+    let read = format!("{src}[({base} + {first} + j) * d4 + c4]");
+    let read = if v.half {
+        read
+    } else {
+        format!("vec4<f16>({read})")
+    };
+    for i in 0..v.tile_registers() {
+        let _ = writeln!(
+            w,
+            "{ind}{{
+{ind}    let e = tid + {e0}u;
+{ind}    let j = e / {units}u;
+{ind}    let c4 = e % {units}u;
+{ind}    {src}r{i} = vec4<f16>();
+{ind}    if ({first} + j < {rows} && c4 < d4) {{
+{ind}        {src}r{i} = {read};
+{ind}    }}
+{ind}}}",
+            e0 = i * THREADS,
+        );
+    }
+}
+
+/// Declares the registers of [`emit_tile_fetch`] for each of `srcs`.
+pub(super) fn emit_tile_registers(w: &mut String, v: &Coop, srcs: &[&str]) {
+    for src in srcs {
+        for i in 0..v.tile_registers() {
+            let _ = writeln!(w, "    var {src}r{i}: vec4<f16>;");
+        }
+    }
+}
+
+/// Emits the stores of the registers `{src}r0 ..` of [`emit_tile_fetch`] into the f16
+/// workgroup array `dst` as `[line][dim]` lines.
+pub(super) fn emit_tile_stage(w: &mut String, v: &Coop, ind: &str, src: &str, dst: &str) {
+    let units = v.dp / 4;
+    for i in 0..v.tile_registers() {
+        let _ = writeln!(
+            w,
+            "{ind}{{
+{ind}    let e = tid + {e0}u;
+{ind}    let at = (e / {units}u) * {line}u + 4u * (e % {units}u);
+{ind}    {dst}[at] = {src}r{i}.x;
+{ind}    {dst}[at + 1u] = {src}r{i}.y;
+{ind}    {dst}[at + 2u] = {src}r{i}.z;
+{ind}    {dst}[at + 3u] = {src}r{i}.w;
+{ind}}}",
+            e0 = i * THREADS,
+            line = v.line(),
+        );
+    }
+}
+
+/// Emits the loads of the subgroup's 16 rows of the staged tile `src` as `dp / 16` A
+/// fragments `{name}0 ..` (rows by dims).
+pub(super) fn emit_row_fragments(w: &mut String, v: &Coop, name: &str, src: &str) {
+    let line = v.line();
+    for dc in 0..v.dp / 16 {
+        let _ = writeln!(
+            w,
+            "    let {name}{dc} = coopLoadT<coop_mat16x16<f16, A>>(&{src}[sg * {}u + {}u], {line}u);",
+            16 * line,
+            dc * 16
+        );
+    }
+}
+
+/// Emits the product of the subgroup's fragments `{a}0 ..` (16 rows by dims) with the
+/// transposed staged tile `src` (64 lines by dims): 16 x 64 into the subgroup's f32
+/// scratch `ss`.
+pub(super) fn emit_product_to_scratch(w: &mut String, v: &Coop, a: &str, src: &str) {
+    let line = v.line();
+    w.push_str("        {\n");
+    for c in 0..TILE / 16 {
+        let _ = writeln!(w, "        var fr{c} = coop_mat16x16<f32, C>();");
+        for dc in 0..v.dp / 16 {
+            // B[dim][line] from [line][dim] lines: column-major.
+            let _ = writeln!(
+                w,
+                "        fr{c} = coopMultiplyAdd({a}{dc}, coopLoad<coop_mat16x16<f16, B>>(&{src}[{}u], {line}u), fr{c});",
+                c * 16 * line + dc * 16
+            );
+        }
+        let _ = writeln!(
+            w,
+            "        {{\n            let si = sg * {}u + {}u;\n            coopStoreT(fr{c}, &ss[si], {S_LINE}u);\n        }}",
+            16 * S_LINE,
+            c * 16
+        );
+    }
+    w.push_str("        }\n");
+}
+
+/// Emits `{acc}0 .. += P src`: the subgroup's f16 scratch `ps` (16 rows by the tile's 64
+/// lines) times the staged tile `src` (64 lines by dims).
+pub(super) fn emit_accumulate(w: &mut String, v: &Coop, acc: &str, src: &str) {
+    let line = v.line();
+    w.push_str("        {\n");
+    for c in 0..TILE / 16 {
+        let _ = writeln!(
+            w,
+            "        let pf{c} = coopLoadT<coop_mat16x16<f16, A>>(&ps[sg * {}u + {}u], {P_LINE}u);",
+            16 * P_LINE,
+            c * 16
+        );
+        for dc in 0..v.dp / 16 {
+            let _ = writeln!(
+                w,
+                "        {acc}{dc} = coopMultiplyAdd(pf{c}, coopLoadT<coop_mat16x16<f16, B>>(&{src}[{}u], {line}u), {acc}{dc});",
+                c * 16 * line + dc * 16
+            );
+        }
+    }
+    w.push_str("        }\n");
+}
+
+/// Emits the way out of the accumulators `{acc}0 ..` (16 rows by dims per subgroup): into
+/// the f32 scratch, then four elements per lane and store into `dst` (a tensor binding),
+/// row `rr` of the subgroup at global row `({base}) + {first} + 16 sg + rr` when
+/// `{first} + 16 sg + rr < {rows}`, times `{factor}`. Starts with a barrier.
+pub(super) fn emit_store(
+    w: &mut String,
+    v: &Coop,
+    acc: &str,
+    dst: &str,
+    [base, first, rows]: [&str; 3],
+    factor: &str,
+) {
+    w.push_str("    workgroupBarrier();\n");
+    for dc in 0..v.dp / 16 {
+        let _ = writeln!(
+            w,
+            "    {{\n        let si = sg * {}u + {}u;\n        coopStoreT({acc}{dc}, &ss[si], {S_LINE}u);\n    }}",
+            16 * S_LINE,
+            dc * 16
+        );
+    }
+    let units = v.dp / 4;
+    let value = if v.half {
+        format!("vec4<f16>(y * {factor})")
+    } else {
+        format!("y * {factor}")
+    };
+    let _ = writeln!(
+        w,
+        "    workgroupBarrier();
+    for (var u = lane; u < {total}u; u += 32u) {{
+        let rr = u / {units}u;
+        let c4 = u % {units}u;
+        let row = {first} + 16u * sg + rr;
+        if (row < {rows} && c4 < d4) {{
+            let s = sg * {sl16}u + rr * {S_LINE}u + 4u * c4;
+            let y = vec4<f32>(ss[s], ss[s + 1u], ss[s + 2u], ss[s + 3u]);
+            {dst}[({base} + row) * d4 + c4] = {value};
+        }}
+    }}",
+        total = 16 * units,
+        sl16 = 16 * S_LINE,
+    );
+}
+
+/// The entry point's start: the workgroup's ids and the subgroup and lane.
+pub(super) fn emit_main(w: &mut String) {
+    let _ = writeln!(
+        w,
+        "@compute @workgroup_size({THREADS})
+fn main(
+    @builtin(local_invocation_index) tid: u32,
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {{
+    let b = wg.z;
+    let d4 = p.d / 4u;
+    let sg = tid / 32u;
+    let lane = tid % 32u;"
+    );
+}
