@@ -26,7 +26,7 @@ pub use error::TrainError;
 pub use interrupt::Interrupt;
 pub use metrics::{MetricsLog, MetricsRecord, StepTimer, read_metrics};
 pub use options::{Throughput, TrainerOptions};
-pub use peak::peak_flops;
+pub use peak::{peak_flops, training_peak_flops};
 pub use plot::{PlotOptions, plot_loss_curve};
 pub use progress::Progress;
 pub use trainer::{CHECKPOINTS_DIR, METRICS_FILE, PLOT_FILE, STEP_SEED, Trainer};

@@ -71,7 +71,8 @@ pub struct TrainerOptions {
     /// nanoGPT's count. Default `None`: not logged.
     pub flops_per_step: Option<f64>,
     /// The adapter's peak FLOP/s that `mfu` is a share of. Default `None`: looked up by
-    /// the adapter's name ([`super::peak_flops`]); `mfu` is not logged for an adapter not
+    /// the adapter's name ([`super::training_peak_flops`]: the fp16 tensor-core peak with
+    /// `amp` on tensor cores, else the fp32 one); `mfu` is not logged for an adapter not
     /// in that table unless this is given.
     pub peak_flops: Option<f64>,
     /// Seed of the device generator handed to each step (dropout; default 0).

@@ -205,7 +205,8 @@ pub struct Trainer<'m, M: Module + ?Sized, A: Algorithm> {
     pub(super) state: TrainerState,
     pub(super) timer: StepTimer,
     pub(super) steps_since_lap: u64,
-    /// The adapter's peak FLOP/s from tang's table, for `mfu` (see [`super::peak_flops`]).
+    /// The adapter's peak FLOP/s from tang's table, for `mfu` (see
+    /// [`super::training_peak_flops`]).
     pub(super) peak_flops: Option<f64>,
     /// This process's part in a data-parallel job (nothing special in one process).
     pub(super) replicas: Replicas,
@@ -270,9 +271,9 @@ impl<'m, M: Module + ?Sized, A: Algorithm> Trainer<'m, M, A> {
         } else {
             None
         };
-        let peak_flops = params
-            .first()
-            .and_then(|(_, p)| super::peak_flops(p.data().device().info()));
+        let peak_flops = params.first().and_then(|(_, p)| {
+            super::peak::training_peak_flops(p.data().device().info(), options.amp)
+        });
         Ok(Trainer {
             model,
             optimizer,
