@@ -2,8 +2,9 @@
 """PyTorch's twin of tang's bench case `gpt2_124M_T1024_B8_step`: a GPT-2 small training step
 (vocab 50257, 12 layers, 12 heads, width 768, biases, tanh GELU, tied head, dropout 0) at
 T 1024 and batch 8: forward, cross-entropy, backward, fused AdamW (lr 6e-4, betas 0.9/0.95,
-weight decay 0.1), in fp32 (TF32 off) with SDPA, and in bf16 autocast; median of CUDA-event
-timed steps after a warm-up, and the device memory: torch.cuda.max_memory_allocated (the
+weight decay 0.1), in fp32 (TF32 off) with SDPA, in bf16 autocast, and in fp16 autocast with
+a GradScaler (tang's `_amp` case); median of CUDA-event timed steps after a warm-up, and the
+device memory: torch.cuda.max_memory_allocated (the
 tensors' peak) and max_memory_reserved (what the caching allocator held, the counterpart of
 tang's pool bytes), over the steps with parameters and optimizer state included.
 
@@ -47,14 +48,20 @@ g = torch.Generator(device=dev).manual_seed(17)
 ids = torch.randint(0, V, (B, T + 1), device=dev, generator=g)
 x, y = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
 
+scaler = torch.amp.GradScaler("cuda")
+
 def step(dt):
     opt.zero_grad(set_to_none=True)
     with torch.autocast("cuda", dtype=dt or torch.float32, enabled=dt is not None):
         loss = F.cross_entropy(m(x).view(-1, V), y.view(-1))
-    loss.backward(); opt.step()
+    if dt == torch.float16:
+        scaler.scale(loss).backward(); scaler.step(opt); scaler.update()
+    else:
+        loss.backward(); opt.step()
 
 n = sum(p.numel() for p in m.parameters())
-for name, dt in [("fp32", None), ("bf16_autocast", torch.bfloat16)]:
+for name, dt in [("fp32", None), ("bf16_autocast", torch.bfloat16),
+                 ("fp16_autocast_gradscaler", torch.float16)]:
     for _ in range(3): step(dt)
     torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats(); ts = []
     for _ in range(a.reps):

@@ -5,6 +5,10 @@
 //! 0.9/0.95, weight decay 0.1), timed with the GPU finished.
 //!
 //! - `gpt2_124M_T1024_B8_step`: ms per step and thousands of tokens per second.
+//! - `gpt2_124M_T1024_B8_step_amp`: the same step in mixed precision, as PyTorch's fp16
+//!   autocast + GradScaler step (the forward under `autocast(F16)`, the loss scaled, the
+//!   scaler's step and update): the products and attention on the tensor cores where the
+//!   device has them.
 //!
 //! The device memory a step needs is printed beside it: tang's `Stats` have no peak
 //! counter, so what is printed is what the buffer pool holds after the steps (buffers in
@@ -18,13 +22,14 @@
 //! batch 2, GPT-2's vocabulary) to check the case on a software adapter.
 
 use tang_nn::Module;
+use tang_nn::amp::{GradScaler, GradScalerOptions, autocast};
 use tang_nn::autograd::Tensor;
 use tang_nn::models::gpt::{Gpt, GptConfig};
 use tang_nn::nn::Approximate;
 use tang_nn::nn::functional::cross_entropy;
 use tang_nn::optim::{AdamW, AdamWOptions, decay_groups};
 use tang_nn::rng::SplitMix64;
-use tang_runtime::Device;
+use tang_runtime::{DType, Device};
 
 use super::Report;
 use super::elementwise::warm_up;
@@ -36,12 +41,14 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// GPT-2's vocabulary.
 const VOCAB: usize = 50_257;
 
-/// Runs the case's steps; returns `(ms per step, pool bytes after the steps)`.
+/// Runs the case's steps (in mixed precision with `amp`); returns `(ms per step, pool
+/// bytes after the steps)`.
 fn gpt2_case(
     dev: &Device,
     config: &GptConfig,
     batch: usize,
     reps: usize,
+    amp: bool,
 ) -> Result<(f64, u64), BoxError> {
     let model = Gpt::new(dev, config, 1337)?;
     let adamw = AdamWOptions::default().lr(6e-4).betas((0.9, 0.95));
@@ -64,10 +71,29 @@ fn gpt2_case(
         model.num_params() as f64 / 1e6,
         batch * t
     );
+    let mut scaler = if amp {
+        Some(GradScaler::new(GradScalerOptions::default())?)
+    } else {
+        None
+    };
     let mut step = || -> Result<(), BoxError> {
-        let logits = model.forward(&x)?.reshape(&[(batch * t) as i64, -1])?;
-        let grads = cross_entropy(&logits, &y)?.backward()?;
-        opt.step(&grads)?;
+        let loss = {
+            let _autocast = if amp {
+                Some(autocast(DType::F16)?)
+            } else {
+                None
+            };
+            let logits = model.forward(&x)?.reshape(&[(batch * t) as i64, -1])?;
+            cross_entropy(&logits, &y)?
+        };
+        match &mut scaler {
+            Some(scaler) => {
+                let grads = scaler.scale(&loss)?.backward()?;
+                scaler.step(&mut opt, &grads)?;
+                scaler.update()?;
+            }
+            None => opt.step(&loss.backward()?)?,
+        }
         Ok(())
     };
     let ms = time_step(dev, reps, &mut step)?;
@@ -96,6 +122,20 @@ pub fn run(dev: &Device, quick: bool, tiny: bool, report: &mut Report) {
     if !report.wants(name) {
         return;
     }
+    for amp in [false, true] {
+        let name = if amp {
+            format!("{name}_amp")
+        } else {
+            name.to_string()
+        };
+        if report.wants(&name) {
+            run_case(dev, quick, tiny, &name, amp, report);
+        }
+    }
+}
+
+/// Runs one GPT-2 small step case (`tiny`: a small body with GPT-2's vocabulary).
+fn run_case(dev: &Device, quick: bool, tiny: bool, name: &str, amp: bool, report: &mut Report) {
     // nanoGPT's GPT-2 small with the Hub's vocabulary and GELU.
     let gpt2 = GptConfig {
         vocab_size: VOCAB,
@@ -119,7 +159,7 @@ pub fn run(dev: &Device, quick: bool, tiny: bool, report: &mut Report) {
         return report.fail("warm-up", &e);
     }
     println!("{name}:");
-    match gpt2_case(dev, &config, batch, if quick || tiny { 3 } else { 10 }) {
+    match gpt2_case(dev, &config, batch, if quick || tiny { 3 } else { 10 }, amp) {
         Ok((ms, pool)) => {
             let tokens = (batch * config.block_size) as f64;
             report.add_rate(name, ms, tokens / ms, "ktok/s");
