@@ -113,39 +113,38 @@ const FWD_BWD_CASES: [(&str, [usize; 4], bool, Precision); 11] = {
 /// Forward cases on f16 tensors (`f16`) or on f32 ones rounded to f16 on load (`autocast`):
 /// the tensor-core forward where the device has tensor cores, `(name, [B, H, T, D],
 /// dropout, f16 tensors)`. PyTorch's fp16 SDPA forward has the same names with `_sdpa`.
-const HALF_FWD_CASES: [(&str, [usize; 4], bool, bool); 6] = [
-    ("attention_B8_H8_T1024_d64_f16_fwd", SHAPE, false, true),
-    (
-        "attention_B8_H8_T1024_d64_dropout_f16_fwd",
-        SHAPE,
-        true,
-        true,
-    ),
-    (
-        "attention_gpt_B64_H6_T256_d64_f16_fwd",
-        [64, 6, 256, 64],
-        false,
-        true,
-    ),
-    (
-        "attention_gpt_B64_H6_T256_d64_autocast_fwd",
-        [64, 6, 256, 64],
-        false,
-        false,
-    ),
-    (
-        "attention_gpt_B64_H6_T256_d64_dropout_autocast_fwd",
-        [64, 6, 256, 64],
-        true,
-        false,
-    ),
-    (
-        "attention_gpt2_B8_H12_T1024_d64_f16_fwd",
-        [8, 12, 1024, 64],
-        false,
-        true,
-    ),
-];
+const HALF_FWD_CASES: [(&str, [usize; 4], bool, Precision); 6] = {
+    use Precision::{Autocast, F16};
+    const GPT: [usize; 4] = [64, 6, 256, 64];
+    [
+        ("attention_B8_H8_T1024_d64_f16_fwd", SHAPE, false, F16),
+        (
+            "attention_B8_H8_T1024_d64_dropout_f16_fwd",
+            SHAPE,
+            true,
+            F16,
+        ),
+        ("attention_gpt_B64_H6_T256_d64_f16_fwd", GPT, false, F16),
+        (
+            "attention_gpt_B64_H6_T256_d64_autocast_fwd",
+            GPT,
+            false,
+            Autocast,
+        ),
+        (
+            "attention_gpt_B64_H6_T256_d64_dropout_autocast_fwd",
+            GPT,
+            true,
+            Autocast,
+        ),
+        (
+            "attention_gpt2_B8_H12_T1024_d64_f16_fwd",
+            [8, 12, 1024, 64],
+            false,
+            F16,
+        ),
+    ]
+};
 
 /// The dropout probability of the dropout cases (nanoGPT's recipe).
 const DROPOUT: f32 = 0.2;
@@ -347,14 +346,16 @@ fn run_cases(dev: &Device, quick: bool, report: &mut Report) -> Result<(), Error
     Ok(())
 }
 
-/// Times forward + backward at `shape` (dropout 0.2 inside the kernels when `dropout`)
-/// with the operands of `precision`, after checking sampled output rows (f16 kinds: on
-/// f16-rounded inputs, within f16's rounding of the weights).
-fn fwd_bwd_case(
+/// Times the forward (and with `backward` the backward after it) at `shape` (dropout 0.2
+/// inside the kernels when `dropout`) with the operands of `precision`, after checking
+/// sampled output rows (f16 kinds: on f16-rounded inputs, within f16's rounding of the
+/// weights).
+fn timed_case(
     dev: &Device,
     shape: [usize; 4],
     dropout: bool,
     precision: Precision,
+    backward: bool,
     quick: bool,
 ) -> Result<Result<f64, String>, Error> {
     let n = shape.iter().product();
@@ -404,55 +405,10 @@ fn fwd_bwd_case(
     let (warm, reps) = if quick { (2, 5) } else { (5, 30) };
     let ms = time(dev, warm, reps, || {
         let (o, lse) = attention(&q, &k, &v, &options)?;
-        attention_backward(&go, &q, &k, &v, &o, &lse, &options).map(drop)
-    })?;
-    Ok(Ok(ms))
-}
-
-/// Times the forward alone on f16 tensors (`f16_tensors`) or on f32 ones with `f16_inputs` at
-/// `shape` (dropout 0.2 when `dropout`), after checking sampled output rows against the
-/// f64 computation on the f16-rounded inputs.
-fn half_fwd_case(
-    dev: &Device,
-    shape: [usize; 4],
-    dropout: bool,
-    f16_tensors: bool,
-    quick: bool,
-) -> Result<Result<f64, String>, Error> {
-    let n = shape.iter().product();
-    let (hq, hk, hv) = (
-        rounded_f16(random(n, 41)),
-        rounded_f16(random(n, 42)),
-        rounded_f16(random(n, 43)),
-    );
-    let upload = |x: &[f32]| -> Result<Tensor, Error> {
-        let t = Tensor::from_slice(dev, x, &shape)?;
-        if f16_tensors {
-            to_dtype(&t, DType::F16)
-        } else {
-            Ok(t)
+        if backward {
+            attention_backward(&go, &q, &k, &v, &o, &lse, &options)?;
         }
-    };
-    let (q, k, v) = (upload(&hq)?, upload(&hk)?, upload(&hv)?);
-    let mut generator = Generator::new(0);
-    let state = dropout.then(|| DropoutState {
-        stream: generator.next_stream(),
-        p: DROPOUT,
-    });
-    let masked = state.as_ref();
-    let options = AttentionOptions {
-        dropout: masked,
-        f16_inputs: !f16_tensors,
-        ..AttentionOptions::CAUSAL
-    };
-    let (o, _) = attention(&q, &k, &v, &options)?;
-    let o = to_dtype(&o, DType::F32)?.to_vec()?;
-    if let Err(e) = check_rows_within(shape, &o, [&hq, &hk, &hv], masked, 5e-3) {
-        return Ok(Err(e));
-    }
-    let (warm, reps) = if quick { (2, 5) } else { (5, 30) };
-    let ms = time(dev, warm, reps, || {
-        attention(&q, &k, &v, &options).map(drop)
+        Ok(())
     })?;
     Ok(Ok(ms))
 }
@@ -463,7 +419,7 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
         if !report.wants(name) {
             continue;
         }
-        match fwd_bwd_case(dev, shape, dropout, precision, quick) {
+        match timed_case(dev, shape, dropout, precision, true, quick) {
             Ok(Ok(ms)) => {
                 report.add_rate(name, ms, forward_flops(shape) * 3.5 / ms / 1e9, "TFLOP/s")
             }
@@ -471,11 +427,11 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
             Err(e) => report.fail(name, &e),
         }
     }
-    for (name, shape, dropout, f16_tensors) in HALF_FWD_CASES {
+    for (name, shape, dropout, precision) in HALF_FWD_CASES {
         if !report.wants(name) {
             continue;
         }
-        match half_fwd_case(dev, shape, dropout, f16_tensors, quick) {
+        match timed_case(dev, shape, dropout, precision, false, quick) {
             Ok(Ok(ms)) => report.add_rate(name, ms, forward_flops(shape) / ms / 1e9, "TFLOP/s"),
             Ok(Err(e)) => report.fail(name, &e),
             Err(e) => report.fail(name, &e),

@@ -25,7 +25,7 @@ use super::coop::{
     emit_tile_stage,
 };
 use super::coop_fwd::{
-    emit_key_tile_loop, emit_lane_base, emit_lane_reads, emit_lane_writes, emit_query_block,
+    emit_key_tile_loop, emit_lane_reads, emit_lane_writes, emit_probabilities, emit_query_block,
 };
 use super::dropout;
 use super::layout::AttentionParams;
@@ -102,11 +102,7 @@ pub(super) fn generate_dq(v: &Coop) -> String {
     emit_key_tile_loop(&mut w, v, &["k", "v"]);
     emit_product_to_scratch(&mut w, v, "q", "ks");
     w.push_str("        workgroupBarrier();\n");
-    emit_lane_base(&mut w);
-    emit_lane_reads(&mut w, "x", "p.scale_log2", true);
-    for j in 0..8 {
-        let _ = writeln!(w, "        x{j} = exp2(x{j} - lse2);");
-    }
+    emit_probabilities(&mut w);
     // Every lane has read S: dP may take the scratch.
     w.push_str("        workgroupBarrier();\n");
     emit_product_to_scratch(&mut w, v, "g", "vs");

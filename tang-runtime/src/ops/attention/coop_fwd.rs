@@ -76,6 +76,16 @@ pub(super) fn emit_lane_reads(w: &mut String, x: &str, factor: &str, mask: bool)
     w.push_str("        }\n");
 }
 
+/// Emits, after the scores are in the f32 scratch, the lane's base ([`emit_lane_base`])
+/// and its 32 probabilities `x0 .. x7`: `P = exp2(S scale log2(e) - lse2)`, 0 where masked.
+pub(super) fn emit_probabilities(w: &mut String) {
+    emit_lane_base(w);
+    emit_lane_reads(w, "x", "p.scale_log2", true);
+    for j in 0..8 {
+        let _ = writeln!(w, "        x{j} = exp2(x{j} - lse2);");
+    }
+}
+
 /// Emits the stores of the lane's vec4s `{x}0 .. {x}7` (see [`emit_lane_reads`]) into the
 /// f16 scratch, rounded.
 pub(super) fn emit_lane_writes(w: &mut String, x: &str) {
@@ -174,11 +184,7 @@ pub(super) fn generate(v: &Coop) -> String {
     emit_key_tile_loop(&mut w, v, &["k", "v"]);
     emit_product_to_scratch(&mut w, v, "q", "ks");
     w.push_str("        workgroupBarrier();\n");
-    emit_lane_base(&mut w);
-    emit_lane_reads(&mut w, "x", "p.scale_log2", true);
-    for j in 0..8 {
-        let _ = writeln!(w, "        x{j} = exp2(x{j} - lse2);");
-    }
+    emit_probabilities(&mut w);
     w.push_str("        if (dropping()) {\n");
     for j in 0..8 {
         let _ = writeln!(

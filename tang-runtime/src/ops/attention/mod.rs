@@ -451,14 +451,14 @@ pub fn attention_backward(
 ) -> Result<(Tensor, Tensor, Tensor), Error> {
     let op = "attention_backward";
     let half = f16::is_f16(op, &[grad_out, q, k, v, o])?;
+    let params = check_backward(
+        op,
+        [q, k, v],
+        &[("o", o), ("grad_out", grad_out)],
+        &[("lse", lse)],
+        options,
+    )?;
     if half || options.f16_inputs {
-        let params = check_backward(
-            op,
-            [q, k, v],
-            &[("o", o), ("grad_out", grad_out)],
-            &[("lse", lse)],
-            options,
-        )?;
         // Ahead of the materialized backward too: at the GPT step's T = 256 the
         // tensor-core passes took 0.42 ms forward and backward where the materialized
         // backward (its products on the tensor cores as well) took 0.64 ms on an H200
@@ -473,13 +473,6 @@ pub fn attention_backward(
         let (dq, dk, dv) = attention_backward(&w[0], &w[1], &w[2], &w[3], &w[4], lse, options)?;
         return Ok((f16::narrow(&dq)?, f16::narrow(&dk)?, f16::narrow(&dv)?));
     }
-    let params = check_backward(
-        op,
-        [q, k, v],
-        &[("o", o), ("grad_out", grad_out)],
-        &[("lse", lse)],
-        options,
-    )?;
     if materialized::applies(&params) {
         return materialized::backward(&params, [q, k, v], o, lse, grad_out, options.f16_inputs);
     }
