@@ -80,12 +80,16 @@ fn wanted_features() -> wgpu::Features {
         | wgpu::Features::PIPELINE_CACHE
 }
 
-/// Whether `adapter` runs tang's tensor-core matmul: f16 in shaders, cooperative matrices
-/// with the 16x16x16 f16 x f16 + f32 configuration (the fragment shape the kernels are
-/// written for), and a fixed subgroup size of 32 (a 128-thread workgroup is then four
+/// Whether `adapter` runs tang's tensor-core matmul and attention: f16 in shaders,
+/// subgroup operations, cooperative matrices with the 16x16x16 f16 x f16 + f32
+/// configuration (the fragment shape the kernels are written for), and a fixed subgroup
+/// size of 32 (a 128-thread workgroup is then four
 /// subgroups, each owning a quarter of the output tile).
 fn has_tensor_cores(adapter: &wgpu::Adapter, info: &wgpu::AdapterInfo) -> bool {
-    let needed = wgpu::Features::SHADER_F16 | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+    // Subgroup operations: the tensor-core attention's two lanes of a row meet by shuffle.
+    let needed = wgpu::Features::SHADER_F16
+        | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX
+        | wgpu::Features::SUBGROUP;
     use wgpu::CooperativeScalarType::{F16, F32};
     adapter.features().contains(needed)
         && info.subgroup_min_size == 32

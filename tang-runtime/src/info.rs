@@ -132,10 +132,11 @@ pub struct DeviceInfo {
     pub subgroup_min_size: u32,
     /// The largest subgroup size the adapter may use.
     pub subgroup_max_size: u32,
-    /// Whether f16 matrix products run on the tensor cores: [`DeviceOptions::tensor_cores`]
-    /// is on and the adapter has `SHADER_F16`, wgpu's cooperative matrices with the
-    /// 16x16x16 f16 x f16 + f32 configuration, and subgroups of exactly 32 (NVIDIA's
-    /// Vulkan driver; not lavapipe, not browsers today).
+    /// Whether f16 matrix products and attention run on the tensor cores:
+    /// [`DeviceOptions::tensor_cores`] is on and the adapter has `SHADER_F16`, subgroup
+    /// operations, wgpu's cooperative matrices with the 16x16x16 f16 x f16 + f32
+    /// configuration, and subgroups of exactly 32 (NVIDIA's Vulkan driver; not lavapipe,
+    /// not browsers today).
     pub tensor_cores: bool,
 }
 

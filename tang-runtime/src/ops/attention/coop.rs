@@ -54,15 +54,11 @@ impl Coop {
     }
 
     /// The variant a call on `dev` with head dim `d` runs, if the tensor-core kernels take
-    /// it: a device with tensor cores, subgroup operations and room for the tiles, and a
-    /// head dim up to 64 that is a multiple of 4.
+    /// it: a device with tensor cores (which implies subgroup operations) and
+    /// room for the tiles, and a head dim up to 64 that is a multiple of 4.
     pub(super) fn for_device(dev: &Device, d: usize, half: bool) -> Option<Coop> {
         let info = dev.info();
-        if !info.tensor_cores
-            || !info.features.contains(wgpu::Features::SUBGROUP)
-            || d > MAX_D
-            || !d.is_multiple_of(4)
-        {
+        if !info.tensor_cores || d > MAX_D || !d.is_multiple_of(4) {
             return None;
         }
         let v = Coop {
