@@ -106,10 +106,10 @@ fn experimental_features(tensor_cores: bool) -> wgpu::ExperimentalFeatures {
         return wgpu::ExperimentalFeatures::disabled();
     }
     // SAFETY: wgpu marks cooperative matrices experimental (its validation of them may be
-    // incomplete). tang uses them only in its own generated matmul kernels, which naga
-    // validates (`cargo test` checks every variant), index workgroup memory only within
-    // their arrays, and are tested against an f64 reference on the GPUs that run them
-    // (`scripts/gpu-tests.sh`). `DeviceOptions::tensor_cores` (`TANG_TENSOR_CORES=0`)
+    // incomplete). tang uses them only in its own generated matmul and attention kernels,
+    // which naga validates (`cargo test` checks every variant), index workgroup memory only
+    // within their arrays, and are tested against an f64 reference on the GPUs that run
+    // them (`scripts/gpu-tests.sh`). `DeviceOptions::tensor_cores` (`TANG_TENSOR_CORES=0`)
     // turns the feature off entirely.
     unsafe { wgpu::ExperimentalFeatures::enabled() }
 }
