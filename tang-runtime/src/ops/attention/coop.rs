@@ -87,8 +87,9 @@ impl Coop {
         }
     }
 
-    /// A layout of `tensors` (bindings of [`Coop::tensor_type`]) then `rows` (f32), in
-    /// slot order: `(name, written)`.
+    /// The layout of `slots`, in order, each `(name, written, tensor)`: a tensor binding
+    /// ([`Coop::tensor_type`]) when `tensor`, else per-row f32 values (lse, delta);
+    /// read-write when `written`.
     pub(super) fn layout(
         &self,
         slots: &[(&'static str, bool, bool)],
