@@ -45,6 +45,7 @@ mod strided;
 mod tensor;
 mod traced;
 mod wgsl;
+mod wide_mul;
 
 pub use device::Device;
 pub use dispatch::Binding;
@@ -81,7 +82,7 @@ pub mod __testing {
         let int64: Vec<(String, String)> = all
             .iter()
             .filter_map(|(name, src)| {
-                match crate::ops::random::for_device(src, wgpu::Features::SHADER_INT64) {
+                match crate::wide_mul::for_device(src, wgpu::Features::SHADER_INT64) {
                     std::borrow::Cow::Owned(text) => Some((format!("{name} (SHADER_INT64)"), text)),
                     std::borrow::Cow::Borrowed(_) => None,
                 }

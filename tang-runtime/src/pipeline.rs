@@ -283,7 +283,7 @@ fn create_module(
     wgsl: &str,
     trusted: bool,
 ) -> wgpu::ShaderModule {
-    let wgsl = crate::ops::random::for_device(wgsl, device.features());
+    let wgsl = crate::wide_mul::for_device(wgsl, device.features());
     let desc = wgpu::ShaderModuleDescriptor {
         label: Some(label),
         source: wgpu::ShaderSource::Wgsl(wgsl),

@@ -56,7 +56,7 @@ mod conv;
 mod elementwise;
 mod index;
 mod matmul;
-pub(crate) mod random;
+mod random;
 mod reduce;
 mod rows;
 mod shape;

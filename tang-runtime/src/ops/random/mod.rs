@@ -78,46 +78,11 @@ params! {
     }
 }
 
-/// The 32 x 32 -> 64-bit product Philox needs, from 16-bit halves: WGSL has no 64-bit
-/// integers without `SHADER_INT64` (WebGPU in browsers has none). Where the device has
-/// them, [`for_device`] swaps in [`MULHILO_INT64_WGSL`].
-macro_rules! mulhilo_wgsl {
-    () => {
-        "
-// (high, low) words of the 64-bit product, from 16-bit halves.
-fn mulhilo(a: u32, b: u32) -> vec2<u32> {
-    let a0 = a & 0xffffu;
-    let a1 = a >> 16u;
-    let b0 = b & 0xffffu;
-    let b1 = b >> 16u;
-    let p00 = a0 * b0;
-    let p01 = a0 * b1;
-    let p10 = a1 * b0;
-    let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
-    return vec2<u32>(a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u), a * b);
-}
-"
-    };
-}
-const MULHILO_WGSL: &str = mulhilo_wgsl!();
-
-/// The same product as one 64-bit multiply, for devices with `SHADER_INT64`: NVIDIA's
-/// compiler makes it one wide multiply where the halves take about fifteen instructions,
-/// and Philox is two products per round (the dropout inside attention spends most of
-/// its time here). Same bits.
-const MULHILO_INT64_WGSL: &str = "
-// (high, low) words of the 64-bit product (SHADER_INT64).
-fn mulhilo(a: u32, b: u32) -> vec2<u32> {
-    let p = u64(a) * u64(b);
-    return vec2<u32>(u32(p >> 32u), u32(p));
-}
-";
-
 /// Philox4x32-10 in WGSL on a full 128-bit counter (the CPU twin is `philox4x32_10`), for
 /// every kernel that draws from a stream: the ones here and the fused attention dropout.
-/// Written with the portable product ([`MULHILO_WGSL`]); [`for_device`] specialises it.
+/// Written with the portable product; [`crate::wide_mul::for_device`] specialises it.
 pub(crate) const PHILOX_WGSL: &str = concat!(
-    mulhilo_wgsl!(),
+    crate::wide_mul::mulhilo_wgsl!(),
     "
 // Counter: (block low, block high, offset low, offset high).
 fn philox(counter: vec4<u32>, key: vec2<u32>) -> vec4<u32> {
@@ -133,18 +98,6 @@ fn philox(counter: vec4<u32>, key: vec2<u32>) -> vec4<u32> {
 }
 "
 );
-
-/// `wgsl` as a device with `features` runs it: with `SHADER_INT64`, Philox's portable
-/// product becomes the 64-bit one (same bits, fewer instructions). Shader modules are
-/// made through this (`pipeline.rs`), so every kernel that draws random numbers gets the
-/// product its device has without a second copy of its text.
-pub(crate) fn for_device(wgsl: &str, features: wgpu::Features) -> std::borrow::Cow<'_, str> {
-    if features.contains(wgpu::Features::SHADER_INT64) && wgsl.contains(MULHILO_WGSL) {
-        std::borrow::Cow::Owned(wgsl.replace(MULHILO_WGSL, MULHILO_INT64_WGSL))
-    } else {
-        std::borrow::Cow::Borrowed(wgsl)
-    }
-}
 
 /// The stream of one dispatch of the kernels here: its key and offset in `p`.
 const STREAM_WGSL: &str = "
