@@ -16,8 +16,14 @@ fn every_dense_kernel_passes_naga() {
     assert!(all.len() > 400, "only {} kernels listed", all.len());
     // The kernels that draw random numbers are also listed in their 64-bit form: the
     // portable product's text was found and replaced.
-    let int64 = all.iter().filter(|(n, _)| n.ends_with("(SHADER_INT64)")).count();
-    assert!(int64 >= 10, "only {int64} kernels in their SHADER_INT64 form");
+    let int64 = all
+        .iter()
+        .filter(|(n, _)| n.ends_with("(SHADER_INT64)"))
+        .count();
+    assert!(
+        int64 >= 10,
+        "only {int64} kernels in their SHADER_INT64 form"
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
