@@ -83,8 +83,8 @@ fn wanted_features() -> wgpu::Features {
 /// Whether `adapter` runs tang's tensor-core matmul and attention: f16 in shaders,
 /// subgroup operations, cooperative matrices with the 16x16x16 f16 x f16 + f32
 /// configuration (the fragment shape the kernels are written for), and a fixed subgroup
-/// size of 32 (a 128-thread workgroup is then four
-/// subgroups, each owning a quarter of the output tile).
+/// size of 32 (a 128-thread workgroup is then four subgroups, each owning a quarter of the
+/// output tile).
 fn has_tensor_cores(adapter: &wgpu::Adapter, info: &wgpu::AdapterInfo) -> bool {
     // Subgroup operations: the tensor-core attention's two lanes of a row meet by shuffle.
     let needed = wgpu::Features::SHADER_F16

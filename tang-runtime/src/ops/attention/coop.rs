@@ -34,7 +34,7 @@ pub(super) const S_LINE: u32 = TILE + 4;
 /// Halves per line of a subgroup's f16 scratch.
 pub(super) const P_LINE: u32 = TILE + PAD;
 /// The largest head dim the kernels take (the tiles and scratches fill 44 KiB at 64).
-pub(super) const MAX_D: usize = 64;
+const MAX_D: usize = 64;
 
 /// Everything that changes a kernel's text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -69,17 +69,17 @@ impl Coop {
     }
 
     /// Halves per staged line.
-    pub(super) fn line(&self) -> u32 {
+    fn line(&self) -> u32 {
         self.dp + PAD
     }
 
     /// Bytes of workgroup memory: two staged tiles, each subgroup's f32 and f16 scratch.
-    pub(super) fn shared_bytes(&self) -> u32 {
+    fn shared_bytes(&self) -> u32 {
         2 * 2 * TILE * self.line() + 4 * 4 * 16 * S_LINE + 2 * 4 * 16 * P_LINE
     }
 
     /// The WGSL type of a q/k/v/o/gradient binding: four elements per index.
-    pub(super) fn tensor_type(&self) -> &'static str {
+    fn tensor_type(&self) -> &'static str {
         if self.half {
             "array<vec4<f16>>"
         } else {
@@ -122,7 +122,7 @@ impl Coop {
     }
 
     /// Registers (`vec4<f16>`) a thread holds of one 64-line tile.
-    pub(super) fn tile_registers(&self) -> u32 {
+    fn tile_registers(&self) -> u32 {
         TILE * (self.dp / 4) / THREADS
     }
 }

@@ -25,7 +25,8 @@ use super::coop::{
     emit_tile_stage,
 };
 use super::coop_fwd::{
-    emit_key_tile_loop, emit_lane_reads, emit_lane_writes, emit_probabilities, emit_query_block,
+    emit_key_tile_loop, emit_lane_dropout, emit_lane_reads, emit_lane_writes, emit_probabilities,
+    emit_query_block,
 };
 use super::dropout;
 use super::layout::AttentionParams;
@@ -108,15 +109,7 @@ pub(super) fn generate_dq(v: &Coop) -> String {
     emit_product_to_scratch(&mut w, v, "g", "vs");
     w.push_str("        workgroupBarrier();\n");
     emit_lane_reads(&mut w, "y", "1.0", false);
-    w.push_str("        if (dropping()) {\n");
-    for j in 0..8 {
-        let _ = writeln!(
-            w,
-            "            y{j} *= drop4(head_row + i, kb + {}u);",
-            4 * j
-        );
-    }
-    w.push_str("        }\n");
+    emit_lane_dropout(&mut w, "y");
     for j in 0..8 {
         let _ = writeln!(w, "        x{j} = x{j} * (y{j} - delta_i);");
     }

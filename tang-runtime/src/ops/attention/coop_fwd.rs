@@ -38,7 +38,7 @@ fn layout(v: &Coop) -> Layout<AttentionParams, Vec<Slot>> {
 /// Emits, once per key tile of a query-major pass (forward, dq), where the lane's 32 values
 /// of the scratches lie (row `r`, columns `32 hh ..`: `sb` in the f32 one, `pb` in the
 /// f16 one) and their first key `kb`.
-pub(super) fn emit_lane_base(w: &mut String) {
+fn emit_lane_base(w: &mut String) {
     let _ = writeln!(
         w,
         "        let sb = sg * {}u + r * {S_LINE}u + 32u * hh;
@@ -84,6 +84,20 @@ pub(super) fn emit_probabilities(w: &mut String) {
     for j in 0..8 {
         let _ = writeln!(w, "        x{j} = exp2(x{j} - lse2);");
     }
+}
+
+/// Emits the dropout factors of the lane's 32 keys of row `i` (see [`emit_lane_base`])
+/// applied to its vec4s `{x}0 .. {x}7` (1 without dropout: a uniform branch).
+pub(super) fn emit_lane_dropout(w: &mut String, x: &str) {
+    w.push_str("        if (dropping()) {\n");
+    for j in 0..8 {
+        let _ = writeln!(
+            w,
+            "            {x}{j} *= drop4(head_row + i, kb + {}u);",
+            4 * j
+        );
+    }
+    w.push_str("        }\n");
 }
 
 /// Emits the stores of the lane's vec4s `{x}0 .. {x}7` (see [`emit_lane_reads`]) into the
@@ -185,15 +199,7 @@ pub(super) fn generate(v: &Coop) -> String {
     emit_product_to_scratch(&mut w, v, "q", "ks");
     w.push_str("        workgroupBarrier();\n");
     emit_probabilities(&mut w);
-    w.push_str("        if (dropping()) {\n");
-    for j in 0..8 {
-        let _ = writeln!(
-            w,
-            "            x{j} *= drop4(head_row + i, kb + {}u);",
-            4 * j
-        );
-    }
-    w.push_str("        }\n");
+    emit_lane_dropout(&mut w, "x");
     emit_lane_writes(&mut w, "x");
     w.push_str("        workgroupBarrier();\n");
     emit_accumulate(&mut w, v, "o", "vs");

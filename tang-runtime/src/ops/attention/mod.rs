@@ -103,7 +103,10 @@ fn check_qkv(
 ) -> Result<AttentionParams, Error> {
     let [b, h, tq, d] = dims4(op, "q", q, "[B, H, T, D] tensor")?;
     let [kb, hkv, tk, kd] = dims4(op, "k", k, "[B, Hkv, T, D] tensor")?;
-    if v.shape() != k.shape() || v.dtype() != q.dtype() || k.dtype() != q.dtype() {
+    // One dtype for all three (f32, or f16), as PyTorch requires.
+    k.expect_dtype(op, q.dtype())?;
+    v.expect_dtype(op, q.dtype())?;
+    if v.shape() != k.shape() {
         let (ks, vs) = (k.shape(), v.shape());
         return Err(mismatch(
             op,
@@ -330,8 +333,8 @@ pub fn attention(
 ) -> Result<(Tensor, Tensor), Error> {
     let op = "attention";
     let half = f16::is_f16(op, &[q, k, v])?;
+    let params = check_same_length(op, q, k, v, options)?;
     if half || options.f16_inputs {
-        let params = check_same_length(op, q, k, v, options)?;
         if let Some(kernel) = coop::Coop::for_device(q.device(), params.d as usize, half) {
             return coop_fwd::forward(kernel, q, k, v, &params);
         }
@@ -341,7 +344,6 @@ pub fn attention(
         let (o, lse) = attention(&w[0], &w[1], &w[2], options)?;
         return Ok((f16::narrow(&o)?, lse));
     }
-    let params = check_same_length(op, q, k, v, options)?;
     launch_forward(q, k, v, &params, op)
 }
 

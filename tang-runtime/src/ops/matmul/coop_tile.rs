@@ -172,8 +172,8 @@ impl CoopTile {
     }
 
     /// The tensor-core tile for `A · B` (`a`, `b` as given): `forced` (already checked by
-    /// [`CoopTile::check_forced`]) when it fits `dev`, else the automatic choice, or `None` when no tile fits (the f32 tile runs
-    /// then). The automatic choice is the default 128 x 128 block, except for `Aᵀ·B` of f16
+    /// [`CoopTile::check_forced`]) when it fits `dev`, else the automatic choice, or `None`
+    /// when no tile fits (the f32 tile runs then). The automatic choice is the default 128 x 128 block, except for `Aᵀ·B` of f16
     /// tensors (weight gradients, split over k), where 256 x 128 blocks (eight subgroups)
     /// ran 8-16% faster on an H200: 1152x384x16384 151 TFLOP/s against 131, 384x384 104
     /// against 96, 1536x384 163 against 140, 4096x4096x1024 241 against 225. With f32

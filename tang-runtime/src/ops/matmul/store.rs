@@ -67,8 +67,9 @@ pub(crate) fn emit_c_store(w: &mut String, indent: &str, var: &str, s: CStore) {
 
 /// The store of C by the tensor-core kernel (`coop.rs`): each subgroup puts `store_frags`
 /// fragments side by side in its scratch (16 rows of `16 store_frags`), then its 32 lanes
-/// write them out four elements at a time. One fragment at a time keeps the workgroup memory, and so the occupancy,
-/// at the staging's; a row of them takes fewer barriers and writes longer rows.
+/// write them out four elements at a time. One fragment at a time keeps the workgroup
+/// memory, and so the occupancy, at the staging's; a row of them takes fewer barriers and
+/// writes longer rows.
 pub(crate) fn emit_coop_store(w: &mut String, v: &CoopVariant) {
     let t = &v.tile;
     let per = t.store_frags;
