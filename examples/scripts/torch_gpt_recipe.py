@@ -9,9 +9,10 @@ book gathered on the GPU, as tang's `DeviceTokenBatcher` does.
     python3 examples/scripts/torch_gpt_recipe.py [--only SUBSTRING]
 
 prints one line per case, `name: ms/step, ktok/s`, by the bench's names:
-`gpt_recipe_6x384_T256_B64` and `gpt_recipe_12x768_T1024_B8`, each in fp32 (TF32 off) and
-with bf16 autocast (`_bf16_autocast`), the median of 10 steps timed with CUDA events after
-3 warm-up steps.
+`gpt_recipe_6x384_T256_B64` and `gpt_recipe_12x768_T1024_B8`, each in fp32 (TF32 off), with
+bf16 autocast (`_bf16_autocast`) and with fp16 autocast and a GradScaler (`_amp`, as tang's
+`TrainerOptions::amp`), the median of 10 steps timed with CUDA events after 3 warm-up
+steps.
 """
 import argparse
 import math
@@ -81,6 +82,9 @@ def case(name, layers, heads, width, block, batch):
     offsets = torch.arange(block, device=dev)
     it = [0]
 
+    # fp16 autocast takes a GradScaler (PyTorch's AMP recipe: unscale, clip, step, update).
+    scaler = torch.amp.GradScaler("cuda")
+
     def step(dt):
         lr = 1e-4 + 0.5 * (1.0 + math.cos(math.pi * min(it[0], 5000) / 5000)) * (1e-3 - 1e-4)
         for g in opt.param_groups:
@@ -89,13 +93,20 @@ def case(name, layers, heads, width, block, batch):
         x, y = data[ix + offsets], data[ix + 1 + offsets]
         with torch.autocast("cuda", dtype=dt or torch.float32, enabled=dt is not None):
             loss = F.cross_entropy(m(x).view(-1, V), y.view(-1))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
-        opt.step()
+        if dt == torch.float16:
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+            opt.step()
         opt.zero_grad(set_to_none=True)
         it[0] += 1
 
-    for suffix, dt in [("", None), ("_bf16_autocast", torch.bfloat16)]:
+    for suffix, dt in [("", None), ("_bf16_autocast", torch.bfloat16), ("_amp", torch.float16)]:
         if args.only not in name + suffix:
             continue
         for _ in range(3):

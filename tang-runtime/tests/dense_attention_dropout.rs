@@ -209,6 +209,6 @@ fn dropout_probability_edges() {
     let s = state(1);
     assert_eq!(
         drop_factor(Some(&s), 4, 0, 3),
-        if s.keeps(3) { 1.25 } else { 0.0 }
+        if s.keeps(4, 3) { 1.25 } else { 0.0 }
     );
 }

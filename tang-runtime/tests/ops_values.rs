@@ -264,22 +264,36 @@ fn uniform_bits_and_dropout_masks_are_bit_identical_to_the_cpu_twin() {
             let got: Vec<u32> = u.to_vec().unwrap().iter().map(|v| v.to_bits()).collect();
             assert_eq!(got, want, "uniform bits, n = {n}");
 
-            let xv = random(n, 3);
-            let x = Tensor::from_slice(&dev, &xv, &[n]).unwrap();
-            let (y, state) = ops::dropout(&x, 0.3, &mut g).unwrap();
-            let scale = state.scale();
-            let want: Vec<f32> = (0..n)
-                .map(|i| xv[i] * if state.keeps(i as u64) { scale } else { 0.0 })
-                .collect();
-            assert_eq!(y.to_vec().unwrap(), want, "dropout, n = {n}");
-            // The backward regenerates the same mask.
-            let gv = random(n, 4);
-            let go = Tensor::from_slice(&dev, &gv, &[n]).unwrap();
-            let gi = ops::dropout_backward(&go, &state).unwrap();
-            let want: Vec<f32> = (0..n)
-                .map(|i| gv[i] * if state.keeps(i as u64) { scale } else { 0.0 })
-                .collect();
-            assert_eq!(gi.to_vec().unwrap(), want);
+            // A vector is one row; the matrices have odd row counts and row lengths that
+            // are not multiples of 4 (the patches of two rows by four columns at the edges).
+            let m = n / 3;
+            for shape in [vec![n], vec![3, m], vec![m, 3], vec![1, 2, m + 3]] {
+                let len: usize = shape.iter().product();
+                let row_len = *shape.last().unwrap() as u64;
+                let xv = random(len, 3);
+                let x = Tensor::from_slice(&dev, &xv, &shape).unwrap();
+                let (y, state) = ops::dropout(&x, 0.3, &mut g).unwrap();
+                let scale = state.scale();
+                let mask = |i: usize| {
+                    if state.keeps(row_len, i as u64) {
+                        scale
+                    } else {
+                        0.0
+                    }
+                };
+                let want: Vec<f32> = (0..len).map(|i| xv[i] * mask(i)).collect();
+                assert_eq!(y.to_vec().unwrap(), want, "dropout, shape {shape:?}");
+                // The backward regenerates the same mask.
+                let gv = random(len, 4);
+                let go = Tensor::from_slice(&dev, &gv, &shape).unwrap();
+                let gi = ops::dropout_backward(&go, &state).unwrap();
+                let want: Vec<f32> = (0..len).map(|i| gv[i] * mask(i)).collect();
+                assert_eq!(
+                    gi.to_vec().unwrap(),
+                    want,
+                    "dropout backward, shape {shape:?}"
+                );
+            }
         }
         let x = Tensor::from_slice(&dev, &[1.0; 64], &[64]).unwrap();
         let mut g = Generator::new(7);

@@ -179,7 +179,7 @@ fn check_rows_within(
     let scale = 1.0 / (d as f64).sqrt();
     let factor = |bh: usize, i: usize, j: usize| match drop {
         None => 1.0,
-        Some(s) if s.keeps(((bh * t + i) * t + j) as u64) => f64::from(s.scale()),
+        Some(s) if s.keeps(t as u64, ((bh * t + i) * t + j) as u64) => f64::from(s.scale()),
         Some(_) => 0.0,
     };
     for (bh, i) in [(0, 0), (1, 17), (h + 3, t / 2 - 1), (b * h - 1, t - 1)] {

@@ -8,11 +8,14 @@
 //!   the warmup-cosine schedule, one `Trainer::step` a step with logging off.
 //! - `gpt_recipe_12x768_T1024_B8`: the same recipe at GPT-2-small's body (85.8M
 //!   parameters).
+//! - `_amp` after either name: the same step under `TrainerOptions::amp` (f16 autocast
+//!   and a GradScaler, as `train_char_gpt --amp` trains).
 //!
 //! Each case prints what a step costs beside its time: launches, submits, device buffers
 //! created, host reads, the pool's bytes, CPU time (user and system) per step, the host's
 //! part of a step, and the GPU time per kernel (`Device::start_profiling`).
-//! `examples/scripts/torch_gpt_recipe.py` is the PyTorch twin, by the same names.
+//! `examples/scripts/torch_gpt_recipe.py` is the PyTorch twin, by the same names (its
+//! `_amp` cases: fp16 autocast with a GradScaler).
 
 use std::collections::BTreeSet;
 use std::time::Instant;
@@ -56,7 +59,12 @@ fn cpu_seconds() -> Option<(f64, f64)> {
 }
 
 /// Runs one recipe case and prints its costs; returns `(ms per step, host ms)`.
-fn recipe_case(dev: &Device, s: RecipeShape, reps: usize) -> Result<(f64, f64), BoxError> {
+fn recipe_case(
+    dev: &Device,
+    s: RecipeShape,
+    amp: bool,
+    reps: usize,
+) -> Result<(f64, f64), BoxError> {
     let text = include_str!("../../data/rust-book.txt");
     let chars: Vec<char> = text.chars().collect::<BTreeSet<_>>().into_iter().collect();
     let ids: Vec<u32> = text
@@ -87,6 +95,7 @@ fn recipe_case(dev: &Device, s: RecipeShape, reps: usize) -> Result<(f64, f64), 
         checkpoint_every: 0,
         clip_grad_norm: Some(1.0),
         handle_ctrl_c: false,
+        amp,
         ..TrainerOptions::new(u64::MAX)
     };
     let mut trainer = Trainer::new(&model, opt, &out, options)?
@@ -173,30 +182,33 @@ pub fn run(dev: &Device, quick: bool, tiny: bool, report: &mut Report) {
             ("gpt_recipe_12x768_T1024_B8", (12, 12, 768, 1024, 8)),
         ]
     };
-    for (name, (layers, heads, width, block, batch)) in cases {
-        if !report.wants(name) {
-            continue;
-        }
-        let shape = RecipeShape {
-            layers,
-            heads,
-            width,
-            block,
-            batch,
-        };
-        println!("{name}:");
-        match recipe_case(dev, shape, reps) {
-            Ok((ms, host)) => {
-                let tokens = (batch * block) as f64;
-                report.add_rate(name, ms, tokens / ms, "ktok/s");
-                report.add_rate(
-                    &format!("{name}_host"),
-                    host,
-                    100.0 * host / ms,
-                    "% of step",
-                );
+    for (base, (layers, heads, width, block, batch)) in cases {
+        for amp in [false, true] {
+            let name = &format!("{base}{}", if amp { "_amp" } else { "" });
+            if !report.wants(name) {
+                continue;
             }
-            Err(e) => report.fail(name, &e),
+            let shape = RecipeShape {
+                layers,
+                heads,
+                width,
+                block,
+                batch,
+            };
+            println!("{name}:");
+            match recipe_case(dev, shape, amp, reps) {
+                Ok((ms, host)) => {
+                    let tokens = (batch * block) as f64;
+                    report.add_rate(name, ms, tokens / ms, "ktok/s");
+                    report.add_rate(
+                        &format!("{name}_host"),
+                        host,
+                        100.0 * host / ms,
+                        "% of step",
+                    );
+                }
+                Err(e) => report.fail(name, &e),
+            }
         }
     }
 }

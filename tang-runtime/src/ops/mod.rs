@@ -96,7 +96,7 @@ pub use matmul::{
     CoopTile, Epilogue, MatmulOptions, TileConfig, bias_backward, matmul, matmul_backward,
     matmul_backward_with, matmul_tn_split, matmul_with,
 };
-pub use random::philox::{PhiloxStream, dropout_threshold, philox4x32_10};
+pub use random::philox::{PhiloxStream, dropout_block, dropout_threshold, philox4x32_10};
 pub use random::{DropoutState, Generator, dropout, dropout_backward, rand, rand_bits, randn};
 pub use reduce::{
     max, max_all, max_all_backward, max_backward, mean, mean_all, mean_all_backward, mean_backward,

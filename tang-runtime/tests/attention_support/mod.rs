@@ -40,7 +40,7 @@ impl Cfg {
 pub fn drop_factor(drop: Option<&DropoutState>, t: usize, row: usize, j: usize) -> f64 {
     match drop {
         None => 1.0,
-        Some(s) if s.keeps((row * t + j) as u64) => f64::from(s.scale()),
+        Some(s) if s.keeps(t as u64, (row * t + j) as u64) => f64::from(s.scale()),
         Some(_) => 0.0,
     }
 }

@@ -244,6 +244,26 @@ fn scores(w: &mut String, s: Dkv) {
             workgroupBarrier();
             if (half == 1u) {
                 let drop = dropping();
+                var f0 = vec4<f32>(1.0);
+                var f1 = vec4<f32>(1.0);
+                var f2 = vec4<f32>(1.0);
+                var f3 = vec4<f32>(1.0);
+                if (drop) {
+",
+    );
+    dropout::emit_factors_rows_by_keys(
+        w,
+        "                    ",
+        "df",
+        "head_row + i0",
+        "k0 + 4u * sy",
+    );
+    w.push_str(
+        "                    f0 = df0;
+                    f1 = df1;
+                    f2 = df2;
+                    f3 = df3;
+                }
 ",
     );
     for (j, comp) in ["x", "y", "z", "w"].iter().enumerate() {
@@ -253,7 +273,7 @@ fn scores(w: &mut String, s: Dkv) {
                     let at = (4u * sx + {j}u) * {kt_line}u + sy;
                     let pr = pd[at];
                     if (drop) {{
-                        let f = drop4(head_row + i0 + {j}u, k0 + 4u * sy);
+                        let f = f{j};
                         pd[{o}u + at] = pr * (s{j} * f - rs.{comp});
                         pd[at] = pr * f;
                     }} else {{

@@ -263,15 +263,29 @@ var<workgroup> dlq: array<f32, {TILE}>;
     for qq in 0..8 {
         let _ = writeln!(w, "        var f{qq} = vec4<f32>(1.0);");
     }
-    w.push_str("        if (dropping()) {\n");
+    // Queries 2m and 2m + 1 of the lane are the two rows of a dropout patch when the
+    // head's first query of the tile is even: one Philox block for both.
+    w.push_str("        if (dropping()) {\n            if (((head_row + t0) & 1u) == 0u) {\n");
+    for m in 0..4 {
+        let _ = writeln!(
+            w,
+            "                let dp{m} = drop_patch((head_row + t0 + {}) >> 1u, j0 >> 2u);
+                f{e} = dp{m}.even;
+                f{o} = dp{m}.odd;",
+            lane_query(2 * m),
+            e = 2 * m,
+            o = 2 * m + 1
+        );
+    }
+    w.push_str("            } else {\n");
     for qq in 0..8 {
         let _ = writeln!(
             w,
-            "            f{qq} = drop4(head_row + t0 + {}, j0);",
+            "                f{qq} = drop4(head_row + t0 + {}, j0);",
             lane_query(qq)
         );
     }
-    w.push_str("        }\n");
+    w.push_str("            }\n        }\n");
     for qq in 0..8 {
         let _ = writeln!(w, "        let pd{qq} = x{qq} * f{qq};");
     }

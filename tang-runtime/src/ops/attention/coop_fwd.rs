@@ -88,16 +88,50 @@ pub(super) fn emit_probabilities(w: &mut String) {
 
 /// Emits the dropout factors of the lane's 32 keys of row `i` (see [`emit_lane_base`])
 /// applied to its vec4s `{x}0 .. {x}7` (1 without dropout: a uniform branch).
+///
+/// Lanes `l` and `l ^ 1` hold rows `i` and `i ^ 1` at the same keys, the two rows of eight
+/// dropout patches ([`crate::ops::dropout_block`]) when the head's first row is even (the
+/// workgroup's rows start at a multiple of 64): each lane then makes four of the eight
+/// Philox blocks and sends the other row's half to its partner. Otherwise each lane makes
+/// the blocks of its own row.
 pub(super) fn emit_lane_dropout(w: &mut String, x: &str) {
-    w.push_str("        if (dropping()) {\n");
+    w.push_str(
+        "        if (dropping()) {
+            if ((head_row & 1u) == 0u) {
+                let odd = (r & 1u) == 1u;
+                let dpr = (head_row + i) >> 1u;
+                let dg = (kb >> 2u) + select(0u, 4u, odd);
+",
+    );
+    for m in 0..4 {
+        let _ = writeln!(
+            w,
+            "                let dw{m} = drop_block(dpr, dg + {m}u);
+                let dmine{m} = select(dw{m}.xy, dw{m}.zw, odd);
+                let dgot{m} = subgroupShuffleXor(select(dw{m}.zw, dw{m}.xy, odd), 1u);"
+        );
+    }
+    for j in 0..8 {
+        let (a, b) = if j < 4 {
+            ("dmine", "dgot")
+        } else {
+            ("dgot", "dmine")
+        };
+        let _ = writeln!(
+            w,
+            "                {x}{j} *= drop_factors(select({a}{m}, {b}{m}, odd));",
+            m = j % 4
+        );
+    }
+    w.push_str("            } else {\n");
     for j in 0..8 {
         let _ = writeln!(
             w,
-            "            {x}{j} *= drop4(head_row + i, kb + {}u);",
+            "                {x}{j} *= drop4(head_row + i, kb + {}u);",
             4 * j
         );
     }
-    w.push_str("        }\n");
+    w.push_str("            }\n        }\n");
 }
 
 /// Emits the stores of the lane's vec4s `{x}0 .. {x}7` (see [`emit_lane_reads`]) into the

@@ -3,11 +3,13 @@
 //! [`DropoutState`], so the mask is never stored and the backward sees the forward's.
 //!
 //! The weight of key `j` in score row `row = (b * H + h) * T + i` is element
-//! `row * T + j` of the `[B, H, T, T]` weights, numbered as [`crate::ops::dropout`]
-//! numbers the elements of the materialized weights: one seed gives the same mask on the
-//! fused path and on the explicit one (scores, softmax, `dropout`), so the two are
-//! interchangeable. The index is 64-bit (two words), so any `T` has its own counter per
-//! weight.
+//! `row * T + j` of the `[B, H, T, T]` weights, decided as [`crate::ops::dropout`] decides
+//! the elements of the materialized weights (16 bits of the Philox block of the patch of
+//! rows `row & !1, row | 1` by keys `j & !3 ..`, [`crate::ops::dropout_block`]): one seed
+//! gives the same mask on the fused path and on the explicit one (scores, softmax,
+//! `dropout`), so the two are interchangeable. The block number is 64-bit (two words), so
+//! any `T` has its own counter per patch. A thread or a pair of lanes that holds both rows
+//! of a patch makes its block once (`emit_rows_by_keys`, `emit_patch_pair`).
 //!
 //! With dropout the output is `o = (P * M / (1 - p)) V` for the softmax `P` and the mask
 //! `M`; the logsumexp stays that of `P`, and in the backward `dV = (P * M / (1 - p))^T dO`
@@ -20,9 +22,8 @@ use crate::ops::check;
 use crate::ops::random::philox::dropout_threshold;
 
 /// The WGSL of the dropout factors (after [`crate::ops::random::PHILOX_WGSL`]): `drop1`
-/// for one weight, `drop4` for four consecutive keys of one row (one Philox block when
-/// they share it, two otherwise). Both are 1 without dropout (`drop_threshold` 0), a
-/// uniform branch.
+/// for one weight, `drop4` for four consecutive keys of one row, `drop_patch` for the two
+/// rows of a patch. All are 1 without dropout (`drop_threshold` 0), a uniform branch.
 pub(super) const DROPOUT_WGSL: &str = "
 // 0 in the pipelines of calls without dropout (see `constants`): the dropout code then
 // folds away; a uniform branch on `drop_threshold` alone kept its registers live and cost
@@ -31,23 +32,39 @@ override DROPOUT: u32 = 1u;
 fn dropping() -> bool {
     return DROPOUT != 0u && p.drop_threshold != 0u;
 }
-// Block (low, high) of the Philox counter and word of weight row * T + j.
-fn drop_at(row: u32, j: u32) -> vec3<u32> {
-    let m = mulhilo(row, p.tq);
-    let lo = m.y + j;
-    let hi = m.x + select(0u, 1u, lo < j);
-    return vec3<u32>((lo >> 2u) | (hi << 30u), hi >> 2u, lo & 3u);
-}
 
-fn drop_words(blo: u32, bhi: u32) -> vec4<u32> {
+// The Philox block of the patch of score rows 2 pr, 2 pr + 1 by keys 4 g .. 4 g + 3: block
+// number pr * ceil(T / 4) + g (64-bit).
+fn drop_block(pr: u32, g: u32) -> vec4<u32> {
+    let m = mulhilo(pr, (p.tq + 3u) / 4u);
+    let lo = m.y + g;
+    let hi = m.x + select(0u, 1u, lo < g);
     let key = vec2<u32>(p.drop_seed_lo, p.drop_seed_hi);
-    return philox(vec4<u32>(blo, bhi, p.drop_offset_lo, p.drop_offset_hi), key);
+    return philox(vec4<u32>(lo, hi, p.drop_offset_lo, p.drop_offset_hi), key);
 }
 
-// 0 for a dropped weight, 1 / (1 - p) for a kept one (as `dropout`: the top 24 bits).
-fn drop_factor(w: vec4<u32>) -> vec4<f32> {
-    let keep = (w >> vec4<u32>(8u)) >= vec4<u32>(p.drop_threshold);
-    return select(vec4<f32>(0.0), vec4<f32>(p.drop_scale), keep);
+// The factors of one row's four keys from its two words (low halves first): 0 for a
+// dropped weight, 1 / (1 - p) for a kept one.
+fn drop_factors(w: vec2<u32>) -> vec4<f32> {
+    let h = vec4<u32>(w.x & 0xFFFFu, w.x >> 16u, w.y & 0xFFFFu, w.y >> 16u);
+    return select(vec4<f32>(0.0), vec4<f32>(p.drop_scale), h >= vec4<u32>(p.drop_threshold));
+}
+
+// The factors of row `row`, keys 4 g .. 4 g + 3.
+fn drop_group(row: u32, g: u32) -> vec4<f32> {
+    let w = drop_block(row >> 1u, g);
+    return drop_factors(select(w.xy, w.zw, (row & 1u) == 1u));
+}
+
+// Both rows of a patch: `even` row 2 pr, `odd` row 2 pr + 1.
+struct DropPatch {
+    even: vec4<f32>,
+    odd: vec4<f32>,
+}
+
+fn drop_patch(pr: u32, g: u32) -> DropPatch {
+    let w = drop_block(pr, g);
+    return DropPatch(drop_factors(w.xy), drop_factors(w.zw));
 }
 
 // The dropout factor of key j in score row `row`.
@@ -55,29 +72,27 @@ fn drop1(row: u32, j: u32) -> f32 {
     if (!dropping()) {
         return 1.0;
     }
-    let at = drop_at(row, j);
-    return drop_factor(drop_words(at.x, at.y))[at.z];
+    return drop_group(row, j >> 2u)[j & 3u];
 }
 
-// The dropout factors of keys j .. j + 3 in score row `row`.
+// The dropout factors of keys j .. j + 3 in score row `row` (one block when j is a
+// multiple of 4, two otherwise).
 fn drop4(row: u32, j: u32) -> vec4<f32> {
     if (!dropping()) {
         return vec4<f32>(1.0);
     }
-    let at = drop_at(row, j);
-    let w0 = drop_words(at.x, at.y);
-    if (at.z == 0u) {
-        return drop_factor(w0);
+    let e = j & 3u;
+    let a = drop_group(row, j >> 2u);
+    if (e == 0u) {
+        return a;
     }
-    let next = at.x + 1u;
-    let w1 = drop_words(next, at.y + select(0u, 1u, next == 0u));
-    var w = vec4<u32>(w0.w, w1.xyz);
-    if (at.z == 1u) {
-        w = vec4<u32>(w0.yzw, w1.x);
-    } else if (at.z == 2u) {
-        w = vec4<u32>(w0.zw, w1.xy);
+    let b = drop_group(row, (j >> 2u) + 1u);
+    if (e == 1u) {
+        return vec4<f32>(a.yzw, b.x);
+    } else if (e == 2u) {
+        return vec4<f32>(a.zw, b.xy);
     }
-    return drop_factor(w);
+    return vec4<f32>(a.w, b.xyz);
 }
 ";
 
@@ -128,9 +143,7 @@ pub(super) fn constants(params: &AttentionParams) -> &'static [(&'static str, f6
 pub(super) fn emit_rows_by_keys(w: &mut String, ind: &str, vars: [&str; 4], row: &str, key: &str) {
     use std::fmt::Write as _;
     let _ = writeln!(w, "{ind}if (dropping()) {{");
-    for r in 0..4 {
-        let _ = writeln!(w, "{ind}    let dm{r} = drop4({row} + {r}u, {key});");
-    }
+    emit_factors_rows_by_keys(w, &format!("{ind}    "), "dm", row, key);
     for (v, comp) in vars.iter().zip(["x", "y", "z", "w"]) {
         let _ = writeln!(
             w,
@@ -138,6 +151,38 @@ pub(super) fn emit_rows_by_keys(w: &mut String, ind: &str, vars: [&str; 4], row:
         );
     }
     let _ = writeln!(w, "{ind}}}");
+}
+
+/// Emits (inside a `dropping()` branch) the dropout factors `{f}0 .. {f}3` of score rows
+/// `{row} + 0 .. 3`, each a `vec4` over keys `{key} .. {key} + 3`: two Philox blocks (two
+/// patches of two rows) where the first row is even and the key a multiple of 4 (every
+/// call when `T` is even), four or more otherwise.
+pub(super) fn emit_factors_rows_by_keys(w: &mut String, ind: &str, f: &str, row: &str, key: &str) {
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        w,
+        "{ind}var {f}0: vec4<f32>;
+{ind}var {f}1: vec4<f32>;
+{ind}var {f}2: vec4<f32>;
+{ind}var {f}3: vec4<f32>;
+{ind}{{
+{ind}    let dr = {row};
+{ind}    let dk = {key};
+{ind}    if ((dr & 1u) == 0u && (dk & 3u) == 0u) {{
+{ind}        let pa = drop_patch(dr >> 1u, dk >> 2u);
+{ind}        let pb = drop_patch((dr >> 1u) + 1u, dk >> 2u);
+{ind}        {f}0 = pa.even;
+{ind}        {f}1 = pa.odd;
+{ind}        {f}2 = pb.even;
+{ind}        {f}3 = pb.odd;
+{ind}    }} else {{
+{ind}        {f}0 = drop4(dr, dk);
+{ind}        {f}1 = drop4(dr + 1u, dk);
+{ind}        {f}2 = drop4(dr + 2u, dk);
+{ind}        {f}3 = drop4(dr + 3u, dk);
+{ind}    }}
+{ind}}}"
+    );
 }
 
 /// Emits the WGSL functions of the dropout factors (Philox and [`DROPOUT_WGSL`]) into a

@@ -24,8 +24,8 @@ params! {
         scale: f32,
         /// 1: query row `i` sees keys `0..=past + i`; 0: every key (no cache then).
         causal: u32,
-        /// Dropout on the weights (`attention/dropout.rs`): keys whose Philox word's top
-        /// 24 bits are below this are dropped; 0 for no dropout.
+        /// Dropout on the weights (`attention/dropout.rs`): weights whose 16 Philox bits
+        /// are below this are dropped; 0 for no dropout.
         drop_threshold: u32,
         /// The factor of kept weights, `1 / (1 - p)`.
         drop_scale: f32,

@@ -54,6 +54,7 @@ const SLOTS: &[Slot] = &[
 
 const BODY: &str = "const ROWS: u32 = 4u;
 var<workgroup> part: array<f32, 256>;
+var<workgroup> odd_half: array<vec2<u32>, 128>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -76,6 +77,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         workgroupBarrier();
     }
     let delta = part[lid - t];
+    // With dropout, the even row of each pair (rows `lid / 64` 0 and 2) makes the Philox
+    // block of its patch with the odd row (`attention/dropout.rs`) and leaves the odd row's
+    // half here: one block per eight weights. T is a multiple of 4, so pairs stay in a head.
+    let k = lid / 64u;
+    let drop = dropping();
+    var f = vec4<f32>(1.0);
+    if (drop && (k & 1u) == 0u) {
+        let w = drop_block(r >> 1u, t);
+        f = drop_factors(w.xy);
+        odd_half[(k >> 1u) * 64u + t] = w.zw;
+    }
+    workgroupBarrier();
+    if (drop && (k & 1u) == 1u) {
+        f = drop_factors(odd_half[(k >> 1u) * 64u + t]);
+    }
     let n4 = p.tq / 4u;
     if (!live || t >= n4) { return; }
     let at = r * n4 + t;
@@ -83,8 +99,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let j = vec4<u32>(4u * t) + vec4<u32>(0u, 1u, 2u, 3u);
     let seen = (j <= vec4<u32>(i)) | vec4<bool>(p.causal == 0u);
     let pr = select(vec4<f32>(0.0), exp(p.scale * s[at] - l), seen);
-    // With dropout (`attention/dropout.rs`): dV takes P M, and dS = P (M dP - delta).
-    let f = drop4(r, 4u * t);
+    // With dropout: dV takes P M, and dS = P (M dP - delta).
     dp[at] = pr * (dp[at] * f - delta) * p.scale;
     s[at] = pr * f;
 }

@@ -4,8 +4,9 @@
 //! What is bit-identical on every adapter and to the CPU twin ([`PhiloxStream`]): the
 //! words of `rand_bits`, the uniform numbers of `rand` (`(bits >> 8) * 2^-24`: an exact
 //! integer-to-float conversion and an exact scaling) and dropout's keep/drop decisions
-//! (an integer comparison of the same 24 bits), hence its mask: dropout's backward
-//! regenerates the mask from a [`DropoutState`] of 20 bytes instead of storing it.
+//! (an integer comparison of 16 bits, [`dropout_block`](crate::ops::dropout_block)),
+//! hence its mask: dropout's backward regenerates the mask from a [`DropoutState`] of 20
+//! bytes instead of storing it.
 //! `randn` (Box-Muller) goes through `log`, `sqrt`, `cos` and `sin`, which GPUs do not
 //! round correctly: its values agree with the CPU twin's f64 formula within the Vulkan
 //! precision bounds (absolute error 2^-11 of `cos`/`sin` on `[-pi, pi]`, times a radius of
@@ -70,11 +71,12 @@ impl Generator {
 
 params! {
     /// `n` elements from the Philox stream `(key, offset)`;
-    /// dropout drops the elements whose top 24 bits are below `threshold` and scales the
-    /// others by `scale`.
+    /// dropout drops the elements whose 16 bits are below `threshold` and scales the
+    /// others by `scale`, in the patches of rows of `cols` elements that
+    /// [`dropout_block`](crate::ops::dropout_block) describes.
     struct RandomParams {
         n: u32, key0: u32, key1: u32, offset0: u32, offset1: u32,
-        threshold: u32, scale: f32,
+        threshold: u32, scale: f32, cols: u32,
     }
 }
 
@@ -151,21 +153,28 @@ fn normal_pair(b1: u32, b2: u32) -> vec2<f32> {
 );
 
 /// `out[i] = x[i] * (keep(i) ? scale : 0)`: a dropped NaN or infinity stays NaN, as in
-/// PyTorch, which multiplies by the mask.
+/// PyTorch, which multiplies by the mask. Thread `t` makes block `t`, the decisions of the
+/// patch of rows `2 (t / groups)` and the next by columns `4 (t % groups) ..` (`groups`
+/// patches per row pair; [`dropout_block`](crate::ops::dropout_block)).
 static DROPOUT: Spec<RandomParams> = Spec::new(
     "dropout",
     &[PHILOX_WGSL, STREAM_WGSL],
     F32_X_TO_OUT,
     concat!(
         thread_main!(t),
-        "    // Compared before multiplying: `t * 4` wraps for the threads past the last block.
-    if (t > (p.n - 1u) / 4u) { return; }
-    let base = t * 4u;
+        "    let groups = (p.cols + 3u) / 4u;
+    let rows = p.n / p.cols;
+    if (t >= (rows / 2u + rows % 2u) * groups) { return; }
+    let row = 2u * (t / groups);
+    let col = 4u * (t % groups);
     let w = stream_block(t);
-    for (var j = 0u; j < 4u; j = j + 1u) {
-        if (base + j < p.n) {
-            let keep = (w[j] >> 8u) >= p.threshold;
-            out[base + j] = x[base + j] * select(0.0, p.scale, keep);
+    for (var r = 0u; r < 2u; r = r + 1u) {
+        for (var c = 0u; c < 4u; c = c + 1u) {
+            if (row + r < rows && col + c < p.cols) {
+                let i = (row + r) * p.cols + col + c;
+                let bits = (w[2u * r + c / 2u] >> (16u * (c % 2u))) & 0xFFFFu;
+                out[i] = x[i] * select(0.0, p.scale, bits >= p.threshold);
+            }
         }
     }
 }
@@ -178,15 +187,17 @@ pub(crate) fn kernels() -> Vec<Source> {
     vec![RANDOM.source(), DROPOUT.source()]
 }
 
-/// The uniform block and grid for `n` elements of `stream`.
+/// The uniform block and grid for `n` elements of `stream`, one thread per Philox block of
+/// `blocks`.
 fn params(
     dev: &Device,
     op: &str,
     n: usize,
+    blocks: usize,
     stream: &PhiloxStream,
 ) -> Result<(RandomParams, [u32; 3]), Error> {
     let n32 = crate::size::fits_u32(op, "elements", n)?;
-    let groups = grid(dev, op, n.div_ceil(4 * WG) as u64)?;
+    let groups = grid(dev, op, blocks.div_ceil(WG) as u64)?;
     let p = RandomParams {
         n: n32,
         key0: stream.seed as u32,
@@ -195,6 +206,7 @@ fn params(
         offset1: (stream.offset >> 32) as u32,
         threshold: 0,
         scale: 0.0,
+        cols: 1,
     };
     Ok((p, groups))
 }
@@ -211,7 +223,7 @@ fn draw(
     if out.is_empty() {
         return Ok(out);
     }
-    let (p, groups) = params(dev, op, out.len(), stream)?;
+    let (p, groups) = params(dev, op, out.len(), out.len().div_ceil(4), stream)?;
     RANDOM.dispatch(&[("MODE", mode)], &p, &[&out], groups)?;
     Ok(out)
 }
@@ -279,9 +291,12 @@ pub struct DropoutState {
 }
 
 impl DropoutState {
-    /// Whether element `i` was kept (the CPU twin of the GPU's decision).
-    pub fn keeps(&self, i: u64) -> bool {
-        self.stream.keeps(i, dropout_threshold(self.p))
+    /// Whether element `i` of a tensor whose last dimension is `row_len` was kept (the CPU
+    /// twin of the GPU's decision; [`dropout_block`](crate::ops::dropout_block) says which
+    /// bits decide it). The attention weights of row `(b * heads + h) * t + i` and key `j`
+    /// are element `row * t + j` of `[batch, heads, t, t]`.
+    pub fn keeps(&self, row_len: u64, i: u64) -> bool {
+        self.stream.keeps(row_len, i, dropout_threshold(self.p))
     }
 
     /// The scale of kept elements, `1 / (1 - p)` (0 for `p = 1`).
@@ -301,16 +316,23 @@ fn apply_mask(op: &str, x: &Tensor, state: &DropoutState) -> Result<Tensor, Erro
     if out.is_empty() {
         return Ok(out);
     }
-    let (mut p, groups) = params(dev, op, x.len(), &state.stream)?;
+    // A 0-d tensor is one row of one element.
+    let cols = x.shape().last().copied().unwrap_or(1);
+    let blocks = (x.len() / cols).div_ceil(2) * cols.div_ceil(4);
+    let (mut p, groups) = params(dev, op, x.len(), blocks, &state.stream)?;
     p.threshold = dropout_threshold(state.p);
     p.scale = state.scale();
+    p.cols = cols as u32;
     DROPOUT.dispatch(&[], &p, &[x, &out], groups)?;
     Ok(out)
 }
 
 /// Zeroes each element with probability `p` and scales the rest by `1 / (1 - p)`
 /// (PyTorch's `dropout` in training mode; in evaluation, do not call it). Returns the
-/// output and the state [`dropout_backward`] regenerates the mask from.
+/// output and the state [`dropout_backward`] regenerates the mask from. Each decision
+/// compares 16 random bits with `round(p * 2^16)`
+/// ([`dropout_block`](crate::ops::dropout_block)), so the drop rate is `p` rounded to a
+/// multiple of 2^-16.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] unless `0 <= p <= 1`, [`Error::DType`] for a u32 tensor,

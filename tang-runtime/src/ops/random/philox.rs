@@ -1,11 +1,12 @@
 //! Philox4x32-10 (Salmon et al., SC'11), the counter-based generator behind every random
-//! op, and its CPU twin. Integer-only mixing (32x32 -> 64-bit products built from 16-bit
-//! halves on the GPU, which has no 64-bit integers), so the bits are the same on every
-//! adapter and here.
+//! op, and its CPU twin. Integer-only mixing (32x32 -> 64-bit products, built from 16-bit
+//! halves on devices without 64-bit integers), so the bits are the same on every adapter
+//! and here.
 //!
 //! A [`PhiloxStream`] is a key (the seed) and the high half of the counter (the stream's
 //! offset); element `i` of a draw is word `i % 4` of the block at counter
-//! `[i / 4 (low, high), offset (low, high)]`.
+//! `[i / 4 (low, high), offset (low, high)]`. Dropout's decisions are 16-bit halves of the
+//! words, eight per block over a patch of two rows by four columns ([`dropout_block`]).
 
 /// Philox4x32 multipliers and Weyl key increments.
 const M0: u32 = 0xD251_1F53;
@@ -89,21 +90,66 @@ impl PhiloxStream {
         }
     }
 
-    /// Whether dropout with `threshold` (see [`dropout_threshold`]) keeps element `i`.
-    pub fn keeps(&self, i: u64, threshold: u32) -> bool {
-        self.bits(i) >> 8 >= threshold
+    /// Whether dropout with `threshold` (see [`dropout_threshold`]) keeps element `i` of a
+    /// tensor whose last dimension is `row_len`: see [`dropout_block`] for which 16 bits
+    /// decide it.
+    pub fn keeps(&self, row_len: u64, i: u64, threshold: u32) -> bool {
+        let (block, word, shift) = dropout_block(row_len, i);
+        (self.block(block)[word] >> shift) & 0xFFFF >= threshold
     }
 }
 
-/// Dropout drops element `i` when the top 24 bits of its word are below this:
-/// `round(p * 2^24)` (so `p = 1` drops everything and `p = 0` nothing).
+/// Where dropout's decision of element `i` of a tensor whose last dimension is `row_len`
+/// lies: `(block, word, shift)`, its 16 bits being `(word of block) >> shift`.
+///
+/// The tensor is seen as a matrix of rows of `row_len`; one Philox block decides a patch of
+/// two rows (`2r`, `2r + 1`) by four columns (`4g .. 4g + 3`), block number
+/// `r * ceil(row_len / 4) + g`: words 0 and 1 hold the even row's four decisions (low half
+/// first), words 2 and 3 the odd row's. Eight 16-bit decisions per block halve the
+/// generator's work against one 32-bit word per element, and the two-row patch lets a
+/// kernel thread holding a 4 x 4 block of attention weights (rows x keys) make two blocks
+/// instead of four; `p` is thereby rounded to a multiple of 2^-16.
+pub fn dropout_block(row_len: u64, i: u64) -> (u64, usize, u32) {
+    let row_len = row_len.max(1);
+    let (row, col) = (i / row_len, i % row_len);
+    let block = (row / 2) * row_len.div_ceil(4) + col / 4;
+    let word = 2 * (row % 2) + (col % 4) / 2;
+    (block, word as usize, 16 * (col % 2) as u32)
+}
+
+/// Dropout drops an element when its 16 bits (see [`dropout_block`]) are below this:
+/// `round(p * 2^16)` (so `p = 1` drops everything and `p = 0` nothing).
 pub fn dropout_threshold(p: f32) -> u32 {
-    (f64::from(p) * 16_777_216.0).round() as u32
+    (f64::from(p) * 65_536.0).round() as u32
 }
 
 #[cfg(test)]
 mod tests {
-    use super::philox4x32_10;
+    use super::{dropout_block, philox4x32_10};
+    use std::collections::HashSet;
+
+    /// Each block's eight 16-bit slots decide one element each: two rows by four columns,
+    /// the even row in words 0 and 1, and an odd last row or a short last patch leaves the
+    /// rest unused.
+    #[test]
+    fn dropout_patches_are_two_rows_by_four_columns() {
+        let (rows, cols) = (5u64, 6u64);
+        let mut seen = HashSet::new();
+        for i in 0..rows * cols {
+            let (block, word, shift) = dropout_block(cols, i);
+            let (row, col) = (i / cols, i % cols);
+            assert_eq!(block, (row / 2) * 2 + col / 4, "element {i}");
+            assert_eq!(word as u64, 2 * (row % 2) + (col % 4) / 2, "element {i}");
+            assert_eq!(u64::from(shift), 16 * (col % 2), "element {i}");
+            assert!(
+                seen.insert((block, word, shift)),
+                "element {i} shares a slot"
+            );
+        }
+        // A vector is one row: four elements per block, in words 0 and 1.
+        assert_eq!(dropout_block(7, 6), (1, 1, 0));
+        assert_eq!(dropout_block(0, 0), (0, 0, 0));
+    }
 
     /// Random123's published known-answer vectors for Philox4x32-10.
     #[test]
