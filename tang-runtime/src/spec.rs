@@ -127,6 +127,8 @@ const fn x_to_out(ty: &'static str) -> [Slot; 2] {
 pub(crate) const F32_X_TO_OUT: &[Slot] = &x_to_out("array<f32>");
 /// [`x_to_out`] of 32-bit words.
 pub(crate) const U32_X_TO_OUT: &[Slot] = &x_to_out("array<u32>");
+/// [`x_to_out`] of `vec4<f32>`s.
+pub(crate) const VEC4_X_TO_OUT: &[Slot] = &x_to_out("array<vec4<f32>>");
 
 /// The declarations of a kernel: its params type `P` at binding 0, then its slots
 /// (`S`: a static list, or one chosen per generated variant, as matmul's).

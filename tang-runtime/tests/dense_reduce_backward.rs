@@ -1,7 +1,8 @@
 //! Backward passes of the reductions (sum, mean, max; along an axis and over everything)
 //! on the software adapter: against central finite differences of an f64 forward, against
 //! an f64 reference of the backward at every element, the tie and NaN rules of the max
-//! with exact expected values, grids past 65,535 workgroups, and the typed errors.
+//! with exact expected values, grids past 65,535 workgroups, and the typed errors; and
+//! `foreach_sum_of_squares` (gradient clipping's per-tensor sums) against f64.
 
 use tang_runtime::ops;
 use tang_runtime::{Device, Error, Tensor};
@@ -498,5 +499,53 @@ fn errors_are_typed() {
             ops::sum_backward(&one, &[usize::MAX, 2], 1),
             Err(Error::TooLarge { .. })
         ));
+    }
+}
+
+/// Each tensor's sum of squares against f64, over lengths at and around the first pass's
+/// 4,096-element chunks, an empty tensor, and more tensors than one launch binds (70: two
+/// groups); the typed errors.
+#[test]
+fn foreach_sum_of_squares_matches_an_f64_reference() {
+    for dev in devices() {
+        let mut rng = Rng::new(11);
+        let lens: Vec<usize> = [0usize, 1, 5, 4095, 4096, 4097, 70_001]
+            .into_iter()
+            .chain((0..63).map(|i| 1 + 37 * i))
+            .collect();
+        let values: Vec<Vec<f32>> = lens.iter().map(|&n| rng.vec(n, 2.0)).collect();
+        let tensors: Vec<Tensor> = values
+            .iter()
+            .map(|v| Tensor::from_slice(&dev, v, &[v.len()]).unwrap())
+            .collect();
+        let refs: Vec<&Tensor> = tensors.iter().collect();
+        let got = ops::foreach_sum_of_squares(&refs)
+            .unwrap()
+            .to_vec()
+            .unwrap();
+        assert_eq!(got.len(), lens.len());
+        for (i, v) in values.iter().enumerate() {
+            let want: f64 = v.iter().map(|&x| f64::from(x) * f64::from(x)).sum();
+            let err = (f64::from(got[i]) - want).abs();
+            assert!(
+                err <= 1e-5 * want.max(1e-30),
+                "tensor {i} of {} elements: {} against {want}",
+                v.len(),
+                got[i]
+            );
+        }
+        // Bit-identical from run to run (the order depends only on the lengths).
+        assert_eq!(
+            ops::foreach_sum_of_squares(&refs)
+                .unwrap()
+                .to_vec()
+                .unwrap(),
+            got
+        );
+        let e = ops::foreach_sum_of_squares(&[]).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+        let ids = Tensor::from_u32(&dev, &[1, 2], &[2]).unwrap();
+        let e = ops::foreach_sum_of_squares(&[&tensors[1], &ids]).unwrap_err();
+        assert!(matches!(e, Error::DType { .. }), "{e}");
     }
 }

@@ -412,13 +412,16 @@ fn norms_backward_match_finite_differences() {
 fn embedding_forward_and_deterministic_backward() {
     for dev in devices() {
         let mut rng = Rng::new(6);
-        // (positions, vocab, dim); the last case puts one id at more than 1024 positions.
+        // (positions, vocab, dim); the last three put ids at more than 256 positions (the
+        // tiled listing), two of them with more columns than a workgroup has threads.
         for (n, vocab, dim) in [
             (1, 1, 1),
             (17, 5, 3),
             (1000, 127, 8),
             (65, 1000, 33),
             (4000, 2, 4),
+            (2100, 5, 1100),
+            (1500, 3, 259),
         ] {
             let ids: Vec<u32> = (0..n).map(|_| rng.below(vocab) as u32).collect();
             let w = rng.vec(vocab * dim, 1.0);
@@ -483,6 +486,19 @@ fn embedding_forward_and_deterministic_backward() {
                 &want,
                 1e-5 * (n as f64).sqrt(),
                 1e-5,
+            );
+            // Each row is summed in increasing position order, in f32: the same bits as
+            // that sum here.
+            let mut sequential = vec![0.0f32; vocab * dim];
+            for (i, &id) in ids.iter().enumerate() {
+                for j in 0..dim {
+                    sequential[id as usize * dim + j] += g[i * dim + j];
+                }
+            }
+            assert_eq!(
+                bits(&a),
+                bits(&sequential),
+                "embedding_backward {n}x{vocab}x{dim}: not the in-order f32 sum"
             );
         }
         let it = Tensor::from_u32(&dev, &[0, 1], &[2]).unwrap();

@@ -265,9 +265,11 @@ fn uniform_bits_and_dropout_masks_are_bit_identical_to_the_cpu_twin() {
             assert_eq!(got, want, "uniform bits, n = {n}");
 
             // A vector is one row; the matrices have odd row counts and row lengths that
-            // are not multiples of 4 (the patches of two rows by four columns at the edges).
+            // are not multiples of 4 (the patches of two rows by four columns at the edges),
+            // and row lengths that are (the vec4 kernel), one with an odd row count.
             let m = n / 3;
-            for shape in [vec![n], vec![3, m], vec![m, 3], vec![1, 2, m + 3]] {
+            let odd_rows = vec![5, 4 * (m % 5 + 1)];
+            for shape in [vec![n], vec![3, m], vec![m, 3], vec![1, 2, m + 3], odd_rows] {
                 let len: usize = shape.iter().product();
                 let row_len = *shape.last().unwrap() as u64;
                 let xv = random(len, 3);

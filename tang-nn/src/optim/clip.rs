@@ -9,18 +9,18 @@
 //! clip_coef = min(max_norm / (total_norm + 1e-6), 1)
 //! g_i *= clip_coef                               (in place, even when clip_coef is 1)
 //! ```
-//! tang does the same in the same order: per-tensor squares (a `#[kernel]`) summed by
-//! `ops::sum_all`, square roots, the norms concatenated and reduced again, the
-//! coefficient by a kernel (kernels in `gpu.rs`; roots and the division correctly
-//! rounded, as PyTorch's are). [`clip_grad_norm_`] then scales in place;
+//! tang does the same in the same order: each tensor's sum of squares
+//! (`ops::foreach_sum_of_squares`: a few launches for up to 64 tensors, as PyTorch's
+//! `_foreach_norm` is one multi-tensor kernel), their square roots, the list of norms
+//! squared, summed and rooted again, the coefficient by a kernel (kernels in `gpu.rs`;
+//! roots and the division correctly rounded, as PyTorch's are). [`clip_grad_norm_`] then scales in place;
 //! [`grad_norm`] stops before, so the optimizer can take the coefficient inside its
 //! update kernels ([`super::Optimizer::step_with_clip_coef`]). A NaN or infinite norm is
 //! not an error (PyTorch's `error_if_nonfinite=False`, its default): checking it would
 //! need a host read; read `total_norm` when you want to look.
 
 use tang_runtime::Tensor;
-use tang_runtime::ops::cat;
-use tang_runtime::ops::sum_all;
+use tang_runtime::ops::{foreach_sum_of_squares, sum_all};
 use tang_runtime::{DType, Device};
 
 use super::algorithm::require;
@@ -89,12 +89,9 @@ pub fn grad_norm<'a>(
     )?;
     let grads: Vec<&Tensor> = grads.into_iter().collect();
     let dev = checked_device("grad_norm", &grads)?;
-    let norms = grads
-        .iter()
-        .map(|g| l2_norm(g))
-        .collect::<Result<Vec<_>, _>>()?;
-    let refs: Vec<&Tensor> = norms.iter().collect();
-    let total_norm = l2_norm(&cat(&refs, 0)?)?;
+    let sums = foreach_sum_of_squares(&grads)?;
+    let norms = norm_from_sum_of_squares::launch(&dev, &sums, 1.0)?;
+    let total_norm = l2_norm(&norms)?;
     let clip_coef = clip_coefficient::launch(&dev, &total_norm, max_norm as f32, 1.0)?;
     Ok(GradNorm {
         total_norm,

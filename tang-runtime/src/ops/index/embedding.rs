@@ -10,8 +10,11 @@
 //! 2. exclusive scan of the counts (one workgroup) -> each row's slice of a position list;
 //! 3. fill the position list (integer atomics: the order inside a slice varies);
 //! 4. one workgroup per vocabulary row sorts its slice in workgroup memory (rank sort, up to
-//!    1024 positions) and sums `grad[pos, :]` in position order, coalesced over `dim`. A row
-//!    with more positions scans the ids in order instead (at most `n / 1024` such rows).
+//!    256 positions) and sums `grad[pos, :]` in position order, coalesced over `dim`. A row
+//!    with more positions (at most `n / 256` such rows) lists them in order from the ids,
+//!    1,024 ids at a time (a scan in workgroup memory), and sums them the same way: in a
+//!    character-level recipe the most frequent characters hold thousands of positions each,
+//!    where a scan of the ids by one thread per column took 1 ms of a step on an H200.
 
 use crate::ops::check::{by_unit, mismatch, want_f32, want_shape, want_u32};
 use crate::size::Size;
@@ -125,7 +128,10 @@ const GATHER_SLOTS: &[Slot] = &[
 ];
 
 const GATHER_BODY: &str = concat!(
-    "const S: u32 = 1024u;
+    "// Rows of at most L positions sort their slice; longer ones list their positions tile by
+// tile (S ids a tile) in order.
+const L: u32 = 256u;
+const S: u32 = 1024u;
 var<workgroup> sp: array<u32, 1024>;
 var<workgroup> ss: array<u32, 1024>;
 
@@ -135,34 +141,69 @@ var<workgroup> ss: array<u32, 1024>;
     var off = 0u;
     var b = 0u;
     if (live) { off = offsets[v]; b = offsets[v + 1u] - off; }
-    let bs = select(0u, b, b <= S);
-    for (var k = lid; k < bs; k = k + WG) {
-        let q = off + k;
-        if (q < p.n) { sp[k] = pos[q]; }
-    }
-    workgroupBarrier();
-    // Rank sort: positions are distinct, so ranks are a permutation of 0..bs.
-    for (var k = lid; k < bs; k = k + WG) {
-        let e = sp[k];
-        var r = 0u;
-        for (var j = 0u; j < bs; j = j + 1u) { r = r + select(0u, 1u, sp[j] < e); }
-        if (r < S) { ss[r] = e; }
-    }
-    workgroupBarrier();
-    let units = select(0u, p.units, live);
-    for (var u = lid; u < units; u = u + WG) {
-        var acc = T(0.0);
-        if (b <= S) {
-            for (var k = 0u; k < bs; k = k + 1u) {
+    if (b <= L) {
+        for (var k = lid; k < b; k = k + WG) {
+            let q = off + k;
+            if (q < p.n) { sp[k] = pos[q]; }
+        }
+        workgroupBarrier();
+        // Rank sort: positions are distinct, so ranks are a permutation of 0..b.
+        for (var k = lid; k < b; k = k + WG) {
+            let e = sp[k];
+            var r = 0u;
+            for (var j = 0u; j < b; j = j + 1u) { r = r + select(0u, 1u, sp[j] < e); }
+            if (r < S) { ss[r] = e; }
+        }
+        workgroupBarrier();
+        let units = select(0u, p.units, live);
+        for (var u = lid; u < units; u = u + WG) {
+            var acc = T(0.0);
+            for (var k = 0u; k < b; k = k + 1u) {
                 let i = ss[k];
                 if (i < p.n) { acc = acc + dy[i * p.units + u]; }
             }
-        } else {
-            for (var j = 0u; j < p.n; j = j + 1u) {
-                if (ids[j] == v) { acc = acc + dy[j * p.units + u]; }
-            }
+            dw[v * p.units + u] = acc;
         }
-        dw[v * p.units + u] = acc;
+        return;
+    }
+    // Each tile of S ids: thread `lid` counts row v's positions among ids 4 lid .. 4 lid + 3
+    // of the tile, a scan of the counts places them, in order, in sp[0 .. found]; then the
+    // gradient rows at those positions are summed. Same order (increasing position) and
+    // bits as the sorted slices.
+    for (var u0 = 0u; u0 < p.units; u0 = u0 + WG) {
+        let u = u0 + lid;
+        var acc = T(0.0);
+        for (var t0 = 0u; t0 < p.n; t0 = t0 + S) {
+            var mine = 0u;
+            for (var e = 0u; e < 4u; e = e + 1u) {
+                let j = t0 + 4u * lid + e;
+                if (j < p.n && ids[j] == v) { mine = mine + 1u; }
+            }
+            ss[lid] = mine;
+            workgroupBarrier();
+            for (var w = 1u; w < WG; w = w * 2u) {
+                var t = 0u;
+                if (lid >= w) { t = ss[lid - w]; }
+                workgroupBarrier();
+                ss[lid] = ss[lid] + t;
+                workgroupBarrier();
+            }
+            var at = ss[lid] - mine;
+            for (var e = 0u; e < 4u; e = e + 1u) {
+                let j = t0 + 4u * lid + e;
+                if (j < p.n && ids[j] == v) {
+                    sp[at] = j;
+                    at = at + 1u;
+                }
+            }
+            let found = ss[WG - 1u];
+            workgroupBarrier();
+            if (u < p.units) {
+                for (var k = 0u; k < found; k = k + 1u) { acc = acc + dy[sp[k] * p.units + u]; }
+            }
+            workgroupBarrier();
+        }
+        if (u < p.units) { dw[v * p.units + u] = acc; }
     }
 }
 "

@@ -30,6 +30,7 @@
 //! whole-tensor forms) live in their own file and are reached through this module.
 
 mod backward;
+mod foreach;
 pub(super) mod nan_max;
 
 use crate::ops::check::{AxisView, axis_view, by_unit, mismatch, want_float};
@@ -40,6 +41,8 @@ use crate::size::WG;
 use crate::spec::{Slot, Source, grid, params};
 use crate::wgsl::{chunk_main, unit_specs, wg_common, wg_main};
 use crate::{DType, Error, Tensor};
+
+pub use foreach::foreach_sum_of_squares;
 
 pub use backward::{
     max_all_backward, max_backward, mean_all_backward, mean_backward, sum_all_backward,
@@ -206,6 +209,7 @@ pub(crate) fn kernels() -> Vec<Source> {
     let forms: Vec<Source> = all.iter().cloned().map(registry_form).collect();
     all.extend(forms);
     all.extend(backward::kernels());
+    all.extend(foreach::kernels());
     all
 }
 

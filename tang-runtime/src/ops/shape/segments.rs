@@ -19,6 +19,16 @@ use crate::{Error, Tensor};
 /// The most parts one launch binds (the uniform table's size).
 pub const MAX_PARTS: usize = 64;
 
+/// Finds `lo`, the part of workgroup `g` (the last part whose first workgroup, `.x` of its
+/// row of the uniform's sorted `table`, is at most `g`), in the kernels that bind parts:
+/// these and [`crate::ops::foreach_sum_of_squares`]'s.
+pub(crate) const PART_SEARCH_WGSL: &str = "    var lo = 0u;
+    var hi = p.parts;
+    while (hi - lo > 1u) {
+        let mid = (lo + hi) / 2u;
+        if (p.table[mid].x <= g) { lo = mid; } else { hi = mid; }
+    }";
+
 /// Threads per workgroup; a workgroup copies 256 words of one part.
 const WG: usize = 256;
 
@@ -60,13 +70,7 @@ struct Params {{
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {{
     let g = wid.x + wid.y * nwg.x;
-    // The last part whose first workgroup is at most g (the table is sorted).
-    var lo = 0u;
-    var hi = p.parts;
-    while (hi - lo > 1u) {{
-        let mid = (lo + hi) / 2u;
-        if (p.table[mid].x <= g) {{ lo = mid; }} else {{ hi = mid; }}
-    }}
+{PART_SEARCH_WGSL}
     let part = p.table[lo];
     let i = (g - part.x) * {WG}u + lid;
     if (lo >= p.parts || i >= part.y) {{ return; }}
@@ -84,6 +88,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     w.push_str("        default: {}\n    }\n}\n");
     (name, w)
+}
+
+/// How many parts one launch binds on `dev`: [`MAX_PARTS`], or fewer where the device
+/// binds fewer storage buffers (one binding is the flat tensor's or the output's).
+pub(crate) fn parts_per_launch(dev: &crate::Device) -> usize {
+    let limit = dev.info().limits.max_storage_buffers_per_shader_stage as usize;
+    MAX_PARTS.min(limit.saturating_sub(1)).max(1)
 }
 
 /// Copies between `flat` and the parts, `parts[i]` at word `offsets[i]` of `flat`, in
@@ -138,8 +149,7 @@ fn run(
         check_disjoint(op, parts, offsets)?;
     }
     crate::size::fits_u32(op, "flat elements", flat.len())?;
-    let limit = dev.info().limits.max_storage_buffers_per_shader_stage as usize;
-    let per_launch = MAX_PARTS.min(limit.saturating_sub(1)).max(1);
+    let per_launch = parts_per_launch(dev);
     // Empty parts take no workgroups; leave them out of the table.
     let live: Vec<(&Tensor, usize)> = parts
         .iter()
