@@ -129,6 +129,8 @@ pub(crate) const F32_X_TO_OUT: &[Slot] = &x_to_out("array<f32>");
 pub(crate) const U32_X_TO_OUT: &[Slot] = &x_to_out("array<u32>");
 /// [`x_to_out`] of `vec4<f32>`s.
 pub(crate) const VEC4_X_TO_OUT: &[Slot] = &x_to_out("array<vec4<f32>>");
+/// [`x_to_out`] of word pairs (four f16 values each).
+pub(crate) const VEC2U_X_TO_OUT: &[Slot] = &x_to_out("array<vec2<u32>>");
 
 /// The declarations of a kernel: its params type `P` at binding 0, then its slots
 /// (`S`: a static list, or one chosen per generated variant, as matmul's).

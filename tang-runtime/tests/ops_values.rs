@@ -295,6 +295,18 @@ fn uniform_bits_and_dropout_masks_are_bit_identical_to_the_cpu_twin() {
                     want,
                     "dropout backward, shape {shape:?}"
                 );
+                // An f16 tensor: the same mask, each product rounded once to f16.
+                let x16 = ops::to_dtype(&x, DType::F16).unwrap();
+                let y16 = ops::dropout_backward(&x16, &state).unwrap();
+                assert_eq!(y16.dtype(), DType::F16);
+                let want: Vec<f32> = x16
+                    .to_vec()
+                    .unwrap()
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &v)| half::f16::from_f32(v * mask(i)).to_f32())
+                    .collect();
+                assert_eq!(y16.to_vec().unwrap(), want, "f16 dropout, shape {shape:?}");
             }
         }
         let x = Tensor::from_slice(&dev, &[1.0; 64], &[64]).unwrap();

@@ -56,14 +56,16 @@ pub(crate) fn enter(f16: bool) -> AutocastGuard {
 ///
 /// Inside it, [`Tensor::linear`](crate::autograd::Tensor::linear) and
 /// [`Tensor::matmul`](crate::autograd::Tensor::matmul) (so `Linear`, the attention
-/// layers' projections and a GPT's head) round both operands to f16 and multiply them on
-/// the tensor cores where the adapter has them, accumulating in f32; the result stays f32
-/// (PyTorch's would be f16, to be cast back by the next f32 op). Their backward multiplies
-/// f16-rounded operands the same way. Everything else computes in f32, as
-/// `torch.autocast`'s lists put softmax, log-softmax, layer and RMS norm, cross-entropy,
-/// sums and losses on the f32 side. Parameters are not cast: they stay f32 master
-/// weights, and so does the optimizer state. Attention's own products (the fused causal
-/// kernel and its backward) and convolution stay f32 for now.
+/// layers' projections and a GPT's head) round both operands to f16, multiply them on
+/// the tensor cores where the adapter has them, accumulating in f32, and return f16, as
+/// PyTorch's autocast does: the activations between them (GELU, dropout, the heads of
+/// attention, which runs in f16) are f16, half the bytes to store and to move. An f16
+/// tensor beside an f32 one in an elementwise op gives f32 (PyTorch's type promotion: a
+/// residual stream stays f32), and softmax, log-softmax, layer and RMS norm,
+/// cross-entropy, sums and losses read f16 and compute in f32, as `torch.autocast`'s
+/// lists put them on the f32 side. Every gradient has its tensor's dtype. Parameters are
+/// not cast: they stay f32 master weights with f32 gradients, and so does the optimizer
+/// state. Convolution stays f32 for now.
 ///
 /// ```
 /// use tang_nn::amp::autocast;
@@ -76,6 +78,7 @@ pub(crate) fn enter(f16: bool) -> AutocastGuard {
 ///     let _autocast = autocast(DType::F16)?; // with torch.autocast("cuda", dtype=torch.float16):
 ///     x.linear(&w, None)?
 /// };
+/// assert_eq!(y.dtype(), DType::F16); // as torch's autocast returns
 /// assert_eq!(y.to_vec()?, [1.0]); // x was rounded to f16 before the product
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -117,4 +120,10 @@ pub fn autocast_disabled() -> AutocastGuard {
 /// ```
 pub fn is_autocast_enabled() -> bool {
     AUTOCAST_F16.with(Cell::get)
+}
+
+/// The result dtype of a matmul-like op recorded now: f16 inside an [`autocast`] region
+/// (`None`, f32, outside), as PyTorch's autocast returns f16 from `linear` and `matmul`.
+pub(crate) fn autocast_out_dtype() -> Option<DType> {
+    is_autocast_enabled().then_some(DType::F16)
 }

@@ -2,15 +2,17 @@
 //!
 //! [`autocast`] runs the matmul-like ops (`linear`, `matmul` and the layers built on them)
 //! on f16-rounded operands with f32 accumulation, on the tensor cores where the adapter
-//! has them, while everything numerically sensitive stays f32 (see [`autocast`] for the
-//! lists); attention's forward stays f32 and its backward's products (the materialized
-//! backward, `T <= 256`) run in f16. Unlike PyTorch's autocast, a product's result stays
-//! f32 (the rounding is of the operands only): activations keep f32 storage, and the
-//! next op reads them without a cast. A [`GradScaler`] with PyTorch's semantics and
-//! defaults scales the loss before backward so that small gradients survive f16,
-//! unscales the gradients (and checks them for inf/NaN on the GPU) before clipping and
-//! the optimizer step, skips a step with an overflow, and adapts the scale. Parameters
-//! and optimizer state stay f32 (master weights). PyTorch's recipe, line for line:
+//! has them, and returns their results in f16, as PyTorch's autocast does: the
+//! activations between products (attention's heads, GELU, dropout) are f16, half the
+//! memory and traffic, while everything numerically sensitive computes in f32 (see
+//! [`autocast`] for the lists) and an f16 value added to an f32 one (a residual stream)
+//! gives f32. Attention on f16 heads runs on the tensor cores, forward and backward.
+//! (A changed decision: products returned f32 before; BENCHMARKS.md, 2026-11-29, has
+//! what the f16 activations changed.) A [`GradScaler`] with PyTorch's semantics and defaults
+//! scales the loss before backward so that small gradients survive f16, unscales the
+//! gradients (and checks them for inf/NaN on the GPU) before clipping and the optimizer
+//! step, skips a step with an overflow, and adapts the scale. Parameters and optimizer
+//! state stay f32 (master weights). PyTorch's recipe, line for line:
 //!
 //! ```text
 //! with torch.autocast("cuda", dtype=torch.float16):
@@ -30,6 +32,7 @@ mod error;
 mod scaler;
 mod unscale;
 
+pub(crate) use autocast::autocast_out_dtype;
 pub use autocast::{AutocastGuard, autocast, autocast_disabled, is_autocast_enabled};
 pub use error::AmpError;
 pub use scaler::{GradScaler, GradScalerOptions, GradScalerState};

@@ -333,9 +333,14 @@ fn accumulate(
     input_grads: Vec<Option<RawTensor>>,
 ) -> Result<(), Error> {
     for (input, grad) in grad_fn.inputs.iter().zip(input_grads) {
-        let Some(grad) = grad else { continue };
+        let Some(mut grad) = grad else { continue };
         if !input.requires_grad() {
             continue;
+        }
+        // A gradient has its tensor's dtype (PyTorch's rule): an f16 activation's is f16,
+        // an f32 bias's f32 even where autocast computed it from f16 values.
+        if grad.dtype() != input.data().dtype() {
+            grad = ops::to_dtype(&grad, input.data().dtype())?;
         }
         match pending.get_mut(&input.id()) {
             Some(sum) if sum.is_sole_owner() => ops::add_(sum, &grad, 1.0)?,

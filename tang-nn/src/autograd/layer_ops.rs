@@ -13,8 +13,9 @@ impl Tensor {
     /// `self · weightᵀ + bias` for `self [.., in]`, `weight [out, in]`, `bias [out]`
     /// (PyTorch's `F.linear`): one matmul reading the weight transposed in place, with
     /// the bias added as C is stored. Under [`autocast`](crate::amp::autocast) `self` and
-    /// `weight` are rounded to f16 and multiplied with f32 accumulation (the result and
-    /// the bias stay f32), in backward too.
+    /// `weight` are rounded to f16 and multiplied with f32 accumulation, the bias added in
+    /// f32, and the result is f16 (PyTorch's autocast returns f16 from `linear`); the
+    /// backward multiplies the same way, and each gradient has its input's dtype.
     ///
     /// ```
     /// # use tang_nn::autograd::Tensor;
@@ -34,6 +35,7 @@ impl Tensor {
             transpose_b: true,
             bias: bias.map(Tensor::data),
             f16_inputs,
+            out_dtype: crate::amp::autocast_out_dtype(),
             ..MatmulOptions::default()
         };
         let out = ops::matmul_with(self.data(), weight.data(), &options)?;

@@ -12,7 +12,8 @@ use super::tensor::{RawTensor, Tensor};
 impl Tensor {
     /// `self · other` for `[.., m, k] · [.., k, n]` (PyTorch's `matmul` for rank >= 2).
     /// Under [`autocast`](crate::amp::autocast) both operands are rounded to f16 and
-    /// multiplied with f32 accumulation (the result stays f32), in backward too.
+    /// multiplied with f32 accumulation, and the result is f16 (as PyTorch's autocast
+    /// returns), in backward too.
     ///
     /// ```
     /// # use tang_nn::autograd::Tensor;
@@ -29,6 +30,7 @@ impl Tensor {
         let f16_inputs = crate::amp::is_autocast_enabled();
         let options = ops::MatmulOptions {
             f16_inputs,
+            out_dtype: crate::amp::autocast_out_dtype(),
             ..ops::MatmulOptions::default()
         };
         let out = ops::matmul_with(self.data(), other.data(), &options)?;
@@ -381,7 +383,14 @@ impl Tensor {
         targets: &Tensor,
         ignore_index: Option<u32>,
     ) -> Result<Tensor, Error> {
-        let ce = ops::cross_entropy(self.data(), targets.data(), ignore_index)?;
+        // Under autocast the loss of f16 logits stays f32 (PyTorch's autocast runs
+        // cross-entropy in f32); the gradient has the logits' dtype.
+        let loss_dtype = if crate::amp::is_autocast_enabled() {
+            tang_runtime::DType::F32
+        } else {
+            self.dtype()
+        };
+        let ce = ops::cross_entropy_with(self.data(), targets.data(), ignore_index, loss_dtype)?;
         let op = Op::CrossEntropy(ce.grad);
         Ok(Tensor::record(ce.loss, op, &[self], false, false))
     }

@@ -102,7 +102,7 @@ pub use reduce::{
     foreach_sum_of_squares, max, max_all, max_all_backward, max_backward, mean, mean_all,
     mean_all_backward, mean_backward, sum, sum_all, sum_all_backward, sum_backward,
 };
-pub use rows::cross_entropy::{CrossEntropy, cross_entropy};
+pub use rows::cross_entropy::{CrossEntropy, cross_entropy, cross_entropy_with};
 pub use rows::norm::{
     LayerNormGrads, NormOutput, RmsNormGrads, layer_norm, layer_norm_backward, rms_norm,
     rms_norm_backward,

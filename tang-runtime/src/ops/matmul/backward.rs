@@ -2,7 +2,7 @@
 //! gradient with the other operand, transposes chosen so nothing is copied) and the bias
 //! gradient.
 
-use super::{MatmulOptions, dims, matmul, matmul_with};
+use super::{MatmulOptions, dims, matmul_with};
 use crate::ops::check::{mismatch, want_shape};
 use crate::size::{Size, numel};
 use crate::{DType, Error, Tensor};
@@ -33,7 +33,9 @@ pub fn matmul_backward(
 /// [`matmul_backward`] for a product made with options `o`: its transposes and
 /// [`MatmulOptions::f16_inputs`] (the backward's products then round their operands,
 /// `grad_out` included, to f16, as autocast's backward multiplies in f16); `bias`,
-/// `epilogue`, `tile` and `out_dtype` are ignored. The gradients are f32.
+/// `epilogue`, `tile` and `out_dtype` are ignored. Each gradient has its operand's dtype
+/// (an f16 operand's is rounded once from the f32 accumulation, as PyTorch's f16
+/// gradients are).
 ///
 /// # Errors
 /// As [`matmul_backward`].
@@ -59,7 +61,7 @@ pub fn matmul_backward_with(
         &d.out_shape,
         "the output's shape",
     )?;
-    let mm = |x: &Tensor, y: &Tensor, ta: bool, tb: bool| {
+    let mm = |x: &Tensor, y: &Tensor, ta: bool, tb: bool, of: &Tensor| {
         matmul_with(
             x,
             y,
@@ -67,6 +69,7 @@ pub fn matmul_backward_with(
                 transpose_a: ta,
                 transpose_b: tb,
                 f16_inputs,
+                out_dtype: (of.dtype() == DType::F16).then_some(DType::F16),
                 ..Default::default()
             },
         )
@@ -78,16 +81,16 @@ pub fn matmul_backward_with(
     // d op(A) = G op(B)^T, d op(B) = op(A)^T G.
     let grad_a = |bb: &Tensor| {
         if ta {
-            mm(bb, g, tb, true)
+            mm(bb, g, tb, true, a)
         } else {
-            mm(g, bb, false, !tb)
+            mm(g, bb, false, !tb, a)
         }
     };
     let grad_b = |aa: &Tensor| {
         if tb {
-            mm(g, aa, true, ta)
+            mm(g, aa, true, ta, b)
         } else {
-            mm(aa, g, !ta, false)
+            mm(aa, g, !ta, false, b)
         }
     };
     let ga = if a_batched || !b_batched {
@@ -105,9 +108,9 @@ pub fn matmul_backward_with(
         let af = a.reshape(&[rows, d.k])?;
         let gf = g.reshape(&[rows, d.n])?;
         if tb {
-            mm(&gf, &af, true, false)?
+            mm(&gf, &af, true, false, b)?
         } else {
-            mm(&af, &gf, true, false)?
+            mm(&af, &gf, true, false, b)?
         }
     } else {
         sum_batch(&grad_b(a)?, b.shape())?
@@ -116,16 +119,22 @@ pub fn matmul_backward_with(
 }
 
 /// Sums `t: [batch.., r, c]` over its batch into `shape` (`[r, c]`), as one matmul with a
-/// row of ones.
+/// row of ones (in `t`'s dtype).
 fn sum_batch(t: &Tensor, shape: &[usize]) -> Result<Tensor, Error> {
     let inner = numel(shape)?;
     let batch = t.len() / inner.max(1);
     let ones = Tensor::full(t.device(), &[1, batch], 1.0)?;
-    matmul(&ones, &t.reshape(&[batch, inner])?)?.reshape(shape)
+    let options = MatmulOptions {
+        out_dtype: Some(t.dtype()),
+        ..Default::default()
+    };
+    matmul_with(&ones, &t.reshape(&[batch, inner])?, &options)?.reshape(shape)
 }
 
 /// The gradient of a bias added to every row of C: `grad_out` (`[.., n]`) summed over all
-/// leading dimensions, shape `[n]`.
+/// leading dimensions, shape `[n]`, in f32 whatever `grad_out`'s dtype (the bias is added
+/// in f32 before C is stored, so an f16 C's bias gradient is the f32 sum, not rounded
+/// to f16: a sum over many rows would overflow f16 sooner under a loss scale).
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] for a tensor of rank 0.
@@ -143,5 +152,5 @@ pub fn bias_backward(grad_out: &Tensor) -> Result<Tensor, Error> {
     // it runs on a few dozen workgroups (0.6 ms for [16384, 384] on an H200 against
     // ~0.02 ms for the two-pass column reduction).
     let rows = grad_out.len() / n;
-    crate::ops::reduce::sum(&grad_out.reshape(&[rows, n])?, 0)
+    crate::ops::reduce::sum_f32(&grad_out.reshape(&[rows, n])?, 0)
 }

@@ -14,8 +14,10 @@
 
 pub(super) mod philox;
 
+use crate::cast::{F16_BITS_TO_F32_WGSL, F32_TO_F16_BITS_WGSL};
 use crate::ops::check;
 use crate::ops::random::philox::{PhiloxStream, dropout_threshold};
+use crate::ops::to_dtype;
 use crate::spec::{F32_X_TO_OUT, Slot, Source, Spec, grid, params};
 use crate::wgsl::thread_main;
 use crate::{DType, Device, Error, Tensor};
@@ -207,9 +209,48 @@ static DROPOUT_V4: Spec<RandomParams> = Spec::new(
     ),
 );
 
+/// [`DROPOUT_V4`] of an f16 tensor: a patch is one pair of words (four halves) of each of
+/// its two rows, computed in f32 and rounded once to f16 (nearest even), as PyTorch's
+/// f16 dropout rounds its f32 product.
+static DROPOUT_F16: Spec<RandomParams> = Spec::new(
+    "dropout_f16",
+    &[PHILOX_WGSL, STREAM_WGSL, F32_TO_F16_BITS_WGSL, F16_BITS_TO_F32_WGSL],
+    crate::spec::VEC2U_X_TO_OUT,
+    concat!(
+        "// The two halves of `word`, each times its factor, rounded back to f16.
+fn scaled(word: u32, keep: vec2<bool>) -> u32 {
+    let lo = bitcast<f32>(f16_bits_to_f32(word & 0xFFFFu)) * select(0.0, p.scale, keep.x);
+    let hi = bitcast<f32>(f16_bits_to_f32(word >> 16u)) * select(0.0, p.scale, keep.y);
+    return f32_to_f16_bits(bitcast<u32>(lo)) | (f32_to_f16_bits(bitcast<u32>(hi)) << 16u);
+}
+
+",
+        thread_main!(t),
+        "    let groups = p.cols / 4u;
+    let rows = p.n / p.cols;
+    if (t >= (rows / 2u + rows % 2u) * groups) { return; }
+    let a = (t / groups) * 2u * groups + t % groups;
+    let w = stream_block(t);
+    let even = vec4<u32>(w.x & 0xFFFFu, w.x >> 16u, w.y & 0xFFFFu, w.y >> 16u) >= vec4<u32>(p.threshold);
+    out[a] = vec2<u32>(scaled(x[a].x, even.xy), scaled(x[a].y, even.zw));
+    if (2u * (t / groups) + 1u < rows) {
+        let b = a + groups;
+        let odd = vec4<u32>(w.z & 0xFFFFu, w.z >> 16u, w.w & 0xFFFFu, w.w >> 16u) >= vec4<u32>(p.threshold);
+        out[b] = vec2<u32>(scaled(x[b].x, odd.xy), scaled(x[b].y, odd.zw));
+    }
+}
+"
+    ),
+);
+
 /// Every kernel of this file, for the registry.
 pub(crate) fn kernels() -> Vec<Source> {
-    vec![RANDOM.source(), DROPOUT.source(), DROPOUT_V4.source()]
+    vec![
+        RANDOM.source(),
+        DROPOUT.source(),
+        DROPOUT_V4.source(),
+        DROPOUT_F16.source(),
+    ]
 }
 
 /// The uniform block and grid for `n` elements of `stream`, one thread per Philox block of
@@ -335,20 +376,31 @@ impl DropoutState {
 }
 
 fn apply_mask(op: &str, x: &Tensor, state: &DropoutState) -> Result<Tensor, Error> {
-    check::dtype(op, x, DType::F32)?;
+    // A 0-d tensor is one row of one element.
+    let cols = x.shape().last().copied().unwrap_or(1);
+    if x.dtype() == DType::F16 && !cols.is_multiple_of(4) {
+        // Rows that are not whole pairs of words: through f32, rounded back once.
+        return to_dtype(
+            &apply_mask(op, &to_dtype(x, DType::F32)?, state)?,
+            DType::F16,
+        );
+    }
+    if x.dtype() != DType::F16 {
+        check::dtype(op, x, DType::F32)?;
+    }
     let dev = x.device();
-    let out = dev.empty(x.shape(), DType::F32)?;
+    let out = dev.empty(x.shape(), x.dtype())?;
     if out.is_empty() {
         return Ok(out);
     }
-    // A 0-d tensor is one row of one element.
-    let cols = x.shape().last().copied().unwrap_or(1);
     let blocks = (x.len() / cols).div_ceil(2) * cols.div_ceil(4);
     let (mut p, groups) = params(dev, op, x.len(), blocks, &state.stream)?;
     p.threshold = dropout_threshold(state.p);
     p.scale = state.scale();
     p.cols = cols as u32;
-    let kernel = if cols.is_multiple_of(4) {
+    let kernel = if x.dtype() == DType::F16 {
+        &DROPOUT_F16
+    } else if cols.is_multiple_of(4) {
         &DROPOUT_V4
     } else {
         &DROPOUT
@@ -363,6 +415,8 @@ fn apply_mask(op: &str, x: &Tensor, state: &DropoutState) -> Result<Tensor, Erro
 /// compares 16 random bits with `round(p * 2^16)`
 /// ([`dropout_block`](crate::ops::dropout_block)), so the drop rate is `p` rounded to a
 /// multiple of 2^-16.
+///
+/// An f16 tensor gives an f16 result (each product rounded once).
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] unless `0 <= p <= 1`, [`Error::DType`] for a u32 tensor,

@@ -380,6 +380,12 @@ fn reduce_axis(x: &Tensor, axis: usize, op: Op) -> Result<Tensor, Error> {
     to_dtype(&reduce_axis_f32(x, axis, op)?, x.dtype())
 }
 
+/// [`sum`] in f32 whatever `x`'s float dtype (an f16 `x` summed in f32, not rounded):
+/// the gradient of an f32 bias added to f16 products.
+pub(crate) fn sum_f32(x: &Tensor, dim: usize) -> Result<Tensor, Error> {
+    reduce_axis_f32(x, dim, Op::Sum)
+}
+
 fn reduce_axis_f32(x: &Tensor, axis: usize, op: Op) -> Result<Tensor, Error> {
     let name = op.name();
     want_float(name, x)?;

@@ -137,7 +137,29 @@ pub fn cross_entropy(
     targets: &Tensor,
     ignore_index: Option<u32>,
 ) -> Result<CrossEntropy, Error> {
+    cross_entropy_with(logits, targets, ignore_index, logits.dtype())
+}
+
+/// [`cross_entropy`] with `loss` and `row_loss` in `loss_dtype` (f32 or f16) whatever the
+/// logits' dtype: autocast keeps the loss of f16 logits in f32, as PyTorch's autocast runs
+/// `cross_entropy` in f32. The gradient keeps the logits' dtype.
+///
+/// # Errors
+/// As [`cross_entropy`]; [`Error::DType`] for a `loss_dtype` of u32.
+pub fn cross_entropy_with(
+    logits: &Tensor,
+    targets: &Tensor,
+    ignore_index: Option<u32>,
+    loss_dtype: DType,
+) -> Result<CrossEntropy, Error> {
     let op = "cross_entropy";
+    if loss_dtype == DType::U32 {
+        return Err(Error::DType {
+            op: op.into(),
+            expected: DType::F32,
+            got: loss_dtype,
+        });
+    }
     want_float(op, logits)?;
     want_u32(op, targets)?;
     let ls = logits.shape();
@@ -197,8 +219,8 @@ pub fn cross_entropy(
     K_MEAN.dispatch(&[], &params, &[&rl, &count, &loss], [1, 1, 1])?;
     let row_loss = rl.reshape(&[rows.max(1)])?;
     Ok(CrossEntropy {
-        loss: to_dtype(&loss, dtype)?,
-        row_loss: to_dtype(&row_loss, dtype)?,
+        loss: to_dtype(&loss, loss_dtype)?,
+        row_loss: to_dtype(&row_loss, loss_dtype)?,
         grad: to_dtype(&grad, dtype)?,
         count,
     })

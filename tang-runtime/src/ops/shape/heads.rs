@@ -41,22 +41,38 @@ macro_rules! qkv_index {
     };
 }
 
-/// A vec4 binding of the split or merge kernel, read or `written`.
-const fn vec4_slot(name: &'static str, written: bool) -> Slot {
-    const T: &str = "array<vec4<f32>>";
+/// A binding of the split or merge kernel, read or `written`: four values of `ty` each
+/// (`vec4<f32>` for f32 tensors, `vec2<u32>`, four halves, for f16 ones).
+const fn four_slot(name: &'static str, written: bool, ty: &'static str) -> Slot {
     if written {
-        Slot::ReadWrite(name, T)
+        Slot::ReadWrite(name, ty)
     } else {
-        Slot::Read(name, T)
+        Slot::Read(name, ty)
     }
 }
 
-const SPLIT_SLOTS: &[Slot] = &[
-    vec4_slot("x", false),
-    vec4_slot("q", true),
-    vec4_slot("k", true),
-    vec4_slot("v", true),
-];
+/// The split kernel's bindings over elements of four values of `ty`.
+const fn split_slots(ty: &'static str) -> [Slot; 4] {
+    [
+        four_slot("x", false, ty),
+        four_slot("q", true, ty),
+        four_slot("k", true, ty),
+        four_slot("v", true, ty),
+    ]
+}
+
+/// The merge kernel's bindings over elements of four values of `ty`.
+const fn merge_slots(ty: &'static str) -> [Slot; 4] {
+    [
+        four_slot("q", false, ty),
+        four_slot("k", false, ty),
+        four_slot("v", false, ty),
+        four_slot("x", true, ty),
+    ]
+}
+
+const F32X4: &str = "array<vec4<f32>>";
+const F16X4: &str = "array<vec2<u32>>";
 
 const SPLIT_BODY: &str = concat!(
     qkv_index!(),
@@ -66,13 +82,6 @@ const SPLIT_BODY: &str = concat!(
 "
 );
 
-const MERGE_SLOTS: &[Slot] = &[
-    vec4_slot("q", false),
-    vec4_slot("k", false),
-    vec4_slot("v", false),
-    vec4_slot("x", true),
-];
-
 const MERGE_BODY: &str = concat!(
     qkv_index!(),
     "    if (part == 0u) { x[i] = q[j]; } else if (part == 1u) { x[i] = k[j]; } else { x[i] = v[j]; }
@@ -80,12 +89,24 @@ const MERGE_BODY: &str = concat!(
 "
 );
 
-static K_SPLIT_QKV: Spec<QkvParams> = Spec::new("split_qkv_heads", &[], SPLIT_SLOTS, SPLIT_BODY);
-static K_MERGE_QKV: Spec<QkvParams> = Spec::new("merge_qkv_heads", &[], MERGE_SLOTS, MERGE_BODY);
+static K_SPLIT_QKV: Spec<QkvParams> =
+    Spec::new("split_qkv_heads", &[], &split_slots(F32X4), SPLIT_BODY);
+static K_MERGE_QKV: Spec<QkvParams> =
+    Spec::new("merge_qkv_heads", &[], &merge_slots(F32X4), MERGE_BODY);
+// The same copies of f16 tensors: four halves (two words) a thread.
+static K_SPLIT_QKV_F16: Spec<QkvParams> =
+    Spec::new("split_qkv_heads_f16", &[], &split_slots(F16X4), SPLIT_BODY);
+static K_MERGE_QKV_F16: Spec<QkvParams> =
+    Spec::new("merge_qkv_heads_f16", &[], &merge_slots(F16X4), MERGE_BODY);
 
 /// Every kernel of this file, for the registry.
 pub(crate) fn kernels() -> Vec<Source> {
-    vec![K_SPLIT_QKV.source(), K_MERGE_QKV.source()]
+    vec![
+        K_SPLIT_QKV.source(),
+        K_MERGE_QKV.source(),
+        K_SPLIT_QKV_F16.source(),
+        K_MERGE_QKV_F16.source(),
+    ]
 }
 
 /// `[B, T, N]` viewed as `[B, N / D, T, D]`: the strides of head `h`, position `t`.
@@ -163,7 +184,8 @@ pub fn split_heads(
 ///
 /// # Errors
 /// As [`split_heads`]: [`Error::ShapeMismatch`] unless `packed` is `[B, T, N]` with
-/// `N = (heads + 2·kv_heads)·head_dim`; [`Error::DType`] for a u32 tensor.
+/// `N = (heads + 2·kv_heads)·head_dim`; [`Error::DType`] for a u32 tensor (f32 and f16
+/// tensors split alike).
 pub fn split_qkv_heads(
     packed: &Tensor,
     heads: usize,
@@ -182,7 +204,7 @@ pub fn split_qkv_heads(
             ),
         ));
     }
-    check::dtype(op, packed, DType::F32)?;
+    check::want_float(op, packed)?;
     if !head_dim.is_multiple_of(4) {
         return Ok((
             split_heads(packed, 0, heads, head_dim)?,
@@ -192,14 +214,20 @@ pub fn split_qkv_heads(
     }
     let (b, t) = (packed.shape()[0], packed.shape()[1]);
     let dev = packed.device();
-    let q = dev.empty(&[b, heads, t, head_dim], DType::F32)?;
-    let k = dev.empty(&[b, kv_heads, t, head_dim], DType::F32)?;
-    let v = dev.empty(&[b, kv_heads, t, head_dim], DType::F32)?;
+    let dtype = packed.dtype();
+    let q = dev.empty(&[b, heads, t, head_dim], dtype)?;
+    let k = dev.empty(&[b, kv_heads, t, head_dim], dtype)?;
+    let v = dev.empty(&[b, kv_heads, t, head_dim], dtype)?;
     let params = qkv_params(op, packed.len(), n, t, head_dim, heads, kv_heads)?;
+    let kernel = if dtype == DType::F16 {
+        &K_SPLIT_QKV_F16
+    } else {
+        &K_SPLIT_QKV
+    };
     launch_threads(
         op,
         dev,
-        &K_SPLIT_QKV,
+        kernel,
         &[],
         &params,
         params.total,
@@ -287,13 +315,18 @@ pub fn merge_heads(parts: &[&Tensor]) -> Result<Tensor, Error> {
     if let [q, k, v] = parts
         && k.shape() == v.shape()
         && d.is_multiple_of(4)
-        && first.dtype() == DType::F32
+        && first.dtype() != DType::U32
     {
         let params = qkv_params(op, out.len(), n, t, d, q.shape()[1], k.shape()[1])?;
+        let kernel = if first.dtype() == DType::F16 {
+            &K_MERGE_QKV_F16
+        } else {
+            &K_MERGE_QKV
+        };
         launch_threads(
             op,
             first.device(),
-            &K_MERGE_QKV,
+            kernel,
             &[],
             &params,
             params.total,
