@@ -184,25 +184,43 @@ static DROPOUT: Spec<RandomParams> = Spec::new(
     ),
 );
 
-/// [`DROPOUT`] for rows whose length is a multiple of 4: a patch is one `vec4` of each of
-/// its two rows (a quarter of the loads and stores, no per-element bounds).
-static DROPOUT_V4: Spec<RandomParams> = Spec::new(
-    "dropout_v4",
-    &[PHILOX_WGSL, STREAM_WGSL],
-    crate::spec::VEC4_X_TO_OUT,
-    concat!(
-        thread_main!(t),
+/// The start of the dropout kernels over rows of a multiple of 4 elements, in units of
+/// four (a `vec4` of f32, or two words of f16): thread `t`'s patch (`a`, its even row's
+/// unit; `has_odd`, whether the odd row exists) and its decisions (`even`, `odd`).
+macro_rules! patch_head {
+    () => {
         "    let groups = p.cols / 4u;
     let rows = p.n / p.cols;
     if (t >= (rows / 2u + rows % 2u) * groups) { return; }
     let a = (t / groups) * 2u * groups + t % groups;
+    let has_odd = 2u * (t / groups) + 1u < rows;
     let w = stream_block(t);
-    let even = vec4<u32>(w.x & 0xFFFFu, w.x >> 16u, w.y & 0xFFFFu, w.y >> 16u);
-    out[a] = x[a] * select(vec4<f32>(0.0), vec4<f32>(p.scale), even >= vec4<u32>(p.threshold));
-    if (2u * (t / groups) + 1u < rows) {
+    let even = halves(w.xy) >= vec4<u32>(p.threshold);
+    let odd = halves(w.zw) >= vec4<u32>(p.threshold);
+"
+    };
+}
+
+/// The 16-bit halves of two words, low half first (one row's four decisions).
+const HALVES_WGSL: &str = "
+fn halves(w: vec2<u32>) -> vec4<u32> {
+    return vec4<u32>(w.x & 0xFFFFu, w.x >> 16u, w.y & 0xFFFFu, w.y >> 16u);
+}
+";
+
+/// [`DROPOUT`] for rows whose length is a multiple of 4: a patch is one `vec4` of each of
+/// its two rows (a quarter of the loads and stores, no per-element bounds).
+static DROPOUT_V4: Spec<RandomParams> = Spec::new(
+    "dropout_v4",
+    &[PHILOX_WGSL, STREAM_WGSL, HALVES_WGSL],
+    crate::spec::VEC4_X_TO_OUT,
+    concat!(
+        thread_main!(t),
+        patch_head!(),
+        "    out[a] = x[a] * select(vec4<f32>(0.0), vec4<f32>(p.scale), even);
+    if (has_odd) {
         let b = a + groups;
-        let odd = vec4<u32>(w.z & 0xFFFFu, w.z >> 16u, w.w & 0xFFFFu, w.w >> 16u);
-        out[b] = x[b] * select(vec4<f32>(0.0), vec4<f32>(p.scale), odd >= vec4<u32>(p.threshold));
+        out[b] = x[b] * select(vec4<f32>(0.0), vec4<f32>(p.scale), odd);
     }
 }
 "
@@ -214,7 +232,13 @@ static DROPOUT_V4: Spec<RandomParams> = Spec::new(
 /// f16 dropout rounds its f32 product.
 static DROPOUT_F16: Spec<RandomParams> = Spec::new(
     "dropout_f16",
-    &[PHILOX_WGSL, STREAM_WGSL, F32_TO_F16_BITS_WGSL, F16_BITS_TO_F32_WGSL],
+    &[
+        PHILOX_WGSL,
+        STREAM_WGSL,
+        HALVES_WGSL,
+        F32_TO_F16_BITS_WGSL,
+        F16_BITS_TO_F32_WGSL,
+    ],
     crate::spec::VEC2U_X_TO_OUT,
     concat!(
         "// The two halves of `word`, each times its factor, rounded back to f16.
@@ -226,16 +250,10 @@ fn scaled(word: u32, keep: vec2<bool>) -> u32 {
 
 ",
         thread_main!(t),
-        "    let groups = p.cols / 4u;
-    let rows = p.n / p.cols;
-    if (t >= (rows / 2u + rows % 2u) * groups) { return; }
-    let a = (t / groups) * 2u * groups + t % groups;
-    let w = stream_block(t);
-    let even = vec4<u32>(w.x & 0xFFFFu, w.x >> 16u, w.y & 0xFFFFu, w.y >> 16u) >= vec4<u32>(p.threshold);
-    out[a] = vec2<u32>(scaled(x[a].x, even.xy), scaled(x[a].y, even.zw));
-    if (2u * (t / groups) + 1u < rows) {
+        patch_head!(),
+        "    out[a] = vec2<u32>(scaled(x[a].x, even.xy), scaled(x[a].y, even.zw));
+    if (has_odd) {
         let b = a + groups;
-        let odd = vec4<u32>(w.z & 0xFFFFu, w.z >> 16u, w.w & 0xFFFFu, w.w >> 16u) >= vec4<u32>(p.threshold);
         out[b] = vec2<u32>(scaled(x[b].x, odd.xy), scaled(x[b].y, odd.zw));
     }
 }
