@@ -61,20 +61,24 @@ fn same_bits(got: f16, want: f16) -> bool {
 #[test]
 fn f32_to_f16_rounds_as_half_does() {
     for dev in devices() {
-        let x = special_values();
-        let t = Tensor::from_slice(&dev, &x, &[x.len()]).unwrap();
-        let h = to_dtype(&t, DType::F16).unwrap();
-        assert_eq!(h.dtype(), DType::F16);
-        assert_eq!(h.shape(), &[x.len()]);
-        let got = h.to_vec_f16().unwrap();
-        for (i, (&g, &xi)) in got.iter().zip(&x).enumerate() {
-            let want = f16::from_f32(xi);
-            assert!(
-                same_bits(g, want),
-                "element {i}: {xi:e} -> {:#06x}, half gives {:#06x}",
-                g.to_bits(),
-                want.to_bits()
-            );
+        let mut x = special_values();
+        x.truncate(x.len() / 4 * 4);
+        // A multiple of 4 (four elements a thread) and one element fewer (two a thread).
+        for n in [x.len(), x.len() - 1] {
+            let t = Tensor::from_slice(&dev, &x[..n], &[n]).unwrap();
+            let h = to_dtype(&t, DType::F16).unwrap();
+            assert_eq!(h.dtype(), DType::F16);
+            assert_eq!(h.shape(), &[n]);
+            let got = h.to_vec_f16().unwrap();
+            for (i, (&g, &xi)) in got.iter().zip(&x).enumerate() {
+                let want = f16::from_f32(xi);
+                assert!(
+                    same_bits(g, want),
+                    "n {n}, element {i}: {xi:e} -> {:#06x}, half gives {:#06x}",
+                    g.to_bits(),
+                    want.to_bits()
+                );
+            }
         }
     }
 }
@@ -83,15 +87,20 @@ fn f32_to_f16_rounds_as_half_does() {
 fn f16_to_f32_is_exact_for_every_value() {
     let dev = &devices()[0];
     let all: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
-    let h = Tensor::from_f16(dev, &all, &[all.len()]).unwrap();
-    let back = to_dtype(&h, DType::F32).unwrap().to_vec().unwrap();
-    for (i, (&g, &h)) in back.iter().zip(&all).enumerate() {
-        let want = h.to_f32();
-        assert!(
-            g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()),
-            "bits {i:#06x}: got {g:e}, want {want:e}"
-        );
+    // Every value four a thread, and all but the last one a thread each.
+    for n in [all.len(), all.len() - 1] {
+        let h = Tensor::from_f16(dev, &all[..n], &[n]).unwrap();
+        let back = to_dtype(&h, DType::F32).unwrap().to_vec().unwrap();
+        assert_eq!(back.len(), n);
+        for (i, (&g, &h)) in back.iter().zip(&all).enumerate() {
+            let want = h.to_f32();
+            assert!(
+                g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()),
+                "n {n}, bits {i:#06x}: got {g:e}, want {want:e}"
+            );
+        }
     }
+    let h = Tensor::from_f16(dev, &all, &[all.len()]).unwrap();
     // And through the host path of `to_vec` (widened on the host).
     let host = h.to_vec().unwrap();
     assert_eq!(host.len(), all.len());
