@@ -24,6 +24,7 @@ use crate::dtype::DType;
 use crate::error::Error;
 use crate::pipeline::PipelineKey;
 use crate::size::numel;
+use crate::spec::Variants;
 use crate::tensor::Tensor;
 
 /// How one launch reads its inputs: the coalesced launch shape and one read per input,
@@ -274,12 +275,30 @@ impl Device {
         };
         // Inputs whose broadcast needs more dimensions than the kernel indexes are copied
         // to the launch shape (see the module doc).
-        // f16 inputs of an f32 launch are read as f32 (see `storage`).
+        // f16 inputs of an f32 launch are read as f32 (see `storage`): in place, through
+        // the kernel's form that widens them as it loads (`half::elementwise_f16_inputs`),
+        // except those copied to the launch shape, which are cast first.
+        let widened: Vec<usize> = inputs
+            .iter()
+            .zip(&plan.reads)
+            .enumerate()
+            .filter(|(_, (t, r))| dtype == DType::F32 && t.dtype() == DType::F16 && r.is_some())
+            .map(|(i, _)| i)
+            .collect();
+        let (wgsl, id) = if widened.is_empty() {
+            (wgsl, id)
+        } else {
+            static FORMS: Variants<(u64, Vec<usize>)> = Variants::new();
+            let form = FORMS.get(&(id, widened.clone()), || {
+                crate::wgsl_rewrite::elementwise_f16_inputs(op, wgsl, &widened)
+            })?;
+            (form.wgsl(), form.id())
+        };
         let mut expanded: Vec<Option<Tensor>> = Vec::new();
-        for (t, read) in inputs.iter().zip(&plan.reads) {
+        for (i, (t, read)) in inputs.iter().zip(&plan.reads).enumerate() {
             expanded.push(match read {
                 None => Some(materialise(&to_dtype(t, dtype)?, &full)?),
-                Some(_) => (t.dtype() != dtype)
+                Some(_) => (t.dtype() != dtype && !widened.contains(&i))
                     .then(|| to_dtype(t, dtype))
                     .transpose()?,
             });

@@ -45,6 +45,7 @@ mod strided;
 mod tensor;
 mod traced;
 mod wgsl;
+mod wgsl_rewrite;
 mod wide_mul;
 
 pub use device::Device;

@@ -247,6 +247,31 @@ fn mixed_f16_and_f32_promote_to_f32() {
         y.to_vec().unwrap(),
         ops::mul(&a32, &b32).unwrap().to_vec().unwrap()
     );
+    // The f16 operand read in every mode (the launch widens it as it loads; a broadcast
+    // past four dimensions is cast and copied first): the f32 product exactly.
+    for (sa, sb) in [
+        (vec![3], vec![2, 3]),
+        (vec![1], vec![2, 3]),
+        (vec![2, 1, 3], vec![2, 4, 3]),
+        (vec![2, 1, 2, 1, 2], vec![1, 3, 1, 3, 1]),
+    ] {
+        let na: usize = sa.iter().product();
+        let nb: usize = sb.iter().product();
+        let (x32, x16) = pair(&dev, &values(&mut rng, na, ANY), &sa);
+        let w32 = Tensor::from_slice(&dev, &values(&mut rng, nb, ANY), &sb).unwrap();
+        for (y, want) in [
+            (ops::mul(&x16, &w32), ops::mul(&x32, &w32)),
+            (ops::mul(&w32, &x16), ops::mul(&w32, &x32)),
+        ] {
+            let (y, want) = (y.unwrap(), want.unwrap());
+            assert_eq!(y.dtype(), DType::F32);
+            assert_eq!(
+                y.to_vec().unwrap(),
+                want.to_vec().unwrap(),
+                "{sa:?} with {sb:?}"
+            );
+        }
+    }
     // Each gradient has its input's dtype: the f16 input's is f16.
     let g = Tensor::from_slice(&dev, &[1.0; 6], &[2, 3]).unwrap();
     let (ga, gb) = ops::mul_backward(&g, &a16, &b32).unwrap();

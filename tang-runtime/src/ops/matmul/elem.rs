@@ -53,12 +53,10 @@ impl Elem {
 /// bits (round to nearest even, as `to_dtype`).
 pub(crate) fn elem_helpers() -> String {
     use crate::cast::{F16_BITS_TO_F32_WGSL, F32_TO_F16_BITS_WGSL};
+    use crate::wgsl_rewrite::WIDEN_F16_WGSL;
     format!(
         "{F32_TO_F16_BITS_WGSL}{F16_BITS_TO_F32_WGSL}fn round_f16(x: f32) -> f32 {{ return bitcast<f32>(f16_bits_to_f32(f32_to_f16_bits(bitcast<u32>(x)))); }}
 fn round_f16x4(x: vec4<f32>) -> vec4<f32> {{ return vec4<f32>(round_f16(x.x), round_f16(x.y), round_f16(x.z), round_f16(x.w)); }}
-fn widen_half(h: u32) -> f32 {{ return bitcast<f32>(f16_bits_to_f32(h & 0xffffu)); }}
-fn widen_f16(w: u32, gi: u32) -> f32 {{ return widen_half(w >> (16u * (gi & 1u))); }}
-fn widen_f16x4(w: vec2<u32>) -> vec4<f32> {{ return vec4<f32>(widen_half(w.x), widen_half(w.x >> 16u), widen_half(w.y), widen_half(w.y >> 16u)); }}
-"
+{WIDEN_F16_WGSL}"
     )
 }

@@ -19,6 +19,7 @@
 
 use crate::ops::matmul::elem::elem_helpers;
 use crate::spec::{Layout, Params, Source, Spec, Variants};
+use crate::wgsl_rewrite::{bindings, rewrite, writes};
 use crate::{DType, Error, RawKernel, Tensor};
 
 /// The unit prelude of `vec4` kernels (`wgsl::unit_v4` and the reductions' backward).
@@ -32,22 +33,6 @@ pub(crate) fn out_dtype(dtype: DType, vec4: bool) -> DType {
     } else {
         DType::F32
     }
-}
-
-/// The storage bindings of a kernel's text, in binding order: `(name, WGSL type)`.
-fn bindings(text: &str) -> Vec<(&str, &str)> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(at) = rest.find("var<storage, ") {
-        rest = &rest[at..];
-        let decl = rest.split(';').next().unwrap_or("");
-        let after = decl.split_once("> ").map_or("", |(_, a)| a);
-        if let Some((name, ty)) = after.split_once(": ") {
-            out.push((name, ty));
-        }
-        rest = &rest[decl.len().max(1)..];
-    }
-    out
 }
 
 /// The f16 kernel of `base` for these `tensors` (bound in slot order): `base` itself when
@@ -147,85 +132,6 @@ pub(crate) fn registry_form((name, text): Source) -> Source {
 fn convertible(text: &str, name: &str, ty: &str) -> bool {
     let unit = ty.starts_with("array<T>");
     (unit || ty == "array<f32>") && (!writes(text, name) || (unit && text.contains(V4_UNIT)))
-}
-
-/// Where `name[` starts an access in `text` at or after `from`: not part of a longer name.
-fn find_access(text: &str, name: &str, from: usize) -> Option<usize> {
-    let pat = format!("{name}[");
-    let mut at = from;
-    while let Some(i) = text[at..].find(&pat) {
-        let i = at + i;
-        let before = text[..i].chars().next_back();
-        if !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
-            return Some(i);
-        }
-        at = i + pat.len();
-    }
-    None
-}
-
-/// The index of the bracket closing the one at `open`, or of the `;` ending a statement
-/// that starts at `open` (`close` = `;`), at depth 0 of `()` and `[]`.
-fn closing(text: &str, open: usize, close: u8) -> usize {
-    let mut depth = 0i32;
-    for (i, b) in text.bytes().enumerate().skip(open) {
-        match b {
-            b'(' | b'[' => depth += 1,
-            b')' | b']' => {
-                depth -= 1;
-                if depth == 0 && close == b']' {
-                    return i;
-                }
-            }
-            b';' if depth == 0 && close == b';' => return i,
-            _ => {}
-        }
-    }
-    text.len()
-}
-
-/// Whether `text` writes binding `name` (`name[i] = v;`).
-fn writes(text: &str, name: &str) -> bool {
-    let mut at = 0;
-    while let Some(i) = find_access(text, name, at) {
-        let end = closing(text, i + name.len(), b']');
-        if is_store(&text[end + 1..]) {
-            return true;
-        }
-        at = end;
-    }
-    false
-}
-
-/// Whether `rest` (the text after an access) assigns to it.
-fn is_store(rest: &str) -> bool {
-    let rest = rest.trim_start();
-    rest.starts_with('=') && !rest.starts_with("==")
-}
-
-/// `text` with every access of binding `name` rewritten to its converting function.
-fn rewrite(text: &str, name: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut at = 0;
-    while let Some(i) = find_access(text, name, at) {
-        out.push_str(&text[at..i]);
-        let open = i + name.len();
-        let end = closing(text, open, b']');
-        let index = rewrite(&text[open + 1..end.min(text.len())], name);
-        let rest = &text[(end + 1).min(text.len())..];
-        if is_store(rest) {
-            let eq = end + 1 + rest.find('=').unwrap_or(0);
-            let semi = closing(text, eq + 1, b';');
-            let value = rewrite(text[eq + 1..semi].trim(), name);
-            out.push_str(&format!("st_{name}({index}, {value})"));
-            at = semi;
-        } else {
-            out.push_str(&format!("ld_{name}({index})"));
-            at = (end + 1).min(text.len());
-        }
-    }
-    out.push_str(&text[at..]);
-    out
 }
 
 /// The f16 form of `text` with bindings `halves` in f16 (see the module docs).
