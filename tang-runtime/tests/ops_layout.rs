@@ -462,7 +462,7 @@ fn index_copy_writes_rows_in_place() {
 fn packed_heads_split_and_merge_match_the_cpu() {
     for (dev, d) in devices()
         .into_iter()
-        .flat_map(|dev| [(dev.clone(), 3), (dev, 4)])
+        .flat_map(|dev| [(dev.clone(), 3), (dev.clone(), 4), (dev, 6)])
     {
         let (b, t) = (2, 17);
         let (hq, hkv) = (3, 1);
@@ -496,6 +496,17 @@ fn packed_heads_split_and_merge_match_the_cpu() {
         assert_eq!(dev.stats().launches - before, launches);
         assert_eq!(merged.shape(), &xs);
         assert_eq!(merged.to_vec().unwrap(), x);
+        // f16 tensors split and merge the same way (one launch each way at D = 4): the f32
+        // results rounded to f16, which the copies move unchanged.
+        let p16 = ops::to_dtype(&packed, DType::F16).unwrap();
+        let (q16, k16, v16) = ops::split_qkv_heads(&p16, hq, hkv, d).unwrap();
+        for (got, want) in [&q16, &k16, &v16].into_iter().zip(&parts) {
+            assert_eq!(got.dtype(), DType::F16);
+            let want16 = ops::to_dtype(want, DType::F16).unwrap();
+            assert_eq!(got.to_vec().unwrap(), want16.to_vec().unwrap(), "D = {d}");
+        }
+        let merged16 = ops::merge_heads(&[&q16, &k16, &v16]).unwrap();
+        assert_eq!(merged16.to_vec().unwrap(), p16.to_vec().unwrap(), "D = {d}");
 
         let e = ops::split_heads(&packed, 4, 2, d).unwrap_err();
         assert!(matches!(e, Error::ShapeMismatch { .. }), "{e}");

@@ -11,8 +11,9 @@
 //!   order and, per head, the query tiles from the block's first key on: `S^T = K Q^T`,
 //!   `P^T` (kept in registers), `dV += (P M / (1 - p))^T dO`, `dP^T = V dO^T`,
 //!   `dS^T = P^T (M / (1 - p) dP^T - delta)`, `dK += dS^T Q`. Its lanes each take 4 keys x
-//!   8 queries of the scratch: one Philox block gives the dropout decisions of a query
-//!   row's 4 consecutive keys, as in the forward.
+//!   8 queries of the scratch: one Philox block gives the dropout decisions of two
+//!   neighbouring queries' 4 keys (a patch, `ops::dropout_block`) when the tile's first
+//!   query row is even, one block per query otherwise.
 //!
 //! The gradients of the scaled scores are scaled once, on the way out (`dQ` and `dK`
 //! times the softmax scale).

@@ -5,7 +5,7 @@
 //! forward and backward took 1.49 ms with the fused passes and 1.04 ms with this one. It
 //! costs `T x T` scores per head of memory while it runs (the fused passes need none),
 //! which is why it stops at `T = 256`, the one length measured. With dropout it applies
-//! the mask in its row kernel (one Philox block per four scores); whether it still beats
+//! the mask in its row kernel (one Philox block per eight scores, two rows by four); whether it still beats
 //! the fused passes there is `attention_gpt_B64_H6_T256_d64_dropout_fwd_bwd` against the
 //! same case with this file's `applies` returning false.
 //!

@@ -61,7 +61,8 @@ pub fn matmul_backward_with(
         &d.out_shape,
         "the output's shape",
     )?;
-    let mm = |x: &Tensor, y: &Tensor, ta: bool, tb: bool, of: &Tensor| {
+    // Each product is stored in the dtype of the operand whose gradient it is.
+    let mm = |x: &Tensor, y: &Tensor, ta: bool, tb: bool, of: DType| {
         matmul_with(
             x,
             y,
@@ -69,7 +70,7 @@ pub fn matmul_backward_with(
                 transpose_a: ta,
                 transpose_b: tb,
                 f16_inputs,
-                out_dtype: (of.dtype() == DType::F16).then_some(DType::F16),
+                out_dtype: (of == DType::F16).then_some(DType::F16),
                 ..Default::default()
             },
         )
@@ -81,16 +82,16 @@ pub fn matmul_backward_with(
     // d op(A) = G op(B)^T, d op(B) = op(A)^T G.
     let grad_a = |bb: &Tensor| {
         if ta {
-            mm(bb, g, tb, true, a)
+            mm(bb, g, tb, true, a.dtype())
         } else {
-            mm(g, bb, false, !tb, a)
+            mm(g, bb, false, !tb, a.dtype())
         }
     };
     let grad_b = |aa: &Tensor| {
         if tb {
-            mm(g, aa, true, ta, b)
+            mm(g, aa, true, ta, b.dtype())
         } else {
-            mm(aa, g, !ta, false, b)
+            mm(aa, g, !ta, false, b.dtype())
         }
     };
     let ga = if a_batched || !b_batched {
@@ -108,9 +109,9 @@ pub fn matmul_backward_with(
         let af = a.reshape(&[rows, d.k])?;
         let gf = g.reshape(&[rows, d.n])?;
         if tb {
-            mm(&gf, &af, true, false, b)?
+            mm(&gf, &af, true, false, b.dtype())?
         } else {
-            mm(&af, &gf, true, false, b)?
+            mm(&af, &gf, true, false, b.dtype())?
         }
     } else {
         sum_batch(&grad_b(a)?, b.shape())?

@@ -334,6 +334,16 @@ pub fn merge_heads(parts: &[&Tensor]) -> Result<Tensor, Error> {
         )?;
         return Ok(out);
     }
+    if first.dtype() == DType::F16 && !d.is_multiple_of(2) {
+        // An odd head width puts a head's values in halves of words that other heads share,
+        // which the f16 strided copy cannot write: merge in f32 (exact both ways).
+        let wide: Vec<Tensor> = parts
+            .iter()
+            .map(|p| crate::ops::to_dtype(p, DType::F32))
+            .collect::<Result<_, _>>()?;
+        let refs: Vec<&Tensor> = wide.iter().collect();
+        return crate::ops::to_dtype(&merge_heads(&refs)?, DType::F16);
+    }
     let mut first_head = 0;
     for p in parts {
         let shape = p.shape();
