@@ -24,7 +24,7 @@ mod k {
     }
 }
 
-fn main() {
+pub fn main() {
     let (v, [dx, dy]) = k::energy::grad(1.0, 2.0);
     assert_eq!(v, k::energy(1.0, 2.0));
     assert!((dy - 4.0).abs() < 1e-6);

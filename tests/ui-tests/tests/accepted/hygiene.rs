@@ -18,12 +18,15 @@ pub fn outs(out: f32, g_out: f32, d_out_out: f32) -> f32 {
     out * g_out + d_out_out
 }
 
-fn main() {
+pub fn main() {
     assert_eq!(devs(1.0, 2.0, 3.0), 7.0);
     assert_eq!(devs::KERNEL.inputs(), &["dev", "tang_dev", "dev_"]);
     let _: fn(&Device, &Tensor, &Tensor, &Tensor) -> Result<Tensor, tang_runtime::Error> =
         devs::launch;
-    assert_eq!(items::grad(1.0, 2.0, 3.0, 4.0), (14.0, [2.0, 1.0, 4.0, 3.0]));
+    assert_eq!(
+        items::grad(1.0, 2.0, 3.0, 4.0),
+        (14.0, [2.0, 1.0, 4.0, 3.0])
+    );
     let _ = items::launch_vjp;
     assert_eq!(outs::KERNEL.inputs(), &["out", "g_out", "d_out_out"]);
     assert_eq!(outs::KERNEL.outputs(), &["out_"]);

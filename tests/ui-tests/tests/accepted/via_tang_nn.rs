@@ -13,10 +13,13 @@ fn scale(x: &mut f32, #[uniform] s: f32) {
     *x *= s;
 }
 
-fn main() {
+pub fn main() {
     let (v, [d]) = soft_relu::grad(0.0);
     assert!((v - 2f32.ln() / 4.0).abs() < 1e-6 && (d - 0.5).abs() < 1e-6);
-    let _: fn(&tang_nn::tang_runtime::Device, &tang_nn::tang_runtime::Tensor, f32) -> Result<(), _> =
-        scale::launch;
+    let _: fn(
+        &tang_nn::tang_runtime::Device,
+        &tang_nn::tang_runtime::Tensor,
+        f32,
+    ) -> Result<(), _> = scale::launch;
     let _ = |x: &Tensor| apply(&soft_relu::FUSED, &[x], &[]);
 }

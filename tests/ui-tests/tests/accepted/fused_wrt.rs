@@ -5,7 +5,7 @@ pub fn weighted(x: f32, w: f32) -> f32 {
     (w * x).tanh()
 }
 
-fn main() {
+pub fn main() {
     let (v, [dw]) = weighted::grad(0.5, 2.0);
     assert_eq!(v, weighted(0.5, 2.0));
     assert!((dw - 0.5 * (1.0 - v * v)).abs() < 1e-6);

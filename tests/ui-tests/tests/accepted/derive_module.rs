@@ -24,9 +24,15 @@ struct Head {
 
 fn assert_module<M: Module>(_: &M) {}
 
-fn main() {
-    let head = Head { proj: Vec::new(), n_head: 4 };
-    let w = Wrapper { inner: head, scale: 1.0 };
+pub fn main() {
+    let head = Head {
+        proj: Vec::new(),
+        n_head: 4,
+    };
+    let w = Wrapper {
+        inner: head,
+        scale: 1.0,
+    };
     assert_module(&w);
     assert_module(&Identity);
     assert!(w.named_parameters().is_empty());

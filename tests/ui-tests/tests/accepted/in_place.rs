@@ -6,7 +6,7 @@ pub fn momentum(p: &mut f32, buf: &mut f32, g: f32, #[uniform] lr: f32, #[unifor
     *p -= lr * *buf;
 }
 
-fn main() {
+pub fn main() {
     let (mut p, mut b) = (1.0, 0.0);
     momentum(&mut p, &mut b, 2.0, 0.5, 0.9);
     assert_eq!((p, b), (0.0, 2.0));

@@ -14,7 +14,7 @@ fn abs_like(x: f32) -> f32 {
     z
 }
 
-fn main() {
+pub fn main() {
     assert_eq!(abs_like(-3.0), 6.0);
     assert_eq!(abs_like::grad(-3.0), (6.0, [-2.0]));
 }

@@ -5,7 +5,7 @@ pub fn axpy(x: f32, y: f32, #[uniform] a: f32) -> f32 {
     a * x + y
 }
 
-fn main() {
+pub fn main() {
     assert_eq!(axpy(2.0, 1.0, 3.0), 7.0);
     assert_eq!(axpy::KERNEL.inputs(), &["x", "y"]);
     assert_eq!(axpy::KERNEL.uniforms(), &["a"]);

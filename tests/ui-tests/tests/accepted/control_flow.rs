@@ -21,11 +21,15 @@ pub fn mixed(x: f32, y: f32) -> (f32, f32) {
     } else {
         z = f32::max(z, core::f32::consts::PI);
     }
-    let w = if z >= 0.0 { z.sqrt() } else { std::f32::consts::E };
+    let w = if z >= 0.0 {
+        z.sqrt()
+    } else {
+        std::f32::consts::E
+    };
     (acc.mul_add(0.5, w), z.clamp(-10.0, 10.0).powi(2))
 }
 
-fn main() {
+pub fn main() {
     let ((a, b), [[da_dx, _], [_, db_dy]]) = mixed::grad(2.0, 3.0);
     assert_eq!((a, b), mixed(2.0, 3.0));
     // acc = ((1*x + 1)*x + 2)*x + 3; d/dx at 2 = 3x^2 + 2x + 2 = 18; da/dx = 9
