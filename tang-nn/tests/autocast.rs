@@ -15,7 +15,7 @@ use tang_nn::amp::{
 use tang_nn::autograd::{RawTensor, Tensor};
 use tang_nn::models::gpt::{Gpt, GptConfig};
 use tang_nn::nn::functional::cross_entropy;
-use tang_nn::optim::{AdamW, AdamWOptions};
+use tang_nn::optim::{AdamW, AdamWOptions, Sgd, SgdOptions};
 use tang_nn::tang_runtime::{DType, Device};
 use tang_testing::{Rng, assert_close};
 
@@ -323,4 +323,51 @@ fn a_gpt_trained_in_mixed_precision_follows_the_f32_run() {
     assert!(((a - b) / a).abs() < 1e-2, "f32 {a}, amp {b}");
     // The runs differ at all: the products were rounded.
     assert_ne!(f32_losses, amp_losses);
+}
+
+/// autocast casts an f32 parameter to f16 once per region and reuses the copy (PyTorch's
+/// autocast cache); the copy must never outlive the values it was made from: an in-place
+/// write, an optimizer step and the region's end each drop it.
+#[test]
+fn a_parameter_cast_for_a_region_never_outlives_its_values() {
+    let dev = Device::new().unwrap();
+    let x = Tensor::from_slice(&dev, &[1.0, 2.0], &[1, 2]).unwrap();
+    let w = Tensor::parameter(RawTensor::from_slice(&dev, &[1.0, 0.0, 0.0, 1.0], &[2, 2]).unwrap());
+    let y = |w: &Tensor| x.linear(w, None).unwrap().to_vec().unwrap();
+    let autocast_region = autocast(DType::F16).unwrap();
+    assert_eq!(y(&w), [1.0, 2.0]);
+    assert_eq!(y(&w), [1.0, 2.0]); // the cached copy
+    // In place, inside the region: w = [[2, 1], [1, 2]].
+    let ones = Tensor::full(&dev, &[2, 2], 1.0).unwrap();
+    tang_nn::autograd::no_grad(|| w.add_(&ones, 1.0)).unwrap();
+    assert_eq!(y(&w), [4.0, 5.0]);
+    // An optimizer step, inside the region: w -= 1 * [[1, 1], [1, 1]] = [[1, 0], [0, 1]].
+    let mut opt = Sgd::new(
+        [("w", w.clone())],
+        SgdOptions {
+            lr: 1.0,
+            ..SgdOptions::default()
+        },
+    )
+    .unwrap();
+    opt.step(&[("w", ones.data())]).unwrap();
+    assert_eq!(y(&w), [1.0, 2.0]);
+    drop(autocast_region);
+    // A write the autograd tensor does not see (its buffer, through the runtime), between
+    // two regions: the next region casts again.
+    tang_nn::tang_runtime::ops::fill_(w.data(), 3.0).unwrap();
+    let _autocast = autocast(DType::F16).unwrap();
+    assert_eq!(y(&w), [9.0, 9.0]);
+    // The weight's gradient is the f32 product (the master weight's dtype): x summed.
+    x.requires_grad_(true).unwrap();
+    let grads = x
+        .linear(&w, None)
+        .unwrap()
+        .backward_with(RawTensor::full(&dev, &[1, 2], 1.0).unwrap())
+        .unwrap();
+    let gw = grads.get(&w).unwrap();
+    assert_eq!(gw.dtype(), DType::F32);
+    assert_eq!(gw.to_vec().unwrap(), [1.0, 2.0, 1.0, 2.0]);
+    // x's gradient multiplies the cached f16 copy: the columns of w summed.
+    assert_eq!(grads.get(&x).unwrap().to_vec().unwrap(), [6.0, 6.0]);
 }

@@ -2,17 +2,23 @@
 //! guard over a per-thread switch that the matmul-like recording ops read when they
 //! record (see [`autocast`] for which ops change and which stay f32).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 
 use tang_runtime::DType;
 
 use super::AmpError;
+use crate::autograd::{Error, RawTensor, Tensor, TensorId};
 
 thread_local! {
     /// Whether this thread is in an f16 autocast region (f16 is the one dtype autocast
     /// computes in).
     static AUTOCAST_F16: Cell<bool> = const { Cell::new(false) };
+
+    /// The f16 copies of f32 parameters made in this thread's autocast region, by
+    /// parameter (PyTorch's autocast cache); emptied when the region ends, when a tensor is
+    /// written in place and when an optimizer steps, so a copy never outlives its values.
+    static CAST_CACHE: RefCell<Vec<(TensorId, RawTensor)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The region of an [`autocast`] or [`autocast_disabled`] call: the previous setting
@@ -40,6 +46,9 @@ pub struct AutocastGuard {
 impl Drop for AutocastGuard {
     fn drop(&mut self) {
         AUTOCAST_F16.with(|a| a.set(self.previous));
+        if !self.previous {
+            forget_casts();
+        }
     }
 }
 
@@ -126,4 +135,47 @@ pub fn is_autocast_enabled() -> bool {
 /// (`None`, f32, outside), as PyTorch's autocast returns f16 from `linear` and `matmul`.
 pub(crate) fn autocast_out_dtype() -> Option<DType> {
     is_autocast_enabled().then_some(DType::F16)
+}
+
+/// The f16 copy of `weight` that a product inside an [`autocast`] region multiplies, for
+/// an f32 parameter (a leaf that requires grad), made once per region and reused by every
+/// product that reads the parameter, forward and backward (PyTorch's autocast casts a
+/// parameter once per region the same way): the products then read two f16 operands,
+/// where an f32 operand was rounded as each tile loaded it (12-25% slower at the GPT's
+/// shapes on an H200, BENCHMARKS.md 2026-11-29, evening). `None` outside a region and for other
+/// tensors, which the product rounds as it loads them.
+///
+/// # Errors
+/// [`Error::Runtime`] when the device refuses the copy (no f16 support).
+pub(crate) fn cast_parameter(weight: &Tensor) -> Result<Option<RawTensor>, Error> {
+    if !is_autocast_enabled()
+        || weight.dtype() != DType::F32
+        || !weight.is_leaf()
+        || !weight.requires_grad()
+    {
+        return Ok(None);
+    }
+    let id = weight.id();
+    let cached = CAST_CACHE.with(|c| {
+        c.borrow()
+            .iter()
+            .find(|(i, _)| *i == id)
+            .map(|(_, t)| t.clone())
+    });
+    if let Some(t) = cached {
+        return Ok(Some(t));
+    }
+    let cast = weight.data().to_dtype(DType::F16)?;
+    CAST_CACHE.with(|c| c.borrow_mut().push((id, cast.clone())));
+    Ok(Some(cast))
+}
+
+/// Drops this thread's cached parameter casts (see [`cast_parameter`]): the region ended,
+/// or a tensor's values changed (an in-place write, an optimizer step).
+pub(crate) fn forget_casts() {
+    CAST_CACHE.with(|c| {
+        if let Ok(mut c) = c.try_borrow_mut() {
+            c.clear();
+        }
+    });
 }

@@ -32,8 +32,8 @@ mod error;
 mod scaler;
 mod unscale;
 
-pub(crate) use autocast::autocast_out_dtype;
 pub use autocast::{AutocastGuard, autocast, autocast_disabled, is_autocast_enabled};
+pub(crate) use autocast::{autocast_out_dtype, cast_parameter, forget_casts};
 pub use error::AmpError;
 pub use scaler::{GradScaler, GradScalerOptions, GradScalerState};
 pub use unscale::unscale_and_check;

@@ -15,7 +15,9 @@ impl Tensor {
     /// the bias added as C is stored. Under [`autocast`](crate::amp::autocast) `self` and
     /// `weight` are rounded to f16 and multiplied with f32 accumulation, the bias added in
     /// f32, and the result is f16 (PyTorch's autocast returns f16 from `linear`); the
-    /// backward multiplies the same way, and each gradient has its input's dtype.
+    /// backward multiplies the same way, and each gradient has its input's dtype. An f32
+    /// parameter is cast to f16 once per autocast region, and every product reading it
+    /// there reuses the copy, as PyTorch's autocast does.
     ///
     /// ```
     /// # use tang_nn::autograd::Tensor;
@@ -38,10 +40,15 @@ impl Tensor {
             out_dtype: crate::amp::autocast_out_dtype(),
             ..MatmulOptions::default()
         };
-        let out = ops::matmul_with(self.data(), weight.data(), &options)?;
+        let weight_cast = crate::amp::cast_parameter(weight)?;
+        let w = weight_cast.as_ref().unwrap_or(weight.data());
+        let out = ops::matmul_with(self.data(), w, &options)?;
         let mut inputs = vec![self, weight];
         inputs.extend(bias);
-        let op = Op::Linear { f16_inputs };
+        let op = Op::Linear {
+            f16_inputs,
+            weight_cast,
+        };
         Ok(Tensor::record(out, op, &inputs, true, false))
     }
 

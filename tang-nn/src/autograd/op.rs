@@ -77,7 +77,12 @@ pub(crate) enum Op {
         f16_inputs: bool,
     },
     /// `x · wᵀ (+ b)` of inputs `x, w[, b]`; `f16_inputs` as [`Op::Matmul`]'s.
-    Linear { f16_inputs: bool },
+    Linear {
+        f16_inputs: bool,
+        /// The f16 copy of an f32 weight the forward multiplied (autocast's cast of a
+        /// parameter): the backward's `x` gradient multiplies it too.
+        weight_cast: Option<RawTensor>,
+    },
     /// Dropout; the stream its mask came from (regenerated in backward).
     Dropout(ops::DropoutState),
     /// `gather(dim, index)`.
@@ -235,13 +240,19 @@ impl Op {
                 let (dq, dk, dv) = ops::attention_backward(g, q, k, v, o, lse, &options)?;
                 vec![ops::merge_heads(&[&dq, &dk, &dv])?]
             }
-            Op::Linear { f16_inputs } => {
+            Op::Linear {
+                f16_inputs,
+                weight_cast,
+            } => {
                 let options = ops::MatmulOptions {
                     transpose_b: true,
                     f16_inputs: *f16_inputs,
                     ..ops::MatmulOptions::default()
                 };
-                let (gx, gw) = ops::matmul_backward_with(g, x(0), x(1), &options)?;
+                let (gx, gw) = match weight_cast {
+                    Some(w) => ops::matmul_backward_cast_b(g, x(0), x(1), w, &options)?,
+                    None => ops::matmul_backward_with(g, x(0), x(1), &options)?,
+                };
                 let mut grads = vec![gx, gw];
                 if inputs.len() == 3 {
                     grads.push(ops::bias_backward(g)?);

@@ -437,6 +437,8 @@ impl Tensor {
 
     fn bump(&self) {
         self.node.version.fetch_add(1, Ordering::AcqRel);
+        // An autocast copy of these values would be stale now.
+        crate::amp::forget_casts();
     }
 
     /// In place: `self += alpha * other` (`other` broadcasts to `self`), not recorded.

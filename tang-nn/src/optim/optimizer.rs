@@ -357,6 +357,8 @@ impl<A: Algorithm> Optimizer<A> {
         clip_coef: &Tensor,
     ) -> Result<(), OptimError> {
         check_scalar(clip_coef, &self.device, "clip coefficient")?;
+        // The parameters change: autocast's f16 copies of them would be stale.
+        crate::amp::forget_casts();
         for g in &self.groups {
             g.options.validate()?;
         }

@@ -45,8 +45,57 @@ pub fn matmul_backward_with(
     b: &Tensor,
     o: &MatmulOptions<'_>,
 ) -> Result<(Tensor, Tensor), Error> {
+    backward(grad_out, a, b, b, o)
+}
+
+/// [`matmul_backward_with`] for a product whose B was multiplied as `b_cast`, a copy of
+/// `b` in another dtype (autocast's f16 cast of an f32 weight, made once per region and
+/// reused, as PyTorch's autocast caches it): A's gradient multiplies `b_cast` (the
+/// tensor-core product of two f16 operands), B's gradient has `b`'s dtype (f32 for a
+/// master weight: the f32 accumulation, not rounded to f16).
+///
+/// ```
+/// use tang_runtime::{Device, DType, Tensor, ops};
+/// let dev = Device::new()?;
+/// let x = Tensor::from_slice(&dev, &[1.0, 2.0], &[1, 2])?;
+/// let w = Tensor::from_slice(&dev, &[0.5, 0.25], &[1, 2])?;
+/// let g = Tensor::from_slice(&dev, &[1.0], &[1, 1])?;
+/// let o = ops::MatmulOptions { transpose_b: true, ..Default::default() };
+/// let w16 = w.to_dtype(DType::F16)?;
+/// let (gx, gw) = ops::matmul_backward_cast_b(&g, &x, &w, &w16, &o)?;
+/// assert_eq!((gx.to_vec()?, gw.dtype()), (vec![0.5, 0.25], DType::F32));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// As [`matmul_backward`], and [`Error::ShapeMismatch`] unless `b_cast` has `b`'s shape.
+pub fn matmul_backward_cast_b(
+    grad_out: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    b_cast: &Tensor,
+    o: &MatmulOptions<'_>,
+) -> Result<(Tensor, Tensor), Error> {
+    want_shape(
+        "matmul",
+        "b_cast",
+        b_cast.shape(),
+        b.shape(),
+        "the shape of b, whose copy it is",
+    )?;
+    backward(grad_out, a, b, b_cast, o)
+}
+
+/// The backward of both: A's gradient multiplies `b_op`, B's has `b`'s dtype.
+fn backward(
+    grad_out: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    b_op: &Tensor,
+    o: &MatmulOptions<'_>,
+) -> Result<(Tensor, Tensor), Error> {
     let (transpose_a, transpose_b) = (o.transpose_a, o.transpose_b);
-    let f16_inputs = o.half(a, b);
+    let f16_inputs = o.half(a, b_op);
     let o = MatmulOptions {
         transpose_a,
         transpose_b,
@@ -95,9 +144,9 @@ pub fn matmul_backward_with(
         }
     };
     let ga = if a_batched || !b_batched {
-        grad_a(b)?
+        grad_a(b_op)?
     } else {
-        sum_batch(&grad_a(b)?, a.shape())?
+        sum_batch(&grad_a(b_op)?, a.shape())?
     };
     let gb = if b_batched || !a_batched {
         grad_b(a)?
