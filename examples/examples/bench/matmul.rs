@@ -302,6 +302,7 @@ fn half_cases(dev: &Device, report: &mut Report, quick: bool) {
 fn coop_sweep(dev: &Device, report: &mut Report, base: &str, c: &Case, quick: bool) {
     let tiles: Vec<CoopTile> = CoopTile::PRESETS
         .into_iter()
+        .chain(extra_coop_tiles())
         .filter(|t| t.fits(dev))
         .collect();
     let name = |t: &CoopTile| {
@@ -381,6 +382,44 @@ fn coop_sweep(dev: &Device, report: &mut Report, base: &str, c: &Case, quick: bo
         }
         Err(e) => report.fail(&format!("{base}_coop"), &e),
     }
+}
+
+/// Tiles to sweep beside the presets, from `TANG_BENCH_COOP_TILES`: `;`-separated lists of
+/// `sg_m,sg_n,frag_m,frag_n,bk,stages,store_frags` (e.g. `2,2,4,3,32,1,1` for 128 x 96
+/// blocks), for trying a block shape without rebuilding. A list that does not parse, or
+/// a tile the generator refuses, is reported on stderr and left out.
+fn extra_coop_tiles() -> Vec<CoopTile> {
+    let Ok(spec) = std::env::var("TANG_BENCH_COOP_TILES") else {
+        return Vec::new();
+    };
+    let mut tiles = Vec::new();
+    for item in spec.split(';').filter(|s| !s.trim().is_empty()) {
+        let v: Vec<u32> = item
+            .split(',')
+            .filter_map(|x| x.trim().parse().ok())
+            .collect();
+        let &[sg_m, sg_n, frag_m, frag_n, bk, stages, store_frags] = v.as_slice() else {
+            eprintln!("TANG_BENCH_COOP_TILES: `{item}` is not seven numbers; left out");
+            continue;
+        };
+        let t = CoopTile {
+            sg_m,
+            sg_n,
+            frag_m,
+            frag_n,
+            bk,
+            stages,
+            store_frags,
+        };
+        if t.is_valid() {
+            tiles.push(t);
+        } else {
+            eprintln!(
+                "TANG_BENCH_COOP_TILES: {t:?} is not a tile the generator supports; left out"
+            );
+        }
+    }
+    tiles
 }
 
 /// The character GPT's Linear products (16,384 tokens, width 384, `torch_anchors.py`'s

@@ -173,12 +173,19 @@ impl CoopTile {
 
     /// The tensor-core tile for `A · B` (`a`, `b` as given): `forced` (already checked by
     /// [`CoopTile::check_forced`]) when it fits `dev`, else the automatic choice, or `None`
-    /// when no tile fits (the f32 tile runs then). The automatic choice is the default 128 x 128 block, except for `Aᵀ·B` of f16
-    /// tensors (weight gradients, split over k), where 256 x 128 blocks (eight subgroups)
-    /// ran 8-16% faster on an H200: 1152x384x16384 151 TFLOP/s against 131, 384x384 104
-    /// against 96, 1536x384 163 against 140, 4096x4096x1024 241 against 225. With f32
-    /// operands rounded on load (autocast) the same block ran slower (106 against 114), so
-    /// they keep the default. BENCHMARKS.md, 2026-11-28.
+    /// when no tile fits (the f32 tile runs then). The automatic choice is the default
+    /// 128 x 128 block, except:
+    /// - `Aᵀ·B` of f16 tensors (weight gradients, split over k): 256 x 128 blocks (eight
+    ///   subgroups) ran 8-16% faster on an H200: 1152x384x16384 151 TFLOP/s against 131,
+    ///   384x384 104 against 96, 1536x384 163 against 140, 4096x4096x1024 241 against 225.
+    ///   With f32 operands rounded on load (autocast) the same block ran slower (106
+    ///   against 114), so they keep the default. BENCHMARKS.md, 2026-11-28.
+    ///
+    /// Not chosen, though faster alone: 96 x 128 blocks for the GPT's products with 384
+    /// outputs per row (384 default blocks) ran 11-17% faster timed one product at a time
+    /// (16384 x 384 x 1536 NN: 201 TFLOP/s against 181), and 20% slower inside the AMP
+    /// training step (31 such products: 3.26 ms against 2.73). BENCHMARKS.md, 2026-11-29
+    /// (evening).
     ///
     /// # Errors
     /// [`Error::TooLarge`] for a forced tile that does not fit the device.
@@ -203,16 +210,23 @@ impl CoopTile {
             }
             return Ok(Some(t));
         }
-        let weight_gradient =
-            o.transpose_a && !o.transpose_b && a.dtype() == DType::F16 && b.dtype() == DType::F16;
-        let tall = CoopTile {
-            sg_m: 4,
-            ..CoopTile::DEFAULT
-        };
-        if weight_gradient && tall.fits(dev) {
-            return Ok(Some(tall));
+        let f16_tensors = a.dtype() == DType::F16 && b.dtype() == DType::F16;
+        let preferred = Self::automatic(f16_tensors, o.transpose_a && !o.transpose_b);
+        Ok([preferred, CoopTile::DEFAULT]
+            .into_iter()
+            .find(|t| t.fits(dev)))
+    }
+
+    /// The block [`CoopTile::choose`] prefers for a product of f16 tensors or not,
+    /// `Aᵀ·B` or not.
+    fn automatic(f16_tensors: bool, a_t_b: bool) -> CoopTile {
+        if f16_tensors && a_t_b {
+            return CoopTile {
+                sg_m: 4,
+                ..CoopTile::DEFAULT
+            };
         }
-        Ok(Some(CoopTile::DEFAULT).filter(|t| t.fits(dev)))
+        CoopTile::DEFAULT
     }
 }
 
@@ -232,6 +246,18 @@ mod tests {
         assert!(t.is_valid());
         // Two operands of [128][32 + 8] halves and one fragment of f32 per subgroup.
         assert_eq!(t.workgroup_bytes(), 2 * 2 * 128 * 40 * 2 / 2 + 4 * 4 * 256);
+    }
+
+    #[test]
+    fn the_automatic_choice_follows_the_measured_shapes() {
+        let tall = CoopTile {
+            sg_m: 4,
+            ..CoopTile::DEFAULT
+        };
+        assert_eq!(CoopTile::automatic(true, true), tall);
+        assert_eq!(CoopTile::automatic(true, false), CoopTile::DEFAULT);
+        assert_eq!(CoopTile::automatic(false, true), CoopTile::DEFAULT);
+        assert_eq!(CoopTile::automatic(false, false), CoopTile::DEFAULT);
     }
 
     #[test]
