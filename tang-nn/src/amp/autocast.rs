@@ -72,9 +72,12 @@ pub(crate) fn enter(f16: bool) -> AutocastGuard {
 /// tensor beside an f32 one in an elementwise op gives f32 (PyTorch's type promotion: a
 /// residual stream stays f32), and softmax, log-softmax, layer and RMS norm,
 /// cross-entropy, sums and losses read f16 and compute in f32, as `torch.autocast`'s
-/// lists put them on the f32 side. Every gradient has its tensor's dtype. Parameters are
-/// not cast: they stay f32 master weights with f32 gradients, and so does the optimizer
-/// state. Convolution stays f32 for now.
+/// lists put them on the f32 side. Every gradient has its tensor's dtype. Parameters stay
+/// f32 master weights with f32 gradients, and so does the optimizer state; a product
+/// reading an f32 parameter multiplies an f16 copy made once per region and reused by
+/// every product there, forward and backward (PyTorch's autocast cache), dropped when the
+/// region ends, when a tensor is written in place and when an optimizer steps. Wrap the
+/// forward and the loss, as PyTorch's recipe does. Convolution stays f32 for now.
 ///
 /// ```
 /// use tang_nn::amp::autocast;
