@@ -73,10 +73,11 @@ pub(crate) fn enter(f16: bool) -> AutocastGuard {
 /// residual stream stays f32), and softmax, log-softmax, layer and RMS norm,
 /// cross-entropy, sums and losses read f16 and compute in f32, as `torch.autocast`'s
 /// lists put them on the f32 side. Every gradient has its tensor's dtype. Parameters stay
-/// f32 master weights with f32 gradients, and so does the optimizer state; a product
-/// reading an f32 parameter multiplies an f16 copy made once per region and reused by
-/// every product there, forward and backward (PyTorch's autocast cache), dropped when the
-/// region ends, when a tensor is written in place and when an optimizer steps. Wrap the
+/// f32 master weights with f32 gradients, and so does the optimizer state; `linear`
+/// multiplies an f16 copy of an f32 weight parameter made once per region and reused by
+/// every `linear` there, forward and backward (PyTorch's autocast cache), dropped when the
+/// region ends, when a tensor is written in place and when an optimizer steps (`matmul`
+/// rounds its operands as it loads them). Wrap the
 /// forward and the loss, as PyTorch's recipe does. Convolution stays f32 for now.
 ///
 /// ```
@@ -140,13 +141,13 @@ pub(crate) fn autocast_out_dtype() -> Option<DType> {
     is_autocast_enabled().then_some(DType::F16)
 }
 
-/// The f16 copy of `weight` that a product inside an [`autocast`] region multiplies, for
+/// The f16 copy of `weight` that `linear` inside an [`autocast`] region multiplies, for
 /// an f32 parameter (a leaf that requires grad), made once per region and reused by every
-/// product that reads the parameter, forward and backward (PyTorch's autocast casts a
+/// `linear` that reads the parameter, forward and backward (PyTorch's autocast casts a
 /// parameter once per region the same way): the products then read two f16 operands,
-/// where an f32 operand was rounded as each tile loaded it (12-25% slower at the GPT's
-/// shapes on an H200, BENCHMARKS.md 2026-11-29, evening). `None` outside a region and for other
-/// tensors, which the product rounds as it loads them.
+/// where the f32 weight was rounded as each tile loaded it (the AMP step's 384-wide
+/// products 3.92 -> 3.44 ms on an H200, BENCHMARKS.md 2026-11-29, evening). `None` outside
+/// a region and for other tensors, which the product rounds as it loads them.
 ///
 /// # Errors
 /// [`Error::Runtime`] when the device refuses the copy (no f16 support).

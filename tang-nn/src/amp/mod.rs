@@ -12,8 +12,8 @@
 //! scales the loss before backward so that small gradients survive f16, unscales the
 //! gradients (and checks them for inf/NaN on the GPU) before clipping and the optimizer
 //! step, skips a step with an overflow, and adapts the scale. Parameters and optimizer
-//! state stay f32 (master weights); the products read an f16 copy of each parameter made
-//! once per autocast region, as PyTorch's autocast caches it. PyTorch's recipe, line for
+//! state stay f32 (master weights); `linear` reads an f16 copy of its weight made once
+//! per autocast region, as PyTorch's autocast caches it. PyTorch's recipe, line for
 //! line:
 //!
 //! ```text

@@ -249,10 +249,9 @@ impl Op {
                     f16_inputs: *f16_inputs,
                     ..ops::MatmulOptions::default()
                 };
-                let (gx, gw) = match weight_cast {
-                    Some(w) => ops::matmul_backward_cast_b(g, x(0), x(1), w, &options)?,
-                    None => ops::matmul_backward_with(g, x(0), x(1), &options)?,
-                };
+                // x's gradient multiplies the weight the forward multiplied.
+                let w = weight_cast.as_ref().unwrap_or(x(1));
+                let (gx, gw) = ops::matmul_backward_cast_b(g, x(0), x(1), w, &options)?;
                 let mut grads = vec![gx, gw];
                 if inputs.len() == 3 {
                     grads.push(ops::bias_backward(g)?);

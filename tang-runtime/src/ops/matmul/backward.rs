@@ -50,7 +50,8 @@ pub fn matmul_backward_with(
 
 /// [`matmul_backward_with`] for a product whose B was multiplied as `b_cast`, a copy of
 /// `b` in another dtype (autocast's f16 cast of an f32 weight, made once per region and
-/// reused, as PyTorch's autocast caches it): A's gradient multiplies `b_cast` (the
+/// reused, as PyTorch's autocast caches it), or `b` itself (then the same as
+/// [`matmul_backward_with`]): A's gradient multiplies `b_cast` (the
 /// tensor-core product of two f16 operands), B's gradient has `b`'s dtype (f32 for a
 /// master weight: the f32 accumulation, not rounded to f16).
 ///
