@@ -13,7 +13,7 @@ use tang_runtime::{DType, Device, Tensor};
 use tang_testing::{assert_close, devices};
 
 mod attention_support;
-use attention_support::{Cfg, cfg, inputs, ref_backward, ref_forward, upload};
+use attention_support::{Cfg, Inputs, cfg, inputs, ref_backward, ref_forward, upload};
 
 /// `x` rounded to f16 and back (round to nearest even).
 fn rounded(x: &[f32]) -> Vec<f32> {
@@ -22,9 +22,8 @@ fn rounded(x: &[f32]) -> Vec<f32> {
 
 /// One configuration on a device with tensor cores: f16 tensors and f32 ones with
 /// `f16_inputs` against the f64 reference of the rounded inputs.
-fn check_tensor_cores(dev: &Device, c: Cfg, seed: u64, drop: Option<&DropoutState>) {
-    let x = inputs(c, seed, 1.0);
-    let (q, k, v, go) = upload(dev, c, &x);
+fn check_tensor_cores(dev: &Device, c: Cfg, x: &Inputs, drop: Option<&DropoutState>) {
+    let (q, k, v, go) = upload(dev, c, x);
     let [qr, kr, vr] = [&x.q, &x.k, &x.v].map(|a| rounded(a));
     let scale = 1.0 / (c.d as f64).sqrt();
     let (o_ref, lse_ref, _) = ref_forward(c, &qr, &kr, &vr, scale, drop);
@@ -89,9 +88,8 @@ fn check_tensor_cores(dev: &Device, c: Cfg, seed: u64, drop: Option<&DropoutStat
 
 /// One configuration on a device without tensor cores: `f16_inputs` changes nothing in
 /// the forward.
-fn check_fallback(dev: &Device, c: Cfg, seed: u64, drop: Option<&DropoutState>) {
-    let x = inputs(c, seed, 1.0);
-    let (q, k, v, _) = upload(dev, c, &x);
+fn check_fallback(dev: &Device, c: Cfg, x: &Inputs, drop: Option<&DropoutState>) {
+    let (q, k, v, _) = upload(dev, c, x);
     let options = AttentionOptions {
         f16_inputs: true,
         ..c.options(drop)
@@ -103,12 +101,65 @@ fn check_fallback(dev: &Device, c: Cfg, seed: u64, drop: Option<&DropoutState>) 
 }
 
 fn check(c: Cfg, seed: u64, drop: Option<&DropoutState>) {
+    check_inputs(c, &inputs(c, seed, 1.0), drop);
+}
+
+fn check_inputs(c: Cfg, x: &Inputs, drop: Option<&DropoutState>) {
     for dev in devices() {
         if dev.info().tensor_cores {
-            check_tensor_cores(&dev, c, seed, drop);
+            check_tensor_cores(&dev, c, x, drop);
         } else {
-            check_fallback(&dev, c, seed, drop);
+            check_fallback(&dev, c, x, drop);
         }
+    }
+}
+
+/// The largest growth over any row of its maximum score (log2 units, as the forward keeps
+/// it) from its first tile of 64 keys to the keys after.
+fn largest_maximum_growth(c: Cfg, x: &Inputs) -> f64 {
+    let scale = std::f64::consts::LOG2_E / (c.d as f64).sqrt();
+    let mut largest = f64::NEG_INFINITY;
+    for bh in 0..c.b * c.h {
+        let kv = (bh / c.h) * c.hkv + (bh % c.h) / (c.h / c.hkv);
+        for i in 0..c.t {
+            let keys = if c.causal { i + 1 } else { c.t };
+            let score = |j: usize| {
+                let q = &x.q[(bh * c.t + i) * c.d..][..c.d];
+                let k = &x.k[(kv * c.t + j) * c.d..][..c.d];
+                q.iter().zip(k).map(|(a, b)| f64::from(a * b)).sum::<f64>() * scale
+            };
+            let first = (0..keys.min(64))
+                .map(score)
+                .fold(f64::NEG_INFINITY, f64::max);
+            let later = (64..keys).map(score).fold(f64::NEG_INFINITY, f64::max);
+            largest = largest.max(later - first);
+        }
+    }
+    largest
+}
+
+/// Keys whose scores grow along the sequence: rows' maxima grow past the forward's
+/// rescaling threshold (8 in log2 units) in later key tiles, so the output accumulators
+/// are rescaled mid-walk (random inputs of one scale never take that path).
+#[test]
+fn a_row_maximum_growing_across_key_tiles_rescales_the_output() {
+    let wide = Cfg {
+        causal: false,
+        ..cfg(1, 2, 2, 200, 32)
+    };
+    for (c, seed) in [(cfg(1, 2, 1, 257, 64), 40), (wide, 41)] {
+        let mut x = inputs(c, seed, 1.0);
+        // Key j of each head times 1 + j / 8.
+        for (n, value) in x.k.iter_mut().enumerate() {
+            let j = (n / c.d) % c.t;
+            *value *= 1.0 + j as f32 / 8.0;
+        }
+        let growth = largest_maximum_growth(c, &x);
+        assert!(
+            growth > 12.0,
+            "{c:?}: the inputs must move a row's maximum past the threshold (grew {growth})"
+        );
+        check_inputs(c, &x, None);
     }
 }
 

@@ -73,9 +73,10 @@ impl Coop {
         self.dp + PAD
     }
 
-    /// Bytes of workgroup memory: two staged tiles, each subgroup's f32 and f16 scratch.
+    /// Bytes of workgroup memory: two staged tiles, each subgroup's f32 and f16 scratch,
+    /// and the forward's per-subgroup flags and per-row factors.
     fn shared_bytes(&self) -> u32 {
-        2 * 2 * TILE * self.line() + 4 * 4 * 16 * S_LINE + 2 * 4 * 16 * P_LINE
+        2 * 2 * TILE * self.line() + 4 * 4 * 16 * S_LINE + 2 * 4 * 16 * P_LINE + 4 * (4 + ROWS)
     }
 
     /// The WGSL type of a q/k/v/o/gradient binding: four elements per index.

@@ -3,14 +3,19 @@
 //! the `P V` product, as PyTorch's fp16 SDPA (FlashAttention) does.
 //!
 //! A workgroup owns 64 query rows of one (batch, head); subgroup `sg` keeps the Q of rows
-//! `16 sg ..` as A fragments. The online softmax's per-row rescaling of the output
-//! accumulators is out of reach of cooperative matrices (no element access), so the
-//! kernel walks the key tiles twice instead (FlashAttention-1's statistics pass; on
-//! tensor cores the extra `Q K^T` is cheap next to the softmax and the staging):
-//! 1. `S = Q K^T` per tile into the f32 scratch; two lanes per row read their 32 scores,
-//!    mask them and keep a running maximum and sum: the row's logsumexp.
-//! 2. `S` again, `P = exp2(S - lse)` (normalized already), dropout applied, rounded to f16
-//!    into the f16 scratch, and `O += P V`: O needs no rescaling and no final division.
+//! `16 sg ..` as A fragments and walks the key tiles once (FlashAttention-2's online
+//! softmax), with one change: cooperative matrices give no access to their elements, so
+//! the per-row rescaling of the output accumulators when a row's maximum grows is a trip
+//! through the f32 scratch, and it is taken only when some row's maximum grew by more
+//! than [`RESCALE`] (log2 units) since the maximum its probabilities are relative to
+//! (FlashAttention-4's conditional rescaling). Between rescalings a probability is at most
+//! `2^RESCALE`, far inside f16 and f32; the sum and O share the same stale maximum, so
+//! `O / l` is exact. With scores of one scale the first key tile sets the maxima and the
+//! trip is rare; the decision is workgroup-uniform (`workgroupUniformLoad` of a flag per
+//! subgroup), which the cooperative-matrix operations inside it require. Per key tile:
+//! `S = Q K^T` into the f32 scratch; two lanes per row read their 32 scores, mask them,
+//! update the row's maximum and sum, and write `P` (dropout applied, rounded to f16) into
+//! the f16 scratch; `O += P V`. O leaves divided by the row's sum.
 
 use std::fmt::Write as _;
 
@@ -190,55 +195,118 @@ pub(super) fn emit_key_tile_loop(w: &mut String, v: &Coop, srcs: &[&str]) {
     w.push_str("        }\n");
 }
 
+/// How far (log2 units) a row's maximum may grow past the one its probabilities are
+/// relative to before the output accumulators are rescaled: probabilities stay below
+/// `2^8`.
+const RESCALE: f32 = 8.0;
+
 /// The kernel's WGSL.
 pub(super) fn generate(v: &Coop) -> String {
     let mut w = String::with_capacity(16 * 1024);
     emit_header(&mut w, v, "forward", &layout(v));
+    let _ = writeln!(
+        w,
+        "// Per subgroup: whether one of its rows needs its output rescaled this key tile
+var<workgroup> grow: array<u32, 4>;
+// Per row of the block: 1 / the row's sum, applied as O leaves
+var<workgroup> rl: array<f32, {ROWS}>;
+const RESCALE: f32 = {RESCALE:?};"
+    );
     emit_query_block(&mut w);
     emit_tile_registers(&mut w, v, &["q", "k", "v"]);
     emit_tile_fetch(&mut w, v, "    ", "q", ["head_row", "row0", "p.tq"]);
     emit_tile_fetch(&mut w, v, "    ", "k", ["kvrow", "0u", "p.tk_stride"]);
+    emit_tile_fetch(&mut w, v, "    ", "v", ["kvrow", "0u", "p.tk_stride"]);
     emit_tile_stage(&mut w, v, "    ", "q", "ks");
     w.push_str("    workgroupBarrier();\n");
     emit_row_fragments(&mut w, v, "q", "ks");
-    // Pass 1: the row statistics.
+    for dc in 0..v.dp / 16 {
+        let _ = writeln!(w, "    var o{dc} = coop_mat16x16<f32, C>();");
+    }
+    // `m`: the maximum the row's probabilities are relative to (log2 units; below -1e29
+    // until a key is seen); `l`: the lane's part of the row's sum relative to it.
     w.push_str("    var m = -1.0e30;\n    var l = 0.0;\n");
-    emit_key_tile_loop(&mut w, v, &["k"]);
+    emit_key_tile_loop(&mut w, v, &["k", "v"]);
     emit_product_to_scratch(&mut w, v, "q", "ks");
     w.push_str("        workgroupBarrier();\n");
     emit_lane_base(&mut w);
     emit_lane_reads(&mut w, "x", "p.scale_log2", true);
     w.push_str(
         "        let mt = max(max(max(x0, x1), max(x2, x3)), max(max(x4, x5), max(x6, x7)));
-        let mn = max(m, max(max(mt.x, mt.y), max(mt.z, mt.w)));
-        let e = exp2(x0 - mn) + exp2(x1 - mn) + exp2(x2 - mn) + exp2(x3 - mn)
-            + exp2(x4 - mn) + exp2(x5 - mn) + exp2(x6 - mn) + exp2(x7 - mn);
-        l = l * exp2(m - mn) + e.x + e.y + e.z + e.w;
-        m = mn;
-    }
-    // The row's two halves meet; lse2 is the logsumexp in log2 units.
-    let mo = subgroupShuffleXor(m, 16u);
-    let lo = subgroupShuffleXor(l, 16u);
-    let mr = max(m, mo);
-    let lse2 = mr + log2(l * exp2(m - mr) + lo * exp2(mo - mr));
+        let ml = max(max(mt.x, mt.y), max(mt.z, mt.w));
+        let mrow = max(ml, subgroupShuffleXor(ml, 16u));
+        // A row's first keys set its maximum (nothing to rescale yet); later ones move it
+        // only past the threshold.
+        let fresh = m < -1.0e29;
+        let grows = mrow > m + select(RESCALE, 0.0, fresh);
+        var alpha = 1.0;
+        if (grows) {
+            alpha = exp2(m - mrow);
+            m = mrow;
+            l = l * alpha;
+        }
+        let need = subgroupAny(grows && !fresh);
 ",
     );
-    // Pass 2: P and O.
-    for dc in 0..v.dp / 16 {
-        let _ = writeln!(w, "    var o{dc} = coop_mat16x16<f32, C>();");
+    for j in 0..8 {
+        let _ = writeln!(w, "        x{j} = exp2(x{j} - m);");
     }
-    emit_tile_fetch(&mut w, v, "    ", "k", ["kvrow", "0u", "p.tk_stride"]);
-    emit_tile_fetch(&mut w, v, "    ", "v", ["kvrow", "0u", "p.tk_stride"]);
-    emit_key_tile_loop(&mut w, v, &["k", "v"]);
-    emit_product_to_scratch(&mut w, v, "q", "ks");
-    w.push_str("        workgroupBarrier();\n");
-    emit_probabilities(&mut w);
+    w.push_str(
+        "        let e = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7;
+        l = l + e.x + e.y + e.z + e.w;
+",
+    );
     emit_lane_dropout(&mut w, "x");
     emit_lane_writes(&mut w, "x");
-    w.push_str("        workgroupBarrier();\n");
+    // The flags' uniform load is also the barrier between the P writes and their reads.
+    w.push_str(
+        "        if (lane == 0u) {
+            grow[sg] = select(0u, 1u, need);
+        }
+        let gf = workgroupUniformLoad(&grow);
+        if ((gf[0] | gf[1] | gf[2] | gf[3]) != 0u) {
+",
+    );
+    let si = |dc: u32| format!("sg * {}u + {}u", 16 * S_LINE, dc * 16);
+    for dc in 0..v.dp / 16 {
+        let _ = writeln!(
+            w,
+            "            {{\n                let si = {};\n                coopStoreT(o{dc}, &ss[si], {S_LINE}u);\n            }}",
+            si(dc)
+        );
+    }
+    w.push_str("            workgroupBarrier();\n");
+    for j in 0..32 {
+        let _ = writeln!(w, "            ss[sb + {j}u] *= alpha;");
+    }
+    w.push_str("            workgroupBarrier();\n");
+    for dc in 0..v.dp / 16 {
+        let _ = writeln!(
+            w,
+            "            {{\n                let si = {};\n                o{dc} = coopLoadT<coop_mat16x16<f32, C>>(&ss[si], {S_LINE}u);\n            }}",
+            si(dc)
+        );
+    }
+    w.push_str("        }\n");
     emit_accumulate(&mut w, v, "o", "vs");
-    w.push_str("    }\n");
-    emit_store(&mut w, v, "o", "o", ["head_row", "row0", "p.tq"], "1.0");
+    w.push_str(
+        "    }
+    // The row's two halves meet; lse2 is the logsumexp in log2 units.
+    let lt = l + subgroupShuffleXor(l, 16u);
+    let lse2 = m + log2(lt);
+    if (hh == 0u) {
+        rl[sg * 16u + r] = 1.0 / lt;
+    }
+",
+    );
+    emit_store(
+        &mut w,
+        v,
+        "o",
+        "o",
+        ["head_row", "row0", "p.tq"],
+        "rl[sg * 16u + rr]",
+    );
     w.push_str(
         "    if (hh == 0u && i < p.tq) {
         // natural-log logsumexp
