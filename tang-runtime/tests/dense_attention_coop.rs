@@ -180,6 +180,10 @@ fn the_tensor_core_kernels_match_the_reference_of_the_rounded_inputs() {
         };
         check(c, 20 + t as u64, None);
     }
+    // One kv head per query head (the other cases share one), whole and partial tiles.
+    for (i, (t, d)) in [(132, 64), (4, 16), (64, 48)].into_iter().enumerate() {
+        check(cfg(2, 3, 3, t, d), 50 + i as u64, None);
+    }
 }
 
 /// Dropout inside the tensor-core kernels draws the explicit path's mask.
@@ -195,4 +199,6 @@ fn the_tensor_core_kernels_drop_the_explicit_paths_weights() {
         ..cfg(1, 2, 2, 45, 32)
     };
     check(c, 32, Some(&drop));
+    // One kv head per query head, a partial last tile.
+    check(cfg(1, 2, 2, 68, 64), 33, Some(&drop));
 }

@@ -13,6 +13,11 @@
 //! elements the softmax needs goes through a per-subgroup f32 scratch (`coopStoreT`), and
 //! what the scalar code makes of it (P, dS) goes back through an f16 one for the next
 //! product.
+//!
+//! The tiles and scratches fill 44 KiB of workgroup memory, so one workgroup runs per SM
+//! on an H200 (the driver fits two only below 24 KiB each; see `CoopTile::PRESETS`). A
+//! forward on 32-key tiles (23.5 KiB: two per SM) was measured and not kept: 13% faster
+//! without dropout, 14% slower with it (B8 H8 T1024; BENCHMARKS.md, 2026-11-29 (night)).
 
 use std::fmt::Write as _;
 

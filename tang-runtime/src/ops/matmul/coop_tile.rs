@@ -57,6 +57,14 @@ impl CoopTile {
     /// per subgroup (k tiles of 16; 64 x 128, 128 x 64, 64 x 64 blocks; 128 x 128 blocks
     /// of 8 or 16 subgroups): their figures are in BENCHMARKS.md (2026-11-28), and any of
     /// them can still be forced through [`crate::ops::MatmulOptions::coop_tile`].
+    ///
+    /// Why the larger ones lose: NVIDIA's Vulkan driver fits two of the default's
+    /// workgroups (23,040 bytes of workgroup memory at `A·B`) on an SM, and still does with
+    /// up to 1,536 bytes more each, but one only with 2,048 bytes more (4096³: 270 -> 156
+    /// TFLOP/s; BENCHMARKS.md, 2026-11-29 (night)), so a tile past 24 KiB of workgroup
+    /// memory halves the subgroups an SM interleaves (two buffers: 44 KiB; a row of
+    /// fragments per store: 36 KiB). Registers are what keeps it at two: a second k tile
+    /// in flight in registers (the loop unrolled by two) ran 19% slower.
     pub const PRESETS: [CoopTile; 5] = {
         const D: CoopTile = CoopTile::DEFAULT;
         [
