@@ -35,13 +35,16 @@ fn memory_stays_bounded_over_ten_thousand_launch_drop_cycles() {
     let dev = Device::new().unwrap();
     let x = Tensor::from_slice(&dev, &random(1000, 2), &[1000]).unwrap();
     let mut acc = Tensor::zeros(&dev, &[1000]).unwrap();
+    // Built once: each `add()` emits, validates and leaks a new descriptor (most of the
+    // test's time when it was called per launch).
+    let add = add();
     for _ in 0..100 {
-        acc = dev.launch(add(), &[&acc, &x], &[], &[]).unwrap().remove(0);
+        acc = dev.launch(add, &[&acc, &x], &[], &[]).unwrap().remove(0);
     }
     dev.sync().unwrap();
     let warm = dev.stats();
     for _ in 0..10_000 {
-        acc = dev.launch(add(), &[&acc, &x], &[], &[]).unwrap().remove(0);
+        acc = dev.launch(add, &[&acc, &x], &[], &[]).unwrap().remove(0);
     }
     let got = acc.to_vec().unwrap();
     let s = dev.stats();
