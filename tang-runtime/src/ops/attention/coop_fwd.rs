@@ -9,8 +9,8 @@
 //! through the f32 scratch, and it is taken only when some row's maximum grew by more
 //! than [`RESCALE`] (log2 units) since the maximum its probabilities are relative to
 //! (FlashAttention-4's conditional rescaling). Between rescalings a probability is at most
-//! `2^RESCALE`, far inside f16 and f32; the sum and O share the same stale maximum, so
-//! `O / l` is exact. With scores of one scale the first key tile sets the maxima and the
+//! `2^RESCALE`, far inside f16 and f32; the sum and O are relative to the same stale
+//! maximum, so `O / l` needs no correction. With scores of one scale the first key tile sets the maxima and the
 //! trip is rare; the decision is workgroup-uniform (`workgroupUniformLoad` of a flag per
 //! subgroup), which the cooperative-matrix operations inside it require. Per key tile:
 //! `S = Q K^T` into the f32 scratch; two lanes per row read their 32 scores, mask them,
