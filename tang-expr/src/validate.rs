@@ -3,8 +3,9 @@
 use crate::error::ValidationError;
 
 /// Parses and validates a WGSL shader with naga (all validation flags; the capabilities
-/// tang's shaders may use: subgroup operations, f16, cooperative matrices and 64-bit
-/// integers, which the runtime only selects when the adapter has them).
+/// tang's shaders may use: subgroup operations, f16, `unpack2x16float`, cooperative
+/// matrices and 64-bit integers, which the runtime only selects when the adapter has
+/// them).
 ///
 /// # Errors
 /// A [`ValidationError`] with naga's message and the location it points at.
@@ -16,6 +17,7 @@ pub fn validate(wgsl: &str) -> Result<(), ValidationError> {
     let caps = naga::valid::Capabilities::SUBGROUP
         | naga::valid::Capabilities::SUBGROUP_BARRIER
         | naga::valid::Capabilities::SHADER_FLOAT16
+        | naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32
         | naga::valid::Capabilities::COOPERATIVE_MATRIX
         | naga::valid::Capabilities::SHADER_INT64;
     naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)

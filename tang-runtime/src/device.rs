@@ -354,7 +354,11 @@ impl Device {
             subgroup_max_size: ainfo.subgroup_max_size,
             tensor_cores,
         };
-        let state = State::new(&device, &limits);
+        let state = State::new(
+            &device,
+            &limits,
+            crate::f16_widen::adapter_has_native(&adapter),
+        );
         let pool_limit = opts.pool_limit.unwrap_or(if is_software {
             SOFTWARE_POOL_LIMIT
         } else {

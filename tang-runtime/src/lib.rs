@@ -30,6 +30,7 @@ mod device;
 mod dispatch;
 mod dtype;
 mod error;
+mod f16_widen;
 mod hash;
 mod info;
 mod launch;
@@ -90,6 +91,19 @@ pub mod __testing {
             })
             .collect();
         all.extend(int64);
+        // The kernels that read f16, as a device with `unpack2x16float` runs them.
+        let native_f16: Vec<(String, String)> = all
+            .iter()
+            .filter_map(
+                |(name, src)| match crate::f16_widen::for_device(src, true) {
+                    std::borrow::Cow::Owned(text) => {
+                        Some((format!("{name} (unpack2x16float)"), text))
+                    }
+                    std::borrow::Cow::Borrowed(_) => None,
+                },
+            )
+            .collect();
+        all.extend(native_f16);
         all
     }
 }

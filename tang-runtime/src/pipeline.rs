@@ -263,6 +263,8 @@ impl Pipeline {
 #[derive(Default)]
 pub(crate) struct Cache {
     modules: HashMap<(u64, bool), wgpu::ShaderModule>,
+    /// The adapter widens f16 with `unpack2x16float` ([`crate::f16_widen`]).
+    native_f16_widen: bool,
     /// Pipelines by [`PipelineKey::hash`]; distinct keys with one hash share the list.
     pipelines: MixMap<u64, Vec<Pipeline>>,
     pub modules_created: u64,
@@ -282,8 +284,10 @@ fn create_module(
     label: &str,
     wgsl: &str,
     trusted: bool,
+    native_f16_widen: bool,
 ) -> wgpu::ShaderModule {
     let wgsl = crate::wide_mul::for_device(wgsl, device.features());
+    let wgsl = crate::f16_widen::for_device(&wgsl, native_f16_widen);
     let desc = wgpu::ShaderModuleDescriptor {
         label: Some(label),
         source: wgpu::ShaderSource::Wgsl(wgsl),
@@ -300,6 +304,14 @@ fn create_module(
 }
 
 impl Cache {
+    /// An empty cache for a device that widens f16 with `unpack2x16float` or not.
+    pub fn new(native_f16_widen: bool) -> Cache {
+        Cache {
+            native_f16_widen,
+            ..Cache::default()
+        }
+    }
+
     /// The pipeline for `key` and its bind group layout, created (with its module) on
     /// first use.
     pub fn get(
@@ -330,7 +342,7 @@ impl Cache {
             Some(m) => m.clone(),
             None => {
                 self.modules_created += 1;
-                create_module(device, name, wgsl, module_key.1)
+                create_module(device, name, wgsl, module_key.1, self.native_f16_widen)
             }
         };
         let entries: Vec<wgpu::BindGroupLayoutEntry> = key

@@ -75,7 +75,8 @@ impl Drop for State {
 }
 
 impl State {
-    pub fn new(device: &wgpu::Device, limits: &wgpu::Limits) -> State {
+    /// `native_f16_widen`: the adapter has `unpack2x16float` ([`crate::f16_widen`]).
+    pub fn new(device: &wgpu::Device, limits: &wgpu::Limits, native_f16_widen: bool) -> State {
         let arena_buf = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("tang uniform arena"),
             size: ARENA_BYTES,
@@ -93,7 +94,7 @@ impl State {
             align: u64::from(limits.min_uniform_buffer_offset_alignment.max(16)),
             deferred: Pool::default(),
             pool: Pool::default(),
-            cache: Cache::default(),
+            cache: Cache::new(native_f16_widen),
             bind_groups: BindGroups::default(),
             uniform_offsets: Vec::new(),
             uniform_sizes: Vec::new(),
