@@ -8,7 +8,7 @@
 //! Both forms are exact (every f16 value is an f32 value, and WGSL defines the widening
 //! so), so the bits are the same either way. The integer form cost more than the memory
 //! f16 saves: an f16 tanh-GELU over 64M elements ran in 0.189 ms against 0.136 ms in f32
-//! on an H200 (BENCHMARKS.md, 2026-11-29 (morning)). Rounding the other way stays
+//! on an H200 (BENCHMARKS.md, 2026-11-29 (fifth session)). Rounding the other way stays
 //! integer arithmetic on every device: WGSL leaves `pack2x16float`'s rounding to the
 //! implementation, and tang rounds to nearest even as PyTorch and the `half` crate do.
 

@@ -167,7 +167,7 @@ impl Staged {
     /// 2, 6, 3, 7 (each group of eight) pairs lines 16 banks apart, which the
     /// half-subgroups write without a conflict. Loads from global memory follow the same
     /// order, so each thread still reads whole 8-byte units of one row. Measured on an
-    /// H200 (BENCHMARKS.md, 2026-11-29 (morning)): 4096³ 268 -> 279 TFLOP/s,
+    /// H200 (BENCHMARKS.md, 2026-11-29 (fifth session)): 4096³ 268 -> 279 TFLOP/s,
     /// 4096x4096x1024 `A·Bᵀ` 209 -> 236, the GPT's 16384x1536x384 `A·Bᵀ` 178 -> 193.
     fn line_of(&self, u: &str) -> String {
         let per = self.units_per_line();
