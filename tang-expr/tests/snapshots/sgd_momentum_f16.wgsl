@@ -38,18 +38,18 @@ fn f16_bits_to_f32(h: u32) -> u32 {
 fn f32_to_f16_bits(x: u32) -> u32 {
     let sign = (x >> 16u) & 0x8000u;
     let a = x & 0x7fffffffu;
-    if (a >= 0x47800000u) {
-        // 2^16 and beyond: inf; NaN keeps the quiet bit and its payload's top bits.
-        return sign | select(0x7c00u, 0x7e00u | ((a >> 13u) & 0x3ffu), a > 0x7f800000u);
-    }
-    if (a < 0x38800000u) {
-        // Below 2^-14 (f16 subnormals and zero): adding 0.5 puts the value, rounded to
-        // nearest even by the (correctly rounded) f32 sum, in the low mantissa bits.
-        return sign | (bitcast<u32>(bitcast<f32>(a) + 0.5) - 0x3f000000u);
-    }
+    // Every case is computed and one selected: no branch per element (the three ranges
+    // were branches, which cost more than the arithmetic they skipped).
     // Normal: rebias the exponent and round the 13 dropped bits to nearest even; a carry
-    // steps the exponent, up to inf (from 65520 on).
-    return sign | ((a + 0xc8000fffu + ((a >> 13u) & 1u)) >> 13u);
+    // steps the exponent, and from 65520 on (inf too) the result reaches inf, where
+    // `min` holds it.
+    let normal = min((a + 0xc8000fffu + ((a >> 13u) & 1u)) >> 13u, 0x7c00u);
+    // NaN keeps the quiet bit and its payload's top bits.
+    let nan = 0x7e00u | ((a >> 13u) & 0x3ffu);
+    // Below 2^-14 (f16 subnormals and zero): adding 0.5 puts the value, rounded to
+    // nearest even by the (correctly rounded) f32 sum, in the low mantissa bits.
+    let small = bitcast<u32>(bitcast<f32>(a) + 0.5) - 0x3f000000u;
+    return sign | select(select(normal, nan, a > 0x7f800000u), small, a < 0x38800000u);
 }
 
 fn tang_h1(w: u32) -> f32 {
