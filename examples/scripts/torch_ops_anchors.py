@@ -1,6 +1,8 @@
 """PyTorch's side of the tensor-op benchmark cases in `tang-runtime/tests/ops_bench.rs`
 (permute, conv2d) and of the bench program's `broadcast_add_*` cases
-(`examples/examples/bench/elementwise.rs`), under the same names.
+(`examples/examples/bench/elementwise.rs`) and `bias_grad_*` cases
+(`examples/examples/bench/rows.rs`: Linear's bias gradient, `g.sum(0)`), under the same
+names.
 
 Run on the same GPU in the same run as the tang cases (fp32, TF32 off):
 
@@ -63,6 +65,17 @@ def broadcast_cases():
         )
 
 
+def bias_grad_cases():
+    rows = 16384
+    for n in (384, 1152, 1536):
+        for dtype, suffix in ((torch.float32, ""), (torch.float16, "_f16")):
+            g = torch.randn(rows, n, device=dev, dtype=dtype)
+            # What autograd runs for a Linear's bias: the column sums, in f32 for f16 g.
+            ms = median_ms(lambda: g.sum(0, dtype=torch.float32), 50)
+            gbps = g.numel() * g.element_size() / ms / 1e6
+            print(f"bias_grad_{rows}x{n}{suffix}: {ms:.4f} ms, {gbps:.0f} GB/s")
+
+
 def conv_case():
     x = torch.randn(64, 64, 56, 56, device=dev, requires_grad=True)
     w = torch.randn(64, 64, 3, 3, device=dev, requires_grad=True)
@@ -84,4 +97,5 @@ if __name__ == "__main__":
     print("PyTorch", torch.__version__, "on", torch.cuda.get_device_name())
     layout_cases()
     broadcast_cases()
+    bias_grad_cases()
     conv_case()

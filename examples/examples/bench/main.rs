@@ -139,12 +139,13 @@ fn main() -> ExitCode {
         rewarm(&mut report);
         matmul::run(&dev, quick, &mut report);
     }
-    if ["rows", "softmax", "layer_norm"]
+    if ["rows", "softmax", "layer_norm", "bias_grad"]
         .iter()
         .any(|g| report.wants(g))
     {
         rewarm(&mut report);
         rows::run(&dev, quick, &mut report);
+        rows::bias_grads(&dev, quick, &mut report);
     }
     if report.wants("attention") {
         rewarm(&mut report);

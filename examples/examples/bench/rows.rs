@@ -300,3 +300,41 @@ fn f16_cases(dev: &Device, quick: bool, report: &mut Report, [x, g, w, b]: [&Ten
         case(report, names[2], fwd_bwd, time(dev, quick, step));
     }
 }
+
+/// Linear's bias gradient (`ops::bias_backward`: the column sums of `G [16384, n]`) at the
+/// GPT's widths, f32 and f16 `G` (autocast's), against PyTorch's `g.sum(0)` in
+/// `examples/scripts/torch_ops_anchors.py`. Sampled columns are checked against f64 sums
+/// first.
+pub fn bias_grads(dev: &Device, quick: bool, report: &mut Report) {
+    const ROWS: usize = 16384;
+    for n in [384usize, 1152, 1536] {
+        for half in [false, true] {
+            let name = format!("bias_grad_{ROWS}x{n}{}", if half { "_f16" } else { "" });
+            if !report.wants(&name) {
+                continue;
+            }
+            let run = || -> Result<f64, Error> {
+                let v = super::elementwise::rounded_f16(random(ROWS * n, 5));
+                let g = Tensor::from_slice(dev, &v, &[ROWS, n])?;
+                let g = if half {
+                    ops::to_dtype(&g, DType::F16)?
+                } else {
+                    g
+                };
+                let got = ops::bias_backward(&g)?.to_vec()?;
+                for j in [0, 1, n / 2, n - 1] {
+                    let want: f64 = (0..ROWS).map(|r| f64::from(v[r * n + j])).sum();
+                    if (f64::from(got[j]) - want).abs() > 1e-3 * (1.0 + want.abs()) {
+                        return Err(Error::ShapeMismatch {
+                            op: "bench bias_grad".into(),
+                            detail: format!("column {j}: {} against {want}", got[j]),
+                        });
+                    }
+                }
+                time(dev, quick, || ops::bias_backward(&g).map(drop))
+            };
+            let bytes = (ROWS * n * if half { 2 } else { 4 }) as f64;
+            case(report, &name, bytes, run());
+        }
+    }
+}
