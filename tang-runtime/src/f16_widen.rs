@@ -45,13 +45,22 @@ pub(crate) fn for_device(wgsl: &str, native: bool) -> Cow<'_, str> {
 mod tests {
     use super::*;
 
-    /// The swap reaches the f16 forms of generated elementwise kernels, and what it makes
+    /// A kernel for the test: its f16 form is what the kernel macros make of every
+    /// elementwise function.
+    #[crate::kernel]
+    fn halve(x: f32) -> f32 {
+        x * 0.5
+    }
+
+    /// The swap reaches the f16 form of a generated elementwise kernel, and what it makes
     /// passes naga (the hand-written kernels' swapped forms are validated with the rest of
     /// the registry by the workspace's shader test).
     #[test]
     fn the_native_widening_replaces_the_portable_one_and_validates() {
-        let desc = crate::ops::kernels::gelu::VJP;
-        let (text, _) = desc.wgsl_f16().expect("gelu has an f16 form");
+        let desc = halve::KERNEL;
+        let (text, _) = desc
+            .wgsl_f16()
+            .expect("an elementwise kernel has an f16 form");
         let swapped = for_device(text, true);
         assert!(matches!(swapped, Cow::Owned(_)));
         assert!(swapped.contains("unpack2x16float") && !swapped.contains("e == 0x1fu"));
