@@ -57,6 +57,7 @@ mod tests {
     /// the registry by the workspace's shader test).
     #[test]
     fn the_native_widening_replaces_the_portable_one_and_validates() {
+        assert_eq!(halve(3.0), 1.5); // the function itself runs on the CPU
         let desc = halve::KERNEL;
         let (text, _) = desc
             .wgsl_f16()
