@@ -33,7 +33,7 @@ use tang_runtime::{DType, Device};
 
 use super::Report;
 use super::elementwise::warm_up;
-use super::training::time_step;
+use super::training::{print_step_profile, time_step};
 
 /// The errors of a step.
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -97,6 +97,7 @@ fn gpt2_case(
         Ok(())
     };
     let ms = time_step(dev, reps, &mut step)?;
+    print_step_profile(dev, &mut step)?;
     let before = dev.stats();
     step()?;
     dev.sync()?;

@@ -277,7 +277,20 @@ fn gpt_case(dev: &Device, s: GptSize, amp: bool, reps: usize) -> Result<(f64, f6
         dev.sync()?;
         whole.push(t.elapsed().as_secs_f64() * 1e3);
     }
-    // Where the GPU time of a step goes, per kernel and grid (two steps profiled).
+    print_step_profile(dev, &mut step)?;
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    Ok((ms, median(&mut host), median(&mut whole)))
+}
+
+/// Prints where the GPU time of one `step` goes, per kernel and grid (two steps profiled,
+/// the table divided by two); nothing where the device cannot time its work.
+pub(super) fn print_step_profile(
+    dev: &Device,
+    step: &mut impl FnMut() -> Result<(), BoxError>,
+) -> Result<(), BoxError> {
     if dev.start_profiling().is_ok() {
         for _ in 0..2 {
             step()?;
@@ -288,11 +301,7 @@ fn gpt_case(dev: &Device, s: GptSize, amp: bool, reps: usize) -> Result<(f64, f6
             profile.table(40, 2)
         );
     }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    Ok((ms, median(&mut host), median(&mut whole)))
+    Ok(())
 }
 
 /// Causal attention of the GPT step's shape through autograd, forward and backward of
