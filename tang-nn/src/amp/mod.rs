@@ -38,4 +38,3 @@ pub use autocast::{AutocastGuard, autocast, autocast_disabled, is_autocast_enabl
 pub(crate) use autocast::{autocast_out_dtype, cast_parameter, forget_casts};
 pub use error::AmpError;
 pub use scaler::{GradScaler, GradScalerOptions, GradScalerState};
-pub use unscale::unscale_and_check;

@@ -3,38 +3,18 @@
 //! PyTorch's `_amp_foreach_non_finite_check_and_unscale_` does (it checks each element
 //! before it is unscaled).
 //!
-//! The gradients are packed into one flat tensor (one launch per 64 of them), checked and
-//! unscaled there by one kernel, counted by one reduction and unpacked: a handful of
-//! launches for a whole model, where a kernel and a reduction per gradient would be two
-//! per parameter. Nothing is read back here; [`super::GradScaler::step`] reads the count.
+//! The gradients are checked and unscaled where they lie, up to 64 of them per launch, and
+//! counted in one more ([`tang_runtime::ops::foreach_unscale_count_non_finite`]): a
+//! handful of launches for a whole model, where a kernel and a reduction per gradient
+//! would be two per parameter (and packing them into one flat tensor and back, as this did
+//! before, moved every gradient twice more). Nothing is read back here;
+//! [`super::GradScaler::step`] reads the count.
 
-use tang_runtime::ops::{pack, sum_all, unpack};
+use tang_runtime::ops::foreach_unscale_count_non_finite;
 use tang_runtime::{DType, Tensor};
 
 use super::AmpError;
 use crate::optim::OptimError;
-
-/// `g *= inv_scale` in place, returning 1 where `g` was infinite or NaN before it was
-/// scaled (NaN fails the comparison) and 0 elsewhere.
-///
-/// ```
-/// use tang_nn::amp::unscale_and_check;
-/// let mut g = 1024.0;
-/// assert_eq!(unscale_and_check(&mut g, 1.0 / 1024.0), 0.0);
-/// assert_eq!(g, 1.0);
-/// let mut bad = f32::NAN;
-/// assert_eq!(unscale_and_check(&mut bad, 0.5), 1.0);
-/// ```
-#[tang_runtime::kernel]
-pub fn unscale_and_check(g: &mut f32, #[uniform] inv_scale: f32) -> f32 {
-    let non_finite = if (*g).abs() <= 3.402_823_5e38 {
-        0.0
-    } else {
-        1.0
-    };
-    *g *= inv_scale;
-    non_finite
-}
 
 /// Multiplies each of `grads` by `inv_scale` in place and returns the number of their
 /// elements that were infinite or NaN, as a one-element tensor left on the device.
@@ -44,7 +24,6 @@ pub(super) fn unscale_grads(grads: &[&Tensor], inv_scale: f32) -> Result<Option<
         return Ok(None);
     };
     let dev = first.device();
-    let mut offsets = Vec::with_capacity(grads.len());
     let mut total = 0usize;
     for (i, g) in grads.iter().enumerate() {
         if g.dtype() != DType::F32 {
@@ -60,15 +39,10 @@ pub(super) fn unscale_grads(grads: &[&Tensor], inv_scale: f32) -> Result<Option<
             }
             .into());
         }
-        offsets.push(total);
         total += g.len();
     }
     if total == 0 {
         return Ok(None);
     }
-    let flat = dev.empty(&[total], DType::F32)?;
-    pack(grads, &flat, &offsets)?;
-    let non_finite = unscale_and_check::launch(dev, &flat, inv_scale)?;
-    unpack(&flat, &offsets, grads)?;
-    Ok(Some(sum_all(&non_finite)?))
+    Ok(Some(foreach_unscale_count_non_finite(grads, inv_scale)?))
 }

@@ -99,8 +99,9 @@ pub use matmul::{
 pub use random::philox::{PhiloxStream, dropout_block, dropout_threshold, philox4x32_10};
 pub use random::{DropoutState, Generator, dropout, dropout_backward, rand, rand_bits, randn};
 pub use reduce::{
-    foreach_sum_of_squares, max, max_all, max_all_backward, max_backward, mean, mean_all,
-    mean_all_backward, mean_backward, sum, sum_all, sum_all_backward, sum_backward,
+    foreach_sum_of_squares, foreach_unscale_count_non_finite, max, max_all, max_all_backward,
+    max_backward, mean, mean_all, mean_all_backward, mean_backward, sum, sum_all, sum_all_backward,
+    sum_backward,
 };
 pub use rows::cross_entropy::{CrossEntropy, cross_entropy, cross_entropy_with};
 pub use rows::norm::{

@@ -42,7 +42,7 @@ use crate::spec::{Slot, Source, grid, params};
 use crate::wgsl::{chunk_main, unit_specs, wg_common, wg_main};
 use crate::{DType, Error, Tensor};
 
-pub use foreach::foreach_sum_of_squares;
+pub use foreach::{foreach_sum_of_squares, foreach_unscale_count_non_finite};
 
 pub use backward::{
     max_all_backward, max_backward, mean_all_backward, mean_backward, sum_all_backward,
