@@ -503,18 +503,25 @@ fn errors_are_typed() {
     }
 }
 
+/// Random values for the foreach tests (seeded by `seed`): lengths at and around the first
+/// pass's 4,096-element chunks, an empty tensor, and more tensors than one launch binds
+/// (70: two groups).
+fn foreach_values(seed: u64) -> Vec<Vec<f32>> {
+    let mut rng = Rng::new(seed);
+    [0usize, 1, 5, 4095, 4096, 4097, 70_001]
+        .into_iter()
+        .chain((0..63).map(|i| 1 + 37 * i))
+        .map(|n| rng.vec(n, 2.0))
+        .collect()
+}
+
 /// Each tensor's sum of squares against f64, over lengths at and around the first pass's
 /// 4,096-element chunks, an empty tensor, and more tensors than one launch binds (70: two
 /// groups); the typed errors.
 #[test]
 fn foreach_sum_of_squares_matches_an_f64_reference() {
     for dev in devices() {
-        let mut rng = Rng::new(11);
-        let lens: Vec<usize> = [0usize, 1, 5, 4095, 4096, 4097, 70_001]
-            .into_iter()
-            .chain((0..63).map(|i| 1 + 37 * i))
-            .collect();
-        let values: Vec<Vec<f32>> = lens.iter().map(|&n| rng.vec(n, 2.0)).collect();
+        let values = foreach_values(11);
         let tensors: Vec<Tensor> = values
             .iter()
             .map(|v| Tensor::from_slice(&dev, v, &[v.len()]).unwrap())
@@ -524,7 +531,7 @@ fn foreach_sum_of_squares_matches_an_f64_reference() {
             .unwrap()
             .to_vec()
             .unwrap();
-        assert_eq!(got.len(), lens.len());
+        assert_eq!(got.len(), values.len());
         for (i, v) in values.iter().enumerate() {
             let want: f64 = v.iter().map(|&x| f64::from(x) * f64::from(x)).sum();
             let err = (f64::from(got[i]) - want).abs();
@@ -559,12 +566,8 @@ fn foreach_sum_of_squares_matches_an_f64_reference() {
 #[test]
 fn foreach_unscale_scales_in_place_and_counts_the_non_finite() {
     for dev in devices() {
-        let mut rng = Rng::new(12);
-        let lens: Vec<usize> = [0usize, 1, 5, 4095, 4096, 4097, 70_001]
-            .into_iter()
-            .chain((0..63).map(|i| 1 + 37 * i))
-            .collect();
-        let mut values: Vec<Vec<f32>> = lens.iter().map(|&n| rng.vec(n, 2.0)).collect();
+        let mut rng = Rng::new(13);
+        let mut values = foreach_values(12);
         let bad = [
             (3, 4000, f32::INFINITY),
             (6, 69_999, f32::NAN),
