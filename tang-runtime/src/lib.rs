@@ -73,6 +73,20 @@ pub use wgpu;
 /// Hooks for tang's own tests; not part of the API.
 #[doc(hidden)]
 pub mod __testing {
+    /// The kernels of `all` whose text `swap` changes, as swapped, named `name (tag)`.
+    fn swapped(
+        all: &[(String, String)],
+        tag: &str,
+        swap: impl Fn(&str) -> std::borrow::Cow<'_, str>,
+    ) -> Vec<(String, String)> {
+        all.iter()
+            .filter_map(|(name, src)| match swap(src) {
+                std::borrow::Cow::Owned(text) => Some((format!("{name} ({tag})"), text)),
+                std::borrow::Cow::Borrowed(_) => None,
+            })
+            .collect()
+    }
+
     /// Every hand-written kernel the crate can produce (the core's strided copy and every
     /// family of `ops`), as
     /// `(name, WGSL)`.
@@ -80,29 +94,16 @@ pub mod __testing {
         let mut all = crate::strided::kernels();
         all.extend(crate::cast::kernels());
         all.extend(crate::ops::registry());
-        // The kernels that draw random numbers, as a device with 64-bit integers runs them.
-        let int64: Vec<(String, String)> = all
-            .iter()
-            .filter_map(|(name, src)| {
-                match crate::wide_mul::for_device(src, wgpu::Features::SHADER_INT64) {
-                    std::borrow::Cow::Owned(text) => Some((format!("{name} (SHADER_INT64)"), text)),
-                    std::borrow::Cow::Borrowed(_) => None,
-                }
-            })
-            .collect();
+        // The kernels as the devices that have the features run them (the text swaps made
+        // when a shader module is created): 64-bit products in the kernels that draw random
+        // numbers, `unpack2x16float` in those that read f16.
+        let int64 = swapped(&all, "SHADER_INT64", |src| {
+            crate::wide_mul::for_device(src, wgpu::Features::SHADER_INT64)
+        });
+        let native_f16 = swapped(&all, "unpack2x16float", |src| {
+            crate::f16_widen::for_device(src, true)
+        });
         all.extend(int64);
-        // The kernels that read f16, as a device with `unpack2x16float` runs them.
-        let native_f16: Vec<(String, String)> = all
-            .iter()
-            .filter_map(
-                |(name, src)| match crate::f16_widen::for_device(src, true) {
-                    std::borrow::Cow::Owned(text) => {
-                        Some((format!("{name} (unpack2x16float)"), text))
-                    }
-                    std::borrow::Cow::Borrowed(_) => None,
-                },
-            )
-            .collect();
         all.extend(native_f16);
         all
     }

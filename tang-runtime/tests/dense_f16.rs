@@ -106,6 +106,56 @@ fn f16_to_f32_is_exact_for_every_value() {
     assert_eq!(host.len(), all.len());
 }
 
+/// The portable widening (integer arithmetic), which adapters without `unpack2x16float`
+/// run: every kernel carries it and the runtime swaps in the instruction on adapters that
+/// have it (all those the tests run on), so here it runs under another name, which the
+/// swap leaves alone, over every f16 value.
+#[test]
+fn the_portable_widening_is_exact_for_every_value() {
+    use tang_runtime::tang_expr::kernel::F16_BITS_TO_F32_WGSL;
+    use tang_runtime::{Binding, RawKernel};
+    let portable = F16_BITS_TO_F32_WGSL.replace("fn f16_bits_to_f32(", "fn portable_widen(");
+    assert_ne!(
+        portable, F16_BITS_TO_F32_WGSL,
+        "the widening's name changed"
+    );
+    let text = format!(
+        "{portable}
+@group(0) @binding(0) var<storage, read> h: array<u32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) {{
+    if (g.x < arrayLength(&h)) {{
+        out[2u * g.x] = bitcast<f32>(portable_widen(h[g.x] & 0xffffu));
+        out[2u * g.x + 1u] = bitcast<f32>(portable_widen(h[g.x] >> 16u));
+    }}
+}}"
+    );
+    let kernel = RawKernel::checked("portable_widen", Box::leak(text.into_boxed_str()), "main");
+    let dev = &devices()[0];
+    let words: Vec<u32> = (0..=u16::MAX / 2)
+        .map(|i| u32::from(2 * i) | (u32::from(2 * i + 1) << 16))
+        .collect();
+    let h = Tensor::from_u32(dev, &words, &[words.len()]).unwrap();
+    let out = Tensor::zeros(dev, &[2 * words.len()]).unwrap();
+    let groups = (words.len() as u32).div_ceil(64);
+    dev.dispatch_raw(
+        &kernel,
+        &[],
+        &[Binding::Read(&h), Binding::ReadWrite(&out)],
+        [groups, 1, 1],
+    )
+    .unwrap();
+    let got = out.to_vec().unwrap();
+    assert_eq!(got.len(), 1 << 16);
+    for (bits, g) in got.iter().enumerate() {
+        let want = f16::from_bits(bits as u16).to_f32();
+        assert!(
+            g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()),
+            "bits {bits:#06x}: got {g:e}, want {want:e}"
+        );
+    }
+}
+
 #[test]
 fn odd_lengths_round_trip_and_u32_goes_through_f32() {
     let dev = &devices()[0];
