@@ -306,8 +306,14 @@ fn coop_sweep(dev: &Device, report: &mut Report, base: &str, c: &Case, quick: bo
         .filter(|t| t.fits(dev))
         .collect();
     let name = |t: &CoopTile| {
+        // The k groups show only where there are two, so the other names stay as before.
+        let kg = if t.kgroups > 1 {
+            format!("_kg{}", t.kgroups)
+        } else {
+            String::new()
+        };
         format!(
-            "{base}_coop{}x{}x{}_sg{}x{}_f{}x{}_s{}_st{}",
+            "{base}_coop{}x{}x{}_sg{}x{}_f{}x{}_s{}_st{}{kg}",
             t.block_m(),
             t.block_n(),
             t.bk,
@@ -385,8 +391,8 @@ fn coop_sweep(dev: &Device, report: &mut Report, base: &str, c: &Case, quick: bo
 }
 
 /// Tiles to sweep beside the presets, from `TANG_BENCH_COOP_TILES`: `;`-separated lists of
-/// `sg_m,sg_n,frag_m,frag_n,bk,stages,store_frags` (e.g. `2,2,4,3,32,1,1` for 128 x 96
-/// blocks), for trying a block shape without rebuilding. A list that does not parse, or
+/// `sg_m,sg_n,frag_m,frag_n,bk,stages,store_frags[,kgroups]` (e.g. `2,2,4,3,32,1,1` for
+/// 128 x 96 blocks), for trying a block shape without rebuilding. A list that does not parse, or
 /// a tile the generator refuses, is reported on stderr and left out.
 fn extra_coop_tiles() -> Vec<CoopTile> {
     let Ok(spec) = std::env::var("TANG_BENCH_COOP_TILES") else {
@@ -398,8 +404,12 @@ fn extra_coop_tiles() -> Vec<CoopTile> {
             .split(',')
             .filter_map(|x| x.trim().parse().ok())
             .collect();
-        let &[sg_m, sg_n, frag_m, frag_n, bk, stages, store_frags] = v.as_slice() else {
-            eprintln!("TANG_BENCH_COOP_TILES: `{item}` is not seven numbers; left out");
+        let (fields, kgroups) = match v.as_slice() {
+            [head @ .., k] if head.len() == 7 => (head, *k),
+            all => (all, 1),
+        };
+        let &[sg_m, sg_n, frag_m, frag_n, bk, stages, store_frags] = fields else {
+            eprintln!("TANG_BENCH_COOP_TILES: `{item}` is not seven or eight numbers; left out");
             continue;
         };
         let t = CoopTile {
@@ -410,6 +420,7 @@ fn extra_coop_tiles() -> Vec<CoopTile> {
             bk,
             stages,
             store_frags,
+            kgroups,
         };
         if t.is_valid() {
             tiles.push(t);

@@ -371,30 +371,43 @@ fn emit_loads(w: &mut String, ops: &[Staged; 2]) {
     }
 }
 
-/// The loads of `op`'s fragments at k step `kk` from its workgroup array at `buf` (a
-/// WGSL expression): A's `fa{kk}_{i}` (rows `sm * 16 frag_m + 16 i ..`), B's `fb{kk}_{j}`
-/// (columns `sn * 16 frag_n + 16 j ..`).
-fn emit_fragment_loads(w: &mut String, op: &Staged, kk: u32, buf: &str) {
+/// The loads of `op`'s fragments at this subgroup's k step `kk` from its workgroup array
+/// at `buf` (a WGSL expression): A's `fa{kk}_{i}` (rows `sm * 16 frag_m + 16 i ..`), B's
+/// `fb{kk}_{j}` (columns `sn * 16 frag_n + 16 j ..`). With `kgroups` groups the step is
+/// the tile's `kg + kgroups kk`.
+fn emit_fragment_loads(w: &mut String, op: &Staged, kk: u32, kgroups: u32, buf: &str) {
     let (n, line) = (op.name, op.line());
     let (role, origin) = if n == 'a' { ("A", "sm") } else { ("B", "sn") };
     let span = op.frags * 16;
     for f in 0..op.frags {
         // Element (row, k) of an A fragment, (k, col) of a B one: along a line of
         // [row or col][k] lines when k is contiguous, else across [k][row or col] lines.
-        let at = if op.kcontig {
-            format!(
+        let at = match (op.kcontig, kgroups) {
+            (true, 1) => format!(
                 "{}({origin} * {span}u + {}u) * {line}u + {}u",
                 plus(buf),
                 f * 16,
                 kk * 16
-            )
-        } else {
-            format!(
+            ),
+            (true, _) => format!(
+                "{}({origin} * {span}u + {}u) * {line}u + kg * 16u + {}u",
+                plus(buf),
+                f * 16,
+                kk * 16 * kgroups
+            ),
+            (false, 1) => format!(
                 "{}{}u + {origin} * {span}u + {}u",
                 plus(buf),
                 kk * 16 * line,
                 f * 16
-            )
+            ),
+            (false, _) => format!(
+                "{}kg * {}u + {}u + {origin} * {span}u + {}u",
+                plus(buf),
+                16 * line,
+                kk * 16 * kgroups * line,
+                f * 16
+            ),
         };
         // A fragment is row-major in [row][k] lines, B's in [k][col] ones.
         let load = if op.kcontig == (n == 'a') {
@@ -410,11 +423,12 @@ fn emit_fragment_loads(w: &mut String, op: &Staged, kk: u32, buf: &str) {
 }
 
 /// The fragment loads and products of one staged k tile, read from the staging buffers
-/// at `bufs` (WGSL expressions, A's and B's).
-fn emit_products(w: &mut String, ops: &[Staged; 2], bufs: [&str; 2]) {
-    for kk in 0..ops[0].bk / 16 {
+/// at `bufs` (WGSL expressions, A's and B's): this subgroup's share of its 16-deep steps
+/// when `kgroups` groups split it.
+fn emit_products(w: &mut String, ops: &[Staged; 2], kgroups: u32, bufs: [&str; 2]) {
+    for kk in 0..ops[0].bk / 16 / kgroups {
         for (op, buf) in ops.iter().zip(bufs) {
-            emit_fragment_loads(w, op, kk, buf);
+            emit_fragment_loads(w, op, kk, kgroups, buf);
         }
         for i in 0..ops[0].frags {
             for j in 0..ops[1].frags {
@@ -437,8 +451,8 @@ pub(crate) fn generate(v: &CoopVariant, epilogue: &str) -> String {
         String::new()
     } else {
         format!(
-            " (subgroups {}x{}, fragments {}x{}, {} stage(s), {} fragment(s) per store)",
-            t.sg_m, t.sg_n, t.frag_m, t.frag_n, t.stages, t.store_frags
+            " (subgroups {}x{}, fragments {}x{}, {} stage(s), {} fragment(s) per store, {} k group(s))",
+            t.sg_m, t.sg_n, t.frag_m, t.frag_n, t.stages, t.store_frags, t.kgroups
         )
     };
     let _ = writeln!(
@@ -459,19 +473,32 @@ pub(crate) fn generate(v: &CoopVariant, epilogue: &str) -> String {
             op.len() * t.stages
         );
     }
-    let scratch = t.sg_m * t.sg_n * 256 * t.store_frags;
+    let scratch = t.sg_m * t.sg_n * t.kgroups * 256 * t.store_frags;
     let _ = writeln!(w, "var<workgroup> sc: array<f32, {scratch}>;");
     if v.epilogue {
         w.push_str(epilogue);
         w.push('\n');
     }
     emit_grouped_origin(&mut w, t.threads(), t.block_m(), t.block_n());
+    // `sg` counts every subgroup; with k groups, `kg` is its group and `sgl` its place
+    // in the block, which the group's other subgroups share.
+    let place = if t.kgroups == 1 {
+        "sg"
+    } else {
+        let _ = write!(
+            w,
+            "    let kg = lid / {}u;\n    let sgl = (lid / 32u) % {}u;\n",
+            32 * t.sg_m * t.sg_n,
+            t.sg_m * t.sg_n
+        );
+        "sgl"
+    };
     let _ = write!(
         w,
         "    let sg = lid / 32u;
     let lane = lid % 32u;
-    let sm = sg / {sgn}u;
-    let sn = sg % {sgn}u;
+    let sm = {place} / {sgn}u;
+    let sn = {place} % {sgn}u;
     let a_base = bat * p.a_bstride;
     let b_base = bat * p.b_bstride;
     let c_base = bat * p.c_bstride;
@@ -504,7 +531,7 @@ pub(crate) fn generate(v: &CoopVariant, epilogue: &str) -> String {
         );
         emit_loads(&mut w, &ops);
         w.push_str("        }\n");
-        emit_products(&mut w, &ops, ["", ""]);
+        emit_products(&mut w, &ops, t.kgroups, ["", ""]);
         w.push_str("        workgroupBarrier();\n        if (k0 >= p.k) { break; }\n    }\n");
     } else {
         // Two buffers: the tile in `cur` multiplies while the next is written into the
@@ -520,7 +547,7 @@ pub(crate) fn generate(v: &CoopVariant, epilogue: &str) -> String {
         emit_loads(&mut w, &ops);
         w.push_str("        }\n");
         let reads = [&ops[0], &ops[1]].map(|op| format!("cur * {}u", op.len()));
-        emit_products(&mut w, &ops, [&reads[0], &reads[1]]);
+        emit_products(&mut w, &ops, t.kgroups, [&reads[0], &reads[1]]);
         w.push_str("        if (more) {\n");
         for op in &ops {
             emit_stage(&mut w, op, &format!("(1u - cur) * {}u", op.len()));
@@ -553,6 +580,35 @@ mod tests {
             let text = generate(&v, epi);
             if let Err(e) = tang_expr::validate(&text) {
                 panic!("{v:?}: {e}\n{text}");
+            }
+        }
+    }
+
+    /// Tiles of two k groups validate in each layout, one and two staging buffers, with
+    /// f16 results, the bias and the epilogue, guarded and clamped.
+    #[test]
+    fn k_group_tiles_validate() {
+        let epi =
+            "fn tang_epilogue(x: f32, zero: u32) -> f32 { return max(x, bitcast<f32>(zero)); }\n";
+        for (bk, stages) in [(32, 1), (32, 2), (64, 1)] {
+            let tile = CoopTile {
+                kgroups: 2,
+                bk,
+                stages,
+                ..CoopTile::DEFAULT
+            };
+            assert!(tile.is_valid(), "{tile:?}");
+            for layout in 0..4u32 {
+                for extra in [0b111_1110_0000u32, 0b010_1111_1100] {
+                    let v = CoopVariant {
+                        tile,
+                        ..CoopVariant::from_bits(layout | extra)
+                    };
+                    let text = generate(&v, epi);
+                    if let Err(e) = tang_expr::validate(&text) {
+                        panic!("{v:?}: {e}\n{text}");
+                    }
+                }
             }
         }
     }

@@ -35,6 +35,12 @@ pub struct CoopTile {
     /// Fragments of C a subgroup passes through workgroup memory at once on the way out
     /// (1, or `frag_n`: a whole row of fragments per barrier pair).
     pub store_frags: u32,
+    /// Groups of `sg_m x sg_n` subgroups that share the block and split each staged k
+    /// tile between them (1 or 2): group `g` multiplies the tile's 16-deep steps `g`,
+    /// `g + kgroups`, ..., and the groups' accumulators are added as C leaves. Two
+    /// groups give a workgroup twice the subgroups without smaller fragments per
+    /// subgroup (more fragments loaded per product) or a wider block (fewer workgroups).
+    pub kgroups: u32,
 }
 
 impl CoopTile {
@@ -48,6 +54,7 @@ impl CoopTile {
         bk: 32,
         stages: 1,
         store_frags: 1,
+        kgroups: 1,
     };
 
     /// The tiles the benchmark sweeps and the tests check, the default first: eight
@@ -91,7 +98,10 @@ impl CoopTile {
 
     /// Threads per workgroup.
     pub fn threads(&self) -> u32 {
-        32u32.saturating_mul(self.sg_m).saturating_mul(self.sg_n)
+        32u32
+            .saturating_mul(self.sg_m)
+            .saturating_mul(self.sg_n)
+            .saturating_mul(self.kgroups)
     }
 
     /// Halves of padding after every staged line (unpadded lines ran 2-3x slower on an
@@ -110,8 +120,11 @@ impl CoopTile {
     /// the f32 scratch C leaves through; `u32::MAX` when that does not fit a u32.
     pub fn workgroup_bytes(&self) -> u32 {
         let staged = self.staging_halves(self.block_m()) + self.staging_halves(self.block_n());
-        let scratch =
-            u64::from(self.sg_m) * u64::from(self.sg_n) * 256 * u64::from(self.store_frags);
+        let scratch = u64::from(self.sg_m)
+            * u64::from(self.sg_n)
+            * u64::from(self.kgroups)
+            * 256
+            * u64::from(self.store_frags);
         u32::try_from(2 * u64::from(self.stages) * staged + 4 * scratch).unwrap_or(u32::MAX)
     }
 
@@ -141,6 +154,12 @@ impl CoopTile {
         }
         if !matches!(self.bk, 16 | 32 | 48 | 64) {
             return Some(format!("bk must be 16, 32, 48 or 64, got {}", self.bk));
+        }
+        if !matches!(self.kgroups, 1 | 2) || self.bk % (16 * self.kgroups.max(1)) != 0 {
+            return Some(format!(
+                "kgroups must be 1 or 2 and split bk into 16-deep steps evenly, got {} with bk {}",
+                self.kgroups, self.bk
+            ));
         }
         if !matches!(self.stages, 1 | 2) {
             return Some(format!("stages must be 1 or 2, got {}", self.stages));
@@ -297,6 +316,16 @@ mod tests {
             },
             CoopTile {
                 store_frags: 2,
+                ..CoopTile::DEFAULT
+            },
+            CoopTile {
+                kgroups: 3,
+                ..CoopTile::DEFAULT
+            },
+            // Two groups cannot split one 16-deep step.
+            CoopTile {
+                kgroups: 2,
+                bk: 16,
                 ..CoopTile::DEFAULT
             },
             // 64 x 64 block, 512 threads: 64 * 16 / 4 = 256 units cannot spread over them.
