@@ -1,7 +1,7 @@
 //! [`CoopTile`]: the block a tensor-core matmul workgroup computes and how it stages its
 //! operands, the presets tang ships, and the checks a tile must pass to be generated.
 
-use super::MatmulOptions;
+use super::{Dims, MatmulOptions};
 use crate::{DType, Device, Error, Tensor};
 
 /// The block shape and staging of the tensor-core matmul (`coop_mat16x16` fragments).
@@ -57,8 +57,9 @@ impl CoopTile {
         kgroups: 1,
     };
 
-    /// The tiles the benchmark sweeps and the tests check, the default first: eight
-    /// subgroups (256 x 128, chosen for f16 `Aᵀ·B`, and 128 x 256), two staging buffers
+    /// The tiles the benchmark sweeps and the tests check, the default first: two k
+    /// groups ([`CoopTile::FEW_BLOCKS`]), eight subgroups (256 x 128, chosen for f16
+    /// `Aᵀ·B`, and 128 x 256), two staging buffers
     /// (one barrier per k tile) and a row of fragments per store. On an H200 none beat
     /// the default elsewhere, nor did tiles with less workgroup memory or fewer registers
     /// per subgroup (k tiles of 16; 64 x 128, 128 x 64, 64 x 64 blocks; 128 x 128 blocks
@@ -72,10 +73,11 @@ impl CoopTile {
     /// memory halves the subgroups an SM interleaves (two buffers: 44 KiB; a row of
     /// fragments per store: 36 KiB). Registers are what keeps it at two: a second k tile
     /// in flight in registers (the loop unrolled by two) ran 19% slower.
-    pub const PRESETS: [CoopTile; 5] = {
+    pub const PRESETS: [CoopTile; 6] = {
         const D: CoopTile = CoopTile::DEFAULT;
         [
             D,
+            CoopTile::FEW_BLOCKS,
             CoopTile { sg_m: 4, ..D },
             CoopTile { sg_n: 4, ..D },
             CoopTile { stages: 2, ..D },
@@ -198,15 +200,35 @@ impl CoopTile {
         }
     }
 
-    /// The tensor-core tile for `A · B` (`a`, `b` as given): `forced` (already checked by
-    /// [`CoopTile::check_forced`]) when it fits `dev`, else the automatic choice, or `None`
-    /// when no tile fits (the f32 tile runs then). The automatic choice is the default
-    /// 128 x 128 block, except:
+    /// The default block with two k groups and 64-deep k tiles: eight subgroups, 44 KiB of
+    /// workgroup memory, one workgroup per SM (see [`CoopTile::choose`]).
+    pub const FEW_BLOCKS: CoopTile = CoopTile {
+        bk: 64,
+        kgroups: 2,
+        ..CoopTile::DEFAULT
+    };
+
+    /// The most workgroups of the default block for which [`CoopTile::FEW_BLOCKS`] is chosen.
+    const FEW_BLOCKS_MAX: usize = 512;
+
+    /// The tensor-core tile for `A · B` (`a`, `b` as given, `d` their dimensions):
+    /// `forced` (already checked by [`CoopTile::check_forced`]) when it fits `dev`, else
+    /// the automatic choice, or `None` when no tile fits (the f32 tile runs then). The
+    /// automatic choice is the default 128 x 128 block, except:
     /// - `Aᵀ·B` of f16 tensors (weight gradients, split over k): 256 x 128 blocks (eight
     ///   subgroups) ran 8-16% faster on an H200: 1152x384x16384 151 TFLOP/s against 131,
     ///   384x384 104 against 96, 1536x384 163 against 140, 4096x4096x1024 241 against 225.
     ///   With f32 operands rounded on load (autocast) the same block ran slower (106
     ///   against 114), so they keep the default. BENCHMARKS.md, 2026-11-28.
+    /// - Other products of f16 tensors with at most [`CoopTile::FEW_BLOCKS_MAX`] default
+    ///   blocks: [`CoopTile::FEW_BLOCKS`]. Two of the default's workgroups share an SM, so
+    ///   384 of them (the GPT's products with 384 outputs per row over 16,384 tokens, and
+    ///   GPT-2's with 768 over 8,192) leave most SMs one workgroup for the second half of
+    ///   the product; eight subgroups on one block keep each SM's tensor cores fed. On an
+    ///   H200 (BENCHMARKS.md, 2026-11-29 (sixth session)): 16384x384x1536 183 -> 224
+    ///   TFLOP/s, 16384x384x1152 178 -> 209, 16384x384x384 138 -> 151, GPT-2's
+    ///   8192x768x3072 199 -> 243; with 1,024 blocks or more it loses (4096x4096x1024 254
+    ///   -> 218, 4096³ 282 -> 254).
     ///
     /// Not chosen, though faster alone: 96 x 128 blocks for the GPT's products with 384
     /// outputs per row (384 default blocks) ran 11-17% faster timed one product at a time
@@ -216,11 +238,12 @@ impl CoopTile {
     ///
     /// # Errors
     /// [`Error::TooLarge`] for a forced tile that does not fit the device.
-    pub(crate) fn choose(
+    pub(super) fn choose(
         dev: &Device,
         a: &Tensor,
         b: &Tensor,
         o: &MatmulOptions<'_>,
+        d: &Dims,
     ) -> Result<Option<CoopTile>, Error> {
         let forced = o.coop_tile;
         if let Some(t) = forced {
@@ -238,22 +261,27 @@ impl CoopTile {
             return Ok(Some(t));
         }
         let f16_tensors = a.dtype() == DType::F16 && b.dtype() == DType::F16;
-        let preferred = Self::automatic(f16_tensors, o.transpose_a && !o.transpose_b);
+        let blocks = d
+            .batch
+            .saturating_mul(d.m.div_ceil(128))
+            .saturating_mul(d.n.div_ceil(128));
+        let preferred = Self::automatic(f16_tensors, o.transpose_a && !o.transpose_b, blocks);
         Ok([preferred, CoopTile::DEFAULT]
             .into_iter()
             .find(|t| t.fits(dev)))
     }
 
     /// The block [`CoopTile::choose`] prefers for a product of f16 tensors or not,
-    /// `Aᵀ·B` or not.
-    fn automatic(f16_tensors: bool, a_t_b: bool) -> CoopTile {
-        if f16_tensors && a_t_b {
-            return CoopTile {
+    /// `Aᵀ·B` or not, of `blocks` default blocks.
+    fn automatic(f16_tensors: bool, a_t_b: bool, blocks: usize) -> CoopTile {
+        match (f16_tensors, a_t_b) {
+            (true, true) => CoopTile {
                 sg_m: 4,
                 ..CoopTile::DEFAULT
-            };
+            },
+            (true, false) if blocks <= Self::FEW_BLOCKS_MAX => CoopTile::FEW_BLOCKS,
+            _ => CoopTile::DEFAULT,
         }
-        CoopTile::DEFAULT
     }
 }
 
@@ -281,10 +309,15 @@ mod tests {
             sg_m: 4,
             ..CoopTile::DEFAULT
         };
-        assert_eq!(CoopTile::automatic(true, true), tall);
-        assert_eq!(CoopTile::automatic(true, false), CoopTile::DEFAULT);
-        assert_eq!(CoopTile::automatic(false, true), CoopTile::DEFAULT);
-        assert_eq!(CoopTile::automatic(false, false), CoopTile::DEFAULT);
+        for blocks in [1, 384, 1024] {
+            assert_eq!(CoopTile::automatic(true, true, blocks), tall);
+            assert_eq!(CoopTile::automatic(false, true, blocks), CoopTile::DEFAULT);
+            assert_eq!(CoopTile::automatic(false, false, blocks), CoopTile::DEFAULT);
+        }
+        assert_eq!(CoopTile::automatic(true, false, 384), CoopTile::FEW_BLOCKS);
+        assert_eq!(CoopTile::automatic(true, false, 512), CoopTile::FEW_BLOCKS);
+        assert_eq!(CoopTile::automatic(true, false, 513), CoopTile::DEFAULT);
+        assert!(CoopTile::FEW_BLOCKS.is_valid());
     }
 
     #[test]

@@ -376,7 +376,7 @@ pub fn matmul_with(a: &Tensor, b: &Tensor, o: &MatmulOptions<'_>) -> Result<Tens
         let c = matmul_split_k(a, b, &d, splits, half, o.coop_tile)?;
         return crate::ops::to_dtype(&c, out_dtype);
     }
-    if on_tensor_cores && let Some(tile) = CoopTile::choose(dev, a, b, o)? {
+    if on_tensor_cores && let Some(tile) = CoopTile::choose(dev, a, b, o, &d)? {
         return matmul_coop(a, b, o, &d, out_dtype, tile);
     }
     if out_dtype != DType::F32 {
