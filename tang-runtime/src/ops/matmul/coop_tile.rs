@@ -58,8 +58,8 @@ impl CoopTile {
     };
 
     /// The tiles the benchmark sweeps and the tests check, the default first: two k
-    /// groups ([`CoopTile::FEW_BLOCKS`]), eight subgroups (256 x 128, chosen for f16
-    /// `Aᵀ·B`, and 128 x 256), two staging buffers
+    /// groups ([`CoopTile::FEW_BLOCKS`], chosen for products of few blocks), eight
+    /// subgroups (256 x 128, chosen for f16 `Aᵀ·B`, and 128 x 256), two staging buffers
     /// (one barrier per k tile) and a row of fragments per store. On an H200 none beat
     /// the default elsewhere, nor did tiles with less workgroup memory or fewer registers
     /// per subgroup (k tiles of 16; 64 x 128, 128 x 64, 64 x 64 blocks; 128 x 128 blocks
@@ -72,7 +72,13 @@ impl CoopTile {
     /// TFLOP/s; BENCHMARKS.md, 2026-11-29 (night)), so a tile past 24 KiB of workgroup
     /// memory halves the subgroups an SM interleaves (two buffers: 44 KiB; a row of
     /// fragments per store: 36 KiB). Registers are what keeps it at two: a second k tile
-    /// in flight in registers (the loop unrolled by two) ran 19% slower.
+    /// in flight in registers (the loop unrolled by two) ran 19% slower. Two k groups
+    /// with 64-deep k tiles (44 KiB, one workgroup of eight subgroups per SM) are the
+    /// exception where a product has too few blocks to give every SM two workgroups
+    /// for its whole length (4096³: 254 TFLOP/s, 90% of the default's; 384 blocks: up to
+    /// 23% faster than the default). Each subgroup then multiplies two 16-deep steps per
+    /// barrier pair, as the default's do; with 32-deep tiles (one step each) two k
+    /// groups ran at half the default's speed.
     pub const PRESETS: [CoopTile; 6] = {
         const D: CoopTile = CoopTile::DEFAULT;
         [
@@ -157,7 +163,7 @@ impl CoopTile {
         if !matches!(self.bk, 16 | 32 | 48 | 64) {
             return Some(format!("bk must be 16, 32, 48 or 64, got {}", self.bk));
         }
-        if !matches!(self.kgroups, 1 | 2) || self.bk % (16 * self.kgroups.max(1)) != 0 {
+        if !matches!(self.kgroups, 1 | 2) || !self.bk.is_multiple_of(16 * self.kgroups.max(1)) {
             return Some(format!(
                 "kgroups must be 1 or 2 and split bk into 16-deep steps evenly, got {} with bk {}",
                 self.kgroups, self.bk
