@@ -274,3 +274,53 @@ fn nll_loss_gradcheck_with_in_range_ignore_index() {
         case.check(&dev, &gpu, &cpu, &[0]);
     }
 }
+
+/// The gradient of f16 logits is scaled by the upstream gradient (a GradScaler's scale)
+/// before it is rounded to f16, as PyTorch's is: rounded first, `(softmax - onehot) /
+/// rows` falls into f16's subnormals (here about 1e-6, spaced 6e-8) and the scale cannot
+/// bring back what the rounding lost. Under autocast (an f32 loss) and without (an f16
+/// loss), against an f64 reference of the f16 logits.
+#[test]
+fn f16_logits_gradients_are_scaled_before_they_are_rounded() {
+    use tang_nn::amp::autocast;
+    use tang_nn::tang_runtime::DType;
+    let dev = tang_testing::device();
+    let (rows, classes) = (512usize, 2048usize);
+    let case = Case::random("logits", &[&[rows, classes]], 2.0, 77);
+    let logits32 = case.inputs[0].0.clone();
+    let targets: Vec<u32> = (0..rows).map(|r| ((r * 7919) % classes) as u32).collect();
+    for (amp, scale) in [(true, 65536.0f32), (false, 1024.0)] {
+        let raw = RawTensor::from_slice(&dev, &logits32, &[rows, classes])
+            .unwrap()
+            .to_dtype(DType::F16)
+            .unwrap();
+        let x16 = raw.to_vec().unwrap();
+        let logits = Tensor::constant(raw).into_parameter();
+        let t = Tensor::from_u32(&dev, &targets, &[rows]).unwrap();
+        let guard = amp.then(|| autocast(DType::F16).unwrap());
+        let loss = logits.cross_entropy(&t, None).unwrap();
+        let scaled = loss.mul_scalar(scale).unwrap();
+        drop(guard);
+        let grads = scaled.backward().unwrap();
+        let g = grads.get(&logits).unwrap();
+        assert_eq!(g.dtype(), DType::F16, "amp {amp}");
+        let got = g.to_vec().unwrap();
+        let mut worst = 0.0f64;
+        for (r, row) in x16.chunks(classes).enumerate() {
+            let row: Vec<f64> = row.iter().map(|&v| f64::from(v)).collect();
+            let lp = log_softmax_row(&row);
+            for (c, l) in lp.iter().enumerate() {
+                let onehot = if c == targets[r] as usize { 1.0 } else { 0.0 };
+                let want = (l.exp() - onehot) / rows as f64 * f64::from(scale);
+                let err = (f64::from(got[r * classes + c]) - want).abs();
+                // f16's rounding (2^-11 relative) and f32 arithmetic, no more.
+                let bound = 1.0e-3 * want.abs() + 1.0e-7;
+                worst = worst.max(err / bound);
+            }
+        }
+        assert!(
+            worst <= 1.0,
+            "amp {amp}: worst error {worst} times the f16 bound"
+        );
+    }
+}

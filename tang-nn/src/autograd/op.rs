@@ -49,7 +49,8 @@ pub(crate) enum Op {
     RmsNorm(RawTensor),
     /// Embedding lookup of the input `weight`; the ids.
     Embedding(RawTensor),
-    /// Mean cross-entropy of the input logits; the gradient the forward computed.
+    /// Mean cross-entropy of the input logits; the gradient the forward computed (f32, for
+    /// a unit upstream gradient).
     CrossEntropy(RawTensor),
     /// Attention of inputs `q, k, v`; its output, row logsumexps, scale, mask and the
     /// dropout on its weights (the mask is regenerated from it).
@@ -202,8 +203,16 @@ impl Op {
             }
             Op::CrossEntropy(grad) => {
                 // d loss / d logits was computed by the forward for a unit upstream
-                // gradient; scale it by the upstream scalar on the GPU (no read back).
-                vec![ops::mul(grad, g)?]
+                // gradient, in f32; scale it by the upstream scalar on the GPU (no read
+                // back), then round it to the logits' dtype: a GradScaler's scale must
+                // reach it before f16 does (see `ops::cross_entropy_with`).
+                let scaled = ops::mul(grad, g)?;
+                let dtype = x(0).dtype();
+                vec![if scaled.dtype() == dtype {
+                    scaled
+                } else {
+                    ops::to_dtype(&scaled, dtype)?
+                }]
             }
             Op::Attention {
                 o,

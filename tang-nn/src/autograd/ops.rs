@@ -384,7 +384,8 @@ impl Tensor {
         ignore_index: Option<u32>,
     ) -> Result<Tensor, Error> {
         // Under autocast the loss of f16 logits stays f32 (PyTorch's autocast runs
-        // cross-entropy in f32); the gradient has the logits' dtype.
+        // cross-entropy in f32); the gradient has the logits' dtype, rounded to it after
+        // the upstream gradient scaled it (the forward keeps it in f32).
         let loss_dtype = if crate::amp::is_autocast_enabled() {
             tang_runtime::DType::F32
         } else {
