@@ -62,7 +62,8 @@ pub fn emit_scalar_fn(name: &str, graph: &Graph, root: NodeId) -> Result<String,
         helpers,
         body,
         names,
-    } = print_graph(graph, &live, Lanes::Scalar, "zero", &mut leaf)?;
+        ..
+    } = print_graph(graph, &live, &[root], Lanes::Scalar, "zero", &mut leaf)?;
 
     let mut w = String::new();
     for text in helpers.values() {

@@ -36,11 +36,18 @@ fn binary(expr: &str) -> Option<(&str, char, &str)> {
     None
 }
 
-/// Every `let` of the WGSL: name and expression.
+/// Every `let` of the WGSL, and every assignment of a block's result (`v7 = v6;` in the
+/// arms of an `if` on a uniform condition): name and expression.
 fn lets(wgsl: &str) -> Vec<(&str, &str)> {
     wgsl.lines()
         .filter_map(|l| {
-            let rest = l.trim().strip_prefix("let ")?;
+            let line = l.trim();
+            let rest = line.strip_prefix("let ").or_else(|| {
+                let digits = line.strip_prefix('v')?;
+                digits
+                    .starts_with(|c: char| c.is_ascii_digit())
+                    .then_some(line)
+            })?;
             let (name, expr) = rest.split_once(" = ")?;
             Some((name.trim(), expr.trim().strip_suffix(';')?))
         })
@@ -68,10 +75,12 @@ fn contraction_hazards(wgsl: &str) -> Vec<String> {
                     }
                     false
                 }
-                _ => false,
+                // A plain name: a block's result takes its arm's value.
+                _ => is_unrounded(expr),
             }
         };
-        unrounded.insert(name, value);
+        // A block's result is assigned once per arm: unrounded if either arm's is.
+        *unrounded.entry(name).or_insert(false) |= value;
     }
     hazards
 }
@@ -109,4 +118,7 @@ fn the_check_finds_a_contractible_sum() {
         contraction_hazards(wgsl),
         ["v3 = (v2 + s)", "v7 = (s - v6)"]
     );
+    // Through a block's result: an arm's unrounded product is the result's.
+    let block = "var v9: vec4<f32>;\nif (all(c)) {\n    let v1 = (x * d);\n    v9 = v1;\n} else {\n    v9 = s;\n}\nlet v10 = (v9 + s);";
+    assert_eq!(contraction_hazards(block), ["v10 = (v9 + s)"]);
 }

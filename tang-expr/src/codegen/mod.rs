@@ -5,6 +5,7 @@
 
 use std::fmt::Write as _;
 
+pub(crate) mod branches;
 pub(crate) mod literal;
 pub(crate) mod parts;
 pub(crate) mod print;
@@ -189,9 +190,16 @@ fn emit_wgsl(
         helpers,
         mut body,
         names,
-    } = print_graph(g, &live, lanes, ZERO_WORD, &mut leaf)?;
+        branched,
+    } = print_graph(g, &live, roots, lanes, ZERO_WORD, &mut leaf)?;
     // A long body validates in linear time only as several functions (see parts.rs).
-    let parts = parts::split(g, &body, &names, roots, lanes);
+    // A body with blocks stays whole: the splitter moves `let` lines, not blocks, and
+    // the kernels with blocks (the optimizers') are a few hundred statements long.
+    let parts = if branched {
+        None
+    } else {
+        parts::split(g, &body, &names, roots, lanes)
+    };
     if let Some(p) = &parts {
         body.clone_from(&p.body);
     }

@@ -78,11 +78,15 @@ pub mod kernels {
         let bb = s * one - p;
         let sum_error = (p - (s - bb)) + (c - bb);
         let emulated = s + (sum_error + product_error);
-        if fused || finite(emulated) < 0.5 {
+        let checked = if finite(emulated) < 0.5 {
             native
         } else {
             emulated
-        }
+        };
+        // `fused` depends on the uniform `one` alone, so this choice is an `if` block in
+        // the WGSL (tang-expr's `codegen/branches.rs`): a device whose `fma` is fused
+        // skips the error-free transformations instead of computing and discarding them.
+        if fused { native } else { checked }
     }
 
     /// Whether `x` is finite (NaN fails the comparison).
