@@ -41,8 +41,8 @@
 //! `index/`: gathers, scatters, embeddings and the id checks; `conv/`: convolution and
 //! pooling; `random/`). A new op joins the family whose kernels it resembles, in a file of
 //! its own when it brings its own kernels; an elementwise op is a `#[fused_grad]` function
-//! in `elementwise/kernels.rs`, and any other hand-written kernel is a [`crate::spec`]
-//! `Spec` whose module has a `kernels()` listed in its family's `kernel_modules!` (the
+//! in `elementwise/kernels.rs`, and any other hand-written kernel is a
+//! `spec::Spec` whose module has a `kernels()` listed in its family's `kernel_modules!` (the
 //! family is listed below), so the naga test validates it. Its public functions are
 //! re-exported here by name, never as a path through the family; argument checks shared
 //! by several families live in `check.rs`, WGSL pieces in the core's `wgsl.rs`. Nothing outside

@@ -7,7 +7,7 @@
 //! asks that: ids proven below the bound cost nothing; an uploaded id at or past it is
 //! [`Error::IndexOutOfRange`] at once, naming the op, the value and the bound. Only ids
 //! the host knows nothing about (computed on the GPU) get a one-launch check that sets a
-//! flag on the device; the flag is read with the next read or [`Device::sync`], which
+//! flag on the device; the flag is read with the next read or [`crate::Device::sync`], which
 //! then fails with the same error. The op itself never reads or writes out of bounds
 //! (gathers read 0, scatters skip), so nothing is corrupted meanwhile.
 
@@ -60,7 +60,7 @@ pub(crate) fn check_ids(op: &str, ids: &Tensor, bound: usize) -> Result<(), Erro
 /// Checks that every id of the u32 tensor `ids` is below `bound` (or is `ignore`, an
 /// `ignore_index`), the way `embedding`, `cross_entropy`, `index_select` and `gather`
 /// check theirs: on the host when the ids came from host data (no read), else by a
-/// check on the GPU whose result the next read or [`Device::sync`] reports. For ops
+/// check on the GPU whose result the next read or [`crate::Device::sync`] reports. For ops
 /// built from other ops that must reject ids the inner ops would accept.
 ///
 /// ```

@@ -136,7 +136,7 @@ impl CoopTile {
         u32::try_from(2 * u64::from(self.stages) * staged + 4 * scratch).unwrap_or(u32::MAX)
     }
 
-    /// Whether the generator supports this tile (see [`CoopTile::invalid_reason`]).
+    /// Whether the generator supports this tile (a forced tile it does not support is refused with the reason).
     pub fn is_valid(&self) -> bool {
         self.invalid_reason().is_none()
     }
@@ -207,7 +207,10 @@ impl CoopTile {
     }
 
     /// The default block with two k groups and 64-deep k tiles: eight subgroups, 44 KiB of
-    /// workgroup memory, one workgroup per SM (see [`CoopTile::choose`]).
+    /// workgroup memory, one workgroup per SM. The automatic choice for products of f16
+    /// tensors with at most 512 of the default's blocks, `Aᵀ·B` excepted (on an H200
+    /// 9-23% faster there, slower from 1,024 blocks up: BENCHMARKS.md, 2026-11-29 (sixth
+    /// session)); [`crate::ops::MatmulOptions::coop_tile`] forces a tile either way.
     pub const FEW_BLOCKS: CoopTile = CoopTile {
         bk: 64,
         kgroups: 2,

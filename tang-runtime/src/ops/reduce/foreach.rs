@@ -168,7 +168,7 @@ fn uniform_words(base: usize, arg: u32, rows: &[[u32; 2]]) -> Vec<u32> {
 /// The sum of the squares of each tensor's elements, as a `[parts.len()]` f32 tensor
 /// (0 for an empty tensor): the step before the per-tensor norms of PyTorch's
 /// `torch._foreach_norm(tensors)`, which gradient clipping takes. Four launches per group
-/// of up to [`MAX_PARTS`] tensors at most, whatever their sizes.
+/// of up to 64 (`MAX_PARTS`) tensors at most, whatever their sizes.
 ///
 /// ```
 /// use tang_runtime::{Device, Tensor, ops};
@@ -210,7 +210,7 @@ pub fn foreach_sum_of_squares(parts: &[&Tensor]) -> Result<Tensor, Error> {
 /// `torch._amp_foreach_non_finite_check_and_unscale_`, which a GradScaler's unscale
 /// runs): the count as a one-element f32 tensor, left on the device. Each tensor is
 /// multiplied where it lies (no packing into a flat tensor and back); at most two launches
-/// per group of up to [`MAX_PARTS`] tensors and one more for the count.
+/// per group of up to 64 (`MAX_PARTS`) tensors and one more for the count.
 ///
 /// ```
 /// use tang_runtime::{Device, Tensor, ops};

@@ -217,7 +217,7 @@ fn check_disjoint(op: &str, parts: &[&Tensor], offsets: &[usize]) -> Result<(), 
 }
 
 /// Copies each of `parts` into `flat` at element `offsets[i]` (PyTorch's flattening of
-/// a parameter list for a multi-tensor optimizer), up to [`MAX_PARTS`] parts per launch.
+/// a parameter list for a multi-tensor optimizer), up to 64 (`MAX_PARTS`) parts per launch.
 /// Elements of `flat` outside the segments keep their values. Segments must not overlap
 /// (the parts are copied in parallel, so no part could be said to win).
 ///
@@ -241,7 +241,7 @@ pub fn pack(parts: &[&Tensor], flat: &Tensor, offsets: &[usize]) -> Result<(), E
 }
 
 /// The inverse of [`pack`]: copies `flat[offsets[i] .. offsets[i] + parts[i].len()]` into
-/// each of `parts`, up to [`MAX_PARTS`] parts per launch. Segments may overlap here (each
+/// each of `parts`, up to 64 (`MAX_PARTS`) parts per launch. Segments may overlap here (each
 /// part only reads them).
 ///
 /// ```
