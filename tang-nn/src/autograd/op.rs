@@ -206,13 +206,7 @@ impl Op {
                 // gradient, in f32; scale it by the upstream scalar on the GPU (no read
                 // back), then round it to the logits' dtype: a GradScaler's scale must
                 // reach it before f16 does (see `ops::cross_entropy_with`).
-                let scaled = ops::mul(grad, g)?;
-                let dtype = x(0).dtype();
-                vec![if scaled.dtype() == dtype {
-                    scaled
-                } else {
-                    ops::to_dtype(&scaled, dtype)?
-                }]
+                vec![ops::to_dtype(&ops::mul(grad, g)?, x(0).dtype())?]
             }
             Op::Attention {
                 o,

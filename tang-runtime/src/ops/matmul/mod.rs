@@ -13,6 +13,7 @@
 mod backward;
 pub(crate) mod codegen;
 mod coop;
+mod coop_stage;
 mod coop_tile;
 pub(crate) mod elem;
 mod epilogue;

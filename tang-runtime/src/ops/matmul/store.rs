@@ -91,61 +91,46 @@ pub(crate) fn emit_coop_store(w: &mut String, v: &CoopVariant) {
                 );
             }
             w.push_str("    workgroupBarrier();\n");
-            if t.kgroups == 1 {
-                for q in 0..scratch / 4 / 32 {
+            // With k groups the subgroups at one place (`sgl`) share its units and add
+            // the groups' partial sums, which lie a group's scratch apart.
+            let (lane, place) = match t.kgroups {
+                1 => ("lane", "sg"),
+                _ => ("lane + kg * 32u", "sgl"),
+            };
+            let lanes = 32 * t.kgroups;
+            let group = t.sg_m * t.sg_n * scratch;
+            for q in 0..scratch / 4 / lanes {
+                let _ = writeln!(
+                    w,
+                    "    {{\n        let u = {lane} + {}u;\n        let r = u / {units_per_row}u;\n        let cq = (u % {units_per_row}u) * 4u;\n        let s = {place} * {scratch}u + r * {width}u + cq;\n        var x = vec4<f32>(sc[s], sc[s + 1u], sc[s + 2u], sc[s + 3u]);",
+                    q * lanes,
+                );
+                for g in 1..t.kgroups {
+                    let o = g * group;
                     let _ = writeln!(
                         w,
-                        "    {{\n        let u = lane + {}u;\n        let r = u / {units_per_row}u;\n        let cq = (u % {units_per_row}u) * 4u;\n        let s = sg * {scratch}u + r * {width}u + cq;\n        var x = vec4<f32>(sc[s], sc[s + 1u], sc[s + 2u], sc[s + 3u]);\n        let row = m0 + sm * {span_m}u + {}u + r;\n        let col = n0 + sn * {span_n}u + {}u + cq;",
-                        q * 32,
-                        i * 16,
-                        j0 * 16
+                        "        x = x + vec4<f32>(sc[s + {o}u], sc[s + {}u], sc[s + {}u], sc[s + {}u]);",
+                        o + 1,
+                        o + 2,
+                        o + 3
                     );
-                    emit_unit_store(w, v);
                 }
-            } else {
-                // The groups' subgroups at one place share its units and add the
-                // groups' partial sums, which lie a group's scratch apart.
-                let group = t.sg_m * t.sg_n * scratch;
-                let lanes = 32 * t.kgroups;
-                for q in 0..scratch / 4 / lanes {
-                    let _ = writeln!(
-                        w,
-                        "    {{\n        let u = lane + kg * 32u + {}u;\n        let r = u / {units_per_row}u;\n        let cq = (u % {units_per_row}u) * 4u;\n        let s = sgl * {scratch}u + r * {width}u + cq;\n        var x = vec4<f32>(sc[s], sc[s + 1u], sc[s + 2u], sc[s + 3u]);",
-                        q * lanes,
-                    );
-                    for g in 1..t.kgroups {
-                        let _ = writeln!(
-                            w,
-                            "        x = x + vec4<f32>(sc[s + {o}u], sc[s + {o1}u], sc[s + {o2}u], sc[s + {o3}u]);",
-                            o = g * group,
-                            o1 = g * group + 1,
-                            o2 = g * group + 2,
-                            o3 = g * group + 3
-                        );
-                    }
-                    let _ = writeln!(
-                        w,
-                        "        let row = m0 + sm * {span_m}u + {}u + r;\n        let col = n0 + sn * {span_n}u + {}u + cq;",
-                        i * 16,
-                        j0 * 16
-                    );
-                    emit_unit_store(w, v);
-                }
+                let _ = writeln!(
+                    w,
+                    "        let row = m0 + sm * {span_m}u + {}u + r;\n        let col = n0 + sn * {span_n}u + {}u + cq;",
+                    i * 16,
+                    j0 * 16
+                );
+                let store = CStore {
+                    vc: v.vc,
+                    bias: v.bias,
+                    epilogue: v.epilogue,
+                    half: v.hc,
+                };
+                emit_c_store(w, "        ", "x", store);
+                w.push_str("    }\n");
             }
             w.push_str("    workgroupBarrier();\n");
         }
     }
-}
-
-/// The bounds, bias, epilogue and store of the unit `x` at `row`, `col`, closing the
-/// block [`emit_coop_store`] opened for it.
-fn emit_unit_store(w: &mut String, v: &CoopVariant) {
-    let store = CStore {
-        vc: v.vc,
-        bias: v.bias,
-        epilogue: v.epilogue,
-        half: v.hc,
-    };
-    emit_c_store(w, "        ", "x", store);
-    w.push_str("    }\n");
 }
