@@ -14,6 +14,11 @@ for out, inp in [(1152, 384), (384, 384), (1536, 384), (384, 1536)]:
     cases.append((f"gpt_{out}x{inp}x{TOKENS}_TN", out, inp, TOKENS, True, False))
 for out, inp in [(2304, 768), (768, 3072), (3072, 768)]:
     cases.append((f"gpt2_8192x{out}x{inp}_NT", 8192, out, inp, False, True))
+# GPT-2's LM head at its vocabulary and at nanoGPT's padded one (as the bench's cases).
+for vocab in [50257, 50304]:
+    cases.append((f"gpt2_8192x{vocab}x768_NT", 8192, vocab, 768, False, True))
+    cases.append((f"gpt2_8192x768x{vocab}_NN", 8192, 768, vocab, False, False))
+    cases.append((f"gpt2_{vocab}x768x8192_TN", vocab, 768, 8192, True, False))
 
 
 def time_ms(fn, reps=50):

@@ -223,7 +223,8 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
 /// tensors (PyTorch's fp16 `a @ b` in `torch_amp_anchors.py`, and
 /// `examples/scripts/torch_matmul_f16.py` at the other shapes); `matmul_autocast_*`
 /// multiplies f32 tensors rounded on load, as tang's autocast does. 4096³, the three
-/// layouts at 4096x4096x1024, and the character GPT's Linear products.
+/// layouts at 4096x4096x1024, the character GPT's and GPT-2 small's Linear products, and
+/// GPT-2's LM head (f16 only).
 fn half_cases(dev: &Device, report: &mut Report, quick: bool) {
     const TOKENS: usize = 16384;
     let mut cases = vec![("4096".to_string(), 4096, 4096, 4096, false, false)];
@@ -271,7 +272,49 @@ fn half_cases(dev: &Device, report: &mut Report, quick: bool) {
             true,
         ));
     }
+    // GPT-2 small's LM head over 8 x 1024 tokens (logits, the input's gradient, the
+    // weight's), at its vocabulary of 50,257 (odd: rows of f16 logits are not 8-byte
+    // aligned, so those loads and stores go one element at a time) and at nanoGPT's
+    // padded 50,304; f16 tensors only (the f32 operands would take 1.6 GB each).
+    let mut head = Vec::new();
+    for vocab in [50257, 50304] {
+        head.push((
+            format!("gpt2_8192x{vocab}x768_NT"),
+            8192,
+            vocab,
+            768,
+            false,
+            true,
+        ));
+        head.push((
+            format!("gpt2_8192x768x{vocab}_NN"),
+            8192,
+            768,
+            vocab,
+            false,
+            false,
+        ));
+        head.push((
+            format!("gpt2_{vocab}x768x8192_TN"),
+            vocab,
+            768,
+            8192,
+            true,
+            false,
+        ));
+    }
     let mut runs = Vec::new();
+    for (tag, m, n, k, ta, tb) in head {
+        let c = Case {
+            m,
+            n,
+            k,
+            ta,
+            tb,
+            half: Half::Tensors,
+        };
+        runs.push((format!("matmul_f16_{tag}"), c));
+    }
     for (half, prefix) in [(Half::Tensors, "f16"), (Half::Autocast, "autocast")] {
         for (tag, m, n, k, ta, tb) in &cases {
             let c = Case {

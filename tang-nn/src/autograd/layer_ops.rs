@@ -2,6 +2,7 @@
 //! bias fused), `dropout` (mask regenerated in backward), `gather`, elementwise
 //! activations and the elementwise parts of losses. PyTorch's names.
 
+use tang_runtime::DType;
 use tang_runtime::ops::{self, Generator, MatmulOptions};
 
 use super::Error;
@@ -17,7 +18,8 @@ impl Tensor {
     /// f32, and the result is f16 (PyTorch's autocast returns f16 from `linear`); the
     /// backward multiplies the same way, and each gradient has its input's dtype. An f32
     /// parameter is cast to f16 once per autocast region, and every product reading it
-    /// there reuses the copy, as PyTorch's autocast does.
+    /// there reuses the copy, as PyTorch's autocast does; an f32 input is cast once per
+    /// call and the copy kept for the weight's gradient (PyTorch saves its f16 cast too).
     ///
     /// ```
     /// # use tang_nn::autograd::Tensor;
@@ -42,12 +44,24 @@ impl Tensor {
         };
         let weight_cast = crate::amp::cast_parameter(weight)?;
         let w = weight_cast.as_ref().unwrap_or(weight.data());
-        let out = ops::matmul_with(self.data(), w, &options)?;
+        // An f32 input is cast to f16 once, as PyTorch's autocast casts it: the forward
+        // and the weight's gradient then read two f16 operands, where both rounded the
+        // f32 input as their tiles loaded it (the f32 loads cost the char GPT's AMP
+        // step's input products about a quarter of their speed on an H200,
+        // BENCHMARKS.md 2026-11-30).
+        let input_cast = if f16_inputs && self.data().dtype() == DType::F32 {
+            Some(self.data().to_dtype(DType::F16)?)
+        } else {
+            None
+        };
+        let x = input_cast.as_ref().unwrap_or(self.data());
+        let out = ops::matmul_with(x, w, &options)?;
         let mut inputs = vec![self, weight];
         inputs.extend(bias);
         let op = Op::Linear {
             f16_inputs,
             weight_cast,
+            input_cast,
         };
         Ok(Tensor::record(out, op, &inputs, true, false))
     }

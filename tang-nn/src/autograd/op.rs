@@ -83,6 +83,9 @@ pub(crate) enum Op {
         /// The f16 copy of an f32 weight the forward multiplied (autocast's cast of a
         /// parameter): the backward's `x` gradient multiplies it too.
         weight_cast: Option<RawTensor>,
+        /// The f16 copy of an f32 input the forward multiplied (autocast): the weight's
+        /// gradient multiplies it too.
+        input_cast: Option<RawTensor>,
     },
     /// Dropout; the stream its mask came from (regenerated in backward).
     Dropout(ops::DropoutState),
@@ -246,15 +249,17 @@ impl Op {
             Op::Linear {
                 f16_inputs,
                 weight_cast,
+                input_cast,
             } => {
                 let options = ops::MatmulOptions {
                     transpose_b: true,
                     f16_inputs: *f16_inputs,
                     ..ops::MatmulOptions::default()
                 };
-                // x's gradient multiplies the weight the forward multiplied.
+                // Each gradient multiplies the other operand as the forward multiplied it.
                 let w = weight_cast.as_ref().unwrap_or(x(1));
-                let (gx, gw) = ops::matmul_backward_cast_b(g, x(0), x(1), w, &options)?;
+                let xc = input_cast.as_ref().unwrap_or(x(0));
+                let (gx, gw) = ops::matmul_backward_cast(g, x(0), xc, x(1), w, &options)?;
                 let mut grads = vec![gx, gw];
                 if inputs.len() == 3 {
                     grads.push(ops::bias_backward(g)?);

@@ -94,7 +94,7 @@ pub use index::gather::{
 };
 pub use matmul::{
     CoopTile, Epilogue, MatmulOptions, TileConfig, bias_backward, matmul, matmul_backward,
-    matmul_backward_cast_b, matmul_backward_with, matmul_tn_split, matmul_with,
+    matmul_backward_cast, matmul_backward_with, matmul_tn_split, matmul_with,
 };
 pub use random::philox::{PhiloxStream, dropout_block, dropout_threshold, philox4x32_10};
 pub use random::{DropoutState, Generator, dropout, dropout_backward, rand, rand_bits, randn};

@@ -45,15 +45,16 @@ pub fn matmul_backward_with(
     b: &Tensor,
     o: &MatmulOptions<'_>,
 ) -> Result<(Tensor, Tensor), Error> {
-    backward(grad_out, a, b, b, o)
+    backward(grad_out, a, a, b, b, o)
 }
 
-/// [`matmul_backward_with`] for a product whose B was multiplied as `b_cast`, a copy of
-/// `b` in another dtype (autocast's f16 cast of an f32 weight, made once per region and
-/// reused, as PyTorch's autocast caches it), or `b` itself (then the same as
-/// [`matmul_backward_with`]): A's gradient multiplies `b_cast` (the
-/// tensor-core product of two f16 operands), B's gradient has `b`'s dtype (f32 for a
-/// master weight: the f32 accumulation, not rounded to f16).
+/// [`matmul_backward_with`] for a product whose operands were multiplied as `a_cast`
+/// and `b_cast`, copies of `a` and `b` in another dtype (autocast's f16 casts: of an f32
+/// weight, made once per region and reused, as PyTorch's autocast caches it, and of an
+/// f32 activation, made once by the forward), or `a` and `b` themselves (then the same as
+/// [`matmul_backward_with`]). Each gradient multiplies the other operand's copy (so the
+/// tensor-core products read two f16 operands) and has its own operand's dtype (f32 for
+/// an f32 operand: the f32 accumulation, not rounded to f16).
 ///
 /// ```
 /// use tang_runtime::{Device, DType, Tensor, ops};
@@ -62,41 +63,45 @@ pub fn matmul_backward_with(
 /// let w = Tensor::from_slice(&dev, &[0.5, 0.25], &[1, 2])?;
 /// let g = Tensor::from_slice(&dev, &[1.0], &[1, 1])?;
 /// let o = ops::MatmulOptions { transpose_b: true, ..Default::default() };
-/// let w16 = w.to_dtype(DType::F16)?;
-/// let (gx, gw) = ops::matmul_backward_cast_b(&g, &x, &w, &w16, &o)?;
-/// assert_eq!((gx.to_vec()?, gw.dtype()), (vec![0.5, 0.25], DType::F32));
+/// let (x16, w16) = (x.to_dtype(DType::F16)?, w.to_dtype(DType::F16)?);
+/// let (gx, gw) = ops::matmul_backward_cast(&g, &x, &x16, &w, &w16, &o)?;
+/// assert_eq!((gx.to_vec()?, gx.dtype()), (vec![0.5, 0.25], DType::F32));
+/// assert_eq!((gw.to_vec()?, gw.dtype()), (vec![1.0, 2.0], DType::F32));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
 /// # Errors
-/// As [`matmul_backward`], and [`Error::ShapeMismatch`] unless `b_cast` has `b`'s shape.
-pub fn matmul_backward_cast_b(
+/// As [`matmul_backward`], and [`Error::ShapeMismatch`] unless `a_cast` has `a`'s shape
+/// and `b_cast` `b`'s.
+pub fn matmul_backward_cast(
     grad_out: &Tensor,
     a: &Tensor,
+    a_cast: &Tensor,
     b: &Tensor,
     b_cast: &Tensor,
     o: &MatmulOptions<'_>,
 ) -> Result<(Tensor, Tensor), Error> {
-    want_shape(
-        "matmul",
-        "b_cast",
-        b_cast.shape(),
-        b.shape(),
-        "the shape of b, whose copy it is",
-    )?;
-    backward(grad_out, a, b, b_cast, o)
+    for (name, copy, of, what) in [
+        ("a_cast", a_cast, a, "the shape of a, whose copy it is"),
+        ("b_cast", b_cast, b, "the shape of b, whose copy it is"),
+    ] {
+        want_shape("matmul", name, copy.shape(), of.shape(), what)?;
+    }
+    backward(grad_out, a, a_cast, b, b_cast, o)
 }
 
-/// The backward of both: A's gradient multiplies `b_op`, B's has `b`'s dtype.
+/// The backward of both: A's gradient multiplies `b_op` and has `a`'s dtype, B's
+/// multiplies `a_op` and has `b`'s dtype.
 fn backward(
     grad_out: &Tensor,
     a: &Tensor,
+    a_op: &Tensor,
     b: &Tensor,
     b_op: &Tensor,
     o: &MatmulOptions<'_>,
 ) -> Result<(Tensor, Tensor), Error> {
     let (transpose_a, transpose_b) = (o.transpose_a, o.transpose_b);
-    let f16_inputs = o.half(a, b_op);
+    let f16_inputs = o.half(a_op, b_op);
     let o = MatmulOptions {
         transpose_a,
         transpose_b,
@@ -150,13 +155,13 @@ fn backward(
         sum_batch(&grad_a(b_op)?, a.shape())?
     };
     let gb = if b_batched || !a_batched {
-        grad_b(a)?
+        grad_b(a_op)?
     } else if !ta {
         // Linear layers: A is [batch.., m, k]; fold the batch into m and the sum over
         // the batch becomes part of one matmul's reduction.
         let rows = (Size::of(d.batch) * d.m)
             .counted(|| format!("matmul_backward: rows of a {:?}", a.shape()))?;
-        let af = a.reshape(&[rows, d.k])?;
+        let af = a_op.reshape(&[rows, d.k])?;
         let gf = g.reshape(&[rows, d.n])?;
         if tb {
             mm(&gf, &af, true, false, b.dtype())?
@@ -164,7 +169,7 @@ fn backward(
             mm(&af, &gf, true, false, b.dtype())?
         }
     } else {
-        sum_batch(&grad_b(a)?, b.shape())?
+        sum_batch(&grad_b(a_op)?, b.shape())?
     };
     Ok((ga.reshape(a.shape())?, gb.reshape(b.shape())?))
 }

@@ -21,7 +21,7 @@ mod split;
 mod store;
 mod tile;
 
-pub use backward::{bias_backward, matmul_backward, matmul_backward_cast_b, matmul_backward_with};
+pub use backward::{bias_backward, matmul_backward, matmul_backward_cast, matmul_backward_with};
 pub use coop_tile::CoopTile;
 pub use epilogue::Epilogue;
 #[doc(hidden)]
