@@ -399,8 +399,10 @@ fn coop_sweep(dev: &Device, report: &mut Report, base: &str, c: &Case, quick: bo
             }
             let o = options(Some(*t));
             let got = matmul_with(&a, &b, &o)?.to_vec()?;
-            // The same f16 products summed in another order: f32 rounding of k terms.
-            let tol = 1e-5 * (c.k as f32).sqrt();
+            // The same f16 products summed in another order: f32 rounding of k terms, which
+            // grows as k where partial sums grow (GPT-2's LM head: k = 50,257, the two k
+            // groups' sums against one differed by 3e-3 in a result of 0.22).
+            let tol = 1e-5 * (c.k as f32).sqrt() + 1e-7 * c.k as f32;
             if let Some((i, (g, w))) = got
                 .iter()
                 .zip(&want)
