@@ -48,7 +48,7 @@ impl Tensor {
         // and the weight's gradient then read two f16 operands, where both rounded the
         // f32 input as their tiles loaded it (the f32 loads cost the char GPT's AMP
         // step's input products about a quarter of their speed on an H200,
-        // BENCHMARKS.md 2026-11-30).
+        // BENCHMARKS.md 2026-11-29 (seventh session)).
         let input_cast = if f16_inputs && self.data().dtype() == DType::F32 {
             Some(self.data().to_dtype(DType::F16)?)
         } else {

@@ -229,6 +229,10 @@ impl CoopTile {
     ///   384x384 104 against 96, 1536x384 163 against 140, 4096x4096x1024 241 against 225.
     ///   With f32 operands rounded on load (autocast) the same block ran slower (106
     ///   against 114), so they keep the default. BENCHMARKS.md, 2026-11-28.
+    ///   Where m is not a multiple of 4 (GPT-2's LM head: its vocabulary of 50,257 rows) A
+    ///   loads one element at a time, and 128 x 256 blocks, which load half as many rows
+    ///   of A per product, ran 20% faster: 50257x768x8192 257 TFLOP/s against 210
+    ///   (BENCHMARKS.md, 2026-11-29 (seventh session)).
     /// - Other products of f16 tensors with at most [`CoopTile::FEW_BLOCKS_MAX`] default
     ///   blocks: [`CoopTile::FEW_BLOCKS`]. Two of the default's workgroups share an SM, so
     ///   384 of them (the GPT's products with 384 outputs per row over 16,384 tokens, and
@@ -274,18 +278,27 @@ impl CoopTile {
             .batch
             .saturating_mul(d.m.div_ceil(128))
             .saturating_mul(d.n.div_ceil(128));
-        let preferred = Self::automatic(f16_tensors, o.transpose_a && !o.transpose_b, blocks);
+        // A's rows load four elements at a time only where its contiguous extent is a
+        // multiple of 4 (`Aᵀ·B`: m).
+        let a_t_b = o.transpose_a && !o.transpose_b;
+        let a_by_fours = d.m.is_multiple_of(4);
+        let preferred = Self::automatic(f16_tensors, a_t_b, a_by_fours, blocks);
         Ok([preferred, CoopTile::DEFAULT]
             .into_iter()
             .find(|t| t.fits(dev)))
     }
 
     /// The block [`CoopTile::choose`] prefers for a product of f16 tensors or not,
-    /// `Aᵀ·B` or not, of `blocks` default blocks.
-    fn automatic(f16_tensors: bool, a_t_b: bool, blocks: usize) -> CoopTile {
+    /// `Aᵀ·B` or not (then `a_by_fours`: whether m is a multiple of 4), of `blocks`
+    /// default blocks.
+    fn automatic(f16_tensors: bool, a_t_b: bool, a_by_fours: bool, blocks: usize) -> CoopTile {
         match (f16_tensors, a_t_b) {
-            (true, true) => CoopTile {
+            (true, true) if a_by_fours => CoopTile {
                 sg_m: 4,
+                ..CoopTile::DEFAULT
+            },
+            (true, true) => CoopTile {
+                sg_n: 4,
                 ..CoopTile::DEFAULT
             },
             (true, false) if blocks <= Self::FEW_BLOCKS_MAX => CoopTile::FEW_BLOCKS,
@@ -318,14 +331,32 @@ mod tests {
             sg_m: 4,
             ..CoopTile::DEFAULT
         };
+        let wide = CoopTile {
+            sg_n: 4,
+            ..CoopTile::DEFAULT
+        };
         for blocks in [1, 384, 1024] {
-            assert_eq!(CoopTile::automatic(true, true, blocks), tall);
-            assert_eq!(CoopTile::automatic(false, true, blocks), CoopTile::DEFAULT);
-            assert_eq!(CoopTile::automatic(false, false, blocks), CoopTile::DEFAULT);
+            assert_eq!(CoopTile::automatic(true, true, true, blocks), tall);
+            assert_eq!(CoopTile::automatic(true, true, false, blocks), wide);
+            for fours in [true, false] {
+                let auto = |f16, a_t_b| CoopTile::automatic(f16, a_t_b, fours, blocks);
+                assert_eq!(auto(false, true), CoopTile::DEFAULT);
+                assert_eq!(auto(false, false), CoopTile::DEFAULT);
+            }
         }
-        assert_eq!(CoopTile::automatic(true, false, 384), CoopTile::FEW_BLOCKS);
-        assert_eq!(CoopTile::automatic(true, false, 512), CoopTile::FEW_BLOCKS);
-        assert_eq!(CoopTile::automatic(true, false, 513), CoopTile::DEFAULT);
+        assert_eq!(
+            CoopTile::automatic(true, false, true, 384),
+            CoopTile::FEW_BLOCKS
+        );
+        assert_eq!(
+            CoopTile::automatic(true, false, true, 512),
+            CoopTile::FEW_BLOCKS
+        );
+        assert_eq!(
+            CoopTile::automatic(true, false, true, 513),
+            CoopTile::DEFAULT
+        );
+        assert!(wide.is_valid() && CoopTile::PRESETS.contains(&wide));
         assert!(CoopTile::FEW_BLOCKS.is_valid());
     }
 
