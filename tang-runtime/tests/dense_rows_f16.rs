@@ -223,6 +223,60 @@ fn cross_entropy_f16_matches_f32() {
     }
 }
 
+/// The forward without the gradient and the backward that recomputes it, times an
+/// upstream gradient (a loss scale of 4096, applied before f16 rounds), in both dtypes:
+/// against the f32 forward's gradient times the same scale. Odd class counts put two rows
+/// in one f16 word of the backward's threads.
+#[test]
+fn cross_entropy_backward_recomputes_the_scaled_gradient() {
+    const SCALE: f32 = 4096.0;
+    for dev in devices() {
+        let mut rng = Rng::new(5);
+        let g = Tensor::from_slice(&dev, &[SCALE], &[1]).unwrap();
+        for classes in COLS {
+            let rows = 5;
+            let (x32, x16) = random_twins(&dev, &mut rng, &[rows, classes], 4.0);
+            let mut t: Vec<u32> = (0..rows).map(|_| rng.below(classes) as u32).collect();
+            t[1] = 7; // ignored
+            let targets = Tensor::from_u32(&dev, &t, &[rows]).unwrap();
+            let c32 = ops::cross_entropy(&x32, &targets, Some(7)).unwrap();
+            let want = ops::mul_scalar(&c32.grad, SCALE).unwrap();
+            both_paths(|path| {
+                for (x, dtype) in [(&x32, DType::F32), (&x16, DType::F16)] {
+                    let what = format!("cross_entropy_backward {rows}x{classes} {dtype:?} {path}");
+                    let f = ops::cross_entropy_forward(x, &targets, Some(7), DType::F32).unwrap();
+                    assert_twin(
+                        &format!("{what} loss"),
+                        &f.loss,
+                        DType::F32,
+                        &c32.loss,
+                        1e-4,
+                    );
+                    let grad = ops::cross_entropy_backward(
+                        x,
+                        &targets,
+                        Some(7),
+                        &f.row_loss_f32,
+                        &f.count,
+                        &g,
+                    )
+                    .unwrap();
+                    assert_twin(&format!("{what} grad"), &grad, dtype, &want, 1e-4);
+                }
+            });
+        }
+        // The backward says what it was given wrongly.
+        let x = Tensor::zeros(&dev, &[2, 3]).unwrap();
+        let targets = Tensor::from_u32(&dev, &[0, 1], &[2]).unwrap();
+        let f = ops::cross_entropy_forward(&x, &targets, None, DType::F32).unwrap();
+        let wrong_rows = Tensor::zeros(&dev, &[3]).unwrap();
+        let e = ops::cross_entropy_backward(&x, &targets, None, &wrong_rows, &f.count, &g)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("row_loss_f32"), "{e}");
+    }
+}
+
 /// `[outer, axis, inner]` shapes and the dim reduced: the last axis (scalar and `vec4`
 /// rows, a row long enough to be cut into chunks), a middle axis (one thread per column,
 /// and the tree kernel over few columns), the first axis.

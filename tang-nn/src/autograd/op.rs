@@ -49,9 +49,15 @@ pub(crate) enum Op {
     RmsNorm(RawTensor),
     /// Embedding lookup of the input `weight`; the ids.
     Embedding(RawTensor),
-    /// Mean cross-entropy of the input logits; the gradient the forward computed (f32, for
-    /// a unit upstream gradient).
-    CrossEntropy(RawTensor),
+    /// Mean cross-entropy of the input logits against `targets`; what the backward
+    /// recomputes the gradient from (`ops::cross_entropy_backward`): the f32 row losses
+    /// and the count of rows not ignored.
+    CrossEntropy {
+        targets: RawTensor,
+        ignore_index: Option<u32>,
+        row_loss: RawTensor,
+        count: RawTensor,
+    },
     /// Attention of inputs `q, k, v`; its output, row logsumexps, scale, mask and the
     /// dropout on its weights (the mask is regenerated from it).
     Attention {
@@ -131,7 +137,7 @@ impl Op {
             Op::LayerNorm(_) => "layer_norm",
             Op::RmsNorm(_) => "rms_norm",
             Op::Embedding(_) => "embedding",
-            Op::CrossEntropy(_) => "cross_entropy",
+            Op::CrossEntropy { .. } => "cross_entropy",
             Op::Attention { .. } => "attention",
             Op::PackedAttention { .. } => "packed_attention",
             Op::Linear { .. } => "linear",
@@ -204,12 +210,25 @@ impl Op {
                 let vocab = inputs[0].shape()[0];
                 vec![ops::embedding_backward(g, ids, vocab)?]
             }
-            Op::CrossEntropy(grad) => {
-                // d loss / d logits was computed by the forward for a unit upstream
-                // gradient, in f32; scale it by the upstream scalar on the GPU (no read
-                // back), then round it to the logits' dtype: a GradScaler's scale must
-                // reach it before f16 does (see `ops::cross_entropy_with`).
-                vec![ops::to_dtype(&ops::mul(grad, g)?, x(0).dtype())?]
+            Op::CrossEntropy {
+                targets,
+                ignore_index,
+                row_loss,
+                count,
+            } => {
+                // (softmax - onehot) / count times the upstream gradient (on the GPU, no
+                // read back), rounded once to the logits' dtype: a GradScaler's scale
+                // reaches it before f16 does.
+                // (The loss of f16 logits outside autocast is f16, and so is `g`.)
+                let g = ops::to_dtype(g, tang_runtime::DType::F32)?;
+                vec![ops::cross_entropy_backward(
+                    x(0),
+                    targets,
+                    *ignore_index,
+                    row_loss,
+                    count,
+                    &g,
+                )?]
             }
             Op::Attention {
                 o,

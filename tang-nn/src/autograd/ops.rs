@@ -384,16 +384,23 @@ impl Tensor {
         ignore_index: Option<u32>,
     ) -> Result<Tensor, Error> {
         // Under autocast the loss of f16 logits stays f32 (PyTorch's autocast runs
-        // cross-entropy in f32); the gradient has the logits' dtype, rounded to it after
-        // the upstream gradient scaled it (the forward keeps it in f32).
+        // cross-entropy in f32). The forward computes the losses alone; the backward
+        // recomputes the gradient from the logits and the row losses, scaled by the
+        // upstream gradient and then rounded to the logits' dtype (a GradScaler's scale
+        // reaches it before f16 does), in one pass.
         let loss_dtype = if crate::amp::is_autocast_enabled() {
             tang_runtime::DType::F32
         } else {
             self.dtype()
         };
-        let ce = ops::cross_entropy_with(self.data(), targets.data(), ignore_index, loss_dtype)?;
-        let op = Op::CrossEntropy(ce.grad);
-        Ok(Tensor::record(ce.loss, op, &[self], false, false))
+        let ce = ops::cross_entropy_forward(self.data(), targets.data(), ignore_index, loss_dtype)?;
+        let op = Op::CrossEntropy {
+            targets: targets.data().clone(),
+            ignore_index,
+            row_loss: ce.row_loss_f32,
+            count: ce.count,
+        };
+        Ok(Tensor::record(ce.loss, op, &[self], true, false))
     }
 
     /// Scaled dot-product attention, `dropout(softmax(scale * q kᵀ [+ causal mask])) v` per

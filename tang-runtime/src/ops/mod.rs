@@ -103,7 +103,10 @@ pub use reduce::{
     max_backward, mean, mean_all, mean_all_backward, mean_backward, sum, sum_all, sum_all_backward,
     sum_backward,
 };
-pub use rows::cross_entropy::{CrossEntropy, cross_entropy, cross_entropy_with};
+pub use rows::cross_entropy::{
+    CrossEntropy, CrossEntropyForward, cross_entropy, cross_entropy_forward, cross_entropy_with,
+};
+pub use rows::cross_entropy_backward::cross_entropy_backward;
 pub use rows::norm::{
     LayerNormGrads, NormOutput, RmsNormGrads, layer_norm, layer_norm_backward, rms_norm,
     rms_norm_backward,

@@ -64,12 +64,14 @@ const MAIN_BODY: &str = concat!(
     let r = row_max_sumexp(&c, base, n, lid);
     let mx = r.x;
     let inv = 1.0 / r.y;
-    for (var k = 0u; k < K; k = k + 1u) {
-        let u = lid + k * WG;
-        if (u < n) { dx[base + u] = cross_entropy_dx(exp(c[k] - T(mx)), inv, u, t, scale); }
-    }
-    for (var u = lid + K * WG; u < n; u = u + WG) {
-        dx[base + u] = cross_entropy_dx(exp(x[base + u] - T(mx)), inv, u, t, scale);
+    if (p.grad != 0u) {
+        for (var k = 0u; k < K; k = k + 1u) {
+            let u = lid + k * WG;
+            if (u < n) { dx[base + u] = cross_entropy_dx(exp(c[k] - T(mx)), inv, u, t, scale); }
+        }
+        for (var u = lid + K * WG; u < n; u = u + WG) {
+            dx[base + u] = cross_entropy_dx(exp(x[base + u] - T(mx)), inv, u, t, scale);
+        }
     }
     if (lid == 0u && live) { loss[row] = cross_entropy_loss(mx + log(r.y), base, t, valid, ignored); }
 }
@@ -162,6 +164,74 @@ pub fn cross_entropy_with(
     ignore_index: Option<u32>,
     loss_dtype: DType,
 ) -> Result<CrossEntropy, Error> {
+    let (f, grad) = forward(logits, targets, ignore_index, loss_dtype, true)?;
+    let grad =
+        grad.ok_or_else(|| mismatch("cross_entropy", "the gradient was not written".into()))?;
+    Ok(CrossEntropy {
+        loss: f.loss,
+        row_loss: f.row_loss,
+        grad,
+        count: f.count,
+    })
+}
+
+/// What [`cross_entropy_forward`] computes: the losses, and what
+/// [`crate::ops::cross_entropy_backward`] reads to make the gradient later.
+#[derive(Clone, Debug)]
+pub struct CrossEntropyForward {
+    /// `[1]`: the mean loss over rows whose target is not ignored (NaN if there are none),
+    /// in the `loss_dtype` asked for.
+    pub loss: Tensor,
+    /// `[rows]`: each row's loss (0 for ignored rows), in the `loss_dtype` asked for.
+    pub row_loss: Tensor,
+    /// `[rows]`: each row's loss in f32 (log-sum-exp minus the target's logit), for the
+    /// backward (the same tensor as `row_loss` when that is f32).
+    pub row_loss_f32: Tensor,
+    /// `[1]`: the number of rows not ignored, as f32.
+    pub count: Tensor,
+}
+
+/// [`cross_entropy_with`] without the gradient: the losses alone, reading the logits once
+/// and writing nothing of their size. The gradient comes later from
+/// [`crate::ops::cross_entropy_backward`], which recomputes the softmax from the logits and
+/// the row losses, already multiplied by the upstream gradient and in the logits' dtype.
+/// At GPT-2's 8,192 rows of 50,257 classes that leaves out a 1.65 GB f32 gradient, its
+/// write and two passes over it.
+///
+/// ```
+/// use tang_runtime::{Device, Tensor, ops};
+/// let dev = Device::new()?;
+/// let logits = Tensor::from_slice(&dev, &[0.0, 0.0, 1.0, 3.0], &[2, 2])?;
+/// let targets = Tensor::from_u32(&dev, &[1, 0], &[2])?;
+/// let f = ops::cross_entropy_forward(&logits, &targets, None, tang_runtime::DType::F32)?;
+/// let g = Tensor::from_slice(&dev, &[1.0], &[1])?; // d(whatever) / d(loss)
+/// let grad = ops::cross_entropy_backward(&logits, &targets, None, &f.row_loss_f32, &f.count, &g)?;
+/// let want = ops::cross_entropy(&logits, &targets, None)?.grad.to_vec()?;
+/// for (a, b) in grad.to_vec()?.iter().zip(&want) {
+///     assert!((a - b).abs() < 1e-6);
+/// }
+/// # Ok::<(), tang_runtime::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`cross_entropy_with`].
+pub fn cross_entropy_forward(
+    logits: &Tensor,
+    targets: &Tensor,
+    ignore_index: Option<u32>,
+    loss_dtype: DType,
+) -> Result<CrossEntropyForward, Error> {
+    Ok(forward(logits, targets, ignore_index, loss_dtype, false)?.0)
+}
+
+/// The checks and launches of both forms: the gradient (f32) written when `write_grad`.
+fn forward(
+    logits: &Tensor,
+    targets: &Tensor,
+    ignore_index: Option<u32>,
+    loss_dtype: DType,
+    write_grad: bool,
+) -> Result<(CrossEntropyForward, Option<Tensor>), Error> {
     let op = "cross_entropy";
     if loss_dtype == DType::U32 {
         return Err(Error::DType {
@@ -198,7 +268,8 @@ pub fn cross_entropy_with(
     let ignore = ignore_index.unwrap_or(u32::MAX);
     let count = dev.empty(&[1], DType::F32)?;
     let row_loss = dev.empty(&[rows.max(1)], DType::F32)?;
-    let grad = dev.empty(ls, DType::F32)?;
+    // Without the gradient the kernels still bind something there (and write nothing).
+    let grad = dev.empty(if write_grad { ls } else { &[1] }, DType::F32)?;
     let loss = dev.empty(&[1], DType::F32)?;
     let (spec, n) = by_unit(classes, [&K_MAIN_V4, &K_MAIN_F1]);
     let params = CrossEntropyParams {
@@ -206,6 +277,7 @@ pub fn cross_entropy_with(
         n: n as u32,
         classes: classes as u32,
         ignore,
+        grad: u32::from(write_grad),
     };
     K_COUNT.dispatch(&[], &params, &[targets, &count], [1, 1, 1])?;
     if rows > 0 {
@@ -226,11 +298,12 @@ pub fn cross_entropy_with(
         Tensor::zeros(dev, &[1])?
     };
     K_MEAN.dispatch(&[], &params, &[&rl, &count, &loss], [1, 1, 1])?;
-    let row_loss = rl.reshape(&[rows.max(1)])?;
-    Ok(CrossEntropy {
+    let row_loss_f32 = rl.reshape(&[rows.max(1)])?;
+    let f = CrossEntropyForward {
         loss: to_dtype(&loss, loss_dtype)?,
-        row_loss: to_dtype(&row_loss, loss_dtype)?,
-        grad,
+        row_loss: to_dtype(&row_loss_f32, loss_dtype)?,
+        row_loss_f32,
         count,
-    })
+    };
+    Ok((f, write_grad.then_some(grad)))
 }

@@ -56,8 +56,10 @@ pub(crate) const NORM_BWD_SLOTS: &[Slot] = &[
 ];
 
 params! {
-    /// `rows` rows of `n` units (`T`) holding `classes` logits; targets equal to `ignore` are skipped.
-    struct CrossEntropyParams { rows: u32, n: u32, classes: u32, ignore: u32 }
+    /// `rows` rows of `n` units (`T`) holding `classes` logits; targets equal to `ignore`
+    /// are skipped; `grad` 1 writes the gradient `dx`, 0 leaves it (a backward recomputes
+    /// it from the row losses: `cross_entropy_backward`).
+    struct CrossEntropyParams { rows: u32, n: u32, classes: u32, ignore: u32, grad: u32 }
 }
 
 /// The loss of one row, for the fallback and the subgroup team kernel of `rows_team`

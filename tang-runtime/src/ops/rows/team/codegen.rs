@@ -421,10 +421,11 @@ fn cross_entropy(s: &mut String, slots: &Slots, kind: Kind) {
 ",
     );
     slots.exp_sum(s);
-    s.push_str("    let inv = 1.0 / sum;\n");
-    slots.store_all(s, 4, "dx", |k, o| {
+    s.push_str("    let inv = 1.0 / sum;\n    if (p.grad != 0u) {\n");
+    slots.store_all(s, 8, "dx", |k, o| {
         format!("cross_entropy_dx(e{k}, inv, lane + {o}, t, scale)")
     });
+    s.push_str("    }\n");
     s.push_str(
                 "    if (lane == 0u && live) { loss[row] = cross_entropy_loss(m + log(sum), rbase, t, valid, ignored); }
 ",
