@@ -10,8 +10,10 @@
 //! rows of 50,257 f16 logits this replaces a 1.65 GB f32 gradient written by the forward,
 //! scaled in a second pass and rounded in a third.
 //!
-//! f16 tensors are words of two halves: a thread computes one word (two elements, which
-//! may lie in two rows when the row length is odd), so every thread writes whole words.
+//! A thread computes a run of eight consecutive elements (one division into row and
+//! column for all of them; a run may cross rows). f16 tensors are words of two halves: a
+//! run is four whole words (two elements of a word may lie in two rows when the row length
+//! is odd), so every thread writes whole words.
 
 use crate::cast::{F16_BITS_TO_F32_WGSL, F32_TO_F16_BITS_WGSL};
 use crate::ops::check::{same_device, want_float, want_shape, want_u32};
@@ -20,9 +22,9 @@ use crate::wgsl::thread_main;
 use crate::{DType, Error, Tensor};
 
 params! {
-    /// `n` threads over `len` logits in rows of `classes`; targets equal to `ignore` are
-    /// skipped.
-    struct CrossEntropyBackwardParams { n: u32, len: u32, classes: u32, ignore: u32 }
+    /// `n` threads over `len` logits in `rows` rows of `classes`; targets equal to
+    /// `ignore` are skipped.
+    struct CrossEntropyBackwardParams { n: u32, len: u32, rows: u32, classes: u32, ignore: u32 }
 }
 
 const SLOTS: &[Slot] = &[
@@ -34,14 +36,19 @@ const SLOTS: &[Slot] = &[
     Slot::ReadWrite("dx", "array<u32>"),
 ];
 
-/// `HALF = 0`: f32 logits as words, a thread per element; `HALF = 1`: f16 logits, a
-/// thread per word of two.
+/// Elements a thread computes: a run of them shares one division into row and column,
+/// and the row's target and log-sum-exp, reloaded only where the run crosses a row.
+const RUN: u32 = 8;
+
+/// `HALF = 0`: f32 logits as words; `HALF = 1`: f16 logits, two to a word (a run is
+/// `RUN / 2` whole words). Thread `i` computes elements `RUN i ..`.
 static BACKWARD: Spec<CrossEntropyBackwardParams> = Spec::new(
     "cross_entropy_backward",
     &[F16_BITS_TO_F32_WGSL, F32_TO_F16_BITS_WGSL],
     SLOTS,
     concat!(
         "override HALF: u32 = 0u;
+const RUN: u32 = 8u;
 
 fn logit(e: u32) -> f32 {
     if (HALF == 1u) {
@@ -50,27 +57,51 @@ fn logit(e: u32) -> f32 {
     return bitcast<f32>(x[e]);
 }
 
-// The gradient of element `e`; `scale` is g / count.
-fn grad_of(e: u32, scale: f32) -> f32 {
-    let row = e / p.classes;
-    let c = e - row * p.classes;
-    let t = targets[row];
-    if (t == p.ignore || t >= p.classes) { return 0.0; }
-    let lse = row_loss[row] + logit(row * p.classes + t);
-    return (exp(logit(e) - lse) - select(0.0, 1.0, c == t)) * scale;
+// A row's target and log-sum-exp (its loss plus the target's logit); `t` is `classes`
+// for a row without gradient (ignored, or a target out of range).
+struct RowStats { t: u32, lse: f32 }
+
+fn row_stats(row: u32) -> RowStats {
+    var t = targets[row];
+    if (t == p.ignore || t >= p.classes) { return RowStats(p.classes, 0.0); }
+    return RowStats(t, row_loss[row] + logit(row * p.classes + t));
 }
 
 ",
         thread_main!(i < "p.n"),
         "    let scale = g[0] / max(cnt[0], 1.0);
+    let e0 = i * RUN;
+    var row = e0 / p.classes;
+    var c = e0 - row * p.classes;
+    var st = row_stats(row);
+    var v: array<f32, RUN>;
+    for (var k = 0u; k < RUN; k = k + 1u) {
+        let e = e0 + k;
+        if (e >= p.len) { v[k] = 0.0; continue; }
+        if (st.t == p.classes) {
+            v[k] = 0.0;
+        } else {
+            v[k] = (exp(logit(e) - st.lse) - select(0.0, 1.0, c == st.t)) * scale;
+        }
+        c = c + 1u;
+        if (c == p.classes) {
+            c = 0u;
+            row = row + 1u;
+            if (row < p.rows) { st = row_stats(row); }
+        }
+    }
     if (HALF == 0u) {
-        dx[i] = bitcast<u32>(grad_of(i, scale));
+        for (var k = 0u; k < RUN; k = k + 1u) {
+            if (e0 + k < p.len) { dx[e0 + k] = bitcast<u32>(v[k]); }
+        }
         return;
     }
-    let lo = f32_to_f16_bits(bitcast<u32>(grad_of(2u * i, scale)));
-    var hi = 0u;
-    if (2u * i + 1u < p.len) { hi = f32_to_f16_bits(bitcast<u32>(grad_of(2u * i + 1u, scale))); }
-    dx[i] = lo | (hi << 16u);
+    for (var k = 0u; k < RUN; k = k + 2u) {
+        let w = (e0 + k) / 2u;
+        if (e0 + k < p.len) {
+            dx[w] = f32_to_f16_bits(bitcast<u32>(v[k])) | (f32_to_f16_bits(bitcast<u32>(v[k + 1u])) << 16u);
+        }
+    }
 }
 "
     ),
@@ -162,10 +193,11 @@ pub fn cross_entropy_backward(
     let dtype = logits.dtype();
     let dx = dev.empty(ls, dtype)?;
     let half = dtype == DType::F16;
-    let threads = if half { len.div_ceil(2) } else { len };
+    let threads = len.div_ceil(RUN as usize);
     let params = CrossEntropyBackwardParams {
         n: threads as u32,
         len: len as u32,
+        rows: rows as u32,
         classes: classes as u32,
         ignore: ignore_index.unwrap_or(u32::MAX),
     };
