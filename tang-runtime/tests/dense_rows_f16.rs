@@ -181,16 +181,24 @@ fn norm_outputs(
     }
 }
 
+/// Rows of the cross-entropy cases; row 1's target is the ignore index, 7.
+const CE_ROWS: usize = 5;
+
+/// Random logits of `classes` as f32 and f16 twins, and targets (row 1 ignored).
+fn cross_entropy_case(dev: &Device, rng: &mut Rng, classes: usize) -> (Tensor, Tensor, Tensor) {
+    let (x32, x16) = random_twins(dev, rng, &[CE_ROWS, classes], 4.0);
+    let mut t: Vec<u32> = (0..CE_ROWS).map(|_| rng.below(classes) as u32).collect();
+    t[1] = 7; // ignored
+    (x32, x16, Tensor::from_u32(dev, &t, &[CE_ROWS]).unwrap())
+}
+
 #[test]
 fn cross_entropy_f16_matches_f32() {
     for dev in devices() {
         let mut rng = Rng::new(3);
         for classes in COLS {
-            let rows = 5;
-            let (x32, x16) = random_twins(&dev, &mut rng, &[rows, classes], 4.0);
-            let mut t: Vec<u32> = (0..rows).map(|_| rng.below(classes) as u32).collect();
-            t[1] = 7; // ignored
-            let targets = Tensor::from_u32(&dev, &t, &[rows]).unwrap();
+            let rows = CE_ROWS;
+            let (x32, x16, targets) = cross_entropy_case(&dev, &mut rng, classes);
             both_paths(|path| {
                 let what = format!("cross_entropy {rows}x{classes} {path}");
                 let c16 = ops::cross_entropy(&x16, &targets, Some(7)).unwrap();
@@ -234,11 +242,8 @@ fn cross_entropy_backward_recomputes_the_scaled_gradient() {
         let mut rng = Rng::new(5);
         let g = Tensor::from_slice(&dev, &[SCALE], &[1]).unwrap();
         for classes in COLS {
-            let rows = 5;
-            let (x32, x16) = random_twins(&dev, &mut rng, &[rows, classes], 4.0);
-            let mut t: Vec<u32> = (0..rows).map(|_| rng.below(classes) as u32).collect();
-            t[1] = 7; // ignored
-            let targets = Tensor::from_u32(&dev, &t, &[rows]).unwrap();
+            let rows = CE_ROWS;
+            let (x32, x16, targets) = cross_entropy_case(&dev, &mut rng, classes);
             let c32 = ops::cross_entropy(&x32, &targets, Some(7)).unwrap();
             let want = ops::mul_scalar(&c32.grad, SCALE).unwrap();
             both_paths(|path| {

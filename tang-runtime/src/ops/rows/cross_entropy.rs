@@ -224,22 +224,9 @@ pub fn cross_entropy_forward(
     Ok(forward(logits, targets, ignore_index, loss_dtype, false)?.0)
 }
 
-/// The checks and launches of both forms: the gradient (f32) written when `write_grad`.
-fn forward(
-    logits: &Tensor,
-    targets: &Tensor,
-    ignore_index: Option<u32>,
-    loss_dtype: DType,
-    write_grad: bool,
-) -> Result<(CrossEntropyForward, Option<Tensor>), Error> {
-    let op = "cross_entropy";
-    if loss_dtype == DType::U32 {
-        return Err(Error::DType {
-            op: op.into(),
-            expected: DType::F32,
-            got: loss_dtype,
-        });
-    }
+/// The class count of `logits [..., classes]` (f32 or f16) against `targets [...]` (u32),
+/// after checking both, for the forward and the backward.
+pub(super) fn classes_of(op: &str, logits: &Tensor, targets: &Tensor) -> Result<usize, Error> {
     want_float(op, logits)?;
     want_u32(op, targets)?;
     let ls = logits.shape();
@@ -256,6 +243,27 @@ fn forward(
         lead,
         format_args!("logits {ls:?} without the class axis"),
     )?;
+    Ok(classes)
+}
+
+/// The checks and launches of both forms: the gradient (f32) written when `write_grad`.
+fn forward(
+    logits: &Tensor,
+    targets: &Tensor,
+    ignore_index: Option<u32>,
+    loss_dtype: DType,
+    write_grad: bool,
+) -> Result<(CrossEntropyForward, Option<Tensor>), Error> {
+    let op = "cross_entropy";
+    if loss_dtype == DType::U32 {
+        return Err(Error::DType {
+            op: op.into(),
+            expected: DType::F32,
+            got: loss_dtype,
+        });
+    }
+    let classes = classes_of(op, logits, targets)?;
+    let ls = logits.shape();
     // The kernels index with 32 bits: each count must fit, and the error names the one
     // that does not (a `[0, 2^40]` batch has no elements but too many classes).
     let limit = u64::from(u32::MAX);

@@ -15,8 +15,9 @@
 //! words of two halves: a run is four whole words (two elements of a word may lie in two
 //! rows when the row length is odd), so every thread writes whole words.
 
+use super::cross_entropy::classes_of;
 use crate::cast::{F16_BITS_TO_F32_WGSL, F32_TO_F16_BITS_WGSL};
-use crate::ops::check::{same_device, want_float, want_shape, want_u32};
+use crate::ops::check::{same_device, want_shape};
 use crate::spec::{Slot, Source, Spec, launch_threads, params};
 use crate::wgsl::thread_main;
 use crate::{DType, Error, Tensor};
@@ -141,8 +142,7 @@ pub fn cross_entropy_backward(
     grad_loss: &Tensor,
 ) -> Result<Tensor, Error> {
     let op = "cross_entropy_backward";
-    want_float(op, logits)?;
-    want_u32(op, targets)?;
+    let classes = classes_of(op, logits, targets)?;
     let dev = logits.device();
     same_device(
         op,
@@ -155,16 +155,6 @@ pub fn cross_entropy_backward(
         ],
     )?;
     let ls = logits.shape();
-    let (&classes, lead) = ls.split_last().ok_or_else(|| {
-        crate::ops::check::mismatch(op, "logits is a scalar; expected [..., classes]".into())
-    })?;
-    want_shape(
-        op,
-        "targets",
-        targets.shape(),
-        lead,
-        format_args!("logits {ls:?} without the class axis"),
-    )?;
     let rows = targets.len();
     want_shape(
         op,
