@@ -8,17 +8,18 @@
 //! gradients are final, so communication overlaps the rest of backward. wgpu has no
 //! peer-to-peer copies, so a bucket goes GPU -> host -> MPI -> host -> GPU.
 //!
-//! - [`process_group`]: this process's rank, the job's size and its local rank
+//! With the `mpi` feature (the next two items too):
+//! - `process_group`: this process's rank, the job's size and its local rank
 //!   (`init_process_group`), `None` outside a launcher.
-//! - [`DistributedDataParallel`]: the bucketed, overlapped gradient average, with
-//!   [`DistributedDataParallel::no_sync`] for gradient accumulation.
+//! - `DistributedDataParallel`: the bucketed, overlapped gradient average, with
+//!   `DistributedDataParallel::no_sync` for gradient accumulation.
 //! - [`DistributedSampler`](crate::data::DistributedSampler): the shard of each epoch a
 //!   [`DataLoader`](crate::data::DataLoader) visits on this rank;
 //!   [`DeviceTokenBatcher`](crate::data::DeviceTokenBatcher) draws its windows from a
 //!   stream of the rank's own.
 //! - [`crate::train::Trainer`] does all of it by itself under `mpirun`: rank 0 logs,
 //!   plots and checkpoints, the loss printed is the mean over the ranks, and a rank that
-//!   fails ends the job with its error ([`ProcessGroup::abort`]).
+//!   fails ends the job with its error (`ProcessGroup::abort`).
 //!
 //! Without the feature, [`rank_and_world_size`] is `(0, 1)` and everything trains in one
 //! process.

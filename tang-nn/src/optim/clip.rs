@@ -118,8 +118,8 @@ pub fn grad_norm<'a>(
 /// With no gradients at all (every parameter frozen, or none reached by the loss)
 /// PyTorch returns a zero norm on the CPU; tang returns [`OptimError::NoGradients`]
 /// instead, because its norm is a tensor on the gradients' device and an empty list names
-/// no device: check [`NamedGradients::is_empty`](super::NamedGradients::is_empty) first,
-/// as the [`Trainer`](crate::train::Trainer) does (it skips the step).
+/// no device: check that the list is not empty first, as the
+/// [`Trainer`](crate::train::Trainer) does (it skips the step).
 ///
 /// # Errors
 /// As [`grad_norm`].
