@@ -8,11 +8,10 @@
 //! gradients are final, so communication overlaps the rest of backward. wgpu has no
 //! peer-to-peer copies, so a bucket goes GPU -> host -> MPI -> host -> GPU.
 //!
-//! With the `mpi` feature (the next two items too):
-//! - `process_group`: this process's rank, the job's size and its local rank
-//!   (`init_process_group`), `None` outside a launcher.
-//! - `DistributedDataParallel`: the bucketed, overlapped gradient average, with
-//!   `DistributedDataParallel::no_sync` for gradient accumulation.
+//! - `process_group` (with the `mpi` feature): this process's rank, the job's size and
+//!   its local rank (`init_process_group`), `None` outside a launcher.
+//! - `DistributedDataParallel` (with the `mpi` feature): the bucketed, overlapped
+//!   gradient average, with `DistributedDataParallel::no_sync` for gradient accumulation.
 //! - [`DistributedSampler`](crate::data::DistributedSampler): the shard of each epoch a
 //!   [`DataLoader`](crate::data::DataLoader) visits on this rank;
 //!   [`DeviceTokenBatcher`](crate::data::DeviceTokenBatcher) draws its windows from a
