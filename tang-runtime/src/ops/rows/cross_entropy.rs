@@ -1,11 +1,14 @@
 //! Cross-entropy over logits `[rows, classes]` with u32 targets and an ignore index:
-//! loss and gradient together, in three dispatches, with nothing read back to the CPU.
+//! loss and gradient together ([`cross_entropy`], [`cross_entropy_with`]) or the losses
+//! alone ([`cross_entropy_forward`], whose gradient `cross_entropy_backward.rs` recomputes
+//! later: the autograd's path), in three dispatches, with nothing read back to the CPU.
 //!
 //! 1. one workgroup counts the rows whose target is not ignored;
 //! 2. a subgroup team per row ([`crate::ops::rows::team`]) or, for long rows and adapters
 //!    without subgroups, one workgroup per row (2-D grid) keeps the row in registers
 //!    (`vec4` when `classes` is a multiple of 4), computes log-sum-exp, the row's loss,
-//!    and the gradient of the mean loss `(softmax - onehot) / count`: logits are read once;
+//!    and (unless the params' `grad` is 0) the gradient of the mean loss
+//!    `(softmax - onehot) / count`: logits are read once;
 //! 3. one workgroup sums the per-row losses (fixed tree order: deterministic) / count.
 //!
 //! A target `>= classes` that is not the ignore index gives that row a NaN loss (so the
