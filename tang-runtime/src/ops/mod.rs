@@ -104,7 +104,7 @@ pub use reduce::{
     sum_backward,
 };
 pub use rows::cross_entropy::{
-    CrossEntropy, CrossEntropyForward, cross_entropy, cross_entropy_forward, cross_entropy_with,
+    CrossEntropy, CrossEntropyForward, cross_entropy, cross_entropy_forward,
 };
 pub use rows::cross_entropy_backward::cross_entropy_backward;
 pub use rows::norm::{

@@ -1,5 +1,5 @@
 //! Cross-entropy over logits `[rows, classes]` with u32 targets and an ignore index:
-//! loss and gradient together ([`cross_entropy`], [`cross_entropy_with`]) or the losses
+//! loss and gradient together ([`cross_entropy`]) or the losses
 //! alone ([`cross_entropy_forward`], whose gradient `cross_entropy_backward.rs` recomputes
 //! later: the autograd's path), in three dispatches, with nothing read back to the CPU.
 //!
@@ -17,8 +17,7 @@
 //! f16 logits are read through the f16 form of the main kernel
 //! ([`crate::ops::rows::half`]): log-sum-exp, the losses and the gradient in f32; then
 //! [`cross_entropy`] rounds the losses and the gradient to f16, as PyTorch returns them for
-//! `torch.float16` logits, and [`cross_entropy_with`] keeps the gradient in f32 for a
-//! backward to scale before it rounds.
+//! `torch.float16` logits.
 
 use crate::ops::check::{by_unit, mismatch, want_float, want_shape, want_u32};
 use crate::ops::rows::half;
@@ -144,36 +143,11 @@ pub fn cross_entropy(
     targets: &Tensor,
     ignore_index: Option<u32>,
 ) -> Result<CrossEntropy, Error> {
-    let ce = cross_entropy_with(logits, targets, ignore_index, logits.dtype())?;
-    Ok(CrossEntropy {
-        grad: to_dtype(&ce.grad, logits.dtype())?,
-        ..ce
-    })
-}
-
-/// [`cross_entropy`] with `loss` and `row_loss` in `loss_dtype` (f32 or f16) whatever the
-/// logits' dtype (autocast keeps the loss of f16 logits in f32, as PyTorch's autocast runs
-/// `cross_entropy` in f32), and `grad` in f32 whatever the logits' dtype: a backward
-/// multiplies it by the upstream gradient before rounding it to f16, as PyTorch's does.
-/// Rounded first, the gradient of f16 logits would lose what a `GradScaler`'s scale is
-/// there to keep: `(softmax - onehot) / count` over 8,192 rows of 50,257 classes is about
-/// 2e-9 per class, below f16's smallest subnormal (6e-8).
-///
-/// # Errors
-/// As [`cross_entropy`]; [`Error::DType`] for a `loss_dtype` of u32.
-pub fn cross_entropy_with(
-    logits: &Tensor,
-    targets: &Tensor,
-    ignore_index: Option<u32>,
-    loss_dtype: DType,
-) -> Result<CrossEntropy, Error> {
-    let (f, grad) = forward(logits, targets, ignore_index, loss_dtype, true)?;
-    let grad =
-        grad.ok_or_else(|| mismatch("cross_entropy", "the gradient was not written".into()))?;
+    let (f, grad) = forward(logits, targets, ignore_index, logits.dtype(), true)?;
     Ok(CrossEntropy {
         loss: f.loss,
         row_loss: f.row_loss,
-        grad,
+        grad: to_dtype(&grad, logits.dtype())?,
         count: f.count,
     })
 }
@@ -194,7 +168,9 @@ pub struct CrossEntropyForward {
     pub count: Tensor,
 }
 
-/// [`cross_entropy_with`] without the gradient: the losses alone, reading the logits once
+/// [`cross_entropy`] without the gradient, with `loss` and `row_loss` in `loss_dtype` (f32
+/// or f16) whatever the logits' dtype (autocast keeps the loss of f16 logits in f32, as
+/// PyTorch's autocast runs `cross_entropy` in f32): the losses alone, reading the logits once
 /// and writing nothing of their size. The gradient comes later from
 /// [`crate::ops::cross_entropy_backward`], which recomputes the softmax from the logits and
 /// the row losses, already multiplied by the upstream gradient and in the logits' dtype.
@@ -217,7 +193,7 @@ pub struct CrossEntropyForward {
 /// ```
 ///
 /// # Errors
-/// As [`cross_entropy_with`].
+/// As [`cross_entropy`]; [`Error::DType`] for a `loss_dtype` of u32.
 pub fn cross_entropy_forward(
     logits: &Tensor,
     targets: &Tensor,
@@ -249,14 +225,15 @@ pub(super) fn classes_of(op: &str, logits: &Tensor, targets: &Tensor) -> Result<
     Ok(classes)
 }
 
-/// The checks and launches of both forms: the gradient (f32) written when `write_grad`.
+/// The checks and launches of both forms, with the gradient tensor: f32, written when
+/// `write_grad`, else a one-element placeholder the kernels bind and do not write.
 fn forward(
     logits: &Tensor,
     targets: &Tensor,
     ignore_index: Option<u32>,
     loss_dtype: DType,
     write_grad: bool,
-) -> Result<(CrossEntropyForward, Option<Tensor>), Error> {
+) -> Result<(CrossEntropyForward, Tensor), Error> {
     let op = "cross_entropy";
     if loss_dtype == DType::U32 {
         return Err(Error::DType {
@@ -316,5 +293,5 @@ fn forward(
         row_loss_f32,
         count,
     };
-    Ok((f, write_grad.then_some(grad)))
+    Ok((f, grad))
 }
