@@ -276,44 +276,45 @@ fn half_cases(dev: &Device, report: &mut Report, quick: bool) {
     // weight's), at its vocabulary of 50,257 (odd: rows of f16 logits are not 8-byte
     // aligned, so those loads and stores go one element at a time) and at nanoGPT's
     // padded 50,304; f16 tensors only (the f32 operands would take 1.6 GB each).
-    let mut head = Vec::new();
-    for vocab in [50257, 50304] {
-        head.push((
-            format!("gpt2_8192x{vocab}x768_NT"),
-            8192,
-            vocab,
-            768,
-            false,
-            true,
-        ));
-        head.push((
-            format!("gpt2_8192x768x{vocab}_NN"),
-            8192,
-            768,
-            vocab,
-            false,
-            false,
-        ));
-        head.push((
-            format!("gpt2_{vocab}x768x8192_TN"),
-            vocab,
-            768,
-            8192,
-            true,
-            false,
-        ));
-    }
     let mut runs = Vec::new();
-    for (tag, m, n, k, ta, tb) in head {
-        let c = Case {
-            m,
-            n,
-            k,
-            ta,
-            tb,
-            half: Half::Tensors,
-        };
-        runs.push((format!("matmul_f16_{tag}"), c));
+    for vocab in [50257, 50304] {
+        for (tag, m, n, k, ta, tb) in [
+            (
+                format!("8192x{vocab}x768_NT"),
+                8192,
+                vocab,
+                768,
+                false,
+                true,
+            ),
+            (
+                format!("8192x768x{vocab}_NN"),
+                8192,
+                768,
+                vocab,
+                false,
+                false,
+            ),
+            (
+                format!("{vocab}x768x8192_TN"),
+                vocab,
+                768,
+                8192,
+                true,
+                false,
+            ),
+        ] {
+            let half = Half::Tensors;
+            let c = Case {
+                m,
+                n,
+                k,
+                ta,
+                tb,
+                half,
+            };
+            runs.push((format!("matmul_f16_gpt2_{tag}"), c));
+        }
     }
     for (half, prefix) in [(Half::Tensors, "f16"), (Half::Autocast, "autocast")] {
         for (tag, m, n, k, ta, tb) in &cases {
