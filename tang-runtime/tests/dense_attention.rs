@@ -2,10 +2,10 @@
 //! software adapter against a naive CPU f64 implementation.
 
 use tang_runtime::ops::{
-    AttentionOptions, attention, attention_backward, attention_backward_dkv, attention_backward_dq,
-    attention_decode, backward_tiles, forward_tiles,
+    self, AttentionOptions, attention, attention_backward, attention_backward_dkv,
+    attention_backward_dq, attention_decode, backward_tiles, forward_tiles,
 };
-use tang_runtime::{Device, DeviceOptions, Error, Tensor};
+use tang_runtime::{DType, Device, DeviceOptions, Error, Tensor};
 use tang_testing::{assert_close, devices};
 
 /// Causal attention at the default scale without dropout.
@@ -347,5 +347,116 @@ fn backward_passes_apart_match_the_backward() {
             let e = attention_backward_dkv(&go, &q, &k, &v, &lse, &o, &CAUSAL).unwrap_err();
             assert!(e.to_string().contains("delta"), "{e}");
         }
+    }
+}
+
+/// Token-major `o` (`AttentionOptions::token_major`, `[B, T, H, D]`) is the head-major
+/// result permuted, forward and backward, bit for bit: f32 tensors, f16 tensors and f32
+/// ones rounded on load (the tensor-core kernels where the device has them, which read and
+/// write the layout themselves; elsewhere the op's copies), grouped heads, a partial tile.
+#[test]
+fn token_major_output_is_the_permuted_head_major_one() {
+    let swap = |t: &Tensor| ops::permute(t, &[0, 2, 1, 3]).unwrap();
+    for dev in devices() {
+        for (c, seed) in [(cfg(2, 4, 2, 70, 64), 80), (cfg(1, 2, 2, 64, 32), 81)] {
+            let x = inputs(c, seed, 1.0);
+            let (q, k, v, go) = upload(&dev, c, &x);
+            for (dtype, f16_inputs) in
+                [(DType::F32, false), (DType::F16, false), (DType::F32, true)]
+            {
+                let cast = |t: &Tensor| ops::to_dtype(t, dtype).unwrap();
+                let (q, k, v, go) = (cast(&q), cast(&k), cast(&v), cast(&go));
+                let heads = AttentionOptions {
+                    f16_inputs,
+                    ..CAUSAL
+                };
+                let tokens = AttentionOptions {
+                    token_major: true,
+                    ..heads
+                };
+                let what = format!("{c:?} {dtype:?} f16_inputs {f16_inputs}");
+                let (o, lse) = attention(&q, &k, &v, &heads).unwrap();
+                let (ot, lset) = attention(&q, &k, &v, &tokens).unwrap();
+                assert_eq!(ot.shape(), swap(&o).shape(), "{what}");
+                assert_eq!(
+                    ot.to_vec().unwrap(),
+                    swap(&o).to_vec().unwrap(),
+                    "{what}: o"
+                );
+                assert_eq!(lset.to_vec().unwrap(), lse.to_vec().unwrap(), "{what}: lse");
+                let got = attention_backward(&swap(&go), &q, &k, &v, &ot, &lset, &tokens).unwrap();
+                let want = attention_backward(&go, &q, &k, &v, &o, &lse, &heads).unwrap();
+                for (name, g, w) in [
+                    ("dq", &got.0, &want.0),
+                    ("dk", &got.1, &want.1),
+                    ("dv", &got.2, &want.2),
+                ] {
+                    assert_eq!(g.to_vec().unwrap(), w.to_vec().unwrap(), "{what}: {name}");
+                }
+                // The head-major shapes are refused for token-major options, and the passes
+                // apart refuse the layout.
+                let e = attention_backward(&go, &q, &k, &v, &o, &lse, &tokens).unwrap_err();
+                assert!(e.to_string().contains("token-major"), "{e}");
+                let e =
+                    attention_backward_dq(&swap(&go), &q, &k, &v, &ot, &lset, &tokens).unwrap_err();
+                assert!(e.to_string().contains("token_major: false"), "{e}");
+            }
+        }
+    }
+}
+
+/// Attention read from a packed projection (`attention_packed`: the tensor-core kernels
+/// read the heads in place where the device has them) equals the heads split out and
+/// attended token-major, forward and backward, bit for bit; grouped heads, a partial tile.
+#[test]
+fn packed_heads_give_the_split_heads_result() {
+    for dev in devices() {
+        for (b, h, hkv, t, d, seed) in [(2, 4, 2, 70, 64, 90), (1, 2, 2, 64, 32, 91)] {
+            let n = (h + 2 * hkv) * d;
+            let x = tang_testing::Rng::new(seed).vec(b * t * n, 1.0);
+            let packed = Tensor::from_slice(&dev, &x, &[b, t, n]).unwrap();
+            let go = Tensor::from_slice(
+                &dev,
+                &tang_testing::Rng::new(seed + 1).vec(b * t * h * d, 1.0),
+                &[b, t, h, d],
+            )
+            .unwrap();
+            for (dtype, f16_inputs) in
+                [(DType::F32, false), (DType::F16, false), (DType::F32, true)]
+            {
+                let cast = |t: &Tensor| ops::to_dtype(t, dtype).unwrap();
+                let (qkv, go) = (cast(&packed), cast(&go));
+                let options = AttentionOptions {
+                    f16_inputs,
+                    token_major: true,
+                    ..CAUSAL
+                };
+                let what =
+                    format!("[{b}, {t}, {n}] heads {h}/{hkv} {dtype:?} f16_inputs {f16_inputs}");
+                let (q, k, v) = ops::split_qkv_heads(&qkv, h, hkv, d).unwrap();
+                let (o, lse) = attention(&q, &k, &v, &options).unwrap();
+                let (op, lsep) = ops::attention_packed(&qkv, h, hkv, &options).unwrap();
+                assert_eq!(op.shape(), &[b, t, h, d], "{what}");
+                assert_eq!(op.to_vec().unwrap(), o.to_vec().unwrap(), "{what}: o");
+                assert_eq!(lsep.to_vec().unwrap(), lse.to_vec().unwrap(), "{what}: lse");
+                let want = attention_backward(&go, &q, &k, &v, &o, &lse, &options).unwrap();
+                let got = ops::attention_backward_packed(&go, &qkv, h, hkv, &op, &lsep, &options)
+                    .unwrap();
+                for (name, g, w) in [
+                    ("dq", &got.0, &want.0),
+                    ("dk", &got.1, &want.1),
+                    ("dv", &got.2, &want.2),
+                ] {
+                    assert_eq!(g.shape(), w.shape(), "{what}: {name}");
+                    assert_eq!(g.to_vec().unwrap(), w.to_vec().unwrap(), "{what}: {name}");
+                }
+            }
+        }
+        // A last dimension that is not a multiple of heads + 2 kv_heads.
+        let bad = Tensor::zeros(&dev, &[1, 3, 10]).unwrap();
+        let e = ops::attention_packed(&bad, 2, 1, &CAUSAL)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("heads + 2 * kv_heads"), "{e}");
     }
 }

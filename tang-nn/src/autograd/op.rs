@@ -68,6 +68,8 @@ pub(crate) enum Op {
         dropout: Option<ops::DropoutState>,
         /// Recorded under autocast: the backward's products in f16.
         f16_inputs: bool,
+        /// The output is token-major (`AttentionOptions::token_major`).
+        token_major: bool,
     },
     /// Causal attention of the heads packed side by side in the input `[B, T, N]` (a
     /// fused q/k/v projection's output): the heads split out of it, the output, and the
@@ -81,6 +83,17 @@ pub(crate) enum Op {
         lse: RawTensor,
         dropout: Option<ops::DropoutState>,
         /// Recorded under autocast: the backward's products in f16.
+        f16_inputs: bool,
+    },
+    /// [`Op::PackedAttention`] where the kernels read the packed input and write the
+    /// output token-major themselves (`ops::attention_packed`): no split heads are kept,
+    /// the backward reads the input.
+    PackedAttentionDirect {
+        heads: usize,
+        kv_heads: usize,
+        o: RawTensor,
+        lse: RawTensor,
+        dropout: Option<ops::DropoutState>,
         f16_inputs: bool,
     },
     /// `x · wᵀ (+ b)` of inputs `x, w[, b]`; `f16_inputs` as [`Op::Matmul`]'s.
@@ -139,7 +152,7 @@ impl Op {
             Op::Embedding(_) => "embedding",
             Op::CrossEntropy { .. } => "cross_entropy",
             Op::Attention { .. } => "attention",
-            Op::PackedAttention { .. } => "packed_attention",
+            Op::PackedAttention { .. } | Op::PackedAttentionDirect { .. } => "packed_attention",
             Op::Linear { .. } => "linear",
             Op::Dropout(_) => "dropout",
             Op::Gather { .. } => "gather",
@@ -237,12 +250,14 @@ impl Op {
                 is_causal,
                 dropout,
                 f16_inputs,
+                token_major,
             } => {
                 let options = ops::AttentionOptions {
                     scale: *scale,
                     is_causal: *is_causal,
                     dropout: dropout.as_ref(),
                     f16_inputs: *f16_inputs,
+                    token_major: *token_major,
                 };
                 let (q, k, v) = (x(0), x(1), x(2));
                 let (dq, dk, dv) = ops::attention_backward(g, q, k, v, o, lse, &options)?;
@@ -263,6 +278,24 @@ impl Op {
                     ..ops::AttentionOptions::CAUSAL
                 };
                 let (dq, dk, dv) = ops::attention_backward(g, q, k, v, o, lse, &options)?;
+                vec![ops::merge_heads(&[&dq, &dk, &dv])?]
+            }
+            Op::PackedAttentionDirect {
+                heads,
+                kv_heads,
+                o,
+                lse,
+                dropout,
+                f16_inputs,
+            } => {
+                let options = ops::AttentionOptions {
+                    dropout: dropout.as_ref(),
+                    f16_inputs: *f16_inputs,
+                    token_major: true,
+                    ..ops::AttentionOptions::CAUSAL
+                };
+                let (dq, dk, dv) =
+                    ops::attention_backward_packed(g, x(0), *heads, *kv_heads, o, lse, &options)?;
                 vec![ops::merge_heads(&[&dq, &dk, &dv])?]
             }
             Op::Linear {

@@ -446,14 +446,16 @@ impl Tensor {
             is_causal: options.is_causal,
             dropout: options.dropout.copied(),
             f16_inputs: options.f16_inputs,
+            token_major: options.token_major,
         };
         Ok(Tensor::record(o, op, &[self, k, v], true, true))
     }
 
     /// Causal attention of the heads packed in `self` `[B, T, (heads + 2·kv_heads)·D]` (a
-    /// fused q/k/v projection: q's heads, then k's, then v's): `[B, heads, T, D]`, equal
-    /// to splitting the heads out and calling [`Tensor::attention`] (with `dropout`), with
-    /// fewer copies forward and backward.
+    /// fused q/k/v projection: q's heads, then k's, then v's): `[B, T, heads, D]` (token
+    /// by token, as an output projection reads it), equal to splitting the heads out,
+    /// calling [`Tensor::attention`] (with `dropout`) and permuting its result, with fewer
+    /// copies forward and backward.
     pub(crate) fn packed_causal_attention(
         &self,
         heads: usize,
@@ -471,8 +473,29 @@ impl Tensor {
                 ),
             }));
         }
-        let (q, k, v) = ops::split_qkv_heads(x, heads, kv_heads, head_dim)?;
         let f16_inputs = crate::amp::is_autocast_enabled();
+        let half = f16_inputs || x.dtype() == tang_runtime::DType::F16;
+        if ops::attention_token_major_is_free(x.device(), head_dim, half) {
+            // The kernels read the packed heads and write the output token-major: no
+            // split, no permute, forward or backward.
+            let options = ops::AttentionOptions {
+                dropout: dropout.as_ref(),
+                f16_inputs,
+                token_major: true,
+                ..ops::AttentionOptions::CAUSAL
+            };
+            let (o, lse) = ops::attention_packed(x, heads, kv_heads, &options)?;
+            let op = Op::PackedAttentionDirect {
+                heads,
+                kv_heads,
+                o: o.clone(),
+                lse,
+                dropout,
+                f16_inputs,
+            };
+            return Ok(Tensor::record(o, op, &[self], true, true));
+        }
+        let (q, k, v) = ops::split_qkv_heads(x, heads, kv_heads, head_dim)?;
         let options = ops::AttentionOptions {
             dropout: dropout.as_ref(),
             f16_inputs,
@@ -488,6 +511,6 @@ impl Tensor {
             dropout,
             f16_inputs,
         };
-        Ok(Tensor::record(o, op, &[self], false, true))
+        Tensor::record(o, op, &[self], false, true).permute(&[0, 2, 1, 3])
     }
 }

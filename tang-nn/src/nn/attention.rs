@@ -220,10 +220,14 @@ impl CausalSelfAttention {
 
     /// `[B, H, T, D]` heads back to `[B, T, C]`, through `c_proj` and the output dropout.
     fn project_out(&self, y: &Tensor) -> Result<Tensor, Error> {
-        let (b, t) = (y.shape()[0], y.shape()[2]);
-        let y = y
-            .permute(&[0, 2, 1, 3])?
-            .reshape(&[b, t, self.config.n_embd])?;
+        let y = y.permute(&[0, 2, 1, 3])?;
+        self.project_out_tokens(&y)
+    }
+
+    /// [`Self::project_out`] of the heads' outputs already `[B, T, H, D]`.
+    fn project_out_tokens(&self, y: &Tensor) -> Result<Tensor, Error> {
+        let (b, t) = (y.shape()[0], y.shape()[1]);
+        let y = y.reshape(&[b, t, self.config.n_embd])?;
         self.resid_dropout.forward(&self.c_proj.forward(&y)?)
     }
 
@@ -255,7 +259,7 @@ impl CausalSelfAttention {
             let (h, hkv, d) = (cfg.n_head, cfg.n_kv_head, cfg.head_dim());
             let drop = self.attn_dropout.next_state();
             let y = qkv.packed_causal_attention(h, hkv, d, drop)?;
-            return self.project_out(&y);
+            return self.project_out_tokens(&y);
         }
         let (q, k, v) = self.qkv(x)?;
         let drop = Some(&self.attn_dropout);

@@ -120,6 +120,7 @@ pub fn scaled_dot_product_attention(
             dropout: state.as_ref(),
             // `Tensor::attention` adds autocast's setting.
             f16_inputs: false,
+            token_major: false,
         };
         return q.attention(k, v, &options);
     }

@@ -63,7 +63,8 @@ mod shape;
 
 pub use attention::{
     AttentionOptions, MAX_HEAD_DIM, attention, attention_backward, attention_backward_dkv,
-    attention_backward_dq, attention_decode, backward_tiles, forward_tiles,
+    attention_backward_dq, attention_backward_packed, attention_decode, attention_packed,
+    attention_token_major_is_free, backward_tiles, forward_tiles,
 };
 pub use conv::pool::{Pool2d, avg_pool2d, avg_pool2d_backward, max_pool2d, max_pool2d_backward};
 pub use conv::{Conv2d, Conv2dGrads, conv2d, conv2d_backward};

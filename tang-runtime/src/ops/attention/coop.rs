@@ -48,6 +48,53 @@ pub(super) struct Coop {
     pub dp: u32,
     /// The tensors are f16 (else f32, the operands rounded to f16 on load).
     pub half: bool,
+    /// `o` and its gradient are token-major, `[B, T, H, D]` (what an output projection
+    /// reads as `[B, T, H·D]`), where q, k and v are `[B, H, T, D]`: see [`TOKEN_ROWS`].
+    pub tm: bool,
+    /// q, k and v are read from one packed projection `[B, T, (H + 2 Hkv) D]` (q's heads,
+    /// k's, v's: the same tensor bound three times), not `[B, H, T, D]` tensors; only with
+    /// `tm`.
+    pub packed: bool,
+}
+
+/// Where a kernel reads rows of `src` (`q`, `k`, `v`: a [`row_unit`] base): the query's
+/// head (`head_row`) or kv head (`kvrow`) of `[B, H, T, D]` tensors, or the packed
+/// projection's templates.
+pub(super) fn rows_of(v: &Coop, src: &str) -> &'static str {
+    const PACKED: [(&str, &str); 3] = [
+        ("q", "(b * p.tq + {r}) * (p.heads + 2u * p.kv_heads) + h"),
+        (
+            "k",
+            "(b * p.tq + {r}) * (p.heads + 2u * p.kv_heads) + p.heads + g",
+        ),
+        (
+            "v",
+            "(b * p.tq + {r}) * (p.heads + 2u * p.kv_heads) + p.heads + p.kv_heads + g",
+        ),
+    ];
+    match (v.packed, src) {
+        (true, _) => PACKED
+            .iter()
+            .find(|(s, _)| *s == src)
+            .map_or("head_row", |(_, t)| t),
+        (false, "q") => "head_row",
+        _ => "kvrow",
+    }
+}
+
+/// The row unit (`D` elements) of row `{r}` of head `h` of batch `b` in a token-major
+/// `[B, T, H, D]` tensor, for the `base` of [`emit_tile_fetch`] and [`emit_store`].
+pub(super) const TOKEN_ROWS: &str = "(b * p.tq + {r}) * p.heads + h";
+
+/// The row unit of row `r` (a WGSL expression) from a `base`: a template holding `{r}`
+/// (a token-major tensor, [`TOKEN_ROWS`]), or the first row unit of a head-major
+/// `[B, H, T, D]` head, followed by its rows.
+pub(super) fn row_unit(base: &str, r: &str) -> String {
+    if base.contains("{r}") {
+        base.replace("{r}", r)
+    } else {
+        format!("{base} + {r}")
+    }
 }
 
 impl Coop {
@@ -55,13 +102,27 @@ impl Coop {
     pub(super) fn all() -> impl Iterator<Item = Coop> {
         [16, 32, 48, 64]
             .into_iter()
-            .flat_map(|dp| [false, true].map(|half| Coop { dp, half }))
+            .flat_map(|dp| [false, true].map(move |half| (dp, half)))
+            .flat_map(|(dp, half)| {
+                [(false, false), (true, false), (true, true)].map(move |(tm, packed)| Coop {
+                    dp,
+                    half,
+                    tm,
+                    packed,
+                })
+            })
     }
 
     /// The variant a call on `dev` with head dim `d` runs, if the tensor-core kernels take
     /// it: a device with tensor cores (which implies subgroup operations) and
     /// room for the tiles, and a head dim up to 64 that is a multiple of 4.
-    pub(super) fn for_device(dev: &Device, d: usize, half: bool) -> Option<Coop> {
+    pub(super) fn for_device(
+        dev: &Device,
+        d: usize,
+        half: bool,
+        tm: bool,
+        packed: bool,
+    ) -> Option<Coop> {
         let info = dev.info();
         if !info.tensor_cores || d > MAX_D || !d.is_multiple_of(4) {
             return None;
@@ -69,6 +130,8 @@ impl Coop {
         let v = Coop {
             dp: d.div_ceil(16) as u32 * 16,
             half,
+            tm: tm || packed,
+            packed,
         };
         (v.shared_bytes() <= info.limits.max_compute_workgroup_storage_size).then_some(v)
     }
@@ -169,7 +232,8 @@ var<workgroup> ps: array<f16, {pl}>;
 }
 
 /// Emits the global loads of a 64-line tile of `src` (line `j` is row `{first} + j` of the
-/// head, whose rows start at global row `{base}`, present when `{first} + j < {rows}`) into
+/// head, whose rows start at global row `{base}` (or a [`row_unit`] template), present
+/// when `{first} + j < {rows}`) into
 /// the thread's registers `{src}r0 ..` as f16, zero past the rows or the head dim. They
 /// are staged by [`emit_tile_stage`]; in between the thread works on the previous tile, so
 /// the loads' latency hides behind it.
@@ -181,7 +245,8 @@ pub(super) fn emit_tile_fetch(
     [base, first, rows]: [&str; 3],
 ) {
     let units = v.dp / 4;
-    let read = format!("{src}[({base} + {first} + j) * d4 + c4]");
+    let unit = row_unit(base, &format!("{first} + j"));
+    let read = format!("{src}[({unit}) * d4 + c4]");
     let read = if v.half {
         read
     } else {
@@ -299,7 +364,8 @@ pub(super) fn emit_accumulate(w: &mut String, v: &Coop, acc: &str, src: &str) {
 
 /// Emits the way out of the accumulators `{acc}0 ..` (16 rows by dims per subgroup): into
 /// the f32 scratch, then four elements per lane and store into `dst` (a tensor binding),
-/// row `rr` of the subgroup at global row `({base}) + {first} + 16 sg + rr` when
+/// row `rr` of the subgroup at global row `({base}) + {first} + 16 sg + rr` (or where the
+/// [`row_unit`] template `base` puts row `{first} + 16 sg + rr`) when
 /// `{first} + 16 sg + rr < {rows}`, times `{factor}`. Starts with a barrier.
 pub(super) fn emit_store(
     w: &mut String,
@@ -334,11 +400,12 @@ pub(super) fn emit_store(
         if (row < {rows} && c4 < d4) {{
             let s = sg * {sl16}u + rr * {S_LINE}u + 4u * c4;
             let y = vec4<f32>(ss[s], ss[s + 1u], ss[s + 2u], ss[s + 3u]);
-            {dst}[({base} + row) * d4 + c4] = {value};
+            {dst}[({unit}) * d4 + c4] = {value};
         }}
     }}",
         total = 16 * units,
         sl16 = 16 * S_LINE,
+        unit = row_unit(base, "row"),
     );
 }
 

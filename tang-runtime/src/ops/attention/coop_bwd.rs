@@ -27,13 +27,13 @@
 use std::fmt::Write as _;
 
 use super::coop::{
-    Coop, P_LINE, ROWS, S_LINE, TILE, emit_accumulate, emit_header, emit_main,
+    Coop, P_LINE, ROWS, S_LINE, TILE, TOKEN_ROWS, emit_accumulate, emit_header, emit_main,
     emit_product_to_scratch, emit_row_fragments, emit_store, emit_tile_fetch, emit_tile_registers,
-    emit_tile_stage,
+    emit_tile_stage, row_unit, rows_of,
 };
 use super::coop_fwd::{
     emit_key_tile_loop, emit_lane_dropout, emit_lane_reads, emit_lane_writes, emit_probabilities,
-    emit_query_block,
+    emit_query_block, kernel_name,
 };
 use super::dropout;
 use super::layout::AttentionParams;
@@ -74,10 +74,24 @@ pub(super) fn generate_dq(v: &Coop) -> String {
     emit_header(&mut w, v, "backward (dq)", &dq_layout(v));
     emit_query_block(&mut w);
     emit_tile_registers(&mut w, v, &["q", "go", "k", "v"]);
-    emit_tile_fetch(&mut w, v, "    ", "q", ["head_row", "row0", "p.tq"]);
-    emit_tile_fetch(&mut w, v, "    ", "go", ["head_row", "row0", "p.tq"]);
-    emit_tile_fetch(&mut w, v, "    ", "k", ["kvrow", "0u", "p.tk_stride"]);
-    emit_tile_fetch(&mut w, v, "    ", "v", ["kvrow", "0u", "p.tk_stride"]);
+    emit_tile_fetch(&mut w, v, "    ", "q", [rows_of(v, "q"), "row0", "p.tq"]);
+    // o and its gradient: token-major, or the query's head rows.
+    let o_rows = if v.tm { TOKEN_ROWS } else { "head_row" };
+    emit_tile_fetch(&mut w, v, "    ", "go", [o_rows, "row0", "p.tq"]);
+    emit_tile_fetch(
+        &mut w,
+        v,
+        "    ",
+        "k",
+        [rows_of(v, "k"), "0u", "p.tk_stride"],
+    );
+    emit_tile_fetch(
+        &mut w,
+        v,
+        "    ",
+        "v",
+        [rows_of(v, "v"), "0u", "p.tk_stride"],
+    );
     emit_tile_stage(&mut w, v, "    ", "q", "ks");
     emit_tile_stage(&mut w, v, "    ", "go", "vs");
     w.push_str("    workgroupBarrier();\n");
@@ -93,7 +107,7 @@ pub(super) fn generate_dq(v: &Coop) -> String {
         for (var u = 0u; u < {half_units}u; u++) {{
             let c4 = hh * {half_units}u + u;
             if (c4 < d4) {{
-                let at = (head_row + i) * d4 + c4;
+                let at = ({}) * d4 + c4;
                 dl += dot(vec4<f32>(go[at]), vec4<f32>(o[at]));
             }}
         }}
@@ -102,7 +116,8 @@ pub(super) fn generate_dq(v: &Coop) -> String {
     let delta_i = dl + subgroupShuffleXor(dl, 16u);
     if (hh == 0u && i < p.tq) {{
         delta[head_row + i] = delta_i;
-    }}"
+    }}",
+        row_unit(o_rows, "i")
     );
     for dc in 0..v.dp / 16 {
         let _ = writeln!(w, "    var dq{dc} = coop_mat16x16<f32, C>();");
@@ -206,8 +221,20 @@ var<workgroup> dlq: array<f32, {TILE}>;
     }}"
     );
     emit_tile_registers(&mut w, v, &["k", "v", "q", "go"]);
-    emit_tile_fetch(&mut w, v, "    ", "k", ["kvrow", "k0", "p.tk_stride"]);
-    emit_tile_fetch(&mut w, v, "    ", "v", ["kvrow", "k0", "p.tk_stride"]);
+    emit_tile_fetch(
+        &mut w,
+        v,
+        "    ",
+        "k",
+        [rows_of(v, "k"), "k0", "p.tk_stride"],
+    );
+    emit_tile_fetch(
+        &mut w,
+        v,
+        "    ",
+        "v",
+        [rows_of(v, "v"), "k0", "p.tk_stride"],
+    );
     emit_tile_stage(&mut w, v, "    ", "k", "ks");
     emit_tile_stage(&mut w, v, "    ", "v", "vs");
     w.push_str("    workgroupBarrier();\n");
@@ -221,11 +248,14 @@ var<workgroup> dlq: array<f32, {TILE}>;
     }
     w.push_str(
         "    for (var hi = 0u; hi < group; hi++) {
-    let head_row = (b * p.heads + g * group + hi) * p.tq;
+    let h = g * group + hi;
+    let head_row = (b * p.heads + h) * p.tq;
 ",
     );
-    emit_tile_fetch(&mut w, v, "    ", "q", ["head_row", "q_start", "p.tq"]);
-    emit_tile_fetch(&mut w, v, "    ", "go", ["head_row", "q_start", "p.tq"]);
+    // The gradient of o: token-major, or the query head's rows.
+    let o_rows = if v.tm { TOKEN_ROWS } else { "head_row" };
+    emit_tile_fetch(&mut w, v, "    ", "q", [rows_of(v, "q"), "q_start", "p.tq"]);
+    emit_tile_fetch(&mut w, v, "    ", "go", [o_rows, "q_start", "p.tq"]);
     w.push_str(
         "    for (var t0 = q_start; t0 < p.tq; t0 += 64u) {
         workgroupBarrier();
@@ -240,8 +270,14 @@ var<workgroup> dlq: array<f32, {TILE}>;
     w.push_str(
         "        workgroupBarrier();\n        let tn = t0 + 64u;\n        if (tn < p.tq) {\n",
     );
-    emit_tile_fetch(&mut w, v, "            ", "q", ["head_row", "tn", "p.tq"]);
-    emit_tile_fetch(&mut w, v, "            ", "go", ["head_row", "tn", "p.tq"]);
+    emit_tile_fetch(
+        &mut w,
+        v,
+        "            ",
+        "q",
+        [rows_of(v, "q"), "tn", "p.tq"],
+    );
+    emit_tile_fetch(&mut w, v, "            ", "go", [o_rows, "tn", "p.tq"]);
     w.push_str("        }\n");
     // S^T = K Q^T, then P^T (masked: query i sees key j when j <= i, both in range).
     emit_product_to_scratch(&mut w, v, "kf", "ks");
@@ -340,14 +376,21 @@ pub(super) fn backward(
     params: &AttentionParams,
 ) -> Result<(Tensor, Tensor, Tensor), Error> {
     let dev = q.device();
-    let dq = dev.empty(q.shape(), v.dtype())?;
-    let delta = dev.empty(&q.shape()[..3], DType::F32)?;
-    let dk = dev.empty(k.shape(), v.dtype())?;
-    let dv = dev.empty(vt.shape(), v.dtype())?;
+    let [b, h, hkv, t, tk, d] = [
+        params.batch,
+        params.heads,
+        params.kv_heads,
+        params.tq,
+        params.tk_stride,
+        params.d,
+    ]
+    .map(|x| x as usize);
+    let dq = dev.empty(&[b, h, t, d], v.dtype())?;
+    let delta = dev.empty(&[b, h, t], DType::F32)?;
+    let dk = dev.empty(&[b, hkv, tk, d], v.dtype())?;
+    let dv = dev.empty(&[b, hkv, tk, d], v.dtype())?;
     let constants = dropout::constants(params);
-    let kernel = KERNELS.get(&(v, false), || {
-        (format!("attention_bwd_dq_coop_d{}", v.dp), generate_dq(&v))
-    })?;
+    let kernel = KERNELS.get(&(v, false), || (kernel_name("bwd_dq", &v), generate_dq(&v)))?;
     let grid = [params.tq.div_ceil(ROWS), params.heads, params.batch];
     dq_layout(&v).dispatch(
         kernel,
@@ -358,10 +401,7 @@ pub(super) fn backward(
     )?;
     // Recorded after the dq pass on the same encoder, so it reads its `delta`.
     let kernel = KERNELS.get(&(v, true), || {
-        (
-            format!("attention_bwd_dkv_coop_d{}", v.dp),
-            generate_dkv(&v),
-        )
+        (kernel_name("bwd_dkv", &v), generate_dkv(&v))
     })?;
     let grid = [
         params.tk_stride.div_ceil(ROWS),
@@ -382,10 +422,16 @@ pub(super) fn backward(
 pub(crate) fn kernels() -> Vec<(String, String)> {
     Coop::all()
         .flat_map(|v| {
-            let suffix = format!("d{}{}", v.dp, if v.half { "_f16" } else { "" });
+            let f16 = if v.half { "_f16" } else { "" };
             [
-                (format!("attention_bwd_dq_coop_{suffix}"), generate_dq(&v)),
-                (format!("attention_bwd_dkv_coop_{suffix}"), generate_dkv(&v)),
+                (
+                    format!("{}{f16}", kernel_name("bwd_dq", &v)),
+                    generate_dq(&v),
+                ),
+                (
+                    format!("{}{f16}", kernel_name("bwd_dkv", &v)),
+                    generate_dkv(&v),
+                ),
             ]
         })
         .collect()

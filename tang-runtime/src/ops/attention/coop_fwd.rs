@@ -20,9 +20,9 @@
 use std::fmt::Write as _;
 
 use super::coop::{
-    Coop, P_LINE, ROWS, S_LINE, TILE, emit_accumulate, emit_header, emit_main,
+    Coop, P_LINE, ROWS, S_LINE, TILE, TOKEN_ROWS, emit_accumulate, emit_header, emit_main,
     emit_product_to_scratch, emit_row_fragments, emit_store, emit_tile_fetch, emit_tile_registers,
-    emit_tile_stage,
+    emit_tile_stage, rows_of,
 };
 use super::dropout;
 use super::layout::AttentionParams;
@@ -190,7 +190,13 @@ pub(super) fn emit_key_tile_loop(w: &mut String, v: &Coop, srcs: &[&str]) {
         "        workgroupBarrier();\n        let tn = t0 + 64u;\n        if (tn < n_keys) {\n",
     );
     for src in srcs {
-        emit_tile_fetch(w, v, "            ", src, ["kvrow", "tn", "p.tk_stride"]);
+        emit_tile_fetch(
+            w,
+            v,
+            "            ",
+            src,
+            [rows_of(v, src), "tn", "p.tk_stride"],
+        );
     }
     w.push_str("        }\n");
 }
@@ -214,9 +220,21 @@ const RESCALE: f32 = {RESCALE:?};"
     );
     emit_query_block(&mut w);
     emit_tile_registers(&mut w, v, &["q", "k", "v"]);
-    emit_tile_fetch(&mut w, v, "    ", "q", ["head_row", "row0", "p.tq"]);
-    emit_tile_fetch(&mut w, v, "    ", "k", ["kvrow", "0u", "p.tk_stride"]);
-    emit_tile_fetch(&mut w, v, "    ", "v", ["kvrow", "0u", "p.tk_stride"]);
+    emit_tile_fetch(&mut w, v, "    ", "q", [rows_of(v, "q"), "row0", "p.tq"]);
+    emit_tile_fetch(
+        &mut w,
+        v,
+        "    ",
+        "k",
+        [rows_of(v, "k"), "0u", "p.tk_stride"],
+    );
+    emit_tile_fetch(
+        &mut w,
+        v,
+        "    ",
+        "v",
+        [rows_of(v, "v"), "0u", "p.tk_stride"],
+    );
     emit_tile_stage(&mut w, v, "    ", "q", "ks");
     w.push_str("    workgroupBarrier();\n");
     emit_row_fragments(&mut w, v, "q", "ks");
@@ -299,12 +317,13 @@ const RESCALE: f32 = {RESCALE:?};"
     }
 ",
     );
+    let o_rows = if v.tm { TOKEN_ROWS } else { "head_row" };
     emit_store(
         &mut w,
         v,
         "o",
         "o",
-        ["head_row", "row0", "p.tq"],
+        [o_rows, "row0", "p.tq"],
         "rl[sg * 16u + rr]",
     );
     w.push_str(
@@ -331,11 +350,10 @@ pub(super) fn forward(
     params: &AttentionParams,
 ) -> Result<(Tensor, Tensor), Error> {
     let dev = q.device();
-    let o = dev.empty(q.shape(), v.dtype())?;
-    let lse = dev.empty(&q.shape()[..3], crate::DType::F32)?;
-    let kernel = KERNELS.get(&v, || {
-        (format!("attention_fwd_coop_d{}", v.dp), generate(&v))
-    })?;
+    let [b, h, t, d] = [params.batch, params.heads, params.tq, params.d].map(|x| x as usize);
+    let o = dev.empty(&o_shape(&v, &[b, h, t, d]), v.dtype())?;
+    let lse = dev.empty(&[b, h, t], crate::DType::F32)?;
+    let kernel = KERNELS.get(&v, || (kernel_name("fwd", &v), generate(&v)))?;
     let grid = [params.tq.div_ceil(ROWS), params.heads, params.batch];
     layout(&v).dispatch(
         kernel,
@@ -347,14 +365,32 @@ pub(super) fn forward(
     Ok((o, lse))
 }
 
+/// The shape of `o` (and of its gradient) for q's `[B, H, T, D]`: the same, or `[B, T, H,
+/// D]` token-major.
+pub(super) fn o_shape(v: &Coop, q: &[usize]) -> Vec<usize> {
+    match *q {
+        [b, h, t, d] if v.tm => vec![b, t, h, d],
+        _ => q.to_vec(),
+    }
+}
+
+/// The name of pass `pass`'s kernel for `v` (as the profile shows it).
+pub(super) fn kernel_name(pass: &str, v: &Coop) -> String {
+    format!(
+        "attention_{pass}_coop_d{}{}",
+        v.dp,
+        if v.tm { "_tm" } else { "" }
+    )
+}
+
 /// Every variant's WGSL, for the naga test (no device here has to run them).
 pub(crate) fn kernels() -> Vec<(String, String)> {
     debug_assert_eq!(TILE, ROWS);
     Coop::all()
         .map(|v| {
             let name = format!(
-                "attention_fwd_coop_d{}{}",
-                v.dp,
+                "{}{}",
+                kernel_name("fwd", &v),
                 if v.half { "_f16" } else { "" }
             );
             (name, generate(&v))

@@ -64,8 +64,11 @@ mod fwd_large;
 mod kernels;
 mod layout;
 mod materialized;
+mod packed;
 mod rows;
 mod tiled;
+
+pub use packed::{attention_backward_packed, attention_packed};
 
 pub(crate) use kernels::kernels;
 use kernels::{ROWS, VARIANTS, Variant, tiled_for};
@@ -122,6 +125,22 @@ fn check_qkv(
             ),
         ));
     }
+    sizes_params(
+        op,
+        [b, h, hkv, tq, tk, d],
+        [("q", q.len()), ("k", k.len())],
+        scale,
+    )
+}
+
+/// The params of checked sizes `[B, H, Hkv, Tq, Tk, D]`, after the head dim's and the
+/// `elements` counts' limits.
+fn sizes_params(
+    op: &str,
+    [b, h, hkv, tq, tk, d]: [usize; 6],
+    elements: [(&str, usize); 2],
+    scale: Option<f32>,
+) -> Result<AttentionParams, Error> {
     if d > MAX_HEAD_DIM {
         return Err(Error::TooLarge {
             what: format!("{op}: head dim D"),
@@ -129,11 +148,11 @@ fn check_qkv(
             limit: MAX_HEAD_DIM as u64,
         });
     }
-    for (name, t) in [("q", q), ("k", k)] {
-        if t.len() > u32::MAX as usize / 2 {
+    for (name, len) in elements {
+        if len > u32::MAX as usize / 2 {
             return Err(Error::TooLarge {
                 what: format!("{op}: elements of {name} (indices are 32-bit)"),
-                requested: t.len() as u64,
+                requested: len as u64,
                 limit: u64::from(u32::MAX / 2),
             });
         }
@@ -178,6 +197,11 @@ pub struct AttentionOptions<'a> {
     /// FlashAttention does). Elsewhere the materialized backward (`T <= 256`) rounds its
     /// products' operands and the other kernels compute in f32.
     pub f16_inputs: bool,
+    /// `o` (and the backward's `o` and `grad_out`) token-major, `[B, T, H, D]`: the heads'
+    /// outputs side by side per position, what an output projection reads as `[B, T,
+    /// H·D]` (PyTorch's `o.transpose(1, 2).contiguous()`), while q, k and v stay `[B, H, T,
+    /// D]`. The tensor-core kernels write and read that layout directly; the others copy.
+    pub token_major: bool,
 }
 
 impl AttentionOptions<'_> {
@@ -187,6 +211,7 @@ impl AttentionOptions<'_> {
         is_causal: true,
         dropout: None,
         f16_inputs: false,
+        token_major: false,
     };
 }
 
@@ -199,7 +224,16 @@ fn check_same_length(
     v: &Tensor,
     options: &AttentionOptions,
 ) -> Result<AttentionParams, Error> {
-    let mut params = check_qkv(op, q, k, v, options.scale)?;
+    let params = check_qkv(op, q, k, v, options.scale)?;
+    with_options(op, params, options)
+}
+
+/// `params` with `options`' mask and dropout, for attention without a cache.
+fn with_options(
+    op: &str,
+    mut params: AttentionParams,
+    options: &AttentionOptions,
+) -> Result<AttentionParams, Error> {
     params.causal = u32::from(options.is_causal);
     dropout::set(op, &mut params, options.dropout)?;
     if params.tk_stride != params.tq {
@@ -334,8 +368,10 @@ pub fn attention(
     let op = "attention";
     let half = f16::is_f16(op, &[q, k, v])?;
     let params = check_same_length(op, q, k, v, options)?;
+    let tm = options.token_major;
     if half || options.f16_inputs {
-        if let Some(kernel) = coop::Coop::for_device(q.device(), params.d as usize, half) {
+        if let Some(kernel) = coop::Coop::for_device(q.device(), params.d as usize, half, tm, false)
+        {
             return coop_fwd::forward(kernel, q, k, v, &params);
         }
     }
@@ -344,8 +380,23 @@ pub fn attention(
         let (o, lse) = attention(&w[0], &w[1], &w[2], options)?;
         return Ok((f16::narrow(&o)?, lse));
     }
-    launch_forward(q, k, v, &params, op)
+    let (o, lse) = launch_forward(q, k, v, &params, op)?;
+    if tm {
+        return Ok((crate::ops::permute(&o, &HEADS_TOKENS)?, lse));
+    }
+    Ok((o, lse))
 }
+
+/// Whether [`AttentionOptions::token_major`] costs no copy on `dev` for head dim `head_dim`
+/// (the tensor-core kernels write and read that layout directly; they run when the
+/// tensors are f16 or `f16_inputs` is set, `f16`); elsewhere the op permutes `o` and its
+/// gradient, which a caller can do as cheaply itself.
+pub fn attention_token_major_is_free(dev: &crate::Device, head_dim: usize, f16: bool) -> bool {
+    f16 && coop::Coop::for_device(dev, head_dim, false, true, false).is_some()
+}
+
+/// The permutation between `[B, H, T, D]` and `[B, T, H, D]` (its own inverse).
+const HEADS_TOKENS: [usize; 4] = [0, 2, 1, 3];
 
 /// Causal attention over a KV cache (forward only): `q` `[B, H, Q, D]` holds `Q >= 1` new
 /// positions that come after `past` cached ones; `k_cache` and `v_cache` `[B, Hkv, Tmax, D]`
@@ -387,6 +438,19 @@ pub fn attention_decode(
     Ok(o)
 }
 
+/// The passes apart read o and its gradient head-major only.
+fn not_token_major(op: &str, options: &AttentionOptions) -> Result<(), Error> {
+    if options.token_major {
+        return Err(mismatch(
+            op,
+            "the passes apart take o and grad_out as [B, H, T, D]: pass token_major: false \
+             (permute them with ops::permute(.., &[0, 2, 1, 3])), or use attention_backward"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Checks the backward's inputs against the forward's contract and builds its uniforms:
 /// `like_q` are the tensors that must have q's shape (`o`, `grad_out`), `rows` those that must
 /// be `[B, H, T]` (`lse`, `delta`).
@@ -398,15 +462,17 @@ fn check_backward(
     options: &AttentionOptions,
 ) -> Result<AttentionParams, Error> {
     let params = check_same_length(op, q, k, v, options)?;
+    let (want, layout) = match *q.shape() {
+        [b, h, t, d] if options.token_major => {
+            (vec![b, t, h, d], "q's shape token-major, [B, T, H, D]")
+        }
+        _ => (q.shape().to_vec(), "q's shape"),
+    };
     for &(name, t) in like_q {
-        if t.shape() != q.shape() || t.dtype() != q.dtype() {
+        if t.shape() != want || t.dtype() != q.dtype() {
             return Err(mismatch(
                 op,
-                format!(
-                    "{name} must have q's shape {:?}, got {:?}",
-                    q.shape(),
-                    t.shape()
-                ),
+                format!("{name} must have {layout} {want:?}, got {:?}", t.shape()),
             ));
         }
     }
@@ -460,15 +526,27 @@ pub fn attention_backward(
         &[("lse", lse)],
         options,
     )?;
+    let tm = options.token_major;
     if half || options.f16_inputs {
         // Ahead of the materialized backward too: at the GPT step's T = 256 the
         // tensor-core passes took 0.42 ms forward and backward where the materialized
         // backward (its products on the tensor cores as well) took 0.64 ms on an H200
         // (`attention_gpt_B64_H6_T256_d64_fused_fwd_bwd_f16` and `_autocast`,
         // BENCHMARKS.md 2026-11-29).
-        if let Some(kernels) = coop::Coop::for_device(q.device(), params.d as usize, half) {
+        if let Some(kernels) =
+            coop::Coop::for_device(q.device(), params.d as usize, half, tm, false)
+        {
             return coop_bwd::backward(kernels, [q, k, v, o, grad_out], lse, &params);
         }
+    }
+    if tm {
+        // The other kernels read o and its gradient head-major.
+        let heads = |t: &Tensor| crate::ops::permute(t, &HEADS_TOKENS);
+        let options = AttentionOptions {
+            token_major: false,
+            ..*options
+        };
+        return attention_backward(&heads(grad_out)?, q, k, v, &heads(o)?, lse, &options);
     }
     if half {
         let w = f16::widen(&[grad_out, q, k, v, o])?;
@@ -502,6 +580,7 @@ pub fn attention_backward_dq(
     options: &AttentionOptions,
 ) -> Result<(Tensor, Tensor), Error> {
     let op = "attention_backward_dq";
+    not_token_major(op, options)?;
     let like_q = [("o", o), ("grad_out", grad_out)];
     let params = check_backward(op, [q, k, v], &like_q, &[("lse", lse)], options)?;
     dq_pass(op, &params, [q, k, v, o, grad_out, lse])
@@ -523,6 +602,7 @@ pub fn attention_backward_dkv(
     options: &AttentionOptions,
 ) -> Result<(Tensor, Tensor), Error> {
     let op = "attention_backward_dkv";
+    not_token_major(op, options)?;
     let rows = [("lse", lse), ("delta", delta)];
     let params = check_backward(op, [q, k, v], &[("grad_out", grad_out)], &rows, options)?;
     dkv_pass(op, &params, [q, k, v, grad_out, lse, delta])
