@@ -524,7 +524,10 @@ fn packed_heads_split_and_merge_match_the_cpu() {
 fn pack_and_unpack_many_parts() {
     for dev in devices() {
         let mut rng = tang_testing::Rng::new(5);
-        let lens: Vec<usize> = (0..70).map(|i| [0, 1, 3, 256, 257, 700][i % 6]).collect();
+        // A workgroup copies 4096 words: 4096 fills one, 9000 spans three.
+        let lens: Vec<usize> = (0..70)
+            .map(|i| [0, 1, 3, 256, 257, 700, 4096, 9000][i % 8])
+            .collect();
         let mut offsets = Vec::new();
         let mut end = 0;
         for &n in &lens {

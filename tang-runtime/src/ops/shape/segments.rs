@@ -6,8 +6,12 @@
 //!
 //! A launch binds up to `min(MAX_PARTS, storage buffers per stage - 1)` parts beside the
 //! flat tensor; the uniform holds a table of the parts' first workgroups, lengths and
-//! segment offsets, and each workgroup finds its part by a search of that table. Every
-//! thread copies one 32-bit word, so f32 and u32 tensors are copied bit for bit.
+//! segment offsets, and each workgroup finds its part by a search of that table. Words are
+//! copied as 32-bit words, so f32 and u32 tensors are copied bit for bit; each thread
+//! copies [`WORDS`] of them (all loaded, then all stored), so a workgroup's search and
+//! switch are paid once per 16 KiB: with one word a thread, packing GPT-2 small's
+//! parameters and gradients ran at 1.6 TB/s on an H200 (BENCHMARKS.md, 2026-11-29
+//! (eighth session)).
 
 use std::fmt::Write as _;
 
@@ -29,8 +33,11 @@ pub(crate) const PART_SEARCH_WGSL: &str = "    var lo = 0u;
         if (p.table[mid].x <= g) { lo = mid; } else { hi = mid; }
     }";
 
-/// Threads per workgroup; a workgroup copies 256 words of one part.
+/// Threads per workgroup.
 const WG: usize = 256;
+/// Words each thread copies; a workgroup copies `WG * WORDS` words of one part, thread
+/// `lid`'s at `lid`, `lid + WG`, ... (coalesced).
+const WORDS: usize = 16;
 
 /// The kernels by (parts bound, direction: `true` packs).
 static KERNELS: Variants<(usize, bool)> = Variants::new();
@@ -72,19 +79,40 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let g = wid.x + wid.y * nwg.x;
 {PART_SEARCH_WGSL}
     let part = p.table[lo];
-    let i = (g - part.x) * {WG}u + lid;
-    if (lo >= p.parts || i >= part.y) {{ return; }}
-    let j = part.z + i;
+    let i0 = (g - part.x) * {chunk}u + lid;
+    if (lo >= p.parts || i0 >= part.y) {{ return; }}
+    // Words past the part's end are neither read nor written: loads clamp into the part,
+    // stores are skipped.
+    let last = part.y - 1u;
+    var v: array<u32, {WORDS}>;
     switch lo {{",
-        parts + 1
+        parts + 1,
+        chunk = WG * WORDS,
     );
+    // Every load of a thread is issued before its first store (loops of constant bounds,
+    // which keep the 64-part kernel short).
     for i in 0..parts {
-        let copy = if pack {
-            format!("flat[j] = part{i}[i];")
+        let (load, store) = if pack {
+            (
+                format!("part{i}[min(i0 + k * {WG}u, last)]"),
+                "flat[part.z + i]".to_string(),
+            )
         } else {
-            format!("part{i}[i] = flat[j];")
+            (
+                format!("flat[part.z + min(i0 + k * {WG}u, last)]"),
+                format!("part{i}[i]"),
+            )
         };
-        let _ = writeln!(w, "        case {i}u: {{ {copy} }}");
+        let _ = writeln!(
+            w,
+            "        case {i}u: {{
+            for (var k = 0u; k < {WORDS}u; k++) {{ v[k] = {load}; }}
+            for (var k = 0u; k < {WORDS}u; k++) {{
+                let i = i0 + k * {WG}u;
+                if (i < part.y) {{ {store} = v[k]; }}
+            }}
+        }}"
+        );
     }
     w.push_str("        default: {}\n    }\n}\n");
     (name, w)
@@ -169,7 +197,7 @@ fn run(
                 *at as u32,
                 0,
             ]);
-            groups += t.len().div_ceil(WG);
+            groups += t.len().div_ceil(WG * WORDS);
         }
         let mut bindings = vec![Binding::Uniform(bytemuck::cast_slice(&words))];
         for (t, _) in chunk {
