@@ -32,8 +32,8 @@ use super::coop::{
     emit_tile_stage, row_unit, rows_of,
 };
 use super::coop_fwd::{
-    emit_key_tile_loop, emit_lane_dropout, emit_lane_reads, emit_lane_writes, emit_probabilities,
-    emit_query_block, kernel_name,
+    emit_first_key_tiles, emit_key_tile_loop, emit_lane_dropout, emit_lane_reads, emit_lane_writes,
+    emit_probabilities, emit_query_block, kernel_name,
 };
 use super::dropout;
 use super::layout::AttentionParams;
@@ -78,20 +78,7 @@ pub(super) fn generate_dq(v: &Coop) -> String {
     // o and its gradient: token-major, or the query's head rows.
     let o_rows = if v.tm { TOKEN_ROWS } else { "head_row" };
     emit_tile_fetch(&mut w, v, "    ", "go", [o_rows, "row0", "p.tq"]);
-    emit_tile_fetch(
-        &mut w,
-        v,
-        "    ",
-        "k",
-        [rows_of(v, "k"), "0u", "p.tk_stride"],
-    );
-    emit_tile_fetch(
-        &mut w,
-        v,
-        "    ",
-        "v",
-        [rows_of(v, "v"), "0u", "p.tk_stride"],
-    );
+    emit_first_key_tiles(&mut w, v);
     emit_tile_stage(&mut w, v, "    ", "q", "ks");
     emit_tile_stage(&mut w, v, "    ", "go", "vs");
     w.push_str("    workgroupBarrier();\n");

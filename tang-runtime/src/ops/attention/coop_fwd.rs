@@ -201,6 +201,14 @@ pub(super) fn emit_key_tile_loop(w: &mut String, v: &Coop, srcs: &[&str]) {
     w.push_str("        }\n");
 }
 
+/// Emits the fetch of the first tile of `k` and `v` into registers (the loop of
+/// [`emit_key_tile_loop`] stages it and fetches the next).
+pub(super) fn emit_first_key_tiles(w: &mut String, v: &Coop) {
+    for src in ["k", "v"] {
+        emit_tile_fetch(w, v, "    ", src, [rows_of(v, src), "0u", "p.tk_stride"]);
+    }
+}
+
 /// How far (log2 units) a row's maximum may grow past the one its probabilities are
 /// relative to before the output accumulators are rescaled: probabilities stay below
 /// `2^8`.
@@ -221,20 +229,7 @@ const RESCALE: f32 = {RESCALE:?};"
     emit_query_block(&mut w);
     emit_tile_registers(&mut w, v, &["q", "k", "v"]);
     emit_tile_fetch(&mut w, v, "    ", "q", [rows_of(v, "q"), "row0", "p.tq"]);
-    emit_tile_fetch(
-        &mut w,
-        v,
-        "    ",
-        "k",
-        [rows_of(v, "k"), "0u", "p.tk_stride"],
-    );
-    emit_tile_fetch(
-        &mut w,
-        v,
-        "    ",
-        "v",
-        [rows_of(v, "v"), "0u", "p.tk_stride"],
-    );
+    emit_first_key_tiles(&mut w, v);
     emit_tile_stage(&mut w, v, "    ", "q", "ks");
     w.push_str("    workgroupBarrier();\n");
     emit_row_fragments(&mut w, v, "q", "ks");
