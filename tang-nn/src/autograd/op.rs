@@ -272,11 +272,7 @@ impl Op {
                 dropout,
                 f16_inputs,
             } => {
-                let options = ops::AttentionOptions {
-                    dropout: dropout.as_ref(),
-                    f16_inputs: *f16_inputs,
-                    ..ops::AttentionOptions::CAUSAL
-                };
+                let options = causal(dropout, *f16_inputs, false);
                 let (dq, dk, dv) = ops::attention_backward(g, q, k, v, o, lse, &options)?;
                 vec![ops::merge_heads(&[&dq, &dk, &dv])?]
             }
@@ -288,12 +284,7 @@ impl Op {
                 dropout,
                 f16_inputs,
             } => {
-                let options = ops::AttentionOptions {
-                    dropout: dropout.as_ref(),
-                    f16_inputs: *f16_inputs,
-                    token_major: true,
-                    ..ops::AttentionOptions::CAUSAL
-                };
+                let options = causal(dropout, *f16_inputs, true);
                 let (dq, dk, dv) =
                     ops::attention_backward_packed(g, x(0), *heads, *kv_heads, o, lse, &options)?;
                 vec![ops::merge_heads(&[&dq, &dk, &dv])?]
@@ -357,5 +348,20 @@ impl Op {
             )?],
         };
         Ok(grads.into_iter().map(Some).collect())
+    }
+}
+
+/// The causal attention options of a packed attention's backward: its forward's dropout
+/// stream, autocast flag and output layout.
+fn causal(
+    dropout: &Option<ops::DropoutState>,
+    f16_inputs: bool,
+    token_major: bool,
+) -> ops::AttentionOptions<'_> {
+    ops::AttentionOptions {
+        dropout: dropout.as_ref(),
+        f16_inputs,
+        token_major,
+        ..ops::AttentionOptions::CAUSAL
     }
 }
