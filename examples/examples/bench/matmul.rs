@@ -100,6 +100,12 @@ fn run_case(
     // ~4 ms of work per repeat at 40 TFLOP/s.
     let per_rep = ((160e9 / flops) as usize).clamp(1, 64);
     let reps = if quick { 3 } else { 10 };
+    // Drawing and checking large operands leaves the GPU idle long enough to clock down
+    // (GPT-2's LM-head cases, 45M elements, read 2-4x slow when run alone: BENCHMARKS.md,
+    // 2026-11-29 (eighth session)); busy it again before timing.
+    if c.m * c.k + c.k * c.n > 1 << 24 {
+        super::elementwise::warm_up(dev, if quick { 0.1 } else { 0.5 })?;
+    }
     let ms = time(dev, 2, reps, || {
         for _ in 0..per_rep {
             matmul_with(&at, &bt, &o)?;
@@ -414,6 +420,10 @@ fn coop_sweep(dev: &Device, report: &mut Report, base: &str, c: &Case, quick: bo
                     op: format!("bench coop sweep {t:?}"),
                     detail: format!("wrong result at {i}: {g} vs {w}"),
                 });
+            }
+            // The whole result's check idles the GPU (as `run_case`'s draw does).
+            if c.m * c.n > 1 << 24 {
+                super::elementwise::warm_up(dev, if quick { 0.1 } else { 0.5 })?;
             }
             let ms = time(dev, 2, if quick { 3 } else { 10 }, || {
                 for _ in 0..per_rep {
