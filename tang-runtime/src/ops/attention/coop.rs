@@ -61,24 +61,12 @@ pub(super) struct Coop {
 /// head (`head_row`) or kv head (`kvrow`) of `[B, H, T, D]` tensors, or the packed
 /// projection's templates.
 pub(super) fn rows_of(v: &Coop, src: &str) -> &'static str {
-    const PACKED: [(&str, &str); 3] = [
-        ("q", "(b * p.tq + {r}) * (p.heads + 2u * p.kv_heads) + h"),
-        (
-            "k",
-            "(b * p.tq + {r}) * (p.heads + 2u * p.kv_heads) + p.heads + g",
-        ),
-        (
-            "v",
-            "(b * p.tq + {r}) * (p.heads + 2u * p.kv_heads) + p.heads + p.kv_heads + g",
-        ),
-    ];
     match (v.packed, src) {
-        (true, _) => PACKED
-            .iter()
-            .find(|(s, _)| *s == src)
-            .map_or("head_row", |(_, t)| t),
+        (true, "q") => "(b * p.tq + {r}) * (p.heads + 2u * p.kv_heads) + h",
+        (true, "k") => "(b * p.tq + {r}) * (p.heads + 2u * p.kv_heads) + p.heads + g",
+        (true, _) => "(b * p.tq + {r}) * (p.heads + 2u * p.kv_heads) + p.heads + p.kv_heads + g",
         (false, "q") => "head_row",
-        _ => "kvrow",
+        (false, _) => "kvrow",
     }
 }
 

@@ -144,11 +144,6 @@ fn packed_params(
     sizes: [usize; 6],
     options: &AttentionOptions,
 ) -> Result<super::layout::AttentionParams, Error> {
-    let params = sizes_params(
-        op,
-        sizes,
-        [("qkv", qkv.len()), ("qkv", qkv.len())],
-        options.scale,
-    )?;
+    let params = sizes_params(op, sizes, &[("qkv", qkv.len())], options.scale)?;
     with_options(op, params, options)
 }
