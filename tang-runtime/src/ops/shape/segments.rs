@@ -8,9 +8,9 @@
 //! flat tensor; the uniform holds a table of the parts' first workgroups, lengths and
 //! segment offsets, and each workgroup finds its part by a search of that table. Words are
 //! copied as 32-bit words, so f32 and u32 tensors are copied bit for bit; each thread
-//! copies [`WORDS`] of them (all loaded, then all stored), so a workgroup's search and
-//! switch are paid once per 16 KiB: with one word a thread, packing GPT-2 small's
-//! parameters and gradients ran at 1.6 TB/s on an H200 (BENCHMARKS.md, 2026-11-29
+//! copies [`words_per_thread`] of them (all loaded, then all stored), so a workgroup's
+//! search and switch are paid once per 16 KiB: with one word a thread, packing GPT-2
+//! small's parameters and gradients ran at 1.6 TB/s on an H200 (BENCHMARKS.md, 2026-11-29
 //! (eighth session)).
 
 use std::fmt::Write as _;
@@ -35,16 +35,24 @@ pub(crate) const PART_SEARCH_WGSL: &str = "    var lo = 0u;
 
 /// Threads per workgroup.
 const WG: usize = 256;
-/// Words each thread copies; a workgroup copies `WG * WORDS` words of one part, thread
-/// `lid`'s at `lid`, `lid + WG`, ... (coalesced).
-const WORDS: usize = 16;
+/// Words each thread of a kernel on `dev` copies; a workgroup copies `WG * words` words
+/// of one part, thread `lid`'s at `lid`, `lid + WG`, ... (coalesced).
+///
+/// 16 on GPUs; 4 on a software adapter, whose compiler takes minutes over the 64-part
+/// kernels' unrolled loops at 16 (one 64-part pack and unpack on each of two devices:
+/// 86 s on two cores at 16, 21 s at 8, 6 s at 4), where a GPU compiles them at once. On
+/// an H200 (BENCHMARKS.md, 2026-11-30) GPT-2 small's pack took 0.514 ms at 16 words,
+/// 0.660 at 8 and 0.699 at 4 (unpack 0.257, 0.304, 0.293).
+fn words_per_thread(dev: &crate::Device) -> usize {
+    if dev.info().is_software { 4 } else { 16 }
+}
 
-/// The kernels by (parts bound, direction: `true` packs).
-static KERNELS: Variants<(usize, bool)> = Variants::new();
+/// The kernels by (parts bound, direction: `true` packs, words per thread).
+static KERNELS: Variants<(usize, bool, usize)> = Variants::new();
 
 /// The WGSL of a pack (parts read, flat written) or an unpack (flat read, parts written)
-/// over `parts` bindings.
-fn generate(parts: usize, pack: bool) -> (String, String) {
+/// over `parts` bindings, `words` words a thread.
+fn generate(parts: usize, pack: bool, words: usize) -> (String, String) {
     let name = format!("{}_{parts}", if pack { "pack" } else { "unpack" });
     let (part_access, flat_access) = if pack {
         ("read", "read_write")
@@ -84,10 +92,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     // Words past the part's end are neither read nor written: loads clamp into the part,
     // stores are skipped.
     let last = part.y - 1u;
-    var v: array<u32, {WORDS}>;
+    var v: array<u32, {words}>;
     switch lo {{",
         parts + 1,
-        chunk = WG * WORDS,
+        chunk = WG * words,
     );
     // Every load of a thread is issued before its first store (loops of constant bounds,
     // which keep the 64-part kernel short).
@@ -106,8 +114,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let _ = writeln!(
             w,
             "        case {i}u: {{
-            for (var k = 0u; k < {WORDS}u; k++) {{ v[k] = {load}; }}
-            for (var k = 0u; k < {WORDS}u; k++) {{
+            for (var k = 0u; k < {words}u; k++) {{ v[k] = {load}; }}
+            for (var k = 0u; k < {words}u; k++) {{
                 let i = i0 + k * {WG}u;
                 if (i < part.y) {{ {store} = v[k]; }}
             }}
@@ -185,8 +193,10 @@ fn run(
         .filter(|(t, _)| !t.is_empty())
         .map(|(t, &at)| (*t, at))
         .collect();
+    let words_per_thread = words_per_thread(dev);
     for chunk in live.chunks(per_launch) {
-        let kernel = KERNELS.get(&(chunk.len(), pack), || generate(chunk.len(), pack))?;
+        let key = (chunk.len(), pack, words_per_thread);
+        let kernel = KERNELS.get(&key, || generate(chunk.len(), pack, words_per_thread))?;
         let mut words = vec![0u32; 4 + 4 * MAX_PARTS];
         words[0] = chunk.len() as u32;
         let mut groups = 0usize;
@@ -197,7 +207,7 @@ fn run(
                 *at as u32,
                 0,
             ]);
-            groups += t.len().div_ceil(WG * WORDS);
+            groups += t.len().div_ceil(WG * words_per_thread);
         }
         let mut bindings = vec![Binding::Uniform(bytemuck::cast_slice(&words))];
         for (t, _) in chunk {
@@ -290,8 +300,13 @@ pub fn unpack(flat: &Tensor, offsets: &[usize], parts: &[&Tensor]) -> Result<(),
 
 /// A representative of each kernel shape, for the registry.
 pub(crate) fn kernels() -> Vec<crate::spec::Source> {
-    [(1, true), (3, false), (MAX_PARTS, true)]
-        .into_iter()
-        .map(|(n, pack)| generate(n, pack))
-        .collect()
+    [
+        (1, true, 16),
+        (3, false, 16),
+        (MAX_PARTS, true, 16),
+        (MAX_PARTS, false, 4),
+    ]
+    .into_iter()
+    .map(|(n, pack, words)| generate(n, pack, words))
+    .collect()
 }
