@@ -21,6 +21,14 @@
 //!   time per subgroup, so bounds, the bias, the epilogue and an f16 result are applied
 //!   per element and the global stores are coalesced.
 //!
+//! Where the time goes (a probe of this loop on an H200, BENCHMARKS.md, 2026-11-30): the
+//! fragment loads from workgroup memory and the products alone run at the register-only
+//! ceiling (565-580 TFLOP/s), one barrier per k tile costs 5%, and the staging (scalar
+//! f16 stores, the only stores WGSL gives into the `array<f16>` the fragment loads need,
+//! and the second barrier) halves the rate: the kernel's 280 TFLOP/s at 4096³.
+//! Fetching the k tiles as whole fragments (`coopLoad` from the binding, staged with
+//! `coopStore`) was 2.6x slower: cooperative loads from storage buffers are slow.
+//!
 //! The WGSL rules this respects (naga 30 and NVIDIA's driver): every cooperative-matrix
 //! operation sits in uniform control flow at the top level of the loop (the k loop's exit
 //! is workgroup-uniform), a `coopStoreT` target index is bound to a `let` first (naga's
