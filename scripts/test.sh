@@ -7,8 +7,9 @@
 # passed through (a filter, `-- --nocapture`, ...).
 #
 # Why nextest: cargo test runs the suites one after another, and a suite's last long
-# test leaves the other cores idle; on two cores the workspace's tests took 15.6 minutes
-# that way and 9 with nextest (most of it compiling shaders on the software adapter).
+# test leaves the other cores idle; on two cores, once built, the workspace's tests took
+# 15.6 minutes that way and 9.8 with nextest and the doc tests (most of it compiling
+# shaders on the software adapter).
 #
 # Why: without a Vulkan driver wgpu falls back to OpenGL on the llvmpipe rasteriser, where
 # the GPU suites take hours (attention alone ran for over 40 minutes); on lavapipe the
