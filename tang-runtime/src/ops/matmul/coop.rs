@@ -23,7 +23,7 @@
 //!
 //! Where the time goes (a probe of this loop on an H200, BENCHMARKS.md, 2026-11-30): the
 //! fragment loads from workgroup memory and the products alone run at the register-only
-//! ceiling (565-580 TFLOP/s), one barrier per k tile costs 5%, and the staging (scalar
+//! ceiling (564-584 TFLOP/s), one barrier per k tile costs 5%, and the staging (scalar
 //! f16 stores, the only stores WGSL gives into the `array<f16>` the fragment loads need,
 //! and the second barrier) halves the rate: the kernel's 280 TFLOP/s at 4096³.
 //! Fetching the k tiles as whole fragments (`coopLoad` from the binding, staged with

@@ -9,7 +9,7 @@
 //! segment offsets, and each workgroup finds its part by a search of that table. Words are
 //! copied as 32-bit words, so f32 and u32 tensors are copied bit for bit; each thread
 //! copies [`words_per_thread`] of them (all loaded, then all stored), so a workgroup's
-//! search and switch are paid once per 16 KiB: with one word a thread, packing GPT-2
+//! search and switch are paid once per 16 KiB on a GPU: with one word a thread, packing GPT-2
 //! small's parameters and gradients ran at 1.6 TB/s on an H200 (BENCHMARKS.md, 2026-11-29
 //! (eighth session)).
 
@@ -134,13 +134,15 @@ pub(crate) fn parts_per_launch(dev: &crate::Device) -> usize {
 }
 
 /// Copies between `flat` and the parts, `parts[i]` at word `offsets[i]` of `flat`, in
-/// launches of as many parts as the device binds.
+/// launches of as many parts as the device binds, `per_thread` words a thread
+/// ([`words_per_thread`]; a test runs the GPUs' count on the software adapter).
 fn run(
     op: &str,
     flat: &Tensor,
     parts: &[&Tensor],
     offsets: &[usize],
     pack: bool,
+    per_thread: usize,
 ) -> Result<(), Error> {
     if parts.len() != offsets.len() {
         return Err(Error::Arity {
@@ -193,10 +195,9 @@ fn run(
         .filter(|(t, _)| !t.is_empty())
         .map(|(t, &at)| (*t, at))
         .collect();
-    let words_per_thread = words_per_thread(dev);
     for chunk in live.chunks(per_launch) {
-        let key = (chunk.len(), pack, words_per_thread);
-        let kernel = KERNELS.get(&key, || generate(chunk.len(), pack, words_per_thread))?;
+        let key = (chunk.len(), pack, per_thread);
+        let kernel = KERNELS.get(&key, || generate(chunk.len(), pack, per_thread))?;
         let mut words = vec![0u32; 4 + 4 * MAX_PARTS];
         words[0] = chunk.len() as u32;
         let mut groups = 0usize;
@@ -207,7 +208,7 @@ fn run(
                 *at as u32,
                 0,
             ]);
-            groups += t.len().div_ceil(WG * words_per_thread);
+            groups += t.len().div_ceil(WG * per_thread);
         }
         let mut bindings = vec![Binding::Uniform(bytemuck::cast_slice(&words))];
         for (t, _) in chunk {
@@ -275,7 +276,14 @@ fn check_disjoint(op: &str, parts: &[&Tensor], offsets: &[usize]) -> Result<(), 
 /// [`Error::InvalidArgument`] when two parts' segments overlap; [`Error::Aliasing`] when
 /// a part shares bytes with `flat`; [`Error::DeviceMismatch`].
 pub fn pack(parts: &[&Tensor], flat: &Tensor, offsets: &[usize]) -> Result<(), Error> {
-    run("pack", flat, parts, offsets, true)
+    run(
+        "pack",
+        flat,
+        parts,
+        offsets,
+        true,
+        words_per_thread(flat.device()),
+    )
 }
 
 /// The inverse of [`pack`]: copies `flat[offsets[i] .. offsets[i] + parts[i].len()]` into
@@ -295,7 +303,14 @@ pub fn pack(parts: &[&Tensor], flat: &Tensor, offsets: &[usize]) -> Result<(), E
 /// # Errors
 /// As [`pack`], except that overlapping segments are allowed.
 pub fn unpack(flat: &Tensor, offsets: &[usize], parts: &[&Tensor]) -> Result<(), Error> {
-    run("unpack", flat, parts, offsets, false)
+    run(
+        "unpack",
+        flat,
+        parts,
+        offsets,
+        false,
+        words_per_thread(flat.device()),
+    )
 }
 
 /// A representative of each kernel shape, for the registry.
@@ -309,4 +324,51 @@ pub(crate) fn kernels() -> Vec<crate::spec::Source> {
     .into_iter()
     .map(|(n, pack, words)| generate(n, pack, words))
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The word count GPUs run (16), on whatever adapter the tests have (the software
+    /// adapter runs 4 in `pack`/`unpack`): parts within one workgroup's 4,096 words,
+    /// across several, and empty, packed into a flat tensor with gaps and back.
+    #[test]
+    fn sixteen_words_a_thread_pack_and_unpack() {
+        let mut rng = tang_testing::Rng::new(3);
+        {
+            let dev = crate::Device::new().expect("a Vulkan adapter (lavapipe at least)");
+            let lens = [0usize, 1, 255, 4096, 4097, 9000];
+            let offsets: Vec<usize> = lens
+                .iter()
+                .scan(0, |end, &n| {
+                    *end += 3 + n;
+                    Some(*end - n)
+                })
+                .collect();
+            let end = offsets[lens.len() - 1] + lens[lens.len() - 1] + 2;
+            let values: Vec<Vec<f32>> = lens.iter().map(|&n| rng.vec(n, 1.0)).collect();
+            let parts: Vec<Tensor> = values
+                .iter()
+                .map(|v| Tensor::from_slice(&dev, v, &[v.len()]).unwrap())
+                .collect();
+            let refs: Vec<&Tensor> = parts.iter().collect();
+            let flat = Tensor::full(&dev, &[end], -7.0).unwrap();
+            run("pack", &flat, &refs, &offsets, true, 16).unwrap();
+            let mut want = vec![-7.0; end];
+            for (v, &at) in values.iter().zip(&offsets) {
+                want[at..at + v.len()].copy_from_slice(v);
+            }
+            assert_eq!(flat.to_vec().unwrap(), want);
+            let back: Vec<Tensor> = lens
+                .iter()
+                .map(|&n| Tensor::zeros(&dev, &[n]).unwrap())
+                .collect();
+            let back_refs: Vec<&Tensor> = back.iter().collect();
+            run("unpack", &flat, &back_refs, &offsets, false, 16).unwrap();
+            for (b, v) in back.iter().zip(&values) {
+                assert_eq!(&b.to_vec().unwrap(), v);
+            }
+        }
+    }
 }
