@@ -205,17 +205,17 @@ pub(super) fn emit_header(
         "
 const NEG: f32 = -3.0e38;
 const LOG2E: f32 = 1.4426950408889634;
-// Two staged tiles [64 rows][dim] (f16)
-var<workgroup> ks: array<f16, {kv}>;
-var<workgroup> vs: array<f16, {kv}>;
+// Two staged tiles [64 rows][dim] (f16, four per element: one 8-byte store per four)
+var<workgroup> ks: array<vec4<f16>, {kv}>;
+var<workgroup> vs: array<vec4<f16>, {kv}>;
 // Per subgroup: an f32 scratch [16][64] (products, results on the way out) and an f16
-// one [16][64] (P or dS on the way into a product)
+// one [16][64] (P or dS on the way into a product; four per element)
 var<workgroup> ss: array<f32, {s}>;
-var<workgroup> ps: array<f16, {pl}>;
+var<workgroup> ps: array<vec4<f16>, {pl}>;
 ",
-        kv = TILE * v.line(),
+        kv = TILE * v.line() / 4,
         s = 4 * 16 * S_LINE,
-        pl = 4 * 16 * P_LINE,
+        pl = 4 * 16 * P_LINE / 4,
     );
 }
 
@@ -266,8 +266,10 @@ pub(super) fn emit_tile_registers(w: &mut String, v: &Coop, srcs: &[&str]) {
     }
 }
 
-/// Emits the stores of the registers `{src}r0 ..` of [`emit_tile_fetch`] into the f16
-/// workgroup array `dst` as `[line][dim]` lines.
+/// Emits the stores of the registers `{src}r0 ..` of [`emit_tile_fetch`] into the
+/// workgroup array `dst` (`vec4<f16>` units) as `[line][dim]` lines: one 8-byte store per
+/// register (four scalar f16 stores had halved a probe's tensor-core loop on an H200;
+/// see `matmul::coop_stage::emit_stage`).
 pub(super) fn emit_tile_stage(w: &mut String, v: &Coop, ind: &str, src: &str, dst: &str) {
     let units = v.dp / 4;
     for i in 0..v.tile_registers() {
@@ -275,14 +277,10 @@ pub(super) fn emit_tile_stage(w: &mut String, v: &Coop, ind: &str, src: &str, ds
             w,
             "{ind}{{
 {ind}    let e = tid + {e0}u;
-{ind}    let at = (e / {units}u) * {line}u + 4u * (e % {units}u);
-{ind}    {dst}[at] = {src}r{i}.x;
-{ind}    {dst}[at + 1u] = {src}r{i}.y;
-{ind}    {dst}[at + 2u] = {src}r{i}.z;
-{ind}    {dst}[at + 3u] = {src}r{i}.w;
+{ind}    {dst}[(e / {units}u) * {line}u + e % {units}u] = {src}r{i};
 {ind}}}",
             e0 = i * THREADS,
-            line = v.line(),
+            line = v.line() / 4,
         );
     }
 }
@@ -290,13 +288,13 @@ pub(super) fn emit_tile_stage(w: &mut String, v: &Coop, ind: &str, src: &str, ds
 /// Emits the loads of the subgroup's 16 rows of the staged tile `src` as `dp / 16` A
 /// fragments `{name}0 ..` (rows by dims).
 pub(super) fn emit_row_fragments(w: &mut String, v: &Coop, name: &str, src: &str) {
-    let line = v.line();
+    let line = v.line() / 4;
     for dc in 0..v.dp / 16 {
         let _ = writeln!(
             w,
             "    let {name}{dc} = coopLoadT<coop_mat16x16<f16, A>>(&{src}[sg * {}u + {}u], {line}u);",
             16 * line,
-            dc * 16
+            dc * 4
         );
     }
 }
@@ -305,7 +303,7 @@ pub(super) fn emit_row_fragments(w: &mut String, v: &Coop, name: &str, src: &str
 /// transposed staged tile `src` (64 lines by dims): 16 x 64 into the subgroup's f32
 /// scratch `ss`.
 pub(super) fn emit_product_to_scratch(w: &mut String, v: &Coop, a: &str, src: &str) {
-    let line = v.line();
+    let line = v.line() / 4;
     w.push_str("        {\n");
     for c in 0..TILE / 16 {
         let _ = writeln!(w, "        var fr{c} = coop_mat16x16<f32, C>();");
@@ -314,7 +312,7 @@ pub(super) fn emit_product_to_scratch(w: &mut String, v: &Coop, a: &str, src: &s
             let _ = writeln!(
                 w,
                 "        fr{c} = coopMultiplyAdd({a}{dc}, coopLoad<coop_mat16x16<f16, B>>(&{src}[{}u], {line}u), fr{c});",
-                c * 16 * line + dc * 16
+                c * 16 * line + dc * 4
             );
         }
         let _ = writeln!(
@@ -330,20 +328,22 @@ pub(super) fn emit_product_to_scratch(w: &mut String, v: &Coop, a: &str, src: &s
 /// Emits `{acc}0 .. += P src`: the subgroup's f16 scratch `ps` (16 rows by the tile's 64
 /// lines) times the staged tile `src` (64 lines by dims).
 pub(super) fn emit_accumulate(w: &mut String, v: &Coop, acc: &str, src: &str) {
-    let line = v.line();
+    // Offsets and strides count `vec4<f16>` units.
+    let line = v.line() / 4;
+    let p_line = P_LINE / 4;
     w.push_str("        {\n");
     for c in 0..TILE / 16 {
         let _ = writeln!(
             w,
-            "        let pf{c} = coopLoadT<coop_mat16x16<f16, A>>(&ps[sg * {}u + {}u], {P_LINE}u);",
-            16 * P_LINE,
-            c * 16
+            "        let pf{c} = coopLoadT<coop_mat16x16<f16, A>>(&ps[sg * {}u + {}u], {p_line}u);",
+            16 * p_line,
+            c * 4
         );
         for dc in 0..v.dp / 16 {
             let _ = writeln!(
                 w,
                 "        {acc}{dc} = coopMultiplyAdd(pf{c}, coopLoadT<coop_mat16x16<f16, B>>(&{src}[{}u], {line}u), {acc}{dc});",
-                c * 16 * line + dc * 16
+                c * 16 * line + dc * 4
             );
         }
     }

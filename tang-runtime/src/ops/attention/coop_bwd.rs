@@ -163,15 +163,17 @@ fn lane_query(qq: u32) -> String {
 }
 
 /// Emits the stores of the dk/dv lane's vec4s `{x}0 .. {x}7` into the f16 scratch (at
-/// `pb`) as `[16 keys][64 queries]`, rounded.
+/// `pb`, a `vec4<f16>` unit) as `[16 keys][64 queries]`, rounded: each key's four
+/// consecutive queries `4 qg ..` (and `32 + 4 qg ..`) in one 8-byte store.
 fn emit_key_lane_writes(w: &mut String, x: &str) {
-    for qq in 0..8u32 {
-        for (kk, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+    for (kk, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+        for half in 0..2u32 {
+            let q: Vec<String> = (0..4).map(|i| format!("{x}{}.{comp}", 4 * half + i)).collect();
             let _ = writeln!(
                 w,
-                "        ps[pb + {}u + {}] = f16({x}{qq}.{comp});",
-                kk as u32 * P_LINE,
-                lane_query(qq)
+                "        ps[pb + {}u + qg] = vec4<f16>(vec4<f32>({}));",
+                kk as u32 * P_LINE / 4 + 8 * half,
+                q.join(", ")
             );
         }
     }
@@ -271,9 +273,9 @@ var<workgroup> dlq: array<f32, {TILE}>;
     w.push_str("        workgroupBarrier();\n");
     let _ = writeln!(
         w,
-        "        let sb = sg * {}u + 4u * kg * {S_LINE}u + 4u * qg;\n        let pb = sg * {}u + 4u * kg * {P_LINE}u;",
+        "        let sb = sg * {}u + 4u * kg * {S_LINE}u + 4u * qg;\n        let pb = sg * {}u + kg * {P_LINE}u;",
         16 * S_LINE,
-        16 * P_LINE
+        16 * P_LINE / 4
     );
     emit_key_lane_reads(&mut w, "x");
     for qq in 0..8 {

@@ -47,10 +47,11 @@ fn emit_lane_base(w: &mut String) {
     let _ = writeln!(
         w,
         "        let sb = sg * {}u + r * {S_LINE}u + 32u * hh;
-        let pb = sg * {}u + r * {P_LINE}u + 32u * hh;
+        let pb = sg * {}u + r * {}u + 8u * hh;
         let kb = t0 + 32u * hh;",
         16 * S_LINE,
-        16 * P_LINE
+        16 * P_LINE / 4,
+        P_LINE / 4
     );
 }
 
@@ -140,16 +141,10 @@ pub(super) fn emit_lane_dropout(w: &mut String, x: &str) {
 }
 
 /// Emits the stores of the lane's vec4s `{x}0 .. {x}7` (see [`emit_lane_reads`]) into the
-/// f16 scratch, rounded.
+/// f16 scratch, rounded: one 8-byte store each.
 pub(super) fn emit_lane_writes(w: &mut String, x: &str) {
     for j in 0..8 {
-        for (e, comp) in ["x", "y", "z", "w"].iter().enumerate() {
-            let _ = writeln!(
-                w,
-                "        ps[pb + {}u] = f16({x}{j}.{comp});",
-                4 * j + e as u32
-            );
-        }
+        let _ = writeln!(w, "        ps[pb + {j}u] = vec4<f16>({x}{j});");
     }
 }
 

@@ -43,6 +43,11 @@ impl Staged {
             self.rows + PAD
         }
     }
+    /// `vec4<f16>` units per staged line (the staging buffers' element: one 8-byte store
+    /// per unit of four staged halves, and the fragment loads' stride).
+    pub(super) fn line_units(&self) -> u32 {
+        self.line() / 4
+    }
     /// Units of four elements along one line.
     fn units_per_line(&self) -> u32 {
         if self.kcontig {
@@ -243,25 +248,25 @@ pub(super) fn plus(buf: &str) -> String {
 }
 
 /// Statements storing the registers of `op` into its workgroup array, at `buf` (a WGSL
-/// expression: the first half of the staging buffer it writes).
+/// expression: the first `vec4<f16>` unit of the staging buffer it writes).
+///
+/// One 8-byte store per register: the staging buffers are `array<vec4<f16>>`, whose
+/// fragment loads run as fast as from `array<f16>` (a probe on an H200: 585 against 569
+/// TFLOP/s with the loads alone), where four scalar f16 stores per register had halved
+/// the loop's rate (the probe's loop with staging and two barriers: 422 against 261
+/// TFLOP/s; BENCHMARKS.md, 2026-11-30 (tenth session)).
 pub(super) fn emit_stage(w: &mut String, op: &Staged, buf: &str) {
     let n = op.name;
     let per = op.units_per_line();
-    let line = op.line();
+    let line = op.line_units();
     for i in 0..op.registers() {
         let _ = writeln!(
             w,
-            "        {{\n            let u = lid + {}u;\n            let s = {}{} * {line}u + (u % {per}u) * 4u;",
+            "        {{\n            let u = lid + {}u;\n            s{n}[{}{} * {line}u + u % {per}u] = p{n}{i};\n        }}",
             i * op.threads,
             plus(buf),
             op.line_of("u")
         );
-        // Four scalar stores: measured faster than vector stores into vec4<f16> memory,
-        // whose fragment loads the driver serves more slowly.
-        for (e, comp) in ['x', 'y', 'z', 'w'].iter().enumerate() {
-            let _ = writeln!(w, "            s{n}[s + {e}u] = p{n}{i}.{comp};");
-        }
-        w.push_str("        }\n");
     }
 }
 
