@@ -124,37 +124,31 @@ pub(crate) fn layout(v: &CoopVariant) -> Layout<MatmulParams, Vec<Slot>> {
 /// `fb{kk}_{j}` (columns `sn * 16 frag_n + 16 j ..`). With `kgroups` groups the step is
 /// the tile's `kg + kgroups kk`.
 fn emit_fragment_loads(w: &mut String, op: &Staged, kk: u32, kgroups: u32, buf: &str) {
-    // Offsets and the stride count `vec4<f16>` units (see [`Staged::line_units`]); every
-    // fragment starts at a multiple of 16 halves along both dimensions.
-    let (n, line) = (op.name, op.line_units());
+    let (n, line) = (op.name, op.line());
     let (role, origin) = if n == 'a' { ("A", "sm") } else { ("B", "sn") };
     let span = op.frags * 16;
     for f in 0..op.frags {
         // Element (row, k) of an A fragment, (k, col) of a B one: along a line of
         // [row or col][k] lines when k is contiguous, else across [k][row or col] lines.
-        // The step's offset along k, `stride` units per 4 k (k contiguous) or per k:
-        // with k groups each subgroup's own step, `kg` steps in.
+        // The step's offset along k, `stride` halves per k: with k groups each
+        // subgroup's own step, `kg` steps in.
         let k_at = |stride: u32| match kgroups {
             1 => format!("{}u", kk * 16 * stride),
             _ => format!("kg * {}u + {}u", 16 * stride, kk * 16 * kgroups * stride),
         };
         let at = if op.kcontig {
-            let k_units = match kgroups {
-                1 => format!("{}u", kk * 4),
-                _ => format!("kg * 4u + {}u", kk * 4 * kgroups),
-            };
             format!(
-                "{}({origin} * {span}u + {}u) * {line}u + {k_units}",
+                "{}({origin} * {span}u + {}u) * {line}u + {}",
                 plus(buf),
                 f * 16,
+                k_at(1)
             )
         } else {
             format!(
-                "{}{} + {origin} * {}u + {}u",
+                "{}{} + {origin} * {span}u + {}u",
                 plus(buf),
                 k_at(line),
-                span / 4,
-                f * 4
+                f * 16
             )
         };
         // A fragment is row-major in [row][k] lines, B's in [k][col] ones.
@@ -216,9 +210,9 @@ pub(crate) fn generate(v: &CoopVariant, epilogue: &str) -> String {
     for op in &ops {
         let _ = writeln!(
             w,
-            "var<workgroup> s{}: array<vec4<f16>, {}>;",
+            "var<workgroup> s{}: array<f16, {}>;",
             op.name,
-            op.len() / 4 * t.stages
+            op.len() * t.stages
         );
     }
     let scratch = t.sg_m * t.sg_n * t.kgroups * 256 * t.store_frags;
@@ -294,11 +288,11 @@ pub(crate) fn generate(v: &CoopVariant, epilogue: &str) -> String {
         );
         emit_loads(&mut w, &ops);
         w.push_str("        }\n");
-        let reads = [&ops[0], &ops[1]].map(|op| format!("cur * {}u", op.len() / 4));
+        let reads = [&ops[0], &ops[1]].map(|op| format!("cur * {}u", op.len()));
         emit_products(&mut w, &ops, t.kgroups, [&reads[0], &reads[1]]);
         w.push_str("        if (more) {\n");
         for op in &ops {
-            emit_stage(&mut w, op, &format!("(1u - cur) * {}u", op.len() / 4));
+            emit_stage(&mut w, op, &format!("(1u - cur) * {}u", op.len()));
         }
         w.push_str("        }\n        workgroupBarrier();\n        if (!more) { break; }\n        cur = 1u - cur;\n    }\n");
     }

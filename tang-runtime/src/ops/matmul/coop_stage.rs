@@ -43,11 +43,6 @@ impl Staged {
             self.rows + PAD
         }
     }
-    /// `vec4<f16>` units per staged line (the staging buffers' element: one 8-byte store
-    /// per unit of four staged halves, and the fragment loads' stride).
-    pub(super) fn line_units(&self) -> u32 {
-        self.line() / 4
-    }
     /// Units of four elements along one line.
     fn units_per_line(&self) -> u32 {
         if self.kcontig {
@@ -248,25 +243,31 @@ pub(super) fn plus(buf: &str) -> String {
 }
 
 /// Statements storing the registers of `op` into its workgroup array, at `buf` (a WGSL
-/// expression: the first `vec4<f16>` unit of the staging buffer it writes).
-///
-/// One 8-byte store per register: the staging buffers are `array<vec4<f16>>`, whose
-/// fragment loads run as fast as from `array<f16>` (a probe on an H200: 585 against 569
-/// TFLOP/s with the loads alone), where four scalar f16 stores per register had halved
-/// the loop's rate (the probe's loop with staging and two barriers: 422 against 261
-/// TFLOP/s; BENCHMARKS.md, 2026-11-30 (tenth session)).
+/// expression: the first half of the staging buffer it writes).
 pub(super) fn emit_stage(w: &mut String, op: &Staged, buf: &str) {
     let n = op.name;
     let per = op.units_per_line();
-    let line = op.line_units();
+    let line = op.line();
     for i in 0..op.registers() {
         let _ = writeln!(
             w,
-            "        {{\n            let u = lid + {}u;\n            s{n}[{}{} * {line}u + u % {per}u] = p{n}{i};\n        }}",
+            "        {{\n            let u = lid + {}u;\n            let s = {}{} * {line}u + (u % {per}u) * 4u;",
             i * op.threads,
             plus(buf),
             op.line_of("u")
         );
+        // Four scalar stores. Staging through `array<vec4<f16>>` with one 8-byte store
+        // per register ran slower here (H200, BENCHMARKS.md 2026-11-30 (tenth session):
+        // 4096³ 276 -> 188 TFLOP/s, every tile shape alike), though the fragment loads
+        // from such memory are as fast (scalar stores into it: 274) and a probe of the
+        // loop without global loads ran 261 -> 422 with the wide stores. With the loads
+        // moved to just before the stores (no prefetch) the two store widths ran alike
+        // (219 and 215): the wide stores lose the prefetch's overlap; the attention
+        // kernels, whose loads are guarded by branches, gained from them (`attention/coop.rs`).
+        for (e, comp) in ['x', 'y', 'z', 'w'].iter().enumerate() {
+            let _ = writeln!(w, "            s{n}[s + {e}u] = p{n}{i}.{comp};");
+        }
+        w.push_str("        }\n");
     }
 }
 
