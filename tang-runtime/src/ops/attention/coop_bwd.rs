@@ -138,26 +138,18 @@ pub(super) fn generate_dq(v: &Coop) -> String {
     w
 }
 
-/// Emits, for the dk/dv pass, the lane's 4 keys x 8 queries of the f32 scratch (at `sb`, a
-/// `vec4<f32>` unit: keys `4 kg ..` of the subgroup's 16, queries `4 qg ..` and
-/// `32 + 4 qg ..` of the tile; eight consecutive lanes read 8 distinct bank groups) into
-/// `{x}0 .. {x}7`, vec4s over the 4 keys, one per query `qq` (`qq < 4`: `4 qg + qq`, else
-/// `32 + 4 qg + qq - 4`). Each key's four consecutive queries are one 16-byte read, then
-/// transposed in registers: eight reads where one value per read took 32.
+/// Emits, for the dk/dv pass, the lane's 4 keys x 8 queries of the f32 scratch (at `sb`:
+/// keys `4 kg ..` of the subgroup's 16, queries `4 qg ..` and `32 + 4 qg ..` of the tile;
+/// eight consecutive lanes read 8 distinct bank groups) into `{x}0 .. {x}7`, vec4s over the 4
+/// keys, one per query `qq` (`qq < 4`: `4 qg + qq`, else `32 + 4 qg + qq - 4`).
 fn emit_key_lane_reads(w: &mut String, x: &str) {
-    for kk in 0..4u32 {
-        for half in 0..2u32 {
-            let _ = writeln!(
-                w,
-                "        let {x}row{kk}_{half} = ss[sb + {}u];",
-                kk * S4 + 8 * half
-            );
-        }
-    }
     for qq in 0..8u32 {
-        let (half, comp) = (qq / 4, ["x", "y", "z", "w"][(qq % 4) as usize]);
+        let col = if qq < 4 { qq } else { 32 + qq - 4 };
         let reads: Vec<String> = (0..4)
-            .map(|kk| format!("{x}row{kk}_{half}.{comp}"))
+            .map(|kk| {
+                let comp = ["x", "y", "z", "w"][(col % 4) as usize];
+                format!("ss[sb + {}u].{comp}", kk * S4 + col / 4)
+            })
             .collect();
         let _ = writeln!(w, "        var {x}{qq} = vec4<f32>({});", reads.join(", "));
     }
