@@ -36,9 +36,6 @@ const PAD: u32 = 8;
 /// Floats per line of a subgroup's f32 scratch (64 and 4 of padding: lines 17 vec4s
 /// apart, so 8 consecutive lanes of a four-element read hit 8 distinct bank groups).
 pub(super) const S_LINE: u32 = TILE + 4;
-/// `vec4<f32>` units per line of the f32 scratch (its element: a lane's four consecutive
-/// values are one 16-byte access).
-pub(super) const S4: u32 = S_LINE / 4;
 /// Halves per line of a subgroup's f16 scratch.
 pub(super) const P_LINE: u32 = TILE + PAD;
 /// The largest head dim the kernels take (the tiles and scratches fill 44 KiB at 64).
@@ -213,11 +210,11 @@ var<workgroup> ks: array<vec4<f16>, {kv}>;
 var<workgroup> vs: array<vec4<f16>, {kv}>;
 // Per subgroup: an f32 scratch [16][64] (products, results on the way out) and an f16
 // one [16][64] (P or dS on the way into a product; four per element)
-var<workgroup> ss: array<vec4<f32>, {s}>;
+var<workgroup> ss: array<f32, {s}>;
 var<workgroup> ps: array<vec4<f16>, {pl}>;
 ",
         kv = TILE * v.line() / 4,
-        s = 4 * 16 * S4,
+        s = 4 * 16 * S_LINE,
         pl = 4 * 16 * P_LINE / 4,
     );
 }
@@ -320,9 +317,9 @@ pub(super) fn emit_product_to_scratch(w: &mut String, v: &Coop, a: &str, src: &s
         }
         let _ = writeln!(
             w,
-            "        {{\n            let si = sg * {}u + {}u;\n            coopStoreT(fr{c}, &ss[si], {S4}u);\n        }}",
-            16 * S4,
-            c * 4
+            "        {{\n            let si = sg * {}u + {}u;\n            coopStoreT(fr{c}, &ss[si], {S_LINE}u);\n        }}",
+            16 * S_LINE,
+            c * 16
         );
     }
     w.push_str("        }\n");
@@ -370,9 +367,9 @@ pub(super) fn emit_store(
     for dc in 0..v.dp / 16 {
         let _ = writeln!(
             w,
-            "    {{\n        let si = sg * {}u + {}u;\n        coopStoreT({acc}{dc}, &ss[si], {S4}u);\n    }}",
-            16 * S4,
-            dc * 4
+            "    {{\n        let si = sg * {}u + {}u;\n        coopStoreT({acc}{dc}, &ss[si], {S_LINE}u);\n    }}",
+            16 * S_LINE,
+            dc * 16
         );
     }
     let units = v.dp / 4;
@@ -389,12 +386,13 @@ pub(super) fn emit_store(
         let c4 = u % {units}u;
         let row = {first} + 16u * sg + rr;
         if (row < {rows} && c4 < d4) {{
-            let y = ss[sg * {sl16}u + rr * {S4}u + c4];
+            let s = sg * {sl16}u + rr * {S_LINE}u + 4u * c4;
+            let y = vec4<f32>(ss[s], ss[s + 1u], ss[s + 2u], ss[s + 3u]);
             {dst}[({unit}) * d4 + c4] = {value};
         }}
     }}",
         total = 16 * units,
-        sl16 = 16 * S4,
+        sl16 = 16 * S_LINE,
         unit = row_unit(base, "row"),
     );
 }

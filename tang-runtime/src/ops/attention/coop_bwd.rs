@@ -27,7 +27,7 @@
 use std::fmt::Write as _;
 
 use super::coop::{
-    Coop, P_LINE, ROWS, S_LINE, S4, TILE, TOKEN_ROWS, emit_accumulate, emit_header, emit_main,
+    Coop, P_LINE, ROWS, S_LINE, TILE, TOKEN_ROWS, emit_accumulate, emit_header, emit_main,
     emit_product_to_scratch, emit_row_fragments, emit_store, emit_tile_fetch, emit_tile_registers,
     emit_tile_stage, row_unit, rows_of,
 };
@@ -146,10 +146,7 @@ fn emit_key_lane_reads(w: &mut String, x: &str) {
     for qq in 0..8u32 {
         let col = if qq < 4 { qq } else { 32 + qq - 4 };
         let reads: Vec<String> = (0..4)
-            .map(|kk| {
-                let comp = ["x", "y", "z", "w"][(col % 4) as usize];
-                format!("ss[sb + {}u].{comp}", kk * S4 + col / 4)
-            })
+            .map(|kk| format!("ss[sb + {}u]", kk * S_LINE + col))
             .collect();
         let _ = writeln!(w, "        var {x}{qq} = vec4<f32>({});", reads.join(", "));
     }
@@ -276,8 +273,8 @@ var<workgroup> dlq: array<f32, {TILE}>;
     w.push_str("        workgroupBarrier();\n");
     let _ = writeln!(
         w,
-        "        let sb = sg * {}u + kg * {S_LINE}u + qg;\n        let pb = sg * {}u + kg * {P_LINE}u;",
-        16 * S4,
+        "        let sb = sg * {}u + 4u * kg * {S_LINE}u + 4u * qg;\n        let pb = sg * {}u + kg * {P_LINE}u;",
+        16 * S_LINE,
         16 * P_LINE / 4
     );
     emit_key_lane_reads(&mut w, "x");

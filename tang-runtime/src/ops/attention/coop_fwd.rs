@@ -20,7 +20,7 @@
 use std::fmt::Write as _;
 
 use super::coop::{
-    Coop, P_LINE, ROWS, S4, TILE, TOKEN_ROWS, emit_accumulate, emit_header, emit_main,
+    Coop, P_LINE, ROWS, S_LINE, TILE, TOKEN_ROWS, emit_accumulate, emit_header, emit_main,
     emit_product_to_scratch, emit_row_fragments, emit_store, emit_tile_fetch, emit_tile_registers,
     emit_tile_stage, rows_of,
 };
@@ -46,10 +46,10 @@ fn layout(v: &Coop) -> Layout<AttentionParams, Vec<Slot>> {
 fn emit_lane_base(w: &mut String) {
     let _ = writeln!(
         w,
-        "        let sb = sg * {}u + r * {S4}u + 8u * hh;
+        "        let sb = sg * {}u + r * {S_LINE}u + 32u * hh;
         let pb = sg * {}u + r * {}u + 8u * hh;
         let kb = t0 + 32u * hh;",
-        16 * S4,
+        16 * S_LINE,
         16 * P_LINE / 4,
         P_LINE / 4
     );
@@ -61,7 +61,11 @@ pub(super) fn emit_lane_reads(w: &mut String, x: &str, factor: &str, mask: bool)
     for j in 0..8 {
         let _ = writeln!(
             w,
-            "        var {x}{j} = ss[sb + {j}u] * {factor};"
+            "        var {x}{j} = vec4<f32>(ss[sb + {a}u], ss[sb + {b}u], ss[sb + {c}u], ss[sb + {d}u]) * {factor};",
+            a = 4 * j,
+            b = 4 * j + 1,
+            c = 4 * j + 2,
+            d = 4 * j + 3
         );
     }
     if !mask {
@@ -271,23 +275,23 @@ const RESCALE: f32 = {RESCALE:?};"
         if ((gf[0] | gf[1] | gf[2] | gf[3]) != 0u) {
 ",
     );
-    let si = |dc: u32| format!("sg * {}u + {}u", 16 * S4, dc * 4);
+    let si = |dc: u32| format!("sg * {}u + {}u", 16 * S_LINE, dc * 16);
     for dc in 0..v.dp / 16 {
         let _ = writeln!(
             w,
-            "            {{\n                let si = {};\n                coopStoreT(o{dc}, &ss[si], {S4}u);\n            }}",
+            "            {{\n                let si = {};\n                coopStoreT(o{dc}, &ss[si], {S_LINE}u);\n            }}",
             si(dc)
         );
     }
     w.push_str("            workgroupBarrier();\n");
-    for j in 0..8 {
+    for j in 0..32 {
         let _ = writeln!(w, "            ss[sb + {j}u] *= alpha;");
     }
     w.push_str("            workgroupBarrier();\n");
     for dc in 0..v.dp / 16 {
         let _ = writeln!(
             w,
-            "            {{\n                let si = {};\n                o{dc} = coopLoadT<coop_mat16x16<f32, C>>(&ss[si], {S4}u);\n            }}",
+            "            {{\n                let si = {};\n                o{dc} = coopLoadT<coop_mat16x16<f32, C>>(&ss[si], {S_LINE}u);\n            }}",
             si(dc)
         );
     }
