@@ -262,8 +262,9 @@ pub(super) fn emit_stage(w: &mut String, op: &Staged, buf: &str) {
         // from such memory are as fast (scalar stores into it: 274) and a probe of the
         // loop without global loads ran 261 -> 422 with the wide stores. With the loads
         // moved to just before the stores (no prefetch) the two store widths ran alike
-        // (219 and 215): the wide stores lose the prefetch's overlap; the attention
-        // kernels, whose loads are guarded by branches, gained from them (`attention/coop.rs`).
+        // (219 and 215): with the wide stores the kernel loses what the prefetch gives
+        // it, for reasons the driver does not show. The attention kernels gained from
+        // wide stores (`attention/coop.rs`).
         for (e, comp) in ['x', 'y', 'z', 'w'].iter().enumerate() {
             let _ = writeln!(w, "            s{n}[s + {e}u] = p{n}{i}.{comp};");
         }
