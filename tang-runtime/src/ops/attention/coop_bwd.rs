@@ -168,7 +168,9 @@ fn lane_query(qq: u32) -> String {
 fn emit_key_lane_writes(w: &mut String, x: &str) {
     for (kk, comp) in ["x", "y", "z", "w"].iter().enumerate() {
         for half in 0..2u32 {
-            let q: Vec<String> = (0..4).map(|i| format!("{x}{}.{comp}", 4 * half + i)).collect();
+            let q: Vec<String> = (0..4)
+                .map(|i| format!("{x}{}.{comp}", 4 * half + i))
+                .collect();
             let _ = writeln!(
                 w,
                 "        ps[pb + {}u + qg] = vec4<f16>(vec4<f32>({}));",
