@@ -41,8 +41,8 @@ fn layout(v: &Coop) -> Layout<AttentionParams, Vec<Slot>> {
 }
 
 /// Emits, once per key tile of a query-major pass (forward, dq), where the lane's 32 values
-/// of the scratches lie (row `r`, columns `32 hh ..`: `sb` in the f32 one, `pb` in the
-/// f16 one) and their first key `kb`.
+/// of the scratches lie (row `r`, columns `32 hh ..`: `sb` in the f32 one, `pb`, a
+/// `vec4<f16>` unit, in the f16 one) and their first key `kb`.
 fn emit_lane_base(w: &mut String) {
     let _ = writeln!(
         w,
