@@ -17,7 +17,8 @@ use attention_support::{Cfg, cfg, check, inputs, ref_backward, ref_forward, uplo
 #[test]
 fn forward_and_backward_match_reference() {
     for dev in devices() {
-        // T in {1, 7, 64, 257}; heads 1, 4, 8 and grouped 8 -> 2; D in {16, 64}.
+        // T in {1, 3, 7, 17, 64, 257}; heads 1, 4, 8 and grouped 8 -> 2 and 4 -> 2; D in
+        // {16, 64, 80}.
         check(&dev, cfg(1, 1, 1, 1, 16), 1, 1.0, true, None);
         check(&dev, cfg(2, 4, 4, 7, 16), 2, 1.0, true, None);
         check(&dev, cfg(1, 8, 2, 64, 64), 3, 1.0, true, None);
@@ -26,6 +27,8 @@ fn forward_and_backward_match_reference() {
         check(&dev, cfg(2, 4, 4, 64, 64), 6, 1.0, true, None);
         check(&dev, cfg(1, 8, 8, 7, 64), 17, 1.0, true, None);
         check(&dev, cfg(2, 8, 2, 1, 64), 18, 1.0, true, None);
+        check(&dev, cfg(1, 2, 1, 3, 80), 23, 1.0, true, None);
+        check(&dev, cfg(2, 4, 2, 17, 80), 24, 1.0, true, None);
     }
 }
 
@@ -42,6 +45,8 @@ fn not_causal_matches_reference() {
             (cfg(1, 4, 2, 130, 64), 63),
             (cfg(2, 2, 2, 64, 64), 64),
             (cfg(1, 2, 1, 100, 24), 65),
+            (cfg(1, 2, 1, 3, 80), 66),
+            (cfg(1, 4, 2, 17, 80), 67),
         ] {
             check(&dev, Cfg { causal: false, ..c }, seed, 1.0, true, None);
         }
