@@ -23,9 +23,11 @@
 //!
 //! Where the time goes (a probe of this loop on an H200, BENCHMARKS.md, 2026-11-30): the
 //! fragment loads from workgroup memory and the products alone run at the register-only
-//! ceiling (564-584 TFLOP/s), one barrier per k tile costs 5%, and the staging (scalar
-//! f16 stores, the only stores WGSL gives into the `array<f16>` the fragment loads need,
-//! and the second barrier) halves the rate: the kernel's 280 TFLOP/s at 4096³.
+//! ceiling (564-584 TFLOP/s), one barrier per k tile costs 5%, and the staging (four
+//! scalar f16 stores per register into `array<f16>`, and the second barrier) halves the
+//! rate: the kernel's 280 TFLOP/s at 4096³. Staging buffers of `vec4<f16>` take one
+//! 8-byte store per register and serve fragment loads as fast, but made this kernel
+//! slower (`coop_stage.rs`, `emit_stage`).
 //! Fetching the k tiles as whole fragments (`coopLoad` from the binding, staged with
 //! `coopStore`) was 2.6x slower: cooperative loads from storage buffers are slow.
 //!

@@ -336,39 +336,37 @@ mod tests {
     #[test]
     fn sixteen_words_a_thread_pack_and_unpack() {
         let mut rng = tang_testing::Rng::new(3);
-        {
-            let dev = crate::Device::new().expect("a Vulkan adapter (lavapipe at least)");
-            let lens = [0usize, 1, 255, 4096, 4097, 9000];
-            let offsets: Vec<usize> = lens
-                .iter()
-                .scan(0, |end, &n| {
-                    *end += 3 + n;
-                    Some(*end - n)
-                })
-                .collect();
-            let end = offsets[lens.len() - 1] + lens[lens.len() - 1] + 2;
-            let values: Vec<Vec<f32>> = lens.iter().map(|&n| rng.vec(n, 1.0)).collect();
-            let parts: Vec<Tensor> = values
-                .iter()
-                .map(|v| Tensor::from_slice(&dev, v, &[v.len()]).unwrap())
-                .collect();
-            let refs: Vec<&Tensor> = parts.iter().collect();
-            let flat = Tensor::full(&dev, &[end], -7.0).unwrap();
-            run("pack", &flat, &refs, &offsets, true, 16).unwrap();
-            let mut want = vec![-7.0; end];
-            for (v, &at) in values.iter().zip(&offsets) {
-                want[at..at + v.len()].copy_from_slice(v);
-            }
-            assert_eq!(flat.to_vec().unwrap(), want);
-            let back: Vec<Tensor> = lens
-                .iter()
-                .map(|&n| Tensor::zeros(&dev, &[n]).unwrap())
-                .collect();
-            let back_refs: Vec<&Tensor> = back.iter().collect();
-            run("unpack", &flat, &back_refs, &offsets, false, 16).unwrap();
-            for (b, v) in back.iter().zip(&values) {
-                assert_eq!(&b.to_vec().unwrap(), v);
-            }
+        let dev = crate::Device::new().expect("a Vulkan adapter (lavapipe at least)");
+        let lens = [0usize, 1, 255, 4096, 4097, 9000];
+        let offsets: Vec<usize> = lens
+            .iter()
+            .scan(0, |end, &n| {
+                *end += 3 + n;
+                Some(*end - n)
+            })
+            .collect();
+        let end = offsets[lens.len() - 1] + lens[lens.len() - 1] + 2;
+        let values: Vec<Vec<f32>> = lens.iter().map(|&n| rng.vec(n, 1.0)).collect();
+        let parts: Vec<Tensor> = values
+            .iter()
+            .map(|v| Tensor::from_slice(&dev, v, &[v.len()]).unwrap())
+            .collect();
+        let refs: Vec<&Tensor> = parts.iter().collect();
+        let flat = Tensor::full(&dev, &[end], -7.0).unwrap();
+        run("pack", &flat, &refs, &offsets, true, 16).unwrap();
+        let mut want = vec![-7.0; end];
+        for (v, &at) in values.iter().zip(&offsets) {
+            want[at..at + v.len()].copy_from_slice(v);
+        }
+        assert_eq!(flat.to_vec().unwrap(), want);
+        let back: Vec<Tensor> = lens
+            .iter()
+            .map(|&n| Tensor::zeros(&dev, &[n]).unwrap())
+            .collect();
+        let back_refs: Vec<&Tensor> = back.iter().collect();
+        run("unpack", &flat, &back_refs, &offsets, false, 16).unwrap();
+        for (b, v) in back.iter().zip(&values) {
+            assert_eq!(&b.to_vec().unwrap(), v);
         }
     }
 }
