@@ -341,6 +341,10 @@ impl Device {
                 }
             }));
         }
+        let native_f16 = crate::f16_native::NativeF16 {
+            widen: crate::f16_native::adapter_has_native(&adapter),
+            narrow: crate::f16_native::probe_native_narrowing(&adapter, &device, &queue),
+        };
         let info = DeviceInfo {
             name: ainfo.name.clone(),
             backend: ainfo.backend,
@@ -353,12 +357,9 @@ impl Device {
             subgroup_min_size: ainfo.subgroup_min_size,
             subgroup_max_size: ainfo.subgroup_max_size,
             tensor_cores,
+            native_f16_rounding: native_f16.narrow,
         };
-        let state = State::new(
-            &device,
-            &limits,
-            crate::f16_widen::adapter_has_native(&adapter),
-        );
+        let state = State::new(&device, &limits, native_f16);
         let pool_limit = opts.pool_limit.unwrap_or(if is_software {
             SOFTWARE_POOL_LIMIT
         } else {

@@ -138,6 +138,11 @@ pub struct DeviceInfo {
     /// configuration, and subgroups of exactly 32 (NVIDIA's Vulkan driver; not lavapipe,
     /// not browsers today).
     pub tensor_cores: bool,
+    /// Whether kernels round f32 to f16 with the adapter's `pack2x16float` (one
+    /// instruction) rather than tang's integer arithmetic: only where a probe run when the
+    /// device was made found it rounds to nearest even, as tang does everywhere, so the
+    /// bits are the same either way (not in browsers, which cannot wait for the probe).
+    pub native_f16_rounding: bool,
 }
 
 /// Counters of the device's resources and work, for tests and tuning.

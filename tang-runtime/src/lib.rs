@@ -30,7 +30,7 @@ mod device;
 mod dispatch;
 mod dtype;
 mod error;
-mod f16_widen;
+mod f16_native;
 mod hash;
 mod info;
 mod launch;
@@ -96,12 +96,16 @@ pub mod __testing {
         all.extend(crate::ops::registry());
         // The kernels as the devices that have the features run them (the text swaps made
         // when a shader module is created): 64-bit products in the kernels that draw random
-        // numbers, `unpack2x16float` in those that read f16.
+        // numbers, `unpack2x16float` and `pack2x16float` in those that read or write f16.
         let int64 = swapped(&all, "SHADER_INT64", |src| {
             crate::wide_mul::for_device(src, wgpu::Features::SHADER_INT64)
         });
-        let native_f16 = swapped(&all, "unpack2x16float", |src| {
-            crate::f16_widen::for_device(src, true)
+        let native_f16 = swapped(&all, "pack2x16float", |src| {
+            let both = crate::f16_native::NativeF16 {
+                widen: true,
+                narrow: true,
+            };
+            crate::f16_native::for_device(src, both)
         });
         all.extend(int64);
         all.extend(native_f16);

@@ -263,8 +263,8 @@ impl Pipeline {
 #[derive(Default)]
 pub(crate) struct Cache {
     modules: HashMap<(u64, bool), wgpu::ShaderModule>,
-    /// The adapter widens f16 with `unpack2x16float` ([`crate::f16_widen`]).
-    native_f16_widen: bool,
+    /// The f16 conversions the device runs natively ([`crate::f16_native`]).
+    native_f16: crate::f16_native::NativeF16,
     /// Pipelines by [`PipelineKey::hash`]; distinct keys with one hash share the list.
     pipelines: MixMap<u64, Vec<Pipeline>>,
     pub modules_created: u64,
@@ -284,10 +284,10 @@ fn create_module(
     label: &str,
     wgsl: &str,
     trusted: bool,
-    native_f16_widen: bool,
+    native_f16: crate::f16_native::NativeF16,
 ) -> wgpu::ShaderModule {
     let wgsl = crate::wide_mul::for_device(wgsl, device.features());
-    let wgsl = crate::f16_widen::for_device(&wgsl, native_f16_widen);
+    let wgsl = crate::f16_native::for_device(&wgsl, native_f16);
     let desc = wgpu::ShaderModuleDescriptor {
         label: Some(label),
         source: wgpu::ShaderSource::Wgsl(wgsl),
@@ -304,10 +304,11 @@ fn create_module(
 }
 
 impl Cache {
-    /// An empty cache for a device that widens f16 with `unpack2x16float` or not.
-    pub fn new(native_f16_widen: bool) -> Cache {
+    /// An empty cache for a device that runs the f16 conversions `native_f16` names
+    /// natively.
+    pub fn new(native_f16: crate::f16_native::NativeF16) -> Cache {
         Cache {
-            native_f16_widen,
+            native_f16,
             ..Cache::default()
         }
     }
@@ -342,7 +343,7 @@ impl Cache {
             Some(m) => m.clone(),
             None => {
                 self.modules_created += 1;
-                create_module(device, name, wgsl, module_key.1, self.native_f16_widen)
+                create_module(device, name, wgsl, module_key.1, self.native_f16)
             }
         };
         let entries: Vec<wgpu::BindGroupLayoutEntry> = key

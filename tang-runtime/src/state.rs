@@ -75,8 +75,12 @@ impl Drop for State {
 }
 
 impl State {
-    /// `native_f16_widen`: the adapter has `unpack2x16float` ([`crate::f16_widen`]).
-    pub fn new(device: &wgpu::Device, limits: &wgpu::Limits, native_f16_widen: bool) -> State {
+    /// `native_f16`: the f16 conversions the device runs natively ([`crate::f16_native`]).
+    pub fn new(
+        device: &wgpu::Device,
+        limits: &wgpu::Limits,
+        native_f16: crate::f16_native::NativeF16,
+    ) -> State {
         let arena_buf = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("tang uniform arena"),
             size: ARENA_BYTES,
@@ -94,7 +98,7 @@ impl State {
             align: u64::from(limits.min_uniform_buffer_offset_alignment.max(16)),
             deferred: Pool::default(),
             pool: Pool::default(),
-            cache: Cache::new(native_f16_widen),
+            cache: Cache::new(native_f16),
             bind_groups: BindGroups::default(),
             uniform_offsets: Vec::new(),
             uniform_sizes: Vec::new(),

@@ -156,6 +156,134 @@ fn the_portable_widening_is_exact_for_every_value() {
     }
 }
 
+/// The portable narrowing (integer arithmetic, round to nearest even), which adapters whose
+/// `pack2x16float` rounds otherwise (or was not probed: browsers) run: the runtime swaps
+/// in `pack2x16float` where the device's probe found it rounds the same (the adapters the
+/// tests run on), so here it runs under another name, which the swap leaves alone, over
+/// every f16 neighbourhood and the special values, bit for bit against `half` (NaN
+/// payloads included).
+#[test]
+fn the_portable_narrowing_rounds_as_half_does() {
+    use tang_runtime::tang_expr::kernel::F32_TO_F16_BITS_WGSL;
+    use tang_runtime::{Binding, RawKernel};
+    let portable = F32_TO_F16_BITS_WGSL.replace("fn f32_to_f16_bits(", "fn portable_narrow(");
+    assert_ne!(
+        portable, F32_TO_F16_BITS_WGSL,
+        "the narrowing's name changed"
+    );
+    let text = format!(
+        "{portable}
+@group(0) @binding(0) var<storage, read> x: array<u32>;
+@group(0) @binding(1) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) {{
+    if (g.x < arrayLength(&x)) {{
+        out[g.x] = portable_narrow(x[g.x]);
+    }}
+}}"
+    );
+    let kernel = RawKernel::checked("portable_narrow", Box::leak(text.into_boxed_str()), "main");
+    let dev = &devices()[0];
+    let mut x: Vec<u32> = special_values().iter().map(|v| v.to_bits()).collect();
+    // NaNs with payloads, quiet and signalling, of both signs.
+    x.extend([
+        0x7fc0_0000u32,
+        0x7f80_0001,
+        0xffc0_1234,
+        0x7fbf_e000,
+        0xff80_2000,
+    ]);
+    let t = Tensor::from_u32(dev, &x, &[x.len()]).unwrap();
+    let out = Tensor::from_u32(dev, &vec![0; x.len()], &[x.len()]).unwrap();
+    dev.dispatch_raw(
+        &kernel,
+        &[],
+        &[Binding::Read(&t), Binding::ReadWrite(&out)],
+        [(x.len() as u32).div_ceil(64), 1, 1],
+    )
+    .unwrap();
+    let got = out.to_vec_u32().unwrap();
+    for (&xi, &g) in x.iter().zip(&got) {
+        let want = f16::from_f32(f32::from_bits(xi)).to_bits();
+        assert_eq!(
+            g,
+            u32::from(want),
+            "{xi:#010x} ({:e}): got {g:#06x}, half gives {want:#06x}",
+            f32::from_bits(xi)
+        );
+    }
+}
+
+/// The rounding the device's kernels run (`pack2x16float` where the device's probe found
+/// it rounds to nearest even, `DeviceInfo::native_f16_rounding`) gives the portable form's
+/// bits, NaN included, on every f32 on a GPU (2^32 inputs, a tenth of a second on an
+/// H200) and on 2^28 of them spread over every exponent and low-bit pattern on a software
+/// adapter.
+#[test]
+fn the_device_rounding_matches_the_portable_form() {
+    use tang_runtime::tang_expr::kernel::F32_TO_F16_BITS_WGSL;
+    use tang_runtime::{Binding, RawKernel};
+    let portable = F32_TO_F16_BITS_WGSL.replace("fn f32_to_f16_bits(", "fn portable_narrow(");
+    let text = format!(
+        "{F32_TO_F16_BITS_WGSL}
+{portable}
+struct P {{ base: u32, stride: u32, pad0: u32, pad1: u32 }}
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read_write> out: array<atomic<u32>>;
+@compute @workgroup_size(256) fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {{
+    let x = p.base + (g.x + g.y * n.x * 256u) * p.stride;
+    if (f32_to_f16_bits(x) != portable_narrow(x)) {{
+        let k = atomicAdd(&out[0], 1u);
+        if (k < 8u) {{ atomicStore(&out[1u + k], x); }}
+    }}
+}}"
+    );
+    let kernel = RawKernel::checked("device_rounding", Box::leak(text.into_boxed_str()), "main");
+    for dev in devices() {
+        let (chunks, stride) = if dev.info().is_software {
+            (16u64, 15u32)
+        } else {
+            (256, 1)
+        };
+        let out = Tensor::from_u32(&dev, &[0; 9], &[9]).unwrap();
+        for c in 0..chunks {
+            let base = (c << 24) as u32;
+            let params: Vec<u8> = [base, stride, 0, 0]
+                .iter()
+                .flat_map(|w| w.to_le_bytes())
+                .collect();
+            dev.dispatch_raw(
+                &kernel,
+                &[],
+                &[Binding::Uniform(&params), Binding::ReadWrite(&out)],
+                [256, 256, 1],
+            )
+            .unwrap();
+        }
+        let got = out.to_vec_u32().unwrap();
+        assert_eq!(
+            got[0],
+            0,
+            "{} (native rounding {}): {} inputs round differently, e.g. {:x?}",
+            dev.info().name,
+            dev.info().native_f16_rounding,
+            got[0],
+            &got[1..1 + (got[0] as usize).min(8)]
+        );
+    }
+}
+
+/// The adapters the tests run on (lavapipe, NVIDIA's Vulkan driver) pass the probe, so the
+/// native rounding is what the other tests exercise there (the portable form has its own
+/// test above).
+#[test]
+fn the_test_adapters_round_natively() {
+    for dev in devices() {
+        if dev.info().backend == wgpu::Backend::Vulkan {
+            assert!(dev.info().native_f16_rounding, "{}", dev.info().name);
+        }
+    }
+}
+
 #[test]
 fn odd_lengths_round_trip_and_u32_goes_through_f32() {
     let dev = &devices()[0];

@@ -7,8 +7,10 @@
 //! f16 is read and written as bits so that it needs no `SHADER_F16` and rounds the same
 //! on every adapter: [`F32_TO_F16_BITS_WGSL`] rounds to nearest even (`pack2x16float`'s
 //! rounding is left to the implementation). The widening, [`F16_BITS_TO_F32_WGSL`], is
-//! written in integer arithmetic too; the runtime swaps in `unpack2x16float` (exact, and
-//! one instruction) when it makes the shader module on an adapter that has it.
+//! written in integer arithmetic too. The runtime swaps in `unpack2x16float` (exact, and
+//! one instruction) when it makes the shader module on an adapter that has it, and
+//! `pack2x16float` for the narrowing on a device whose probe, run when it was made, found
+//! that it rounds the same (tang-runtime's `f16_native`).
 
 use std::fmt::Write as _;
 
