@@ -285,9 +285,15 @@ impl Op {
                 f16_inputs,
             } => {
                 let options = causal(dropout, *f16_inputs, true);
-                let (dq, dk, dv) =
-                    ops::attention_backward_packed(g, x(0), *heads, *kv_heads, o, lse, &options)?;
-                vec![ops::merge_heads(&[&dq, &dk, &dv])?]
+                vec![ops::attention_backward_packed(
+                    g,
+                    x(0),
+                    *heads,
+                    *kv_heads,
+                    o,
+                    lse,
+                    &options,
+                )?]
             }
             Op::Linear {
                 f16_inputs,

@@ -14,7 +14,7 @@ use super::{
     sizes_params, with_options,
 };
 use crate::ops::check::mismatch;
-use crate::ops::split_qkv_heads;
+use crate::ops::{merge_heads, split_qkv_heads};
 use crate::{Error, Tensor};
 
 /// The sizes of `qkv [B, T, (heads + 2 kv_heads) D]`: `[B, H, Hkv, T, T, D]`.
@@ -82,8 +82,9 @@ pub fn attention_packed(
 }
 
 /// The backward of [`attention_packed`]: from `qkv`, its `o` (token-major) and `lse`, and
-/// the upstream gradient `grad_out` (`o`'s shape), returns `(dq, dk, dv)` as
-/// `[B, heads, T, D]` and `[B, kv_heads, T, D]` (for [`crate::ops::merge_heads`]).
+/// the upstream gradient `grad_out` (`o`'s shape), returns the gradient of `qkv`
+/// (`[B, T, (heads + 2 kv_heads) D]`, its shape and dtype). The tensor-core kernels write
+/// it in place; elsewhere the heads' gradients are merged ([`crate::ops::merge_heads`]).
 ///
 /// # Errors
 /// As [`attention_packed`] and [`attention_backward`].
@@ -95,7 +96,7 @@ pub fn attention_backward_packed(
     o: &Tensor,
     lse: &Tensor,
     options: &AttentionOptions,
-) -> Result<(Tensor, Tensor, Tensor), Error> {
+) -> Result<Tensor, Error> {
     let op = "attention_backward_packed";
     let sizes = packed_sizes(op, qkv, heads, kv_heads)?;
     let half = f16::is_f16(op, &[grad_out, qkv, o])?;
@@ -131,10 +132,11 @@ pub fn attention_backward_packed(
                 ),
             ));
         }
-        return coop_bwd::backward(v, [qkv, qkv, qkv, o, grad_out], lse, &params);
+        return coop_bwd::backward_packed(v, [qkv, qkv, qkv, o, grad_out], lse, &params);
     }
     let (q, k, v) = split_qkv_heads(qkv, heads, kv_heads, d)?;
-    attention_backward(grad_out, &q, &k, &v, o, lse, &options)
+    let (dq, dk, dv) = attention_backward(grad_out, &q, &k, &v, o, lse, &options)?;
+    merge_heads(&[&dq, &dk, &dv])
 }
 
 /// The params of a packed call: the sizes' limits and `options`.
