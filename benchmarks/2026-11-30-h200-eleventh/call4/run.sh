@@ -1,0 +1,24 @@
+#!/bin/bash
+source .device/prelude.sh
+mkdir -p /tmp/t && tar -xJf .device/tests.tar.xz -C /tmp/t
+R=$OUT/tests.txt
+(cd tang-runtime && for t in dense_f16 ops_f16_elementwise dense_rows_f16 dense_attention_coop dense_attention_dropout; do echo "== $t"; timeout 120 /tmp/t/tests/$t 2>&1 | grep -E "test result|FAILED|panicked|failed" ; done) > $R 2>&1
+(cd tang-nn && for t in autocast trainer_amp; do echo "== $t"; timeout 120 /tmp/t/tests/$t 2>&1 | grep -E "test result|FAILED|panicked|failed" ; done) >> $R 2>&1
+cat $R
+G="gelu_tanh_fwd_64M|gelu_tanh_vjp_64M|gelu_tanh_fwd_f16_64M|gelu_tanh_vjp_f16_64M|attention_B8_H8_T1024_d64_fwd_bwd_f16|attention_B8_H8_T1024_d64_dropout_fwd_bwd_f16"
+S="gpt_char_6x384_T256_B64_step_amp|gpt_recipe_6x384_T256_B64_amp"
+T=$OUT/tang.txt
+for r in 1 2; do
+for b in bench-before bench; do
+  echo "== $b kernels $r" >> $T; timeout 60 .device/bin/$b --only "$G" 2>&1 | grep -v "^\s*$" >> $T
+  echo "== $b steps $r" >> $T; timeout 80 .device/bin/$b --only "$S" 2>&1 | grep -v "^\s*$" >> $T
+done
+done
+for b in bench-before bench; do
+  echo "== $b gpt2" >> $T; timeout 80 .device/bin/$b --only "gpt2_124M_T1024_B8_step_amp" 2>&1 | grep -v "^\s*$" >> $T
+done
+grep -E "^==|gelu|fwd_bwd_f16|step_amp |_amp " $T | awk '{print $1, $2, $3}'
+cd examples/scripts
+timeout 80 python3 ../../.device/torch_amp_anchors.py --no-compile > $OUT/torch.txt 2>&1
+timeout 60 python3 torch_gpt_recipe.py --only gpt_recipe_6x384 >> $OUT/torch.txt 2>&1
+tail -25 $OUT/torch.txt
