@@ -106,31 +106,47 @@ fn f16_to_f32_is_exact_for_every_value() {
     assert_eq!(host.len(), all.len());
 }
 
+/// A checked kernel named `name` (entry point `main`): `conversion` (a portable f16
+/// conversion's WGSL) with its function `func` renamed to `name`, which the device's
+/// native swap leaves alone, followed by `body`.
+fn renamed_kernel(
+    conversion: &str,
+    func: &str,
+    name: &'static str,
+    body: &str,
+) -> tang_runtime::RawKernel {
+    let renamed = conversion.replace(&format!("fn {func}("), &format!("fn {name}("));
+    assert_ne!(
+        renamed, conversion,
+        "the conversion's function is not `{func}`"
+    );
+    let text = format!("{renamed}\n{body}");
+    tang_runtime::RawKernel::checked(name, Box::leak(text.into_boxed_str()), "main")
+}
+
 /// The portable widening (integer arithmetic), which adapters without `unpack2x16float`
 /// run: every kernel carries it and the runtime swaps in the instruction on adapters that
 /// have it (all those the tests run on), so here it runs under another name, which the
 /// swap leaves alone, over every f16 value.
 #[test]
 fn the_portable_widening_is_exact_for_every_value() {
+    use tang_runtime::Binding;
     use tang_runtime::tang_expr::kernel::F16_BITS_TO_F32_WGSL;
-    use tang_runtime::{Binding, RawKernel};
-    let portable = F16_BITS_TO_F32_WGSL.replace("fn f16_bits_to_f32(", "fn portable_widen(");
-    assert_ne!(
-        portable, F16_BITS_TO_F32_WGSL,
-        "the widening's name changed"
-    );
-    let text = format!(
-        "{portable}
+    let body = "
 @group(0) @binding(0) var<storage, read> h: array<u32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
-@compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) {{
-    if (g.x < arrayLength(&h)) {{
+@compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    if (g.x < arrayLength(&h)) {
         out[2u * g.x] = bitcast<f32>(portable_widen(h[g.x] & 0xffffu));
         out[2u * g.x + 1u] = bitcast<f32>(portable_widen(h[g.x] >> 16u));
-    }}
-}}"
+    }
+}";
+    let kernel = renamed_kernel(
+        F16_BITS_TO_F32_WGSL,
+        "f16_bits_to_f32",
+        "portable_widen",
+        body,
     );
-    let kernel = RawKernel::checked("portable_widen", Box::leak(text.into_boxed_str()), "main");
     let dev = &devices()[0];
     let words: Vec<u32> = (0..=u16::MAX / 2)
         .map(|i| u32::from(2 * i) | (u32::from(2 * i + 1) << 16))
@@ -164,24 +180,22 @@ fn the_portable_widening_is_exact_for_every_value() {
 /// payloads included).
 #[test]
 fn the_portable_narrowing_rounds_as_half_does() {
+    use tang_runtime::Binding;
     use tang_runtime::tang_expr::kernel::F32_TO_F16_BITS_WGSL;
-    use tang_runtime::{Binding, RawKernel};
-    let portable = F32_TO_F16_BITS_WGSL.replace("fn f32_to_f16_bits(", "fn portable_narrow(");
-    assert_ne!(
-        portable, F32_TO_F16_BITS_WGSL,
-        "the narrowing's name changed"
-    );
-    let text = format!(
-        "{portable}
+    let body = "
 @group(0) @binding(0) var<storage, read> x: array<u32>;
 @group(0) @binding(1) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) {{
-    if (g.x < arrayLength(&x)) {{
+@compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    if (g.x < arrayLength(&x)) {
         out[g.x] = portable_narrow(x[g.x]);
-    }}
-}}"
+    }
+}";
+    let kernel = renamed_kernel(
+        F32_TO_F16_BITS_WGSL,
+        "f32_to_f16_bits",
+        "portable_narrow",
+        body,
     );
-    let kernel = RawKernel::checked("portable_narrow", Box::leak(text.into_boxed_str()), "main");
     let dev = &devices()[0];
     let mut x: Vec<u32> = special_values().iter().map(|v| v.to_bits()).collect();
     // NaNs with payloads, quiet and signalling, of both signs.
@@ -220,12 +234,11 @@ fn the_portable_narrowing_rounds_as_half_does() {
 /// adapter.
 #[test]
 fn the_device_rounding_matches_the_portable_form() {
+    use tang_runtime::Binding;
     use tang_runtime::tang_expr::kernel::F32_TO_F16_BITS_WGSL;
-    use tang_runtime::{Binding, RawKernel};
-    let portable = F32_TO_F16_BITS_WGSL.replace("fn f32_to_f16_bits(", "fn portable_narrow(");
-    let text = format!(
+    // The device's form (swapped in when the module is made) beside the portable one.
+    let body = format!(
         "{F32_TO_F16_BITS_WGSL}
-{portable}
 struct P {{ base: u32, stride: u32, pad0: u32, pad1: u32 }}
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read_write> out: array<atomic<u32>>;
@@ -237,7 +250,12 @@ struct P {{ base: u32, stride: u32, pad0: u32, pad1: u32 }}
     }}
 }}"
     );
-    let kernel = RawKernel::checked("device_rounding", Box::leak(text.into_boxed_str()), "main");
+    let kernel = renamed_kernel(
+        F32_TO_F16_BITS_WGSL,
+        "f32_to_f16_bits",
+        "portable_narrow",
+        &body,
+    );
     for dev in devices() {
         let (chunks, stride) = if dev.info().is_software {
             (16u64, 15u32)
