@@ -120,10 +120,8 @@ fn probe_wgsl() -> String {
     )
 }
 
-/// Whether this device's `pack2x16float`, as [`for_device`] uses it, gives the portable
-/// narrowing's bits on the probe's inputs (see [`probe_wgsl`]): one small dispatch, and
-/// one read back, when the device is made. `false` (keep the portable form) wherever the
-/// answer cannot be had: no f16-in-f32 builtins, an error, a browser.
+/// In a browser: `false`, the portable form (the probe's answer cannot be waited for in a
+/// synchronous call there).
 #[cfg(target_arch = "wasm32")]
 pub(crate) fn probe_native_narrowing(
     _adapter: &wgpu::Adapter,
@@ -133,7 +131,10 @@ pub(crate) fn probe_native_narrowing(
     false
 }
 
-/// See the browser's twin above.
+/// Whether this device's `pack2x16float`, as [`for_device`] uses it, gives the portable
+/// narrowing's bits on the probe's inputs (see [`probe_wgsl`]): one small dispatch, and
+/// one read back, when the device is made. `false` (keep the portable form) wherever the
+/// answer cannot be had: no f16-in-f32 builtins, an error.
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn probe_native_narrowing(
     adapter: &wgpu::Adapter,
