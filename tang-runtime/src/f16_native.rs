@@ -72,6 +72,7 @@ pub(crate) fn for_device(wgsl: &str, native: NativeF16) -> Cow<'_, str> {
 }
 
 /// Threads of the probe: eight f32 inputs around each of the 65,536 f16 bit patterns.
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))] // browsers do not run the probe
 const PROBE_THREADS: u32 = 8 << 16;
 
 /// The probe: thread `i` takes the f16 with bits `h = i >> 3` and one of eight f32
@@ -79,6 +80,7 @@ const PROBE_THREADS: u32 = 8 << 16;
 /// and one step either side of it, a value just short of the midpoint, and an f32 whose
 /// high half is `h`, which spans every exponent: overflow, underflow, inf, NaN), and
 /// counts the inputs where the native narrowing's bits differ from the portable form's.
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))] // browsers do not run the probe
 fn probe_wgsl() -> String {
     let native = F32_TO_F16_BITS_NATIVE_WGSL.replace("fn f32_to_f16_bits(", "fn native_narrow(");
     format!(
