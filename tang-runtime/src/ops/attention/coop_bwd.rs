@@ -140,12 +140,19 @@ pub(super) fn generate_dq(v: &Coop) -> String {
     w.push_str("        workgroupBarrier();\n");
     emit_accumulate(&mut w, v, "dq", "ks");
     w.push_str("    }\n");
-    let (dst, rows) = if v.packed {
-        ("dqkv", rows_of(v, "q"))
+    let rows = if v.packed {
+        rows_of(v, "q")
     } else {
-        ("dq", "head_row")
+        "head_row"
     };
-    emit_store(&mut w, v, "dq", dst, [rows, "row0", "p.tq"], "p.scale");
+    emit_store(
+        &mut w,
+        v,
+        "dq",
+        dq_binding(v),
+        [rows, "row0", "p.tq"],
+        "p.scale",
+    );
     w.push_str("}\n");
     w
 }
