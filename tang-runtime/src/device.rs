@@ -341,9 +341,11 @@ impl Device {
                 }
             }));
         }
+        // The narrowing's probe needs the builtins the widening's swap does.
+        let widen = crate::f16_native::adapter_has_native(&adapter);
         let native_f16 = crate::f16_native::NativeF16 {
-            widen: crate::f16_native::adapter_has_native(&adapter),
-            narrow: crate::f16_native::probe_native_narrowing(&adapter, &device, &queue),
+            widen,
+            narrow: widen && crate::f16_native::probe_native_narrowing(&device, &queue),
         };
         let info = DeviceInfo {
             name: ainfo.name.clone(),

@@ -125,27 +125,16 @@ fn probe_wgsl() -> String {
 /// In a browser: `false`, the portable form (the probe's answer cannot be waited for in a
 /// synchronous call there).
 #[cfg(target_arch = "wasm32")]
-pub(crate) fn probe_native_narrowing(
-    _adapter: &wgpu::Adapter,
-    _device: &wgpu::Device,
-    _queue: &wgpu::Queue,
-) -> bool {
+pub(crate) fn probe_native_narrowing(_device: &wgpu::Device, _queue: &wgpu::Queue) -> bool {
     false
 }
 
 /// Whether this device's `pack2x16float`, as [`for_device`] uses it, gives the portable
 /// narrowing's bits on the probe's inputs (see [`probe_wgsl`]): one small dispatch, and
-/// one read back, when the device is made. `false` (keep the portable form) wherever the
-/// answer cannot be had: no f16-in-f32 builtins, an error.
+/// one read back, when the device is made. Only for an adapter with the f16-in-f32
+/// builtins ([`adapter_has_native`]); `false` (keep the portable form) on an error.
 #[cfg(not(target_arch = "wasm32"))]
-pub(crate) fn probe_native_narrowing(
-    adapter: &wgpu::Adapter,
-    device: &wgpu::Device,
-    queue: &wgpu::Queue,
-) -> bool {
-    if !adapter_has_native(adapter) {
-        return false;
-    }
+pub(crate) fn probe_native_narrowing(device: &wgpu::Device, queue: &wgpu::Queue) -> bool {
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some("tang f16 narrowing probe"),
