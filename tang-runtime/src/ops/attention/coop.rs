@@ -232,6 +232,11 @@ var<workgroup> ps: array<vec4<f16>, {pl}>;
 /// the thread's registers `{src}r0 ..` as f16, zero past the rows or the head dim. They
 /// are staged by [`emit_tile_stage`]; in between the thread works on the previous tile, so
 /// the loads' latency hides behind it.
+///
+/// Each load computes its index from its row (about 13 instructions on an H200). Loads
+/// from a per-thread base with uniform offsets cut the forward's instructions by 14% and
+/// made every f16 kernel 7-18% slower (BENCHMARKS.md, 2026-11-30 (twelfth session)), so
+/// the index arithmetic stays.
 pub(super) fn emit_tile_fetch(
     w: &mut String,
     v: &Coop,

@@ -31,6 +31,17 @@
 //! Fetching the k tiles as whole fragments (`coopLoad` from the binding, staged with
 //! `coopStore`) was 2.6x slower: cooperative loads from storage buffers are slow.
 //!
+//! What NVIDIA's driver makes of it (its machine code, read from the pipeline cache;
+//! BENCHMARKS.md, 2026-11-30 (twelfth session)): fragment loads become `ldmatrix` and
+//! each `coopMultiplyAdd` two synchronous `HMMA.16816` (not Hopper's asynchronous
+//! warpgroup MMA, which cuBLAS runs above this instruction's 545-576 TFLOP/s ceiling); the
+//! k loop is unrolled eight times, and a k tile costs a subgroup 64 `HMMA`, 16 `ldmatrix`,
+//! 16 global loads (each with a bounds compare from the device's robust buffer access),
+//! 16 8-byte stores and about 135 integer instructions. Giving the staging to extra
+//! producer subgroups (4x slower: the register cap and one workgroup per SM) and loads
+//! from a per-thread base (fewer instructions and registers, up to 20% slower at `A·B`)
+//! were tried and not kept.
+//!
 //! The WGSL rules this respects (naga 30 and NVIDIA's driver): every cooperative-matrix
 //! operation sits in uniform control flow at the top level of the loop (the k loop's exit
 //! is workgroup-uniform), a `coopStoreT` target index is bound to a `let` first (naga's
