@@ -32,6 +32,20 @@ fn forward_and_backward_match_reference() {
     }
 }
 
+/// The large forward reads K and V four elements at a time where the head dim is a
+/// multiple of 4 (24, 60) and one at a time elsewhere (30, 62): both against the
+/// reference, with grouped heads and a key tile cut short. At padded dim 32 every device
+/// runs the large forward; at 64 the devices with 48 KiB of workgroup memory do.
+#[test]
+fn the_large_forward_by_fours_and_by_ones_match_reference() {
+    for dev in devices() {
+        check(&dev, cfg(1, 4, 2, 70, 24), 25, 1.0, true, None);
+        check(&dev, cfg(1, 4, 2, 70, 30), 26, 1.0, true, None);
+        check(&dev, cfg(1, 2, 1, 65, 60), 27, 1.0, true, None);
+        check(&dev, cfg(1, 2, 1, 65, 62), 28, 1.0, true, None);
+    }
+}
+
 /// Without the causal mask every row sees every key: T = 1, a key tile's end mid-tile,
 /// every kernel family (row-per-thread at D 16 and 128, register-blocked at D 24 and 64,
 /// the materialized backward at equal heads with T and D multiples of 4).

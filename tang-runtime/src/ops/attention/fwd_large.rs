@@ -24,6 +24,13 @@
 //! of stalling every warp at the top of the next tile. Their layout in workgroup memory
 //! is that of the small shape: K transposed and XOR-swizzled (see `load_transposed` in
 //! `emit.rs`), V row-major.
+//!
+//! Where the head dim is a multiple of 4, K and V are bound as `vec4`s and each thread
+//! loads four dims of a row at once ([`load_tile4`]): one load instead of four, and the
+//! index and bounds arithmetic once per four. On an H200 loading one f32 at a time took
+//! about 1,100 of a key tile's 2,250 instructions (512 of them FMAs); by fours the
+//! forward at B8 H8 T1024 d64 ran 0.645 -> 0.473 ms, forward + backward 2.83 -> 2.65 ms
+//! (BENCHMARKS.md, 2026-11-30 (twelfth session)).
 
 use std::fmt::Write as _;
 
@@ -73,6 +80,63 @@ fn load_tile(w: &mut String, ind: &str, dp: u32, buf: &str, t: &str) {
     });
 }
 
+/// Emits the four-element loads of one tile of `buf` (`"k"` or `"v"`, bound as `vec4`s;
+/// the head dim a multiple of 4) into the registers `kr0 ..` or `vr0 ..` (`vec4`s), zero
+/// past the visible keys or the head dim. Unit `u = tid + i THREADS` of K is dims
+/// `4 (u / KT) ..` of row `u % KT` (a warp reads 32 rows of one four-dim column, so the
+/// transposed stores of [`store_k4`] meet no bank conflict); of V, dims `4 (u % (dp / 4))
+/// ..` of row `u / (dp / 4)` (a warp reads whole rows).
+fn load_tile4(w: &mut String, ind: &str, dp: u32, buf: &str, t: &str) {
+    let units = dp / 4;
+    for i in 0..KT * units / THREADS {
+        let (row, c4) = if buf == "k" {
+            (format!("u % {KT}u"), format!("u / {KT}u"))
+        } else {
+            (format!("u / {units}u"), format!("u % {units}u"))
+        };
+        let _ = writeln!(
+            w,
+            "{ind}{{
+{ind}    let u = tid + {}u;
+{ind}    let r = {row};
+{ind}    let c4 = {c4};
+{ind}    {buf}r{i} = vec4<f32>(0.0);
+{ind}    if ({t} + r < n_keys && 4u * c4 < d) {{
+{ind}        {buf}r{i} = {buf}[(kvrow + {t} + r) * (d / 4u) + c4];
+{ind}    }}
+{ind}}}",
+            i * THREADS
+        );
+    }
+}
+
+/// Emits the stores of the `vec4` registers of [`load_tile4`] for K into `kp`, laid out as
+/// [`store_k`] lays it out.
+fn store_k4(w: &mut String, ind: &str, dp: u32) {
+    for i in 0..KT * (dp / 4) / THREADS {
+        let _ = writeln!(
+            w,
+            "{ind}{{\n{ind}    let u = tid + {}u;\n{ind}    let r = u % {KT}u;\n{ind}    let c0 = 4u * (u / {KT}u);",
+            i * THREADS
+        );
+        for (j, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+            let _ = writeln!(
+                w,
+                "{ind}    kp[(c0 + {j}u) * {LINE}u + ((r / 4u) ^ ((c0 + {j}u) % 8u))][r % 4u] = kr{i}.{comp};"
+            );
+        }
+        let _ = writeln!(w, "{ind}}}");
+    }
+}
+
+/// Emits the stores of the `vec4` registers of [`load_tile4`] for V into `vs`, one
+/// `vec4` each.
+fn store_v4(w: &mut String, ind: &str, dp: u32) {
+    for i in 0..KT * (dp / 4) / THREADS {
+        let _ = writeln!(w, "{ind}vs[tid + {}u] = vr{i};", i * THREADS);
+    }
+}
+
 /// Emits the stores of `kr0 ..` (see [`load_tile`]) into `kp` as K^T `[dp][64 keys]`,
 /// swizzled: dim `c` row `r` at component `r % 4` of vec4 `c * 16 + ((r / 4) ^ (c % 8))`.
 fn store_k(w: &mut String, ind: &str, dp: u32) {
@@ -98,8 +162,9 @@ fn store_v(w: &mut String, ind: &str, dp: u32) {
 
 /// The large forward's WGSL for padded head dim `dp` (32 or 64): same bindings, grid
 /// (64 query rows per workgroup, heaviest blocks first) and outputs as the small one,
-/// the logsumexp included.
-pub fn forward(dp: u32) -> String {
+/// the logsumexp included; with `by4`, K and V are bound as `vec4`s and read four
+/// elements at a time ([`layout::FWD4`]; the head dim a multiple of 4).
+pub fn forward(dp: u32, by4: bool) -> String {
     assert!(
         dp == 32 || dp == 64,
         "tiled attention supports DP 32 and 64"
@@ -110,7 +175,8 @@ pub fn forward(dp: u32) -> String {
     w.push_str(
         "// Flash-attention forward, large tiles (generated; see attention/fwd_large.rs).\n",
     );
-    w.push_str(&layout::FWD.declarations());
+    let decl = if by4 { &layout::FWD4 } else { &layout::FWD };
+    w.push_str(&decl.declarations());
     dropout::emit_functions(&mut w);
     let _ = write!(
         w,
@@ -126,24 +192,38 @@ var<workgroup> vs: array<vec4<f32>, {vs_len}>;
 "
     );
     forward_prologue(&mut w, dp);
-    for i in 0..KT * dp / THREADS {
-        let _ = writeln!(w, "    var kr{i} = 0.0;\n    var vr{i} = 0.0;");
+    if by4 {
+        for i in 0..KT * (dp / 4) / THREADS {
+            let _ = writeln!(
+                w,
+                "    var kr{i} = vec4<f32>(0.0);\n    var vr{i} = vec4<f32>(0.0);"
+            );
+        }
+    } else {
+        for i in 0..KT * dp / THREADS {
+            let _ = writeln!(w, "    var kr{i} = 0.0;\n    var vr{i} = 0.0;");
+        }
     }
+    let load: fn(&mut String, &str, u32, &str, &str) = if by4 { load_tile4 } else { load_tile };
     for a in 0..4 * nv {
         let _ = writeln!(w, "    var o{a} = vec4<f32>(0.0);");
     }
     w.push_str("    // The first tile's loads; each tile then loads the next.\n");
-    load_tile(&mut w, "    ", dp, "k", "0u");
-    load_tile(&mut w, "    ", dp, "v", "0u");
+    load(&mut w, "    ", dp, "k", "0u");
+    load(&mut w, "    ", dp, "v", "0u");
     let _ = writeln!(
         w,
         "    for (var t0 = 0u; t0 < n_keys; t0 += {KT}u) {{
         workgroupBarrier();"
     );
-    store_k(&mut w, "        ", dp);
+    if by4 {
+        store_k4(&mut w, "        ", dp);
+    } else {
+        store_k(&mut w, "        ", dp);
+    }
     w.push_str("        workgroupBarrier();\n");
     let _ = writeln!(w, "        let tn = t0 + {KT}u;");
-    load_tile(&mut w, "        ", dp, "k", "tn");
+    load(&mut w, "        ", dp, "k", "tn");
     for j in 0..8 {
         let _ = writeln!(w, "        var s{j} = vec4<f32>(0.0);");
     }
@@ -200,8 +280,12 @@ var<workgroup> vs: array<vec4<f32>, {vs_len}>;
         );
     }
     w.push_str("        workgroupBarrier();\n");
-    store_v(&mut w, "        ", dp);
-    load_tile(&mut w, "        ", dp, "v", "tn");
+    if by4 {
+        store_v4(&mut w, "        ", dp);
+    } else {
+        store_v(&mut w, "        ", dp);
+    }
+    load(&mut w, "        ", dp, "v", "tn");
     w.push_str("        workgroupBarrier();\n");
     accumulate_pv(&mut w, dp, KT);
     w.push_str("    }\n");

@@ -8,7 +8,7 @@ use super::layout::{self, AttentionParams, DKV_SLOTS, DQ_SLOTS, FWD_SLOTS};
 use super::rows::{load4, staged, store4};
 use super::{bwd_dkv, bwd_dq, fwd_large, tiled};
 use crate::ops::random::PHILOX_WGSL;
-use crate::spec::{Source, Spec, Variants};
+use crate::spec::{Layout, Source, Spec, Variants};
 use crate::{Device, Error, RawKernel};
 
 /// One compiled shape of the kernels: padded head dim and tile sizes.
@@ -120,6 +120,9 @@ pub(super) static VARIANTS: [Variant; 4] = [
 enum Pass {
     Fwd,
     FwdLarge,
+    /// The large forward reading K and V four elements at a time (head dims a multiple
+    /// of 4; `fwd_large.rs`).
+    FwdLarge4,
     BwdDq,
     BwdDkv,
     BwdDqLarge,
@@ -127,11 +130,12 @@ enum Pass {
 }
 
 impl Pass {
-    const ALL: [Pass; 6] = [
+    const ALL: [Pass; 7] = [
         Pass::Fwd,
         Pass::BwdDq,
         Pass::BwdDkv,
         Pass::FwdLarge,
+        Pass::FwdLarge4,
         Pass::BwdDqLarge,
         Pass::BwdDkvLarge,
     ];
@@ -141,7 +145,8 @@ impl Pass {
         let (small, large) = (layout::BWD_SMALL, layout::BWD_LARGE);
         let (kind, text) = match self {
             Pass::Fwd => ("fwd", tiled::forward(dp)),
-            Pass::FwdLarge => ("fwd_large", fwd_large::forward(dp)),
+            Pass::FwdLarge => ("fwd_large", fwd_large::forward(dp, false)),
+            Pass::FwdLarge4 => ("fwd_large4", fwd_large::forward(dp, true)),
             Pass::BwdDq => ("bwd_dq", bwd_dq::backward_dq(dp, small.dq_rows)),
             Pass::BwdDkv => ("bwd_dkv", bwd_dkv::backward_dkv(dp, small.dkv_threads)),
             Pass::BwdDqLarge => ("bwd_dq_large", bwd_dq::backward_dq(dp, large.dq_rows)),
@@ -167,6 +172,8 @@ fn tiled_kernel(dp: u32, pass: Pass) -> Result<&'static RawKernel, Error> {
 /// per tile and the backward's tile shape.
 pub(super) struct TiledPick {
     pub(super) fwd: &'static RawKernel,
+    /// The forward's bindings ([`layout::FWD4`] where it reads K and V by fours).
+    pub(super) fwd_layout: &'static Layout<AttentionParams>,
     pub(super) fwd_keys: u32,
     pub(super) bwd_dq: &'static RawKernel,
     pub(super) bwd_dkv: &'static RawKernel,
@@ -201,7 +208,13 @@ pub(super) fn tiled_for(dev: &Device, d: usize) -> Result<Option<TiledPick>, Err
         )
     };
     let (fwd, fwd_keys) = if fits(layout::large_shared_bytes(dp), layout::THREADS) {
-        (Pass::FwdLarge, layout::LARGE_KT)
+        // K and V by fours where the head dim allows: a quarter of the loads.
+        let pass = if d.is_multiple_of(4) {
+            Pass::FwdLarge4
+        } else {
+            Pass::FwdLarge
+        };
+        (pass, layout::LARGE_KT)
     } else if fits(layout::fwd_shared_bytes(dp), layout::THREADS) {
         (Pass::Fwd, layout::FWD_KEYS)
     } else {
@@ -214,8 +227,14 @@ pub(super) fn tiled_for(dev: &Device, d: usize) -> Result<Option<TiledPick>, Err
     } else {
         return Ok(None);
     };
+    let fwd_layout = if fwd == Pass::FwdLarge4 {
+        &layout::FWD4
+    } else {
+        &layout::FWD
+    };
     Ok(Some(TiledPick {
         fwd: tiled_kernel(dp, fwd)?,
+        fwd_layout,
         fwd_keys,
         bwd_dq: tiled_kernel(dp, bwd_dq)?,
         bwd_dkv: tiled_kernel(dp, bwd_dkv)?,

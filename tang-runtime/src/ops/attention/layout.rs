@@ -55,8 +55,19 @@ pub(super) const DQ_SLOTS: &[Slot] =
 pub(super) const DKV_SLOTS: &[Slot] =
     f32_slots!(read: "q", "k", "v", "go", "lse", "delta"; write: "dk", "dv");
 
+/// The forward with K and V read four elements at a time (head dims a multiple of 4).
+pub(super) const FWD4_SLOTS: &[Slot] = &[
+    Slot::Read("q", "array<f32>"),
+    Slot::Read("k", "array<vec4<f32>>"),
+    Slot::Read("v", "array<vec4<f32>>"),
+    Slot::ReadWrite("o", "array<f32>"),
+    Slot::ReadWrite("lse", "array<f32>"),
+];
+
 /// The forward's declarations.
 pub(super) const FWD: Layout<AttentionParams> = Layout::new(FWD_SLOTS);
+/// The declarations of the forward reading K and V by fours.
+pub(super) const FWD4: Layout<AttentionParams> = Layout::new(FWD4_SLOTS);
 /// The dq pass's declarations.
 pub(super) const DQ: Layout<AttentionParams> = Layout::new(DQ_SLOTS);
 /// The dk/dv pass's declarations.

@@ -306,7 +306,8 @@ fn launch(
     let out0 = dev.empty(out_shapes[0], DType::F32)?;
     let out1 = dev.empty(out_shapes[1], DType::F32)?;
     let row_kernels = variant(dev, op, params.d)?;
-    let (kernel, block) = match (pass, tiled_for(dev, params.d as usize)?) {
+    let tiled = tiled_for(dev, params.d as usize)?;
+    let (kernel, block) = match (pass, &tiled) {
         (Pass::Forward, Some(t)) => (t.fwd, ROWS),
         (Pass::Dq, Some(t)) => (t.bwd_dq, t.shape.dq_rows),
         (Pass::Dkv, Some(t)) => (t.bwd_dkv, layout::DKV_KEYS),
@@ -314,8 +315,9 @@ fn launch(
         (Pass::Dq, None) => (row_kernels.bwd_dq.kernel()?, ROWS),
         (Pass::Dkv, None) => (row_kernels.bwd_dkv.kernel()?, ROWS),
     };
+    let fwd_layout = tiled.as_ref().map_or(&layout::FWD, |t| t.fwd_layout);
     let (layout, rows, heads) = match pass {
-        Pass::Forward => (&layout::FWD, params.tq, params.heads),
+        Pass::Forward => (fwd_layout, params.tq, params.heads),
         Pass::Dq => (&layout::DQ, params.tq, params.heads),
         Pass::Dkv => (&layout::DKV, params.tk_stride, params.kv_heads),
     };
