@@ -192,19 +192,19 @@ var<workgroup> vs: array<vec4<f32>, {vs_len}>;
 "
     );
     forward_prologue(&mut w, dp);
-    if by4 {
-        for i in 0..KT * (dp / 4) / THREADS {
-            let _ = writeln!(
-                w,
-                "    var kr{i} = vec4<f32>(0.0);\n    var vr{i} = vec4<f32>(0.0);"
-            );
-        }
+    // The tile moves of one load width: registers a thread holds per tile and their zero,
+    // the loads, K's and V's stores.
+    type Load = fn(&mut String, &str, u32, &str, &str);
+    type Store = fn(&mut String, &str, u32);
+    let (regs, zero, load, store_k, store_v): (u32, &str, Load, Store, Store) = if by4 {
+        let regs = KT * (dp / 4) / THREADS;
+        (regs, "vec4<f32>(0.0)", load_tile4, store_k4, store_v4)
     } else {
-        for i in 0..KT * dp / THREADS {
-            let _ = writeln!(w, "    var kr{i} = 0.0;\n    var vr{i} = 0.0;");
-        }
+        (KT * dp / THREADS, "0.0", load_tile, store_k, store_v)
+    };
+    for i in 0..regs {
+        let _ = writeln!(w, "    var kr{i} = {zero};\n    var vr{i} = {zero};");
     }
-    let load: fn(&mut String, &str, u32, &str, &str) = if by4 { load_tile4 } else { load_tile };
     for a in 0..4 * nv {
         let _ = writeln!(w, "    var o{a} = vec4<f32>(0.0);");
     }
@@ -216,11 +216,7 @@ var<workgroup> vs: array<vec4<f32>, {vs_len}>;
         "    for (var t0 = 0u; t0 < n_keys; t0 += {KT}u) {{
         workgroupBarrier();"
     );
-    if by4 {
-        store_k4(&mut w, "        ", dp);
-    } else {
-        store_k(&mut w, "        ", dp);
-    }
+    store_k(&mut w, "        ", dp);
     w.push_str("        workgroupBarrier();\n");
     let _ = writeln!(w, "        let tn = t0 + {KT}u;");
     load(&mut w, "        ", dp, "k", "tn");
@@ -280,11 +276,7 @@ var<workgroup> vs: array<vec4<f32>, {vs_len}>;
         );
     }
     w.push_str("        workgroupBarrier();\n");
-    if by4 {
-        store_v4(&mut w, "        ", dp);
-    } else {
-        store_v(&mut w, "        ", dp);
-    }
+    store_v(&mut w, "        ", dp);
     load(&mut w, "        ", dp, "v", "tn");
     w.push_str("        workgroupBarrier();\n");
     accumulate_pv(&mut w, dp, KT);

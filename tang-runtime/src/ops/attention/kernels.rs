@@ -157,6 +157,16 @@ impl Pass {
         };
         (format!("attention_{kind}_tiled_d{dp}"), text)
     }
+
+    /// The bindings of a forward pass's kernel ([`layout::FWD4`] for the one reading K
+    /// and V by fours).
+    fn forward_layout(self) -> &'static Layout<AttentionParams> {
+        if self == Pass::FwdLarge4 {
+            &layout::FWD4
+        } else {
+            &layout::FWD
+        }
+    }
 }
 
 /// The register-blocked kernels, by padded head dim (32 or 64) and pass.
@@ -227,14 +237,9 @@ pub(super) fn tiled_for(dev: &Device, d: usize) -> Result<Option<TiledPick>, Err
     } else {
         return Ok(None);
     };
-    let fwd_layout = if fwd == Pass::FwdLarge4 {
-        &layout::FWD4
-    } else {
-        &layout::FWD
-    };
     Ok(Some(TiledPick {
         fwd: tiled_kernel(dp, fwd)?,
-        fwd_layout,
+        fwd_layout: fwd.forward_layout(),
         fwd_keys,
         bwd_dq: tiled_kernel(dp, bwd_dq)?,
         bwd_dkv: tiled_kernel(dp, bwd_dkv)?,
