@@ -33,8 +33,8 @@
 //!
 //! What NVIDIA's driver makes of it (its machine code, read from the pipeline cache;
 //! BENCHMARKS.md, 2026-11-30 (twelfth session)): fragment loads become `ldmatrix` and
-//! each `coopMultiplyAdd` two synchronous `HMMA.16816` (not Hopper's asynchronous
-//! warpgroup MMA, which cuBLAS runs above this instruction's 545-576 TFLOP/s ceiling); the
+//! each `coopMultiplyAdd` two synchronous `HMMA.16816`, whose ceiling (a register-only
+//! loop of them) is 545-576 TFLOP/s, below cuBLAS's fp16 rate on the same GPU; the
 //! k loop is unrolled eight times, and a k tile costs a subgroup 64 `HMMA`, 16 `ldmatrix`,
 //! 16 global loads (each with a bounds compare from the device's robust buffer access),
 //! 16 8-byte stores and about 135 integer instructions. Giving the staging to extra
