@@ -84,7 +84,7 @@ fn prologue(w: &mut String, s: Dkv) {
     );
     w.push_str("// Flash-attention backward, dk/dv pass, register-blocked (generated; see attention/bwd_dkv.rs).\n");
     w.push_str(&layout::DKV.declarations());
-    dropout::emit_functions(w);
+    dropout::emit_fma_functions(w);
     let block = Block { threads, dp };
     let mut kv_load = String::new();
     let kv_tiles = [
@@ -243,7 +243,7 @@ fn scores(w: &mut String, s: Dkv) {
         "            }
             workgroupBarrier();
             if (half == 1u) {
-                let drop = dropping();
+                let drop = pipeline_drops();
                 var f0 = vec4<f32>(1.0);
                 var f1 = vec4<f32>(1.0);
                 var f2 = vec4<f32>(1.0);

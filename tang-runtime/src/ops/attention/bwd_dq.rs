@@ -39,7 +39,7 @@ pub fn backward_dq(dp: u32, rows: u32) -> String {
     let mut w = String::new();
     w.push_str("// Flash-attention backward, dq pass, register-blocked (generated; see attention/bwd_dq.rs).\n");
     w.push_str(&layout::DQ.declarations());
-    dropout::emit_functions(&mut w);
+    dropout::emit_fma_functions(&mut w);
     let block = Block { threads, dp };
     let _ = write!(
         w,

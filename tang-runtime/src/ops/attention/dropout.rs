@@ -138,11 +138,11 @@ pub(super) fn constants(params: &AttentionParams) -> &'static [(&'static str, f6
 
 /// Emits, inside a register-blocked kernel, the dropout of a thread's 4 rows x 4 keys of
 /// weights: `vars[k]` (a WGSL `vec4` over the four rows) holds key `{key} + k`, the rows
-/// are score rows `{row} + 0 .. 3` (WGSL expressions). A uniform branch skips it without
-/// dropout.
+/// are score rows `{row} + 0 .. 3` (WGSL expressions). It folds away in pipelines without
+/// dropout (`pipeline_drops()`, [`emit_fma_functions`]).
 pub(super) fn emit_rows_by_keys(w: &mut String, ind: &str, vars: [&str; 4], row: &str, key: &str) {
     use std::fmt::Write as _;
-    let _ = writeln!(w, "{ind}if (dropping()) {{");
+    let _ = writeln!(w, "{ind}if (pipeline_drops()) {{");
     emit_factors_rows_by_keys(w, &format!("{ind}    "), "dm", row, key);
     for (v, comp) in vars.iter().zip(["x", "y", "z", "w"]) {
         let _ = writeln!(
@@ -153,7 +153,7 @@ pub(super) fn emit_rows_by_keys(w: &mut String, ind: &str, vars: [&str; 4], row:
     let _ = writeln!(w, "{ind}}}");
 }
 
-/// Emits (inside a `dropping()` branch) the dropout factors `{f}0 .. {f}3` of score rows
+/// Emits (inside a branch on whether the pipeline drops) the dropout factors `{f}0 .. {f}3` of score rows
 /// `{row} + 0 .. 3`, each a `vec4` over keys `{key} .. {key} + 3`: two Philox blocks (two
 /// patches of two rows) where the first row is even and the key a multiple of 4 (every
 /// call when `T` is even), four or more otherwise.
@@ -190,4 +190,23 @@ pub(super) fn emit_factors_rows_by_keys(w: &mut String, ind: &str, f: &str, row:
 pub(super) fn emit_functions(w: &mut String) {
     w.push_str(crate::ops::random::PHILOX_WGSL);
     w.push_str(DROPOUT_WGSL);
+}
+
+/// [`emit_functions`] for the register-blocked FMA kernels, which also get
+/// `pipeline_drops()`: whether the pipeline drops, from its `DROPOUT` constant alone, so
+/// that no branch is left around their dropout code when it does. Measured on an H200
+/// (BENCHMARKS.md, 2026-11-30 (thirteenth session)): 2% faster with dropout at B8 H8
+/// T1024 than inside `dropping()`'s uniform branch. The tensor-core kernels keep that
+/// branch: every change to their dropout text tried there, even to a path that even `T`
+/// never runs, moved the driver's Philox key schedule out of uniform registers and cost
+/// them 2-8%.
+pub(super) fn emit_fma_functions(w: &mut String) {
+    emit_functions(w);
+    w.push_str(
+        "
+fn pipeline_drops() -> bool {
+    return DROPOUT != 0u;
+}
+",
+    );
 }

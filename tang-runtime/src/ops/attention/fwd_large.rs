@@ -177,7 +177,7 @@ pub fn forward(dp: u32, by4: bool) -> String {
     );
     let decl = if by4 { &layout::FWD4 } else { &layout::FWD };
     w.push_str(&decl.declarations());
-    dropout::emit_functions(&mut w);
+    dropout::emit_fma_functions(&mut w);
     let _ = write!(
         w,
         "

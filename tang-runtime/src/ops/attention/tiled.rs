@@ -51,7 +51,7 @@ pub fn forward(dp: u32) -> String {
         "// Flash-attention forward, register-blocked (generated; see attention/tiled.rs).\n",
     );
     w.push_str(&layout::FWD.declarations());
-    dropout::emit_functions(&mut w);
+    dropout::emit_fma_functions(&mut w);
     let _ = write!(
         w,
         "
