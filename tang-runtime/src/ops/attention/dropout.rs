@@ -199,7 +199,7 @@ pub(super) fn emit_functions(w: &mut String) {
 /// T1024 than inside `dropping()`'s uniform branch. The tensor-core kernels keep that
 /// branch: every change to their dropout text tried there, even to a path that even `T`
 /// never runs, moved the driver's Philox key schedule out of uniform registers and cost
-/// them 2-8%.
+/// them 2-9%.
 pub(super) fn emit_fma_functions(w: &mut String) {
     emit_functions(w);
     w.push_str(
