@@ -1,5 +1,6 @@
 //! Memory-bound cases: copy bandwidth, a fused elementwise chain, GELU forward and its
-//! fused VJP, tiny launches, and an Adam step over 124M parameters.
+//! fused VJP (tanh form as a `#[fused_grad]` kernel, exact form through `ops`), tiny
+//! launches, and an Adam step over 124M parameters.
 
 use std::time::Instant;
 
@@ -372,6 +373,7 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
             Err(e) => report.fail(&fwd16, &e),
         }
     }
+    gelu_erf_cases(dev, [&x, &g], &sz, (warm, reps), report);
     drop((x, g));
 
     let total: usize = if quick { 12_000_000 } else { 124_000_000 };
@@ -456,6 +458,77 @@ fn check_gelu(dev: &Device) -> Result<(), String> {
         if (gv - want).abs() > 1e-5 * want.abs().max(1.0) {
             return Err(format!(
                 "element {i}: gelu({xv}) = {gv} on the GPU, {want} on the CPU"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The exact GELU (PyTorch's `nn.GELU()`, the nanoGPT recipe's) and its backward through
+/// `ops::gelu_erf` / `ops::gelu_erf_backward`, f32 and f16, after checking the forward
+/// against its CPU twin.
+fn gelu_erf_cases(
+    dev: &Device,
+    [x, g]: [&Tensor; 2],
+    sz: &str,
+    (warm, reps): (usize, usize),
+    report: &mut Report,
+) {
+    use tang_runtime::ops::{gelu_erf, gelu_erf_backward, to_dtype};
+    let n = x.len() as f64;
+    let gb = |bytes: f64| move |ms: f64| bytes / ms / 1e6;
+    let names = ["", "_f16"].map(|d| {
+        [
+            format!("gelu_erf_fwd{d}_{sz}"),
+            format!("gelu_erf_vjp{d}_{sz}"),
+        ]
+    });
+    if !names.iter().flatten().any(|c| report.wants(c)) {
+        return;
+    }
+    if let Err(e) = check_gelu_erf(dev) {
+        report.fail("gelu_erf_check", &e);
+        return;
+    }
+    for (half, [fwd, vjp]) in [false, true].into_iter().zip(names) {
+        let bytes = if half { 2.0 } else { 4.0 };
+        let operands = if half {
+            to_dtype(x, tang_runtime::DType::F16)
+                .and_then(|x16| Ok((x16, to_dtype(g, tang_runtime::DType::F16)?)))
+        } else {
+            Ok((x.clone(), g.clone()))
+        };
+        let (x, g) = match operands {
+            Ok(t) => t,
+            Err(e) => {
+                report.fail(&fwd, &e);
+                continue;
+            }
+        };
+        if report.wants(&fwd) {
+            let r = time(dev, warm, reps, || gelu_erf(&x).map(drop));
+            case(report, &fwd, r, gb(n * 2.0 * bytes), "GB/s(min traffic)");
+        }
+        if report.wants(&vjp) {
+            let r = time(dev, warm, reps, || gelu_erf_backward(&g, &x).map(drop));
+            case(report, &vjp, r, gb(n * 3.0 * bytes), "GB/s(min traffic)");
+        }
+    }
+}
+
+/// The GPU exact GELU against its CPU twin.
+fn check_gelu_erf(dev: &Device) -> Result<(), String> {
+    use tang_runtime::StableExt;
+    let xs: Vec<f32> = random(4096, 10).iter().map(|v| v * 8.0).collect();
+    let got = Tensor::from_slice(dev, &xs, &[xs.len()])
+        .and_then(|x| tang_runtime::ops::gelu_erf(&x))
+        .and_then(|y| y.to_vec())
+        .map_err(|e| e.to_string())?;
+    for (i, (&xv, &gv)) in xs.iter().zip(&got).enumerate() {
+        let want = xv.gelu_erf();
+        if (gv - want).abs() > 1e-5 * want.abs().max(1.0) {
+            return Err(format!(
+                "element {i}: gelu_erf({xv}) = {gv} on the GPU, {want} on the CPU"
             ));
         }
     }

@@ -47,6 +47,10 @@ macro_rules! float_methods {
             fn erf(self) -> Self;
             /// `1 - erf(self)`, accurate where it is tiny.
             fn erfc(self) -> Self;
+            /// PyTorch's exact GELU, `self Phi(self)` (f32: the GPU's one-piece form).
+            fn gelu_exact(self) -> Self;
+            /// The derivative of [`Float::gelu_exact`], `Phi(self) + self phi(self)`.
+            fn gelu_exact_grad(self) -> Self;
             $($(#[$doc])* fn $name(self) -> Self;)*
         }
 
@@ -63,6 +67,8 @@ macro_rules! float_methods {
             fn copysign(self, s: Self) -> Self { f32::copysign(self, s) }
             fn erf(self) -> Self { special::erf_f32(self) }
             fn erfc(self) -> Self { special::erfc_f32(self) }
+            fn gelu_exact(self) -> Self { special::gelu_erf_f32(self) }
+            fn gelu_exact_grad(self) -> Self { special::gelu_erf_grad_f32(self) }
             $(fn $name(self) -> Self { f32::$name(self) })*
         }
 
@@ -79,6 +85,8 @@ macro_rules! float_methods {
             fn copysign(self, s: Self) -> Self { f64::copysign(self, s) }
             fn erf(self) -> Self { special::erf_f64(self) }
             fn erfc(self) -> Self { special::erfc_f64(self) }
+            fn gelu_exact(self) -> Self { special::gelu_erf_f64(self) }
+            fn gelu_exact_grad(self) -> Self { special::gelu_erf_grad_f64(self) }
             $(fn $name(self) -> Self { f64::$name(self) })*
         }
     };

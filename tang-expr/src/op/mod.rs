@@ -456,13 +456,17 @@ op_table! {
     /// computed as `a/2 erfc(-a / sqrt 2)` so the left tail keeps its digits
     GeluErf {
         name: "gelu_erf", sig: F1, flags: NONE, method: ext gelu_erf,
-        eval: |x| {
-            // the f32 constant in f64 too, as the WGSL and the derivative use it
-            let c = k::<F>(-std::f32::consts::FRAC_1_SQRT_2 as f64);
-            k::<F>(0.5) * x * (x * c).erfc()
-        },
-        d: |g, [a], out| [Scale(partials::gelu_erf(g, a))],
+        eval: |x| x.gelu_exact(),
+        d: |g, [a], out| [Scale(g.app(Op::GeluErfGrad, &[a]))],
         wgsl: "tang_gelu_erf({0})", helper: GELU_ERF, accuracy: (1e-6, 0.0),
+    }
+    /// The derivative of the exact GELU, `Phi(a) + a phi(a)` (the standard normal's CDF and
+    /// density): one op, so that its kernel shares one exponential between the two
+    GeluErfGrad {
+        name: "gelu_erf_grad", sig: F1, flags: NONE, method: none,
+        eval: |x| x.gelu_exact_grad(),
+        d: |g, [a], out| [Scale(partials::gelu_erf_second(g, a))],
+        wgsl: "tang_gelu_erf_grad({0})", helper: GELU_ERF_GRAD, accuracy: (1e-6, 0.0),
     }
     /// `a.atan()`
     Atan {

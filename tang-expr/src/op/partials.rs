@@ -55,22 +55,19 @@ pub(crate) fn split_constant(g: &mut Graph, v: f64) -> NodeId {
     g.app(Op::Add, &[hi, lo])
 }
 
-/// `d/da (a/2 erfc(c a))` with `c = -1/sqrt 2` rounded to f32 (as the value uses it):
-/// `erfc(c a) / 2 - a c/sqrt(pi) exp(-(c a)^2)`, i.e. `Phi(a) + a phi(a)`.
-pub(crate) fn gelu_erf(g: &mut Graph, a: NodeId) -> NodeId {
-    let c = -std::f32::consts::FRAC_1_SQRT_2;
-    let cn = g.constant(c);
+/// `d/da (Phi(a) + a phi(a)) = phi(a) (2 - a^2)`, the exact GELU's second derivative
+/// (`phi(a) = exp(-a^2 / 2) / sqrt(2 pi)`).
+pub(crate) fn gelu_erf_second(g: &mut Graph, a: NodeId) -> NodeId {
+    let k = split_constant(g, 1.0 / (2.0 * std::f64::consts::PI).sqrt());
     let half = g.constant(0.5);
-    let s = g.app(Op::Mul, &[a, cn]);
-    let erfc = g.app(Op::Erfc, &[s]);
-    let cdf = g.app(Op::Mul, &[half, erfc]);
-    let k = split_constant(g, -(c as f64) / std::f64::consts::PI.sqrt());
-    let s2 = g.app(Op::Mul, &[s, s]);
-    let e = g.app(Op::Neg, &[s2]);
+    let two = g.constant(2.0);
+    let a2 = g.app(Op::Mul, &[a, a]);
+    let h = g.app(Op::Mul, &[half, a2]);
+    let e = g.app(Op::Neg, &[h]);
     let e = g.app(Op::Exp, &[e]);
     let pdf = g.app(Op::Mul, &[k, e]);
-    let apdf = g.app(Op::Mul, &[a, pdf]);
-    g.app(Op::Add, &[cdf, apdf])
+    let rest = g.app(Op::Sub, &[two, a2]);
+    g.app(Op::Mul, &[pdf, rest])
 }
 
 /// `±2/sqrt(pi) exp(-a^2)`, the derivative of `erf` (`sign = 1`) or `erfc` (`-1`).

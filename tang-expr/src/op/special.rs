@@ -144,6 +144,63 @@ pub(crate) fn erfc_f32(x: f32) -> f32 {
     }
 }
 
+/// `P` in `erfc(a) = t exp(P(t) - a^2)`, `t = 1 / (1 + a / 2)`, for every `a >= 0`, lowest
+/// degree first: GELU's one-piece form (see [`gelu_erf_f32`]). Interpolated at Chebyshev
+/// nodes of `[0, 1]` against the f64 reference and rounded to f32: in f32 arithmetic
+/// (unfused) `P` is within 3.2e-7 of `ln(erfc(a) exp(a^2) / t)`, the relative error of
+/// `erfc`.
+pub(crate) const GELU_ERFC: [f32; 10] = [
+    -1.265_512_3,
+    1.000_037_8,
+    0.373_714_83,
+    0.100_654_2,
+    -0.206_139_56,
+    0.336_006_46,
+    -1.231_761_5,
+    1.583_596_7,
+    -0.872_641_6,
+    0.182_045_1,
+];
+
+/// `-1 / sqrt(2)`, the factor of GELU's `erfc` argument, in f32 as the WGSL and the
+/// reference use it.
+pub(crate) const GELU_ERF_Z: f32 = -std::f32::consts::FRAC_1_SQRT_2;
+
+/// `1 / sqrt(2 pi)`, the normal density's factor.
+pub(crate) const INV_SQRT_2PI: f32 = 0.398_942_3;
+
+/// GELU's pieces at `x`: `z = -x / sqrt 2`, `a = |z|`, `t = 1 / (1 + a / 2)` and `P(t)`.
+fn gelu_tail_f32(x: f32) -> [f32; 4] {
+    let z = x * GELU_ERF_Z;
+    let a = z.abs();
+    let t = 1.0 / (1.0 + 0.5 * a);
+    [z, a, t, horner(&GELU_ERFC, t)]
+}
+
+/// `erfc(z)` from `y = erfc(|z|)`.
+fn reflect(z: f32, y: f32) -> f32 {
+    if z >= 0.0 { y } else { 2.0 - y }
+}
+
+/// PyTorch's exact GELU `x Phi(x) = x/2 erfc(-x / sqrt 2)` in f32 as the WGSL computes it:
+/// `erfc` in one piece, `t exp(P(t) - z^2)` reflected for negative `z`, one exponential
+/// and no branch (the two-piece [`erfc_f32`] computes both pieces on a GPU, where lanes of
+/// both signs share a subgroup). Within 4e-7 absolute of the f64 reference on
+/// `[-14, 14]` (the f32 rounding of `2 - y` near `x = 5`); NaN stays NaN.
+pub(crate) fn gelu_erf_f32(x: f32) -> f32 {
+    let [z, a, t, p] = gelu_tail_f32(x);
+    0.5 * x * reflect(z, t * (p - a * a).exp())
+}
+
+/// The derivative of [`gelu_erf_f32`], `Phi(x) + x phi(x)`, in f32 as the WGSL computes
+/// it: `exp(-z^2)` is the density's exponential and a factor of the tail, so two
+/// exponentials give both. Within 3e-7 absolute of the f64 reference on `[-14, 14]`.
+pub(crate) fn gelu_erf_grad_f32(x: f32) -> f32 {
+    let [z, a, t, p] = gelu_tail_f32(x);
+    let e = (-(a * a)).exp();
+    0.5 * reflect(z, t * e * p.exp()) + x * (e * INV_SQRT_2PI)
+}
+
 /// Below this the f64 reference sums the series, above it the continued fraction.
 const SERIES_LIMIT: f64 = 2.5;
 
@@ -193,6 +250,17 @@ pub(crate) fn erfc_f64(x: f64) -> f64 {
     } else {
         2.0 - erfc_fraction_f64(-x)
     }
+}
+
+/// PyTorch's exact GELU in f64 (the reference), with the f32 factor of the argument.
+pub(crate) fn gelu_erf_f64(x: f64) -> f64 {
+    0.5 * x * erfc_f64(x * f64::from(GELU_ERF_Z))
+}
+
+/// The derivative of [`gelu_erf_f64`], `Phi(x) + x phi(x)`, in f64.
+pub(crate) fn gelu_erf_grad_f64(x: f64) -> f64 {
+    let z = x * f64::from(GELU_ERF_Z);
+    0.5 * erfc_f64(z) + x * (-z * z).exp() / (2.0 * std::f64::consts::PI).sqrt()
 }
 
 #[cfg(test)]

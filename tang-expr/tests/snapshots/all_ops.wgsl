@@ -65,21 +65,22 @@ override tang_read2: u32 = 0u;
 @group(0) @binding(49) var<storage, read_write> out_erf: array<vec4<f32>>;
 @group(0) @binding(50) var<storage, read_write> out_erfc: array<vec4<f32>>;
 @group(0) @binding(51) var<storage, read_write> out_gelu_erf: array<vec4<f32>>;
-@group(0) @binding(52) var<storage, read_write> out_atan: array<vec4<f32>>;
-@group(0) @binding(53) var<storage, read_write> out_atan2: array<vec4<f32>>;
-@group(0) @binding(54) var<storage, read_write> out_asin: array<vec4<f32>>;
-@group(0) @binding(55) var<storage, read_write> out_acos: array<vec4<f32>>;
-@group(0) @binding(56) var<storage, read_write> out_sinh: array<vec4<f32>>;
-@group(0) @binding(57) var<storage, read_write> out_cosh: array<vec4<f32>>;
-@group(0) @binding(58) var<storage, read_write> out_asinh: array<vec4<f32>>;
-@group(0) @binding(59) var<storage, read_write> out_acosh: array<vec4<f32>>;
-@group(0) @binding(60) var<storage, read_write> out_atanh: array<vec4<f32>>;
-@group(0) @binding(61) var<storage, read_write> out_exp_m1: array<vec4<f32>>;
-@group(0) @binding(62) var<storage, read_write> out_ln_1p: array<vec4<f32>>;
-@group(0) @binding(63) var<storage, read_write> out_hypot: array<vec4<f32>>;
-@group(0) @binding(64) var<storage, read_write> out_rsqrt: array<vec4<f32>>;
-@group(0) @binding(65) var<storage, read_write> out_copysign: array<vec4<f32>>;
-@group(0) @binding(66) var<storage, read_write> out_cbrt: array<vec4<f32>>;
+@group(0) @binding(52) var<storage, read_write> out_gelu_erf_grad: array<vec4<f32>>;
+@group(0) @binding(53) var<storage, read_write> out_atan: array<vec4<f32>>;
+@group(0) @binding(54) var<storage, read_write> out_atan2: array<vec4<f32>>;
+@group(0) @binding(55) var<storage, read_write> out_asin: array<vec4<f32>>;
+@group(0) @binding(56) var<storage, read_write> out_acos: array<vec4<f32>>;
+@group(0) @binding(57) var<storage, read_write> out_sinh: array<vec4<f32>>;
+@group(0) @binding(58) var<storage, read_write> out_cosh: array<vec4<f32>>;
+@group(0) @binding(59) var<storage, read_write> out_asinh: array<vec4<f32>>;
+@group(0) @binding(60) var<storage, read_write> out_acosh: array<vec4<f32>>;
+@group(0) @binding(61) var<storage, read_write> out_atanh: array<vec4<f32>>;
+@group(0) @binding(62) var<storage, read_write> out_exp_m1: array<vec4<f32>>;
+@group(0) @binding(63) var<storage, read_write> out_ln_1p: array<vec4<f32>>;
+@group(0) @binding(64) var<storage, read_write> out_hypot: array<vec4<f32>>;
+@group(0) @binding(65) var<storage, read_write> out_rsqrt: array<vec4<f32>>;
+@group(0) @binding(66) var<storage, read_write> out_copysign: array<vec4<f32>>;
+@group(0) @binding(67) var<storage, read_write> out_cbrt: array<vec4<f32>>;
 
 fn tang_offset(e: u32, s: vec4<u32>) -> u32 {
     let r1 = e / params.d3;
@@ -245,8 +246,31 @@ fn tang_ge(a: vec4<f32>, b: vec4<f32>) -> vec4<bool> {
 }
 
 fn tang_gelu_erf(x: vec4<f32>) -> vec4<f32> {
-    // x Phi(x) = x/2 erfc(-x / sqrt 2): erfc keeps the digits where 1 + erf cancels
-    return 0.5f * x * tang_erfc(x * (-0.70710677f));
+    // x Phi(x) = x/2 erfc(z): erfc in one piece and one exponential, reflected for z < 0
+    // (the two-piece erfc computes both pieces where a subgroup's lanes differ)
+    let z = tang_gelu_z(x);
+    let a = abs(z);
+    let t = 1.0f / (1.0f + 0.5f * a);
+    let y = t * exp(tang_gelu_tail(t) - a * a);
+    return 0.5f * x * select(2.0f - y, y, z >= vec4<f32>(0.0f));
+}
+
+fn tang_gelu_erf_grad(x: vec4<f32>) -> vec4<f32> {
+    // Phi(x) + x phi(x): exp(-z^2) is the density's exponential and a factor of erfc
+    let z = tang_gelu_z(x);
+    let a = abs(z);
+    let t = 1.0f / (1.0f + 0.5f * a);
+    let e = exp(-(a * a));
+    let y = t * e * exp(tang_gelu_tail(t));
+    return 0.5f * select(2.0f - y, y, z >= vec4<f32>(0.0f)) + x * (e * 0.3989423f);
+}
+
+fn tang_gelu_z(x: vec4<f32>) -> vec4<f32> {
+    return x * (-0.70710677f);
+}
+
+fn tang_gelu_tail(t: vec4<f32>) -> vec4<f32> {
+    return (-1.2655123f) + t * (1.0000378f + t * (0.37371483f + t * (0.1006542f + t * ((-0.20613956f) + t * (0.33600646f + t * ((-1.2317615f) + t * (1.5835967f + t * ((-0.8726416f) + t * (0.1820451f)))))))));
 }
 
 fn tang_gelu_tanh(x: vec4<f32>) -> vec4<f32> {
@@ -591,21 +615,22 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let v57 = tang_erf(x_x);
     let v58 = tang_erfc(x_x);
     let v59 = tang_gelu_erf(x_x);
-    let v60 = tang_atan(x_x);
-    let v61 = tang_atan2(x_x, x_y);
-    let v62 = tang_asin(x_x);
-    let v63 = tang_acos(x_x);
-    let v64 = tang_sinh(x_x);
-    let v65 = tang_cosh(x_x);
-    let v66 = tang_asinh(x_x);
-    let v67 = tang_acosh(x_x);
-    let v68 = tang_atanh(x_x);
-    let v69 = tang_expm1(x_x);
-    let v70 = tang_ln1p(x_x);
-    let v71 = tang_hypot(x_x, x_y);
-    let v72 = tang_rsqrt(x_x);
-    let v73 = tang_copysign(x_x, x_y);
-    let v74 = tang_cbrt(x_x);
+    let v60 = tang_gelu_erf_grad(x_x);
+    let v61 = tang_atan(x_x);
+    let v62 = tang_atan2(x_x, x_y);
+    let v63 = tang_asin(x_x);
+    let v64 = tang_acos(x_x);
+    let v65 = tang_sinh(x_x);
+    let v66 = tang_cosh(x_x);
+    let v67 = tang_asinh(x_x);
+    let v68 = tang_acosh(x_x);
+    let v69 = tang_atanh(x_x);
+    let v70 = tang_expm1(x_x);
+    let v71 = tang_ln1p(x_x);
+    let v72 = tang_hypot(x_x, x_y);
+    let v73 = tang_rsqrt(x_x);
+    let v74 = tang_copysign(x_x, x_y);
+    let v75 = tang_cbrt(x_x);
     if (i + 4u <= params.n) {
         out_neg[q] = v4;
         out_recip[q] = v5;
@@ -655,21 +680,22 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         out_erf[q] = v57;
         out_erfc[q] = v58;
         out_gelu_erf[q] = v59;
-        out_atan[q] = v60;
-        out_atan2[q] = v61;
-        out_asin[q] = v62;
-        out_acos[q] = v63;
-        out_sinh[q] = v64;
-        out_cosh[q] = v65;
-        out_asinh[q] = v66;
-        out_acosh[q] = v67;
-        out_atanh[q] = v68;
-        out_exp_m1[q] = v69;
-        out_ln_1p[q] = v70;
-        out_hypot[q] = v71;
-        out_rsqrt[q] = v72;
-        out_copysign[q] = v73;
-        out_cbrt[q] = v74;
+        out_gelu_erf_grad[q] = v60;
+        out_atan[q] = v61;
+        out_atan2[q] = v62;
+        out_asin[q] = v63;
+        out_acos[q] = v64;
+        out_sinh[q] = v65;
+        out_cosh[q] = v66;
+        out_asinh[q] = v67;
+        out_acosh[q] = v68;
+        out_atanh[q] = v69;
+        out_exp_m1[q] = v70;
+        out_ln_1p[q] = v71;
+        out_hypot[q] = v72;
+        out_rsqrt[q] = v73;
+        out_copysign[q] = v74;
+        out_cbrt[q] = v75;
     } else {
         for (var l = 0u; l < 4u; l++) {
             if (i + l < params.n) {
@@ -721,21 +747,22 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
                 out_erf[q][l] = v57[l];
                 out_erfc[q][l] = v58[l];
                 out_gelu_erf[q][l] = v59[l];
-                out_atan[q][l] = v60[l];
-                out_atan2[q][l] = v61[l];
-                out_asin[q][l] = v62[l];
-                out_acos[q][l] = v63[l];
-                out_sinh[q][l] = v64[l];
-                out_cosh[q][l] = v65[l];
-                out_asinh[q][l] = v66[l];
-                out_acosh[q][l] = v67[l];
-                out_atanh[q][l] = v68[l];
-                out_exp_m1[q][l] = v69[l];
-                out_ln_1p[q][l] = v70[l];
-                out_hypot[q][l] = v71[l];
-                out_rsqrt[q][l] = v72[l];
-                out_copysign[q][l] = v73[l];
-                out_cbrt[q][l] = v74[l];
+                out_gelu_erf_grad[q][l] = v60[l];
+                out_atan[q][l] = v61[l];
+                out_atan2[q][l] = v62[l];
+                out_asin[q][l] = v63[l];
+                out_acos[q][l] = v64[l];
+                out_sinh[q][l] = v65[l];
+                out_cosh[q][l] = v66[l];
+                out_asinh[q][l] = v67[l];
+                out_acosh[q][l] = v68[l];
+                out_atanh[q][l] = v69[l];
+                out_exp_m1[q][l] = v70[l];
+                out_ln_1p[q][l] = v71[l];
+                out_hypot[q][l] = v72[l];
+                out_rsqrt[q][l] = v73[l];
+                out_copysign[q][l] = v74[l];
+                out_cbrt[q][l] = v75[l];
             }
         }
     }

@@ -5,7 +5,8 @@
 use super::{Helper, NAN, horner, with_sign_of};
 use crate::codegen::literal::wgsl_literal;
 use crate::op::special::{
-    ERF_SMALL, ERFC_CUTOFF, ERFC_TAIL, GELU_C, GELU_K, SPLIT_MASK, TANH_CLAMP,
+    ERF_SMALL, ERFC_CUTOFF, ERFC_TAIL, GELU_C, GELU_ERF_Z, GELU_ERFC, GELU_K, INV_SQRT_2PI,
+    SPLIT_MASK, TANH_CLAMP,
 };
 
 pub(crate) static TANH: Helper = Helper {
@@ -163,15 +164,59 @@ pub(crate) static ERFC: Helper = Helper {
     },
 };
 
+/// GELU's one-piece `erfc(|z|) = t exp(P(t) - z^2)`, `z = -x / sqrt 2`,
+/// `t = 1 / (1 + |z| / 2)`: `z` and `P(t)` (see `op/special.rs`, `gelu_erf_f32`).
+pub(crate) static GELU_TAIL: Helper = Helper {
+    name: "tang_gelu_tail",
+    uses: &[],
+    text: || {
+        let p = horner(&GELU_ERFC, "t");
+        let c = wgsl_literal(GELU_ERF_Z);
+        format!(
+            "fn tang_gelu_z(x: {{T}}) -> {{T}} {{
+    return x * {c};
+}}
+
+fn tang_gelu_tail(t: {{T}}) -> {{T}} {{
+    return {p};
+}}
+"
+        )
+    },
+};
+
 pub(crate) static GELU_ERF: Helper = Helper {
     name: "tang_gelu_erf",
-    uses: &[&ERFC],
+    uses: &[&GELU_TAIL],
     text: || {
-        let c = wgsl_literal(-std::f32::consts::FRAC_1_SQRT_2);
+        "fn tang_gelu_erf(x: {T}) -> {T} {
+    // x Phi(x) = x/2 erfc(z): erfc in one piece and one exponential, reflected for z < 0
+    // (the two-piece erfc computes both pieces where a subgroup's lanes differ)
+    let z = tang_gelu_z(x);
+    let a = abs(z);
+    let t = 1.0f / (1.0f + 0.5f * a);
+    let y = t * exp(tang_gelu_tail(t) - a * a);
+    return 0.5f * x * select(2.0f - y, y, z >= {T}(0.0f));
+}
+"
+        .into()
+    },
+};
+
+pub(crate) static GELU_ERF_GRAD: Helper = Helper {
+    name: "tang_gelu_erf_grad",
+    uses: &[&GELU_TAIL],
+    text: || {
+        let k = wgsl_literal(INV_SQRT_2PI);
         format!(
-            "fn tang_gelu_erf(x: {{T}}) -> {{T}} {{
-    // x Phi(x) = x/2 erfc(-x / sqrt 2): erfc keeps the digits where 1 + erf cancels
-    return 0.5f * x * tang_erfc(x * {c});
+            "fn tang_gelu_erf_grad(x: {{T}}) -> {{T}} {{
+    // Phi(x) + x phi(x): exp(-z^2) is the density's exponential and a factor of erfc
+    let z = tang_gelu_z(x);
+    let a = abs(z);
+    let t = 1.0f / (1.0f + 0.5f * a);
+    let e = exp(-(a * a));
+    let y = t * e * exp(tang_gelu_tail(t));
+    return 0.5f * select(2.0f - y, y, z >= {{T}}(0.0f)) + x * (e * {k});
 }}
 "
         )

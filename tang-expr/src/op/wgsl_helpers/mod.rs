@@ -23,7 +23,7 @@ mod exp_log;
 mod trig;
 
 pub(crate) use activation::{
-    ERF, ERFC, GELU_ERF, GELU_TANH, LOG_SIGMOID, LOGADDEXP, SIGMOID, SOFTPLUS, TANH,
+    ERF, ERFC, GELU_ERF, GELU_ERF_GRAD, GELU_TANH, LOG_SIGMOID, LOGADDEXP, SIGMOID, SOFTPLUS, TANH,
 };
 pub(crate) use exp_log::{ACOSH, ASINH, ATANH, CBRT, COSH, EXPM1, HYPOT, LN, LN1P, LOG2, SINH};
 pub(crate) use trig::{ACOS, ASIN, ATAN, ATAN2, COS, SIN, TAN};
