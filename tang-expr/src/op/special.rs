@@ -194,8 +194,8 @@ fn reflect(z: f32, y: f32) -> f32 {
 /// PyTorch's exact GELU `x Phi(x) = x/2 erfc(-x / sqrt 2)` in f32 as the WGSL computes it:
 /// `erfc` in one piece, `t exp(P(t) - z^2)` reflected for negative `z`, one exponential
 /// and no branch (a GPU computes both pieces of the two-piece [`erfc_f32`] wherever a
-/// subgroup's arguments lie on both sides of 1). Within 4e-7 absolute of the f64 reference on
-/// `[-14, 14]` (the f32 rounding of `2 - y` near `x = 5`); NaN stays NaN.
+/// subgroup's arguments lie on both sides of 1). Within 4e-7 absolute of the f64
+/// reference on `[-14, 14]` (the f32 rounding of `2 - y` near `x = 5`); NaN stays NaN.
 pub(crate) fn gelu_erf_f32(x: f32) -> f32 {
     let [z, a, t, p] = gelu_tail_f32(x);
     0.5 * x * reflect(z, t * (p - a * a).exp())
