@@ -158,6 +158,11 @@ fn size_name(n: usize) -> String {
     }
 }
 
+/// The rate in GB/s of moving `bytes` in `ms` milliseconds (for [`case`]).
+fn gb(bytes: f64) -> impl Fn(f64) -> f64 {
+    move |ms| bytes / ms / 1e6
+}
+
 fn case(
     report: &mut Report,
     name: &str,
@@ -223,7 +228,6 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
         (Ok(x), Ok(g)) => (x, g),
         (Err(e), _) | (_, Err(e)) => return report.fail("elementwise setup", &e),
     };
-    let gb = |bytes: f64| move |ms: f64| bytes / ms / 1e6;
 
     let copy_name = format!("copy_{}MiB", (n * 4) >> 20);
     let mut copy_ms = None;
@@ -476,7 +480,6 @@ fn gelu_erf_cases(
 ) {
     use tang_runtime::ops::{gelu_erf, gelu_erf_backward, to_dtype};
     let n = x.len() as f64;
-    let gb = |bytes: f64| move |ms: f64| bytes / ms / 1e6;
     let names = ["", "_f16"].map(|d| {
         [
             format!("gelu_erf_fwd{d}_{sz}"),

@@ -153,10 +153,10 @@ pub(super) fn emit_rows_by_keys(w: &mut String, ind: &str, vars: [&str; 4], row:
     let _ = writeln!(w, "{ind}}}");
 }
 
-/// Emits (inside a branch on whether the pipeline drops) the dropout factors `{f}0 .. {f}3` of score rows
-/// `{row} + 0 .. 3`, each a `vec4` over keys `{key} .. {key} + 3`: two Philox blocks (two
-/// patches of two rows) where the first row is even and the key a multiple of 4 (every
-/// call when `T` is even), four or more otherwise.
+/// Emits (inside a branch on whether the pipeline drops) the dropout factors `{f}0 ..
+/// {f}3` of score rows `{row} + 0 .. 3`, each a `vec4` over keys `{key} .. {key} + 3`:
+/// two Philox blocks (two patches of two rows) where the first row is even and the key a
+/// multiple of 4 (every call when `T` is even), four or more otherwise.
 pub(super) fn emit_factors_rows_by_keys(w: &mut String, ind: &str, f: &str, row: &str, key: &str) {
     use std::fmt::Write as _;
     let _ = writeln!(
