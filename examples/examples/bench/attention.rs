@@ -13,12 +13,16 @@
 //! forward where the device has tensor cores), with and without dropout.
 //! `examples/scripts/torch_attention_dropout.py` times PyTorch's SDPA under the same names.
 //!
+//! On devices with tensor cores the f32 cases run there, to f32 accuracy (operands split
+//! into two f16 parts, three products each); elsewhere on the FMA units.
+//!
 //! Before timing, sampled output rows are checked against a CPU f64 computation, so a
 //! fast wrong kernel is reported as a failure, not a speed.
 
 use tang_runtime::ops::{
     AttentionOptions, DropoutState, Generator, attention, attention_backward,
-    attention_backward_dkv, attention_backward_dq, backward_tiles, to_dtype,
+    attention_backward_dkv, attention_backward_dq, attention_token_major_is_free, backward_tiles,
+    to_dtype,
 };
 use tang_runtime::{DType, Device, Error, Tensor};
 
@@ -313,6 +317,10 @@ fn run_cases(dev: &Device, quick: bool, report: &mut Report) -> Result<(), Error
     }
     if [BWD, BWD_DQ, BWD_DKV].iter().any(|c| report.wants(c)) {
         match backward_tiles(dev, SHAPE[3]) {
+            // The f32 kernels on the tensor cores also make the token-major layout free.
+            _ if attention_token_major_is_free(dev, SHAPE[3], false) => println!(
+                "attention: f32 on the tensor cores, operands split into f16 high and low parts"
+            ),
             Some((rows, threads)) => println!(
                 "attention backward: register-blocked, dq pass {rows} rows, dk/dv pass {threads} threads"
             ),

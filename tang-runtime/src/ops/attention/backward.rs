@@ -73,7 +73,8 @@ fn check_backward(
 /// share each kv head. Deterministic: same inputs, same bits. `options` must be the
 /// forward's (the dropout mask is regenerated from its stream). f16 tensors (and f32 ones
 /// with [`AttentionOptions::f16_inputs`]) run on the tensor cores where the forward does
-/// (`attention/coop_bwd.rs`, `dS` rounded to f16 for its products). Otherwise short
+/// (`attention/coop_bwd.rs`, `dS` rounded to f16 for its products), and so do f32 tensors
+/// without it, to f32 accuracy (`attention/split.rs`). Otherwise short
 /// sequences (`T <= 256`, as many kv heads as heads, `T` and `D` multiples of 4) run the
 /// backward with the `T x T` scores materialized (five matmuls and one row kernel,
 /// `attention/materialized.rs`), which is faster there; the rest run the fused dq and
@@ -102,17 +103,16 @@ pub fn attention_backward(
         options,
     )?;
     let tm = options.token_major;
-    if half || options.f16_inputs {
-        // Ahead of the materialized backward too: at the GPT step's T = 256 the
-        // tensor-core passes took 0.42 ms forward and backward where the materialized
-        // backward (its products on the tensor cores as well) took 0.64 ms on an H200
-        // (`attention_gpt_B64_H6_T256_d64_fused_fwd_bwd_f16` and `_autocast`,
-        // BENCHMARKS.md 2026-11-29).
-        if let Some(kernels) =
-            coop::Coop::for_device(q.device(), params.d as usize, half, tm, false)
-        {
-            return coop_bwd::backward(kernels, [q, k, v, o, grad_out], lse, &params);
-        }
+    // Ahead of the materialized backward too: at the GPT step's T = 256 the
+    // tensor-core passes took 0.42 ms forward and backward where the materialized
+    // backward (its products on the tensor cores as well) took 0.64 ms on an H200
+    // (`attention_gpt_B64_H6_T256_d64_fused_fwd_bwd_f16` and `_autocast`,
+    // BENCHMARKS.md 2026-11-29); in f32 with dropout the split passes took 0.78 ms where
+    // the FMA forward and materialized backward took 0.96
+    // (`attention_gpt_B64_H6_T256_d64_dropout_fwd_bwd`, 2026-11-30 (fourteenth session)).
+    let d = params.d as usize;
+    if let Some(kernels) = coop::Coop::pick(q.device(), d, half, options.f16_inputs, tm, false) {
+        return coop_bwd::backward(kernels, [q, k, v, o, grad_out], lse, &params);
     }
     if tm {
         // The other kernels read o and its gradient head-major.
@@ -158,6 +158,9 @@ pub fn attention_backward_dq(
     not_token_major(op, options)?;
     let like_q = [("o", o), ("grad_out", grad_out)];
     let params = check_backward(op, [q, k, v], &like_q, &[("lse", lse)], options)?;
+    if let Some(split) = split_passes(q, &params, options) {
+        return coop_bwd::backward_dq(split, [q, k, v, o, grad_out], lse, &params);
+    }
     dq_pass(op, &params, [q, k, v, o, grad_out, lse])
 }
 
@@ -180,7 +183,24 @@ pub fn attention_backward_dkv(
     not_token_major(op, options)?;
     let rows = [("lse", lse), ("delta", delta)];
     let params = check_backward(op, [q, k, v], &[("grad_out", grad_out)], &rows, options)?;
+    if let Some(split) = split_passes(q, &params, options) {
+        return coop_bwd::backward_dkv(split, [q, k, v, grad_out], [lse, delta], &params);
+    }
     dkv_pass(op, &params, [q, k, v, grad_out, lse, delta])
+}
+
+/// The tensor-core variant the passes apart run for f32 tensors (the one
+/// [`attention_backward`] runs for them), if the device takes it; other dtypes run the
+/// FMA passes.
+fn split_passes(
+    q: &Tensor,
+    params: &AttentionParams,
+    options: &AttentionOptions,
+) -> Option<coop::Coop> {
+    if q.dtype() != DType::F32 || options.f16_inputs {
+        return None;
+    }
+    coop::Coop::pick(q.device(), params.d as usize, false, false, false, false)
 }
 
 /// Records the dq pass on checked `[q, k, v, o, grad_out, lse]`: returns `dq` and

@@ -27,13 +27,13 @@
 use std::fmt::Write as _;
 
 use super::coop::{
-    Coop, P_LINE, ROWS, S_LINE, TILE, TOKEN_ROWS, emit_accumulate, emit_header, emit_main,
-    emit_product_to_scratch, emit_row_fragments, emit_store, emit_tile_fetch, emit_tile_registers,
-    emit_tile_stage, row_unit, rows_of,
+    Coop, ROWS, TOKEN_ROWS, emit_accumulate, emit_header, emit_main, emit_product_to_scratch,
+    emit_row_blocks, emit_store, emit_tile_fetch, emit_tile_registers, emit_tile_stage, row_unit,
+    rows_of,
 };
 use super::coop_fwd::{
     emit_first_key_tiles, emit_key_tile_loop, emit_lane_dropout, emit_lane_reads, emit_lane_writes,
-    emit_probabilities, emit_query_block, kernel_name,
+    emit_probabilities, emit_query_block, kernel_name, lane_vec4s, score_factor,
 };
 use super::dropout;
 use super::layout::AttentionParams;
@@ -87,17 +87,24 @@ pub(super) fn generate_dq(v: &Coop) -> String {
     let mut w = String::with_capacity(16 * 1024);
     emit_header(&mut w, v, "backward (dq)", &dq_layout(v));
     emit_query_block(&mut w);
-    emit_tile_registers(&mut w, v, &["q", "go", "k", "v"]);
-    emit_tile_fetch(&mut w, v, "    ", "q", [rows_of(v, "q"), "row0", "p.tq"]);
+    if v.split {
+        super::split::emit_scales(&mut w, true);
+    }
+    emit_tile_registers(&mut w, v, &["q", "go"], ROWS);
+    emit_tile_registers(&mut w, v, &["k", "v"], v.tile());
+    emit_tile_fetch(
+        &mut w,
+        v,
+        "    ",
+        "q",
+        [rows_of(v, "q"), "row0", "p.tq"],
+        ROWS,
+    );
     // o and its gradient: token-major, or the query's head rows.
     let o_rows = if v.tm { TOKEN_ROWS } else { "head_row" };
-    emit_tile_fetch(&mut w, v, "    ", "go", [o_rows, "row0", "p.tq"]);
+    emit_tile_fetch(&mut w, v, "    ", "go", [o_rows, "row0", "p.tq"], ROWS);
     emit_first_key_tiles(&mut w, v);
-    emit_tile_stage(&mut w, v, "    ", "q", "ks");
-    emit_tile_stage(&mut w, v, "    ", "go", "vs");
-    w.push_str("    workgroupBarrier();\n");
-    emit_row_fragments(&mut w, v, "q", "ks");
-    emit_row_fragments(&mut w, v, "g", "vs");
+    emit_row_blocks(&mut w, v, &[("q", "ks", "q"), ("go", "vs", "g")]);
     // delta = rowsum(dO O) in f32, each lane half of the row's dims.
     let half_units = v.dp / 8;
     let _ = writeln!(
@@ -126,17 +133,17 @@ pub(super) fn generate_dq(v: &Coop) -> String {
     emit_key_tile_loop(&mut w, v, &["k", "v"]);
     emit_product_to_scratch(&mut w, v, "q", "ks");
     w.push_str("        workgroupBarrier();\n");
-    emit_probabilities(&mut w);
+    emit_probabilities(&mut w, v);
     // Every lane has read S: dP may take the scratch.
     w.push_str("        workgroupBarrier();\n");
     emit_product_to_scratch(&mut w, v, "g", "vs");
     w.push_str("        workgroupBarrier();\n");
-    emit_lane_reads(&mut w, "y", "1.0", false);
-    emit_lane_dropout(&mut w, "y");
-    for j in 0..8 {
+    emit_lane_reads(&mut w, v, "y", if v.split { "i_gv" } else { "1.0" }, false);
+    emit_lane_dropout(&mut w, v, "y");
+    for j in 0..lane_vec4s(v) {
         let _ = writeln!(w, "        x{j} = x{j} * (y{j} - delta_i);");
     }
-    emit_lane_writes(&mut w, "x");
+    emit_lane_writes(&mut w, v, "x", "x_ds");
     w.push_str("        workgroupBarrier();\n");
     emit_accumulate(&mut w, v, "dq", "ks");
     w.push_str("    }\n");
@@ -145,27 +152,38 @@ pub(super) fn generate_dq(v: &Coop) -> String {
     } else {
         "head_row"
     };
+    let factor = if v.split {
+        "p.scale / (x_ds * x_k)"
+    } else {
+        "p.scale"
+    };
     emit_store(
         &mut w,
         v,
         "dq",
         dq_binding(v),
         [rows, "row0", "p.tq"],
-        "p.scale",
+        factor,
     );
     w.push_str("}\n");
     w
 }
 
-/// Emits, for the dk/dv pass, the lane's 4 keys x 8 queries of the f32 scratch (at `sb`:
-/// keys `4 kg ..` of the subgroup's 16, queries `4 qg ..` and `32 + 4 qg ..` of the tile;
-/// eight consecutive lanes read 8 distinct bank groups) into `{x}0 .. {x}7`, vec4s over the 4
-/// keys, one per query `qq` (`qq < 4`: `4 qg + qq`, else `32 + 4 qg + qq - 4`).
-fn emit_key_lane_reads(w: &mut String, x: &str) {
-    for qq in 0..8u32 {
+/// The queries of a dk/dv lane: 8 of a 64-query tile, 4 of a 32-query one.
+fn lane_queries(v: &Coop) -> u32 {
+    v.tile() / 8
+}
+
+/// Emits, for the dk/dv pass, the lane's 4 keys x [`lane_queries`] queries of the f32
+/// scratch (at `sb`: keys `4 kg ..` of the subgroup's 16, queries `4 qg ..` and, in a
+/// 64-query tile, `32 + 4 qg ..`; eight consecutive lanes read 8 distinct bank groups)
+/// into `{x}0 ..`, vec4s over the 4 keys, one per query `qq` (`qq < 4`: `4 qg + qq`, else
+/// `32 + 4 qg + qq - 4`).
+fn emit_key_lane_reads(w: &mut String, v: &Coop, x: &str) {
+    for qq in 0..lane_queries(v) {
         let col = if qq < 4 { qq } else { 32 + qq - 4 };
         let reads: Vec<String> = (0..4)
-            .map(|kk| format!("ss[sb + {}u]", kk * S_LINE + col))
+            .map(|kk| format!("ss[sb + {}u]", kk * v.s_line() + col))
             .collect();
         let _ = writeln!(w, "        var {x}{qq} = vec4<f32>({});", reads.join(", "));
     }
@@ -181,21 +199,31 @@ fn lane_query(qq: u32) -> String {
     }
 }
 
-/// Emits the stores of the dk/dv lane's vec4s `{x}0 .. {x}7` into the f16 scratch (at
-/// `pb`, a `vec4<f16>` unit) as `[16 keys][64 queries]`, rounded: each key's four
-/// consecutive queries `4 qg ..` (and `32 + 4 qg ..`) in one 8-byte store.
-fn emit_key_lane_writes(w: &mut String, x: &str) {
+/// Emits the stores of the dk/dv lane's vec4s `{x}0 ..` into the f16 scratch (at `pb`, a
+/// `vec4<f16>` unit) as `[16 keys][tile queries]`, rounded: each key's four consecutive
+/// queries `4 qg ..` (and `32 + 4 qg ..`) in one 8-byte store; `split` stores the parts
+/// of the values times `scale` in `ps` and `psl`.
+fn emit_key_lane_writes(w: &mut String, v: &Coop, x: &str, scale: &str) {
     for (kk, comp) in ["x", "y", "z", "w"].iter().enumerate() {
-        for half in 0..2u32 {
+        for half in 0..lane_queries(v) / 4 {
             let q: Vec<String> = (0..4)
                 .map(|i| format!("{x}{}.{comp}", 4 * half + i))
                 .collect();
-            let _ = writeln!(
-                w,
-                "        ps[pb + {}u + qg] = vec4<f16>(vec4<f32>({}));",
-                kk as u32 * P_LINE / 4 + 8 * half,
-                q.join(", ")
-            );
+            let at = format!("pb + {}u + qg", kk as u32 * v.p_line() / 4 + 8 * half);
+            if v.split {
+                let store = super::split::stores(
+                    &format!("vec4<f32>({}) * {scale}", q.join(", ")),
+                    &format!("ps[{at}]"),
+                    &format!("psl[{at}]"),
+                );
+                let _ = writeln!(w, "        {{ {store} }}");
+            } else {
+                let _ = writeln!(
+                    w,
+                    "        ps[{at}] = vec4<f16>(vec4<f32>({}));",
+                    q.join(", ")
+                );
+            }
         }
     }
 }
@@ -204,11 +232,13 @@ fn emit_key_lane_writes(w: &mut String, x: &str) {
 pub(super) fn generate_dkv(v: &Coop) -> String {
     let mut w = String::with_capacity(16 * 1024);
     emit_header(&mut w, v, "backward (dk, dv)", &dkv_layout(v));
+    let tile = v.tile();
+    let nq = lane_queries(v);
     let _ = writeln!(
         w,
-        "// lse (log2 units) and delta of the tile's 64 queries
-var<workgroup> lsq: array<f32, {TILE}>;
-var<workgroup> dlq: array<f32, {TILE}>;
+        "// lse (log2 units) and delta of the tile's {tile} queries
+var<workgroup> lsq: array<f32, {tile}>;
+var<workgroup> dlq: array<f32, {tile}>;
 "
     );
     emit_main(&mut w);
@@ -230,26 +260,16 @@ var<workgroup> dlq: array<f32, {TILE}>;
         q_start = k0;
     }}"
     );
-    emit_tile_registers(&mut w, v, &["k", "v", "q", "go"]);
-    emit_tile_fetch(
-        &mut w,
-        v,
-        "    ",
-        "k",
-        [rows_of(v, "k"), "k0", "p.tk_stride"],
-    );
-    emit_tile_fetch(
-        &mut w,
-        v,
-        "    ",
-        "v",
-        [rows_of(v, "v"), "k0", "p.tk_stride"],
-    );
-    emit_tile_stage(&mut w, v, "    ", "k", "ks");
-    emit_tile_stage(&mut w, v, "    ", "v", "vs");
-    w.push_str("    workgroupBarrier();\n");
-    emit_row_fragments(&mut w, v, "kf", "ks");
-    emit_row_fragments(&mut w, v, "vf", "vs");
+    if v.split {
+        super::split::emit_scales(&mut w, true);
+    }
+    emit_tile_registers(&mut w, v, &["k", "v"], ROWS);
+    emit_tile_registers(&mut w, v, &["q", "go"], tile);
+    for src in ["k", "v"] {
+        let rows = [rows_of(v, src), "k0", "p.tk_stride"];
+        emit_tile_fetch(&mut w, v, "    ", src, rows, ROWS);
+    }
+    emit_row_blocks(&mut w, v, &[("k", "ks", "kf"), ("v", "vs", "vf")]);
     for dc in 0..v.dp / 16 {
         let _ = writeln!(
             w,
@@ -264,21 +284,29 @@ var<workgroup> dlq: array<f32, {TILE}>;
     );
     // The gradient of o: token-major, or the query head's rows.
     let o_rows = if v.tm { TOKEN_ROWS } else { "head_row" };
-    emit_tile_fetch(&mut w, v, "    ", "q", [rows_of(v, "q"), "q_start", "p.tq"]);
-    emit_tile_fetch(&mut w, v, "    ", "go", [o_rows, "q_start", "p.tq"]);
-    w.push_str(
-        "    for (var t0 = q_start; t0 < p.tq; t0 += 64u) {
+    emit_tile_fetch(
+        &mut w,
+        v,
+        "    ",
+        "q",
+        [rows_of(v, "q"), "q_start", "p.tq"],
+        tile,
+    );
+    emit_tile_fetch(&mut w, v, "    ", "go", [o_rows, "q_start", "p.tq"], tile);
+    let _ = writeln!(
+        w,
+        "    for (var t0 = q_start; t0 < p.tq; t0 += {tile}u) {{
         workgroupBarrier();
-        if (tid < 64u && t0 + tid < p.tq) {
+        if (tid < {tile}u && t0 + tid < p.tq) {{
             lsq[tid] = lse[head_row + t0 + tid] * LOG2E;
             dlq[tid] = delta[head_row + t0 + tid];
-        }
-",
+        }}",
     );
-    emit_tile_stage(&mut w, v, "        ", "q", "ks");
-    emit_tile_stage(&mut w, v, "        ", "go", "vs");
-    w.push_str(
-        "        workgroupBarrier();\n        let tn = t0 + 64u;\n        if (tn < p.tq) {\n",
+    emit_tile_stage(&mut w, v, "        ", "q", "ks", tile);
+    emit_tile_stage(&mut w, v, "        ", "go", "vs", tile);
+    let _ = writeln!(
+        w,
+        "        workgroupBarrier();\n        let tn = t0 + {tile}u;\n        if (tn < p.tq) {{",
     );
     emit_tile_fetch(
         &mut w,
@@ -286,20 +314,30 @@ var<workgroup> dlq: array<f32, {TILE}>;
         "            ",
         "q",
         [rows_of(v, "q"), "tn", "p.tq"],
+        tile,
     );
-    emit_tile_fetch(&mut w, v, "            ", "go", [o_rows, "tn", "p.tq"]);
+    emit_tile_fetch(
+        &mut w,
+        v,
+        "            ",
+        "go",
+        [o_rows, "tn", "p.tq"],
+        tile,
+    );
     w.push_str("        }\n");
     // S^T = K Q^T, then P^T (masked: query i sees key j when j <= i, both in range).
     emit_product_to_scratch(&mut w, v, "kf", "ks");
     w.push_str("        workgroupBarrier();\n");
+    let (s_line, p_line) = (v.s_line(), v.p_line());
     let _ = writeln!(
         w,
-        "        let sb = sg * {}u + 4u * kg * {S_LINE}u + 4u * qg;\n        let pb = sg * {}u + kg * {P_LINE}u;",
-        16 * S_LINE,
-        16 * P_LINE / 4
+        "        let sb = sg * {}u + 4u * kg * {s_line}u + 4u * qg;\n        let pb = sg * {}u + kg * {p_line}u;",
+        16 * s_line,
+        16 * p_line / 4
     );
-    emit_key_lane_reads(&mut w, "x");
-    for qq in 0..8 {
+    emit_key_lane_reads(&mut w, v, "x");
+    let factor = score_factor(v);
+    for qq in 0..nq {
         let _ = writeln!(
             w,
             "        {{
@@ -307,19 +345,19 @@ var<workgroup> dlq: array<f32, {TILE}>;
             let iq = t0 + qi;
             let seen = vec4<u32>(j0) + vec4<u32>(0u, 1u, 2u, 3u);
             let ok = (seen < vec4<u32>(p.tk_stride)) & vec4<bool>(iq < p.tq) & ((seen <= vec4<u32>(iq)) | vec4<bool>(p.causal == 0u));
-            x{qq} = select(vec4<f32>(0.0), exp2(x{qq} * p.scale_log2 - lsq[qi]), ok);
+            x{qq} = select(vec4<f32>(0.0), exp2(x{qq} * {factor} - lsq[qi]), ok);
         }}",
             q = lane_query(qq)
         );
     }
     // The dropout factors of the lane's 4 keys, per query row.
-    for qq in 0..8 {
+    for qq in 0..nq {
         let _ = writeln!(w, "        var f{qq} = vec4<f32>(1.0);");
     }
     // Queries 2m and 2m + 1 of the lane are the two rows of a dropout patch when the
     // head's first query of the tile is even: one Philox block for both.
     w.push_str("        if (dropping()) {\n            if (((head_row + t0) & 1u) == 0u) {\n");
-    for m in 0..4 {
+    for m in 0..nq / 2 {
         let _ = writeln!(
             w,
             "                let dp{m} = drop_patch((head_row + t0 + {}) >> 1u, j0 >> 2u);
@@ -331,7 +369,7 @@ var<workgroup> dlq: array<f32, {TILE}>;
         );
     }
     w.push_str("            } else {\n");
-    for qq in 0..8 {
+    for qq in 0..nq {
         let _ = writeln!(
             w,
             "                f{qq} = drop4(head_row + t0 + {}, j0);",
@@ -339,24 +377,26 @@ var<workgroup> dlq: array<f32, {TILE}>;
         );
     }
     w.push_str("            }\n        }\n");
-    for qq in 0..8 {
+    for qq in 0..nq {
         let _ = writeln!(w, "        let pd{qq} = x{qq} * f{qq};");
     }
-    emit_key_lane_writes(&mut w, "pd");
+    emit_key_lane_writes(&mut w, v, "pd", "x_pb");
     w.push_str("        workgroupBarrier();\n");
     emit_accumulate(&mut w, v, "dv", "vs");
     // dP^T = V dO^T (every lane has read S^T).
     emit_product_to_scratch(&mut w, v, "vf", "vs");
     w.push_str("        workgroupBarrier();\n");
-    emit_key_lane_reads(&mut w, "y");
-    for qq in 0..8 {
+    emit_key_lane_reads(&mut w, v, "y");
+    let f = if v.split { "(f{qq} * i_gv)" } else { "f{qq}" };
+    for qq in 0..nq {
         let _ = writeln!(
             w,
-            "        let ds{qq} = x{qq} * (y{qq} * f{qq} - dlq[{}]);",
+            "        let ds{qq} = x{qq} * (y{qq} * {} - dlq[{}]);",
+            f.replace("{qq}", &qq.to_string()),
             lane_query(qq)
         );
     }
-    emit_key_lane_writes(&mut w, "ds");
+    emit_key_lane_writes(&mut w, v, "ds", "x_ds");
     w.push_str("        workgroupBarrier();\n");
     emit_accumulate(&mut w, v, "dk", "ks");
     w.push_str("    }\n    }\n");
@@ -365,15 +405,27 @@ var<workgroup> dlq: array<f32, {TILE}>;
     } else {
         [("dk", "kvrow"), ("dv", "kvrow")]
     };
+    let (dk_factor, dv_factor) = if v.split {
+        ("p.scale / (x_ds * x_q)", "1.0 / (x_pb * x_go)")
+    } else {
+        ("p.scale", "1.0")
+    };
     emit_store(
         &mut w,
         v,
         "dk",
         dk,
         [dk_rows, "k0", "p.tk_stride"],
-        "p.scale",
+        dk_factor,
     );
-    emit_store(&mut w, v, "dv", dv, [dv_rows, "k0", "p.tk_stride"], "1.0");
+    emit_store(
+        &mut w,
+        v,
+        "dv",
+        dv,
+        [dv_rows, "k0", "p.tk_stride"],
+        dv_factor,
+    );
     w.push_str("}\n");
     w
 }
@@ -435,6 +487,16 @@ fn sizes(params: &AttentionParams) -> [usize; 6] {
     .map(|x| x as usize)
 }
 
+/// The tensors' largest magnitudes for a split variant ([`super::split::maxima`]), else
+/// none.
+fn maxima(v: &Coop, [q, k, vt, go]: [&Tensor; 4]) -> Result<Option<Tensor>, Error> {
+    if !v.split {
+        return Ok(None);
+    }
+    let qkv: &[&Tensor] = if v.packed { &[q] } else { &[q, k, vt] };
+    super::split::maxima(qkv, Some(go)).map(Some)
+}
+
 /// The two passes of the backward, into `grads`.
 fn record(
     v: Coop,
@@ -444,23 +506,54 @@ fn record(
     grads: Grads<'_>,
 ) -> Result<(), Error> {
     debug_assert_eq!(v.packed, matches!(grads, Grads::Packed(_)));
-    let [b, h, _, t, _, _] = sizes(params);
-    let delta = q.device().empty(&[b, h, t], DType::F32)?;
+    let amax = maxima(&v, [q, k, vt, go])?;
     let dq = match grads {
         Grads::Split([dq, _, _]) => dq,
         Grads::Packed(dqkv) => dqkv,
     };
-    let constants = dropout::constants(params);
+    let delta = record_dq(v, [q, k, vt, o, go], lse, params, dq, amax.as_ref())?;
+    // Recorded after the dq pass on the same encoder, so it reads its `delta`.
+    record_dkv(
+        v,
+        [q, k, vt, go],
+        [lse, &delta],
+        params,
+        grads,
+        amax.as_ref(),
+    )
+}
+
+/// The dq pass into `dq` (or the packed gradient's q heads); returns `delta`. `amax`:
+/// a split variant's [`maxima`].
+fn record_dq(
+    v: Coop,
+    [q, k, vt, o, go]: [&Tensor; 5],
+    lse: &Tensor,
+    params: &AttentionParams,
+    dq: &Tensor,
+    amax: Option<&Tensor>,
+) -> Result<Tensor, Error> {
+    let [b, h, _, t, _, _] = sizes(params);
+    let delta = q.device().empty(&[b, h, t], DType::F32)?;
     let kernel = KERNELS.get(&(v, false), || (kernel_name("bwd_dq", &v), generate_dq(&v)))?;
     let grid = [params.tq.div_ceil(ROWS), params.heads, params.batch];
-    dq_layout(&v).dispatch(
-        kernel,
-        constants,
-        params,
-        &[q, k, vt, o, go, lse, dq, &delta],
-        grid,
-    )?;
-    // Recorded after the dq pass on the same encoder, so it reads its `delta`.
+    let mut bindings = vec![q, k, vt, o, go, lse, dq, &delta];
+    bindings.extend(amax);
+    let constants = dropout::constants(params);
+    dq_layout(&v).dispatch(kernel, constants, params, &bindings, grid)?;
+    Ok(delta)
+}
+
+/// The dk/dv pass into `grads` (the packed gradient's k and v heads) from the dq pass's
+/// `delta`. `amax`: a split variant's [`maxima`].
+fn record_dkv(
+    v: Coop,
+    [q, k, vt, go]: [&Tensor; 4],
+    [lse, delta]: [&Tensor; 2],
+    params: &AttentionParams,
+    grads: Grads<'_>,
+    amax: Option<&Tensor>,
+) -> Result<(), Error> {
     let kernel = KERNELS.get(&(v, true), || {
         (kernel_name("bwd_dkv", &v), generate_dkv(&v))
     })?;
@@ -469,13 +562,48 @@ fn record(
         params.kv_heads,
         params.batch,
     ];
-    let mut bindings = vec![q, k, vt, go, lse, &delta];
+    let mut bindings = vec![q, k, vt, go, lse, delta];
     match grads {
         Grads::Split([_, dk, dv]) => bindings.extend([dk, dv]),
         Grads::Packed(dqkv) => bindings.push(dqkv),
     }
-    dkv_layout(&v).dispatch(kernel, constants, params, &bindings, grid)?;
-    Ok(())
+    bindings.extend(amax);
+    let constants = dropout::constants(params);
+    dkv_layout(&v).dispatch(kernel, constants, params, &bindings, grid)
+}
+
+/// The dq pass of [`backward`] alone (`[B, H, T, D]` tensors): returns `(dq, delta)`.
+pub(super) fn backward_dq(
+    v: Coop,
+    inputs: [&Tensor; 5],
+    lse: &Tensor,
+    params: &AttentionParams,
+) -> Result<(Tensor, Tensor), Error> {
+    let [b, h, _, t, _, d] = sizes(params);
+    let [q, k, vt, _, go] = inputs;
+    let dq = q.device().empty(&[b, h, t, d], v.dtype())?;
+    let amax = maxima(&v, [q, k, vt, go])?;
+    let delta = record_dq(v, inputs, lse, params, &dq, amax.as_ref())?;
+    Ok((dq, delta))
+}
+
+/// The dk/dv pass of [`backward`] alone, from [`backward_dq`]'s `delta`: returns
+/// `(dk, dv)`.
+pub(super) fn backward_dkv(
+    v: Coop,
+    inputs: [&Tensor; 4],
+    [lse, delta]: [&Tensor; 2],
+    params: &AttentionParams,
+) -> Result<(Tensor, Tensor), Error> {
+    let [b, _, hkv, _, tk, d] = sizes(params);
+    let dev = inputs[0].device();
+    let dk = dev.empty(&[b, hkv, tk, d], v.dtype())?;
+    let dv = dev.empty(&[b, hkv, tk, d], v.dtype())?;
+    let amax = maxima(&v, inputs)?;
+    // The dk/dv pass reads no dq: its slot holds dk again.
+    let grads = Grads::Split([&dk, &dk, &dv]);
+    record_dkv(v, inputs, [lse, delta], params, grads, amax.as_ref())?;
+    Ok((dk, dv))
 }
 
 /// Every variant's WGSL, for the naga test.

@@ -20,16 +20,15 @@
 use std::fmt::Write as _;
 
 use super::coop::{
-    Coop, P_LINE, ROWS, S_LINE, TILE, TOKEN_ROWS, emit_accumulate, emit_header, emit_main,
-    emit_product_to_scratch, emit_row_fragments, emit_store, emit_tile_fetch, emit_tile_registers,
-    emit_tile_stage, rows_of,
+    Coop, ROWS, TOKEN_ROWS, emit_accumulate, emit_header, emit_main, emit_product_to_scratch,
+    emit_row_blocks, emit_store, emit_tile_fetch, emit_tile_registers, emit_tile_stage, rows_of,
 };
 use super::dropout;
 use super::layout::AttentionParams;
 use crate::spec::{Layout, Slot, Variants};
 use crate::{Error, Tensor};
 
-/// The forward's bindings.
+/// The forward's bindings (and a split variant's `amax`, [`Coop::layout`]).
 fn layout(v: &Coop) -> Layout<AttentionParams, Vec<Slot>> {
     v.layout(&[
         ("q", false, true),
@@ -40,25 +39,35 @@ fn layout(v: &Coop) -> Layout<AttentionParams, Vec<Slot>> {
     ])
 }
 
-/// Emits, once per key tile of a query-major pass (forward, dq), where the lane's 32 values
-/// of the scratches lie (row `r`, columns `32 hh ..`: `sb` in the f32 one, `pb`, a
-/// `vec4<f16>` unit, in the f16 one) and their first key `kb`.
-fn emit_lane_base(w: &mut String) {
+/// The vec4s of a lane's half row of a tile in the query-major passes (8 of 32 values,
+/// or 4 of 16 at 32-row tiles).
+pub(super) fn lane_vec4s(v: &Coop) -> u32 {
+    v.tile() / 8
+}
+
+/// Emits, once per key tile of a query-major pass (forward, dq), where the lane's values
+/// of the scratches lie (row `r`, the half `hh` of the tile's columns: `sb` in the f32
+/// one, `pb`, a `vec4<f16>` unit, in the f16 one) and their first key `kb`.
+fn emit_lane_base(w: &mut String, v: &Coop) {
+    let (s_line, p_line, half) = (v.s_line(), v.p_line(), v.tile() / 2);
     let _ = writeln!(
         w,
-        "        let sb = sg * {}u + r * {S_LINE}u + 32u * hh;
-        let pb = sg * {}u + r * {}u + 8u * hh;
-        let kb = t0 + 32u * hh;",
-        16 * S_LINE,
-        16 * P_LINE / 4,
-        P_LINE / 4
+        "        let sb = sg * {}u + r * {s_line}u + {half}u * hh;
+        let pb = sg * {}u + r * {}u + {}u * hh;
+        let kb = t0 + {half}u * hh;",
+        16 * s_line,
+        16 * p_line / 4,
+        p_line / 4,
+        half / 4
     );
 }
 
-/// Emits the reads of a lane's 32 values of the f32 scratch (see [`emit_lane_base`]) into
-/// the vec4s `{x}0 .. {x}7`, times `{factor}`; with `mask`, keys past `lim` are `NEG`.
-pub(super) fn emit_lane_reads(w: &mut String, x: &str, factor: &str, mask: bool) {
-    for j in 0..8 {
+/// Emits the reads of a lane's values of the f32 scratch (see [`emit_lane_base`]) into
+/// the vec4s `{x}0 ..` ([`lane_vec4s`]), times `{factor}`; with `mask`, keys past `lim`
+/// are `NEG`.
+pub(super) fn emit_lane_reads(w: &mut String, v: &Coop, x: &str, factor: &str, mask: bool) {
+    let n = lane_vec4s(v);
+    for j in 0..n {
         let _ = writeln!(
             w,
             "        var {x}{j} = vec4<f32>(ss[sb + {a}u], ss[sb + {b}u], ss[sb + {c}u], ss[sb + {d}u]) * {factor};",
@@ -71,8 +80,8 @@ pub(super) fn emit_lane_reads(w: &mut String, x: &str, factor: &str, mask: bool)
     if !mask {
         return;
     }
-    w.push_str("        if (kb + 31u > lim) {\n");
-    for j in 0..8 {
+    let _ = writeln!(w, "        if (kb + {}u > lim) {{", 4 * n - 1);
+    for j in 0..n {
         let _ = writeln!(
             w,
             "            {x}{j} = select(vec4<f32>(NEG), {x}{j}, vec4<u32>(kb + {}u) + vec4<u32>(0u, 1u, 2u, 3u) <= vec4<u32>(lim));",
@@ -83,33 +92,41 @@ pub(super) fn emit_lane_reads(w: &mut String, x: &str, factor: &str, mask: bool)
 }
 
 /// Emits, after the scores are in the f32 scratch, the lane's base ([`emit_lane_base`])
-/// and its 32 probabilities `x0 .. x7`: `P = exp2(S scale log2(e) - lse2)`, 0 where masked.
-pub(super) fn emit_probabilities(w: &mut String) {
-    emit_lane_base(w);
-    emit_lane_reads(w, "x", "p.scale_log2", true);
-    for j in 0..8 {
+/// and its probabilities `x0 ..`: `P = exp2(S scale log2(e) - lse2)`, 0 where masked.
+pub(super) fn emit_probabilities(w: &mut String, v: &Coop) {
+    emit_lane_base(w, v);
+    emit_lane_reads(w, v, "x", score_factor(v), true);
+    for j in 0..lane_vec4s(v) {
         let _ = writeln!(w, "        x{j} = exp2(x{j} - lse2);");
     }
 }
 
-/// Emits the dropout factors of the lane's 32 keys of row `i` (see [`emit_lane_base`])
-/// applied to its vec4s `{x}0 .. {x}7` (1 without dropout: a uniform branch).
+/// The factor of the scores read from the scratch: `scale log2(e)`, over the operands'
+/// scales for `split` ([`super::split::emit_scales`]).
+pub(super) fn score_factor(v: &Coop) -> &'static str {
+    if v.split { "s_fac" } else { "p.scale_log2" }
+}
+
+/// Emits the dropout factors of the lane's keys of row `i` (see [`emit_lane_base`])
+/// applied to its vec4s `{x}0 ..` (1 without dropout: a uniform branch).
 ///
-/// Lanes `l` and `l ^ 1` hold rows `i` and `i ^ 1` at the same keys, the two rows of eight
-/// dropout patches ([`crate::ops::dropout_block`]) when the head's first row is even (the
-/// workgroup's rows start at a multiple of 64): each lane then makes four of the eight
+/// Lanes `l` and `l ^ 1` hold rows `i` and `i ^ 1` at the same keys, the two rows of the
+/// lane's dropout patches ([`crate::ops::dropout_block`]) when the head's first row is
+/// even (the workgroup's rows start at a multiple of 64): each lane then makes half of the
 /// Philox blocks and sends the other row's half to its partner. Otherwise each lane makes
 /// the blocks of its own row.
-pub(super) fn emit_lane_dropout(w: &mut String, x: &str) {
-    w.push_str(
-        "        if (dropping()) {
-            if ((head_row & 1u) == 0u) {
+pub(super) fn emit_lane_dropout(w: &mut String, v: &Coop, x: &str) {
+    let n = lane_vec4s(v);
+    let blocks = n / 2;
+    let _ = writeln!(
+        w,
+        "        if (dropping()) {{
+            if ((head_row & 1u) == 0u) {{
                 let odd = (r & 1u) == 1u;
                 let dpr = (head_row + i) >> 1u;
-                let dg = (kb >> 2u) + select(0u, 4u, odd);
-",
+                let dg = (kb >> 2u) + select(0u, {blocks}u, odd);",
     );
-    for m in 0..4 {
+    for m in 0..blocks {
         let _ = writeln!(
             w,
             "                let dw{m} = drop_block(dpr, dg + {m}u);
@@ -117,8 +134,8 @@ pub(super) fn emit_lane_dropout(w: &mut String, x: &str) {
                 let dgot{m} = subgroupShuffleXor(select(dw{m}.zw, dw{m}.xy, odd), 1u);"
         );
     }
-    for j in 0..8 {
-        let (a, b) = if j < 4 {
+    for j in 0..n {
+        let (a, b) = if j < blocks {
             ("dmine", "dgot")
         } else {
             ("dgot", "dmine")
@@ -126,11 +143,11 @@ pub(super) fn emit_lane_dropout(w: &mut String, x: &str) {
         let _ = writeln!(
             w,
             "                {x}{j} *= drop_factors(select({a}{m}, {b}{m}, odd));",
-            m = j % 4
+            m = j % blocks
         );
     }
     w.push_str("            } else {\n");
-    for j in 0..8 {
+    for j in 0..n {
         let _ = writeln!(
             w,
             "                {x}{j} *= drop4(head_row + i, kb + {}u);",
@@ -140,11 +157,21 @@ pub(super) fn emit_lane_dropout(w: &mut String, x: &str) {
     w.push_str("            }\n        }\n");
 }
 
-/// Emits the stores of the lane's vec4s `{x}0 .. {x}7` (see [`emit_lane_reads`]) into the
-/// f16 scratch, rounded: one 8-byte store each.
-pub(super) fn emit_lane_writes(w: &mut String, x: &str) {
-    for j in 0..8 {
-        let _ = writeln!(w, "        ps[pb + {j}u] = vec4<f16>({x}{j});");
+/// Emits the stores of the lane's vec4s `{x}0 ..` (see [`emit_lane_reads`]) into the
+/// f16 scratch, rounded: one 8-byte store each; `split` stores the parts of the values
+/// times `scale` in `ps` and `psl`.
+pub(super) fn emit_lane_writes(w: &mut String, v: &Coop, x: &str, scale: &str) {
+    for j in 0..lane_vec4s(v) {
+        if v.split {
+            let store = super::split::stores(
+                &format!("{x}{j} * {scale}"),
+                &format!("ps[pb + {j}u]"),
+                &format!("psl[pb + {j}u]"),
+            );
+            let _ = writeln!(w, "        {{ {store} }}");
+        } else {
+            let _ = writeln!(w, "        ps[pb + {j}u] = vec4<f16>({x}{j});");
+        }
     }
 }
 
@@ -177,12 +204,17 @@ pub(super) fn emit_query_block(w: &mut String) {
 /// Emits the top of a loop over the key tiles: staged `srcs` (`k` into `ks`, `v` into
 /// `vs`), the next tile's loads issued.
 pub(super) fn emit_key_tile_loop(w: &mut String, v: &Coop, srcs: &[&str]) {
-    w.push_str("    for (var t0 = 0u; t0 < n_keys; t0 += 64u) {\n        workgroupBarrier();\n");
+    let tile = v.tile();
+    let _ = writeln!(
+        w,
+        "    for (var t0 = 0u; t0 < n_keys; t0 += {tile}u) {{\n        workgroupBarrier();"
+    );
     for src in srcs {
-        emit_tile_stage(w, v, "        ", src, &format!("{src}s"));
+        emit_tile_stage(w, v, "        ", src, &format!("{src}s"), tile);
     }
-    w.push_str(
-        "        workgroupBarrier();\n        let tn = t0 + 64u;\n        if (tn < n_keys) {\n",
+    let _ = writeln!(
+        w,
+        "        workgroupBarrier();\n        let tn = t0 + {tile}u;\n        if (tn < n_keys) {{",
     );
     for src in srcs {
         emit_tile_fetch(
@@ -191,6 +223,7 @@ pub(super) fn emit_key_tile_loop(w: &mut String, v: &Coop, srcs: &[&str]) {
             "            ",
             src,
             [rows_of(v, src), "tn", "p.tk_stride"],
+            tile,
         );
     }
     w.push_str("        }\n");
@@ -200,7 +233,8 @@ pub(super) fn emit_key_tile_loop(w: &mut String, v: &Coop, srcs: &[&str]) {
 /// [`emit_key_tile_loop`] stages it and fetches the next).
 pub(super) fn emit_first_key_tiles(w: &mut String, v: &Coop) {
     for src in ["k", "v"] {
-        emit_tile_fetch(w, v, "    ", src, [rows_of(v, src), "0u", "p.tk_stride"]);
+        let first = [rows_of(v, src), "0u", "p.tk_stride"];
+        emit_tile_fetch(w, v, "    ", src, first, v.tile());
     }
 }
 
@@ -222,12 +256,21 @@ var<workgroup> rl: array<f32, {ROWS}>;
 const RESCALE: f32 = {RESCALE:?};"
     );
     emit_query_block(&mut w);
-    emit_tile_registers(&mut w, v, &["q", "k", "v"]);
-    emit_tile_fetch(&mut w, v, "    ", "q", [rows_of(v, "q"), "row0", "p.tq"]);
+    if v.split {
+        super::split::emit_scales(&mut w, false);
+    }
+    emit_tile_registers(&mut w, v, &["q"], ROWS);
+    emit_tile_registers(&mut w, v, &["k", "v"], v.tile());
+    emit_tile_fetch(
+        &mut w,
+        v,
+        "    ",
+        "q",
+        [rows_of(v, "q"), "row0", "p.tq"],
+        ROWS,
+    );
     emit_first_key_tiles(&mut w, v);
-    emit_tile_stage(&mut w, v, "    ", "q", "ks");
-    w.push_str("    workgroupBarrier();\n");
-    emit_row_fragments(&mut w, v, "q", "ks");
+    emit_row_blocks(&mut w, v, &[("q", "ks", "q")]);
     for dc in 0..v.dp / 16 {
         let _ = writeln!(w, "    var o{dc} = coop_mat16x16<f32, C>();");
     }
@@ -237,11 +280,12 @@ const RESCALE: f32 = {RESCALE:?};"
     emit_key_tile_loop(&mut w, v, &["k", "v"]);
     emit_product_to_scratch(&mut w, v, "q", "ks");
     w.push_str("        workgroupBarrier();\n");
-    emit_lane_base(&mut w);
-    emit_lane_reads(&mut w, "x", "p.scale_log2", true);
+    emit_lane_base(&mut w, v);
+    emit_lane_reads(&mut w, v, "x", score_factor(v), true);
+    let n = lane_vec4s(v);
+    let _ = writeln!(w, "        let mt = {};", tree("max", "x", n));
     w.push_str(
-        "        let mt = max(max(max(x0, x1), max(x2, x3)), max(max(x4, x5), max(x6, x7)));
-        let ml = max(max(mt.x, mt.y), max(mt.z, mt.w));
+        "        let ml = max(max(mt.x, mt.y), max(mt.z, mt.w));
         let mrow = max(ml, subgroupShuffleXor(ml, 16u));
         // A row's first keys set its maximum (nothing to rescale yet); later ones move it
         // only past the threshold.
@@ -256,16 +300,17 @@ const RESCALE: f32 = {RESCALE:?};"
         let need = subgroupAny(grows && !fresh);
 ",
     );
-    for j in 0..8 {
+    for j in 0..n {
         let _ = writeln!(w, "        x{j} = exp2(x{j} - m);");
     }
-    w.push_str(
-        "        let e = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7;
-        l = l + e.x + e.y + e.z + e.w;
-",
+    let sum: Vec<String> = (0..n).map(|j| format!("x{j}")).collect();
+    let _ = writeln!(
+        w,
+        "        let e = {};\n        l = l + e.x + e.y + e.z + e.w;",
+        sum.join(" + ")
     );
-    emit_lane_dropout(&mut w, "x");
-    emit_lane_writes(&mut w, "x");
+    emit_lane_dropout(&mut w, v, "x");
+    emit_lane_writes(&mut w, v, "x", "x_pf");
     // The flags' uniform load is also the barrier between the P writes and their reads.
     w.push_str(
         "        if (lane == 0u) {
@@ -275,23 +320,36 @@ const RESCALE: f32 = {RESCALE:?};"
         if ((gf[0] | gf[1] | gf[2] | gf[3]) != 0u) {
 ",
     );
-    let si = |dc: u32| format!("sg * {}u + {}u", 16 * S_LINE, dc * 16);
+    let s_line = v.s_line();
+    let si = |dc: u32| format!("sg * {}u + {}u", 16 * s_line, dc * 16);
     for dc in 0..v.dp / 16 {
         let _ = writeln!(
             w,
-            "            {{\n                let si = {};\n                coopStoreT(o{dc}, &ss[si], {S_LINE}u);\n            }}",
+            "            {{\n                let si = {};\n                coopStoreT(o{dc}, &ss[si], {s_line}u);\n            }}",
             si(dc)
         );
     }
     w.push_str("            workgroupBarrier();\n");
+    // The lane's half of its row's outputs (the scores' base `sb` is that at 64-row
+    // tiles).
+    let base = if v.split {
+        let _ = writeln!(
+            w,
+            "            let ob = sg * {}u + r * {s_line}u + 32u * hh;",
+            16 * s_line
+        );
+        "ob"
+    } else {
+        "sb"
+    };
     for j in 0..32 {
-        let _ = writeln!(w, "            ss[sb + {j}u] *= alpha;");
+        let _ = writeln!(w, "            ss[{base} + {j}u] *= alpha;");
     }
     w.push_str("            workgroupBarrier();\n");
     for dc in 0..v.dp / 16 {
         let _ = writeln!(
             w,
-            "            {{\n                let si = {};\n                o{dc} = coopLoadT<coop_mat16x16<f32, C>>(&ss[si], {S_LINE}u);\n            }}",
+            "            {{\n                let si = {};\n                o{dc} = coopLoadT<coop_mat16x16<f32, C>>(&ss[si], {s_line}u);\n            }}",
             si(dc)
         );
     }
@@ -308,14 +366,12 @@ const RESCALE: f32 = {RESCALE:?};"
 ",
     );
     let o_rows = if v.tm { TOKEN_ROWS } else { "head_row" };
-    emit_store(
-        &mut w,
-        v,
-        "o",
-        "o",
-        [o_rows, "row0", "p.tq"],
-        "rl[sg * 16u + rr]",
-    );
+    let factor = if v.split {
+        "rl[sg * 16u + rr] / (x_pf * x_v)"
+    } else {
+        "rl[sg * 16u + rr]"
+    };
+    emit_store(&mut w, v, "o", "o", [o_rows, "row0", "p.tq"], factor);
     w.push_str(
         "    if (hh == 0u && i < p.tq) {
         // natural-log logsumexp
@@ -325,6 +381,19 @@ const RESCALE: f32 = {RESCALE:?};"
 ",
     );
     w
+}
+
+/// `op(op(x0, x1), op(x2, x3)) ..`: a balanced tree over `x0 .. x{n-1}` (as the 8-wide
+/// kernels always wrote it).
+fn tree(op: &str, x: &str, n: u32) -> String {
+    fn go(op: &str, x: &str, lo: u32, hi: u32) -> String {
+        if hi - lo == 1 {
+            return format!("{x}{lo}");
+        }
+        let mid = (lo + hi) / 2;
+        format!("{op}({}, {})", go(op, x, lo, mid), go(op, x, mid, hi))
+    }
+    go(op, x, 0, n)
 }
 
 /// The generated kernels, by variant.
@@ -345,13 +414,15 @@ pub(super) fn forward(
     let lse = dev.empty(&[b, h, t], crate::DType::F32)?;
     let kernel = KERNELS.get(&v, || (kernel_name("fwd", &v), generate(&v)))?;
     let grid = [params.tq.div_ceil(ROWS), params.heads, params.batch];
-    layout(&v).dispatch(
-        kernel,
-        dropout::constants(params),
-        params,
-        &[q, k, vt, &o, &lse],
-        grid,
-    )?;
+    let amax = if v.split {
+        let qkv: &[&Tensor] = if v.packed { &[q] } else { &[q, k, vt] };
+        Some(super::split::maxima(qkv, None)?)
+    } else {
+        None
+    };
+    let mut bindings = vec![q, k, vt, &o, &lse];
+    bindings.extend(amax.as_ref());
+    layout(&v).dispatch(kernel, dropout::constants(params), params, &bindings, grid)?;
     Ok((o, lse))
 }
 
@@ -367,15 +438,15 @@ pub(super) fn o_shape(v: &Coop, q: &[usize]) -> Vec<usize> {
 /// The name of pass `pass`'s kernel for `v` (as the profile shows it).
 pub(super) fn kernel_name(pass: &str, v: &Coop) -> String {
     format!(
-        "attention_{pass}_coop_d{}{}",
+        "attention_{pass}_coop_d{}{}{}",
         v.dp,
-        if v.tm { "_tm" } else { "" }
+        if v.tm { "_tm" } else { "" },
+        if v.split { "_split" } else { "" }
     )
 }
 
 /// Every variant's WGSL, for the naga test (no device here has to run them).
 pub(crate) fn kernels() -> Vec<(String, String)> {
-    debug_assert_eq!(TILE, ROWS);
     Coop::all()
         .map(|v| {
             let name = format!(

@@ -264,6 +264,7 @@ pub(crate) fn kernels() -> Vec<Source> {
         .chain(super::materialized::kernels())
         .chain(super::coop_fwd::kernels())
         .chain(super::coop_bwd::kernels())
+        .chain(super::split::kernels())
         .collect()
 }
 

@@ -5,6 +5,16 @@
 //! sequences instead materialize the scores, `attention/materialized.rs`), dropout's mask
 //! regenerated in every pass (`attention/dropout.rs`), and a KV-cache decode forward.
 //!
+//! On devices with tensor cores (cooperative matrices) and head dims up to 64 that are
+//! multiples of 4, the forward and both backward passes run on them (`attention/coop*.rs`):
+//! f16 tensors, and f32 ones rounded to f16 under autocast ([`AttentionOptions::f16_inputs`]),
+//! as PyTorch's fp16 SDPA does; f32 tensors otherwise to f32 accuracy, each operand split
+//! into two f16 parts scaled into f16's range and each product made of three
+//! (`attention/split.rs`, as PyTorch's fp32 SDPA makes its products of three TF32 ones).
+//! Measured on an H200 (BENCHMARKS.md, 2026-11-30 (fourteenth session)): f32 forward and
+//! backward at B8 H8 T1024 2.66 ms on the FMA kernels below, 1.22 ms split, PyTorch's
+//! fp32 SDPA 1.28. The kernels below run everything else.
+//!
 //! Layouts (row-major): queries `[B, H, T, D]`, keys and values `[B, Hkv, T, D]` where
 //! `Hkv` divides `H` and query head `h` reads kv head `h / (H / Hkv)`. With the causal
 //! mask query row `i` attends keys `0..=i` (with a cache: `0..=past + i`), without it
@@ -67,6 +77,7 @@ mod layout;
 mod materialized;
 mod packed;
 mod rows;
+mod split;
 mod tiled;
 
 pub use backward::{attention_backward, attention_backward_dkv, attention_backward_dq};
@@ -356,7 +367,8 @@ fn launch_forward(
 /// tensors (and f32 ones with [`AttentionOptions::f16_inputs`]) run on the tensor cores
 /// where the device has them and `D <= 64` is a multiple of 4, with f32 scores and softmax
 /// and `P` rounded to f16 for the `P V` product (PyTorch's fp16 SDPA does the same);
-/// elsewhere they compute in f32.
+/// elsewhere they compute in f32. f32 tensors without `f16_inputs` run on the tensor cores
+/// too, to f32 accuracy (the module doc), and elsewhere on the FMA units.
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] for shapes that do not fit the contract above,
@@ -373,11 +385,9 @@ pub fn attention(
     let half = f16::is_f16(op, &[q, k, v])?;
     let params = check_same_length(op, q, k, v, options)?;
     let tm = options.token_major;
-    if half || options.f16_inputs {
-        if let Some(kernel) = coop::Coop::for_device(q.device(), params.d as usize, half, tm, false)
-        {
-            return coop_fwd::forward(kernel, q, k, v, &params);
-        }
+    let d = params.d as usize;
+    if let Some(kernel) = coop::Coop::pick(q.device(), d, half, options.f16_inputs, tm, false) {
+        return coop_fwd::forward(kernel, q, k, v, &params);
     }
     if half {
         let w = f16::widen(&[q, k, v])?;
@@ -392,11 +402,11 @@ pub fn attention(
 }
 
 /// Whether [`AttentionOptions::token_major`] costs no copy on `dev` for head dim `head_dim`
-/// (the tensor-core kernels write and read that layout directly; they run when the
-/// tensors are f16 or `f16_inputs` is set, `f16`); elsewhere the op permutes `o` and its
-/// gradient, which a caller can do as cheaply itself.
+/// with f16 tensors or `f16_inputs` (`f16`), or f32 ones: the tensor-core kernels write
+/// and read that layout directly; elsewhere the op permutes `o` and its gradient, which a
+/// caller can do as cheaply itself.
 pub fn attention_token_major_is_free(dev: &crate::Device, head_dim: usize, f16: bool) -> bool {
-    f16 && coop::Coop::for_device(dev, head_dim, false, true, false).is_some()
+    coop::Coop::pick(dev, head_dim, false, f16, true, false).is_some()
 }
 
 /// The permutation between `[B, H, T, D]` and `[B, T, H, D]` (its own inverse).

@@ -71,9 +71,7 @@ pub fn attention_packed(
         ..*options
     };
     let d = sizes[5];
-    if (half || options.f16_inputs)
-        && let Some(v) = coop::Coop::for_device(qkv.device(), d, half, true, true)
-    {
+    if let Some(v) = coop::Coop::pick(qkv.device(), d, half, options.f16_inputs, true, true) {
         let params = packed_params(op, qkv, sizes, &options)?;
         return coop_fwd::forward(v, qkv, qkv, qkv, &params);
     }
@@ -105,9 +103,7 @@ pub fn attention_backward_packed(
         ..*options
     };
     let [b, h, _, t, _, d] = sizes;
-    if (half || options.f16_inputs)
-        && let Some(v) = coop::Coop::for_device(qkv.device(), d, half, true, true)
-    {
+    if let Some(v) = coop::Coop::pick(qkv.device(), d, half, options.f16_inputs, true, true) {
         let params = packed_params(op, qkv, sizes, &options)?;
         for (name, x) in [("o", o), ("grad_out", grad_out)] {
             let [xb, xt, xh, xd] = dims4(op, name, x, "[B, T, H, D] tensor")?;
