@@ -19,7 +19,8 @@
 //! Inf or NaN in a tensor leaves it unscaled, so it propagates as in f32.
 //!
 //! The two parts double the staged tiles and the f16 scratch, so these variants walk the
-//! other side in tiles of 32 rows (38 KiB of workgroup memory at head dim 64).
+//! other side in tiles of 32 rows (45 KiB of workgroup memory at head dim 64, as much as
+//! the f16 variants take with tiles of 64).
 
 use std::fmt::Write as _;
 
