@@ -33,7 +33,7 @@ use super::coop::{
 };
 use super::coop_fwd::{
     emit_first_key_tiles, emit_key_tile_loop, emit_lane_dropout, emit_lane_reads, emit_lane_writes,
-    emit_probabilities, emit_query_block, kernel_name, lane_vec4s, score_factor,
+    emit_probabilities, emit_query_start, kernel_name, lane_vec4s, score_factor,
 };
 use super::dropout;
 use super::layout::AttentionParams;
@@ -86,20 +86,7 @@ fn dkv_layout(v: &Coop) -> Layout<AttentionParams, Vec<Slot>> {
 pub(super) fn generate_dq(v: &Coop) -> String {
     let mut w = String::with_capacity(16 * 1024);
     emit_header(&mut w, v, "backward (dq)", &dq_layout(v));
-    emit_query_block(&mut w);
-    if v.split {
-        super::split::emit_scales(&mut w, true);
-    }
-    emit_tile_registers(&mut w, v, &["q", "go"], ROWS);
-    emit_tile_registers(&mut w, v, &["k", "v"], v.tile());
-    emit_tile_fetch(
-        &mut w,
-        v,
-        "    ",
-        "q",
-        [rows_of(v, "q"), "row0", "p.tq"],
-        ROWS,
-    );
+    emit_query_start(&mut w, v, &["q", "go"], true);
     // o and its gradient: token-major, or the query's head rows.
     let o_rows = if v.tm { TOKEN_ROWS } else { "head_row" };
     emit_tile_fetch(&mut w, v, "    ", "go", [o_rows, "row0", "p.tq"], ROWS);

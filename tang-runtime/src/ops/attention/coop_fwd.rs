@@ -201,6 +201,20 @@ pub(super) fn emit_query_block(w: &mut String) {
     );
 }
 
+/// Emits the start of a query-major pass: [`emit_query_block`], a split variant's scales
+/// (`backward`: the dq pass's), the registers of the block's rows of `rows` and of the
+/// key tiles of `k` and `v`, and the fetch of the block's q.
+pub(super) fn emit_query_start(w: &mut String, v: &Coop, rows: &[&str], backward: bool) {
+    emit_query_block(w);
+    if v.split {
+        super::split::emit_scales(w, backward);
+    }
+    emit_tile_registers(w, v, rows, ROWS);
+    emit_tile_registers(w, v, &["k", "v"], v.tile());
+    let q_rows = [rows_of(v, "q"), "row0", "p.tq"];
+    emit_tile_fetch(w, v, "    ", "q", q_rows, ROWS);
+}
+
 /// Emits the top of a loop over the key tiles: staged `srcs` (`k` into `ks`, `v` into
 /// `vs`), the next tile's loads issued.
 pub(super) fn emit_key_tile_loop(w: &mut String, v: &Coop, srcs: &[&str]) {
@@ -255,20 +269,7 @@ var<workgroup> grow: array<u32, 4>;
 var<workgroup> rl: array<f32, {ROWS}>;
 const RESCALE: f32 = {RESCALE:?};"
     );
-    emit_query_block(&mut w);
-    if v.split {
-        super::split::emit_scales(&mut w, false);
-    }
-    emit_tile_registers(&mut w, v, &["q"], ROWS);
-    emit_tile_registers(&mut w, v, &["k", "v"], v.tile());
-    emit_tile_fetch(
-        &mut w,
-        v,
-        "    ",
-        "q",
-        [rows_of(v, "q"), "row0", "p.tq"],
-        ROWS,
-    );
+    emit_query_start(&mut w, v, &["q"], false);
     emit_first_key_tiles(&mut w, v);
     emit_row_blocks(&mut w, v, &[("q", "ks", "q")]);
     for dc in 0..v.dp / 16 {
