@@ -360,6 +360,7 @@ fn run_cases(dev: &Device, quick: bool, report: &mut Report) -> Result<(), Error
 /// weights).
 fn timed_case(
     dev: &Device,
+    name: &str,
     shape: [usize; 4],
     dropout: bool,
     precision: Precision,
@@ -411,13 +412,26 @@ fn timed_case(
         return Ok(Err(e));
     }
     let (warm, reps) = if quick { (2, 5) } else { (5, 30) };
-    let ms = time(dev, warm, reps, || {
+    let run = || {
         let (o, lse) = attention(&q, &k, &v, &options)?;
         if backward {
             attention_backward(&go, &q, &k, &v, &o, &lse, &options)?;
         }
         Ok(())
-    })?;
+    };
+    let ms = time(dev, warm, reps, run)?;
+    // Where the time goes, pass by pass (where the device can time its kernels).
+    if backward && dev.start_profiling().is_ok() {
+        const RUNS: u64 = 10;
+        for _ in 0..RUNS {
+            run()?;
+        }
+        let profile = dev.finish_profiling()?;
+        println!(
+            "  {name}: GPU time of one forward + backward by kernel:\n{}",
+            profile.table(8, RUNS)
+        );
+    }
     Ok(Ok(ms))
 }
 
@@ -427,7 +441,7 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
         if !report.wants(name) {
             continue;
         }
-        match timed_case(dev, shape, dropout, precision, true, quick) {
+        match timed_case(dev, name, shape, dropout, precision, true, quick) {
             Ok(Ok(ms)) => {
                 report.add_rate(name, ms, forward_flops(shape) * 3.5 / ms / 1e9, "TFLOP/s")
             }
@@ -439,7 +453,7 @@ pub fn run(dev: &Device, quick: bool, report: &mut Report) {
         if !report.wants(name) {
             continue;
         }
-        match timed_case(dev, shape, dropout, precision, false, quick) {
+        match timed_case(dev, name, shape, dropout, precision, false, quick) {
             Ok(Ok(ms)) => report.add_rate(name, ms, forward_flops(shape) / ms / 1e9, "TFLOP/s"),
             Ok(Err(e)) => report.fail(name, &e),
             Err(e) => report.fail(name, &e),
