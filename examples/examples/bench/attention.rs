@@ -50,7 +50,7 @@ enum Precision {
 
 /// Forward + backward cases `(name, [B, H, T, D], dropout, precision)`, dropout 0.2 when
 /// set. The f16 names are those of PyTorch's fp16 SDPA cases without `_sdpa`.
-const FWD_BWD_CASES: [(&str, [usize; 4], bool, Precision); 11] = {
+const FWD_BWD_CASES: [(&str, [usize; 4], bool, Precision); 12] = {
     use Precision::{Autocast, F16, F32};
     const GPT: [usize; 4] = [64, 6, 256, 64];
     const GPT2: [usize; 4] = [8, 12, 1024, 64];
@@ -65,6 +65,12 @@ const FWD_BWD_CASES: [(&str, [usize; 4], bool, Precision); 11] = {
             "attention_gpt_B64_H6_T256_d64_dropout_fwd_bwd",
             GPT,
             true,
+            F32,
+        ),
+        (
+            "attention_gpt_B64_H6_T256_d64_fused_fwd_bwd",
+            GPT,
+            false,
             F32,
         ),
         ("attention_gpt2_B8_H12_T1024_d64_fwd_bwd", GPT2, false, F32),
