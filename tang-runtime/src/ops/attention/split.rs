@@ -24,7 +24,7 @@
 
 use std::fmt::Write as _;
 
-use crate::spec::{Slot, Source, Spec, grid, params};
+use crate::spec::{Slot, Source, Spec, params};
 use crate::wgsl::wg_main;
 use crate::{DType, Error, Tensor};
 
@@ -109,33 +109,72 @@ pub(super) fn emit_scales(w: &mut String, backward: bool) {
 }
 
 params! {
-    /// `n4` vec4s of `x` whose largest magnitude goes into `out[slot .. slot + count]`.
-    struct MaximaParams { n4: u32, slot: u32, count: u32 }
+    /// The vec4s of the four tensors whose largest magnitudes go into `out[0..4]` (0 for
+    /// a tensor not given); `packed`: 1 when the first is a packed projection, whose
+    /// maximum goes into `out[0..3]`.
+    struct MaximaParams { n0: u32, n1: u32, n2: u32, n3: u32, packed: u32 }
 }
 
-/// Workgroups of the maxima kernel: enough to fill an H200 several times over, few
-/// enough that the atomics are rare.
-const MAXIMA_GROUPS: u64 = 1024;
+/// Workgroups of the maxima kernel per tensor: with four loads in flight per thread,
+/// enough to fill an H200; few enough that the atomics are rare.
+const MAXIMA_GROUPS: u64 = 256;
 
-/// `out[s] = max(out[s], bits of |x|)` over the tensor: a grid-strided loop, a tree in
-/// workgroup memory, one atomic per workgroup. The bits of non-negative floats order as
-/// the floats do, and NaN's (`0x7fc00000` and up) above inf's, so the maximum of a
-/// tensor holding NaN reads as NaN.
+/// `out[t] = max(out[t], bits of |x|)` over tensor `t` (the workgroups' row `y`): a
+/// grid-strided loop four loads deep, a tree in workgroup memory, one atomic per
+/// workgroup. The bits of non-negative floats order as the floats do, and NaN's
+/// (`0x7fc00000` and up) above inf's, so the maximum of a tensor holding NaN reads as NaN.
+/// One launch for all four tensors: seven launches of one tensor each took 0.104 ms of
+/// GPT-2's attention forward and backward on an H200 (6.1%; BENCHMARKS.md, 2026-11-30
+/// (fourteenth session)).
 static MAXIMA: Spec<MaximaParams> = Spec::new(
     "attention_split_maxima",
     &[],
     &[
-        Slot::Read("x", "array<vec4<u32>>"),
+        Slot::Read("x0", "array<vec4<u32>>"),
+        Slot::Read("x1", "array<vec4<u32>>"),
+        Slot::Read("x2", "array<vec4<u32>>"),
+        Slot::Read("x3", "array<vec4<u32>>"),
         Slot::ReadWrite("out", "array<atomic<u32>>"),
     ],
     concat!(
-        "var<workgroup> red: array<u32, 256>;\n",
+        "var<workgroup> red: array<u32, 256>;
+
+// Element `i` of tensor `t`, its sign bits cleared.
+fn magnitude(t: u32, i: u32) -> vec4<u32> {
+    var b: vec4<u32>;
+    if (t == 0u) {
+        b = x0[i];
+    } else if (t == 1u) {
+        b = x1[i];
+    } else if (t == 2u) {
+        b = x2[i];
+    } else {
+        b = x3[i];
+    }
+    return b & vec4<u32>(0x7fffffffu);
+}
+
+fn max4(b: vec4<u32>) -> u32 {
+    return max(max(b.x, b.y), max(b.z, b.w));
+}
+",
         wg_main!(@signature),
-        "    let all = nwg.x * nwg.y * 256u;
+        "    let t = wid.y;
+    let n = array<u32, 4>(p.n0, p.n1, p.n2, p.n3)[t];
+    let stride = nwg.x * 256u;
+    var i = wid.x * 256u + lid;
     var m = 0u;
-    for (var i = (wid.x + wid.y * nwg.x) * 256u + lid; i < p.n4; i += all) {
-        let b = x[i] & vec4<u32>(0x7fffffffu);
-        m = max(m, max(max(b.x, b.y), max(b.z, b.w)));
+    while (i + 3u * stride < n) {
+        let a = magnitude(t, i);
+        let b = magnitude(t, i + stride);
+        let c = magnitude(t, i + 2u * stride);
+        let d = magnitude(t, i + 3u * stride);
+        m = max(m, max(max(max4(a), max4(b)), max(max4(c), max4(d))));
+        i += 4u * stride;
+    }
+    while (i < n) {
+        m = max(m, max4(magnitude(t, i)));
+        i += stride;
     }
     red[lid] = m;
     for (var s = 128u; s > 0u; s >>= 1u) {
@@ -144,9 +183,11 @@ static MAXIMA: Spec<MaximaParams> = Spec::new(
             red[lid] = max(red[lid], red[lid + s]);
         }
     }
-    if (lid == 0u) {
-        for (var s = p.slot; s < p.slot + p.count; s++) {
-            atomicMax(&out[s], red[0]);
+    if (lid == 0u && red[0] != 0u) {
+        atomicMax(&out[t], red[0]);
+        if (t == 0u && p.packed != 0u) {
+            atomicMax(&out[1], red[0]);
+            atomicMax(&out[2], red[0]);
         }
     }
 }
@@ -162,29 +203,58 @@ pub(crate) fn kernels() -> Vec<Source> {
 /// The largest magnitudes of the attention's tensors (f32, contiguous, a multiple of 4
 /// elements), as a 4-element f32 tensor: q, k and v in elements 0, 1 and 2 (`qkv`: the
 /// three, or one packed projection whose maximum goes into all three), the gradient of
-/// `o` (`go`) in element 3.
+/// `o` (`go`) in element 3. One launch.
 pub(super) fn maxima(qkv: &[&Tensor], go: Option<&Tensor>) -> Result<Tensor, Error> {
     let dev = qkv[0].device();
     let out = dev.empty(&[4], DType::F32)?;
     out.clear()?;
-    let count = if qkv.len() == 1 { 3 } else { 1 };
-    let slots = qkv
-        .iter()
-        .enumerate()
-        .map(|(slot, &t)| (t, slot as u32, count))
-        .chain(go.map(|t| (t, 3, 1)));
-    for (t, slot, count) in slots {
-        let n4 = crate::size::fits_u32("attention", "q, k, v", t.len() / 4)?;
-        if n4 == 0 {
-            continue;
-        }
-        let groups = grid(
-            dev,
-            "attention",
-            u64::from(n4).div_ceil(256).min(MAXIMA_GROUPS),
-        )?;
-        let params = MaximaParams { n4, slot, count };
-        MAXIMA.dispatch(&[], &params, &[t, &out], groups)?;
+    // Slots 1 and 2 of a packed projection come from slot 0; slot 3 is the gradient.
+    let mut tensors = [qkv[0]; 4];
+    let mut n = [0u32; 4];
+    let slots = qkv.iter().enumerate().chain(go.iter().map(|t| (3, t)));
+    for (slot, &t) in slots {
+        tensors[slot] = t;
+        n[slot] = crate::size::fits_u32("attention", "q, k, v", t.len() / 4)?;
     }
+    let rows = if go.is_some() { 4 } else { 3 };
+    let widest = u64::from(*n.iter().max().unwrap_or(&0));
+    let groups = widest.div_ceil(4 * 256).clamp(1, MAXIMA_GROUPS);
+    let params = MaximaParams {
+        n0: n[0],
+        n1: n[1],
+        n2: n[2],
+        n3: n[3],
+        packed: u32::from(qkv.len() == 1),
+    };
+    let [a, b, c, d] = tensors;
+    MAXIMA.dispatch(&[], &params, &[a, b, c, d, &out], [groups as u32, rows, 1])?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::maxima;
+    use crate::{Device, Tensor};
+
+    /// The kernel runs anywhere (the split attention only where there are tensor cores):
+    /// the largest magnitude of each tensor, past several workgroups' strides, a NaN
+    /// above everything, a packed projection's into three slots.
+    #[test]
+    fn maxima_are_the_largest_magnitudes_each_in_its_slot() {
+        let dev = Device::new().expect("a Vulkan adapter (lavapipe at least)");
+        let len = 4 * 256 * 300 + 8;
+        let with = |at: usize, x: f32| {
+            let mut v: Vec<f32> = (0..len).map(|i| (i % 7) as f32 * 0.01).collect();
+            v[at] = x;
+            Tensor::from_slice(&dev, &v, &[len]).unwrap()
+        };
+        let (q, k, v) = (with(len - 1, 3.5), with(1, -7.0), with(277_777, 1e-30));
+        let go = with(12_345, f32::NAN);
+        let got = maxima(&[&q, &k, &v], Some(&go)).unwrap().to_vec().unwrap();
+        assert_eq!(&got[..3], &[3.5, 7.0, 0.06]);
+        assert!(got[3].is_nan(), "{got:?}");
+        let packed = with(200_000, -5.0);
+        let got = maxima(&[&packed], None).unwrap().to_vec().unwrap();
+        assert_eq!(got, [5.0, 5.0, 5.0, 0.0]);
+    }
 }
