@@ -4,7 +4,7 @@
 //! contract.
 
 use super::coop;
-use super::coop_bwd;
+use super::coop_bwd_launch;
 use super::f16;
 use super::layout::AttentionParams;
 use super::{
@@ -112,7 +112,7 @@ pub fn attention_backward(
     // (`attention_gpt_B64_H6_T256_d64_dropout_fwd_bwd`, 2026-11-30 (fourteenth session)).
     let d = params.d as usize;
     if let Some(kernels) = coop::Coop::pick(q.device(), d, half, options.f16_inputs, tm, false) {
-        return coop_bwd::backward(kernels, [q, k, v, o, grad_out], lse, &params);
+        return coop_bwd_launch::backward(kernels, [q, k, v, o, grad_out], lse, &params);
     }
     if tm {
         // The other kernels read o and its gradient head-major.
@@ -159,7 +159,7 @@ pub fn attention_backward_dq(
     let like_q = [("o", o), ("grad_out", grad_out)];
     let params = check_backward(op, [q, k, v], &like_q, &[("lse", lse)], options)?;
     if let Some(split) = split_passes(q, &params, options) {
-        return coop_bwd::backward_dq(split, [q, k, v, o, grad_out], lse, &params);
+        return coop_bwd_launch::backward_dq(split, [q, k, v, o, grad_out], lse, &params);
     }
     dq_pass(op, &params, [q, k, v, o, grad_out, lse])
 }
@@ -184,23 +184,22 @@ pub fn attention_backward_dkv(
     let rows = [("lse", lse), ("delta", delta)];
     let params = check_backward(op, [q, k, v], &[("grad_out", grad_out)], &rows, options)?;
     if let Some(split) = split_passes(q, &params, options) {
-        return coop_bwd::backward_dkv(split, [q, k, v, grad_out], [lse, delta], &params);
+        return coop_bwd_launch::backward_dkv(split, [q, k, v, grad_out], [lse, delta], &params);
     }
     dkv_pass(op, &params, [q, k, v, grad_out, lse, delta])
 }
 
 /// The tensor-core variant the passes apart run for f32 tensors (the one
-/// [`attention_backward`] runs for them), if the device takes it; other dtypes run the
-/// FMA passes.
+/// [`attention_backward`] runs for them), if the device takes it; f16 tensors and
+/// autocast's `f16_inputs` run the FMA passes.
 fn split_passes(
     q: &Tensor,
     params: &AttentionParams,
     options: &AttentionOptions,
 ) -> Option<coop::Coop> {
-    if q.dtype() != DType::F32 || options.f16_inputs {
-        return None;
-    }
-    coop::Coop::pick(q.device(), params.d as usize, false, false, false, false)
+    let half = q.dtype() == DType::F16;
+    let d = params.d as usize;
+    coop::Coop::pick(q.device(), d, half, options.f16_inputs, false, false).filter(|v| v.split)
 }
 
 /// Records the dq pass on checked `[q, k, v, o, grad_out, lse]`: returns `dq` and

@@ -111,17 +111,17 @@ impl Coop {
     }
 
     /// The variant a call on `dev` with head dim `d` runs, if the tensor-core kernels take
-    /// it: a device with tensor cores (which implies subgroup operations) and
-    /// room for the tiles, and a head dim up to 64 that is a multiple of 4. `split`: f32
-    /// tensors computed to f32 accuracy (else f16 ones, or f32 ones rounded to f16 when
-    /// `half` is false).
-    pub(super) fn for_device(
+    /// it: a device with tensor cores (which implies subgroup operations) and room for the
+    /// tiles, and a head dim up to 64 that is a multiple of 4. `half` (f16) tensors, and
+    /// f32 ones with autocast's `f16_inputs`, take the f16 kernels; f32 tensors without it
+    /// the `split` ones (f32 accuracy).
+    pub(super) fn pick(
         dev: &Device,
         d: usize,
         half: bool,
+        f16_inputs: bool,
         tm: bool,
         packed: bool,
-        split: bool,
     ) -> Option<Coop> {
         let info = dev.info();
         if !info.tensor_cores || d > MAX_D || !d.is_multiple_of(4) {
@@ -132,23 +132,9 @@ impl Coop {
             half,
             tm: tm || packed,
             packed,
-            split: split && !half,
+            split: !half && !f16_inputs,
         };
         (v.shared_bytes() <= info.limits.max_compute_workgroup_storage_size).then_some(v)
-    }
-
-    /// The variant a call with `half` (f16) tensors, or f32 ones with autocast's
-    /// `f16_inputs`, runs on the tensor cores, if any: the f16 kernels for those, the
-    /// `split` ones (f32 accuracy) for f32 tensors without `f16_inputs`.
-    pub(super) fn pick(
-        dev: &Device,
-        d: usize,
-        half: bool,
-        f16_inputs: bool,
-        tm: bool,
-        packed: bool,
-    ) -> Option<Coop> {
-        Coop::for_device(dev, d, half, tm, packed, !half && !f16_inputs)
     }
 
     /// Rows per tile of the other side: 64, or 32 for `split` (its staged tiles and f16
@@ -207,7 +193,7 @@ impl Coop {
         &self,
         slots: &[(&'static str, bool, bool)],
     ) -> Layout<AttentionParams, Vec<Slot>> {
-        let slots = slots
+        let mut slots: Vec<Slot> = slots
             .iter()
             .map(|&(name, written, tensor)| {
                 let ty = if tensor {
@@ -221,8 +207,7 @@ impl Coop {
                     Slot::Read(name, ty)
                 }
             })
-            .collect::<Vec<_>>();
-        let mut slots = slots;
+            .collect();
         if self.split {
             // The tensors' largest magnitudes (`split::maxima`).
             slots.push(Slot::Read("amax", "array<f32>"));

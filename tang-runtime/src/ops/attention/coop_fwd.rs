@@ -415,12 +415,7 @@ pub(super) fn forward(
     let lse = dev.empty(&[b, h, t], crate::DType::F32)?;
     let kernel = KERNELS.get(&v, || (kernel_name("fwd", &v), generate(&v)))?;
     let grid = [params.tq.div_ceil(ROWS), params.heads, params.batch];
-    let amax = if v.split {
-        let qkv: &[&Tensor] = if v.packed { &[q] } else { &[q, k, vt] };
-        Some(super::split::maxima(qkv, None)?)
-    } else {
-        None
-    };
+    let amax = super::split::maxima_for(&v, [q, k, vt], None)?;
     let mut bindings = vec![q, k, vt, &o, &lse];
     bindings.extend(amax.as_ref());
     layout(&v).dispatch(kernel, dropout::constants(params), params, &bindings, grid)?;

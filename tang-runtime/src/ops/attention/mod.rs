@@ -67,6 +67,7 @@ mod bwd_dkv;
 mod bwd_dq;
 mod coop;
 mod coop_bwd;
+mod coop_bwd_launch;
 mod coop_fwd;
 mod dropout;
 mod emit;

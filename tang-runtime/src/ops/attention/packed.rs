@@ -10,7 +10,7 @@
 //! (eighth session)).
 
 use super::{
-    AttentionOptions, attention, attention_backward, coop, coop_bwd, coop_fwd, dims4, f16,
+    AttentionOptions, attention, attention_backward, coop, coop_bwd_launch, coop_fwd, dims4, f16,
     sizes_params, with_options,
 };
 use crate::ops::check::mismatch;
@@ -128,7 +128,7 @@ pub fn attention_backward_packed(
                 ),
             ));
         }
-        return coop_bwd::backward_packed(v, [qkv, qkv, qkv, o, grad_out], lse, &params);
+        return coop_bwd_launch::backward_packed(v, [qkv, qkv, qkv, o, grad_out], lse, &params);
     }
     let (q, k, v) = split_qkv_heads(qkv, heads, kv_heads, d)?;
     let (dq, dk, dv) = attention_backward(grad_out, &q, &k, &v, o, lse, &options)?;

@@ -200,11 +200,25 @@ pub(crate) fn kernels() -> Vec<Source> {
     vec![MAXIMA.source()]
 }
 
+/// The [`maxima`] a variant's kernels read: of q, k and v (one packed projection bound
+/// three times when `v.packed`) and `go`, or none for the variants that are not split.
+pub(super) fn maxima_for(
+    v: &super::coop::Coop,
+    [q, k, vt]: [&Tensor; 3],
+    go: Option<&Tensor>,
+) -> Result<Option<Tensor>, Error> {
+    if !v.split {
+        return Ok(None);
+    }
+    let qkv: &[&Tensor] = if v.packed { &[q] } else { &[q, k, vt] };
+    maxima(qkv, go).map(Some)
+}
+
 /// The largest magnitudes of the attention's tensors (f32, contiguous, a multiple of 4
 /// elements), as a 4-element f32 tensor: q, k and v in elements 0, 1 and 2 (`qkv`: the
 /// three, or one packed projection whose maximum goes into all three), the gradient of
 /// `o` (`go`) in element 3. One launch.
-pub(super) fn maxima(qkv: &[&Tensor], go: Option<&Tensor>) -> Result<Tensor, Error> {
+fn maxima(qkv: &[&Tensor], go: Option<&Tensor>) -> Result<Tensor, Error> {
     let dev = qkv[0].device();
     let out = dev.empty(&[4], DType::F32)?;
     out.clear()?;
